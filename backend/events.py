@@ -1,0 +1,98 @@
+"""The events a generation yields, consumed alike by the TUI and the command line."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from sampling.records import Step
+
+Phase = Literal["prefill", "decode", "done"]
+FinishReason = Literal["eos", "max_tokens", "cancelled", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseEvent:
+    """The generation entered a phase."""
+
+    phase: Phase
+
+
+@dataclass(frozen=True, slots=True)
+class PrefillProgress:
+    """A prefill chunk finished: `done` of `total` prompt tokens are in the cache."""
+
+    done: int
+    total: int
+
+
+@dataclass(frozen=True, slots=True)
+class TokenEvent:
+    """One sampled token.
+
+    Attributes:
+        index: 0-based position of the token in this reply.
+        step: The sampler's record for it.
+        text: The text it completes (may be "" while a multi-byte character is split
+            across tokens; the bytes come out whole with a later token).
+        piece: The token's own bytes shown visibly (for the probability panel).
+    """
+
+    index: int
+    step: Step
+    text: str
+    piece: str
+
+
+@dataclass(frozen=True, slots=True)
+class NoticeEvent:
+    """Something the user should be told (e.g. old turns dropped to fit the context)."""
+
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class GenerationStats:
+    """Figures of one finished generation.
+
+    Attributes:
+        prompt_tokens: Tokens of the whole rendered prompt.
+        prefilled_tokens: Of those, how many were computed (the rest came from cache).
+        prefill_ms: Wall time of the prefill.
+        ttft_ms: Time from start to the first sampled token.
+        decode_tokens: Tokens sampled.
+        decode_ms: Wall time of the decode phase.
+        decode_tps: Sampled tokens per second during decode.
+        sampler_us: Total microseconds spent in the sampler.
+    """
+
+    prompt_tokens: int = 0
+    prefilled_tokens: int = 0
+    prefill_ms: float = 0.0
+    ttft_ms: float = 0.0
+    decode_tokens: int = 0
+    decode_ms: float = 0.0
+    decode_tps: float = 0.0
+    sampler_us: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedEvent:
+    """The generation ended.
+
+    Attributes:
+        reason: Why it ended.
+        stats: Its figures.
+        text: The whole reply text.
+        token_ids: The sampled token ids, in order.
+        error: The user-facing error message when `reason` is "error".
+    """
+
+    reason: FinishReason
+    stats: GenerationStats
+    text: str
+    token_ids: tuple[int, ...]
+    error: str | None = None
+
+
+GenerationEvent = PhaseEvent | PrefillProgress | TokenEvent | NoticeEvent | FinishedEvent

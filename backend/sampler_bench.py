@@ -1,0 +1,195 @@
+"""Sampler speed: our samplers next to llama.cpp's native sampler chain, same logits.
+
+Both sides see the same logits, written into the llama context's logits buffer
+before each timed call (so both read them from a warm cache): llama.cpp's chain
+reads them there through `llama_sampler_sample`, ours through the zero-copy view.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import llama_cpp
+import numpy as np
+import numpy.typing as npt
+
+from sampling import Sampler, SamplerSettings
+
+Logits = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True)
+class BenchMode:
+    """One row: our settings and the native chain that samples the same way."""
+
+    name: str
+    settings: SamplerSettings
+    native: Callable[[], Any]  # builds a llama_sampler chain
+
+
+@dataclass(frozen=True, slots=True)
+class BenchRow:
+    """Microseconds per sampled token, ours and native, on one kind of logits."""
+
+    mode: str
+    logits_kind: str
+    ours_us: float
+    native_us: float
+
+    @property
+    def ratio(self) -> float:
+        """ours / native (≤ 1.0 meets the target)."""
+        return self.ours_us / self.native_us
+
+
+def _chain(*samplers: Any) -> Any:
+    chain = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
+    for sampler in samplers:
+        llama_cpp.llama_sampler_chain_add(chain, sampler)
+    return chain
+
+
+def _temp_dist(*filters: Any) -> Callable[[], Any]:
+    return lambda: _chain(
+        *[make() for make in filters],
+        llama_cpp.llama_sampler_init_temp(0.8),
+        llama_cpp.llama_sampler_init_dist(42),
+    )
+
+
+MODES: tuple[BenchMode, ...] = (
+    BenchMode(
+        "argmax",
+        SamplerSettings(temperature=0.0),
+        lambda: _chain(llama_cpp.llama_sampler_init_greedy()),
+    ),
+    BenchMode("all t=0.8", SamplerSettings(temperature=0.8, seed=42), _temp_dist()),
+    BenchMode(
+        "top-k 40",
+        SamplerSettings(temperature=0.8, top_k=40, seed=42),
+        _temp_dist(lambda: llama_cpp.llama_sampler_init_top_k(40)),
+    ),
+    BenchMode(
+        "top-p 0.9",
+        SamplerSettings(temperature=0.8, top_p=0.9, seed=42),
+        _temp_dist(lambda: llama_cpp.llama_sampler_init_top_p(0.9, 1)),
+    ),
+    BenchMode(
+        "top-k 40 + top-p 0.9",
+        SamplerSettings(temperature=0.8, top_k=40, top_p=0.9, seed=42),
+        _temp_dist(
+            lambda: llama_cpp.llama_sampler_init_top_k(40),
+            lambda: llama_cpp.llama_sampler_init_top_p(0.9, 1),
+        ),
+    ),
+    BenchMode(
+        "min-p 0.05",
+        SamplerSettings(temperature=0.8, min_p=0.05, seed=42),
+        _temp_dist(lambda: llama_cpp.llama_sampler_init_min_p(0.05, 1)),
+    ),
+    # llama.cpp has no Gumbel sampler: its peer is its own full-distribution draw.
+    BenchMode("gumbel (native: all)", SamplerSettings(temperature=0.8, draw="gumbel"), _temp_dist()),
+)
+
+
+def capture_real_logits(llm: Any, steps: int) -> list[Logits]:
+    """Logits of `steps` greedy decode steps after a chat prompt, each copied."""
+    prompt = (
+        "<|im_start|>user\nWrite a short poem about the sea.<|im_end|>\n<|im_start|>assistant\n"
+    )
+    llm.eval(llm.tokenize(prompt.encode(), add_bos=False, special=True))
+    vocab_size = llm.n_vocab()
+    captured: list[Logits] = []
+    for _ in range(steps):
+        pointer = llama_cpp.llama_get_logits_ith(llm.ctx, -1)
+        logits = np.ctypeslib.as_array(pointer, shape=(vocab_size,)).copy()
+        captured.append(logits)
+        llm.eval([int(np.argmax(logits))])
+    return captured
+
+
+def flat_logits(vocab_size: int, count: int) -> list[Logits]:
+    """Standard normal logits: a flat, high-entropy distribution (an untrained model's)."""
+    generator = np.random.default_rng(0)
+    return [generator.standard_normal(vocab_size).astype(np.float32) for _ in range(count)]
+
+
+def _time_ours(sampler: Sampler, logits: Sequence[Logits], view: Logits) -> float:
+    sampler.reset()
+    total = 0.0
+    for vector in logits:
+        view[:] = vector
+        started = time.perf_counter()
+        sampler.sample(view)
+        total += time.perf_counter() - started
+    return total / len(logits) * 1e6
+
+
+def _time_native(mode: BenchMode, logits: Sequence[Logits], view: Logits, ctx: Any) -> float:
+    chain = mode.native()
+    try:
+        total = 0.0
+        for vector in logits:
+            view[:] = vector
+            started = time.perf_counter()
+            llama_cpp.llama_sampler_sample(chain, ctx, -1)
+            total += time.perf_counter() - started
+    finally:
+        llama_cpp.llama_sampler_free(chain)
+    return total / len(logits) * 1e6
+
+
+def run_sampler_bench(
+    model_path: Path, *, steps: int = 48, repeats: int = 7, n_threads: int = 2
+) -> list[BenchRow]:
+    """Time every mode, ours and native alternating, on real and on flat logits.
+
+    Returns:
+        One row per mode and logits kind, each figure the median over `repeats`.
+    """
+    llm = llama_cpp.Llama(
+        str(model_path), n_ctx=512, n_threads=n_threads, verbose=False, logits_all=False
+    )
+    try:
+        real = capture_real_logits(llm, steps)
+        vocab_size = llm.n_vocab()
+        pointer = llama_cpp.llama_get_logits_ith(llm.ctx, -1)
+        view = np.ctypeslib.as_array(
+            ctypes.cast(pointer, ctypes.POINTER(ctypes.c_float)), shape=(vocab_size,)
+        )
+        rows: list[BenchRow] = []
+        for kind, logits in (("real", real), ("flat", flat_logits(vocab_size, steps))):
+            for mode in MODES:
+                sampler = Sampler(mode.settings)
+                _time_ours(sampler, logits, view)  # warm up: scratch buffers, band guesses
+                _time_native(mode, logits, view, llm.ctx)
+                ours, native = [], []
+                for _ in range(repeats):
+                    ours.append(_time_ours(sampler, logits, view))
+                    native.append(_time_native(mode, logits, view, llm.ctx))
+                rows.append(
+                    BenchRow(mode.name, kind, statistics.median(ours), statistics.median(native))
+                )
+        return rows
+    finally:
+        llm.close()
+
+
+def format_rows(rows: Sequence[BenchRow]) -> str:
+    """The table `samplescope bench` prints."""
+    lines = [
+        f"{'mode':<22} {'logits':<6} {'ours µs':>9} {'native µs':>10} {'ours/native':>12}",
+    ]
+    for row in rows:
+        mark = "" if row.ratio <= 1.0 else "  (over)"
+        lines.append(
+            f"{row.mode:<22} {row.logits_kind:<6} {row.ours_us:>9.1f} {row.native_us:>10.1f} "
+            f"{row.ratio:>11.2f}x{mark}"
+        )
+    return "\n".join(lines)

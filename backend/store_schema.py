@@ -1,0 +1,136 @@
+"""The chat database's schema and its migrations (PRAGMA user_version).
+
+Every database starts at version 0 (empty) and is brought to `SCHEMA_VERSION` by
+running each migration in order, each in its own transaction together with the new
+`user_version`, so a crash mid-migration leaves the previous version intact. A new
+database therefore takes the same path as an old one: v0 → v1 → v2.
+
+Version history:
+    1: chats, messages, replies, reply_tokens, settings_changes.
+    2: chats.updated (backfilled from the newest message, else the chat's creation),
+       an index on it for the history list, and the model_files hash cache.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+SCHEMA_VERSION = 2
+
+_V1 = """
+CREATE TABLE chats (
+    id INTEGER PRIMARY KEY,
+    title TEXT NOT NULL,
+    created REAL NOT NULL,                -- unix seconds, UTC
+    model_path TEXT,
+    model_size INTEGER,
+    model_sha256 TEXT
+);
+CREATE TABLE messages (
+    id INTEGER PRIMARY KEY,
+    chat_id INTEGER NOT NULL REFERENCES chats(id) ON DELETE CASCADE,
+    position INTEGER NOT NULL,            -- 0-based order within the chat
+    role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant')),
+    content TEXT NOT NULL,                -- for a reply: its text so far, then final
+    created REAL NOT NULL,
+    UNIQUE (chat_id, position)
+);
+CREATE TABLE replies (
+    id INTEGER PRIMARY KEY,
+    message_id INTEGER NOT NULL UNIQUE REFERENCES messages(id) ON DELETE CASCADE,
+    model_path TEXT NOT NULL,
+    model_size INTEGER NOT NULL,
+    model_sha256 TEXT NOT NULL,
+    seed TEXT NOT NULL,                   -- decimal: seeds reach 2**64-1 > INTEGER
+    rng TEXT NOT NULL,
+    max_tokens INTEGER,
+    finish_reason TEXT,                   -- NULL until finished (killed: interrupted)
+    error TEXT,
+    stats TEXT,                           -- JSON of GenerationStats
+    created REAL NOT NULL,
+    finished REAL
+);
+CREATE TABLE reply_tokens (
+    reply_id INTEGER NOT NULL REFERENCES replies(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    token_id INTEGER NOT NULL,
+    PRIMARY KEY (reply_id, idx)
+) WITHOUT ROWID;
+CREATE TABLE settings_changes (
+    reply_id INTEGER NOT NULL REFERENCES replies(id) ON DELETE CASCADE,
+    from_index INTEGER NOT NULL,          -- in force from this token index on
+    settings TEXT NOT NULL,               -- JSON of SamplerSettings.to_dict()
+    PRIMARY KEY (reply_id, from_index)
+) WITHOUT ROWID;
+"""
+
+_V2 = """
+ALTER TABLE chats ADD COLUMN updated REAL NOT NULL DEFAULT 0;
+UPDATE chats SET updated = coalesce(
+    (SELECT max(messages.created) FROM messages WHERE messages.chat_id = chats.id),
+    chats.created
+);
+CREATE INDEX chats_by_updated ON chats(updated);
+CREATE TABLE model_files (
+    path TEXT NOT NULL,
+    size INTEGER NOT NULL,
+    mtime_ns INTEGER NOT NULL,
+    sha256 TEXT NOT NULL,
+    PRIMARY KEY (path, size, mtime_ns)
+) WITHOUT ROWID;
+"""
+
+
+def _run_script(conn: sqlite3.Connection, script: str) -> None:
+    # executescript() would COMMIT first; run statement by statement instead so the
+    # whole migration stays inside the caller's transaction.
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
+    1: lambda conn: _run_script(conn, _V1),
+    2: lambda conn: _run_script(conn, _V2),
+}
+"""Migration to version N (from N - 1)."""
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """The database's PRAGMA user_version."""
+    row = conn.execute("PRAGMA user_version").fetchone()
+    return int(row[0])
+
+
+def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
+    """Bring the database up to `target`; returns the version it started at.
+
+    The connection must be in autocommit mode (isolation_level=None). Each step
+    re-reads the version inside its write transaction, so two processes opening an
+    old database at once migrate it only once.
+
+    Raises:
+        sqlite3.Error: The database cannot be read or written.
+        ValueError: The database is newer than this code knows (its version is in
+            the message).
+    """
+    start = schema_version(conn)
+    if start > SCHEMA_VERSION:
+        raise ValueError(
+            f"its schema version is {start}, newer than this samplescope knows "
+            f"({SCHEMA_VERSION}); upgrade samplescope"
+        )
+    for version in range(start + 1, target + 1):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if schema_version(conn) >= version:
+                conn.execute("COMMIT")
+                continue
+            MIGRATIONS[version](conn)
+            conn.execute(f"PRAGMA user_version = {int(version)}")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return start

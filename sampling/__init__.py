@@ -1,0 +1,23 @@
+"""Pure-numpy samplers: settings, the exact distribution, and the per-step record."""
+
+from sampling import modes
+from sampling.errors import LogitsError, SamplescopeError, SettingsError
+from sampling.penalties import penalized_logits
+from sampling.records import Candidate, CutBy, Step
+from sampling.sampler import Sampler, probabilities
+from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+
+__all__ = [
+    "DEFAULT_CHAT_SETTINGS",
+    "Candidate",
+    "CutBy",
+    "LogitsError",
+    "Sampler",
+    "SamplerSettings",
+    "SamplescopeError",
+    "SettingsError",
+    "Step",
+    "modes",
+    "penalized_logits",
+    "probabilities",
+]

@@ -1,0 +1,61 @@
+"""Checking logits before sampling, with errors that say what is wrong with them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from sampling.errors import LogitsError
+
+FloatArray = npt.NDArray[np.floating[Any]]
+
+
+def checked_logits(logits: object, vocab_size: int | None = None) -> tuple[FloatArray, float, int]:
+    """Validate logits and return them with their maximum and its (first) index.
+
+    The array is returned as it is when it is already float32 or float64 (no copy);
+    other numeric types are converted to float64. +inf logits count as the argmax:
+    they are replaced (in a new array) by 0 and every other logit by -inf.
+
+    Args:
+        logits: One score per vocabulary token.
+        vocab_size: When given, the length the logits must have.
+
+    Returns:
+        The logits as a float array, their (finite) maximum and its lowest index.
+
+    Raises:
+        LogitsError: Wrong rank, wrong length, non-numeric, empty, NaN, or no finite
+            value.
+    """
+    array = np.asarray(logits)
+    if array.ndim != 1:
+        hint = " (drop the batch axis, e.g. logits[0])" if array.ndim == 2 else ""
+        raise LogitsError(
+            f"logits must be one-dimensional, one score per vocabulary token; "
+            f"got an array of shape {array.shape}{hint}"
+        )
+    if array.shape[0] == 0:
+        raise LogitsError("logits are empty: expected one score per vocabulary token")
+    if vocab_size is not None and array.shape[0] != vocab_size:
+        raise LogitsError(
+            f"logits have {array.shape[0]} scores but the vocabulary has {vocab_size} tokens"
+        )
+    if array.dtype != np.float32 and array.dtype != np.float64:
+        if array.dtype.kind not in "fiub":
+            raise LogitsError(f"logits must be numbers, got an array of dtype {array.dtype}")
+        array = array.astype(np.float64)
+    # argmax stops at the first NaN, so one pass finds the maximum and any NaN.
+    argmax = int(np.argmax(array))
+    maximum = float(array[argmax])
+    if maximum != maximum:
+        first_nan = int(np.flatnonzero(np.isnan(array))[0])
+        raise LogitsError(f"logits contain NaN (first at token id {first_nan})")
+    if maximum == -np.inf:
+        raise LogitsError(f"logits have no finite value: all {array.shape[0]} are -inf")
+    if maximum == np.inf:
+        array = np.where(np.isposinf(array), 0.0, -np.inf).astype(array.dtype)
+        maximum = 0.0
+    return array, maximum, argmax

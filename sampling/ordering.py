@@ -1,0 +1,177 @@
+"""The vocabulary in descending order of probability, without sorting all of it.
+
+Every filter keeps a prefix of one order: descending logit, ties broken by the lower
+token id. Real next-token distributions are peaked, so the prefix that matters is
+short. These helpers find it by looking at bands of logits below the maximum (each
+band sorted on its own, bands visited from the top down), and fall back to larger
+bands only when the head is not enough.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from sampling.workspace import Workspace
+
+FloatArray = npt.NDArray[np.floating[Any]]
+IdArray = npt.NDArray[np.intp]
+
+# Band edges below the maximum, in units of the temperature the order is read at.
+_BAND_EDGES = (6.0, 12.0, 24.0, 48.0)
+_WIDEST_EDGE = 64.0
+# Above this size, partition before sorting.
+_PARTITION_ABOVE = 2048
+
+
+def sort_descending(logits: FloatArray, token_ids: IdArray) -> IdArray:
+    """`token_ids` (ascending) ordered by descending logit, ties by lower id."""
+    order = np.argsort(-logits[token_ids], kind="stable")
+    result: IdArray = token_ids[order]
+    return result
+
+
+def top_ids(
+    logits: FloatArray, maximum: float, count: int, workspace: Workspace | None = None
+) -> IdArray:
+    """The `count` highest-logit token ids in descending order (ties: lower id first).
+
+    The band below the maximum that holds them is guessed from the previous call's
+    (successive tokens' distributions look alike), then widened until it suffices.
+    """
+    vocab_size = logits.shape[0]
+    if count >= vocab_size:
+        return sort_descending(logits, np.arange(vocab_size))
+    edge = _BAND_EDGES[0] if workspace is None else workspace.band_edge.get(count, _BAND_EDGES[0])
+    band = np.flatnonzero(logits >= maximum - edge)
+    while band.size < count and edge < _WIDEST_EDGE:
+        edge *= 2.0
+        band = np.flatnonzero(logits >= maximum - edge)
+    if band.size < count:
+        band = np.arange(vocab_size)
+    if band.size > _PARTITION_ABOVE and band.size > 4 * count:
+        values = logits[band]
+        threshold = np.partition(values, values.size - count)[values.size - count]
+        band = band[values >= threshold]
+    result = sort_descending(logits, band)[:count]
+    if workspace is not None:
+        # Next time, start from a band a little wider than this one needed.
+        needed = maximum - float(logits[result[-1]])
+        workspace.band_edge[count] = min(max(1.25 * needed + 0.25, 0.5), _WIDEST_EDGE)
+    return result
+
+
+def descending_bands(logits: FloatArray, maximum: float, temperature: float) -> Iterator[IdArray]:
+    """Every token id, as successive bands each in descending order, from the top.
+
+    Concatenated, the bands are the whole vocabulary in descending order.
+    """
+    upper = np.inf
+    for edge in _BAND_EDGES:
+        lower = maximum - edge * temperature
+        mask = logits >= lower
+        if upper != np.inf:
+            mask &= logits < upper
+        band = np.flatnonzero(mask)
+        if band.size:
+            yield sort_descending(logits, band)
+        upper = lower
+    band = np.flatnonzero(~(logits >= upper))
+    if band.size:
+        yield sort_descending(logits, band)
+
+
+def prefix_reaching(
+    logits: FloatArray,
+    maximum: float,
+    temperature: float,
+    weights: Callable[[IdArray], npt.NDArray[np.float64]],
+    target: float,
+    strictly_exceeding: bool,
+) -> tuple[IdArray, npt.NDArray[np.float64]]:
+    """The shortest descending prefix whose cumulative weight reaches `target`.
+
+    Args:
+        logits: The (penalised) logits.
+        maximum: Their maximum.
+        temperature: Scales the band edges (a higher temperature spreads the mass).
+        weights: Weight of each token id of a band (e.g. its probability).
+        target: The cumulative weight to reach.
+        strictly_exceeding: Stop at the first token whose cumulative weight is
+            > target (a draw) rather than >= target (top-p).
+
+    Returns:
+        The prefix's ids and their weights, in order. When the whole vocabulary
+        does not reach the target (rounding), all of it.
+    """
+    id_parts: list[IdArray] = []
+    weight_parts: list[npt.NDArray[np.float64]] = []
+    reached = 0.0
+    side: Any = "right" if strictly_exceeding else "left"
+    for band in descending_bands(logits, maximum, temperature):
+        band_weights = weights(band)
+        cumulative = reached + np.cumsum(band_weights)
+        position = int(np.searchsorted(cumulative, target, side=side))
+        if position < band.size:
+            id_parts.append(band[: position + 1])
+            weight_parts.append(band_weights[: position + 1])
+            break
+        id_parts.append(band)
+        weight_parts.append(band_weights)
+        reached = float(cumulative[-1])
+    return np.concatenate(id_parts), np.concatenate(weight_parts)
+
+
+# Histogram resolution for token_at_mass: buckets per unit of (max - logit) / T.
+_BUCKETS_PER_UNIT = 16
+_BUCKET_COUNT = 16 * 64
+
+
+def token_at_mass(
+    logits: FloatArray,
+    maximum: float,
+    temperature: float,
+    probs: npt.NDArray[np.float64],
+    target: float,
+    workspace: Workspace,
+) -> int:
+    """The first token, in descending order, whose cumulative probability exceeds `target`.
+
+    The head band (sorted) answers most draws on a peaked distribution. Otherwise
+    the mass is summed per bucket of (max - logit) / T; buckets follow the
+    descending order, so only the one bucket holding the target is sorted.
+
+    Args:
+        logits: The (penalised) logits.
+        maximum: Their maximum.
+        temperature: The temperature `probs` was computed at.
+        probs: Every token's probability, indexed by id.
+        target: u times the total mass.
+        workspace: Scratch buffers.
+    """
+    head = np.flatnonzero(logits >= maximum - _BAND_EDGES[0] * temperature)
+    if head.size <= _PARTITION_ABOVE:
+        ordered = sort_descending(logits, head)
+        cumulative = np.cumsum(probs[ordered])
+        position = int(np.searchsorted(cumulative, target, side="right"))
+        if position < ordered.size:
+            return int(ordered[position])
+    size = logits.shape[0]
+    scaled = np.subtract(maximum, logits, out=workspace.array("bucket-f", size, logits.dtype))
+    scaled *= _BUCKETS_PER_UNIT / temperature
+    np.minimum(scaled, _BUCKET_COUNT - 1, out=scaled)
+    buckets = workspace.array("bucket-i", size, np.intp)
+    np.copyto(buckets, scaled, casting="unsafe")
+    bucket_mass = np.bincount(buckets, weights=probs, minlength=_BUCKET_COUNT)
+    cumulative_mass = np.cumsum(bucket_mass)
+    bucket = min(int(np.searchsorted(cumulative_mass, target, side="right")), _BUCKET_COUNT - 1)
+    while bucket > 0 and bucket_mass[bucket] == 0.0:
+        bucket -= 1  # rounding past the last non-empty bucket
+    reached = float(cumulative_mass[bucket - 1]) if bucket else 0.0
+    ordered = sort_descending(logits, np.flatnonzero(buckets == bucket))
+    cumulative = reached + np.cumsum(probs[ordered])
+    position = min(int(np.searchsorted(cumulative, target, side="right")), ordered.size - 1)
+    return int(ordered[position])

@@ -1,0 +1,225 @@
+"""The sampler: one generator, live settings, one immutable record per token."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from sampling.engine import (
+    Float64Array,
+    Kept,
+    entropy_and_normaliser,
+    filtered,
+    greedy_kept,
+    weights_of,
+)
+from sampling.logits import FloatArray, checked_logits
+from sampling.ordering import token_at_mass, top_ids
+from sampling.penalties import History, penalized_logits
+from sampling.records import CandidateTable, Step
+from sampling.rng import UniformSource, make_source
+from sampling.settings import SamplerSettings
+from sampling.workspace import Workspace
+
+DEFAULT_CANDIDATES = 20
+
+
+def probabilities(logits: object, settings: SamplerSettings, history: History = ()) -> Float64Array:
+    """The exact distribution a draw uses: float64 over the whole vocabulary.
+
+    Cut tokens have probability 0.0; the rest sum to 1.
+
+    Raises:
+        LogitsError: The logits or the history cannot be sampled from.
+    """
+    checked, maximum, argmax = checked_logits(logits)
+    penalized = penalized_logits(checked, settings, history)
+    if penalized is not checked:
+        argmax = int(np.argmax(penalized))
+        maximum = float(penalized[argmax])
+    if settings.greedy:
+        kept = greedy_kept(argmax)
+    else:
+        kept = filtered(penalized, maximum, settings, Workspace())
+    if kept.ids is None:
+        return kept.probs
+    result = np.zeros(penalized.shape[0], dtype=np.float64)
+    result[kept.ids] = kept.probs
+    return result
+
+
+class Sampler:
+    """Chooses tokens from logits and reports why.
+
+    One sampler owns one random generator. `settings` may be replaced between
+    tokens (live sliders) without touching the random stream; `reset()` re-seeds
+    it from `settings.seed`.
+
+    Args:
+        settings: The sampler's settings.
+        vocab_size: When given, logits of another length are an error.
+        n_candidates: How many top tokens each step's record lists.
+    """
+
+    def __init__(
+        self,
+        settings: SamplerSettings,
+        *,
+        vocab_size: int | None = None,
+        n_candidates: int = DEFAULT_CANDIDATES,
+    ) -> None:
+        if not isinstance(settings, SamplerSettings):
+            raise TypeError(f"settings must be SamplerSettings, not {type(settings).__name__}")
+        self._settings = settings
+        self.vocab_size = vocab_size
+        self.n_candidates = n_candidates
+        self._sources: dict[str, UniformSource] = {}
+        self._workspace = Workspace()
+
+    @property
+    def settings(self) -> SamplerSettings:
+        """The settings in force; assigning keeps the random stream going."""
+        return self._settings
+
+    @settings.setter
+    def settings(self, settings: SamplerSettings) -> None:
+        if not isinstance(settings, SamplerSettings):
+            raise TypeError(f"settings must be SamplerSettings, not {type(settings).__name__}")
+        self._settings = settings
+
+    def reset(self) -> None:
+        """Re-seed the generator from `settings.seed`."""
+        self._sources.clear()
+
+    def _source(self) -> UniformSource:
+        kind = self._settings.rng
+        source = self._sources.get(kind)
+        if source is None:
+            source = make_source(kind, self._settings.seed)
+            self._sources[kind] = source
+        return source
+
+    def sample(self, logits: object, history: History = ()) -> Step:
+        """Choose the next token.
+
+        Args:
+            logits: One score per vocabulary token (never modified).
+            history: Token ids so far, prompt included; the penalties see the last
+                `repeat_last_n` of them.
+
+        Returns:
+            The step's record.
+
+        Raises:
+            LogitsError: The logits or the history cannot be sampled from.
+        """
+        started = time.perf_counter_ns()
+        settings = self._settings
+        checked, maximum, argmax = checked_logits(logits, self.vocab_size)
+        penalized = penalized_logits(checked, settings, history)
+        if penalized is not checked:
+            argmax = int(np.argmax(penalized))
+            maximum = float(penalized[argmax])
+        draw: float | None = None
+        if settings.greedy:
+            kept = greedy_kept(argmax)
+            token_id, prob = argmax, 1.0
+        else:
+            kept = filtered(penalized, maximum, settings, self._workspace)
+            if settings.draw == "gumbel":
+                token_id, prob = self._gumbel(kept)
+            elif settings.rng == "xorshift128":
+                draw = self._source().uniform()
+                token_id, prob = _roulette_in_id_order(kept, draw)
+            else:
+                draw = self._source().uniform()
+                token_id, prob = _inverse_cdf(
+                    kept, penalized, maximum, settings.temperature, draw, self._workspace
+                )
+        table, entropy = self._table(penalized, maximum, kept)
+        return Step(
+            token_id=token_id,
+            prob=prob,
+            draw=draw,
+            n_kept=kept.n_kept,
+            cut_by=kept.cut_by,
+            entropy=entropy,
+            table=table,
+            elapsed_us=(time.perf_counter_ns() - started) / 1000.0,
+            settings=settings,
+        )
+
+    def _gumbel(self, kept: Kept) -> tuple[int, float]:
+        """Gumbel-max over the kept tokens, with noise from the seeded generator.
+
+        argmax(log p_i + G_i) with G_i = -log E_i (E_i standard exponential) is
+        argmin(E_i / p_i): the same draw without two logarithms per token.
+        """
+        size = kept.probs.shape[0]
+        exponentials = self._workspace.array("exponentials", size, np.float64)
+        self._source().exponentials(exponentials)
+        with np.errstate(divide="ignore"):
+            np.divide(exponentials, kept.probs, out=exponentials)
+        position = int(np.argmin(exponentials))
+        token_id = position if kept.ids is None else int(kept.ids[position])
+        return token_id, float(kept.probs[position])
+
+    def _table(
+        self, penalized: FloatArray, maximum: float, kept: Kept
+    ) -> tuple[CandidateTable, float]:
+        """The top-N candidates and the entropy of the penalised distribution at T=1."""
+        count = min(self.n_candidates, penalized.shape[0])
+        if kept.ids is not None and kept.ids.size >= count:
+            ids = kept.ids[:count]
+        else:
+            ids = top_ids(penalized, maximum, count, self._workspace)
+        entropy, normaliser = entropy_and_normaliser(penalized, maximum, self._workspace)
+        before = weights_of(penalized, maximum, 1.0, ids)
+        before /= normaliser
+        if kept.ids is None:
+            after = kept.probs[ids]
+        else:
+            after = np.zeros(count)
+            shared = min(count, kept.n_kept)
+            after[:shared] = kept.probs[:shared]
+        logits = penalized[ids].astype(np.float64)
+        for array in (ids, logits, before, after):
+            array.flags.writeable = False
+        return CandidateTable(ids, logits, before, after), entropy
+
+
+def _inverse_cdf(
+    kept: Kept,
+    penalized: FloatArray,
+    maximum: float,
+    temperature: float,
+    uniform: float,
+    workspace: Workspace,
+) -> tuple[int, float]:
+    """The first token, in descending order, whose cumulative mass exceeds u."""
+    if kept.ids is not None:
+        cumulative = np.cumsum(kept.probs)
+        target = uniform * float(cumulative[-1])
+        position = min(int(np.searchsorted(cumulative, target, side="right")), kept.ids.size - 1)
+        return int(kept.ids[position]), float(kept.probs[position])
+    token_id = token_at_mass(
+        penalized, maximum, temperature, kept.probs, uniform * float(kept.probs.sum()), workspace
+    )
+    return token_id, float(kept.probs[token_id])
+
+
+def _roulette_in_id_order(kept: Kept, uniform: float) -> tuple[int, float]:
+    """run.c's roulette: walk the kept tokens in token-id order."""
+    if kept.ids is None:
+        ids = None
+        probs = kept.probs
+    else:
+        order = np.argsort(kept.ids)
+        ids = kept.ids[order]
+        probs = kept.probs[order]
+    cumulative = np.cumsum(probs)
+    target = uniform * float(cumulative[-1])
+    position = min(int(np.searchsorted(cumulative, target, side="right")), probs.shape[0] - 1)
+    token_id = position if ids is None else int(ids[position])
+    return token_id, float(probs[position])

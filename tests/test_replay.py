@@ -1,0 +1,127 @@
+"""`samplescope replay` on the real model: stored replies regenerate token for token."""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from backend.events import FinishedEvent, TokenEvent
+from backend.paths import DATA_DIR_ENV
+from backend.protocol import ChatMessage, LiveSettings
+from backend.replay import replay
+from backend.store import ChatStore
+from sampling.settings import SamplerSettings
+from tui.cli import main
+
+S0 = SamplerSettings(temperature=0.9, top_k=40, top_p=0.95, repeat_last_n=64, seed=123)
+S1 = S0.with_changes(temperature=1.3, min_p=0.02, repeat_penalty=1.1)
+S2 = S0.with_changes(temperature=0.0)
+SCHEDULE = {6: S1, 13: S2}  # token index -> settings from then on
+
+
+def record_reply(store: ChatStore, backend: object, chat: int, model: object,
+                 messages: list[ChatMessage], first: SamplerSettings,
+                 schedule: dict[int, SamplerSettings]) -> str:
+    """Generate with the real backend, switching settings like a slider would."""
+    live = LiveSettings(first)
+    writer = store.begin_reply(chat, model, first, max_tokens=40)  # type: ignore[arg-type]
+    text = ""
+    for event in backend.generate(messages, live, max_tokens=40):  # type: ignore[attr-defined]
+        if isinstance(event, TokenEvent):
+            writer.append(event)
+            if event.index + 1 in schedule:
+                live.current = schedule[event.index + 1]
+        elif isinstance(event, FinishedEvent):
+            assert event.reason != "error", event.error
+            writer.finish_event(event)
+            text = event.text
+    return text
+
+
+@pytest.fixture
+def saved_chat(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, llama_backend: object,
+               default_model_path: Path) -> int:
+    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path))
+    llama_backend.reset()  # type: ignore[attr-defined]
+    with ChatStore() as store:
+        model = store.model_ref(default_model_path)
+        chat = store.new_chat("sea poem", model)
+        messages = [ChatMessage("user", "Write a long poem about the sea and the wind.")]
+        store.add_message(chat, "user", messages[0].content)
+        text = record_reply(store, llama_backend, chat, model, messages, S0, SCHEDULE)
+        # A second turn, generated on the warm KV cache (only the new tokens prefilled).
+        follow_up = "Now write another one about mountains."
+        messages += [ChatMessage("assistant", text), ChatMessage("user", follow_up)]
+        store.add_message(chat, "user", follow_up)
+        record_reply(store, llama_backend, chat, model, messages,
+                     S0.with_changes(seed=7), {})
+    return chat
+
+
+def test_stored_replies_record_the_settings_schedule(saved_chat: int) -> None:
+    with ChatStore() as store:
+        first, second = store.load_chat(saved_chat).replies
+    assert len(first.token_ids) > 13, "the reply must outlast the settings changes"
+    assert [(c.from_index, c.settings) for c in first.settings_changes] == [
+        (0, S0), (6, S1), (13, S2)]
+    assert [c.from_index for c in second.settings_changes] == [0]
+    assert second.seed == 7
+
+
+def test_replay_is_token_identical(saved_chat: int,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["replay", str(saved_chat), "--reply", "1"]) == 0
+    assert "reply 1" in capsys.readouterr().out
+    # The second reply was generated on a warm cache; the replay prefills from scratch
+    # (and with another n_batch: 256 against the fixture's 64).
+    assert main(["replay", str(saved_chat)]) == 0
+    out = capsys.readouterr().out
+    assert "reply 2" in out and "token-identical" in out
+
+
+def test_replay_without_the_schedule_differs(saved_chat: int, llama_backend: object) -> None:
+    with ChatStore() as store:
+        chat = store.load_chat(saved_chat)
+    reply = chat.replies[0]
+    result = replay(llama_backend, chat.conversation_before(reply), reply)  # type: ignore[arg-type]
+    assert result.identical
+    unscheduled = replace(reply, settings_changes=reply.settings_changes[:1])
+    other = replay(llama_backend, chat.conversation_before(reply), unscheduled)  # type: ignore[arg-type]
+    assert not other.identical
+    assert other.first_difference is not None and other.first_difference >= 6
+
+
+def test_replay_reports_the_first_difference(saved_chat: int, tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    conn = sqlite3.connect(tmp_path / "chats.sqlite3")
+    conn.execute(
+        "UPDATE reply_tokens SET token_id = token_id + 1 WHERE idx = 3 AND reply_id = "
+        "(SELECT min(id) FROM replies)"
+    )
+    conn.commit()
+    conn.close()
+    assert main(["replay", str(saved_chat), "--reply", "1"]) == 1
+    assert "DIFFERS at token 3" in capsys.readouterr().out
+
+
+def test_replay_warns_when_the_model_file_differs(saved_chat: int, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    conn = sqlite3.connect(tmp_path / "chats.sqlite3")
+    conn.execute("UPDATE replies SET model_sha256 = ?", ("0" * 64,))
+    conn.commit()
+    conn.close()
+    assert main(["replay", str(saved_chat), "--reply", "1"]) == 0
+    captured = capsys.readouterr()
+    assert "is not the file that generated this reply" in captured.err
+    assert "token-identical" in captured.out
+
+
+def test_replay_errors_are_clear(saved_chat: int, tmp_path: Path,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["replay", str(saved_chat), "--reply", "5"]) == 2
+    assert "has no reply 5: it has replies 1 to 2" in capsys.readouterr().err
+    assert main(["replay", str(saved_chat), "--model", str(tmp_path / "gone.gguf")]) == 2
+    assert "is missing" in capsys.readouterr().err

@@ -1,0 +1,72 @@
+"""The command line front door: `samplescope` opens the app; subcommands run headless."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from sampling.errors import SamplescopeError
+
+# Each module has `register(subparsers)`, which adds its parser with `func` set to a
+# callable taking the parsed namespace and returning an exit code.
+COMMAND_MODULES: tuple[str, ...] = (
+    "tui.cmd_dist",
+    "tui.cmd_bench",
+    "tui.cmd_history",
+    "tui.cmd_replay",
+    "tui.cmd_export",
+    "tui.cmd_config",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The parser of every command."""
+    parser = argparse.ArgumentParser(
+        prog="samplescope",
+        description="See and steer how a language model picks its next token.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def _opens_app(parser: argparse.ArgumentParser, argv: Sequence[str]) -> bool:
+    """No subcommand named (maybe app options like --model): the app parses argv."""
+    if not argv:
+        return True
+    if argv[0] in ("-h", "--help"):
+        return False
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return argv[0] not in action.choices
+    return True
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run samplescope; returns the process exit code."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    if _opens_app(parser, args_list):
+        from tui.cmd_app import run_app
+
+        return run_app(args_list)
+    args = parser.parse_args(args_list)
+    if args.command is None:
+        from tui.cmd_app import run_app
+
+        return run_app(args_list)
+    try:
+        code: int = args.func(args)
+    except SamplescopeError as error:
+        print(f"samplescope: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

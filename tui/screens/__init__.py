@@ -1,0 +1,2 @@
+"""The app's screens."""
+"""Screens of the samplescope app."""

@@ -1,0 +1,66 @@
+"""The help screen: every key of the app."""
+
+from __future__ import annotations
+
+from rich.table import Table
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+KEYS: tuple[tuple[str, str], ...] = (
+    ("enter", "send the message (in the input box)"),
+    ("escape", "stop the reply (keeps what was generated); leave token cursor"),
+    ("ctrl+r", "regenerate the last reply with the same seed"),
+    ("ctrl+n", "new chat"),
+    ("ctrl+y", "copy the reply (the selected one, else the last)"),
+    ("ctrl+g", "new random seed"),
+    ("ctrl+l", "colour each token by its probability"),
+    ("ctrl+t", "token cursor: ←/→ select a past token, its step shows on the right"),
+    ("click", "select a token in the transcript; click or drag a slider"),
+    ("f2", "go to the sampling panel"),
+    ("f3", "go to the input box"),
+    ("tab / shift+tab", "next / previous control"),
+    ("← / →", "slider: fine step"),
+    ("shift+← / → , pgup/pgdn", "slider: coarse step"),
+    ("home / end", "slider: minimum / maximum"),
+    ("enter (on a slider)", "type a value"),
+    ("enter / space (toggle)", "switch top-p scope, temperature order, draw method"),
+    ("ctrl+p", "command palette"),
+    ("f1", "this help"),
+    ("ctrl+q", "quit"),
+)
+
+
+def help_table() -> Table:
+    """The keys as a table."""
+    table = Table(show_header=True, header_style="bold", box=None, padding=(0, 2))
+    table.add_column("key", style="bold cyan", no_wrap=True)
+    table.add_column("what it does")
+    for key, what in KEYS:
+        table.add_row(Text(key), Text(what))
+    return table
+
+
+class HelpScreen(ModalScreen[None]):
+    """Lists the keys; any of escape, f1 or q closes it."""
+
+    BINDINGS = [Binding("escape,f1,q", "dismiss", "close")]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-box"):
+            yield Static(Text("samplescope — keys", style="bold"), id="help-title")
+            yield Static(help_table())
+            yield Static(
+                Text(
+                    "Sliders change the sampler from the next token, also in the middle"
+                    " of a reply. Bars: █ probability after the filters, ░ before."
+                    " The red line is the cutoff, labelled with the filter that made it.",
+                    style="grey70",
+                )
+            )
+
+    async def action_dismiss(self, result: None = None) -> None:
+        self.dismiss(result)

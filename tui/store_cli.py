@@ -1,0 +1,31 @@
+"""Shared bits of the commands that read saved chats (`history`, `export`, `replay`)."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import datetime
+from pathlib import Path
+
+from backend.store import ChatStore
+
+
+def add_db_flag(parser: argparse.ArgumentParser) -> None:
+    """Add `--db PATH` (default: the chat database in the user data directory)."""
+    parser.add_argument(
+        "--db",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="chat database (default: chats.sqlite3 in the user data directory; "
+        "$SAMPLESCOPE_DATA_DIR overrides the directory)",
+    )
+
+
+def open_store(args: argparse.Namespace) -> ChatStore:
+    """The store `--db` names, or the default one."""
+    return ChatStore(getattr(args, "db", None))
+
+
+def local_time(moment: datetime) -> str:
+    """A stored (UTC) time in the local time zone, to the minute."""
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M")

@@ -1,0 +1,2 @@
+"""The app's widgets, one per module."""
+"""Widgets of the samplescope app."""

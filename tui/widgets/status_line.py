@@ -1,0 +1,91 @@
+"""The status line: model, threads, context, and the phase indicator."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from rich.text import Text
+from textual.widget import Widget
+
+Phase = Literal["loading", "error", "idle", "prefill", "decode"]
+_BAR_WIDTH = 20
+
+
+@dataclass(frozen=True, slots=True)
+class StatusState:
+    """Everything the status line shows."""
+
+    model: str = ""
+    threads: int = 0
+    ctx_used: int = 0
+    ctx_total: int = 0
+    phase: Phase = "loading"
+    prefill_done: int = 0
+    prefill_total: int = 0
+    decode_tokens: int = 0
+    decode_tps: float | None = None
+    last_ttft_ms: float | None = None
+    last_tps: float | None = None
+    last_reason: str = ""
+    note: str = ""
+
+
+def progress_bar(done: int, total: int, width: int = _BAR_WIDTH) -> str:
+    """A text progress bar with eighth-cell resolution."""
+    fraction = 0.0 if total <= 0 else min(max(done / total, 0.0), 1.0)
+    eighths = round(fraction * width * 8)
+    full, rest = divmod(eighths, 8)
+    partial = " ▏▎▍▌▋▊▉"[rest] if full < width else ""
+    return ("█" * full + partial).ljust(width)
+
+
+class StatusLine(Widget):
+    """One line at the bottom of the screen describing the model and the phase."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._state = StatusState()
+
+    @property
+    def state(self) -> StatusState:
+        """What is shown."""
+        return self._state
+
+    def update(self, **changes: Any) -> None:
+        """Change some fields and redraw if anything changed."""
+        new = replace(self._state, **changes)
+        if new != self._state:
+            self._state = new
+            self.refresh()
+
+    def render(self) -> Text:
+        s = self._state
+        text = Text(no_wrap=True, overflow="ellipsis")
+        if s.model:
+            text.append(f" {s.model} ", style="bold reverse")
+            text.append(f" {s.threads} threads · ctx {s.ctx_used}/{s.ctx_total} ")
+        text.append("│ ", style="grey50")
+        if s.phase == "loading":
+            text.append("loading model…", style="bold yellow")
+        elif s.phase == "error":
+            text.append("model not loaded", style="bold red")
+        elif s.phase == "prefill":
+            text.append("prefill ", style="bold magenta")
+            text.append(progress_bar(s.prefill_done, s.prefill_total), style="magenta on grey23")
+            text.append(f" {s.prefill_done}/{s.prefill_total} tokens")
+        elif s.phase == "decode":
+            text.append("decode ", style="bold green")
+            rate = "…" if s.decode_tps is None else f"{s.decode_tps:.1f} tok/s"
+            text.append(f"{rate} · {s.decode_tokens} tokens")
+        else:
+            text.append("idle ", style="bold cyan")
+            if s.last_ttft_ms is not None and s.last_tps is not None:
+                text.append(
+                    f"· last reply: TTFT {s.last_ttft_ms:.0f} ms · {s.last_tps:.1f} tok/s"
+                )
+            if s.last_reason:
+                text.append(f" · {s.last_reason}")
+        if s.note:
+            text.append(f" │ {s.note}", style="italic")
+        return text
