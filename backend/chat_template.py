@@ -72,11 +72,15 @@ class ChatTemplate:
         try:
             self._template = env.from_string(self.source)
         except TemplateError as error:
-            raise ChatTemplateError(f"the model's chat template does not compile: {error}") from error
+            raise ChatTemplateError(
+                f"the model's chat template does not compile: {error}"
+            ) from error
 
     def render(self, messages: Sequence[ChatMessage], *, add_generation_prompt: bool = True) -> str:
         """The whole prompt as one string (for display and tests)."""
-        return "".join(s.text for s in self.segments(messages, add_generation_prompt=add_generation_prompt))
+        return "".join(
+            s.text for s in self.segments(messages, add_generation_prompt=add_generation_prompt)
+        )
 
     def segments(
         self, messages: Sequence[ChatMessage], *, add_generation_prompt: bool = True

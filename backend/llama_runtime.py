@@ -162,7 +162,9 @@ class LlamaRuntime:
         if n < 0:
             capacity = -n
             buf = (llama_cpp.llama_token * capacity)()
-            n = llama_cpp.llama_tokenize(self._vocab, data, len(data), buf, capacity, False, special)
+            n = llama_cpp.llama_tokenize(
+                self._vocab, data, len(data), buf, capacity, False, special
+            )
             if n < 0:
                 raise LlamaError(f"llama.cpp could not tokenize a text of {len(data)} bytes")
         return list(buf[:n])

@@ -11,11 +11,11 @@ the settings recorded for i, on the same random stream.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from backend.events import FinishedEvent, NoticeEvent, TokenEvent
-from backend.protocol import ChatBackend, ChatMessage, LiveSettings
+from backend.protocol import ChatBackend, LiveSettings
 from backend.store_records import ChatRecord, ReplyRecord, StoreError
 from sampling.errors import SamplescopeError
 from sampling.settings import SamplerSettings
@@ -32,7 +32,8 @@ class ReplayResult:
     Attributes:
         stored: The stored token ids.
         replayed: The regenerated token ids.
-        finish_reason: Why the regeneration ended.
+        finish_reason: Why the regeneration ended ("cancelled" when it was stopped
+            after as many tokens as an interrupted or cancelled reply had stored).
         text: The regenerated text.
         notices: Backend notices (e.g. old turns dropped to fit the context).
     """
@@ -77,19 +78,49 @@ def pick_reply(chat: ChatRecord, number: int | None) -> ReplyRecord:
     return replies[number - 1]
 
 
+def warm_chain(chat: ChatRecord, reply: ReplyRecord) -> list[ReplyRecord] | None:
+    """The earlier replies whose generation left the KV cache `reply` started from.
+
+    A reply whose prompt came partly from the cache (stats: prompt_tokens >
+    prefilled_tokens) continued the previous reply's generation in the same backend
+    session; that one may itself have continued the one before, and so on.
+
+    Returns:
+        The chain, oldest first ([] when `reply` was prefilled from an empty cache),
+        or None when the cache came from something not in this chat.
+    """
+    replies = chat.replies
+    chain: list[ReplyRecord] = []
+    current = reply
+    while _reused(current) > 0:
+        if current.number == 1:
+            return None
+        current = replies[current.number - 2]
+        chain.insert(0, current)
+    return chain
+
+
+def _reused(reply: ReplyRecord) -> int:
+    stats = reply.stats
+    return 0 if stats is None else stats.prompt_tokens - stats.prefilled_tokens
+
+
 def replay(
     backend: ChatBackend,
-    messages: Sequence[ChatMessage],
+    chat: ChatRecord,
     reply: ReplyRecord,
     *,
-    cancel: threading.Event | None = None,
     on_token: Callable[[TokenEvent], None] | None = None,
 ) -> ReplayResult:
-    """Regenerate `reply` from `messages` (the turns before it) on `backend`.
+    """Regenerate `reply` of `chat` on `backend` and compare its tokens.
 
-    The generation is limited to as many tokens as were stored (a stored
-    end-of-generation token is among them), so an interrupted or cancelled reply is
-    compared on the part that exists. The backend's KV cache is reset first.
+    The backend's KV cache is reset, then (on a `LlamaBackend`) rebuilt the way the
+    original session built it when the reply continued earlier turns on a warm cache:
+    llama.cpp computes a token decoded alone slightly differently from one in a
+    prefill batch (logits differ by up to ~1 on SmolLM2 Q4_1), enough to change
+    sampled tokens. The generation runs with the recorded max_tokens (prompt
+    fitting depends on it) and stops once as many tokens as were stored came out,
+    so an interrupted or cancelled reply is compared on the part that exists.
 
     Raises:
         ReplayError: The reply has no tokens, or the generation ended in an error.
@@ -101,16 +132,35 @@ def replay(
     }
     live = LiveSettings(reply.settings_at(0))
     backend.reset()
-    replayed: list[int] = []
     notices: list[str] = []
+    chain = warm_chain(chat, reply)
+    if chain is None:
+        notices.append(
+            "the reply started from a KV cache built outside this chat: replaying it "
+            "from an empty cache (tokens may differ)"
+        )
+    elif chain:
+        from backend.llama_backend import LlamaBackend
+        from backend.replay_cache import rebuild_cache
+
+        if isinstance(backend, LlamaBackend):
+            notices += rebuild_cache(backend, chat, chain)
+    stored = len(reply.token_ids)
+    stop = threading.Event()
+    replayed: list[int] = []
     finished: FinishedEvent | None = None
-    events = backend.generate(list(messages), live, max_tokens=len(reply.token_ids), cancel=cancel)
+    max_tokens = max(reply.max_tokens or stored, stored)
+    events = backend.generate(
+        chat.conversation_before(reply), live, max_tokens=max_tokens, cancel=stop
+    )
     for event in events:
         if isinstance(event, TokenEvent):
             replayed.append(event.step.token_id)
             upcoming = schedule.get(event.index + 1)
             if upcoming is not None:
                 live.current = upcoming
+            if len(replayed) >= stored:
+                stop.set()
             if on_token is not None:
                 on_token(event)
         elif isinstance(event, NoticeEvent):

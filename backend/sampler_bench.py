@@ -94,7 +94,9 @@ MODES: tuple[BenchMode, ...] = (
         _temp_dist(lambda: llama_cpp.llama_sampler_init_min_p(0.05, 1)),
     ),
     # llama.cpp has no Gumbel sampler: its peer is its own full-distribution draw.
-    BenchMode("gumbel (native: all)", SamplerSettings(temperature=0.8, draw="gumbel"), _temp_dist()),
+    BenchMode(
+        "gumbel (native: all)", SamplerSettings(temperature=0.8, draw="gumbel"), _temp_dist()
+    ),
 )
 
 

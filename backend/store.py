@@ -299,6 +299,8 @@ class ChatStore:
         settings: SamplerSettings,
         *,
         max_tokens: int | None = None,
+        n_ctx: int | None = None,
+        n_batch: int | None = None,
     ) -> ReplyWriter:
         """Start recording a generated reply: an empty assistant turn plus its record.
 
@@ -307,6 +309,10 @@ class ChatStore:
             model: The model generating it (`model_ref(path)`).
             settings: The settings at the start (seed and generator come from them).
             max_tokens: The token limit of the generation, kept for replay.
+            n_ctx: The backend's context size (`backend.info.n_ctx`), for replay.
+            n_batch: The backend's prefill chunk size (`backend.info.n_batch`), for
+                replay (a prefill chunk of one token computes slightly different
+                logits than a longer one, so exact replay re-chunks the same way).
 
         Returns:
             The writer to feed tokens and the finish to.
@@ -316,7 +322,7 @@ class ChatStore:
             message_id = self._insert_message(conn, chat_id, "assistant", "", now)
             cursor = conn.execute(
                 "INSERT INTO replies (message_id, model_path, model_size, model_sha256, seed, "
-                "rng, max_tokens, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "rng, max_tokens, n_ctx, n_batch, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     message_id,
                     model.path,
@@ -325,6 +331,8 @@ class ChatStore:
                     str(settings.seed),
                     settings.rng,
                     max_tokens,
+                    n_ctx,
+                    n_batch,
                     now,
                 ),
             )
@@ -441,7 +449,7 @@ class ChatStore:
         rows = self._conn.execute(
             "SELECT r.id, r.message_id, r.model_path, r.model_size, r.model_sha256, r.seed, "
             "r.rng, r.max_tokens, r.finish_reason, r.error, r.stats, r.created, r.finished, "
-            "m.content FROM replies r JOIN messages m ON r.message_id = m.id "
+            "m.content, r.n_ctx, r.n_batch FROM replies r JOIN messages m ON r.message_id = m.id "
             "WHERE m.chat_id = ? ORDER BY m.position",
             (chat_id,),
         ).fetchall()
@@ -475,6 +483,8 @@ class ChatStore:
                 seed=int(row[5]),
                 rng=str(row[6]),
                 max_tokens=None if row[7] is None else int(row[7]),
+                n_ctx=None if row[14] is None else int(row[14]),
+                n_batch=None if row[15] is None else int(row[15]),
                 finish_reason=INTERRUPTED if row[8] is None else str(row[8]),
                 error=None if row[9] is None else str(row[9]),
                 stats=self._parse_stats(row[10]),

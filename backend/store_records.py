@@ -80,6 +80,8 @@ class ReplyRecord:
         seed: The seed at the start of the reply.
         rng: The generator at the start ("pcg64" or "xorshift128").
         max_tokens: The token limit it ran with, when known.
+        n_ctx: The backend's context size, when known.
+        n_batch: The backend's prefill chunk size, when known.
         finish_reason: "eos", "max_tokens", "cancelled", "error", or "interrupted"
             (the process died mid-reply; tokens and text are those stored so far).
         error: The error message when finish_reason is "error".
@@ -98,6 +100,8 @@ class ReplyRecord:
     seed: int
     rng: str
     max_tokens: int | None
+    n_ctx: int | None
+    n_batch: int | None
     finish_reason: str
     error: str | None
     stats: GenerationStats | None

@@ -8,7 +8,9 @@ database therefore takes the same path as an old one: v0 → v1 → v2.
 Version history:
     1: chats, messages, replies, reply_tokens, settings_changes.
     2: chats.updated (backfilled from the newest message, else the chat's creation),
-       an index on it for the history list, and the model_files hash cache.
+       an index on it for the history list, the model_files hash cache, and
+       replies.n_ctx / replies.n_batch (the context and prefill chunk size a reply
+       ran with: exact replay needs them; NULL for v1 replies).
 """
 
 from __future__ import annotations
@@ -72,6 +74,8 @@ UPDATE chats SET updated = coalesce(
     chats.created
 );
 CREATE INDEX chats_by_updated ON chats(updated);
+ALTER TABLE replies ADD COLUMN n_ctx INTEGER;
+ALTER TABLE replies ADD COLUMN n_batch INTEGER;
 CREATE TABLE model_files (
     path TEXT NOT NULL,
     size INTEGER NOT NULL,

@@ -99,13 +99,15 @@ class _HfEncoder:
             if not sep:
                 raise _Unsupported(f"merge {merge!r} has no separator")
             pairs.append((left, right))
-        tokenizer = Tokenizer(models.BPE(
+        tokenizer = Tokenizer(
+            models.BPE(
                 vocab=vocab,
                 merges=pairs,
                 unk_token=_MISSING_TOKEN,
                 fuse_unk=False,
                 ignore_merges=False,
-            ))
+            )
+        )
         byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
         if pre in _PRE_DIGITS_THEN_GPT2:
             tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
@@ -227,7 +229,9 @@ class _LlamaVocabEncoder:
         with self._lock:
             while True:
                 buffer = ctypes.create_string_buffer(size)
-                count = int(llama.llama_token_to_piece(self._vocab, token_id, buffer, size, 0, True))
+                count = int(
+                    llama.llama_token_to_piece(self._vocab, token_id, buffer, size, 0, True)
+                )
                 if count >= 0:
                     piece = buffer.raw[:count]
                     break
@@ -315,7 +319,9 @@ class UiTokenizer:
             IndexError: `token_id` is not in the vocabulary.
         """
         if not 0 <= token_id < self.vocab_size:
-            raise IndexError(f"token id {token_id} is outside the vocabulary (0..{self.vocab_size - 1})")
+            raise IndexError(
+                f"token id {token_id} is outside the vocabulary (0..{self.vocab_size - 1})"
+            )
         return self._encoder.piece_bytes(token_id)
 
     def piece(self, token_id: int) -> str:

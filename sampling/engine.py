@@ -36,16 +36,15 @@ class Kept:
             the probability of every token indexed by id (a workspace buffer: valid
             until the workspace is used again).
         cut_by: The last filter that removed tokens.
+        n_kept: Tokens with a nonzero probability. Probability falls with the logit,
+            so they are the first `n_kept` of the order (a -inf logit or an
+            underflow at a low temperature counts as not kept).
     """
 
     ids: IdArray | None
     probs: Float64Array
     cut_by: CutBy
-
-    @property
-    def n_kept(self) -> int:
-        """How many tokens survived."""
-        return int(self.probs.shape[0])
+    n_kept: int
 
 
 def weights_of(
@@ -63,7 +62,8 @@ def vocabulary_weights(
     logits: FloatArray, maximum: float, temperature: float, out: Float64Array
 ) -> Float64Array:
     """exp((logit - max) / temperature) in float64 for the whole vocabulary, into `out`."""
-    np.subtract(logits, maximum, out=out)
+    np.copyto(out, logits)  # widen first: float32 - float would round in float32
+    out -= maximum
     if temperature != 1.0:
         out /= temperature
     return np.exp(out, out=out)
@@ -71,7 +71,7 @@ def vocabulary_weights(
 
 def greedy_kept(argmax: int) -> Kept:
     """The kept set at temperature 0: the argmax alone."""
-    return Kept(np.array([argmax], dtype=np.intp), np.ones(1), "greedy")
+    return Kept(np.array([argmax], dtype=np.intp), np.ones(1), "greedy", 1)
 
 
 def filtered(
@@ -110,7 +110,7 @@ def filtered(
     else:
         weights = weights_of(logits, maximum, temperature, ids)
     weights /= weights.sum()
-    return Kept(ids, weights, cut_by)
+    return Kept(ids, weights, cut_by, int(np.count_nonzero(weights)))
 
 
 def _top_p(
@@ -166,6 +166,7 @@ def _min_p(
     min_p: float,
 ) -> tuple[IdArray | None, bool]:
     """Keep tokens with p >= min_p * p_max (a prefix: the order is by probability)."""
+    whole_vocabulary = ids is None
     if ids is None:
         # p_i / p_max = exp((x_i - max) / T) >= min_p  <=>  x_i >= max + T ln(min_p);
         # select a little below that bound, then decide exactly in float64.
@@ -176,7 +177,7 @@ def _min_p(
     keep = int(np.count_nonzero(ratios >= min_p))
     if keep >= logits.shape[0]:
         return None, False
-    if keep >= ids.size:
+    if keep >= ids.size and not whole_vocabulary:
         return ids, False
     return ids[:keep], True
 
@@ -193,7 +194,8 @@ def entropy_and_normaliser(
     shifted = np.subtract(logits, maximum, out=workspace.array("shifted", size, dtype))
     exps = np.exp(shifted, out=workspace.array("exps", size, dtype))
     normaliser = float(np.dot(exps, workspace.ones(size, dtype)))
-    weighted = float(np.dot(exps, shifted))
+    with np.errstate(invalid="ignore"):
+        weighted = float(np.dot(exps, shifted))
     if weighted != weighted:
         # A -inf logit gives 0 * -inf; such tokens add nothing to the entropy.
         finite = np.isfinite(shifted)

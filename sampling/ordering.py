@@ -172,6 +172,10 @@ def token_at_mass(
         bucket -= 1  # rounding past the last non-empty bucket
     reached = float(cumulative_mass[bucket - 1]) if bucket else 0.0
     ordered = sort_descending(logits, np.flatnonzero(buckets == bucket))
-    cumulative = reached + np.cumsum(probs[ordered])
-    position = min(int(np.searchsorted(cumulative, target, side="right")), ordered.size - 1)
+    ordered_probs = probs[ordered]
+    cumulative = reached + np.cumsum(ordered_probs)
+    position = int(np.searchsorted(cumulative, target, side="right"))
+    if position >= ordered.size:
+        # u * total rounded past the end: the last token that can be drawn.
+        position = int(np.flatnonzero(ordered_probs)[-1])
     return int(ordered[position])

@@ -201,7 +201,7 @@ def _inverse_cdf(
     if kept.ids is not None:
         cumulative = np.cumsum(kept.probs)
         target = uniform * float(cumulative[-1])
-        position = min(int(np.searchsorted(cumulative, target, side="right")), kept.ids.size - 1)
+        position = min(int(np.searchsorted(cumulative, target, side="right")), kept.n_kept - 1)
         return int(kept.ids[position]), float(kept.probs[position])
     token_id = token_at_mass(
         penalized, maximum, temperature, kept.probs, uniform * float(kept.probs.sum()), workspace

@@ -21,6 +21,6 @@ def llama_backend(default_model_path: Path, tmp_path_factory: pytest.TempPathFac
     from backend.llama_backend import LlamaBackend
 
     log = tmp_path_factory.mktemp("llama-log") / "llama.log"
-    backend = LlamaBackend.load(default_model_path, n_ctx=2048, n_batch=64, log_path=log)
+    backend = LlamaBackend.load(default_model_path, n_ctx=2048, n_batch=64, n_threads=1, log_path=log)
     yield backend
     backend.close()

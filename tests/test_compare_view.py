@@ -189,6 +189,12 @@ async def test_token_cursor_keys_and_click_show_the_probabilities() -> None:
         assert first.cursor == 0
         assert screen.focused is first
         assert panel.step is first.tokens[0].step
+        # A click on the second line selects a later token of that column.
+        await pilot.click(column.query_one(TokenText), offset=(3, 1))
+        await pilot.pause()
+        assert screen.focused is column
+        assert column.cursor is not None and column.cursor > 0
+        assert panel.step is column.tokens[column.cursor].step
 
 
 @pytest.mark.anyio
@@ -355,7 +361,7 @@ async def test_compare_flow_on_the_real_model(llama_backend: Any) -> None:
     names = ["ArgMax", "All t=1.5", "TopK k=40 t=0.8"]
     columns = [CompareColumn(name, presets[name]) for name in names]
     llama_backend.reset()
-    app = HostApp(lambda: CompareScreen(llama_backend, SEA, columns, 1234, max_tokens=20))
+    app = HostApp(lambda: CompareScreen(llama_backend, SEA, columns, 1234, max_tokens=16))
     async with app.run_test(size=SIZE) as pilot:
         screen = app.compare_screen
         assert screen is not None
@@ -365,14 +371,16 @@ async def test_compare_flow_on_the_real_model(llama_backend: Any) -> None:
             assert view.finished is not None and view.finished.reason in ("eos", "max_tokens")
             assert view.tokens and view.token_ids == view.finished.token_ids
         for view in views[1:]:
-            expected = first_divergence(views[0].finished.token_ids, view.finished.token_ids)
+            ref_finished, finished = views[0].finished, view.finished
+            assert ref_finished is not None and finished is not None
+            expected = first_divergence(ref_finished.token_ids, finished.token_ids)
             assert view.divergence == expected
             marker = str(view.query_one(".column-marker").render())
             if expected is None:
                 assert "same tokens" in marker
             else:
                 assert f"diverges at token {expected + 1}" in marker
-        # t=1.5 over the whole vocabulary parts from argmax within 20 tokens.
+        # t=1.5 over the whole vocabulary parts from argmax within 16 tokens.
         assert views[1].divergence is not None
         first = token_ids_of(screen)
         texts = [view.text for view in views]
@@ -391,6 +399,7 @@ async def test_compare_flow_on_the_real_model(llama_backend: Any) -> None:
     assert result is not None
     assert result.column == 1 and result.label == "All t=1.5"
     assert result.token_ids == first[1]
+    assert tuple(t.step.token_id for t in result.tokens) == first[1]
     assert result.text == texts[1]
     assert result.settings == presets["All t=1.5"].with_changes(seed=1234)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 from dataclasses import replace
 from pathlib import Path
@@ -27,7 +28,9 @@ def record_reply(store: ChatStore, backend: object, chat: int, model: object,
                  schedule: dict[int, SamplerSettings]) -> str:
     """Generate with the real backend, switching settings like a slider would."""
     live = LiveSettings(first)
-    writer = store.begin_reply(chat, model, first, max_tokens=40)  # type: ignore[arg-type]
+    info = backend.info  # type: ignore[attr-defined]
+    writer = store.begin_reply(chat, model, first, max_tokens=40,  # type: ignore[arg-type]
+                               n_ctx=info.n_ctx, n_batch=info.n_batch)
     text = ""
     for event in backend.generate(messages, live, max_tokens=40):  # type: ignore[attr-defined]
         if isinstance(event, TokenEvent):
@@ -41,12 +44,13 @@ def record_reply(store: ChatStore, backend: object, chat: int, model: object,
     return text
 
 
-@pytest.fixture
-def saved_chat(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, llama_backend: object,
-               default_model_path: Path) -> int:
-    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path))
+@pytest.fixture(scope="module")
+def recorded_db(tmp_path_factory: pytest.TempPathFactory, llama_backend: object,
+                default_model_path: Path) -> tuple[Path, int]:
+    """A database with one two-turn chat generated on the real model (made once)."""
+    path = tmp_path_factory.mktemp("replay") / "chats.sqlite3"
     llama_backend.reset()  # type: ignore[attr-defined]
-    with ChatStore() as store:
+    with ChatStore(path) as store:
         model = store.model_ref(default_model_path)
         chat = store.new_chat("sea poem", model)
         messages = [ChatMessage("user", "Write a long poem about the sea and the wind.")]
@@ -58,7 +62,16 @@ def saved_chat(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, llama_backend: o
         store.add_message(chat, "user", follow_up)
         record_reply(store, llama_backend, chat, model, messages,
                      S0.with_changes(seed=7), {})
-    return chat
+    return path, chat
+
+
+@pytest.fixture
+def saved_chat(recorded_db: tuple[Path, int], tmp_path: Path,
+               monkeypatch: pytest.MonkeyPatch) -> int:
+    """A private copy of the recorded database (tests may tamper with it)."""
+    shutil.copyfile(recorded_db[0], tmp_path / "chats.sqlite3")
+    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path))
+    return recorded_db[1]
 
 
 def test_stored_replies_record_the_settings_schedule(saved_chat: int) -> None:
@@ -75,8 +88,8 @@ def test_replay_is_token_identical(saved_chat: int,
                                    capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["replay", str(saved_chat), "--reply", "1"]) == 0
     assert "reply 1" in capsys.readouterr().out
-    # The second reply was generated on a warm cache; the replay prefills from scratch
-    # (and with another n_batch: 256 against the fixture's 64).
+    # The second reply was generated on a warm KV cache (reply 1's tokens decoded one
+    # by one): the replay rebuilds that cache the same way before generating.
     assert main(["replay", str(saved_chat)]) == 0
     out = capsys.readouterr().out
     assert "reply 2" in out and "token-identical" in out
@@ -86,12 +99,35 @@ def test_replay_without_the_schedule_differs(saved_chat: int, llama_backend: obj
     with ChatStore() as store:
         chat = store.load_chat(saved_chat)
     reply = chat.replies[0]
-    result = replay(llama_backend, chat.conversation_before(reply), reply)  # type: ignore[arg-type]
+    result = replay(llama_backend, chat, reply)  # type: ignore[arg-type]
     assert result.identical
     unscheduled = replace(reply, settings_changes=reply.settings_changes[:1])
-    other = replay(llama_backend, chat.conversation_before(reply), unscheduled)  # type: ignore[arg-type]
+    other = replay(llama_backend, chat, unscheduled)  # type: ignore[arg-type]
     assert not other.identical
     assert other.first_difference is not None and other.first_difference >= 6
+
+
+def test_replay_of_an_interrupted_reply_compares_what_was_stored(
+    saved_chat: int, llama_backend: object
+) -> None:
+    with ChatStore() as store:
+        chat = store.load_chat(saved_chat)
+    reply = chat.replies[0]
+    cut = replace(reply, token_ids=reply.token_ids[:10], finish_reason="interrupted",
+                  stats=None, finished=None)
+    result = replay(llama_backend, chat, cut)  # type: ignore[arg-type]
+    assert result.identical and len(result.replayed) == 10
+
+
+def test_warm_reply_replayed_on_a_cold_cache_differs(saved_chat: int,
+                                                     llama_backend: object) -> None:
+    """Why the cache is rebuilt: without it this reply does not reproduce."""
+    with ChatStore() as store:
+        chat = store.load_chat(saved_chat)
+    reply = chat.replies[1]
+    assert reply.stats is not None and reply.stats.prefilled_tokens < reply.stats.prompt_tokens
+    cold = replace(reply, stats=None)  # no stats: looks prefilled from an empty cache
+    assert not replay(llama_backend, chat, cold).identical  # type: ignore[arg-type]
 
 
 def test_replay_reports_the_first_difference(saved_chat: int, tmp_path: Path,

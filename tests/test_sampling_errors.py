@@ -9,9 +9,9 @@ import pytest
 
 from sampling import (
     LogitsError,
+    Sampler,
     SamplerSettings,
     SamplescopeError,
-    Sampler,
     SettingsError,
     probabilities,
 )

@@ -178,9 +178,7 @@ def test_top_k_then_top_p_both_scopes(top_p: float, n_vocab_scope: int, n_kept_s
     kept_kept = nucleus(within, top_p, top3)
     assert len(kept_kept) == n_kept_scope
 
-    vocab = probabilities(
-        logits32(), SamplerSettings(top_k=3, top_p=top_p, top_p_scope="vocab")
-    )
+    vocab = probabilities(logits32(), SamplerSettings(top_k=3, top_p=top_p, top_p_scope="vocab"))
     kept = probabilities(logits32(), SamplerSettings(top_k=3, top_p=top_p, top_p_scope="kept"))
     assert_table(vocab, renormalised(p, vocab_kept))
     assert_table(kept, renormalised(p, kept_kept))
@@ -407,3 +405,29 @@ def test_float32_logits_with_inexact_differences() -> None:
         ):
             kept = sorted(range(5), key=lambda i: -values[i])[: settings.top_k or 5]
             assert_table(probabilities(raw, settings), renormalised(expected, kept))
+
+
+def test_candle_mode_one_liners_reproduce_seed_000() -> None:
+    from sampling import modes
+
+    p = softmax(LOGITS)
+    assert_table(probabilities(logits32(), modes.candle_all(1.0)), p)
+    assert_table(probabilities(logits32(), modes.candle_all(0.5)), softmax(LOGITS, 0.5))
+    assert_table(probabilities(logits32(), modes.candle_top_k(2, 1.0)), renormalised(p, [0, 1]))
+    assert_table(
+        probabilities(logits32(), modes.candle_top_p(0.7, 1.0)), renormalised(p, [0, 1, 2])
+    )
+    for top_p, n in ((0.6, 2), (0.75, 3), (0.9, 3)):
+        settings = modes.candle_top_k_then_top_p(3, top_p, 1.0)
+        assert_table(probabilities(logits32(), settings), renormalised(p, list(range(n))))
+    # candle: TopP with p <= 0 or >= 1 does not cut; temperature 0 is greedy here.
+    assert_table(probabilities(logits32(), modes.candle_top_p(0.0, 1.0)), p)
+    assert_table(probabilities(logits32(), modes.candle_top_p(1.5, 1.0)), p)
+    greedy = [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    assert_table(probabilities(logits32(), modes.candle_all(0.0)), greedy)
+    assert_table(probabilities(logits32(), modes.candle_new(1, None, None)), greedy)
+    assert_table(probabilities(logits32(), modes.candle_new(1, 0.0, 0.9)), greedy)
+    assert_table(probabilities(logits32(), modes.candle_new(1, 1.0, None)), p)
+    assert_table(
+        probabilities(logits32(), modes.candle_new(1, 1.0, 0.7)), renormalised(p, [0, 1, 2])
+    )

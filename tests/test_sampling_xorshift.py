@@ -117,7 +117,9 @@ int main(int argc, char **argv) {
     for (int i = 0; i < vocab_size; i++) logits[i] = (float)atof(argv[5 + i]);
     RNG rng;
     rng_seed(&rng, seed);
-    for (int i = 0; i < n; i++) printf("%d\n", sample(logits, vocab_size, temperature, top_k, &rng));
+    for (int i = 0; i < n; i++) {
+        printf("%d\n", sample(logits, vocab_size, temperature, top_k, &rng));
+    }
     return 0;
 }
 """

@@ -24,7 +24,7 @@ CORPUS = [
     "It's a dog's life; they'll say we've I'd you're.",
     "DON'T SHOUT: IT'S RUDE",
     "def fib(n: int) -> int:\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n",
-    "for (int i = 0; i < 10; ++i) { printf(\"%d\\n\", i); }",
+    'for (int i = 0; i < 10; ++i) { printf("%d\\n", i); }',
     "    indented    by    four\n\n\n\ttabbed\t\tline\n",
     "trailing spaces   ",
     "   ",
@@ -131,7 +131,9 @@ def test_hypothesis_ids_equal_llama_cpp(
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.sampled_from([" ", "  ", "\n", "\t", "a", "ab", "1", "'s", "中", "🙂", FAMILY,
                                  "<|im_end|>", ".", "()", "\r\n"]), max_size=20))  # fmt: skip
-def test_hypothesis_whitespace_mixes(ui_tokenizer: UiTokenizer, reference: Any, parts: list[str]) -> None:
+def test_hypothesis_whitespace_mixes(
+    ui_tokenizer: UiTokenizer, reference: Any, parts: list[str]
+) -> None:
     text = "".join(parts)
     assert ui_tokenizer.encode(text) == llama_ids(reference, text)
     assert ui_tokenizer.encode(text, special=True) == llama_ids(reference, text, special=True)

@@ -6,16 +6,18 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Iterable
+from typing import ClassVar
 
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
 from backend.events import (
     FinishedEvent,
+    GenerationEvent,
     GenerationStats,
     NoticeEvent,
     PhaseEvent,
@@ -23,17 +25,14 @@ from backend.events import (
     TokenEvent,
 )
 from backend.protocol import ChatBackend, ChatMessage, LiveSettings
-from sampling.errors import SamplescopeError, SettingsError
+from sampling.errors import SamplescopeError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tui.messages import BackendFailed, BackendReady, GenerationUpdate, piece_lookup
-from tui.screens.entry import ValueEntryScreen
 from tui.screens.help import HelpScreen
 from tui.widgets.prob_panel import ProbPanel
-from tui.widgets.reply_view import Reply, ReplyView
+from tui.widgets.reply_view import Reply
 from tui.widgets.sampling_panel import SamplingPanel
-from tui.widgets.slider import Slider
-from tui.widgets.status_line import StatusLine
-from tui.widgets.toggle import Toggle
+from tui.widgets.status_line import StatusLine, StatusState
 from tui.widgets.transcript import Transcript
 
 FLUSH_HZ = 30.0
@@ -56,7 +55,7 @@ class SamplescopeApp(App[None]):
 
     CSS_PATH = "app.tcss"
     TITLE = "samplescope"
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "stop", "stop"),
         Binding("ctrl+r", "regenerate", "regenerate"),
         Binding("ctrl+n", "new_chat", "new chat"),
@@ -92,9 +91,6 @@ class SamplescopeApp(App[None]):
         self._cursor_blink = cursor_blink
         self.messages: list[ChatMessage] = self._fresh_messages()
         self.replies: list[Reply] = []
-        self._views: list[ReplyView] = []
-        self.cursor: tuple[int, int] | None = None
-        self.colour = False
         self.generating = False
         self._generation = 0
         self._cancel = threading.Event()
@@ -111,6 +107,8 @@ class SamplescopeApp(App[None]):
         """Whether the backend is loaded and ready to generate."""
         self.finished: list[FinishedEvent] = []
         """Every FinishedEvent handled, in order (for tests and benchmarks)."""
+        self.event_log: list[GenerationEvent] | None = None
+        """Set to a list to record every current generation event handled (tests)."""
 
     # -- layout ----------------------------------------------------------------
 
@@ -120,7 +118,7 @@ class SamplescopeApp(App[None]):
                 yield Transcript(id="transcript")
                 yield Input(placeholder="Type a message; Enter sends it", id="prompt")
             with Vertical(id="right"):
-                yield SamplingPanel(self.live.current, id="sampling")
+                yield SamplingPanel(self.live, id="sampling")
                 yield ProbPanel(id="probs")
         yield StatusLine(id="status")
         yield Footer()
@@ -130,7 +128,7 @@ class SamplescopeApp(App[None]):
         prompt.cursor_blink = self._cursor_blink
         prompt.focus()
         self.query_one("#transcript", Transcript).border_title = "chat"
-        self.set_interval(1.0 / FLUSH_HZ, self._flush)
+        self.set_interval(1.0 / FLUSH_HZ, self._redraw)
         self._load_backend()
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
@@ -138,7 +136,9 @@ class SamplescopeApp(App[None]):
         yield SystemCommand("New chat", "Forget the conversation", self.action_new_chat)
         yield SystemCommand("Regenerate", "Redo the last reply, same seed", self.action_regenerate)
         yield SystemCommand("New seed", "Pick a random seed", self.action_new_seed)
-        yield SystemCommand("Colour tokens", "Tint tokens by probability", self.action_toggle_colour)
+        yield SystemCommand(
+            "Colour tokens", "Tint tokens by probability", self.action_toggle_colour
+        )
         yield SystemCommand("Keys", "Show every key", self.action_help)
 
     # -- loading -----------------------------------------------------------------
@@ -199,11 +199,10 @@ class SamplescopeApp(App[None]):
 
     def _start_reply(self) -> None:
         assert self.backend is not None
-        self._clear_cursor()
+        self._transcript.clear_cursor()
         reply = Reply(seed=self.live.current.seed, settings=self.live.current)
         self.replies.append(reply)
-        self._views.append(self._transcript.add_reply(reply, len(self.replies) - 1))
-        self._views[-1].set_view(colour=self.colour, selected=None)
+        self._transcript.add_reply(reply)
         self._generation += 1
         self._cancel = threading.Event()
         self.generating = True
@@ -237,6 +236,8 @@ class SamplescopeApp(App[None]):
         if message.generation != self._generation:
             return  # a stale event from a stopped generation
         event = message.event
+        if self.event_log is not None:
+            self.event_log.append(event)
         if isinstance(event, TokenEvent):
             now = self._clock()
             if self._first_token_at is None:
@@ -265,7 +266,7 @@ class SamplescopeApp(App[None]):
             self.messages.append(ChatMessage("assistant", event.text))
         self.generating = False
         self._dirty = True
-        self._flush()
+        self._redraw()
         stats = event.stats
         self._status.update(
             phase="idle",
@@ -275,20 +276,17 @@ class SamplescopeApp(App[None]):
                 event.reason, event.reason
             ),
         )
-        self._views[-1].refresh(layout=True)
+        self._transcript.views[-1].refresh(layout=True)
         if self._pending is not None:
             pending, self._pending = self._pending, None
             pending()
 
-    def _flush(self) -> None:
+    def _redraw(self) -> None:
         """Move what the handlers collected onto the screen (at most FLUSH_HZ a second)."""
         if not self._dirty:
             return
         self._dirty = False
-        if self._views:
-            was_at_end = self._transcript.at_end
-            self._views[-1].sync()
-            self._transcript.follow(was_at_end)
+        self._transcript.sync_last()
         if self.cursor is None:
             self._show_latest()
         changes: dict[str, object] = {}
@@ -306,7 +304,7 @@ class SamplescopeApp(App[None]):
         for number in range(len(self.replies) - 1, -1, -1):
             tokens = self.replies[number].tokens
             if tokens:
-                title = f"reply {number + 1} · token {len(tokens)} (latest)"
+                title = f"token {len(tokens)} (latest)"
                 self._probs.show(tokens[-1].step, title, self.piece)
                 return
         self._probs.show(None, "", self.piece)
@@ -332,7 +330,7 @@ class SamplescopeApp(App[None]):
         if self.generating:
             self._cancel.set()
         elif self.cursor is not None or self.focused is self._transcript:
-            self._clear_cursor()
+            self._transcript.clear_cursor()
             self.action_focus_input()
 
     def action_regenerate(self) -> None:
@@ -344,8 +342,7 @@ class SamplescopeApp(App[None]):
             self._pending = self.action_regenerate
             return
         reply = self.replies.pop()
-        view = self._views.pop()
-        view.remove()
+        self._transcript.remove_last_reply()
         if self.messages and self.messages[-1].role == "assistant":
             self.messages.pop()
         self._apply("seed", reply.seed)
@@ -359,8 +356,6 @@ class SamplescopeApp(App[None]):
             return
         self.messages = self._fresh_messages()
         self.replies.clear()
-        self._views.clear()
-        self.cursor = None
         self._reset_pending = True
         self._transcript.clear()
         self._probs.show(None, "", self.piece)
@@ -381,25 +376,13 @@ class SamplescopeApp(App[None]):
 
     def action_toggle_colour(self) -> None:
         """Tint each token by its probability (or stop tinting)."""
-        self.colour = not self.colour
-        self._sync_views()
+        self._transcript.set_colour(not self._transcript.colour)
 
     def action_token_cursor(self) -> None:
         """Enter token-cursor mode on the latest token."""
         self._transcript.focus()
         if self.cursor is None:
-            self.action_move_token(1_000_000)
-
-    def action_move_token(self, delta: int) -> None:
-        """Move the token cursor by `delta` tokens across all replies."""
-        flat = [(r, i) for r, reply in enumerate(self.replies) for i in range(len(reply.tokens))]
-        if not flat:
-            return
-        if self.cursor is None or self.cursor not in flat:
-            position = len(flat) - 1
-        else:
-            position = min(max(flat.index(self.cursor) + delta, 0), len(flat) - 1)
-        self._select(*flat[position])
+            self._transcript.action_move_token(1_000_000)
 
     def action_focus_sampling(self) -> None:
         """Focus the first slider."""
@@ -415,76 +398,46 @@ class SamplescopeApp(App[None]):
 
     # -- token cursor ----------------------------------------------------------
 
-    def _select(self, number: int, index: int) -> None:
-        self.cursor = (number, index)
-        self._sync_views()
+    @property
+    def cursor(self) -> tuple[int, int] | None:
+        """The selected past token (reply, token), or None."""
+        return self._transcript.cursor
+
+    @property
+    def colour(self) -> bool:
+        """Whether tokens are tinted by probability."""
+        return self._transcript.colour
+
+    @on(Transcript.TokenSelected)
+    def _on_token_selected(self, message: Transcript.TokenSelected) -> None:
+        if message.cursor is None:
+            self._dirty = True  # back to the latest token at the next redraw
+            return
+        number, index = message.cursor
         reply = self.replies[number]
-        step = reply.tokens[index].step
-        title = f"reply {number + 1} · token {index + 1}/{len(reply.tokens)}"
-        self._probs.show(step, title, self.piece)
-        self._views[number].scroll_visible(animate=False)
-
-    def _clear_cursor(self) -> None:
-        if self.cursor is not None:
-            self.cursor = None
-            self._sync_views()
-            self._dirty = True
-
-    def _sync_views(self) -> None:
-        for number, view in enumerate(self._views):
-            selected = self.cursor[1] if self.cursor and self.cursor[0] == number else None
-            view.set_view(colour=self.colour, selected=selected)
-
-    @on(ReplyView.TokenClicked)
-    def _on_token_clicked(self, message: ReplyView.TokenClicked) -> None:
-        if message.view in self._views:
-            self._select(self._views.index(message.view), message.index)
+        title = f"reply {number + 1} token {index + 1}/{len(reply.tokens)}"
+        self._probs.show(reply.tokens[index].step, title, self.piece)
 
     # -- settings --------------------------------------------------------------
 
     def _apply(self, field: str, value: object) -> bool:
         """Make one setting live from the next token; False (and a notice) if invalid."""
-        try:
-            new = self.live.current.with_changes(**{field: value})
-        except SettingsError as error:
-            self.notify(str(error), severity="error")
-            self.query_one(SamplingPanel).show(self.live.current)
-            return False
-        self.live.current = new
-        self.query_one(SamplingPanel).show(new)
-        return True
-
-    @on(Slider.Changed)
-    def _on_slider(self, event: Slider.Changed) -> None:
-        self._apply(event.slider.field, event.value)
-
-    @on(Toggle.Changed)
-    def _on_toggle(self, event: Toggle.Changed) -> None:
-        self._apply(event.toggle.field, event.value)
-
-    @on(Slider.EditRequested)
-    def _on_edit(self, event: Slider.EditRequested) -> None:
-        slider = event.slider
-        kind = "an integer" if slider.integer else "a number"
-        hint = f"{kind}; the bar spans {slider.format_value(slider.minimum)}"
-        hint += f" to {slider.format_value(slider.maximum)}. Enter sets it, Esc cancels."
-
-        def done(text: str | None) -> None:
-            if not text:
-                return
-            try:
-                value: float = int(text) if slider.integer else float(text)
-            except ValueError:
-                self.notify(f"{slider.label}: {text!r} is not {kind}", severity="error")
-                return
-            self._apply(slider.field, value)
-
-        self.push_screen(ValueEntryScreen(slider.label, slider.format_value(), hint), done)
+        return self.query_one(SamplingPanel).apply(field, value)
 
     # -- helpers -----------------------------------------------------------------
 
     def _fresh_messages(self) -> list[ChatMessage]:
         return [ChatMessage("system", self.system_prompt)] if self.system_prompt else []
+
+    @property
+    def status(self) -> StatusState:
+        """What the status line shows."""
+        return self._status.state
+
+    def flush_now(self) -> None:
+        """Draw what is pending now rather than at the next tick (tests, snapshots)."""
+        self._dirty = True
+        self._redraw()
 
     @property
     def _status(self) -> StatusLine:

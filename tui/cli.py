@@ -18,6 +18,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "tui.cmd_replay",
     "tui.cmd_export",
     "tui.cmd_config",
+    "tui.cmd_info",
+    "tui.cmd_encode",
 )
 
 

@@ -16,6 +16,9 @@ from backend.replay import ReplayResult, pick_reply, replay
 from backend.store import ModelRef, ReplyRecord
 from tui.store_cli import add_db_flag, open_store
 
+DEFAULT_N_CTX = 4096  # LlamaBackend.load's defaults, for replies that did not record them
+DEFAULT_N_BATCH = 256
+
 
 def register(subparsers: Any) -> None:
     """Add `replay` to the command line."""
@@ -92,12 +95,17 @@ def run(args: argparse.Namespace) -> int:
         warning = check_model(path, reply.model, store.model_ref(path))
     if warning:
         print(warning, file=sys.stderr)
-    messages = chat.conversation_before(reply)
     from backend.llama_backend import LlamaBackend  # only now: it loads llama.cpp
 
-    backend = LlamaBackend.load(path, n_threads=args.threads)
+    # The same context and prefill chunking as the original (both can change tokens).
+    backend = LlamaBackend.load(
+        path,
+        n_threads=args.threads,
+        n_ctx=reply.n_ctx or DEFAULT_N_CTX,
+        n_batch=reply.n_batch or DEFAULT_N_BATCH,
+    )
     try:
-        result = replay(backend, messages, reply)
+        result = replay(backend, chat, reply)
 
         def show_piece(token: int) -> str:
             return backend.runtime.token_bytes(token, special=True).decode("utf-8", "replace")

@@ -144,7 +144,9 @@ def settings_summary(settings: SamplerSettings) -> str:
     return " ".join(parts)
 
 
-def preset_columns(presets: dict[str, SamplerSettings], names: Sequence[str]) -> list[CompareColumn]:
+def preset_columns(
+    presets: dict[str, SamplerSettings], names: Sequence[str]
+) -> list[CompareColumn]:
     """Columns from named presets, in the order given.
 
     Raises:
@@ -161,9 +163,7 @@ def preset_columns(presets: dict[str, SamplerSettings], names: Sequence[str]) ->
 def varied_columns(base: SamplerSettings, field: str, values: Sequence[Any]) -> list[CompareColumn]:
     """`columns_varying` with a label per column ("temperature=1.2")."""
     settings = columns_varying(base, field, values)
-    return [
-        CompareColumn(f"{field}={format_value(getattr(s, field))}", s) for s in settings
-    ]
+    return [CompareColumn(f"{field}={format_value(getattr(s, field))}", s) for s in settings]
 
 
 def check_column_count(count: int) -> None:

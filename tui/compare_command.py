@@ -148,7 +148,9 @@ def build_columns(
     if source == PRESETS_SOURCE:
         names = list(presets)[:MAX_COLUMNS]
         return preset_columns(presets, names if len(names) >= 2 else ["ArgMax", "All t=0.8"])
-    return varied_columns(base, source, values if values is not None else DEFAULT_VARIATIONS[source])
+    return varied_columns(
+        base, source, values if values is not None else DEFAULT_VARIATIONS[source]
+    )
 
 
 def open_compare(

@@ -7,9 +7,8 @@ from pathlib import Path
 
 from textual.message import Message
 
-from backend.pieces import visible_piece
-
 from backend.events import GenerationEvent
+from backend.pieces import visible_piece
 from backend.protocol import ChatBackend
 
 

@@ -1,2 +1,3 @@
 """The app's screens."""
+
 """Screens of the samplescope app."""

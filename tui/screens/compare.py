@@ -15,18 +15,19 @@ import secrets
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
+from backend.compare import compare, first_divergence
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.dom import DOMNode
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from backend.compare import compare, first_divergence
 from backend.events import (
     FinishedEvent,
     GenerationEvent,
@@ -46,6 +47,8 @@ from tui.widgets.compare_column import CompareColumnView
 from tui.widgets.prob_panel import ProbPanel
 
 DEFAULT_MAX_TOKENS = 256
+FLUSH_HZ = 30.0
+NEW_SEED_RANGE = 100_000
 PROMPT_PREVIEW_CHARS = 60
 SELECT_HINT = (
     "Select a token to see its candidates: focus a column (tab or 1–4), then ←/→, or click it."
@@ -126,7 +129,7 @@ class CompareScreen(Screen[CompareResult | None]):
 
     CSS_PATH = "compare.tcss"
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "Close"),
         Binding("r", "rerun", "Re-run"),
         Binding("e", "edit", "Edit seed/columns"),
@@ -212,7 +215,13 @@ class CompareScreen(Screen[CompareResult | None]):
 
     def on_mount(self) -> None:
         self.column_views[0].focus()
+        self.set_interval(1.0 / FLUSH_HZ, self._flush)
         self._start_run()
+
+    def _flush(self) -> None:
+        """Redraw the columns that received tokens (coalesced to FLUSH_HZ a second)."""
+        for view in self.column_views:
+            view.flush()
 
     def on_unmount(self) -> None:
         # The worker stops within one token; nothing it posts is handled any more.
@@ -372,7 +381,7 @@ class CompareScreen(Screen[CompareResult | None]):
 
     async def action_new_seed(self) -> None:
         """Pick a new random seed and run again."""
-        self.seed = secrets.randbelow(2**32)
+        self.seed = secrets.randbelow(NEW_SEED_RANGE)
         await self._restart()
 
     def action_edit(self) -> None:

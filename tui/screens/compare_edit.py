@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
+from typing import ClassVar
 
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
@@ -122,7 +123,7 @@ class CompareEditScreen(ModalScreen[CompareRequest | None]):
     }
     """
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "Cancel"),
         Binding("ctrl+s", "run", "Run"),
     ]
@@ -153,7 +154,10 @@ class CompareEditScreen(ModalScreen[CompareRequest | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="edit-dialog"):
-            yield Static("Edit the comparison (same seed in every column)", markup=False)
+            yield Static(
+                "Edit the comparison (one seed for every column) · ctrl+s runs · esc cancels",
+                markup=False,
+            )
             with Horizontal(classes="edit-row"):
                 yield Label("Seed")
                 yield Input(str(self._seed), id="edit-seed", restrict=r"[0-9]*")
@@ -257,4 +261,3 @@ class CompareEditScreen(ModalScreen[CompareRequest | None]):
 
 def _row_of(widget_id: str | None) -> int:
     return int((widget_id or "0").rsplit("-", 1)[-1])
-

@@ -2,35 +2,35 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
 KEYS: tuple[tuple[str, str], ...] = (
     ("enter", "send the message (in the input box)"),
-    ("escape", "stop the reply (keeps what was generated); leave token cursor"),
+    ("escape", "stop the reply, keeping what was generated; leave the token cursor"),
     ("ctrl+r", "regenerate the last reply with the same seed"),
     ("ctrl+n", "new chat"),
     ("ctrl+y", "copy the reply (the selected one, else the last)"),
     ("ctrl+g", "new random seed"),
     ("ctrl+l", "colour each token by its probability"),
-    ("ctrl+t", "token cursor: ←/→ select a past token, its step shows on the right"),
-    ("click", "select a token in the transcript; click or drag a slider"),
-    ("f2", "go to the sampling panel"),
-    ("f3", "go to the input box"),
-    ("tab / shift+tab", "next / previous control"),
-    ("← / →", "slider: fine step"),
-    ("shift+← / → , pgup/pgdn", "slider: coarse step"),
+    ("ctrl+t", "token cursor: ← → pick a past token; its step shows on the right"),
+    ("mouse", "click a token to see its step; click or drag a slider"),
+    ("f2 / f3", "go to the sampling panel / the input box"),
+    ("tab, shift+tab", "next / previous control"),
+    ("← →", "slider: fine step (a toggle: switch)"),
+    ("shift+← →, pgup pgdn", "slider: coarse step"),
     ("home / end", "slider: minimum / maximum"),
-    ("enter (on a slider)", "type a value"),
-    ("enter / space (toggle)", "switch top-p scope, temperature order, draw method"),
+    ("enter on a slider", "type a value (any valid value, beyond the bar too)"),
+    ("enter, space", "toggle: top-p scope, temperature first/last, draw method"),
     ("ctrl+p", "command palette"),
-    ("f1", "this help"),
-    ("ctrl+q", "quit"),
+    ("f1 / ctrl+q", "this help / quit"),
 )
 
 
@@ -47,7 +47,7 @@ def help_table() -> Table:
 class HelpScreen(ModalScreen[None]):
     """Lists the keys; any of escape, f1 or q closes it."""
 
-    BINDINGS = [Binding("escape,f1,q", "dismiss", "close")]
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f1,q", "dismiss", "close")]
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box"):

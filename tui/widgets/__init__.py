@@ -1,2 +1,3 @@
 """The app's widgets, one per module."""
+
 """Widgets of the samplescope app."""

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import ClassVar
 
 from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.reactive import reactive
@@ -95,7 +96,7 @@ class CompareColumnView(Vertical, can_focus=True):
         column: Its label and settings.
     """
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("left", "move(-1)", "Previous token", show=False),
         Binding("right", "move(1)", "Select token", key_display="←/→"),
         Binding("home", "move_to(0)", "First token", show=False),
@@ -125,6 +126,7 @@ class CompareColumnView(Vertical, can_focus=True):
         self.prefill: tuple[int, int] | None = None
         self.notice: str | None = None
         self._decode_started: float | None = None
+        self._dirty = False
 
     # --- layout -------------------------------------------------------------------
 
@@ -175,9 +177,14 @@ class CompareColumnView(Vertical, can_focus=True):
         self._update_lines()
 
     def add_token(self, event: TokenEvent) -> None:
-        """Append a sampled token."""
+        """Append a sampled token (drawn at the next `flush`: redraws are coalesced)."""
         self.tokens.append(event)
-        self._refresh_all()
+        self._dirty = True
+
+    def flush(self) -> None:
+        """Redraw if tokens arrived since the last redraw."""
+        if self._dirty:
+            self._refresh_all()
 
     def set_notice(self, message: str) -> None:
         """Show a backend notice on the marker line."""
@@ -227,7 +234,12 @@ class CompareColumnView(Vertical, can_focus=True):
         """Put the token cursor on token `index` (clamped to the tokens there are)."""
         if not self.tokens:
             return
-        self.cursor = max(0, min(index, len(self.tokens) - 1))
+        index = max(0, min(index, len(self.tokens) - 1))
+        if index == self.cursor:
+            # Selected again (e.g. after another column's): show it again.
+            self.post_message(self.TokenSelected(self.index, index))
+        else:
+            self.cursor = index
 
     def action_move(self, delta: int) -> None:
         """Move the token cursor by `delta` tokens (starting from the divergence)."""
@@ -243,6 +255,11 @@ class CompareColumnView(Vertical, can_focus=True):
         """Put the cursor on the first (0) or last (-1) token."""
         if self.tokens:
             self.select(index if index >= 0 else len(self.tokens) + index)
+
+    def on_focus(self) -> None:
+        """Show this column's selected token again when the column gets the focus."""
+        if self.cursor is not None and self.cursor < len(self.tokens):
+            self.post_message(self.TokenSelected(self.index, self.cursor))
 
     def watch_cursor(self, cursor: int | None) -> None:
         self._refresh_body()
@@ -330,5 +347,6 @@ class CompareColumnView(Vertical, can_focus=True):
             self.query_one(TokenText).refresh(layout=True)
 
     def _refresh_all(self) -> None:
+        self._dirty = False
         self._update_lines()
         self._refresh_body()

@@ -9,7 +9,7 @@ from textual.widget import Widget
 
 from sampling.records import Step
 
-_PIECE_WIDTH = 10
+_PIECE_WIDTH = 12
 _NUMBER_WIDTH = 6
 _HEADER_LINES = 4
 _FILTER_NAMES = {
@@ -78,7 +78,7 @@ class ProbPanel(Widget):
         head = Text(no_wrap=True, overflow="ellipsis")
         head.append(self._title, style="bold")
         head.append("  ")
-        head.append(chosen_piece, style="bold reverse")
+        head.append(_fit(chosen_piece, 14).rstrip(), style="bold reverse")
         head.append(f" · p {step.prob:.3f}")
         lines.append(head)
         draw = "—" if step.draw is None else f"{step.draw:.4f}"
@@ -91,7 +91,9 @@ class ProbPanel(Widget):
                 overflow="ellipsis",
             )
         )
-        lines.append(Text(settings_summary(step), style="grey62", no_wrap=True, overflow="ellipsis"))
+        lines.append(
+            Text(settings_summary(step), style="grey62", no_wrap=True, overflow="ellipsis")
+        )
         bar_width = max(4, width - 2 - _PIECE_WIDTH - 1 - 1 - 2 * (_NUMBER_WIDTH + 1))
         header = Text(no_wrap=True, overflow="ellipsis")
         header.append(f"  {'token':<{_PIECE_WIDTH}} {'':<{bar_width}} ", style="grey62")
@@ -101,7 +103,7 @@ class ProbPanel(Widget):
         rows = max(1, self.size.height - _HEADER_LINES - 1)
         candidates = step.candidates[:rows]
         first_cut = next((i for i, c in enumerate(candidates) if not c.kept), None)
-        for index, candidate in enumerate(candidates):
+        for index in range(len(candidates)):
             if index == first_cut:
                 lines.append(self._cut_line(f"✂ {cut} · {step.n_kept} kept", width))
             lines.append(self._row(step, index, bar_width))

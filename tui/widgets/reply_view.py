@@ -120,7 +120,8 @@ class ReplyView(Widget):
             return Text("…", style="grey50")
         if self.reply.finished in ("cancelled", "error", "max_tokens"):
             label = {"cancelled": "stopped", "error": "error", "max_tokens": "max tokens"}
-            text.append(f"  [{label[self.reply.finished]}]", style="italic grey50")
+            text.append("  ")  # unstyled: textual drops a styled span's leading spaces
+            text.append(f"[{label[self.reply.finished]}]", style="italic grey50")
         if self.reply.error:
             text.append("\n" + display_text(self.reply.error), style="bold red")
         return text

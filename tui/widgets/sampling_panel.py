@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
+from backend.protocol import LiveSettings
+from sampling.errors import SettingsError
 from sampling.settings import MAX_SEED, SamplerSettings
+from tui.screens.entry import ValueEntryScreen
 from tui.widgets.slider import Slider
 from tui.widgets.toggle import Toggle
 
@@ -17,7 +21,7 @@ _SLIDERS: tuple[tuple[str, str, float, float, float, float, bool, float | None],
     ("min_p", "min-p", 0.0, 0.99, 0.01, 0.05, False, None),
     ("repeat_penalty", "rep. penalty", 0.5, 2.0, 0.01, 0.1, False, 10.0),
     ("repeat_last_n", "rep. last-n", 0, 512, 1, 16, True, 1_000_000),
-    ("seed", "seed", 0, 9999, 1, 100, True, MAX_SEED),
+    ("seed", "seed", 0, 99_999, 1, 1000, True, MAX_SEED),
 )
 
 _TOGGLES: tuple[tuple[str, str, tuple[tuple[object, str], ...]], ...] = (
@@ -33,13 +37,17 @@ TOGGLE_FIELDS = tuple(row[0] for row in _TOGGLES)
 class SamplingPanel(Vertical):
     """Sliders and toggles for the live sampler settings.
 
-    The controls post `Slider.Changed` / `Toggle.Changed`; the app validates the new
-    value and calls `show` with the settings now in force.
+    A change is validated and written to `live.current`, which the generating thread
+    reads before every token: it applies from the next token, also mid-reply.
+
+    Args:
+        live: The settings shared with the generation.
     """
 
-    def __init__(self, settings: SamplerSettings, *, id: str | None = None) -> None:
+    def __init__(self, live: LiveSettings, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self._initial = settings
+        self.live = live
+        self._initial = live.current
         self.border_title = "sampling"
 
     def compose(self) -> ComposeResult:
@@ -64,6 +72,48 @@ class SamplingPanel(Vertical):
             slider.set_value(getattr(settings, slider.field))
         for toggle in self.query(Toggle):
             toggle.set_value(getattr(settings, toggle.field))
+
+    def apply(self, field: str, value: object) -> bool:
+        """Make one setting live; an invalid value is refused with a notice (False)."""
+        try:
+            new = self.live.current.with_changes(**{field: value})
+        except SettingsError as error:
+            self.notify(str(error), severity="error")
+            self.show(self.live.current)
+            return False
+        self.live.current = new
+        self.show(new)
+        return True
+
+    @on(Slider.Changed)
+    def _on_slider(self, event: Slider.Changed) -> None:
+        event.stop()
+        self.apply(event.slider.field, event.value)
+
+    @on(Toggle.Changed)
+    def _on_toggle(self, event: Toggle.Changed) -> None:
+        event.stop()
+        self.apply(event.toggle.field, event.value)
+
+    @on(Slider.EditRequested)
+    def _on_edit(self, event: Slider.EditRequested) -> None:
+        event.stop()
+        slider = event.slider
+        kind = "an integer" if slider.integer else "a number"
+        hint = f"{kind}; the bar spans {slider.format_value(slider.minimum)}"
+        hint += f" to {slider.format_value(slider.maximum)}. Enter sets it, Esc cancels."
+
+        def done(text: str | None) -> None:
+            if not text:
+                return
+            try:
+                value: float = int(text) if slider.integer else float(text)
+            except ValueError:
+                self.notify(f"{slider.label}: {text!r} is not {kind}", severity="error")
+                return
+            self.apply(slider.field, value)
+
+        self.app.push_screen(ValueEntryScreen(slider.label, slider.format_value(), hint), done)
 
     def focus_first(self) -> None:
         """Focus the first control."""

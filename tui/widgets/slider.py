@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+from rich.text import Text
 from textual import events
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widget import Widget
-from rich.text import Text
 
 _LABEL_WIDTH = 12
 _VALUE_WIDTH = 7
@@ -34,7 +36,7 @@ class Slider(Widget, can_focus=True):
         decimals: Decimals shown (floats).
     """
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("left", "nudge(-1)", "fine", key_display="←", group=_ADJUST),
         Binding("right", "nudge(1)", "fine", key_display="→", group=_ADJUST),
         Binding("shift+left,pagedown", "nudge(-10)", "coarse", key_display="⇧←", group=_COARSE),
@@ -115,18 +117,21 @@ class Slider(Widget, can_focus=True):
         return f"{shown:.{self.decimals}f}"
 
     def _snap(self, value: float) -> float:
+        if self.integer:  # integer math: seeds go up to 2**64 - 1, beyond float precision
+            whole = value if isinstance(value, int) else round(value)
+            return min(max(whole, int(self.minimum)), int(self.hard_maximum))
         value = min(max(value, self.minimum), self.hard_maximum)
         steps = round((value - self.minimum) / self.step)
         snapped = self.minimum + steps * self.step
         snapped = min(max(snapped, self.minimum), self.hard_maximum)
-        return float(int(round(snapped))) if self.integer else round(snapped, self.decimals + 2)
+        return round(snapped, self.decimals + 2)
 
     def _user_set(self, value: float) -> None:
         snapped = self._snap(value)
         if snapped != self._value:
             self._value = snapped
             self.refresh()
-            self.post_message(self.Changed(self, int(snapped) if self.integer else snapped))
+            self.post_message(self.Changed(self, snapped))
 
     def action_nudge(self, steps: int) -> None:
         """Move by fine steps (±1) or coarse steps (±10 means one coarse step)."""

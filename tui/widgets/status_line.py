@@ -81,9 +81,7 @@ class StatusLine(Widget):
         else:
             text.append("idle ", style="bold cyan")
             if s.last_ttft_ms is not None and s.last_tps is not None:
-                text.append(
-                    f"· last reply: TTFT {s.last_ttft_ms:.0f} ms · {s.last_tps:.1f} tok/s"
-                )
+                text.append(f"· last reply: TTFT {s.last_ttft_ms:.0f} ms · {s.last_tps:.1f} tok/s")
             if s.last_reason:
                 text.append(f" · {s.last_reason}")
         if s.note:

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from rich.text import Text
 from textual import events
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widget import Widget
 
@@ -23,7 +24,7 @@ class Toggle(Widget, can_focus=True):
         value: The starting value.
     """
 
-    BINDINGS = [
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter,space,right", "cycle(1)", "switch"),
         Binding("left", "cycle(-1)", "switch back", show=False),
     ]

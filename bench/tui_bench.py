@@ -1,0 +1,105 @@
+"""Throughput of a reply generated inside the app vs the bare backend loop.
+
+`run_tui_bench(model_path)` generates the same reply (prompt, settings, seed, token
+budget) alternately with `backend.generate` consumed bare and inside the headless
+app (panels visible, 30 Hz redraws), and reports decode tokens/s of each and their
+ratio (target >= 0.9). Run: `.venv/bin/python -m bench.tui_bench [MODEL]`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from backend.events import FinishedEvent
+from backend.llama_backend import LlamaBackend
+from backend.model_path import resolve_model_path
+from backend.protocol import ChatMessage, LiveSettings
+from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+
+PROMPT = "Write a long story about a lighthouse keeper and a storm."
+
+
+def _bare(backend: LlamaBackend, settings: SamplerSettings, max_tokens: int) -> FinishedEvent:
+    backend.reset()
+    last = None
+    for event in backend.generate(
+        [ChatMessage("user", PROMPT)], LiveSettings(settings), max_tokens=max_tokens
+    ):
+        last = event
+    assert isinstance(last, FinishedEvent)
+    return last
+
+
+async def _in_app(
+    backend: LlamaBackend, settings: SamplerSettings, max_tokens: int
+) -> FinishedEvent:
+    from tui.app import SamplescopeApp
+
+    backend.reset()
+    app = SamplescopeApp(backend, settings=settings, max_tokens=max_tokens, cursor_blink=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        while not app.ready:
+            await pilot.pause(0.02)
+        app.action_toggle_colour()  # the most drawing: tinted tokens, bars, status
+        await pilot.press(*PROMPT, "enter")
+        while not app.finished:
+            await pilot.pause(0.05)
+        return app.finished[-1]
+
+
+def run_tui_bench(
+    model_path: str | Path | None = None,
+    *,
+    max_tokens: int = 128,
+    rounds: int = 3,
+    n_threads: int | None = None,
+) -> dict[str, Any]:
+    """Decode tokens/s bare and in the app, alternating `rounds` times.
+
+    Returns:
+        A dict with the per-round figures, their medians and `ratio` = median in-app
+        tokens/s over median bare tokens/s.
+    """
+    path = resolve_model_path(model_path)
+    backend = LlamaBackend.load(path, n_threads=n_threads)
+    settings = DEFAULT_CHAT_SETTINGS
+    bare: list[float] = []
+    app: list[float] = []
+    tokens: list[int] = []
+    try:
+        _bare(backend, settings, 8)  # warm up
+        for _ in range(rounds):
+            first = _bare(backend, settings, max_tokens)
+            bare.append(first.stats.decode_tps)
+            second = asyncio.run(_in_app(backend, settings, max_tokens))
+            app.append(second.stats.decode_tps)
+            tokens.append(first.stats.decode_tokens)
+            if second.token_ids != first.token_ids:
+                raise AssertionError("the app generated a different reply than the bare loop")
+    finally:
+        backend.close()
+    bare_median = statistics.median(bare)
+    app_median = statistics.median(app)
+    return {
+        "model": path.name,
+        "threads": backend.info.n_threads,
+        "tokens": tokens,
+        "bare_tps": bare,
+        "app_tps": app,
+        "bare_median_tps": bare_median,
+        "app_median_tps": app_median,
+        "ratio": app_median / bare_median if bare_median else 0.0,
+    }
+
+
+if __name__ == "__main__":
+    started = time.perf_counter()
+    result = run_tui_bench(sys.argv[1] if len(sys.argv) > 1 else None)
+    for key, value in result.items():
+        print(f"{key}: {value}")
+    print(f"({time.perf_counter() - started:.0f} s)")

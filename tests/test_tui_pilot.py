@@ -1,0 +1,191 @@
+"""Pilot tests of the chat app on the real default model (and a few on the fake)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input
+
+from backend.events import FinishedEvent, PhaseEvent, PrefillProgress, TokenEvent
+from backend.fake import FakeBackend
+from backend.llama_backend import LlamaBackend
+from tests.tui_helpers import wait_until
+from tui.app import SamplescopeApp
+from tui.widgets.reply_view import ReplyView
+from tui.widgets.slider import Slider
+
+pytestmark = pytest.mark.anyio
+
+SIZE = (120, 36)
+LONG_PROMPT = "Write a long story about a dragon who learns to bake bread."
+
+
+@pytest.fixture(scope="module")
+def llama(default_model_path: Path) -> Iterator[LlamaBackend]:
+    """The default model, loaded once for this file."""
+    backend = LlamaBackend.load(default_model_path, n_ctx=2048)
+    yield backend
+    backend.close()
+
+
+async def _send(pilot: object, app: SamplescopeApp, text: str) -> None:
+    await wait_until(pilot, lambda: app.ready)  # type: ignore[arg-type]
+    app.query_one("#prompt", Input).focus()
+    await pilot.press(*text, "enter")  # type: ignore[attr-defined]
+
+
+async def _finished(pilot: object, app: SamplescopeApp, count: int = 1) -> FinishedEvent:
+    await wait_until(pilot, lambda: len(app.finished) >= count and not app.generating, 240)  # type: ignore[arg-type]
+    return app.finished[count - 1]
+
+
+async def test_type_send_and_tokens_arrive(llama: LlamaBackend) -> None:
+    app = SamplescopeApp(llama, max_tokens=24, cursor_blink=False)
+    app.event_log = []
+    async with app.run_test(size=SIZE) as pilot:
+        await _send(pilot, app, "Name three colours.")
+        finished = await _finished(pilot, app)
+        app.flush_now()
+        await pilot.pause()
+        log = app.event_log
+        assert isinstance(log[0], PhaseEvent) and log[0].phase == "prefill"
+        assert any(isinstance(e, PrefillProgress) for e in log)
+        tokens = [e for e in log if isinstance(e, TokenEvent)]
+        assert tokens, "no token arrived"
+        assert [t.index for t in tokens] == list(range(len(tokens)))
+        assert log[-1] is finished and finished.reason in ("eos", "max_tokens")
+        reply = app.replies[-1]
+        assert reply.tokens == tokens
+        assert reply.text == finished.text != ""
+        assert app.messages[-1].role == "assistant"
+        assert app.messages[-1].content == finished.text
+        assert app.query_one("#probs").step is tokens[-1].step  # type: ignore[attr-defined]
+        assert app.status.phase == "idle"
+        assert app.status.ctx_used == llama.context_used > 0
+        shown = str(app.query_one(ReplyView).render())
+        assert finished.text.strip()[:10] in shown
+
+
+async def test_slider_in_the_middle_of_a_reply(llama: LlamaBackend) -> None:
+    app = SamplescopeApp(llama, max_tokens=200, cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await _send(pilot, app, LONG_PROMPT)
+        await wait_until(pilot, lambda: len(app.replies[-1].tokens) >= 3, 120)
+        app.action_focus_sampling()  # the temperature slider
+        before = len(app.replies[-1].tokens)
+        await pilot.press("shift+right")  # coarse step: 0.80 -> 0.90
+        assert app.live.current.temperature == pytest.approx(0.9)
+        await wait_until(
+            pilot,
+            lambda: (
+                not app.generating
+                or any(t.step.settings.temperature > 0.85 for t in app.replies[-1].tokens[-3:])
+            ),
+            120,
+        )
+        await pilot.press("escape")
+        await _finished(pilot, app)
+        temps = [t.step.settings.temperature for t in app.replies[-1].tokens]
+        switch = next(i for i, value in enumerate(temps) if value > 0.85)
+        assert switch >= before
+        assert temps[:switch] == [pytest.approx(0.8)] * switch
+        assert temps[switch:] == [pytest.approx(0.9)] * (len(temps) - switch)
+
+
+async def test_escape_cancels_and_keeps_the_partial_reply(llama: LlamaBackend) -> None:
+    app = SamplescopeApp(llama, max_tokens=400, cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await _send(pilot, app, LONG_PROMPT)
+        await wait_until(pilot, lambda: len(app.replies[-1].tokens) >= 5, 120)
+        await pilot.press("escape")
+        finished = await _finished(pilot, app)
+        reply = app.replies[-1]
+        assert finished.reason == "cancelled"
+        assert 5 <= len(reply.tokens) < 400
+        assert reply.text == finished.text
+        assert app.messages[-1].content == finished.text
+        assert "[stopped]" in str(app.query_one(ReplyView).render())
+        assert app.status.last_reason == "stopped"
+
+
+async def test_ctrl_r_regenerates_with_the_same_seed(llama: LlamaBackend) -> None:
+    app = SamplescopeApp(llama, max_tokens=40, cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await _send(pilot, app, "Tell me a fact about the moon.")
+        first = await _finished(pilot, app)
+        seed = app.replies[-1].seed
+        await pilot.press("ctrl+g")  # a new seed: ctrl+r must still use the reply's own
+        await pilot.press("ctrl+r")
+        second = await _finished(pilot, app, 2)
+        assert app.live.current.seed == seed
+        assert second.token_ids == first.token_ids
+        assert second.text == first.text
+        assert len(app.replies) == 1
+        assert [m.role for m in app.messages] == ["user", "assistant"]
+
+
+# -- controls, on the fake backend (deterministic, fast) ---------------------------
+
+
+async def test_slider_keys_typed_entry_and_toggle() -> None:
+    app = SamplescopeApp(FakeBackend(), cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.ready)
+        app.action_focus_sampling()
+        await pilot.press("right", "right")
+        assert app.live.current.temperature == pytest.approx(0.82)
+        await pilot.press("pagedown")
+        assert app.live.current.temperature == pytest.approx(0.72)
+        await pilot.press("tab", "home")
+        assert app.live.current.top_k == 0
+        await pilot.press("tab", "enter")  # top-p: type a value
+        await pilot.pause()
+        await pilot.press(*"0.5", "enter")
+        await pilot.pause()
+        assert app.live.current.top_p == pytest.approx(0.5)
+        assert app.query_one("#slider-top_p", Slider).value == pytest.approx(0.5)
+        await pilot.press("enter")
+        await pilot.pause()
+        await pilot.press(*"1.5", "enter")  # out of range: refused, kept
+        await pilot.pause()
+        assert app.live.current.top_p == pytest.approx(0.5)
+        app.query_one("#toggle-top_p_scope").focus()
+        await pilot.press("enter")
+        assert app.live.current.top_p_scope == "vocab"
+        await pilot.click("#toggle-draw")
+        assert app.live.current.draw == "gumbel"
+        await pilot.click("#slider-temperature", offset=(13, 0))  # the bar's left end
+        assert app.live.current.temperature == 0.0
+        await pilot.press("ctrl+g")
+        assert app.query_one("#slider-seed", Slider).value == app.live.current.seed
+
+
+async def test_click_a_token_and_copy_the_reply() -> None:
+    app = SamplescopeApp(FakeBackend(), max_tokens=20, cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await _send(pilot, app, "hello")
+        await _finished(pilot, app)
+        app.flush_now()
+        await pilot.pause()
+        view = app.query_one(ReplyView)
+        await pilot.click(ReplyView, offset=(3, 0))
+        assert app.cursor is not None and app.cursor[0] == 0
+        index = app.cursor[1]
+        assert app.query_one("#probs").step is app.replies[0].tokens[index].step  # type: ignore[attr-defined]
+        assert view.selected == index
+        await pilot.press("ctrl+y")
+        assert app.clipboard == app.replies[0].text
+
+
+async def test_model_text_is_literal() -> None:
+    app = SamplescopeApp(FakeBackend(), max_tokens=5, cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.ready)
+        app.query_one("#prompt", Input).value = "[bold]x[/bold] \x1b[31mred"
+        await pilot.press("enter")
+        await _finished(pilot, app)
+        shown = str(app.query(".user").first().render())
+        assert "[bold]x[/bold]" in shown
+        assert "\x1b" not in shown and "\u241b[31mred" in shown
