@@ -131,25 +131,39 @@ class ChatTemplate:
             raise ChatTemplateError(f"the model's chat template failed: {error}") from error
 
 
+class SpecialSplitter:
+    """Cuts template text at special-token markers (longest first, like llama.cpp).
+
+    Args:
+        specials: The markers' texts (e.g. ``<|im_start|>``).
+    """
+
+    def __init__(self, specials: Sequence[str]) -> None:
+        ordered = sorted({s for s in specials if s}, key=len, reverse=True)
+        self._pattern = re.compile("|".join(re.escape(s) for s in ordered)) if ordered else None
+
+    def split(self, text: str) -> list[tuple[str, bool]]:
+        """(piece, is_special) pairs covering `text` in order."""
+        if not text:
+            return []
+        if self._pattern is None:
+            return [(text, False)]
+        out: list[tuple[str, bool]] = []
+        position = 0
+        for match in self._pattern.finditer(text):
+            if match.start() > position:
+                out.append((text[position : match.start()], False))
+            out.append((match.group(0), True))
+            position = match.end()
+        if position < len(text):
+            out.append((text[position:], False))
+        return out
+
+
 def split_specials(text: str, specials: Sequence[str]) -> list[tuple[str, bool]]:
     """Cut template text at special-token markers (longest first, like llama.cpp).
 
     Returns:
         (piece, is_special) pairs covering `text` in order.
     """
-    if not text:
-        return []
-    if not specials:
-        return [(text, False)]
-    ordered = sorted({s for s in specials if s}, key=len, reverse=True)
-    pattern = re.compile("|".join(re.escape(s) for s in ordered))
-    out: list[tuple[str, bool]] = []
-    position = 0
-    for match in pattern.finditer(text):
-        if match.start() > position:
-            out.append((text[position : match.start()], False))
-        out.append((match.group(0), True))
-        position = match.end()
-    if position < len(text):
-        out.append((text[position:], False))
-    return out
+    return SpecialSplitter(specials).split(text)

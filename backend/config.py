@@ -223,11 +223,7 @@ def _toml_value(value: Any) -> str:
 
 
 def effective_toml(
-    config: Config,
-    *,
-    model: str,
-    base: SamplerSettings = DEFAULT_CHAT_SETTINGS,
-    theme: str = "(the app's default)",
+    config: Config, *, model: str, base: SamplerSettings = DEFAULT_CHAT_SETTINGS
 ) -> str:
     """The effective configuration (file on top of defaults) as TOML text.
 
@@ -235,13 +231,14 @@ def effective_toml(
         config: The loaded config.
         model: The model path that would be used (resolved by the caller).
         base: The built-in settings the file's [settings] apply to.
-        theme: What to show when the file sets no theme.
     """
     settings = settings_with_config(base, config)
     lines = [
         f"# config file: {config.path if config.path else '(none: built-in defaults)'}",
         f"model = {_toml_value(model)}",
-        f"theme = {_toml_value(config.theme or theme)}",
+        f"theme = {_toml_value(config.theme)}"
+        if config.theme
+        else "# theme: not set (the app's default)",
         "",
         "[settings]",
     ]

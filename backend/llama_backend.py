@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -215,7 +215,7 @@ class LlamaBackend:
         max_tokens: int,
         cancel: threading.Event | None,
         raw: bool,
-    ) -> Iterator[GenerationEvent]:
+    ) -> Generator[GenerationEvent, None, FinishReason]:
         rt = self.runtime
         if not messages:
             raise SamplescopeError("nothing to answer: the conversation is empty")
@@ -319,25 +319,25 @@ class LlamaBackend:
     # ---- debugging ----------------------------------------------------------------
 
     def forward(self, token: int, pos: int = 0) -> list[tuple[int, float]]:
-        """Logits of one forward step of `token` at `pos` in an otherwise empty cache.
+        """Logits of one forward step: `token` alone at position `pos` (run.c's `fwd`).
 
-        The cache is cleared first (this is run.c's `fwd` debug command). A lone
-        token attends only to itself, so its logits do not depend on `pos`; positions
-        before it are left empty.
+        The KV cache is cleared (a fresh context). A lone token attends only to
+        itself, so llama.cpp's logits do not depend on `pos`; run.c's differ because
+        its cache holds zeros (or stale rows) at the earlier positions.
 
         Returns:
-            All (token id, logit) pairs sorted by descending logit.
+            Every (token id, logit) pair, by descending logit.
+
+        Raises:
+            SamplescopeError: The token id or the position is out of range.
         """
         rt = self.runtime
         if not 0 <= token < rt.n_vocab:
             raise SamplescopeError(f"invalid token id {token}: expected 0 .. {rt.n_vocab - 1}")
         if not 0 <= pos < rt.n_ctx:
             raise SamplescopeError(f"invalid position {pos}: expected 0 .. {rt.n_ctx - 1}")
-        rt.clear()
-        rt.decode([token])
-        logits = rt.logits().copy()
-        rt.clear()
-        order = logits.argsort()[::-1]
+        logits = rt.probe(token, pos)
+        order = np.argsort(-logits, kind="stable")
         return [(int(i), float(logits[i])) for i in order]
 
 

@@ -291,6 +291,27 @@ class LlamaRuntime:
             raise LlamaError(f"llama_decode failed with code {code} at position {start}")
         self.cache.append(token)
 
+    def probe(self, token: int, pos: int) -> npt.NDArray[np.float32]:
+        """Logits (a copy) of `token` fed alone at position `pos` into an empty cache.
+
+        The KV cache is cleared before and after (run.c's `fwd` debug command).
+        """
+        self.clear()
+        batch = self._batch
+        batch.token[0] = token
+        batch.pos[0] = pos
+        batch.n_seq_id[0] = 1
+        batch.seq_id[0][0] = 0
+        batch.logits[0] = 1
+        batch.n_tokens = 1
+        try:
+            code = llama_cpp.llama_decode(self._ctx, batch)
+            if code != 0:
+                raise LlamaError(f"llama_decode failed with code {code} at position {pos}")
+            return self.logits().copy()
+        finally:
+            self.clear()
+
     def logits(self) -> npt.NDArray[np.float32]:
         """The last decoded token's logits: a zero-copy view the next decode overwrites."""
         ptr = llama_cpp.llama_get_logits_ith(self._ctx, -1)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from backend.chat_template import ChatTemplate, split_specials
+from backend.chat_template import ChatTemplate, SpecialSplitter
 from backend.protocol import ChatMessage
 from sampling.errors import SamplescopeError
 
@@ -66,7 +66,8 @@ class PromptBuilder:
     def __init__(self, tokenizer: Tokenizer, template: ChatTemplate) -> None:
         self.tokenizer = tokenizer
         self.template = template
-        self._specials = tokenizer.special_texts()
+        self._splitter = SpecialSplitter(tokenizer.special_texts())
+        self._special_ids: dict[str, list[int]] = {}
 
     def tokens(self, messages: Sequence[ChatMessage]) -> list[int]:
         """The prompt's token ids, ending with the assistant's generation prompt."""
@@ -82,10 +83,14 @@ class PromptBuilder:
             if segment.message is not None:
                 run.append(segment.text)
                 continue
-            for piece, special in split_specials(segment.text, self._specials):
+            for piece, special in self._splitter.split(segment.text):
                 if special:
                     flush()
-                    ids.extend(self.tokenizer.tokenize(piece, special=True))
+                    marker = self._special_ids.get(piece)
+                    if marker is None:
+                        marker = self.tokenizer.tokenize(piece, special=True)
+                        self._special_ids[piece] = marker
+                    ids.extend(marker)
                 else:
                     run.append(piece)
         flush()

@@ -78,33 +78,6 @@ def pick_reply(chat: ChatRecord, number: int | None) -> ReplyRecord:
     return replies[number - 1]
 
 
-def warm_chain(chat: ChatRecord, reply: ReplyRecord) -> list[ReplyRecord] | None:
-    """The earlier replies whose generation left the KV cache `reply` started from.
-
-    A reply whose prompt came partly from the cache (stats: prompt_tokens >
-    prefilled_tokens) continued the previous reply's generation in the same backend
-    session; that one may itself have continued the one before, and so on.
-
-    Returns:
-        The chain, oldest first ([] when `reply` was prefilled from an empty cache),
-        or None when the cache came from something not in this chat.
-    """
-    replies = chat.replies
-    chain: list[ReplyRecord] = []
-    current = reply
-    while _reused(current) > 0:
-        if current.number == 1:
-            return None
-        current = replies[current.number - 2]
-        chain.insert(0, current)
-    return chain
-
-
-def _reused(reply: ReplyRecord) -> int:
-    stats = reply.stats
-    return 0 if stats is None else stats.prompt_tokens - stats.prefilled_tokens
-
-
 def replay(
     backend: ChatBackend,
     chat: ChatRecord,
@@ -115,12 +88,12 @@ def replay(
     """Regenerate `reply` of `chat` on `backend` and compare its tokens.
 
     The backend's KV cache is reset, then (on a `LlamaBackend`) rebuilt the way the
-    original session built it when the reply continued earlier turns on a warm cache:
-    llama.cpp computes a token decoded alone slightly differently from one in a
-    prefill batch (logits differ by up to ~1 on SmolLM2 Q4_1), enough to change
-    sampled tokens. The generation runs with the recorded max_tokens (prompt
-    fitting depends on it) and stops once as many tokens as were stored came out,
-    so an interrupted or cancelled reply is compared on the part that exists.
+    original session built it when the reply started from a warm cache (see
+    `backend.replay_cache`): llama.cpp computes a token decoded alone slightly
+    differently from one in a prefill batch, enough to change sampled tokens. The
+    generation runs with the recorded max_tokens (prompt fitting depends on it) and
+    stops once as many tokens as were stored came out, so an interrupted or
+    cancelled reply is compared on the part that exists.
 
     Raises:
         ReplayError: The reply has no tokens, or the generation ended in an error.
@@ -131,20 +104,15 @@ def replay(
         change.from_index: change.settings for change in reply.settings_changes
     }
     live = LiveSettings(reply.settings_at(0))
-    backend.reset()
     notices: list[str] = []
-    chain = warm_chain(chat, reply)
-    if chain is None:
-        notices.append(
-            "the reply started from a KV cache built outside this chat: replaying it "
-            "from an empty cache (tokens may differ)"
-        )
-    elif chain:
-        from backend.llama_backend import LlamaBackend
-        from backend.replay_cache import rebuild_cache
+    from backend.llama_backend import LlamaBackend
 
-        if isinstance(backend, LlamaBackend):
-            notices += rebuild_cache(backend, chat, chain)
+    if isinstance(backend, LlamaBackend):
+        from backend.replay_cache import prepare_cache
+
+        notices += prepare_cache(backend, chat, reply)
+    else:
+        backend.reset()
     stored = len(reply.token_ids)
     stop = threading.Event()
     replayed: list[int] = []

@@ -1,57 +1,111 @@
-"""Rebuild a LlamaBackend's KV cache the way an earlier session built it.
+"""Rebuild a LlamaBackend's KV cache the way the original session built it.
 
 llama.cpp computes a token decoded on its own (a batch of one: every sampled token,
 and a one-token prefill chunk) with different kernels than a token inside a longer
-prefill batch; on SmolLM2-135M Q4_1 the logits differ by up to ~1. So a reply
-generated on a warm cache (a chat continued in the same session) is reproduced only
-if the cache holds the same tokens computed the same way: each earlier prompt
-prefilled in the same chunks (same n_batch, same reuse of what was cached), then each
-earlier sampled token decoded alone, exactly as `LlamaBackend.generate` did.
+prefill batch; on SmolLM2-135M Q4_1 the logits differ by up to ~1 (measured), enough
+to change sampled tokens. So a reply generated on a warm cache (a chat continued in
+the same session, or a regenerated reply) is reproduced only if the cache holds the
+same tokens computed the same way. The reply's stats say how much of its prompt came
+from the cache (prompt_tokens - prefilled_tokens); from that:
+
+- a chain of earlier replies is replayed without sampling: each prompt prefilled in
+  the same n_batch chunks after keeping what the cache held, then each sampled token
+  decoded alone (all but the last, which `generate` never decodes, unless the reply
+  was cancelled) — exactly what `LlamaBackend.generate` did;
+- when a reply reused more of its prompt than that chain explains, a generation that
+  was discarded (a regenerate: same prompt) had filled the cache: its prompt is
+  prefilled the same way and the cache cut back to the recorded length.
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 from backend.llama_backend import MAX_HEADROOM_SHARE, LlamaBackend
 from backend.store_records import ChatRecord, ReplyRecord
 
 
-def rebuild_cache(
-    backend: LlamaBackend, chat: ChatRecord, chain: Sequence[ReplyRecord]
-) -> list[str]:
-    """Replay the cache effects of `chain` (oldest first) without sampling.
+def reused_tokens(reply: ReplyRecord) -> int:
+    """How many prompt tokens the reply took from the KV cache (0 if unknown)."""
+    stats = reply.stats
+    return 0 if stats is None else max(0, stats.prompt_tokens - stats.prefilled_tokens)
 
-    For each reply: fit and prefill its prompt as `generate` does (keeping what the
-    cache already holds), then decode its stored tokens one at a time — all but the
-    last, which `generate` never decodes, except after a cancel.
+
+def warm_chain(chat: ChatRecord, reply: ReplyRecord) -> list[ReplyRecord]:
+    """The earlier replies whose generations built the cache `reply` started from.
+
+    A reply that reused cached tokens continued the previous reply's generation in
+    the same session; that one may itself have continued the one before, and so on.
 
     Returns:
-        Notices when the rebuilt cache cannot match the recorded one (the prompt or
-        the cached share differ from the reply's stats).
+        The chain, oldest first ([] when `reply` started from an empty cache or is
+        the chat's first reply).
     """
+    replies = chat.replies
+    chain: list[ReplyRecord] = []
+    current = reply
+    while reused_tokens(current) > 0 and current.number > 1:
+        current = replies[current.number - 2]
+        chain.insert(0, current)
+    return chain
+
+
+def prompt_of(backend: LlamaBackend, chat: ChatRecord, reply: ReplyRecord) -> list[int]:
+    """The prompt tokens `generate` fed for `reply` (same fitting budget)."""
     rt = backend.runtime
+    max_tokens = max(reply.max_tokens or len(reply.token_ids), len(reply.token_ids), 1)
+    budget = rt.n_ctx - min(max_tokens, int(rt.n_ctx * MAX_HEADROOM_SHARE))
+    return backend.prompt.fit(chat.conversation_before(reply), budget).tokens
+
+
+def _prefill(backend: LlamaBackend, tokens: list[int]) -> None:
+    rt = backend.runtime
+    for start in range(0, len(tokens), rt.n_batch):
+        rt.decode(tokens[start : start + rt.n_batch])
+
+
+def _fill_up(backend: LlamaBackend, prompt: list[int], reply: ReplyRecord) -> tuple[int, str]:
+    """Keep what the cache shares with `prompt`; redo a discarded generation if needed.
+
+    Returns:
+        (tokens the cache now holds, a notice or "").
+    """
+    kept = backend._reuse_cache(prompt)  # the same reuse rule as generate
+    target = reused_tokens(reply)
+    if kept < target:
+        _prefill(backend, prompt[kept:])
+        kept = backend.runtime.keep(target)
+    stats = reply.stats
+    if stats is not None and (stats.prompt_tokens != len(prompt) or kept != target):
+        return kept, (
+            f"could not rebuild the KV cache of reply {reply.number} exactly (recorded "
+            f"{stats.prompt_tokens} prompt tokens of which {target} cached; now "
+            f"{len(prompt)} and {kept}): the replay may differ"
+        )
+    return kept, ""
+
+
+def prepare_cache(backend: LlamaBackend, chat: ChatRecord, reply: ReplyRecord) -> list[str]:
+    """Reset the cache and rebuild what `reply` started from (see the module doc).
+
+    Returns:
+        Notices when the rebuilt cache cannot match the recorded one.
+    """
+    backend.reset()
     notices: list[str] = []
-    for reply in chain:
-        max_tokens = max(reply.max_tokens or len(reply.token_ids), 1)
-        budget = rt.n_ctx - min(max_tokens, int(rt.n_ctx * MAX_HEADROOM_SHARE))
-        prompt = backend.prompt.fit(chat.conversation_before(reply), budget).tokens
-        kept = backend._reuse_cache(prompt)  # the same reuse rule as generate
-        stats = reply.stats
-        if stats is not None and (
-            stats.prompt_tokens != len(prompt) or stats.prefilled_tokens != len(prompt) - kept
-        ):
-            notices.append(
-                f"could not rebuild the KV cache of reply {reply.number} exactly "
-                f"(recorded {stats.prompt_tokens} prompt tokens, {stats.prefilled_tokens} "
-                f"prefilled; now {len(prompt)} and {len(prompt) - kept})"
-            )
-        todo = prompt[kept:]
-        for start in range(0, len(todo), rt.n_batch):
-            rt.decode(todo[start : start + rt.n_batch])
-        decoded = reply.token_ids if reply.finish_reason == "cancelled" else reply.token_ids[:-1]
-        for token in decoded:
+    if reused_tokens(reply) == 0:
+        return notices
+    rt = backend.runtime
+    for earlier in warm_chain(chat, reply):
+        prompt = prompt_of(backend, chat, earlier)
+        kept, notice = _fill_up(backend, prompt, earlier)
+        if notice:
+            notices.append(notice)
+        _prefill(backend, prompt[kept:])
+        cancelled = earlier.finish_reason == "cancelled"
+        for token in earlier.token_ids if cancelled else earlier.token_ids[:-1]:
             if len(rt.cache) >= rt.n_ctx:
                 break
             rt.decode_one(token)
+    _, notice = _fill_up(backend, prompt_of(backend, chat, reply), reply)
+    if notice:
+        notices.append(notice)
     return notices

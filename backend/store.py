@@ -28,18 +28,15 @@ Typical use (see `ChatStore.begin_reply`):
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
-from backend.events import FinishedEvent, GenerationStats, TokenEvent
+from backend import store_read
 from backend.paths import default_store_path
 from backend.protocol import Role
 from backend.store_records import (
@@ -53,9 +50,10 @@ from backend.store_records import (
     StoreError,
     file_sha256,
     file_signature,
+    settings_json,
 )
 from backend.store_schema import migrate, schema_version
-from sampling.errors import SettingsError
+from backend.store_writer import ReplyWriter
 from sampling.settings import SamplerSettings
 
 __all__ = [
@@ -85,18 +83,6 @@ def suggest_title(text: str) -> str:
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-def _to_datetime(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, tz=UTC)
-
-
-def _settings_json(settings: SamplerSettings) -> str:
-    return json.dumps(settings.to_dict(), sort_keys=True)
-
-
-def _escape_like(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 class ChatStore:
@@ -339,7 +325,7 @@ class ChatStore:
             reply_id = int(cursor.lastrowid or 0)
             conn.execute(
                 "INSERT INTO settings_changes (reply_id, from_index, settings) VALUES (?, 0, ?)",
-                (reply_id, _settings_json(settings)),
+                (reply_id, settings_json(settings)),
             )
         return ReplyWriter(self, chat_id, message_id, reply_id, settings)
 
@@ -365,6 +351,22 @@ class ChatStore:
             if cursor.rowcount == 0:
                 raise StoreError(f"chat database {self.path} has no chat {chat_id}")
 
+    def delete_message(self, message_id: int) -> None:
+        """Delete one turn (with its reply record): e.g. the reply a regenerate replaces.
+
+        Raises:
+            StoreError: There is no such message.
+        """
+        now = self._now()
+        with self._transaction("delete a message") as conn:
+            row = conn.execute(
+                "SELECT chat_id FROM messages WHERE id = ?", (message_id,)
+            ).fetchone()
+            if row is None:
+                raise StoreError(f"chat database {self.path} has no message {message_id}")
+            conn.execute("DELETE FROM messages WHERE id = ?", (message_id,))
+            conn.execute("UPDATE chats SET updated = ? WHERE id = ?", (now, int(row[0])))
+
     # -- reading ---------------------------------------------------------------
 
     def list_chats(self, search: str | None = None) -> list[ChatSummary]:
@@ -374,34 +376,8 @@ class ChatStore:
             search: Keep only chats whose title or any message contains this text
                 (case-insensitive for ASCII); None or "" keeps all.
         """
-        pattern = f"%{_escape_like(search)}%" if search else None
         with self._guard("list chats"):
-            rows = self._conn.execute(
-                """
-                SELECT c.id, c.title, c.created, c.updated, coalesce(c.model_path, ''),
-                    (SELECT count(*) FROM messages m WHERE m.chat_id = c.id),
-                    (SELECT count(*) FROM replies r JOIN messages m ON r.message_id = m.id
-                        WHERE m.chat_id = c.id)
-                FROM chats c
-                WHERE ?1 IS NULL OR c.title LIKE ?1 ESCAPE '\\' OR EXISTS (
-                    SELECT 1 FROM messages m
-                    WHERE m.chat_id = c.id AND m.content LIKE ?1 ESCAPE '\\')
-                ORDER BY c.updated DESC, c.id DESC
-                """,
-                (pattern,),
-            ).fetchall()
-        return [
-            ChatSummary(
-                id=int(row[0]),
-                title=str(row[1]),
-                created=_to_datetime(row[2]),
-                updated=_to_datetime(row[3]),
-                model_path=str(row[4]),
-                message_count=int(row[5]),
-                reply_count=int(row[6]),
-            )
-            for row in rows
-        ]
+            return store_read.list_chats(self._conn, search)
 
     def load_chat(self, chat_id: int) -> ChatRecord:
         """A whole chat: its turns, and for generated turns the reply records.
@@ -410,241 +386,4 @@ class ChatStore:
             StoreError: There is no such chat, or a stored record cannot be read.
         """
         with self._guard("load a chat"):
-            chat = self._conn.execute(
-                "SELECT id, title, created, updated, model_path, model_size, model_sha256 "
-                "FROM chats WHERE id = ?",
-                (chat_id,),
-            ).fetchone()
-            if chat is None:
-                raise StoreError(f"chat database {self.path} has no chat {chat_id}")
-            message_rows = self._conn.execute(
-                "SELECT id, position, role, content, created FROM messages "
-                "WHERE chat_id = ? ORDER BY position",
-                (chat_id,),
-            ).fetchall()
-            replies = self._load_replies(chat_id)
-        messages = tuple(
-            MessageRecord(
-                id=int(row[0]),
-                position=int(row[1]),
-                role=row[2],
-                content=str(row[3]),
-                created=_to_datetime(row[4]),
-                reply=replies.get(int(row[0])),
-            )
-            for row in message_rows
-        )
-        model = ModelRef(str(chat[4]), int(chat[5]), str(chat[6])) if chat[4] is not None else None
-        return ChatRecord(
-            id=int(chat[0]),
-            title=str(chat[1]),
-            created=_to_datetime(chat[2]),
-            updated=_to_datetime(chat[3]),
-            model=model,
-            messages=messages,
-        )
-
-    def _load_replies(self, chat_id: int) -> dict[int, ReplyRecord]:
-        """Replies of a chat keyed by their message id (caller holds the guard)."""
-        rows = self._conn.execute(
-            "SELECT r.id, r.message_id, r.model_path, r.model_size, r.model_sha256, r.seed, "
-            "r.rng, r.max_tokens, r.finish_reason, r.error, r.stats, r.created, r.finished, "
-            "m.content, r.n_ctx, r.n_batch FROM replies r JOIN messages m ON r.message_id = m.id "
-            "WHERE m.chat_id = ? ORDER BY m.position",
-            (chat_id,),
-        ).fetchall()
-        replies: dict[int, ReplyRecord] = {}
-        for number, row in enumerate(rows, start=1):
-            reply_id = int(row[0])
-            tokens = tuple(
-                int(t[0])
-                for t in self._conn.execute(
-                    "SELECT token_id FROM reply_tokens WHERE reply_id = ? ORDER BY idx",
-                    (reply_id,),
-                )
-            )
-            changes = tuple(
-                SettingsChange(int(c[0]), self._parse_settings(str(c[1]), reply_id))
-                for c in self._conn.execute(
-                    "SELECT from_index, settings FROM settings_changes WHERE reply_id = ? "
-                    "ORDER BY from_index",
-                    (reply_id,),
-                )
-            )
-            if not changes:
-                raise StoreError(
-                    f"chat database {self.path}: reply {reply_id} has no settings recorded"
-                )
-            replies[int(row[1])] = ReplyRecord(
-                id=reply_id,
-                number=number,
-                message_id=int(row[1]),
-                model=ModelRef(str(row[2]), int(row[3]), str(row[4])),
-                seed=int(row[5]),
-                rng=str(row[6]),
-                max_tokens=None if row[7] is None else int(row[7]),
-                n_ctx=None if row[14] is None else int(row[14]),
-                n_batch=None if row[15] is None else int(row[15]),
-                finish_reason=INTERRUPTED if row[8] is None else str(row[8]),
-                error=None if row[9] is None else str(row[9]),
-                stats=self._parse_stats(row[10]),
-                token_ids=tokens,
-                settings_changes=changes,
-                text=str(row[13]),
-                created=_to_datetime(row[11]),
-                finished=None if row[12] is None else _to_datetime(row[12]),
-            )
-        return replies
-
-    def _parse_settings(self, text: str, reply_id: int) -> SamplerSettings:
-        try:
-            values = json.loads(text)
-            if not isinstance(values, dict):
-                raise ValueError("not a JSON object")
-            return SamplerSettings.from_dict(values)
-        except (ValueError, TypeError, SettingsError) as error:
-            raise StoreError(
-                f"chat database {self.path}: reply {reply_id} has unreadable settings: {error}"
-            ) from error
-
-    @staticmethod
-    def _parse_stats(text: str | None) -> GenerationStats | None:
-        if text is None:
-            return None
-        try:
-            values: dict[str, Any] = json.loads(text)
-            known = GenerationStats.__dataclass_fields__
-            return GenerationStats(**{k: v for k, v in values.items() if k in known})
-        except (ValueError, TypeError, AttributeError):
-            return None
-
-
-class ReplyWriter:
-    """Records one reply token by token; get one from `ChatStore.begin_reply`.
-
-    Each `append_token` is its own committed transaction, so a killed process keeps
-    every token that was appended. Usable from any one thread at a time (typically
-    the generation worker, so the store never lags behind the model).
-    """
-
-    def __init__(
-        self,
-        store: ChatStore,
-        chat_id: int,
-        message_id: int,
-        reply_id: int,
-        settings: SamplerSettings,
-    ) -> None:
-        self.store = store
-        self.chat_id = chat_id
-        self.message_id = message_id
-        self.reply_id = reply_id
-        self._last_settings = settings
-        self._count = 0
-        self._finished = False
-
-    @property
-    def token_count(self) -> int:
-        """How many tokens have been stored."""
-        return self._count
-
-    @property
-    def finished(self) -> bool:
-        """Whether `finish` was called."""
-        return self._finished
-
-    def append_token(
-        self, index: int, token_id: int, settings: SamplerSettings, text: str = ""
-    ) -> None:
-        """Store one sampled token and commit.
-
-        Args:
-            index: Its 0-based index in the reply (must be the next one).
-            token_id: The token.
-            settings: The settings it was sampled with; stored only when they differ
-                from the previous token's.
-            text: The text it adds to the reply (TokenEvent.text; may be "").
-
-        Raises:
-            StoreError: The reply is finished, the index is not the next one, or the
-                database cannot be written.
-        """
-        if self._finished:
-            raise StoreError(f"reply {self.reply_id} is already finished")
-        if index != self._count:
-            raise StoreError(
-                f"reply {self.reply_id}: token index {index} out of order (expected {self._count})"
-            )
-        changed = settings != self._last_settings
-        with self.store._transaction("store a token") as conn:
-            conn.execute(
-                "INSERT INTO reply_tokens (reply_id, idx, token_id) VALUES (?, ?, ?)",
-                (self.reply_id, index, int(token_id)),
-            )
-            if changed:
-                conn.execute(
-                    "INSERT INTO settings_changes (reply_id, from_index, settings) "
-                    "VALUES (?, ?, ?)",
-                    (self.reply_id, index, _settings_json(settings)),
-                )
-            if text:
-                conn.execute(
-                    "UPDATE messages SET content = content || ? WHERE id = ?",
-                    (text, self.message_id),
-                )
-        self._count += 1
-        self._last_settings = settings
-
-    def append(self, event: TokenEvent) -> None:
-        """Store a TokenEvent (its index, token, step settings and text)."""
-        self.append_token(event.index, event.step.token_id, event.step.settings, event.text)
-
-    def finish(
-        self,
-        reason: str,
-        stats: GenerationStats | None,
-        text: str,
-        *,
-        error: str | None = None,
-        token_ids: Sequence[int] | None = None,
-    ) -> None:
-        """Mark the reply finished with its final text and figures.
-
-        Args:
-            reason: The finish reason ("eos", "max_tokens", "cancelled", "error").
-            stats: The generation's figures.
-            text: The whole reply text (replaces the text accumulated per token).
-            error: The error message when reason is "error".
-            token_ids: All token ids of the reply; any beyond those appended are
-                stored too (with the last settings), earlier ones are not rewritten.
-        """
-        if self._finished:
-            raise StoreError(f"reply {self.reply_id} is already finished")
-        now = self.store._now()
-        extra = list(token_ids[self._count :]) if token_ids is not None else []
-        with self.store._transaction("finish a reply") as conn:
-            conn.executemany(
-                "INSERT INTO reply_tokens (reply_id, idx, token_id) VALUES (?, ?, ?)",
-                [(self.reply_id, self._count + i, int(t)) for i, t in enumerate(extra)],
-            )
-            conn.execute(
-                "UPDATE replies SET finish_reason = ?, error = ?, stats = ?, finished = ? "
-                "WHERE id = ?",
-                (
-                    reason,
-                    error,
-                    None if stats is None else json.dumps(asdict(stats)),
-                    now,
-                    self.reply_id,
-                ),
-            )
-            conn.execute("UPDATE messages SET content = ? WHERE id = ?", (text, self.message_id))
-            conn.execute("UPDATE chats SET updated = ? WHERE id = ?", (now, self.chat_id))
-        self._count += len(extra)
-        self._finished = True
-
-    def finish_event(self, event: FinishedEvent) -> None:
-        """Finish from the backend's FinishedEvent."""
-        self.finish(
-            event.reason, event.stats, event.text, error=event.error, token_ids=event.token_ids
-        )
+            return store_read.load_chat(self._conn, self.path, chat_id)

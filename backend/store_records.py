@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from dataclasses import dataclass
 from datetime import datetime
@@ -42,6 +43,11 @@ class ModelRef:
     def name(self) -> str:
         """The file name, for lists."""
         return Path(self.path).name
+
+
+def settings_json(settings: SamplerSettings) -> str:
+    """Settings as stored: JSON of `to_dict()`, keys sorted."""
+    return json.dumps(settings.to_dict(), sort_keys=True)
 
 
 def file_sha256(path: Path, chunk_size: int = 1 << 20) -> str:

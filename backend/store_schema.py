@@ -22,7 +22,7 @@ SCHEMA_VERSION = 2
 
 _V1 = """
 CREATE TABLE chats (
-    id INTEGER PRIMARY KEY,
+    id INTEGER PRIMARY KEY AUTOINCREMENT,  -- ids are never reused
     title TEXT NOT NULL,
     created REAL NOT NULL,                -- unix seconds, UTC
     model_path TEXT,
@@ -30,7 +30,7 @@ CREATE TABLE chats (
     model_sha256 TEXT
 );
 CREATE TABLE messages (
-    id INTEGER PRIMARY KEY,
+    id INTEGER PRIMARY KEY AUTOINCREMENT,  -- ids are never reused
     chat_id INTEGER NOT NULL REFERENCES chats(id) ON DELETE CASCADE,
     position INTEGER NOT NULL,            -- 0-based order within the chat
     role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant')),
@@ -39,7 +39,7 @@ CREATE TABLE messages (
     UNIQUE (chat_id, position)
 );
 CREATE TABLE replies (
-    id INTEGER PRIMARY KEY,
+    id INTEGER PRIMARY KEY AUTOINCREMENT,  -- ids are never reused
     message_id INTEGER NOT NULL UNIQUE REFERENCES messages(id) ON DELETE CASCADE,
     model_path TEXT NOT NULL,
     model_size INTEGER NOT NULL,

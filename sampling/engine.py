@@ -39,12 +39,15 @@ class Kept:
         n_kept: Tokens with a nonzero probability. Probability falls with the logit,
             so they are the first `n_kept` of the order (a -inf logit or an
             underflow at a low temperature counts as not kept).
+        ranked: The longest known prefix of the order (top-k's ranking), which may
+            run past the kept set; None when no ranking was needed.
     """
 
     ids: IdArray | None
     probs: Float64Array
     cut_by: CutBy
     n_kept: int
+    ranked: IdArray | None = None
 
 
 def weights_of(
@@ -71,7 +74,7 @@ def vocabulary_weights(
 
 def greedy_kept(argmax: int) -> Kept:
     """The kept set at temperature 0: the argmax alone."""
-    return Kept(np.array([argmax], dtype=np.intp), np.ones(1), "greedy", 1)
+    return Kept(np.array([argmax], dtype=np.intp), np.ones(1), "greedy", 1, None)
 
 
 def filtered(
@@ -89,10 +92,12 @@ def filtered(
     temperature = settings.temperature
     filter_temperature = 1.0 if settings.temperature_last else temperature
     ids: IdArray | None = None
+    ranked: IdArray | None = None
     cut_by: CutBy = "none"
 
     if 0 < settings.top_k < vocab_size:
-        ids = top_ids(logits, maximum, settings.top_k, workspace)
+        ids = top_ids(logits, settings.top_k)
+        ranked = ids
         cut_by = "top_k"
     if settings.top_p < 1.0:
         ids, cut = _top_p(logits, maximum, filter_temperature, ids, settings, workspace)
@@ -110,7 +115,7 @@ def filtered(
     else:
         weights = weights_of(logits, maximum, temperature, ids)
     weights /= weights.sum()
-    return Kept(ids, weights, cut_by, int(np.count_nonzero(weights)))
+    return Kept(ids, weights, cut_by, int(np.count_nonzero(weights)), ranked)
 
 
 def _top_p(

@@ -22,7 +22,8 @@ IdArray = npt.NDArray[np.intp]
 
 # Band edges below the maximum, in units of the temperature the order is read at.
 _BAND_EDGES = (6.0, 12.0, 24.0, 48.0)
-_WIDEST_EDGE = 64.0
+# top_ids splits the vocabulary into this many interleaved groups.
+_GROUPS = 64
 # Above this size, partition before sorting.
 _PARTITION_ABOVE = 2048
 
@@ -34,33 +35,32 @@ def sort_descending(logits: FloatArray, token_ids: IdArray) -> IdArray:
     return result
 
 
-def top_ids(
-    logits: FloatArray, maximum: float, count: int, workspace: Workspace | None = None
-) -> IdArray:
+def top_ids(logits: FloatArray, count: int) -> IdArray:
     """The `count` highest-logit token ids in descending order (ties: lower id first).
 
-    The band below the maximum that holds them is guessed from the previous call's
-    (successive tokens' distributions look alike), then widened until it suffices.
+    One pass finds a threshold: split the vocabulary into groups, take each group's
+    maximum; the count-th largest group maximum is at most the count-th largest
+    logit (count groups each hold a logit at least that large). Only the tokens at
+    or above it (on real logits, barely more than `count`) are sorted.
     """
     vocab_size = logits.shape[0]
     if count >= vocab_size:
         return sort_descending(logits, np.arange(vocab_size))
-    edge = _BAND_EDGES[0] if workspace is None else workspace.band_edge.get(count, _BAND_EDGES[0])
-    band = np.flatnonzero(logits >= maximum - edge)
-    while band.size < count and edge < _WIDEST_EDGE:
-        edge *= 2.0
-        band = np.flatnonzero(logits >= maximum - edge)
-    if band.size < count:
-        band = np.arange(vocab_size)
+    usable = vocab_size - vocab_size % _GROUPS
+    if usable // _GROUPS >= 4 * count:
+        group_maxima = logits[:usable].reshape(_GROUPS, -1).max(axis=0)
+        if usable < vocab_size:
+            group_maxima = np.concatenate([group_maxima, logits[usable:]])
+        threshold = np.partition(group_maxima, group_maxima.size - count)[group_maxima.size - count]
+    else:
+        threshold = np.partition(logits, vocab_size - count)[vocab_size - count]
+    band = np.flatnonzero(logits >= threshold)
     if band.size > _PARTITION_ABOVE and band.size > 4 * count:
+        # Many ties at the threshold (a flat distribution): narrow before sorting.
         values = logits[band]
-        threshold = np.partition(values, values.size - count)[values.size - count]
-        band = band[values >= threshold]
-    result = sort_descending(logits, band)[:count]
-    if workspace is not None:
-        # Next time, start from a band a little wider than this one needed.
-        needed = maximum - float(logits[result[-1]])
-        workspace.band_edge[count] = min(max(1.25 * needed + 0.25, 0.5), _WIDEST_EDGE)
+        exact = np.partition(values, values.size - count)[values.size - count]
+        band = band[values >= exact]
+    result: IdArray = sort_descending(logits, band)[:count]
     return result
 
 

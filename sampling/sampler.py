@@ -172,8 +172,10 @@ class Sampler:
         count = min(self.n_candidates, penalized.shape[0])
         if kept.ids is not None and kept.ids.size >= count:
             ids = kept.ids[:count]
+        elif kept.ranked is not None and kept.ranked.size >= count:
+            ids = kept.ranked[:count]
         else:
-            ids = top_ids(penalized, maximum, count, self._workspace)
+            ids = top_ids(penalized, count)
         entropy, normaliser = entropy_and_normaliser(penalized, maximum, self._workspace)
         before = weights_of(penalized, maximum, 1.0, ids)
         before /= normaliser
@@ -220,6 +222,8 @@ def _roulette_in_id_order(kept: Kept, uniform: float) -> tuple[int, float]:
         probs = kept.probs[order]
     cumulative = np.cumsum(probs)
     target = uniform * float(cumulative[-1])
-    position = min(int(np.searchsorted(cumulative, target, side="right")), probs.shape[0] - 1)
+    position = int(np.searchsorted(cumulative, target, side="right"))
+    if position >= probs.shape[0]:
+        position = int(np.flatnonzero(probs)[-1])  # u * total rounded past the end
     token_id = position if ids is None else int(ids[position])
     return token_id, float(probs[position])

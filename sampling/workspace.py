@@ -18,8 +18,6 @@ class Workspace:
 
     def __init__(self) -> None:
         self._buffers: dict[str, npt.NDArray[Any]] = {}
-        # top_ids' guess of the band below the max that holds the top `count`.
-        self.band_edge: dict[int, float] = {}
 
     def array(self, name: str, size: int, dtype: npt.DTypeLike) -> npt.NDArray[Any]:
         """A scratch array of `size` elements; its contents are undefined."""
