@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from backend.model_path import resolve_model_path
+
+if TYPE_CHECKING:
+    from backend.llama_backend import LlamaBackend
 
 
 @pytest.fixture(scope="session")
@@ -16,11 +21,19 @@ def default_model_path() -> Path:
 
 
 @pytest.fixture(scope="session")
-def llama_backend(default_model_path: Path, tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
-    """One real LlamaBackend (n_ctx 2048) shared by the real-model tests; reset it before use."""
+def llama_backend(
+    default_model_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LlamaBackend]:
+    """One real LlamaBackend (n_ctx 2048, batch 64, 1 thread) shared by real-model tests.
+
+    One thread: the test machine is shared, and an oversubscribed ggml thread pool
+    slows down many times over. Tests that depend on the cache reset it first.
+    """
     from backend.llama_backend import LlamaBackend
 
     log = tmp_path_factory.mktemp("llama-log") / "llama.log"
-    backend = LlamaBackend.load(default_model_path, n_ctx=2048, n_batch=64, n_threads=1, log_path=log)
+    backend = LlamaBackend.load(
+        default_model_path, n_ctx=2048, n_batch=64, n_threads=1, log_path=log
+    )
     yield backend
     backend.close()

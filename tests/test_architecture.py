@@ -31,8 +31,10 @@ def imported_roots(package: str) -> dict[str, set[str]]:
     ("package", "allowed"),
     [
         ("sampling", {"numpy", "sampling"}),
-        ("backend", {"numpy", "sampling", "backend", "llama_cpp", "tokenizers", "jinja2",
-                     "platformdirs"}),
+        (
+            "backend",
+            {"numpy", "sampling", "backend", "llama_cpp", "tokenizers", "jinja2", "platformdirs"},
+        ),
     ],
 )
 def test_imports_go_one_way(package: str, allowed: set[str]) -> None:

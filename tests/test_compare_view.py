@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
 import pytest
 from textual.app import App
+from textual.binding import BindingType
 from textual.pilot import Pilot
 from textual.widgets import Input, Select
 
@@ -326,28 +328,71 @@ async def test_open_compare_from_the_app() -> None:
 
 
 @pytest.mark.anyio
-async def test_open_compare_reads_the_chat_app() -> None:
+async def test_the_chat_app_wired_as_the_report_says() -> None:
+    from textual.binding import Binding
+
+    import tui.app as tui_app
     from tui.app import SamplescopeApp
 
-    app = SamplescopeApp(FakeBackend(), max_tokens=16, cursor_blink=False)
+    class WiredApp(SamplescopeApp):
+        CSS_PATH = str(Path(tui_app.__file__).parent / "app.tcss")  # relative to tui/
+        # The lines the app owner adds to tui/app.py.
+        COMMANDS = SamplescopeApp.COMMANDS | {CompareCommands}
+        BINDINGS: ClassVar[list[BindingType]] = [
+            Binding("ctrl+d", "compare", "compare", priority=True)
+        ]
+
+        def action_compare(self) -> None:
+            open_compare(self)
+
+    app = WiredApp(FakeBackend(), max_tokens=16, cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
         while not app.ready:
             await pilot.pause(0.02)
-        assert open_compare(app) is None  # no user turn yet
+        await pilot.press("ctrl+d")  # no user turn yet: a notification, no screen
+        await pilot.pause()
+        assert not isinstance(app.screen, CompareScreen)
         await pilot.click("#prompt")
         await pilot.press(*"the cat sat", "enter")
         while app.generating or not app.finished:
             await pilot.pause(0.02)
-        screen = open_compare(app, "top_k")
-        assert screen is not None
+        await pilot.press("ctrl+d")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
         await wait_done(pilot, screen)
+        assert [c.label for c in screen.columns] == [
+            "ArgMax",
+            "All t=0.8",
+            "All t=1.5",
+            "TopK k=40 t=0.8",
+        ]
         assert screen.seed == app.live.current.seed
-        assert [c.settings.top_k for c in screen.columns] == [1, 10, 40, 0]
-        assert screen.columns[0].settings.with_changes(top_k=40) == app.live.current
         assert all(len(v.tokens) == 16 for v in screen.column_views)
         await pilot.press("escape")
         await pilot.pause()
-        assert app.screen is not screen
+        assert not isinstance(app.screen, CompareScreen)
+
+        # The command palette: "vary top-k" opens the view on the current sliders.
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"vary top-k")
+        for _ in range(100):
+            await pilot.pause(0.02)
+            await pilot.press("enter")
+            if isinstance(app.screen, CompareScreen):
+                break
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        await wait_done(pilot, screen)
+        assert [c.settings.top_k for c in screen.columns] == [1, 10, 40, 0]
+        assert screen.columns[0].settings.with_changes(top_k=40) == app.live.current
+        # The view regenerates the last user turn, not the reply after it.
+        assert app.messages[-1].role == "assistant"
+        assert screen._messages == app.messages[:-1]
+        await pilot.press("2", "p")
+        await pilot.pause()
+        assert not isinstance(app.screen, CompareScreen)
 
 
 # --- the whole flow on the real model -------------------------------------------------

@@ -47,8 +47,7 @@ def test_good_config_is_read(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, GOOD))
     assert config.model == "~/models/tiny.gguf"
     assert config.theme == "gruvbox"
-    assert config.settings_overrides == {
-        "temperature": 0.5, "top_k": 10, "seed": 2**64 - 1}
+    assert config.settings_overrides == {"temperature": 0.5, "top_k": 10, "seed": 2**64 - 1}
     assert config.key_overrides == {"quit": "ctrl+q", "new chat": "ctrl+n"}
 
 
@@ -57,8 +56,9 @@ def test_missing_file_means_defaults(tmp_path: Path) -> None:
     assert load_config_or_default(tmp_path / "nope.toml") == (Config(), None)
 
 
-def test_default_path_follows_the_environment(tmp_path: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_path_follows_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(CONFIG_DIR_ENV, str(tmp_path))
     assert default_config_path() == tmp_path / "config.toml"
     write(tmp_path, 'theme = "nord"\n')
@@ -81,22 +81,23 @@ def test_flags_override_config_which_overrides_defaults(tmp_path: Path) -> None:
     ("text", "line", "words"),
     [
         ('model = "m.gguf"\ncolour = "red"\n', 2, "colour: unknown key"),
-        ('\n[settings]\ntemperature = 0.5\ntop_kk = 3\n', 4, "settings.top_kk: unknown setting"),
-        ('[settings]\n\ntemperature = -1\n', 3, "invalid temperature=-1"),
-        ('[settings]\ntop_k = 2.5\n', 2, "invalid top_k=2.5"),
+        ("\n[settings]\ntemperature = 0.5\ntop_kk = 3\n", 4, "settings.top_kk: unknown setting"),
+        ("[settings]\n\ntemperature = -1\n", 3, "invalid temperature=-1"),
+        ("[settings]\ntop_k = 2.5\n", 2, "invalid top_k=2.5"),
         ('[settings]\ntop_p = 0.9\n  "min_p" = 1.5\n', 3, "invalid min_p=1.5"),
         ('settings.draw = "dice"\n', 1, "invalid draw='dice'"),
         ('settings = { rng = "mt" }\n', 1, "invalid rng='mt'"),
-        ('theme = 3\n', 1, "theme: expected a theme name"),
+        ("theme = 3\n", 1, "theme: expected a theme name"),
         ('model = ""\n', 1, "model: expected a file path"),
-        ('settings = 3\n', 1, "settings: expected a table"),
+        ("settings = 3\n", 1, "settings: expected a table"),
         ('[keys]\nquit = ""\n', 2, "keys.quit: expected a key"),
-        ('[keys]\n\nquit = 1\n', 3, "keys.quit: expected a key"),
-        ('[colours]\nbg = 1\n', 1, "colours: unknown key"),
+        ("[keys]\n\nquit = 1\n", 3, "keys.quit: expected a key"),
+        ("[colours]\nbg = 1\n", 1, "colours: unknown key"),
     ],
 )
-def test_bad_values_name_the_file_and_line(tmp_path: Path, text: str, line: int,
-                                           words: str) -> None:
+def test_bad_values_name_the_file_and_line(
+    tmp_path: Path, text: str, line: int, words: str
+) -> None:
     path = write(tmp_path, text)
     with pytest.raises(ConfigError) as info:
         load_config(path)

@@ -308,12 +308,75 @@ def test_decode_stops_with_a_notice_when_the_context_fills(
         default_model_path, n_ctx=64, n_batch=64, n_threads=1, log_path=tmp_path / "l.log"
     )
     try:
-        hot = SamplerSettings(temperature=1.0, seed=1)
-        # max_tokens beyond the context: headroom is capped at half, then decode fills up.
-        events, finished = run(small, QUESTION, hot, max_tokens=500)
-        assert finished.reason in ("max_tokens", "eos")
-        if finished.reason == "max_tokens":
-            assert any(isinstance(e, NoticeEvent) and "full" in e.message for e in events)
-            assert small.context_used == 64
+        # A raw prompt the model continues at length; over several seeds at least one
+        # reply must run into the full context rather than end on its own.
+        full = 0
+        for seed in range(6):
+            hot = SamplerSettings(temperature=1.0, seed=seed)
+            # max_tokens beyond the context: the headroom is capped at half of it.
+            events, finished = run(
+                small, [ChatMessage("user", "Once upon a time")], hot, max_tokens=500, raw=True
+            )
+            assert finished.reason in ("max_tokens", "eos"), finished.error
+            if finished.reason == "max_tokens":
+                full += 1
+                assert any(isinstance(e, NoticeEvent) and "full" in e.message for e in events)
+                n_ctx = small.info.n_ctx  # llama.cpp pads the context (to 256)
+                assert small.context_used == n_ctx
+                assert finished.stats.prompt_tokens + len(finished.token_ids) == n_ctx + 1
+                break
+        assert full >= 1
     finally:
         small.close()
+
+
+def test_a_llama_failure_mid_decode_ends_in_error_with_a_consistent_cache(
+    backend: LlamaBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from backend.llama_runtime import LlamaError
+
+    runtime = backend.runtime
+    real = runtime.decode_one
+    calls = {"n": 0}
+
+    def failing(token: int) -> None:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise LlamaError("llama_decode failed with code 1 (simulated)")
+        real(token)
+
+    monkeypatch.setattr(runtime, "decode_one", failing)
+    events, finished = run(backend, QUESTION, max_tokens=10)
+    assert finished.reason == "error" and finished.error and "simulated" in finished.error
+    assert len(finished.token_ids) == 3 and events[-2] == PhaseEvent("done")
+    prompt = backend.tokenize_messages(QUESTION)
+    assert runtime.cache == prompt + list(finished.token_ids[:2])
+    monkeypatch.undo()
+    _, again = run(backend, QUESTION, max_tokens=6)
+    assert again.reason in ("eos", "max_tokens")
+    assert again.stats.prefilled_tokens == 1
+    assert again.token_ids[:3] == finished.token_ids
+
+
+def test_bad_logits_end_in_error_not_a_crash(
+    backend: LlamaBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import numpy as np
+
+    monkeypatch.setattr(
+        backend.runtime, "logits", lambda: np.full(backend.info.n_vocab, np.nan, dtype=np.float32)
+    )
+    _, finished = run(backend, QUESTION, max_tokens=4)
+    assert finished.reason == "error" and finished.error and "logits" in finished.error.lower()
+
+
+def test_an_abandoned_generation_leaves_the_cache_usable(backend: LlamaBackend) -> None:
+    generation = backend.generate(QUESTION, LiveSettings(GREEDY), max_tokens=20)
+    for event in generation:
+        if isinstance(event, TokenEvent) and event.index == 1:
+            break
+    generation.close()
+    prompt = backend.tokenize_messages(QUESTION)
+    assert backend.runtime.cache[: len(prompt)] == prompt
+    _, again = run(backend, QUESTION, max_tokens=4)
+    assert again.stats.prefilled_tokens == 1

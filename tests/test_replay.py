@@ -23,14 +23,26 @@ S2 = S0.with_changes(temperature=0.0)
 SCHEDULE = {6: S1, 13: S2}  # token index -> settings from then on
 
 
-def record_reply(store: ChatStore, backend: object, chat: int, model: object,
-                 messages: list[ChatMessage], first: SamplerSettings,
-                 schedule: dict[int, SamplerSettings]) -> str:
+def record_reply(
+    store: ChatStore,
+    backend: object,
+    chat: int,
+    model: object,
+    messages: list[ChatMessage],
+    first: SamplerSettings,
+    schedule: dict[int, SamplerSettings],
+) -> tuple[str, int]:
     """Generate with the real backend, switching settings like a slider would."""
     live = LiveSettings(first)
     info = backend.info  # type: ignore[attr-defined]
-    writer = store.begin_reply(chat, model, first, max_tokens=40,  # type: ignore[arg-type]
-                               n_ctx=info.n_ctx, n_batch=info.n_batch)
+    writer = store.begin_reply(
+        chat,
+        model,  # type: ignore[arg-type]
+        first,
+        max_tokens=40,
+        n_ctx=info.n_ctx,
+        n_batch=info.n_batch,
+    )
     text = ""
     for event in backend.generate(messages, live, max_tokens=40):  # type: ignore[attr-defined]
         if isinstance(event, TokenEvent):
@@ -41,13 +53,14 @@ def record_reply(store: ChatStore, backend: object, chat: int, model: object,
             assert event.reason != "error", event.error
             writer.finish_event(event)
             text = event.text
-    return text
+    return text, writer.message_id
 
 
 @pytest.fixture(scope="module")
-def recorded_db(tmp_path_factory: pytest.TempPathFactory, llama_backend: object,
-                default_model_path: Path) -> tuple[Path, int]:
-    """A database with one two-turn chat generated on the real model (made once)."""
+def recorded_db(
+    tmp_path_factory: pytest.TempPathFactory, llama_backend: object, default_model_path: Path
+) -> tuple[Path, int]:
+    """A database with one three-turn chat generated on the real model (made once)."""
     path = tmp_path_factory.mktemp("replay") / "chats.sqlite3"
     llama_backend.reset()  # type: ignore[attr-defined]
     with ChatStore(path) as store:
@@ -55,19 +68,30 @@ def recorded_db(tmp_path_factory: pytest.TempPathFactory, llama_backend: object,
         chat = store.new_chat("sea poem", model)
         messages = [ChatMessage("user", "Write a long poem about the sea and the wind.")]
         store.add_message(chat, "user", messages[0].content)
-        text = record_reply(store, llama_backend, chat, model, messages, S0, SCHEDULE)
+        text, _ = record_reply(store, llama_backend, chat, model, messages, S0, SCHEDULE)
         # A second turn, generated on the warm KV cache (only the new tokens prefilled).
         follow_up = "Now write another one about mountains."
         messages += [ChatMessage("assistant", text), ChatMessage("user", follow_up)]
         store.add_message(chat, "user", follow_up)
-        record_reply(store, llama_backend, chat, model, messages,
-                     S0.with_changes(seed=7), {})
+        text, _ = record_reply(
+            store, llama_backend, chat, model, messages, S0.with_changes(seed=7), {}
+        )
+        # A third turn, then a regenerate of it (as the app's ctrl+r does): the
+        # discarded reply is deleted; the new one reuses all its prompt but one token.
+        messages += [ChatMessage("assistant", text), ChatMessage("user", "Shorter.")]
+        store.add_message(chat, "user", "Shorter.")
+        _, discarded = record_reply(
+            store, llama_backend, chat, model, messages, S0.with_changes(seed=8), {}
+        )
+        store.delete_message(discarded)
+        record_reply(store, llama_backend, chat, model, messages, S0.with_changes(seed=9), {})
     return path, chat
 
 
 @pytest.fixture
-def saved_chat(recorded_db: tuple[Path, int], tmp_path: Path,
-               monkeypatch: pytest.MonkeyPatch) -> int:
+def saved_chat(
+    recorded_db: tuple[Path, int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> int:
     """A private copy of the recorded database (tests may tamper with it)."""
     shutil.copyfile(recorded_db[0], tmp_path / "chats.sqlite3")
     monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path))
@@ -76,23 +100,32 @@ def saved_chat(recorded_db: tuple[Path, int], tmp_path: Path,
 
 def test_stored_replies_record_the_settings_schedule(saved_chat: int) -> None:
     with ChatStore() as store:
-        first, second = store.load_chat(saved_chat).replies
+        first, second, third = store.load_chat(saved_chat).replies
     assert len(first.token_ids) > 13, "the reply must outlast the settings changes"
     assert [(c.from_index, c.settings) for c in first.settings_changes] == [
-        (0, S0), (6, S1), (13, S2)]
+        (0, S0),
+        (6, S1),
+        (13, S2),
+    ]
     assert [c.from_index for c in second.settings_changes] == [0]
     assert second.seed == 7
+    assert third.seed == 9 and third.stats is not None
+    assert third.stats.prefilled_tokens == 1  # the regenerate's warm cache
 
 
-def test_replay_is_token_identical(saved_chat: int,
-                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_replay_is_token_identical(saved_chat: int, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["replay", str(saved_chat), "--reply", "1"]) == 0
     assert "reply 1" in capsys.readouterr().out
     # The second reply was generated on a warm KV cache (reply 1's tokens decoded one
     # by one): the replay rebuilds that cache the same way before generating.
-    assert main(["replay", str(saved_chat)]) == 0
+    assert main(["replay", str(saved_chat), "--reply", "2"]) == 0
     out = capsys.readouterr().out
     assert "reply 2" in out and "token-identical" in out
+    # The regenerated third reply: the discarded generation's cache is rebuilt too.
+    assert main(["replay", str(saved_chat)]) == 0
+    captured = capsys.readouterr()
+    assert "reply 3" in captured.out and "token-identical" in captured.out
+    assert "could not rebuild" not in captured.err
 
 
 def test_replay_without_the_schedule_differs(saved_chat: int, llama_backend: object) -> None:
@@ -113,14 +146,20 @@ def test_replay_of_an_interrupted_reply_compares_what_was_stored(
     with ChatStore() as store:
         chat = store.load_chat(saved_chat)
     reply = chat.replies[0]
-    cut = replace(reply, token_ids=reply.token_ids[:10], finish_reason="interrupted",
-                  stats=None, finished=None)
+    cut = replace(
+        reply,
+        token_ids=reply.token_ids[:10],
+        finish_reason="interrupted",
+        stats=None,
+        finished=None,
+    )
     result = replay(llama_backend, chat, cut)  # type: ignore[arg-type]
     assert result.identical and len(result.replayed) == 10
 
 
-def test_warm_reply_replayed_on_a_cold_cache_differs(saved_chat: int,
-                                                     llama_backend: object) -> None:
+def test_warm_reply_replayed_on_a_cold_cache_differs(
+    saved_chat: int, llama_backend: object
+) -> None:
     """Why the cache is rebuilt: without it this reply does not reproduce."""
     with ChatStore() as store:
         chat = store.load_chat(saved_chat)
@@ -130,8 +169,9 @@ def test_warm_reply_replayed_on_a_cold_cache_differs(saved_chat: int,
     assert not replay(llama_backend, chat, cold).identical  # type: ignore[arg-type]
 
 
-def test_replay_reports_the_first_difference(saved_chat: int, tmp_path: Path,
-                                             capsys: pytest.CaptureFixture[str]) -> None:
+def test_replay_reports_the_first_difference(
+    saved_chat: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     conn = sqlite3.connect(tmp_path / "chats.sqlite3")
     conn.execute(
         "UPDATE reply_tokens SET token_id = token_id + 1 WHERE idx = 3 AND reply_id = "
@@ -143,8 +183,9 @@ def test_replay_reports_the_first_difference(saved_chat: int, tmp_path: Path,
     assert "DIFFERS at token 3" in capsys.readouterr().out
 
 
-def test_replay_warns_when_the_model_file_differs(saved_chat: int, tmp_path: Path,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_replay_warns_when_the_model_file_differs(
+    saved_chat: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     conn = sqlite3.connect(tmp_path / "chats.sqlite3")
     conn.execute("UPDATE replies SET model_sha256 = ?", ("0" * 64,))
     conn.commit()
@@ -155,9 +196,10 @@ def test_replay_warns_when_the_model_file_differs(saved_chat: int, tmp_path: Pat
     assert "token-identical" in captured.out
 
 
-def test_replay_errors_are_clear(saved_chat: int, tmp_path: Path,
-                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_replay_errors_are_clear(
+    saved_chat: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["replay", str(saved_chat), "--reply", "5"]) == 2
-    assert "has no reply 5: it has replies 1 to 2" in capsys.readouterr().err
+    assert "has no reply 5: it has replies 1 to 3" in capsys.readouterr().err
     assert main(["replay", str(saved_chat), "--model", str(tmp_path / "gone.gguf")]) == 2
     assert "is missing" in capsys.readouterr().err

@@ -58,8 +58,7 @@ def test_reply_round_trip_with_settings_changes(store: ChatStore) -> None:
     user = store.add_message(chat, "user", "Why is the sky blue?")
     writer = store.begin_reply(chat, MODEL, BASE, max_tokens=9)
     hot = BASE.with_changes(temperature=1.5)
-    plan = [(11, BASE, "It"), (12, BASE, " is"), (13, hot, ""), (14, hot, " blue"),
-            (15, BASE, ".")]
+    plan = [(11, BASE, "It"), (12, BASE, " is"), (13, hot, ""), (14, hot, " blue"), (15, BASE, ".")]
     for index, (token, settings, text) in enumerate(plan):
         writer.append_token(index, token, settings, text)
     stats = GenerationStats(prompt_tokens=20, decode_tokens=5, decode_tps=100.0)
@@ -73,7 +72,10 @@ def test_reply_round_trip_with_settings_changes(store: ChatStore) -> None:
     assert reply.number == 1
     assert reply.token_ids == (11, 12, 13, 14, 15)
     assert [(c.from_index, c.settings) for c in reply.settings_changes] == [
-        (0, BASE), (2, hot), (4, BASE)]
+        (0, BASE),
+        (2, hot),
+        (4, BASE),
+    ]
     assert reply.settings_at(0) == BASE
     assert reply.settings_at(3) == hot
     assert reply.settings_at(4) == BASE
@@ -163,6 +165,23 @@ def test_list_search_rename_delete(store: ChatStore) -> None:
         assert count == (1 if table == "messages" else 0), table
 
 
+def test_delete_message_removes_the_reply_record(store: ChatStore) -> None:
+    chat = store.new_chat("regenerate")
+    store.add_message(chat, "user", "hi")
+    writer = store.begin_reply(chat, MODEL, BASE)
+    writer.append_token(0, 3, BASE, "yo")
+    writer.finish("eos", None, "yo")
+    store.delete_message(writer.message_id)  # what a regenerate replaces
+    again = store.begin_reply(chat, MODEL, BASE.with_changes(seed=8))
+    again.finish("eos", None, "hey")
+    record = store.load_chat(chat)
+    assert [m.content for m in record.messages] == ["hi", "hey"]
+    assert [r.number for r in record.replies] == [1] and record.replies[0].seed == 8
+    assert store._conn.execute("SELECT count(*) FROM reply_tokens").fetchone()[0] == 0
+    with pytest.raises(StoreError, match="no message"):
+        store.delete_message(writer.message_id)
+
+
 def test_dates_come_from_the_clock(store: ChatStore) -> None:
     chat = store.new_chat("dated")
     record = store.load_chat(chat)
@@ -200,8 +219,9 @@ def test_model_ref_hashes_once_and_rehashes_when_the_file_changes(
             store.model_ref(tmp_path / "missing.gguf")
 
 
-def test_default_path_follows_the_environment(tmp_path: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_path_follows_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path / "data"))
     assert default_store_path() == tmp_path / "data" / "chats.sqlite3"
     with ChatStore() as store:

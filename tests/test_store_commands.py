@@ -40,8 +40,11 @@ def fill(store: ChatStore) -> tuple[int, int]:
     writer = store.begin_reply(first, MODEL, S0, max_tokens=16)
     for index, (token, settings, text) in enumerate([(5, S0, "Cats"), (6, S1, " purr")]):
         writer.append_token(index, token, settings, text)
-    writer.finish("max_tokens", GenerationStats(prompt_tokens=12, decode_tokens=2,
-                                                decode_tps=50.0), "Cats purr")
+    writer.finish(
+        "max_tokens",
+        GenerationStats(prompt_tokens=12, decode_tokens=2, decode_tps=50.0),
+        "Cats purr",
+    )
     second = store.new_chat("Dogs | and <b>tags</b>")
     store.add_message(second, "user", "woof")
     return first, second
@@ -61,8 +64,9 @@ def filled(env: Path) -> tuple[int, int]:
         return fill(store)
 
 
-def test_history_lists_chats_newest_first(filled: tuple[int, int],
-                                          capsys: pytest.CaptureFixture[str]) -> None:
+def test_history_lists_chats_newest_first(
+    filled: tuple[int, int], capsys: pytest.CaptureFixture[str]
+) -> None:
     first, second = filled
     assert main(["history"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -86,8 +90,9 @@ def test_history_on_an_empty_store(env: Path, capsys: pytest.CaptureFixture[str]
     assert "no saved chats in" in capsys.readouterr().out
 
 
-def test_export_json_has_everything(filled: tuple[int, int],
-                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_export_json_has_everything(
+    filled: tuple[int, int], capsys: pytest.CaptureFixture[str]
+) -> None:
     first, _ = filled
     assert main(["export", str(first), "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -115,8 +120,9 @@ def test_export_markdown_to_a_file(filled: tuple[int, int], tmp_path: Path) -> N
     assert "> from token 1: temperature=0.2" in text
 
 
-def test_export_unknown_chat_is_a_clear_error(env: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_export_unknown_chat_is_a_clear_error(
+    env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["export", "77"]) == 2
     assert "no chat 77" in capsys.readouterr().err
 
@@ -145,7 +151,7 @@ def test_config_show_on_a_broken_file_names_the_line(
 ) -> None:
     path = env / "config" / "config.toml"
     path.parent.mkdir(parents=True)
-    path.write_text('[settings]\ntop_k = 7\ntop_p = 3\n', encoding="utf-8")
+    path.write_text("[settings]\ntop_k = 7\ntop_p = 3\n", encoding="utf-8")
     assert main(["config"]) == 2
     err = capsys.readouterr().err
     assert str(path) in err and "line 3" in err and "top_p" in err

@@ -39,8 +39,13 @@ def test_sigkill_mid_reply_keeps_the_partial_reply(
 ) -> None:
     db_path = tmp_path / "chats.sqlite3"
     process = subprocess.Popen(
-        [sys.executable, str(WORKER), str(db_path), str(default_model_path),
-         str(tmp_path / "llama.log")],
+        [
+            sys.executable,
+            str(WORKER),
+            str(db_path),
+            str(default_model_path),
+            str(tmp_path / "llama.log"),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -14,14 +14,15 @@ from sampling.settings import SamplerSettings
 # The version-1 schema as it shipped, written out here on purpose: the test must keep
 # describing the old format even when the code's migrations change.
 V1_SCHEMA = """
-CREATE TABLE chats (id INTEGER PRIMARY KEY, title TEXT NOT NULL, created REAL NOT NULL,
+CREATE TABLE chats (id INTEGER PRIMARY KEY AUTOINCREMENT, title TEXT NOT NULL,
+    created REAL NOT NULL,
     model_path TEXT, model_size INTEGER, model_sha256 TEXT);
-CREATE TABLE messages (id INTEGER PRIMARY KEY,
+CREATE TABLE messages (id INTEGER PRIMARY KEY AUTOINCREMENT,
     chat_id INTEGER NOT NULL REFERENCES chats(id) ON DELETE CASCADE,
     position INTEGER NOT NULL,
     role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant')),
     content TEXT NOT NULL, created REAL NOT NULL, UNIQUE (chat_id, position));
-CREATE TABLE replies (id INTEGER PRIMARY KEY,
+CREATE TABLE replies (id INTEGER PRIMARY KEY AUTOINCREMENT,
     message_id INTEGER NOT NULL UNIQUE REFERENCES messages(id) ON DELETE CASCADE,
     model_path TEXT NOT NULL, model_size INTEGER NOT NULL, model_sha256 TEXT NOT NULL,
     seed TEXT NOT NULL, rng TEXT NOT NULL, max_tokens INTEGER, finish_reason TEXT,

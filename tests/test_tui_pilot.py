@@ -19,7 +19,8 @@ from tui.widgets.slider import Slider
 pytestmark = pytest.mark.anyio
 
 SIZE = (120, 36)
-LONG_PROMPT = "Write a long story about a dragon who learns to bake bread."
+# With seed 42 and the default settings the model's reply runs past 200 tokens.
+LONG_PROMPT = "Write a long story about a lighthouse keeper and a storm."
 
 
 @pytest.fixture(scope="module")
@@ -32,8 +33,12 @@ def llama(default_model_path: Path) -> Iterator[LlamaBackend]:
 
 async def _send(pilot: object, app: SamplescopeApp, text: str) -> None:
     await wait_until(pilot, lambda: app.ready)  # type: ignore[arg-type]
-    app.query_one("#prompt", Input).focus()
-    await pilot.press(*text, "enter")  # type: ignore[attr-defined]
+    prompt = app.query_one("#prompt", Input)
+    prompt.focus()
+    await pilot.press(*text)  # type: ignore[attr-defined]
+    # Enter, without Pilot.press: that waits for the app to go idle, i.e. (with
+    # tokens streaming in) for the end of the reply.
+    await prompt.action_submit()
 
 
 async def _finished(pilot: object, app: SamplescopeApp, count: int = 1) -> FinishedEvent:
@@ -64,7 +69,7 @@ async def test_type_send_and_tokens_arrive(llama: LlamaBackend) -> None:
         assert app.query_one("#probs").step is tokens[-1].step  # type: ignore[attr-defined]
         assert app.status.phase == "idle"
         assert app.status.ctx_used == llama.context_used > 0
-        shown = str(app.query_one(ReplyView).render())
+        shown = app.query_one(ReplyView).plain_text()
         assert finished.text.strip()[:10] in shown
 
 
@@ -72,7 +77,7 @@ async def test_slider_in_the_middle_of_a_reply(llama: LlamaBackend) -> None:
     app = SamplescopeApp(llama, max_tokens=200, cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
         await _send(pilot, app, LONG_PROMPT)
-        await wait_until(pilot, lambda: len(app.replies[-1].tokens) >= 3, 120)
+        await wait_until(pilot, lambda: bool(app.replies) and len(app.replies[-1].tokens) >= 3, 120)
         app.action_focus_sampling()  # the temperature slider
         before = len(app.replies[-1].tokens)
         await pilot.press("shift+right")  # coarse step: 0.80 -> 0.90
@@ -88,7 +93,8 @@ async def test_slider_in_the_middle_of_a_reply(llama: LlamaBackend) -> None:
         await pilot.press("escape")
         await _finished(pilot, app)
         temps = [t.step.settings.temperature for t in app.replies[-1].tokens]
-        switch = next(i for i, value in enumerate(temps) if value > 0.85)
+        switch = next((i for i, value in enumerate(temps) if value > 0.85), None)
+        assert switch is not None, f"no step after the change: {before} then {len(temps)} tokens"
         assert switch >= before
         assert temps[:switch] == [pytest.approx(0.8)] * switch
         assert temps[switch:] == [pytest.approx(0.9)] * (len(temps) - switch)
@@ -98,7 +104,7 @@ async def test_escape_cancels_and_keeps_the_partial_reply(llama: LlamaBackend) -
     app = SamplescopeApp(llama, max_tokens=400, cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
         await _send(pilot, app, LONG_PROMPT)
-        await wait_until(pilot, lambda: len(app.replies[-1].tokens) >= 5, 120)
+        await wait_until(pilot, lambda: bool(app.replies) and len(app.replies[-1].tokens) >= 5, 120)
         await pilot.press("escape")
         finished = await _finished(pilot, app)
         reply = app.replies[-1]
@@ -106,7 +112,7 @@ async def test_escape_cancels_and_keeps_the_partial_reply(llama: LlamaBackend) -
         assert 5 <= len(reply.tokens) < 400
         assert reply.text == finished.text
         assert app.messages[-1].content == finished.text
-        assert "[stopped]" in str(app.query_one(ReplyView).render())
+        assert "[stopped]" in app.query_one(ReplyView).plain_text()
         assert app.status.last_reason == "stopped"
 
 
@@ -189,3 +195,43 @@ async def test_model_text_is_literal() -> None:
         shown = str(app.query(".user").first().render())
         assert "[bold]x[/bold]" in shown
         assert "\x1b" not in shown and "\u241b[31mred" in shown
+
+
+async def test_token_cursor_keys_and_escape() -> None:
+    app = SamplescopeApp(FakeBackend(), max_tokens=10, cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await _send(pilot, app, "hello")
+        await _finished(pilot, app)
+        tokens = app.replies[0].tokens
+        await pilot.press("ctrl+t")
+        assert app.cursor == (0, len(tokens) - 1)
+        await pilot.press("left", "left")
+        assert app.cursor == (0, len(tokens) - 3)
+        assert app.query_one("#probs").step is tokens[-3].step  # type: ignore[attr-defined]
+        await pilot.press("home")
+        assert app.cursor == (0, 0)
+        await pilot.press("escape")
+        assert app.cursor is None
+        assert app.focused is app.query_one("#prompt")
+        await pilot.pause()
+        assert app.query_one("#probs").step is tokens[-1].step  # type: ignore[attr-defined]
+
+
+async def test_new_chat_forgets_the_conversation_and_the_cache() -> None:
+    fake = FakeBackend()
+    app = SamplescopeApp(fake, max_tokens=10, cursor_blink=False)
+    app.event_log = []
+    async with app.run_test(size=SIZE) as pilot:
+        await _send(pilot, app, "hello there")
+        await _finished(pilot, app)
+        assert fake.context_used > 0
+        await pilot.press("ctrl+n")
+        await pilot.pause()
+        assert app.messages == [] and app.replies == []
+        assert not app.query(ReplyView)
+        app.event_log.clear()
+        await _send(pilot, app, "hello there")
+        await _finished(pilot, app, 2)
+        progress = [e for e in app.event_log if isinstance(e, PrefillProgress)]
+        # The whole prompt is prefilled again: the backend's cache was reset.
+        assert progress[-1].total == len(fake.tokenize(app.messages[:1]))

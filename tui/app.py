@@ -2,44 +2,42 @@
 
 from __future__ import annotations
 
+import contextlib
 import secrets
-import threading
+import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import ClassVar
 
 from textual import on, work
-from textual.app import App, ComposeResult, SystemCommand
+from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
-from backend.events import (
-    FinishedEvent,
-    GenerationEvent,
-    GenerationStats,
-    NoticeEvent,
-    PhaseEvent,
-    PrefillProgress,
-    TokenEvent,
-)
-from backend.protocol import ChatBackend, ChatMessage, LiveSettings
+from backend.chat_recorder import ChatRecorder
+from backend.config import Config
+from backend.protocol import ChatBackend, ChatMessage
+from backend.store import ChatRecord, ChatStore, StoreError
 from sampling.errors import SamplescopeError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
-from tui.messages import BackendFailed, BackendReady, GenerationUpdate, piece_lookup
+from tui.app_config import resolve_app_config
+from tui.compare_command import CompareCommands, open_compare
+from tui.messages import BackendFailed, BackendReady, piece_lookup
 from tui.screens.help import HelpScreen
+from tui.screens.history import HistoryScreen
+from tui.streaming import FLUSH_HZ, GIL_SWITCH_INTERVAL, StreamingApp
 from tui.widgets.prob_panel import ProbPanel
-from tui.widgets.reply_view import Reply
 from tui.widgets.sampling_panel import SamplingPanel
-from tui.widgets.status_line import StatusLine, StatusState
+from tui.widgets.status_line import StatusLine
 from tui.widgets.transcript import Transcript
 
-FLUSH_HZ = 30.0
 NEW_SEED_RANGE = 100_000
+STORED_REPLIES_NOTE = "Replies of a saved chat have no per-token record; new replies will."
 
 
-class SamplescopeApp(App[None]):
+class SamplescopeApp(StreamingApp):
     """The chat app.
 
     Args:
@@ -51,21 +49,33 @@ class SamplescopeApp(App[None]):
         system_prompt: An optional system message starting every chat.
         clock: Time source for the live tokens/s (inject a fake one in snapshots).
         cursor_blink: Whether the input's cursor blinks (off in snapshots).
+        store: The chat database every reply is saved to, or None (nothing saved).
+        config: The config file's theme and key overrides (its model and settings are
+            applied by the caller).
+        notices: Messages to show at startup (e.g. a broken config file).
     """
 
     CSS_PATH = "app.tcss"
     TITLE = "samplescope"
+    COMMANDS = StreamingApp.COMMANDS | {CompareCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "stop", "stop"),
-        Binding("ctrl+r", "regenerate", "regenerate"),
-        Binding("ctrl+n", "new_chat", "new chat"),
-        Binding("ctrl+y", "copy_reply", "copy"),
-        Binding("ctrl+g", "new_seed", "new seed"),
-        Binding("ctrl+l", "toggle_colour", "colour"),
-        Binding("ctrl+t", "token_cursor", "tokens"),
-        Binding("f2", "focus_sampling", "sliders"),
-        Binding("f3", "focus_input", "input", show=False),
-        Binding("f1", "help", "help"),
+        # Each binding has an id (its action's name) so that the config file's [keys]
+        # table can move it (`App.set_keymap`).
+        Binding("escape", "stop", "stop", id="stop"),
+        Binding("ctrl+r", "regenerate", "regen", id="regenerate"),
+        Binding("ctrl+n", "new_chat", "new chat", id="new_chat"),
+        Binding("ctrl+o", "history", "chats", id="history"),
+        Binding("ctrl+y", "copy_reply", "copy", id="copy_reply"),
+        Binding("ctrl+g", "new_seed", "new seed", id="new_seed"),
+        Binding("ctrl+l", "toggle_colour", "colour", id="toggle_colour"),
+        Binding("ctrl+t", "token_cursor", "tokens", id="token_cursor"),
+        # priority: over the input's ctrl+d
+        Binding("ctrl+d", "compare", "compare", priority=True, id="compare"),
+        Binding("f2", "focus_sampling", "sliders", id="focus_sampling"),
+        Binding("f3", "focus_input", "input", show=False, id="focus_input"),
+        Binding("f1", "help", "help", id="help"),
+        # Textual's own ctrl+q has no id; this copy lets [keys] add a quit key.
+        Binding("ctrl+q", "quit", "quit", show=False, priority=True, id="quit"),
     ]
 
     def __init__(
@@ -78,37 +88,21 @@ class SamplescopeApp(App[None]):
         system_prompt: str | None = None,
         clock: Callable[[], float] = time.perf_counter,
         cursor_blink: bool = True,
+        store: ChatStore | None = None,
+        config: Config | None = None,
+        notices: Sequence[str] = (),
     ) -> None:
-        super().__init__()
+        super().__init__(backend, settings, max_tokens, clock)
         if backend is None and backend_factory is None:
             raise ValueError("give a backend or a backend_factory")
-        self.backend = backend
         self._factory = backend_factory
-        self.live = LiveSettings(settings)
-        self.max_tokens = max_tokens
         self.system_prompt = system_prompt
-        self._clock = clock
         self._cursor_blink = cursor_blink
-        self.messages: list[ChatMessage] = self._fresh_messages()
-        self.replies: list[Reply] = []
-        self.generating = False
-        self._generation = 0
-        self._cancel = threading.Event()
-        self._backend_lock = threading.Lock()
-        self._reset_pending = False
-        self._pending: Callable[[], None] | None = None
-        self._dirty = False
-        self._decode_started: float | None = None
-        self._first_token_at: float | None = None
-        self._last_token_at: float | None = None
-        self._pieces: dict[int, str] = {}
-        self._piece_lookup: Callable[[int], str] | None = None
-        self.ready = False
-        """Whether the backend is loaded and ready to generate."""
-        self.finished: list[FinishedEvent] = []
-        """Every FinishedEvent handled, in order (for tests and benchmarks)."""
-        self.event_log: list[GenerationEvent] | None = None
-        """Set to a list to record every current generation event handled (tests)."""
+        self._switch_interval = sys.getswitchinterval()
+        self.messages = self._fresh_messages()
+        self.store = store
+        self._config = config if config is not None else Config()
+        self._notices = tuple(notices)
 
     # -- layout ----------------------------------------------------------------
 
@@ -121,19 +115,38 @@ class SamplescopeApp(App[None]):
                 yield SamplingPanel(self.live, id="sampling")
                 yield ProbPanel(id="probs")
         yield StatusLine(id="status")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        self._switch_interval = sys.getswitchinterval()
+        sys.setswitchinterval(min(self._switch_interval, GIL_SWITCH_INTERVAL))
         prompt = self.query_one("#prompt", Input)
         prompt.cursor_blink = self._cursor_blink
         prompt.focus()
         self.query_one("#transcript", Transcript).border_title = "chat"
-        self.set_interval(1.0 / FLUSH_HZ, self._redraw)
+        self.set_interval(1.0 / FLUSH_HZ, self._tick)
+        for notice in self._notices:
+            self.notify(notice, severity="warning", timeout=15)
+        self._apply_config(self._config)
         self._load_backend()
+
+    def _apply_config(self, config: Config) -> None:
+        """Apply the config file's theme and key overrides; notify what cannot be."""
+        ids = {b.id for b in self.BINDINGS if isinstance(b, Binding) and b.id}
+        resolved = resolve_app_config(config, self.available_themes, ids)
+        if resolved.theme:
+            self.theme = resolved.theme
+        if resolved.keymap:
+            self.set_keymap(resolved.keymap)
+        for problem in resolved.problems:
+            self.notify(problem, severity="warning", timeout=15)
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield SystemCommand("New chat", "Forget the conversation", self.action_new_chat)
+        yield SystemCommand(
+            "Saved chats", "Open, continue or delete a past chat", self.action_history
+        )
         yield SystemCommand("Regenerate", "Redo the last reply, same seed", self.action_regenerate)
         yield SystemCommand("New seed", "Pick a random seed", self.action_new_seed)
         yield SystemCommand(
@@ -153,6 +166,11 @@ class SamplescopeApp(App[None]):
             self.post_message(BackendFailed(f"{type(error).__name__}: {error}"))
         else:
             self.post_message(BackendReady(backend, piece_lookup(backend)))
+            if self.store is not None:
+                # Hash the model file now (seconds for a big GGUF, then cached) rather
+                # than before the first reply; a failure shows at the first reply.
+                with contextlib.suppress(StoreError):
+                    self.store.model_ref(backend.info.path)
 
     def _load(self) -> ChatBackend:
         assert self._factory is not None
@@ -165,6 +183,10 @@ class SamplescopeApp(App[None]):
         self._piece_lookup = message.pieces
         self.ready = True
         info = backend.info
+        if self.store is not None:
+            self.recorder = ChatRecorder(
+                self.store, info.path, n_ctx=info.n_ctx, n_batch=info.n_batch
+            )
         self._status.update(
             model=info.name,
             threads=info.n_threads,
@@ -197,132 +219,6 @@ class SamplescopeApp(App[None]):
         self._transcript.add_user(text)
         self._start_reply()
 
-    def _start_reply(self) -> None:
-        assert self.backend is not None
-        self._transcript.clear_cursor()
-        reply = Reply(seed=self.live.current.seed, settings=self.live.current)
-        self.replies.append(reply)
-        self._transcript.add_reply(reply)
-        self._generation += 1
-        self._cancel = threading.Event()
-        self.generating = True
-        self._decode_started = self._first_token_at = self._last_token_at = None
-        self._status.update(phase="prefill", prefill_done=0, prefill_total=0, note="")
-        self._run_generation(self._generation, list(self.messages), self._cancel)
-
-    @work(thread=True, exclusive=True, group="generate")
-    def _run_generation(
-        self, generation: int, messages: list[ChatMessage], cancel: threading.Event
-    ) -> None:
-        # The lock makes sure exactly one thread uses the backend, even if a stopped
-        # generation is still winding down when the next one starts.
-        with self._backend_lock:
-            backend = self.backend
-            assert backend is not None
-            try:
-                if self._reset_pending:
-                    self._reset_pending = False
-                    backend.reset()
-                for event in backend.generate(
-                    messages, self.live, max_tokens=self.max_tokens, cancel=cancel
-                ):
-                    self.post_message(GenerationUpdate(generation, event))
-            except Exception as error:  # the contract says errors come as events; be safe
-                failed = FinishedEvent("error", GenerationStats(), "", (), error=str(error))
-                self.post_message(GenerationUpdate(generation, failed))
-
-    @on(GenerationUpdate)
-    def _on_generation_update(self, message: GenerationUpdate) -> None:
-        if message.generation != self._generation:
-            return  # a stale event from a stopped generation
-        event = message.event
-        if self.event_log is not None:
-            self.event_log.append(event)
-        if isinstance(event, TokenEvent):
-            now = self._clock()
-            if self._first_token_at is None:
-                self._first_token_at = now
-            self._last_token_at = now
-            self.replies[-1].tokens.append(event)
-            self._pieces[event.step.token_id] = event.piece
-            self._dirty = True
-        elif isinstance(event, PrefillProgress):
-            self._status.update(prefill_done=event.done, prefill_total=event.total)
-        elif isinstance(event, PhaseEvent):
-            if event.phase == "decode":
-                self._decode_started = self._clock()
-                self._status.update(phase="decode", decode_tokens=0, decode_tps=None)
-        elif isinstance(event, NoticeEvent):
-            self._transcript.add_note(event.message)
-        elif isinstance(event, FinishedEvent):
-            self._finish(event)
-
-    def _finish(self, event: FinishedEvent) -> None:
-        self.finished.append(event)
-        reply = self.replies[-1]
-        reply.finished = event.reason
-        reply.error = event.error or ""
-        if event.text:
-            self.messages.append(ChatMessage("assistant", event.text))
-        self.generating = False
-        self._dirty = True
-        self._redraw()
-        stats = event.stats
-        self._status.update(
-            phase="idle",
-            last_ttft_ms=stats.ttft_ms,
-            last_tps=stats.decode_tps,
-            last_reason={"cancelled": "stopped", "max_tokens": "max tokens"}.get(
-                event.reason, event.reason
-            ),
-        )
-        self._transcript.views[-1].refresh(layout=True)
-        if self._pending is not None:
-            pending, self._pending = self._pending, None
-            pending()
-
-    def _redraw(self) -> None:
-        """Move what the handlers collected onto the screen (at most FLUSH_HZ a second)."""
-        if not self._dirty:
-            return
-        self._dirty = False
-        self._transcript.sync_last()
-        if self.cursor is None:
-            self._show_latest()
-        changes: dict[str, object] = {}
-        if self.ready and self.backend is not None and not self._reset_pending:
-            changes["ctx_used"] = self.backend.context_used
-        if self.generating and self.replies:
-            count = len(self.replies[-1].tokens)
-            changes["decode_tokens"] = count
-            first, last = self._first_token_at, self._last_token_at
-            if count > 1 and first is not None and last is not None and last > first:
-                changes["decode_tps"] = (count - 1) / (last - first)
-        self._status.update(**changes)
-
-    def _show_latest(self) -> None:
-        for number in range(len(self.replies) - 1, -1, -1):
-            tokens = self.replies[number].tokens
-            if tokens:
-                title = f"token {len(tokens)} (latest)"
-                self._probs.show(tokens[-1].step, title, self.piece)
-                return
-        self._probs.show(None, "", self.piece)
-
-    def piece(self, token_id: int) -> str:
-        """The visible text of a token id (for the probability panel)."""
-        known = self._pieces.get(token_id)
-        if known is not None:
-            return known
-        text = f"#{token_id}"
-        if self._piece_lookup is not None:
-            try:
-                text = self._piece_lookup(token_id)
-            except Exception:  # a piece is decoration: never fail the panel over it
-                text = f"#{token_id}"
-        self._pieces[token_id] = text
-        return text
-
     # -- actions -----------------------------------------------------------------
 
     def action_stop(self) -> None:
@@ -346,6 +242,8 @@ class SamplescopeApp(App[None]):
         if self.messages and self.messages[-1].role == "assistant":
             self.messages.pop()
         self._apply("seed", reply.seed)
+        if self.recorder is not None:
+            self.recorder.discard_last_reply()
         self._start_reply()
 
     def action_new_chat(self) -> None:
@@ -357,9 +255,56 @@ class SamplescopeApp(App[None]):
         self.messages = self._fresh_messages()
         self.replies.clear()
         self._reset_pending = True
+        self._probs_note = ""
+        if self.recorder is not None:
+            self.recorder.new_chat()
         self._transcript.clear()
         self._probs.show(None, "", self.piece)
         self._status.update(ctx_used=0, note="new chat")
+
+    def action_history(self) -> None:
+        """Show the saved chats; the one picked becomes the conversation."""
+        if self.store is None:
+            self.notify("Chats are not being saved (--no-save, or the database failed).")
+            return
+        self.push_screen(HistoryScreen(self.store), self._history_closed)
+
+    def _history_closed(self, chat_id: int | None) -> None:
+        if chat_id is None:
+            return
+        if self.recorder is None:
+            self.notify("The model is not loaded yet.", severity="error")
+            return
+        if self.generating:
+            self._cancel.set()
+            self._pending = lambda: self._history_closed(chat_id)
+            return
+        try:
+            record = self.recorder.open_chat(chat_id)
+        except StoreError as error:
+            self.notify(str(error), severity="error", timeout=10)
+            return
+        self.show_chat(record)
+
+    def show_chat(self, record: ChatRecord) -> None:
+        """Make a stored chat the conversation: shown as text, continued on Enter."""
+        self.messages = record.conversation()
+        self.replies.clear()
+        self._reset_pending = True
+        transcript = self._transcript
+        transcript.clear()
+        for message in record.messages:
+            if message.role == "user":
+                transcript.add_user(message.content)
+            elif message.role == "assistant":
+                reason = message.reply.finish_reason if message.reply else ""
+                transcript.add_stored_reply(message.content, reason)
+            else:
+                transcript.add_note(f"{message.role}: {message.content}")
+        self._probs_note = STORED_REPLIES_NOTE if record.replies else ""
+        self._probs.show(None, self._probs_note, self.piece)
+        self._status.update(ctx_used=0, note=f"chat {record.id}")
+        self.action_focus_input()
 
     def action_copy_reply(self) -> None:
         """Copy the selected reply (token cursor), else the last one."""
@@ -392,16 +337,15 @@ class SamplescopeApp(App[None]):
         """Focus the message box."""
         self.query_one("#prompt", Input).focus()
 
+    def action_compare(self) -> None:
+        """Regenerate the last user turn under several settings, side by side."""
+        open_compare(self)
+
     def action_help(self) -> None:
         """Show the keys."""
         self.push_screen(HelpScreen())
 
     # -- token cursor ----------------------------------------------------------
-
-    @property
-    def cursor(self) -> tuple[int, int] | None:
-        """The selected past token (reply, token), or None."""
-        return self._transcript.cursor
 
     @property
     def colour(self) -> bool:
@@ -429,36 +373,6 @@ class SamplescopeApp(App[None]):
     def _fresh_messages(self) -> list[ChatMessage]:
         return [ChatMessage("system", self.system_prompt)] if self.system_prompt else []
 
-    @property
-    def status(self) -> StatusState:
-        """What the status line shows."""
-        return self._status.state
-
-    def flush_now(self) -> None:
-        """Draw what is pending now rather than at the next tick (tests, snapshots)."""
-        self._dirty = True
-        self._redraw()
-
-    @property
-    def _status(self) -> StatusLine:
-        return self.query_one("#status", StatusLine)
-
-    @property
-    def _transcript(self) -> Transcript:
-        return self.query_one("#transcript", Transcript)
-
-    @property
-    def _probs(self) -> ProbPanel:
-        return self.query_one("#probs", ProbPanel)
-
     def on_unmount(self) -> None:
         self._cancel.set()
-
-    def close_backend(self, timeout: float = 10.0) -> None:
-        """Free the model once no generation uses it (call after `run` returns)."""
-        self._cancel.set()
-        if self.backend is not None and self._backend_lock.acquire(timeout=timeout):
-            try:
-                self.backend.close()
-            finally:
-                self._backend_lock.release()
+        sys.setswitchinterval(self._switch_interval)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -20,14 +21,26 @@ COMMAND_MODULES: tuple[str, ...] = (
     "tui.cmd_config",
     "tui.cmd_info",
     "tui.cmd_encode",
+    "tui.cmd_generate",
+    "tui.cmd_compare",
+    "tui.cmd_fwd",
 )
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command."""
+    from tui.cmd_app import build_app_parser
+
+    app_usage = build_app_parser().format_usage().removeprefix("usage: ")
     parser = argparse.ArgumentParser(
         prog="samplescope",
         description="See and steer how a language model picks its next token.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=(
+            "Without a COMMAND, samplescope opens the chat app:\n  "
+            + app_usage.replace("\n", "\n  ").rstrip()
+            + "\n(`samplescope --model PATH -h` explains each app option.)"
+        ),
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
@@ -67,6 +80,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`samplescope fwd 1 | head`): stop quietly.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     return code
 
 

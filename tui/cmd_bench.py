@@ -56,5 +56,5 @@ def run(args: argparse.Namespace) -> int:
         from tui.bench_tui import format_tui_bench, run_tui_bench
 
         print("\n## tui")
-        print(format_tui_bench(run_tui_bench(model_path)))
+        print(format_tui_bench(run_tui_bench(model_path, n_threads=args.threads, rounds=5)))
     return 0

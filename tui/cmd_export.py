@@ -50,6 +50,8 @@ def _reply_json(reply: ReplyRecord) -> dict[str, Any]:
         "seed": reply.seed,
         "rng": reply.rng,
         "max_tokens": reply.max_tokens,
+        "n_ctx": reply.n_ctx,
+        "n_batch": reply.n_batch,
         "finish_reason": reply.finish_reason,
         "error": reply.error,
         "stats": None if reply.stats is None else asdict(reply.stats),
@@ -122,7 +124,8 @@ def chat_to_markdown(chat: ChatRecord) -> str:
     for message in chat.messages:
         lines += [f"## {message.role.capitalize()}", "", message.content, ""]
         if message.reply is not None:
-            lines += [*_reply_md(message.reply), ""]
+            # Trailing double spaces: a Markdown line break inside the quote.
+            lines += [f"{line}  " for line in _reply_md(message.reply)] + [""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

@@ -39,6 +39,7 @@ from tui.compare_columns import (
 from tui.screens.compare import DEFAULT_MAX_TOKENS, CompareResult, CompareScreen
 
 PRESETS_SOURCE = "presets"
+TOP_PRESETS = ("ArgMax", "TopK k=40 t=0.8", "TopP p=0.9 t=0.8")
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,8 +137,9 @@ def build_columns(
     """The columns of a comparison.
 
     Args:
-        source: "presets" (the first four presets, in file order) or the name of a
-            field to vary across the columns ("temperature", "top_k", ...).
+        source: "presets" (the first four presets, in file order), "presets:A|B|C"
+            (those presets), or the name of a field to vary across the columns
+            ("temperature", "top_k", ...).
         base: The current sliders.
         presets: The preset table.
         values: The values of the varied field (default: `DEFAULT_VARIATIONS`).
@@ -148,6 +150,8 @@ def build_columns(
     if source == PRESETS_SOURCE:
         names = list(presets)[:MAX_COLUMNS]
         return preset_columns(presets, names if len(names) >= 2 else ["ArgMax", "All t=0.8"])
+    if source.startswith(PRESETS_SOURCE + ":"):
+        return preset_columns(presets, source.split(":", 1)[1].split("|"))
     return varied_columns(
         base, source, values if values is not None else DEFAULT_VARIATIONS[source]
     )
@@ -207,6 +211,13 @@ def command_entries() -> list[tuple[str, str, str]]:
             "Regenerate the last reply under ArgMax, All t=0.8, All t=1.5, TopK (one seed)",
         )
     ]
+    entries.append(
+        (
+            "Compare: ArgMax vs TopK vs TopP",
+            PRESETS_SOURCE + ":" + "|".join(TOP_PRESETS),
+            "Regenerate the last reply under ArgMax, TopK k=40 t=0.8, TopP p=0.9 t=0.8",
+        )
+    )
     for field, values in DEFAULT_VARIATIONS.items():
         shown = " / ".join(format_value(v) for v in values)
         entries.append(

@@ -7,23 +7,20 @@ from pathlib import Path
 
 from textual.message import Message
 
-from backend.events import GenerationEvent
 from backend.pieces import visible_piece
 from backend.protocol import ChatBackend
 
 
 class GenerationUpdate(Message):
-    """One event of a running generation.
+    """The worker put an event other than a token in the app's inbox: handle it now.
 
     Attributes:
-        generation: The id of the generation it belongs to (stale ones are ignored).
-        event: The backend's event.
+        generation: The id of the generation it belongs to.
     """
 
-    def __init__(self, generation: int, event: GenerationEvent) -> None:
+    def __init__(self, generation: int) -> None:
         super().__init__()
         self.generation = generation
-        self.event = event
 
 
 class BackendReady(Message):

@@ -28,14 +28,35 @@ def add_settings_flags(parser: argparse.ArgumentParser) -> None:
     for long, short, dest, kind, help_text in _FLAGS:
         names = [long] if short is None else [long, short]
         group.add_argument(*names, dest=dest, type=kind, default=None, help=help_text)
-    group.add_argument("--top-p-scope", dest="top_p_scope", choices=("kept", "vocab"),
-                       default=None, help="measure p after top-k renormalises, or on the vocabulary")
-    group.add_argument("--temperature-last", dest="temperature_last", action="store_const",
-                       const=True, default=None, help="apply temperature after the filters")
-    group.add_argument("--draw", dest="draw", choices=("inverse_cdf", "gumbel"), default=None,
-                       help="how a token is drawn")
-    group.add_argument("--rng", dest="rng", choices=("pcg64", "xorshift128"), default=None,
-                       help="random generator (xorshift128 reproduces run.c)")
+    group.add_argument(
+        "--top-p-scope",
+        dest="top_p_scope",
+        choices=("kept", "vocab"),
+        default=None,
+        help="measure p after top-k renormalises, or on the vocabulary",
+    )
+    group.add_argument(
+        "--temperature-last",
+        dest="temperature_last",
+        action="store_const",
+        const=True,
+        default=None,
+        help="apply temperature after the filters",
+    )
+    group.add_argument(
+        "--draw",
+        dest="draw",
+        choices=("inverse_cdf", "gumbel"),
+        default=None,
+        help="how a token is drawn",
+    )
+    group.add_argument(
+        "--rng",
+        dest="rng",
+        choices=("pcg64", "xorshift128"),
+        default=None,
+        help="random generator (xorshift128 reproduces run.c)",
+    )
 
 
 def settings_from_args(args: argparse.Namespace, base: SamplerSettings) -> SamplerSettings:
@@ -46,7 +67,13 @@ def settings_from_args(args: argparse.Namespace, base: SamplerSettings) -> Sampl
     """
     changes = {
         dest: getattr(args, dest)
-        for dest in (*(flag[2] for flag in _FLAGS), "top_p_scope", "temperature_last", "draw", "rng")
+        for dest in (
+            *(flag[2] for flag in _FLAGS),
+            "top_p_scope",
+            "temperature_last",
+            "draw",
+            "rng",
+        )
         if getattr(args, dest, None) is not None
     }
     try:

@@ -144,7 +144,8 @@ class CompareColumnView(Vertical, can_focus=True):
         title = Text(f"{self.index + 1} ", style="bold")
         title.append(self.column.label, style="bold")
         summary = settings_summary(self.column.settings)
-        if summary != self.column.label:
+        label_words = set(self.column.label.split())
+        if not set(summary.split()) <= label_words:  # say what the label does not
             title.append(f"  {summary}", style="dim")
         return title
 

@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
+from functools import lru_cache
 
-from rich.text import Text
+from rich.segment import Segment
+from rich.style import Style
+from textual.geometry import Size
+from textual.strip import Strip
 from textual.widget import Widget
 
-from sampling.records import Step
+from sampling.records import Candidate, Step
 
 _PIECE_WIDTH = 12
 _NUMBER_WIDTH = 6
 _HEADER_LINES = 4
+_Line = list[tuple[str, str]]  # (text, style) runs of one line
 _FILTER_NAMES = {
     "top_k": "top-k",
     "top_p": "top-p",
@@ -45,7 +51,11 @@ def settings_summary(step: Step) -> str:
 
 
 class ProbPanel(Widget):
-    """Shows one step: candidates with probability before and after the filters."""
+    """Shows one step: candidates with probability before and after the filters.
+
+    Drawn with the line API from pre-styled segments: it redraws at every frame of a
+    decode, so it stays cheap.
+    """
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -53,6 +63,8 @@ class ProbPanel(Widget):
         self._step: Step | None = None
         self._title = ""
         self._pieces: Callable[[int], str] = lambda token_id: f"#{token_id}"
+        self._cached_for: tuple[int, str, Size] | None = None
+        self._strips: list[Strip] = []
 
     @property
     def step(self) -> Step | None:
@@ -60,7 +72,7 @@ class ProbPanel(Widget):
         return self._step
 
     def show(self, step: Step | None, title: str, pieces: Callable[[int], str]) -> None:
-        """Show `step` (None: nothing yet), titled `title` (e.g. "token 7 · latest")."""
+        """Show `step` (None: nothing yet, `title` then says why), titled `title`."""
         if step is self._step and title == self._title:
             return
         self._step = step
@@ -68,77 +80,92 @@ class ProbPanel(Widget):
         self._pieces = pieces
         self.refresh()
 
-    def render(self) -> Text:
+    def render_line(self, y: int) -> Strip:
+        key = (id(self._step), self._title, self.size)
+        if key != self._cached_for:
+            self._cached_for = key
+            base = self.rich_style  # computed from the ancestors: once per redraw
+            self._strips = [self._strip(line, base) for line in self._lines()]
+        if y < len(self._strips):
+            return self._strips[y]
+        return Strip.blank(self.size.width, self.rich_style)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._cached_for = None
+
+    def _strip(self, line: _Line, base: Style) -> Strip:
+        width = self.size.width
+        segments = [Segment(text, base + _style(style)) for text, style in line if text]
+        strip = Strip(segments)
+        if strip.cell_length > width:
+            strip = strip.crop(0, max(0, width - 1)).extend_cell_length(width - 1, base)
+            strip = Strip([*strip, Segment("…", base)])
+        return strip.extend_cell_length(width, base)
+
+    def _lines(self) -> list[_Line]:
         width = max(20, self.size.width)
         step = self._step
         if step is None:
-            return Text("No token yet: send a message to see its candidates.", style="grey50")
-        lines: list[Text] = []
+            note = self._title or "No token yet: send a message."
+            return [[(line, "grey50")] for line in textwrap.wrap(note, width)]
         chosen_piece = self._pieces(step.token_id)
-        head = Text(no_wrap=True, overflow="ellipsis")
-        head.append(self._title, style="bold")
-        head.append("  ")
-        head.append(_fit(chosen_piece, 14).rstrip(), style="bold reverse")
-        head.append(f" · p {step.prob:.3f}")
-        lines.append(head)
         draw = "—" if step.draw is None else f"{step.draw:.4f}"
         order = "T last" if step.settings.temperature_last else "T first"
         cut = _FILTER_NAMES.get(step.cut_by, step.cut_by)
-        lines.append(
-            Text(
-                f"H {step.entropy:.2f} nats · u {draw} · {step.n_kept} kept · {order}",
-                no_wrap=True,
-                overflow="ellipsis",
-            )
-        )
-        lines.append(
-            Text(settings_summary(step), style="grey62", no_wrap=True, overflow="ellipsis")
-        )
         bar_width = max(4, width - 2 - _PIECE_WIDTH - 1 - 1 - 2 * (_NUMBER_WIDTH + 1))
-        header = Text(no_wrap=True, overflow="ellipsis")
-        header.append(f"  {'token':<{_PIECE_WIDTH}} {'':<{bar_width}} ", style="grey62")
-        header.append(f"{'before':>{_NUMBER_WIDTH}} {'after':>{_NUMBER_WIDTH}}", style="grey62")
-        lines.append(header)
-
+        lines: list[_Line] = [
+            [
+                (self._title, "bold"),
+                ("  ", ""),
+                (_fit(chosen_piece, 14).rstrip(), "bold reverse"),
+                (f" · p {step.prob:.3f}", ""),
+            ],
+            [(f"H {step.entropy:.2f} nats · u {draw} · {step.n_kept} kept · {order}", "")],
+            [(settings_summary(step), "grey62")],
+            [
+                (f"  {'token':<{_PIECE_WIDTH}} {'':<{bar_width}} ", "grey62"),
+                (f"{'before':>{_NUMBER_WIDTH}} {'after':>{_NUMBER_WIDTH}}", "grey62"),
+            ],
+        ]
         rows = max(1, self.size.height - _HEADER_LINES - 1)
-        candidates = step.candidates[:rows]
+        candidates = step.candidates[:rows]  # built on each access: take it once
         first_cut = next((i for i, c in enumerate(candidates) if not c.kept), None)
-        for index in range(len(candidates)):
+        for index, candidate in enumerate(candidates):
             if index == first_cut:
-                lines.append(self._cut_line(f"✂ {cut} · {step.n_kept} kept", width))
-            lines.append(self._row(step, index, bar_width))
+                lines.append(_cut_line(f"✂ {cut} · {step.n_kept} kept", width))
+            lines.append(self._row(step, candidate, bar_width))
         if first_cut is None:
             if step.cut_by == "none":
-                lines.append(self._cut_line(f"no cut · {step.n_kept} kept", width, "grey50"))
+                lines.append(_cut_line(f"no cut · {step.n_kept} kept", width, "grey50"))
             else:
-                lines.append(self._cut_line(f"✂ {cut} below · {step.n_kept} kept", width))
-        result = Text("\n").join(lines)
-        result.no_wrap = True
-        return result
+                lines.append(_cut_line(f"✂ {cut} below · {step.n_kept} kept", width))
+        return lines
 
-    def _row(self, step: Step, index: int, bar_width: int) -> Text:
-        candidate = step.candidates[index]
+    def _row(self, step: Step, candidate: Candidate, bar_width: int) -> _Line:
         chosen = candidate.token_id == step.token_id
-        row = Text(no_wrap=True, overflow="ellipsis")
-        row.append("▶ " if chosen else "  ", style="bold yellow")
         piece_style = "bold yellow" if chosen else ("" if candidate.kept else "grey50")
-        row.append(_fit(self._pieces(candidate.token_id), _PIECE_WIDTH), style=piece_style)
-        row.append(" ")
-        after = round(candidate.prob_after * bar_width)
-        before = round(candidate.prob_before * bar_width)
         bar_colour = "yellow" if chosen else ("green" if candidate.kept else "red")
-        after = min(after, bar_width)
-        before = min(max(before, after), bar_width)
-        row.append("█" * after, style=bar_colour)
-        row.append("░" * (before - after), style="grey50")
-        row.append(" " * (bar_width - before))
-        row.append(" ")
-        row.append(f"{_percent(candidate.prob_before):>{_NUMBER_WIDTH}} ", style="grey70")
+        after = min(round(candidate.prob_after * bar_width), bar_width)
+        before = min(max(round(candidate.prob_before * bar_width), after), bar_width)
         shown_after = _percent(candidate.prob_after) if candidate.kept else "—"
-        row.append(f"{shown_after:>{_NUMBER_WIDTH}}", style="bold" if candidate.kept else "grey50")
-        return row
+        return [
+            ("▶ " if chosen else "  ", "bold yellow"),
+            (_fit(self._pieces(candidate.token_id), _PIECE_WIDTH), piece_style),
+            (" ", ""),
+            ("█" * after, bar_colour),
+            ("░" * (before - after), "grey50"),
+            (" " * (bar_width - before + 1), ""),
+            (f"{_percent(candidate.prob_before):>{_NUMBER_WIDTH}} ", "grey70"),
+            (f"{shown_after:>{_NUMBER_WIDTH}}", "bold" if candidate.kept else "grey50"),
+        ]
 
-    @staticmethod
-    def _cut_line(label: str, width: int, style: str = "bold red") -> Text:
-        body = f"── {label} "
-        return Text(body + "─" * max(0, width - len(body)), style=style, no_wrap=True)
+
+def _cut_line(label: str, width: int, style: str = "bold red") -> _Line:
+    body = f"── {label} "
+    return [(body + "─" * max(0, width - len(body)), style)]
+
+
+@lru_cache(maxsize=64)
+def _style(name: str) -> Style:
+    return Style.parse(name) if name else Style()

@@ -12,7 +12,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from tui.display import display_text
-from tui.widgets.reply_view import Reply, ReplyView
+from tui.widgets.reply_view import FINISH_LABELS, Reply, ReplyView
 
 _TOKEN = Binding.Group("token", compact=True)
 _W = TypeVar("_W", Static, ReplyView)
@@ -57,6 +57,14 @@ class Transcript(VerticalScroll, can_focus=True):
         view.set_view(colour=self.colour, selected=None)
         self.views.append(view)
         return self._append(view)
+
+    def add_stored_reply(self, text: str, finish_reason: str = "") -> Static:
+        """Append a reply of a saved chat, as plain text (it has no token records)."""
+        shown = Text(display_text(text))
+        label = FINISH_LABELS.get(finish_reason, finish_reason if finish_reason != "eos" else "")
+        if label:
+            shown.append(f" [{label}]", style="italic grey50")
+        return self._append(Static(shown, classes="stored"))
 
     def remove_last_reply(self) -> None:
         """Remove the last reply's view (it is about to be regenerated)."""
