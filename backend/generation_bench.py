@@ -77,7 +77,8 @@ class BackendBenchRow:
 
 
 def _reference_llama(model_path: Path, n_ctx: int, n_batch: int, n_threads: int) -> Any:
-    # verbose=True: verbose=False redirects fds 1/2; llama.cpp's log goes to our log file.
+    # verbose=False: a command-line run may have fds 1/2 redirected while loading
+    # (never the app), and llama-cpp-python then keeps its metadata dump to itself.
     return llama_cpp.Llama(
         str(model_path),
         n_ctx=n_ctx,
@@ -85,7 +86,7 @@ def _reference_llama(model_path: Path, n_ctx: int, n_batch: int, n_threads: int)
         n_ubatch=n_batch,
         n_threads=n_threads,
         n_threads_batch=n_threads,
-        verbose=True,
+        verbose=False,
     )
 
 

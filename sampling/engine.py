@@ -193,16 +193,20 @@ def entropy_and_normaliser(
     """Entropy (nats) of softmax(logits) and its normaliser sum(exp(x - max)).
 
     Computed at the logits' own precision (float32 for a model's logits): these
-    figures are shown, never drawn from.
+    figures are shown, never drawn from. One scratch buffer, exponentiated in place:
+    right after a decode the caches hold the model's weights, and every extra
+    vocabulary-sized buffer is another trip to memory.
     """
-    size, dtype = logits.shape[0], logits.dtype
-    shifted = np.subtract(logits, maximum, out=workspace.array("shifted", size, dtype))
-    exps = np.exp(shifted, out=workspace.array("exps", size, dtype))
-    normaliser = float(np.dot(exps, workspace.ones(size, dtype)))
+    exps = np.subtract(
+        logits, maximum, out=workspace.array("exps", logits.shape[0], logits.dtype)
+    )
+    np.exp(exps, out=exps)
+    normaliser = float(exps.sum())
     with np.errstate(invalid="ignore"):
-        weighted = float(np.dot(exps, shifted))
+        # sum(e * (x - max)) = sum(e * x) - max * sum(e)
+        weighted = float(np.dot(exps, logits)) - maximum * normaliser
     if weighted != weighted:
         # A -inf logit gives 0 * -inf; such tokens add nothing to the entropy.
-        finite = np.isfinite(shifted)
-        weighted = float(np.dot(exps[finite], shifted[finite]))
+        finite = np.isfinite(logits)
+        weighted = float(np.dot(exps[finite], logits[finite])) - maximum * normaliser
     return math.log(normaliser) - weighted / normaliser, normaliser

@@ -3,7 +3,7 @@
 `run_tui_bench(model_path)` generates the same reply (prompt, settings, seed, token
 budget) alternately with `backend.generate` consumed bare and inside the headless
 app (panels visible, 30 Hz redraws), and reports decode tokens/s of each and their
-ratio (target >= 0.9). Run: `samplescope bench --only tui`.
+ratio (target >= 0.9). Run: `samplescope bench --only tui` (a fresh process runs it).
 """
 
 from __future__ import annotations
@@ -137,5 +137,7 @@ def format_tui_bench(result: dict[str, Any]) -> str:
 
 if __name__ == "__main__":
     started = time.perf_counter()
-    print(format_tui_bench(run_tui_bench(sys.argv[1] if len(sys.argv) > 1 else None)))
+    model = sys.argv[1] if len(sys.argv) > 1 else None
+    threads = int(sys.argv[2]) if len(sys.argv) > 2 else None
+    print(format_tui_bench(run_tui_bench(model, n_threads=threads, rounds=5)))
     print(f"({time.perf_counter() - started:.0f} s)")
