@@ -197,9 +197,7 @@ def entropy_and_normaliser(
     right after a decode the caches hold the model's weights, and every extra
     vocabulary-sized buffer is another trip to memory.
     """
-    exps = np.subtract(
-        logits, maximum, out=workspace.array("exps", logits.shape[0], logits.dtype)
-    )
+    exps = np.subtract(logits, maximum, out=workspace.array("exps", logits.shape[0], logits.dtype))
     np.exp(exps, out=exps)
     normaliser = float(exps.sum())
     with np.errstate(invalid="ignore"):
