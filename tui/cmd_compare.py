@@ -214,7 +214,7 @@ def print_columns(
         where = (
             "reference"
             if index == 0
-            else ("same tokens" if at is None else f"differs at token {at}")
+            else ("same tokens" if at is None else f"differs at token {at + 1}")
         )
         error = f" ({result.error})" if result.error else ""
         titles.append(
