@@ -193,13 +193,13 @@ def entropy_and_normaliser(
     """Entropy (nats) of softmax(logits) and its normaliser sum(exp(x - max)).
 
     Computed at the logits' own precision (float32 for a model's logits): these
-    figures are shown, never drawn from. One scratch buffer, exponentiated in place:
-    right after a decode the caches hold the model's weights, and every extra
-    vocabulary-sized buffer is another trip to memory.
+    figures are shown, never drawn from. The exponentials are taken in place in one
+    scratch buffer.
     """
     exps = np.subtract(logits, maximum, out=workspace.array("exps", logits.shape[0], logits.dtype))
     np.exp(exps, out=exps)
-    normaliser = float(exps.sum())
+    # A BLAS dot with ones sums twice as fast as numpy's pairwise sum.
+    normaliser = float(np.dot(exps, workspace.ones(exps.shape[0], exps.dtype)))
     with np.errstate(invalid="ignore"):
         # sum(e * (x - max)) = sum(e * x) - max * sum(e)
         weighted = float(np.dot(exps, logits)) - maximum * normaliser
