@@ -70,6 +70,9 @@ class StatusLine(Widget):
             text.append("loading model…", style="bold yellow")
         elif s.phase == "error":
             text.append("model not loaded", style="bold red")
+        elif s.phase == "prefill" and s.prefill_total == 0:
+            # The first chunk is running; its progress event brings the total.
+            text.append("prefill…", style="bold magenta")
         elif s.phase == "prefill":
             text.append("prefill ", style="bold magenta")
             text.append(progress_bar(s.prefill_done, s.prefill_total), style="magenta on grey23")
