@@ -272,19 +272,23 @@ class LlamaRuntime:
             raise LlamaError(f"llama_decode failed with code {code} at position {start}")
         self.cache.extend(tokens)
 
+    def _single(self, token: int, pos: int) -> Any:
+        """The reusable batch holding one token at `pos`, logits requested."""
+        batch = self._batch
+        batch.token[0] = token
+        batch.pos[0] = pos
+        batch.n_seq_id[0] = 1
+        batch.seq_id[0][0] = 0
+        batch.logits[0] = 1
+        batch.n_tokens = 1
+        return batch
+
     def decode_one(self, token: int) -> None:
         """Append one token (the decode step's fast path)."""
         start = len(self.cache)
         if start >= self.n_ctx:
             raise LlamaError(f"the context is full ({self.n_ctx} tokens)")
-        batch = self._batch
-        batch.token[0] = token
-        batch.pos[0] = start
-        batch.n_seq_id[0] = 1
-        batch.seq_id[0][0] = 0
-        batch.logits[0] = 1
-        batch.n_tokens = 1
-        code = llama_cpp.llama_decode(self._ctx, batch)
+        code = llama_cpp.llama_decode(self._ctx, self._single(token, start))
         if code != 0:
             if not llama_cpp.llama_memory_seq_rm(self._memory, -1, start, -1):
                 self.clear()
@@ -297,15 +301,8 @@ class LlamaRuntime:
         The KV cache is cleared before and after (run.c's `fwd` debug command).
         """
         self.clear()
-        batch = self._batch
-        batch.token[0] = token
-        batch.pos[0] = pos
-        batch.n_seq_id[0] = 1
-        batch.seq_id[0][0] = 0
-        batch.logits[0] = 1
-        batch.n_tokens = 1
         try:
-            code = llama_cpp.llama_decode(self._ctx, batch)
+            code = llama_cpp.llama_decode(self._ctx, self._single(token, pos))
             if code != 0:
                 raise LlamaError(f"llama_decode failed with code {code} at position {pos}")
             return self.logits().copy()

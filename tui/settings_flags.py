@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from sampling.errors import SettingsError
 from sampling.settings import SamplerSettings
 
 # flag -> (short flag or None, SamplerSettings field, argparse type, help)
@@ -76,7 +75,4 @@ def settings_from_args(args: argparse.Namespace, base: SamplerSettings) -> Sampl
         )
         if getattr(args, dest, None) is not None
     }
-    try:
-        return base.with_changes(**changes)
-    except SettingsError:
-        raise
+    return base.with_changes(**changes)
