@@ -159,7 +159,8 @@ class Sampler:
         size = kept.probs.shape[0]
         exponentials = self._workspace.array("exponentials", size, np.float64)
         self._source().exponentials(exponentials)
-        with np.errstate(divide="ignore"):
+        # A zero or denormal probability gives inf: that token is never the argmin.
+        with np.errstate(divide="ignore", over="ignore"):
             np.divide(exponentials, kept.probs, out=exponentials)
         position = int(np.argmin(exponentials))
         token_id = position if kept.ids is None else int(kept.ids[position])
