@@ -137,14 +137,7 @@ def _top_p(
         )
         total = float(all_weights.sum())
     if ids is None:
-        prefix, _ = prefix_reaching(
-            logits,
-            maximum,
-            temperature,
-            lambda band: all_weights[band],
-            top_p * total,
-            strictly_exceeding=False,
-        )
+        prefix = prefix_reaching(logits, maximum, temperature, all_weights, top_p * total)
         if prefix.size >= logits.shape[0]:
             return None, False
         return prefix, True

@@ -6,6 +6,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sampling.logits import checked_logits
+from sampling.ordering import sort_descending
 from sampling.rng import make_source
 from sampling.sampler import probabilities
 from sampling.settings import SamplerSettings
@@ -31,17 +32,16 @@ def draw_counts(logits: object, settings: SamplerSettings, draws: int) -> npt.ND
     kept_ids = np.flatnonzero(probs)
     if settings.draw == "gumbel":
         # One exponential per kept token per draw, kept tokens in descending order.
-        order = kept_ids[np.argsort(-checked[kept_ids], kind="stable")]
+        order = sort_descending(checked, kept_ids)
         kept_probs = probs[order]
         exponentials = np.empty((draws, order.size))
         for row in exponentials:
             source.exponentials(row)
         chosen = order[np.argmin(exponentials / kept_probs, axis=1)]
     else:
-        if settings.rng == "xorshift128":
-            order = kept_ids  # run.c walks its roulette in token-id order
-        else:
-            order = kept_ids[np.argsort(-checked[kept_ids], kind="stable")]
+        # run.c walks its roulette in token-id order; otherwise descending probability.
+        xorshift = settings.rng == "xorshift128"
+        order = kept_ids if xorshift else sort_descending(checked, kept_ids)
         cumulative = np.cumsum(probs[order])
         uniforms = source.uniforms(draws)
         positions = np.searchsorted(cumulative, uniforms * cumulative[-1], side="right")

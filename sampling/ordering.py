@@ -2,14 +2,14 @@
 
 Every filter keeps a prefix of one order: descending logit, ties broken by the lower
 token id. Real next-token distributions are peaked, so the prefix that matters is
-short. These helpers find it by looking at bands of logits below the maximum (each
-band sorted on its own, bands visited from the top down), and fall back to larger
-bands only when the head is not enough.
+short. The top-N come from a threshold read off group maxima; a top-p prefix from
+bands below the maximum (each sorted on its own, visited from the top down); a draw
+from the head band, or else a histogram of the mass over logit buckets.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -88,41 +88,33 @@ def prefix_reaching(
     logits: FloatArray,
     maximum: float,
     temperature: float,
-    weights: Callable[[IdArray], npt.NDArray[np.float64]],
+    weights: npt.NDArray[np.float64],
     target: float,
-    strictly_exceeding: bool,
-) -> tuple[IdArray, npt.NDArray[np.float64]]:
-    """The shortest descending prefix whose cumulative weight reaches `target`.
+) -> IdArray:
+    """The shortest descending prefix whose cumulative weight reaches `target` (top-p).
 
     Args:
         logits: The (penalised) logits.
         maximum: Their maximum.
         temperature: Scales the band edges (a higher temperature spreads the mass).
-        weights: Weight of each token id of a band (e.g. its probability).
-        target: The cumulative weight to reach.
-        strictly_exceeding: Stop at the first token whose cumulative weight is
-            > target (a draw) rather than >= target (top-p).
+        weights: Every token's weight, indexed by id.
+        target: The cumulative weight to reach (the crossing token is included).
 
     Returns:
-        The prefix's ids and their weights, in order. When the whole vocabulary
-        does not reach the target (rounding), all of it.
+        The prefix's ids in order; the whole vocabulary when it does not reach the
+        target (rounding).
     """
-    id_parts: list[IdArray] = []
-    weight_parts: list[npt.NDArray[np.float64]] = []
+    parts: list[IdArray] = []
     reached = 0.0
-    side: Any = "right" if strictly_exceeding else "left"
     for band in descending_bands(logits, maximum, temperature):
-        band_weights = weights(band)
-        cumulative = reached + np.cumsum(band_weights)
-        position = int(np.searchsorted(cumulative, target, side=side))
+        cumulative = reached + np.cumsum(weights[band])
+        position = int(np.searchsorted(cumulative, target, side="left"))
         if position < band.size:
-            id_parts.append(band[: position + 1])
-            weight_parts.append(band_weights[: position + 1])
+            parts.append(band[: position + 1])
             break
-        id_parts.append(band)
-        weight_parts.append(band_weights)
+        parts.append(band)
         reached = float(cumulative[-1])
-    return np.concatenate(id_parts), np.concatenate(weight_parts)
+    return np.concatenate(parts)
 
 
 # Histogram resolution for token_at_mass: buckets per unit of (max - logit) / T.

@@ -25,6 +25,25 @@ from sampling.workspace import Workspace
 DEFAULT_CANDIDATES = 20
 
 
+def prepared(
+    logits: object,
+    settings: SamplerSettings,
+    history: History,
+    vocab_size: int | None = None,
+) -> tuple[FloatArray, float, int]:
+    """Checked, penalised logits with their maximum and its (lowest) index.
+
+    Raises:
+        LogitsError: The logits or the history cannot be sampled from.
+    """
+    checked, maximum, argmax = checked_logits(logits, vocab_size)
+    penalized = penalized_logits(checked, settings, history)
+    if penalized is not checked:
+        argmax = int(np.argmax(penalized))
+        maximum = float(penalized[argmax])
+    return penalized, maximum, argmax
+
+
 def probabilities(logits: object, settings: SamplerSettings, history: History = ()) -> Float64Array:
     """The exact distribution a draw uses: float64 over the whole vocabulary.
 
@@ -33,11 +52,7 @@ def probabilities(logits: object, settings: SamplerSettings, history: History = 
     Raises:
         LogitsError: The logits or the history cannot be sampled from.
     """
-    checked, maximum, argmax = checked_logits(logits)
-    penalized = penalized_logits(checked, settings, history)
-    if penalized is not checked:
-        argmax = int(np.argmax(penalized))
-        maximum = float(penalized[argmax])
+    penalized, maximum, argmax = prepared(logits, settings, history)
     if settings.greedy:
         kept = greedy_kept(argmax)
     else:
@@ -116,11 +131,7 @@ class Sampler:
         """
         started = time.perf_counter_ns()
         settings = self._settings
-        checked, maximum, argmax = checked_logits(logits, self.vocab_size)
-        penalized = penalized_logits(checked, settings, history)
-        if penalized is not checked:
-            argmax = int(np.argmax(penalized))
-            maximum = float(penalized[argmax])
+        penalized, maximum, argmax = prepared(logits, settings, history, self.vocab_size)
         draw: float | None = None
         if settings.greedy:
             kept = greedy_kept(argmax)
