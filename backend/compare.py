@@ -61,14 +61,20 @@ def compare(
             yield ColumnEvent(column, event)
 
 
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens two sequences share."""
+    shared = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        shared += 1
+    return shared
+
+
 def first_divergence(a: Sequence[int], b: Sequence[int]) -> int | None:
     """The index of the first token where two replies differ, or None if they are equal.
 
     When one reply is a prefix of the other, they diverge where the shorter one ends.
     """
-    for index, (x, y) in enumerate(zip(a, b, strict=False)):
-        if x != y:
-            return index
-    if len(a) != len(b):
-        return min(len(a), len(b))
-    return None
+    shared = common_prefix(a, b)
+    return None if shared == len(a) == len(b) else shared

@@ -21,6 +21,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from backend.compare import common_prefix
 from backend.events import (
     FinishedEvent,
     FinishReason,
@@ -207,7 +208,7 @@ class FakeBackend:
         """Generate a reply; see `ChatBackend.generate`."""
         start = self.clock()
         prompt = self.tokenize(messages[-1:] if raw else messages)
-        shared = _common_prefix(self._cache, prompt)
+        shared = common_prefix(self._cache, prompt)
         self._cache = self._cache[:shared]
         todo = len(prompt) - shared
         stats = GenerationStats(prompt_tokens=len(prompt), prefilled_tokens=todo)
@@ -315,15 +316,6 @@ def _role_id(role: str) -> int:
 def _word_id(word: str) -> int:
     # Prompt words map onto the vocabulary so the penalties have something to see.
     return 1 + zlib.crc32(word.encode()) % (len(FAKE_VOCAB) - 1)
-
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def _is_set(event: threading.Event | None) -> bool:

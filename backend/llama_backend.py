@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from backend.chat_template import ChatTemplate
+from backend.compare import common_prefix
 from backend.events import (
     FinishedEvent,
     FinishReason,
@@ -30,7 +31,6 @@ from backend.events import (
 )
 from backend.incremental_decoder import Utf8Stream
 from backend.llama_runtime import LlamaRuntime, RuntimeOptions
-from backend.pieces import visible_piece
 from backend.prompt import PromptBuilder
 from backend.protocol import ChatMessage, LiveSettings, ModelInfo
 from sampling.errors import SamplescopeError
@@ -223,7 +223,6 @@ class LlamaBackend:
             raise SamplescopeError(f"invalid max_tokens={max_tokens}: expected at least 1")
         settings = live.current
         sampler = Sampler(settings, vocab_size=rt.n_vocab)
-        sampler.reset()
 
         headroom = min(max_tokens, int(rt.n_ctx * MAX_HEADROOM_SHARE))
         budget = rt.n_ctx - headroom
@@ -231,7 +230,9 @@ class LlamaBackend:
             prompt = self.prompt.raw_tokens(messages[-1].content)
             if len(prompt) > budget:
                 cut = len(prompt) - budget
-                prompt = prompt[cut:]
+                # Keep a leading BOS: cut the oldest text after it.
+                keep = 1 if prompt[0] == rt.bos else 0
+                prompt = prompt[:keep] + prompt[cut + keep :]
                 yield NoticeEvent(f"cut the oldest {cut} tokens of the prompt to fit the context")
         else:
             fitted = self.prompt.fit(messages, budget)
@@ -275,9 +276,8 @@ class LlamaBackend:
             current = live.current
             if current is not sampler.settings:
                 sampler.settings = current
-            window = current.repeat_last_n
-            history = cache[-window:] if window > 0 else ()
-            step = sampler.sample(rt.logits(), history)
+            # The sampler reads the last repeat_last_n tokens of the history itself.
+            step = sampler.sample(rt.logits(), cache)
             token = step.token_id
             if run.first_token_at is None:
                 run.first_token_at = time.perf_counter()
@@ -287,8 +287,7 @@ class LlamaBackend:
             text = "" if eog else stream.feed(rt.token_bytes(token))
             if text:
                 run.text.append(text)
-            piece = visible_piece(rt.token_bytes(token, special=True).decode("utf-8", "replace"))
-            yield TokenEvent(index=index, step=step, text=text, piece=piece)
+            yield TokenEvent(index=index, step=step, text=text, piece=rt.shown_piece(token))
             if eog:
                 return _flush(run, stream, "eos")
             if index + 1 == max_tokens:
@@ -309,11 +308,11 @@ class LlamaBackend:
             How many prompt tokens the cache now holds.
         """
         rt = self.runtime
-        common = _common_prefix(rt.cache, prompt)
+        common = common_prefix(rt.cache, prompt)
         if common < len(rt.cache) and common < len(prompt) - 1:
             gap = _dropped_span(rt.cache, prompt, common)
             if gap and rt.remove_span(common, common + gap):
-                common = _common_prefix(rt.cache, prompt)
+                common = common_prefix(rt.cache, prompt)
         return rt.keep(min(common, len(prompt) - 1))
 
     # ---- debugging ----------------------------------------------------------------
@@ -370,11 +369,3 @@ def _dropped_span(cache: Sequence[int], prompt: Sequence[int], start: int) -> in
     if best_match >= min(MIN_SHIFT_MATCH, cached.size - best_gap):
         return best_gap
     return 0
-
-
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = min(len(a), len(b))
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return n

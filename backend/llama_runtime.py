@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from backend.errors import ModelFileError
+from backend.pieces import visible_piece
 from sampling.errors import SamplescopeError
 
 _backend_lock = threading.Lock()
@@ -108,6 +109,7 @@ class LlamaRuntime:
         self._batch: Any = llama_cpp.llama_batch_init(self.n_batch, 0, 1)
         self._piece_buf = ctypes.create_string_buffer(256)
         self._piece_cache: dict[tuple[int, bool], bytes] = {}
+        self._shown_cache: dict[int, str] = {}
         self._special: list[int] | None = None
         self.cache: list[int] = []  # the tokens the KV cache holds, position by position
 
@@ -184,6 +186,14 @@ class LlamaRuntime:
             data = bytes(self._piece_buf.raw[:n])
         self._piece_cache[key] = data
         return data
+
+    def shown_piece(self, token: int) -> str:
+        """A token's text made visible for the panels (control tokens by name), cached."""
+        shown = self._shown_cache.get(token)
+        if shown is None:
+            raw = self.token_bytes(token, special=True).decode("utf-8", "replace")
+            shown = self._shown_cache[token] = visible_piece(raw)
+        return shown
 
     def meta(self, key: str) -> str | None:
         """A metadata value of the GGUF as text, or None when absent."""

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from backend.compare import first_divergence
 from backend.events import FinishedEvent, NoticeEvent, TokenEvent
 from backend.protocol import ChatBackend, LiveSettings
 from backend.store_records import ChatRecord, ReplyRecord, StoreError
@@ -52,12 +53,7 @@ class ReplayResult:
     @property
     def first_difference(self) -> int | None:
         """The first index where the sequences differ (None when identical)."""
-        if self.identical:
-            return None
-        for index, (a, b) in enumerate(zip(self.stored, self.replayed, strict=False)):
-            if a != b:
-                return index
-        return min(len(self.stored), len(self.replayed))
+        return first_divergence(self.stored, self.replayed)
 
 
 def pick_reply(chat: ChatRecord, number: int | None) -> ReplyRecord:

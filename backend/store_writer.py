@@ -78,8 +78,10 @@ class ReplyWriter:
                 (self.reply_id, index, int(token_id)),
             )
             if changed:
+                # At index 0 this replaces the settings the reply began with: a slider
+                # moved during the prefill applies from the first token.
                 conn.execute(
-                    "INSERT INTO settings_changes (reply_id, from_index, settings) "
+                    "INSERT OR REPLACE INTO settings_changes (reply_id, from_index, settings) "
                     "VALUES (?, ?, ?)",
                     (self.reply_id, index, settings_json(settings)),
                 )

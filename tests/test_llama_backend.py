@@ -20,6 +20,7 @@ from backend.events import (
 )
 from backend.llama_backend import LlamaBackend
 from backend.protocol import ChatBackend, ChatMessage, LiveSettings
+from sampling.penalties import penalty_window
 from sampling.sampler import Sampler
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 
@@ -205,7 +206,8 @@ def test_penalties_see_the_prompt(backend: LlamaBackend, monkeypatch: pytest.Mon
 
     class Recording(Sampler):
         def sample(self, logits: object, history: Any = ()) -> Any:
-            seen.append(list(history))
+            # The window the penalties see (the backend hands over the whole context).
+            seen.append(penalty_window(history, self.settings).tolist())
             return super().sample(logits, history)
 
     monkeypatch.setattr(llama_backend_module, "Sampler", Recording)

@@ -88,6 +88,21 @@ def test_reply_round_trip_with_settings_changes(store: ChatStore) -> None:
     assert len(chat_record.conversation()) == 3
 
 
+def test_settings_changed_during_the_prefill_apply_from_the_first_token(
+    store: ChatStore,
+) -> None:
+    chat = store.new_chat("Sky", MODEL)
+    store.add_message(chat, "user", "Why is the sky blue?")
+    writer = store.begin_reply(chat, MODEL, BASE, max_tokens=9)
+    moved = BASE.with_changes(temperature=0.3)  # a slider moved before token 0
+    writer.append_token(0, 11, moved, "It")
+    writer.append_token(1, 12, moved, ".")
+    writer.finish("eos", GenerationStats(), "It.")
+    (reply,) = store.load_chat(chat).replies
+    assert [(c.from_index, c.settings) for c in reply.settings_changes] == [(0, moved)]
+    assert reply.token_ids == (11, 12)
+
+
 def test_largest_seed_survives(store: ChatStore) -> None:
     chat = store.new_chat("seed")
     settings = SamplerSettings(seed=MAX_SEED, rng="xorshift128")

@@ -7,7 +7,7 @@ import secrets
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import ClassVar
+from typing import ClassVar, cast
 
 from textual import on, work
 from textual.app import ComposeResult, SystemCommand
@@ -18,6 +18,7 @@ from textual.widgets import Footer, Input
 
 from backend.chat_recorder import ChatRecorder
 from backend.config import Config
+from backend.events import FinishedEvent, FinishReason
 from backend.protocol import ChatBackend, ChatMessage
 from backend.store import ChatRecord, ChatStore, StoreError
 from sampling.errors import SamplescopeError
@@ -25,13 +26,32 @@ from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tui.app_config import resolve_app_config
 from tui.compare_command import CompareCommands, open_compare
 from tui.messages import BackendFailed, BackendReady, piece_lookup
+from tui.screens.compare import CompareResult
 from tui.screens.help import HelpScreen
 from tui.screens.history import HistoryScreen
 from tui.streaming import FLUSH_HZ, GIL_SWITCH_INTERVAL, StreamingApp
 from tui.widgets.prob_panel import ProbPanel
+from tui.widgets.reply_view import Reply
 from tui.widgets.sampling_panel import SamplingPanel
 from tui.widgets.status_line import StatusLine
 from tui.widgets.transcript import Transcript
+
+# Actions that change the conversation: not while another screen (compare,
+# saved chats) is shown on top of the chat.
+_CHAT_ACTIONS = frozenset(
+    {
+        "regenerate",
+        "new_chat",
+        "copy_reply",
+        "token_cursor",
+        "history",
+        "compare",
+        "new_seed",
+        "toggle_colour",
+        "focus_sampling",
+        "focus_input",
+    }
+)
 
 NEW_SEED_RANGE = 100_000
 STORED_REPLIES_NOTE = "Replies of a saved chat have no per-token record; new replies will."
@@ -340,6 +360,44 @@ class SamplescopeApp(StreamingApp):
     def action_compare(self) -> None:
         """Regenerate the last user turn under several settings, side by side."""
         open_compare(self)
+
+    def on_compare_result(self, result: CompareResult | None) -> None:
+        """Make the column promoted in the compare view the chat's last reply (and save it)."""
+        if result is None:
+            return
+        if self.messages and self.messages[-1].role == "assistant" and self.replies:
+            self.messages.pop()
+            self.replies.pop()
+            self._transcript.remove_last_reply()
+            if self.recorder is not None:
+                self.recorder.discard_last_reply()
+        reply = Reply(
+            seed=result.settings.seed,
+            settings=result.settings,
+            tokens=list(result.tokens),
+            finished=result.finish_reason,
+        )
+        self.replies.append(reply)
+        self._transcript.add_reply(reply)
+        question = list(self.messages)
+        self.messages.append(ChatMessage("assistant", result.text))
+        if self.recorder is not None:
+            self.recorder.begin_reply(question, result.settings, self.max_tokens)
+            for token in result.tokens:
+                self.recorder.record(token)
+            self.recorder.record(
+                FinishedEvent(
+                    cast(FinishReason, result.finish_reason),
+                    result.stats,
+                    result.text,
+                    result.token_ids,
+                )
+            )
+        self.flush_now()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Chat actions work only on the chat screen, not behind compare or history."""
+        return not (action in _CHAT_ACTIONS and len(self.screen_stack) > 1)
 
     def action_help(self) -> None:
         """Show the keys."""

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from backend.pieces import visible_piece
 from tui.model_flags import add_model_flags, load_backend
 
 
@@ -33,11 +32,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         ranked = backend.forward(args.token, args.pos)
         rt = backend.runtime
-        fed = visible_piece(rt.token_bytes(args.token, special=True).decode("utf-8", "replace"))
+        fed = rt.shown_piece(args.token)
         print(f"fwd token {args.token} {fed!r} at pos {args.pos}: top {args.top} logits")
         for rank, (token_id, logit) in enumerate(ranked[: max(1, args.top)], start=1):
-            piece = rt.token_bytes(token_id, special=True).decode("utf-8", "replace")
-            print(f"{rank:>3}. {token_id:>6} {logit:>10.4f}  {visible_piece(piece)}")
+            print(f"{rank:>3}. {token_id:>6} {logit:>10.4f}  {rt.shown_piece(token_id)}")
     finally:
         backend.close()
     return 0

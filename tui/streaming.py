@@ -29,7 +29,7 @@ from backend.protocol import ChatBackend, ChatMessage, LiveSettings
 from sampling.settings import SamplerSettings
 from tui.messages import GenerationUpdate
 from tui.widgets.prob_panel import ProbPanel
-from tui.widgets.reply_view import Reply
+from tui.widgets.reply_view import FINISH_LABELS, Reply
 from tui.widgets.status_line import StatusLine, StatusState
 from tui.widgets.transcript import Transcript
 
@@ -116,13 +116,13 @@ class StreamingApp(App[None]):
         with self._backend_lock:
             backend = self.backend
             assert backend is not None
+            # Saved from this thread so the store never lags the model (recorder:
+            # store errors never raise; a failure stops the recording, not the reply).
+            recorder = self.recorder
             try:
                 if self._reset_pending:
                     self._reset_pending = False
                     backend.reset()
-                # Saved from this thread so the store never lags the model (recorder:
-                # store errors never raise; a failure stops the recording, not the reply).
-                recorder = self.recorder
                 if recorder is not None:
                     recorder.begin_reply(messages, self.live.current, self.max_tokens)
                     self._report_store_error(generation)
@@ -134,6 +134,8 @@ class StreamingApp(App[None]):
                     self._post(generation, event)
             except Exception as error:  # the contract says errors come as events; be safe
                 failed = FinishedEvent("error", GenerationStats(), "", (), error=str(error))
+                if recorder is not None:
+                    recorder.record(failed)
                 self._post(generation, failed)
 
     def _report_store_error(self, generation: int) -> None:
@@ -202,11 +204,8 @@ class StreamingApp(App[None]):
             phase="idle",
             last_ttft_ms=stats.ttft_ms,
             last_tps=stats.decode_tps,
-            last_reason={"cancelled": "stopped", "max_tokens": "max tokens"}.get(
-                event.reason, event.reason
-            ),
+            last_reason=FINISH_LABELS.get(event.reason, event.reason),
         )
-        self._transcript.views[-1].refresh(layout=True)
         if self._pending is not None:
             pending, self._pending = self._pending, None
             pending()
