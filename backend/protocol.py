@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from backend.events import GenerationEvent
 from sampling.settings import SamplerSettings
@@ -45,6 +45,7 @@ class ModelInfo:
     n_batch: int
 
 
+@runtime_checkable
 class ChatBackend(Protocol):
     """A model that turns a conversation into a stream of generation events.
 

@@ -145,18 +145,22 @@ def test_compare_marks_the_first_divergence(capsys: pytest.CaptureFixture[str]) 
     assert [c["label"] for c in columns] == ["ArgMax", "All t=1.5", "t=0.8,k=40"]
     assert all(c["settings"]["seed"] == 3 for c in columns)
     assert columns[0]["first_divergence"] is None
+    # Greedy against t=1.5 with seed 3 parts within 12 tokens (and the marker says where).
+    assert columns[1]["first_divergence"] is not None
     for column in columns[1:]:
         at = column["first_divergence"]
-        if at is not None:
-            assert column["token_ids"][:at] == columns[0]["token_ids"][:at]
-            assert column["token_ids"][at : at + 1] != columns[0]["token_ids"][at : at + 1]
+        if at is None:  # t=0.8, k=40 may follow greedy all the way
+            assert column["token_ids"] == columns[0]["token_ids"]
+            continue
+        assert column["token_ids"][:at] == columns[0]["token_ids"][:at]
+        assert column["token_ids"][at : at + 1] != columns[0]["token_ids"][at : at + 1]
     assert columns[2]["settings"]["top_k"] == 40
     # The text view shows every column and a divergence marker.
     assert main([a for a in argv if a != "--json"]) == 0
     out = capsys.readouterr().out
     assert "ArgMax" in out and "All t=1.5" in out and "reference" in out
-    if any(c["first_divergence"] is not None for c in columns):
-        assert "▶" in out
+    assert "▶" in out
+    assert f"differs at token {columns[1]['first_divergence'] + 1}" in out
 
 
 def test_compare_rejects_unknown_presets_and_keys(capsys: pytest.CaptureFixture[str]) -> None:
@@ -168,6 +172,8 @@ def test_compare_rejects_unknown_presets_and_keys(capsys: pytest.CaptureFixture[
     assert "temperature" in capsys.readouterr().err
     assert main(["compare", "x", *MODEL_FLAGS]) == 2
     assert "nothing to compare" in capsys.readouterr().err
+    assert main(["compare", "x", "--set", "t=1,seed=5", *MODEL_FLAGS]) == 2
+    assert "every column shares one seed" in capsys.readouterr().err
 
 
 def test_fwd_prints_the_top_five_logits(

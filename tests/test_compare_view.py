@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from textual.app import App
-from textual.binding import BindingType
 from textual.pilot import Pilot
 from textual.widgets import Input, Select
 
@@ -158,9 +156,10 @@ async def test_fake_columns_stream_and_mark_the_divergence() -> None:
         views = screen.column_views
         assert [len(v.tokens) for v in views] == [24, 24, 24]
         assert all(v.finished is not None for v in views)
+        # Found by running the fake once (see FAKE_SEED); first_divergence agrees.
+        assert [v.divergence for v in views] == [None, 14, 8]
         for view in views[1:]:
-            expected = first_divergence(views[0].token_ids, view.token_ids)
-            assert view.divergence == expected
+            assert view.divergence == first_divergence(views[0].token_ids, view.token_ids)
             assert view.token_ids[: view.divergence] == views[0].token_ids[: view.divergence]
         assert views[0].divergence is None
         # Every column used the comparison's seed.
@@ -229,12 +228,14 @@ async def test_escape_stops_a_running_comparison_without_a_result() -> None:
     async with app.run_test(size=SIZE) as pilot:
         screen = app.compare_screen
         assert screen is not None
-        while not screen.column_views[0].tokens:
+        column = screen.column_views[0]
+        while not column.tokens:
             await pilot.pause(0.02)
         await pilot.press("escape")
         await pilot.pause()
         # The worker thread let go of the model before the screen went away.
         assert screen.done
+        assert len(column.tokens) < 400  # cut short, not run out
     assert app.results == [None]
 
 
@@ -328,24 +329,10 @@ async def test_open_compare_from_the_app() -> None:
 
 
 @pytest.mark.anyio
-async def test_the_chat_app_wired_as_the_report_says() -> None:
-    from textual.binding import Binding
-
-    import tui.app as tui_app
+async def test_the_chat_app_opens_compare_and_takes_the_promoted_reply() -> None:
     from tui.app import SamplescopeApp
 
-    class WiredApp(SamplescopeApp):
-        CSS_PATH = str(Path(tui_app.__file__).parent / "app.tcss")  # relative to tui/
-        # The lines the app owner adds to tui/app.py.
-        COMMANDS = SamplescopeApp.COMMANDS | {CompareCommands}
-        BINDINGS: ClassVar[list[BindingType]] = [
-            Binding("ctrl+d", "compare", "compare", priority=True)
-        ]
-
-        def action_compare(self) -> None:
-            open_compare(self)
-
-    app = WiredApp(FakeBackend(), max_tokens=16, cursor_blink=False)
+    app = SamplescopeApp(FakeBackend(), max_tokens=16, cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
         while not app.ready:
             await pilot.pause(0.02)
@@ -369,6 +356,11 @@ async def test_the_chat_app_wired_as_the_report_says() -> None:
         ]
         assert screen.seed == app.live.current.seed
         assert all(len(v.tokens) == 16 for v in screen.column_views)
+        # Chat keys do nothing behind the comparison.
+        conversation = list(app.messages)
+        await pilot.press("ctrl+n", "ctrl+r")
+        await pilot.pause()
+        assert app.messages == conversation and not app.generating
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, CompareScreen)
@@ -390,9 +382,17 @@ async def test_the_chat_app_wired_as_the_report_says() -> None:
         # The view regenerates the last user turn, not the reply after it.
         assert app.messages[-1].role == "assistant"
         assert screen._messages == app.messages[:-1]
+        promoted = screen.column_views[1]
+        text = "".join(token.text for token in promoted.tokens)
+        count = len(app.messages)
         await pilot.press("2", "p")
         await pilot.pause()
         assert not isinstance(app.screen, CompareScreen)
+        # The column replaced the last reply, in the conversation and on screen.
+        assert len(app.messages) == count
+        assert app.messages[-1] == ChatMessage("assistant", text)
+        assert [t.step.token_id for t in app.replies[-1].tokens] == list(promoted.token_ids)
+        assert len(app.replies) == 1
 
 
 # --- the whole flow on the real model -------------------------------------------------

@@ -50,8 +50,8 @@ def backend(llama_backend: LlamaBackend) -> Iterator[LlamaBackend]:
 
 
 def test_it_implements_the_protocol_and_reports_the_model(backend: LlamaBackend) -> None:
-    assert isinstance(backend, LlamaBackend)
-    protocol_backend: ChatBackend = backend  # type-checks against the protocol
+    assert isinstance(backend, ChatBackend)  # the protocol is runtime-checkable
+    protocol_backend: ChatBackend = backend
     info = protocol_backend.info
     assert info.n_vocab == 49152
     assert info.n_ctx == 2048

@@ -123,6 +123,8 @@ async def test_ctrl_r_regenerates_with_the_same_seed(llama: LlamaBackend) -> Non
         first = await _finished(pilot, app)
         seed = app.replies[-1].seed
         await pilot.press("ctrl+g")  # a new seed: ctrl+r must still use the reply's own
+        await pilot.pause()
+        assert app.live.current.seed != seed
         await pilot.press("ctrl+r")
         second = await _finished(pilot, app, 2)
         assert app.live.current.seed == seed

@@ -17,14 +17,14 @@ from rich.text import Text
 from backend.compare import compare, first_divergence
 from backend.events import FinishedEvent, NoticeEvent, TokenEvent
 from backend.presets import load_presets
-from sampling.errors import SamplescopeError, SettingsError
+from sampling.errors import SamplescopeError
 from sampling.settings import SamplerSettings
 from tui.cmd_generate import build_messages, step_line
 from tui.compare_columns import coerce_value, settings_summary
 from tui.model_flags import add_model_flags, load_backend, log
 
 #: Short keys accepted by --set, besides the settings' own field names.
-SHORT_KEYS = {"t": "temperature", "k": "top_k", "p": "top_p", "min_p": "min_p", "seed": "seed"}
+SHORT_KEYS = {"t": "temperature", "k": "top_k", "p": "top_p", "min_p": "min_p"}
 #: Narrower than this per column, the columns are printed one under the other.
 MIN_COLUMN_WIDTH = 24
 DEFAULT_SEED = 42
@@ -44,7 +44,7 @@ def register(subparsers: Any) -> None:
             "with one seed, print the replies side by side (stacked when the terminal is "
             "narrow) and mark each column's first token that differs from the first column. "
             "--set takes comma-separated key=value pairs on top of the off values "
-            "(t, k, p, min_p, seed or any settings field name)."
+            "(t, k, p, min_p or any settings field name except seed: every column shares -s)."
         ),
     )
     parser.add_argument("prompt", metavar="PROMPT", nargs="?", help="the user's message")
@@ -86,9 +86,13 @@ def parse_set(text: str) -> SamplerSettings:
         if not sep:
             raise CompareArgumentError(f"--set {text!r}: {pair!r} is not key=value")
         name = SHORT_KEYS.get(key, key.replace("-", "_"))
+        if name == "seed":
+            raise CompareArgumentError(
+                f"--set {text!r}: every column shares one seed; give it with -s/--seed"
+            )
         if name not in known:
             raise CompareArgumentError(
-                f"--set {text!r}: unknown key {key!r} (use t, k, p, min_p, seed or a field name:"
+                f"--set {text!r}: unknown key {key!r} (use t, k, p, min_p or a field name:"
                 f" {', '.join(sorted(known))})"
             )
         changes[name] = coerce_value(name, value)
@@ -113,10 +117,7 @@ def columns_from_args(args: argparse.Namespace) -> list[tuple[str, SamplerSettin
             "nothing to compare: give --preset NAME or --set K=V at least once"
         )
     seed = DEFAULT_SEED if args.seed is None else args.seed
-    try:
-        return [(label, settings.with_changes(seed=seed)) for label, settings in columns]
-    except SettingsError:
-        raise
+    return [(label, settings.with_changes(seed=seed)) for label, settings in columns]
 
 
 def column_text(pieces: list[str], diverge_at: int | None) -> Text:

@@ -17,7 +17,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from backend.compare import compare, first_divergence
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -28,6 +27,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from backend.compare import compare, first_divergence
 from backend.events import (
     FinishedEvent,
     GenerationEvent,
@@ -354,6 +354,9 @@ class CompareScreen(Screen[CompareResult | None]):
     def _update_divergence(self, views: list[CompareColumnView], column: int) -> None:
         targets = views[1:] if column == 0 else [views[column]]
         for view in targets:
+            known = view.divergence
+            if known is not None and known < min(len(view.tokens), len(views[0].tokens)):
+                continue  # a divergence inside both columns is final: no rescan per token
             view.set_divergence(divergence_between(views[0], view))
 
     # --- actions ----------------------------------------------------------------------

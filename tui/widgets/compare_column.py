@@ -25,6 +25,7 @@ from textual.widgets import Static
 
 from backend.events import FinishedEvent, TokenEvent
 from tui.compare_columns import CompareColumn, settings_summary
+from tui.display import display_text
 
 SHARED_STYLE = Style(dim=True)
 """Tokens before the divergence, the same as the reference column's."""
@@ -299,9 +300,9 @@ class CompareColumnView(Vertical, can_focus=True):
             if marked and not shown.strip():
                 # A marked space, newline or split character must be seen.
                 shown = event.piece + ("\n" if "\n" in event.text else "")
-            text.append(shown, style)
+            text.append(display_text(shown), style)  # model text: control codes made inert
         if upto is None and self.finished is not None and self.finished.error:
-            text.append(f"\n{self.finished.error}", NOTICE_STYLE)
+            text.append(f"\n{display_text(self.finished.error)}", NOTICE_STYLE)
         return text
 
     def _stats_text(self) -> Text:
