@@ -144,3 +144,20 @@ def test_effective_toml_is_valid_and_complete(tmp_path: Path) -> None:
     assert data["settings"] == settings_with_config(DEFAULT_CHAT_SETTINGS, config).to_dict()
     assert data["keys"] == {"quit": "ctrl+q", "new chat": "ctrl+n"}
     assert str(tmp_path / "config.toml") in text
+
+
+def test_commands_load_the_config_files_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tui.cli import main
+
+    monkeypatch.setenv("SAMPLESCOPE_CONFIG_DIR", str(tmp_path))
+    monkeypatch.delenv("SAMPLESCOPE_MODEL", raising=False)
+    missing = tmp_path / "configured.gguf"
+    (tmp_path / "config.toml").write_text(f'model = "{missing}"\n')
+    # `info` (and every command that loads a model) uses the config's model...
+    assert main(["info"]) == 2
+    assert f"{missing}: model file not found" in capsys.readouterr().err
+    # ...and --model still beats it.
+    assert main(["encode", "hi", "--model", str(tmp_path / "flag.gguf")]) == 2
+    assert "flag.gguf: model file not found" in capsys.readouterr().err

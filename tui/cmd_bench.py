@@ -8,7 +8,7 @@ import subprocess
 import sys
 from typing import Any
 
-from backend.model_path import resolve_model_path
+from tui.model_flags import chosen_model_path
 
 PARTS = ("sampler", "backend", "tui")
 
@@ -38,7 +38,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the chosen benchmarks and print their tables."""
     parts = args.only or list(PARTS)
-    model_path = resolve_model_path(args.model)
+    model_path = chosen_model_path(args.model)
     print(f"model: {model_path.name} · threads: {args.threads}")
     if "sampler" in parts:
         from backend.sampler_bench import format_rows, run_sampler_bench

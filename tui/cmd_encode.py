@@ -7,9 +7,9 @@ import sys
 from typing import Any
 
 from backend.gguf import validate_gguf
-from backend.model_path import resolve_model_path
 from backend.pieces import CR_GLYPH, NEWLINE_GLYPH, SPACE_GLYPH, TAB_GLYPH, visible_bytes
 from backend.ui_tokenizer import UiTokenizer
+from tui.model_flags import chosen_model_path
 
 GLYPH_HELP = (
     f"Pieces are shown with a space as {SPACE_GLYPH}, a newline as {NEWLINE_GLYPH}, a tab as "
@@ -57,6 +57,6 @@ def encode_lines(tokenizer: UiTokenizer, text: str, *, special: bool) -> list[st
 def run(args: argparse.Namespace) -> int:
     """Print the tokens of the text."""
     text = sys.stdin.read() if args.text == "-" else args.text
-    tokenizer = UiTokenizer.from_gguf(validate_gguf(resolve_model_path(args.model)))
+    tokenizer = UiTokenizer.from_gguf(validate_gguf(chosen_model_path(args.model)))
     print("\n".join(encode_lines(tokenizer, text, special=args.special)))
     return 0

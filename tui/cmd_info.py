@@ -7,9 +7,9 @@ from collections import defaultdict
 from typing import Any
 
 from backend.gguf import GgufFile, MetaValue, validate_gguf
-from backend.model_path import resolve_model_path
 from backend.pieces import visible_piece
 from sampling.errors import SamplescopeError
+from tui.model_flags import chosen_model_path
 
 # (label, tokenizer.ggml.<key>); the first four are listed even when absent.
 SPECIAL_TOKEN_KEYS: tuple[tuple[str, str], ...] = (
@@ -160,6 +160,6 @@ def describe(gguf: GgufFile, *, all_metadata: bool = False) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Print the model's description."""
-    gguf = validate_gguf(resolve_model_path(_chosen_model(args)))
+    gguf = validate_gguf(chosen_model_path(_chosen_model(args)))
     print("\n".join(describe(gguf, all_metadata=args.metadata)))
     return 0

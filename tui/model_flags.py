@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -15,7 +17,9 @@ def add_model_flags(parser: argparse.ArgumentParser, *, ctx: int = 4096) -> None
     """Add `--model --threads --ctx --batch --gpu-layers --log` and `-v` to a parser."""
     group = parser.add_argument_group("model")
     group.add_argument(
-        "--model", default=None, help="a GGUF file (default: $SAMPLESCOPE_MODEL, then SmolLM2)"
+        "--model",
+        default=None,
+        help="a GGUF file (default: $SAMPLESCOPE_MODEL, the config's model, then SmolLM2)",
     )
     group.add_argument(
         "--threads",
@@ -38,6 +42,24 @@ def add_model_flags(parser: argparse.ArgumentParser, *, ctx: int = 4096) -> None
     )
 
 
+def chosen_model_path(explicit: str | os.PathLike[str] | None) -> Path:
+    """The model a command uses: --model, $SAMPLESCOPE_MODEL, the config's `model`, the
+    bundled SmolLM2 (as the app and `samplescope config --show` decide it).
+
+    A broken config file is reported on stderr and ignored.
+
+    Raises:
+        ModelFileError: Nothing was chosen and the default model is not installed.
+    """
+    from backend.config import load_config_or_default, model_with_config
+    from backend.model_path import resolve_model_path
+
+    config, problem = load_config_or_default()
+    if problem:
+        print(f"samplescope: {problem}", file=sys.stderr)
+    return resolve_model_path(model_with_config(explicit, config))
+
+
 def load_backend(args: argparse.Namespace) -> LlamaBackend:
     """Resolve, validate and load the model the flags name.
 
@@ -46,9 +68,8 @@ def load_backend(args: argparse.Namespace) -> LlamaBackend:
         LlamaError: llama.cpp could not load it.
     """
     from backend.llama_backend import LlamaBackend
-    from backend.model_path import resolve_model_path
 
-    path = resolve_model_path(args.model)
+    path = chosen_model_path(args.model)
     started = time.perf_counter()
     backend = LlamaBackend.load(
         path,
