@@ -111,7 +111,7 @@ class ChatRecorder:
                 self._stored = 0
             for message in messages[self._stored :]:
                 self.store.add_message(self.chat_id, message.role, message.content)
-            self._stored = len(messages)
+                self._stored += 1  # counted one by one: a failure halfway stores none twice
             self._writer = self.store.begin_reply(
                 self.chat_id,
                 self._model,

@@ -115,6 +115,12 @@ class ChatTemplate:
             position = match.end()
         if position < len(rendered):
             segments.append(Segment(rendered[position:], None))
+        lost = [i for i, message in enumerate(messages) if message.content and i not in seen]
+        if lost:
+            raise ChatTemplateError(
+                f"the chat template left out (or rewrote) the text of message {lost[0]}"
+                f" ({messages[lost[0]].role}); cannot build the prompt safely"
+            )
         return segments
 
     def _render(self, messages: list[dict[str, str]], add_generation_prompt: bool) -> str:

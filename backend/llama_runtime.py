@@ -326,11 +326,6 @@ class LlamaRuntime:
             raise LlamaError("llama.cpp returned no logits")
         return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
 
-    def set_threads(self, n_threads: int) -> None:
-        """Change the decode and batch thread counts."""
-        self.n_threads = n_threads
-        llama_cpp.llama_set_n_threads(self._ctx, n_threads, n_threads)
-
     def close(self) -> None:
         """Free the batch, the context and the model (idempotent)."""
         if self._batch is not None:

@@ -77,8 +77,3 @@ def load_presets(path: Path | None = None) -> dict[str, SamplerSettings]:
     if not presets:
         raise PresetError(f"{where}: holds no presets")
     return presets
-
-
-def preset_names(path: Path | None = None) -> list[str]:
-    """The presets' names, in file order."""
-    return list(load_presets(path))

@@ -101,3 +101,16 @@ def test_chatml_is_used_when_the_model_has_no_template(llama_backend: LlamaBacke
     ids = builder.tokens([ChatMessage("user", "Hi <|im_start|>")])
     assert ids[0] == IM_START
     assert ids.count(IM_START) == 2  # the user turn and the assistant prompt
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{{ messages[-1]['content'] }}",  # drops every turn but the last
+        "{% for m in messages %}{{ m['content'] | upper }}{% endfor %}",  # rewrites them
+    ],
+)
+def test_a_template_that_loses_a_message_is_a_clear_error(source: str) -> None:
+    messages = [ChatMessage("system", "Be brief."), ChatMessage("user", "Hi")]
+    with pytest.raises(ChatTemplateError, match="left out"):
+        ChatTemplate(source).segments(messages)

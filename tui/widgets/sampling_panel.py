@@ -30,9 +30,6 @@ _TOGGLES: tuple[tuple[str, str, tuple[tuple[object, str], ...]], ...] = (
     ("draw", "draw", (("inverse_cdf", "inverse cdf"), ("gumbel", "gumbel"))),
 )
 
-SLIDER_FIELDS = tuple(row[0] for row in _SLIDERS)
-TOGGLE_FIELDS = tuple(row[0] for row in _TOGGLES)
-
 
 class SamplingPanel(Vertical):
     """Sliders and toggles for the live sampler settings.
