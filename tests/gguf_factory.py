@@ -7,6 +7,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
+from backend.errors import ModelFileError
+from backend.llama.gguf import validate_gguf
+from sampling.errors import SamplescopeError
+
 # GGUF value type ids.
 UINT32, INT32, FLOAT32, BOOL, STRING, ARRAY, UINT64 = 4, 5, 6, 7, 8, 9, 10
 
@@ -67,3 +73,12 @@ def gguf_bytes(
 def write(path: Path, data: bytes) -> Path:
     path.write_bytes(data)
     return path
+
+
+def error_of(path: Path) -> str:
+    with pytest.raises(ModelFileError) as caught:
+        validate_gguf(path)
+    assert isinstance(caught.value, SamplescopeError)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: ")  # every message names the file
+    return message.removeprefix(f"{path}: ")  # the problem (tmp paths hold test names)

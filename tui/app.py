@@ -16,25 +16,25 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
-from backend.chat_recorder import ChatRecorder
-from backend.config import Config
-from backend.events import FinishedEvent, FinishReason
-from backend.protocol import ChatBackend, ChatMessage
-from backend.store import ChatRecord, ChatStore, StoreError
+from backend.chat.events import FinishedEvent, FinishReason
+from backend.chat.protocol import ChatBackend, ChatMessage
+from backend.config.config import Config
+from backend.store.recorder import ChatRecorder
+from backend.store.store import ChatRecord, ChatStore, StoreError
 from sampling.errors import SamplescopeError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tui.app_config import resolve_app_config
-from tui.compare_command import CompareCommands, open_compare
-from tui.messages import BackendFailed, BackendReady, piece_lookup
-from tui.screens.compare import CompareResult
+from tui.chat.messages import BackendFailed, BackendReady, piece_lookup
+from tui.chat.reply_view import Reply
+from tui.chat.streaming import FLUSH_HZ, GIL_SWITCH_INTERVAL, StreamingApp
+from tui.chat.transcript import Transcript
+from tui.compare.command import CompareCommands, open_compare
+from tui.compare.screen import CompareResult
 from tui.screens.help import HelpScreen
 from tui.screens.history import HistoryScreen
-from tui.streaming import FLUSH_HZ, GIL_SWITCH_INTERVAL, StreamingApp
 from tui.widgets.prob_panel import ProbPanel
-from tui.widgets.reply_view import Reply
 from tui.widgets.sampling_panel import SamplingPanel
 from tui.widgets.status_line import StatusLine
-from tui.widgets.transcript import Transcript
 
 # Actions that change the conversation: not while another screen (compare,
 # saved chats) is shown on top of the chat.

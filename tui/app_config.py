@@ -6,7 +6,7 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from backend.config import Config
+from backend.config.config import Config
 
 SIMPLE_KEYS = re.compile(r"^[a-z0-9_+-]+(,[a-z0-9_+-]+)*$")
 """A key override the app accepts: Textual key names, comma-separated ("ctrl+q,f10")."""

@@ -1,8 +1,9 @@
-"""Model text made safe to show: literal, with control characters inert."""
+"""Text made ready to show: model text literal with controls inert, stored times local."""
 
 from __future__ import annotations
 
 import re
+from datetime import datetime
 
 # C0 controls except tab and newline, DEL, and C1 controls: shown as Control Pictures
 # (or U+2426 for the C1 range) so an escape sequence can never reach the terminal.
@@ -31,3 +32,8 @@ def display_text(text: str) -> str:
     if text.isprintable():
         return text
     return _CONTROL.sub(_picture, text)
+
+
+def local_time(moment: datetime) -> str:
+    """A stored (UTC) time in the local time zone, to the minute."""
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M")

@@ -24,9 +24,9 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from backend.store import ChatStore, ChatSummary, StoreError
+from backend.store.store import ChatStore, ChatSummary, StoreError
+from tui.display import local_time
 from tui.screens.confirm import ConfirmScreen
-from tui.store_cli import local_time
 
 
 class HistoryScreen(Screen[int | None]):

@@ -6,7 +6,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
 
-from backend.protocol import LiveSettings
+from backend.chat.protocol import LiveSettings
 from sampling.errors import SettingsError
 from sampling.settings import MAX_SEED, SamplerSettings
 from tui.screens.entry import ValueEntryScreen

@@ -1,0 +1,1 @@
+"""The benchmarks behind `samplescope bench`."""

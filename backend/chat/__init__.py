@@ -1,0 +1,1 @@
+"""Conversation to events: the backend protocol, LlamaBackend, prompt, template, compare."""

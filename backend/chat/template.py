@@ -1,0 +1,175 @@
+"""Render a conversation with the model's chat template, keeping user text apart.
+
+The template comes from the GGUF (untrusted) and is rendered in Jinja's immutable
+sandbox. Every message's content is replaced by a unique sentinel while rendering, so
+the rendered string can be cut back into the template's own text (whose markers such as
+``<|im_start|>`` must become special tokens) and the messages' text (which must not: a
+user typing ``<|im_end|>`` must not forge a turn).
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import NoReturn
+
+from jinja2 import TemplateError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from backend.chat.protocol import ChatMessage
+from sampling.errors import SamplescopeError
+
+#: The template used when the GGUF has none (ChatML).
+CHATML_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+
+class ChatTemplateError(SamplescopeError):
+    """The model's chat template could not be rendered; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """A piece of the rendered prompt.
+
+    Attributes:
+        text: The text of the piece.
+        message: The index of the message whose content this is, or None for the
+            template's own text (markers, role names, separators).
+    """
+
+    text: str
+    message: int | None
+
+
+def _raise_exception(message: str) -> NoReturn:
+    raise ChatTemplateError(f"the chat template refused the conversation: {message}")
+
+
+class ChatTemplate:
+    """A compiled chat template.
+
+    Args:
+        source: The Jinja source (from the GGUF's `tokenizer.chat_template`), or None
+            for ChatML.
+        bos_token: The text of the model's beginning-of-sequence token.
+        eos_token: The text of its end-of-sequence token.
+    """
+
+    def __init__(self, source: str | None, *, bos_token: str = "", eos_token: str = "") -> None:
+        self.source = source if source else CHATML_TEMPLATE
+        self.is_default = not source
+        self.bos_token = bos_token
+        self.eos_token = eos_token
+        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+        env.globals["raise_exception"] = _raise_exception
+        try:
+            self._template = env.from_string(self.source)
+        except TemplateError as error:
+            raise ChatTemplateError(
+                f"the model's chat template does not compile: {error}"
+            ) from error
+
+    def render(self, messages: Sequence[ChatMessage], *, add_generation_prompt: bool = True) -> str:
+        """The whole prompt as one string (for display and tests)."""
+        return "".join(
+            s.text for s in self.segments(messages, add_generation_prompt=add_generation_prompt)
+        )
+
+    def segments(
+        self, messages: Sequence[ChatMessage], *, add_generation_prompt: bool = True
+    ) -> list[Segment]:
+        """Render `messages` and cut the result into template text and message contents.
+
+        Raises:
+            ChatTemplateError: The template raised, failed, or lost or duplicated a
+                message's content (then its text cannot be told apart safely).
+        """
+        tag = secrets.token_hex(8)
+        sentinels = [f"\x00{tag}:{i}\x00" for i in range(len(messages))]
+        rendered = self._render(
+            [{"role": m.role, "content": s} for m, s in zip(messages, sentinels, strict=True)],
+            add_generation_prompt,
+        )
+        pattern = re.compile("\x00" + tag + r":(\d+)\x00")
+        segments: list[Segment] = []
+        seen: set[int] = set()
+        position = 0
+        for match in pattern.finditer(rendered):
+            if match.start() > position:
+                segments.append(Segment(rendered[position : match.start()], None))
+            index = int(match.group(1))
+            if index in seen:
+                raise ChatTemplateError(
+                    f"the chat template repeats message {index}'s text; cannot tokenize it safely"
+                )
+            seen.add(index)
+            if messages[index].content:
+                segments.append(Segment(messages[index].content, index))
+            position = match.end()
+        if position < len(rendered):
+            segments.append(Segment(rendered[position:], None))
+        lost = [i for i, message in enumerate(messages) if message.content and i not in seen]
+        if lost:
+            raise ChatTemplateError(
+                f"the chat template left out (or rewrote) the text of message {lost[0]}"
+                f" ({messages[lost[0]].role}); cannot build the prompt safely"
+            )
+        return segments
+
+    def _render(self, messages: list[dict[str, str]], add_generation_prompt: bool) -> str:
+        try:
+            return self._template.render(
+                messages=messages,
+                add_generation_prompt=add_generation_prompt,
+                bos_token=self.bos_token,
+                eos_token=self.eos_token,
+            )
+        except ChatTemplateError:
+            raise
+        except Exception as error:  # untrusted template: any failure is the template's
+            raise ChatTemplateError(f"the model's chat template failed: {error}") from error
+
+
+class SpecialSplitter:
+    """Cuts template text at special-token markers (longest first, like llama.cpp).
+
+    Args:
+        specials: The markers' texts (e.g. ``<|im_start|>``).
+    """
+
+    def __init__(self, specials: Sequence[str]) -> None:
+        ordered = sorted({s for s in specials if s}, key=len, reverse=True)
+        self._pattern = re.compile("|".join(re.escape(s) for s in ordered)) if ordered else None
+
+    def split(self, text: str) -> list[tuple[str, bool]]:
+        """(piece, is_special) pairs covering `text` in order."""
+        if not text:
+            return []
+        if self._pattern is None:
+            return [(text, False)]
+        out: list[tuple[str, bool]] = []
+        position = 0
+        for match in self._pattern.finditer(text):
+            if match.start() > position:
+                out.append((text[position : match.start()], False))
+            out.append((match.group(0), True))
+            position = match.end()
+        if position < len(text):
+            out.append((text[position:], False))
+        return out
+
+
+def split_specials(text: str, specials: Sequence[str]) -> list[tuple[str, bool]]:
+    """Cut template text at special-token markers (longest first, like llama.cpp).
+
+    Returns:
+        (piece, is_special) pairs covering `text` in order.
+    """
+    return SpecialSplitter(specials).split(text)

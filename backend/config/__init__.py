@@ -1,0 +1,1 @@
+"""User files: paths, the config file, model resolution, presets."""

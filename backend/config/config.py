@@ -1,0 +1,251 @@
+"""The user's TOML config: default model, default sampler settings, theme, keys.
+
+The file lives at `<user config dir>/config.toml` (`samplescope config --path`;
+`SAMPLESCOPE_CONFIG_DIR` overrides the directory). Every entry is optional:
+
+    model = "~/models/qwen2.5-0.5b-instruct-q4_k_m.gguf"
+    theme = "gruvbox"
+
+    [settings]          # any SamplerSettings field
+    temperature = 0.7
+    top_k = 40
+    seed = 1234
+
+    [keys]              # action = "key"
+    quit = "ctrl+q"
+
+Precedence, lowest first: built-in defaults (`DEFAULT_CHAT_SETTINGS`, the default
+model) < the config file < command-line flags. Wiring, for a command or the app:
+
+    config, problem = load_config_or_default()      # never raises
+    if problem: show it (stderr / a notification) and carry on with defaults
+    settings = settings_from_args(args, settings_with_config(DEFAULT_CHAT_SETTINGS, config))
+    model_path = resolve_model_path(model_with_config(args.model, config))
+
+A missing file is not an error (all defaults). A broken file raises `ConfigError`
+naming the file and the line from `load_config`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from backend.config.model_path import MODEL_ENV
+from backend.config.paths import default_config_path
+from sampling.errors import SamplescopeError, SettingsError
+from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+
+TOP_LEVEL_KEYS = ("model", "theme", "settings", "keys")
+SETTINGS_KEYS = tuple(f.name for f in fields(SamplerSettings))
+
+
+class ConfigError(SamplescopeError):
+    """The config file cannot be read or holds a bad entry; names the file and line."""
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """The parsed config file (only what it sets; defaults elsewhere).
+
+    Attributes:
+        path: The file it came from (None: no file, all defaults).
+        model: The default model path (`~` not yet expanded), or None.
+        theme: The Textual theme name, or None (the app's own default).
+        settings: The sampler settings fields the file sets, as (field, value) pairs.
+        keys: Key overrides as (action, key) pairs.
+    """
+
+    path: Path | None = None
+    model: str | None = None
+    theme: str | None = None
+    settings: tuple[tuple[str, Any], ...] = ()
+    keys: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def settings_overrides(self) -> dict[str, Any]:
+        """The sampler fields the file sets, as a dict."""
+        return dict(self.settings)
+
+    @property
+    def key_overrides(self) -> dict[str, str]:
+        """action -> key, as a dict."""
+        return dict(self.keys)
+
+
+def settings_with_config(base: SamplerSettings, config: Config) -> SamplerSettings:
+    """`base` with the config file's [settings] applied (flags then go on top).
+
+    The values were validated against `DEFAULT_CHAT_SETTINGS` at load time; applied
+    to another base they are validated again (SettingsError names the field).
+    """
+    return base.with_changes(**config.settings_overrides) if config.settings else base
+
+
+def model_with_config(explicit: str | os.PathLike[str] | None, config: Config) -> str | None:
+    """The model to pass to `resolve_model_path`: --model, else $SAMPLESCOPE_MODEL,
+    else the config file's `model`, else None (the bundled default)."""
+    if explicit is not None and str(explicit) != "":
+        return os.fspath(explicit)
+    return os.environ.get(MODEL_ENV) or config.model
+
+
+def load_config(path: Path | None = None) -> Config:
+    """Read and validate the config file.
+
+    Args:
+        path: The file; default `default_config_path()`.
+
+    Returns:
+        The config; `Config()` (all defaults) when the file does not exist.
+
+    Raises:
+        ConfigError: The file is unreadable, not TOML, has an unknown key or a bad
+            value. The message names the file and the line.
+    """
+    path = default_config_path() if path is None else Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return Config()
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"cannot read config file {path}: {error}") from error
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"config file {path} is not valid TOML: {error}") from error
+    return _parse(path, text, data)
+
+
+def load_config_or_default(path: Path | None = None) -> tuple[Config, str | None]:
+    """Like `load_config`, but a broken file gives the defaults plus the message.
+
+    Returns:
+        (config, None) normally; (Config(), message) when the file is broken — show
+        the message and start on defaults.
+    """
+    try:
+        return load_config(path), None
+    except ConfigError as error:
+        return Config(), f"{error} (using the defaults)"
+
+
+def _parse(path: Path, text: str, data: dict[str, Any]) -> Config:
+    def fail(table: str | None, key: str, problem: str) -> ConfigError:
+        line = find_line(text, table, key)
+        where = f", line {line}" if line is not None else ""
+        name = key if table is None else f"{table}.{key}"
+        return ConfigError(f"config file {path}{where}: {name}: {problem}")
+
+    for key in data:
+        if key not in TOP_LEVEL_KEYS:
+            raise fail(None, key, f"unknown key; expected one of {', '.join(TOP_LEVEL_KEYS)}")
+    model = data.get("model")
+    if model is not None and (not isinstance(model, str) or not model.strip()):
+        raise fail(None, "model", f"expected a file path in quotes, got {model!r}")
+    theme = data.get("theme")
+    if theme is not None and (not isinstance(theme, str) or not theme.strip()):
+        raise fail(None, "theme", f"expected a theme name in quotes, got {theme!r}")
+
+    settings = data.get("settings", {})
+    if not isinstance(settings, dict):
+        raise fail(None, "settings", "expected a table: [settings]")
+    for key in settings:
+        if key not in SETTINGS_KEYS:
+            raise fail(
+                "settings", key, f"unknown setting; expected one of {', '.join(SETTINGS_KEYS)}"
+            )
+    try:
+        DEFAULT_CHAT_SETTINGS.with_changes(**settings)
+    except SettingsError as error:
+        raise fail("settings", error.field, str(error)) from error
+
+    keys = data.get("keys", {})
+    if not isinstance(keys, dict):
+        raise fail(None, "keys", "expected a table: [keys]")
+    for action, key in keys.items():
+        if not isinstance(key, str) or not key.strip():
+            raise fail("keys", action, f'expected a key in quotes such as "ctrl+q", got {key!r}')
+
+    return Config(
+        path=path,
+        model=model,
+        theme=theme,
+        settings=tuple(settings.items()),
+        keys=tuple((str(a), str(k)) for a, k in keys.items()),
+    )
+
+
+_TABLE = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$")
+
+
+def find_line(text: str, table: str | None, key: str) -> int | None:
+    """The 1-based line where `key` is set (in `[table]`, or top level), if found.
+
+    Understands `[table]` headers, `key = …` inside them, dotted `table.key = …` at
+    the top level and `table = {…}` inline tables (the table's line); quoted keys
+    too. Good enough to point at the line; None when not found.
+    """
+    key_pattern = rf"""(?:{re.escape(key)}|"{re.escape(key)}"|'{re.escape(key)}')"""
+    plain = re.compile(rf"^\s*{key_pattern}\s*=")
+    header = re.compile(rf"^\s*\[\s*{key_pattern}\s*\]")
+    dotted = inline = None
+    if table is not None:
+        dotted = re.compile(rf"^\s*{re.escape(table)}\s*\.\s*{key_pattern}\s*=")
+        inline = re.compile(rf"^\s*{re.escape(table)}\s*=\s*\{{")
+    current: str | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        match = _TABLE.match(line)
+        if match:
+            current = match.group(1).strip().strip("\"'")
+            if table is None and header.match(line):
+                return number
+            continue
+        if current == table and plain.match(line):
+            return number
+        at_top = current is None and dotted is not None and inline is not None
+        if at_top and (dotted.match(line) or (inline.match(line) and key in line)):  # type: ignore[union-attr]
+            return number
+    return None
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    return json.dumps(str(value), ensure_ascii=False)
+
+
+def effective_toml(
+    config: Config, *, model: str, base: SamplerSettings = DEFAULT_CHAT_SETTINGS
+) -> str:
+    """The effective configuration (file on top of defaults) as TOML text.
+
+    Args:
+        config: The loaded config.
+        model: The model path that would be used (resolved by the caller).
+        base: The built-in settings the file's [settings] apply to.
+    """
+    settings = settings_with_config(base, config)
+    lines = [
+        f"# config file: {config.path if config.path else '(none: built-in defaults)'}",
+        f"model = {_toml_value(model)}",
+        f"theme = {_toml_value(config.theme)}"
+        if config.theme
+        else "# theme: not set (the app's default)",
+        "",
+        "[settings]",
+    ]
+    set_here = config.settings_overrides
+    for name, value in settings.to_dict().items():
+        note = "  # from the config file" if name in set_here else ""
+        lines.append(f"{name} = {_toml_value(value)}{note}")
+    lines += ["", "[keys]"]
+    lines += [f"{_toml_value(a)} = {_toml_value(k)}" for a, k in config.keys]
+    return "\n".join(lines) + "\n"

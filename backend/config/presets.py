@@ -1,0 +1,66 @@
+"""Named sampler presets: a TOML file of tables of settings.
+
+The app's shipped presets live in `assets/`; the app finds them and hands their text
+or path here.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from sampling.errors import SamplescopeError, SettingsError
+from sampling.settings import SamplerSettings
+
+PRESETS_FILE = "presets.toml"
+
+
+class PresetError(SamplescopeError):
+    """The presets file is missing or holds a bad preset; the message names it."""
+
+
+def load_presets(path: Path) -> dict[str, SamplerSettings]:
+    """Every preset in a presets file, by name, in file order.
+
+    Raises:
+        PresetError: The file cannot be read or parsed, or a preset has an unknown
+            field or a bad value (the message names the file, the preset and the field).
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise PresetError(f"cannot read the presets file {path}: {error}") from error
+    return parse_presets(text, str(path))
+
+
+def parse_presets(text: str, where: str) -> dict[str, SamplerSettings]:
+    """Every preset in the text of a presets file, by name, in file order.
+
+    Args:
+        text: The file's TOML text.
+        where: Where the text came from, for error messages.
+
+    Raises:
+        PresetError: The text is not TOML, or a preset has an unknown field or a bad
+            value (the message names the file, the preset and the field).
+    """
+    try:
+        data: dict[str, Any] = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise PresetError(f"{where}: not valid TOML: {error}") from error
+    presets: dict[str, SamplerSettings] = {}
+    for name, values in data.items():
+        if not isinstance(values, dict):
+            raise PresetError(
+                f"{where}: preset {name!r} must be a table of settings, not {values!r}"
+            )
+        try:
+            presets[name] = SamplerSettings.from_dict(values)
+        except SettingsError as error:
+            raise PresetError(f"{where}: preset {name!r}: {error}") from error
+        except TypeError as error:
+            raise PresetError(f"{where}: preset {name!r}: {error}") from error
+    if not presets:
+        raise PresetError(f"{where}: holds no presets")
+    return presets

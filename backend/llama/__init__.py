@@ -1,0 +1,1 @@
+"""The llama.cpp C layer: runtime, log routing, GGUF reader, token pieces, UTF-8."""

@@ -1,0 +1,1 @@
+"""Saved chats: schema, store, records, writer, recorder, replay."""

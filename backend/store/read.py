@@ -1,0 +1,184 @@
+"""The chat store's read queries (run under the store's lock by `ChatStore`)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from backend.chat.events import GenerationStats
+from backend.store.records import (
+    INTERRUPTED,
+    ChatRecord,
+    ChatSummary,
+    MessageRecord,
+    ModelRef,
+    ReplyRecord,
+    SettingsChange,
+    StoreError,
+)
+from sampling.errors import SettingsError
+from sampling.settings import SamplerSettings
+
+
+def to_datetime(seconds: float) -> datetime:
+    """A stored time (unix seconds) as an aware UTC datetime."""
+    return datetime.fromtimestamp(seconds, tz=UTC)
+
+
+def escape_like(text: str) -> str:
+    """`text` with LIKE's wildcards escaped (ESCAPE '\\')."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def list_chats(conn: sqlite3.Connection, search: str | None) -> list[ChatSummary]:
+    """Chats, most recently updated first.
+
+    Args:
+        search: Keep only chats whose title or any message contains this text
+            (case-insensitive for ASCII); None or "" keeps all.
+    """
+    pattern = f"%{escape_like(search)}%" if search else None
+    rows = conn.execute(
+        """
+            SELECT c.id, c.title, c.created, c.updated, coalesce(c.model_path, ''),
+                (SELECT count(*) FROM messages m WHERE m.chat_id = c.id),
+                (SELECT count(*) FROM replies r JOIN messages m ON r.message_id = m.id
+                    WHERE m.chat_id = c.id)
+            FROM chats c
+            WHERE ?1 IS NULL OR c.title LIKE ?1 ESCAPE '\\' OR EXISTS (
+                SELECT 1 FROM messages m
+                WHERE m.chat_id = c.id AND m.content LIKE ?1 ESCAPE '\\')
+            ORDER BY c.updated DESC, c.id DESC
+            """,
+        (pattern,),
+    ).fetchall()
+    return [
+        ChatSummary(
+            id=int(row[0]),
+            title=str(row[1]),
+            created=to_datetime(row[2]),
+            updated=to_datetime(row[3]),
+            model_path=str(row[4]),
+            message_count=int(row[5]),
+            reply_count=int(row[6]),
+        )
+        for row in rows
+    ]
+
+
+def load_chat(conn: sqlite3.Connection, path: Path, chat_id: int) -> ChatRecord:
+    """A whole chat: its turns, and for generated turns the reply records.
+
+    Raises:
+        StoreError: There is no such chat, or a stored record cannot be read.
+    """
+    chat = conn.execute(
+        "SELECT id, title, created, updated, model_path, model_size, model_sha256 "
+        "FROM chats WHERE id = ?",
+        (chat_id,),
+    ).fetchone()
+    if chat is None:
+        raise StoreError(f"chat database {path} has no chat {chat_id}")
+    message_rows = conn.execute(
+        "SELECT id, position, role, content, created FROM messages "
+        "WHERE chat_id = ? ORDER BY position",
+        (chat_id,),
+    ).fetchall()
+    replies = _load_replies(conn, path, chat_id)
+    messages = tuple(
+        MessageRecord(
+            id=int(row[0]),
+            position=int(row[1]),
+            role=row[2],
+            content=str(row[3]),
+            created=to_datetime(row[4]),
+            reply=replies.get(int(row[0])),
+        )
+        for row in message_rows
+    )
+    model = ModelRef(str(chat[4]), int(chat[5]), str(chat[6])) if chat[4] is not None else None
+    return ChatRecord(
+        id=int(chat[0]),
+        title=str(chat[1]),
+        created=to_datetime(chat[2]),
+        updated=to_datetime(chat[3]),
+        model=model,
+        messages=messages,
+    )
+
+
+def _load_replies(conn: sqlite3.Connection, path: Path, chat_id: int) -> dict[int, ReplyRecord]:
+    """Replies of a chat keyed by their message id (caller holds the guard)."""
+    rows = conn.execute(
+        "SELECT r.id, r.message_id, r.model_path, r.model_size, r.model_sha256, r.seed, "
+        "r.rng, r.max_tokens, r.finish_reason, r.error, r.stats, r.created, r.finished, "
+        "m.content, r.n_ctx, r.n_batch FROM replies r JOIN messages m ON r.message_id = m.id "
+        "WHERE m.chat_id = ? ORDER BY m.position",
+        (chat_id,),
+    ).fetchall()
+    replies: dict[int, ReplyRecord] = {}
+    for number, row in enumerate(rows, start=1):
+        reply_id = int(row[0])
+        tokens = tuple(
+            int(t[0])
+            for t in conn.execute(
+                "SELECT token_id FROM reply_tokens WHERE reply_id = ? ORDER BY idx",
+                (reply_id,),
+            )
+        )
+        changes = tuple(
+            SettingsChange(int(c[0]), _parse_settings(path, str(c[1]), reply_id))
+            for c in conn.execute(
+                "SELECT from_index, settings FROM settings_changes WHERE reply_id = ? "
+                "ORDER BY from_index",
+                (reply_id,),
+            )
+        )
+        if not changes:
+            raise StoreError(f"chat database {path}: reply {reply_id} has no settings recorded")
+        replies[int(row[1])] = ReplyRecord(
+            id=reply_id,
+            number=number,
+            message_id=int(row[1]),
+            model=ModelRef(str(row[2]), int(row[3]), str(row[4])),
+            seed=int(row[5]),
+            rng=str(row[6]),
+            max_tokens=None if row[7] is None else int(row[7]),
+            n_ctx=None if row[14] is None else int(row[14]),
+            n_batch=None if row[15] is None else int(row[15]),
+            finish_reason=INTERRUPTED if row[8] is None else str(row[8]),
+            error=None if row[9] is None else str(row[9]),
+            stats=_parse_stats(row[10]),
+            token_ids=tokens,
+            settings_changes=changes,
+            text=str(row[13]),
+            created=to_datetime(row[11]),
+            finished=None if row[12] is None else to_datetime(row[12]),
+        )
+    return replies
+
+
+def _parse_settings(path: Path, text: str, reply_id: int) -> SamplerSettings:
+    try:
+        values = json.loads(text)
+        if not isinstance(values, dict):
+            raise ValueError("not a JSON object")
+        return SamplerSettings.from_dict(values)
+    except (ValueError, TypeError, SettingsError) as error:
+        raise StoreError(
+            f"chat database {path}: reply {reply_id} has unreadable settings: {error}"
+        ) from error
+
+
+def _parse_stats(text: str | None) -> GenerationStats | None:
+    if text is None:
+        return None
+    try:
+        values: dict[str, Any] = json.loads(text)
+        known = GenerationStats.__dataclass_fields__
+        return GenerationStats(**{k: v for k, v in values.items() if k in known})
+    except (ValueError, TypeError, AttributeError):
+        return None

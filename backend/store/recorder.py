@@ -1,0 +1,171 @@
+"""Save an app session's chat as it happens: the glue between a chat UI and the store.
+
+The app keeps its conversation as a list of `ChatMessage`; the recorder mirrors that
+list into the store, so the stored chat is exactly what the model saw:
+
+    recorder = ChatRecorder(store, model_path, n_ctx=info.n_ctx, n_batch=info.n_batch)
+
+    # generation worker thread, before backend.generate(messages, live, ...):
+    recorder.begin_reply(messages, live.current, max_tokens)
+    for event in backend.generate(messages, live, ...):
+        recorder.record(event)          # every event; commits each token
+        post_message(...)
+    # UI thread, when no generation runs:
+    recorder.new_chat()                 # ctrl+n (the next reply starts a new chat)
+    recorder.discard_last_reply()       # ctrl+r, before regenerating
+    record = recorder.open_chat(chat_id)   # from the history screen;
+    messages = record.conversation()       # then reset the backend's cache
+
+Writes happen in the worker thread so the store never lags behind the model (a
+killed process loses at most the token in flight) and so hashing a model file the
+first time (seconds for a large GGUF; cached afterwards) never blocks the UI.
+
+A failing database never stops a generation: every method catches StoreError,
+keeps the message in `error` (show it once) and returns False; the rest of that
+reply is not recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from backend.chat.events import FinishedEvent, GenerationEvent, TokenEvent
+from backend.chat.protocol import ChatMessage
+from backend.store.store import (
+    ChatRecord,
+    ChatStore,
+    ModelRef,
+    ReplyWriter,
+    StoreError,
+    suggest_title,
+)
+from sampling.settings import SamplerSettings
+
+
+class ChatRecorder:
+    """Mirrors one app's conversation into a `ChatStore`.
+
+    Args:
+        store: The chat database.
+        model_path: The loaded model's file (hashed on the first reply).
+        n_ctx: The backend's context size (recorded for exact replay).
+        n_batch: The backend's prefill chunk size (recorded for exact replay).
+    """
+
+    def __init__(
+        self,
+        store: ChatStore,
+        model_path: Path | str,
+        *,
+        n_ctx: int | None = None,
+        n_batch: int | None = None,
+    ) -> None:
+        self.store = store
+        self.model_path = Path(model_path)
+        self.n_ctx = n_ctx
+        self.n_batch = n_batch
+        self.chat_id: int | None = None
+        """The chat being recorded (None until the first reply of a new chat)."""
+        self.error: str | None = None
+        """The last store error's message (the app shows it and may clear it)."""
+        self._model: ModelRef | None = None
+        self._stored = 0  # how many of the app's messages are in the store
+        self._writer: ReplyWriter | None = None
+        self._last_counted = False  # whether the last reply became a stored turn
+
+    def _fail(self, error: StoreError) -> bool:
+        self.error = str(error)
+        self._writer = None
+        return False
+
+    def new_chat(self) -> None:
+        """Start afresh: the next reply creates a new chat."""
+        self.chat_id = None
+        self._stored = 0
+        self._writer = None
+        self._last_counted = False
+
+    def open_chat(self, chat_id: int) -> ChatRecord:
+        """Continue a stored chat; the app's messages become `record.conversation()`.
+
+        Raises:
+            StoreError: The chat cannot be loaded (the recorder is unchanged).
+        """
+        record = self.store.load_chat(chat_id)
+        self.new_chat()
+        self.chat_id = record.id
+        self._stored = len(record.messages)
+        return record
+
+    def begin_reply(
+        self, messages: Sequence[ChatMessage], settings: SamplerSettings, max_tokens: int
+    ) -> bool:
+        """Store the turns not stored yet, then open the reply's record.
+
+        Args:
+            messages: The conversation handed to `generate` (ending with the user's turn).
+            settings: The settings at the start of the reply.
+            max_tokens: The generation's token limit.
+        """
+        self._writer = None
+        try:
+            if self._model is None:
+                self._model = self.store.model_ref(self.model_path)
+            if self.chat_id is None:
+                first_user = next((m.content for m in messages if m.role == "user"), "")
+                self.chat_id = self.store.new_chat(suggest_title(first_user), self._model)
+                self._stored = 0
+            for message in messages[self._stored :]:
+                self.store.add_message(self.chat_id, message.role, message.content)
+                self._stored += 1  # counted one by one: a failure halfway stores none twice
+            self._writer = self.store.begin_reply(
+                self.chat_id,
+                self._model,
+                settings,
+                max_tokens=max_tokens,
+                n_ctx=self.n_ctx,
+                n_batch=self.n_batch,
+            )
+        except StoreError as error:
+            return self._fail(error)
+        self._last_counted = False
+        return True
+
+    def record(self, event: GenerationEvent) -> bool:
+        """Store a generation event (tokens and the finish; others are ignored).
+
+        A reply that finishes with no text is removed again, as the app does not add
+        an empty assistant turn to its conversation.
+        """
+        writer = self._writer
+        if writer is None:
+            return self.error is None
+        try:
+            if isinstance(event, TokenEvent):
+                writer.append(event)
+            elif isinstance(event, FinishedEvent):
+                writer.finish_event(event)
+                if event.text:
+                    self._stored += 1
+                    self._last_counted = True
+                else:
+                    self.store.delete_message(writer.message_id)
+                    self._writer = None
+        except StoreError as error:
+            return self._fail(error)
+        return True
+
+    def discard_last_reply(self) -> bool:
+        """Delete the last reply (the app is about to regenerate it)."""
+        writer, self._writer = self._writer, None
+        if writer is None:
+            return True
+        try:
+            self.store.delete_message(writer.message_id)
+        except StoreError as error:
+            return self._fail(error)
+        if self._last_counted:
+            self._stored -= 1
+        self._last_counted = False
+        return True

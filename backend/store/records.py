@@ -1,0 +1,211 @@
+"""The records the chat store hands out (frozen) and its error."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from backend.chat.events import GenerationStats
+from backend.chat.protocol import ChatMessage, Role
+from sampling.errors import SamplescopeError
+from sampling.settings import SamplerSettings
+
+INTERRUPTED = "interrupted"
+"""The finish reason of a reply whose process died before it finished."""
+
+
+class StoreError(SamplescopeError):
+    """The chat database is corrupt, locked, unreadable, or lacks what was asked.
+
+    The message names the database file.
+    """
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRef:
+    """Which model file produced something: enough to check it is the same file.
+
+    Attributes:
+        path: Absolute path of the GGUF file.
+        size: Its size in bytes.
+        sha256: Hex SHA-256 of its content.
+    """
+
+    path: str
+    size: int
+    sha256: str
+
+    @property
+    def name(self) -> str:
+        """The file name, for lists."""
+        return Path(self.path).name
+
+
+def settings_json(settings: SamplerSettings) -> str:
+    """Settings as stored: JSON of `to_dict()`, keys sorted."""
+    return json.dumps(settings.to_dict(), sort_keys=True)
+
+
+def file_sha256(path: Path, chunk_size: int = 1 << 20) -> str:
+    """Hex SHA-256 of a file's content, read in chunks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(chunk_size):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def file_signature(path: Path) -> tuple[str, int, int]:
+    """(absolute path, size, mtime in ns): what the hash cache is keyed by."""
+    resolved = path.expanduser().resolve()
+    stat = os.stat(resolved)
+    return str(resolved), stat.st_size, stat.st_mtime_ns
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsChange:
+    """Settings in force from token `from_index` on (until the next change)."""
+
+    from_index: int
+    settings: SamplerSettings
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyRecord:
+    """One generated assistant reply with everything needed to replay it.
+
+    Attributes:
+        id: The reply's id.
+        number: 1-based number of the reply within its chat (what `--reply` takes).
+        message_id: The assistant message holding its text.
+        model: The model file that generated it.
+        seed: The seed at the start of the reply.
+        rng: The generator at the start ("pcg64" or "xorshift128").
+        max_tokens: The token limit it ran with, when known.
+        n_ctx: The backend's context size, when known.
+        n_batch: The backend's prefill chunk size, when known.
+        finish_reason: "eos", "max_tokens", "cancelled", "error", or "interrupted"
+            (the process died mid-reply; tokens and text are those stored so far).
+        error: The error message when finish_reason is "error".
+        stats: Its figures (None until finished).
+        token_ids: The sampled token ids, in order.
+        settings_changes: The settings at index 0 and at each index where they changed.
+        text: The reply text (the text so far for an interrupted reply).
+        created: When it started.
+        finished: When it finished (None when interrupted).
+    """
+
+    id: int
+    number: int
+    message_id: int
+    model: ModelRef
+    seed: int
+    rng: str
+    max_tokens: int | None
+    n_ctx: int | None
+    n_batch: int | None
+    finish_reason: str
+    error: str | None
+    stats: GenerationStats | None
+    token_ids: tuple[int, ...]
+    settings_changes: tuple[SettingsChange, ...]
+    text: str
+    created: datetime
+    finished: datetime | None
+
+    @property
+    def interrupted(self) -> bool:
+        """Whether the process died before the reply finished."""
+        return self.finish_reason == INTERRUPTED
+
+    def settings_at(self, index: int) -> SamplerSettings:
+        """The settings in force for token `index`."""
+        current = self.settings_changes[0].settings
+        for change in self.settings_changes:
+            if change.from_index > index:
+                break
+            current = change.settings
+        return current
+
+
+@dataclass(frozen=True, slots=True)
+class MessageRecord:
+    """One turn of a stored chat; assistant turns that were generated carry a reply."""
+
+    id: int
+    position: int
+    role: Role
+    content: str
+    created: datetime
+    reply: ReplyRecord | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRecord:
+    """A whole stored chat.
+
+    Attributes:
+        id: The chat's id.
+        title: Its title.
+        created: When it was created.
+        updated: When it last changed.
+        model: The model it was started with (None if not recorded).
+        messages: Its turns in order.
+    """
+
+    id: int
+    title: str
+    created: datetime
+    updated: datetime
+    model: ModelRef | None
+    messages: tuple[MessageRecord, ...]
+
+    @property
+    def replies(self) -> tuple[ReplyRecord, ...]:
+        """The generated replies in order (reply N is `replies[N - 1]`)."""
+        return tuple(m.reply for m in self.messages if m.reply is not None)
+
+    def conversation(self) -> list[ChatMessage]:
+        """Every turn as the backend takes it (to continue the chat)."""
+        return [ChatMessage(m.role, m.content) for m in self.messages]
+
+    def conversation_before(self, reply: ReplyRecord) -> list[ChatMessage]:
+        """The turns before `reply`: what the model saw when it generated it."""
+        turns: list[ChatMessage] = []
+        for message in self.messages:
+            if message.id == reply.message_id:
+                return turns
+            turns.append(ChatMessage(message.role, message.content))
+        raise StoreError(f"reply {reply.id} is not part of chat {self.id}")
+
+
+@dataclass(frozen=True, slots=True)
+class ChatSummary:
+    """One line of the chat list.
+
+    Attributes:
+        id: The chat's id.
+        title: Its title.
+        created: When it was created.
+        updated: When it last changed.
+        model_path: The model it was started with ("" if not recorded).
+        message_count: How many turns it has.
+        reply_count: How many generated replies it has.
+    """
+
+    id: int
+    title: str
+    created: datetime
+    updated: datetime
+    model_path: str
+    message_count: int
+    reply_count: int
+
+    @property
+    def model_name(self) -> str:
+        """The model's file name ("" if not recorded)."""
+        return Path(self.model_path).name if self.model_path else ""

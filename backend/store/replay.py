@@ -1,0 +1,144 @@
+"""Regenerate a stored reply with its recorded settings schedule and compare tokens.
+
+A reply is reproducible from: the conversation before it, the model file, the
+settings at token 0 (seed and generator included) and every later settings change
+with the index it took effect at. `replay` feeds the backend a `LiveSettings` and
+switches `.current` right after the TokenEvent that precedes each recorded change, so
+the backend (which reads `.current` before every token) samples token i with exactly
+the settings recorded for i, on the same random stream.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from backend.chat.compare import first_divergence
+from backend.chat.events import FinishedEvent, NoticeEvent, TokenEvent
+from backend.chat.protocol import ChatBackend, LiveSettings
+from backend.store.records import ChatRecord, ReplyRecord, StoreError
+from sampling.errors import SamplescopeError
+from sampling.settings import SamplerSettings
+
+
+class ReplayError(SamplescopeError):
+    """A reply cannot be replayed (nothing to replay, or the generation failed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayResult:
+    """How a regenerated reply compares with the stored one.
+
+    Attributes:
+        stored: The stored token ids.
+        replayed: The regenerated token ids.
+        finish_reason: Why the regeneration ended ("cancelled" when it was stopped
+            after as many tokens as an interrupted or cancelled reply had stored).
+        text: The regenerated text.
+        notices: Backend notices (e.g. old turns dropped to fit the context).
+    """
+
+    stored: tuple[int, ...]
+    replayed: tuple[int, ...]
+    finish_reason: str
+    text: str
+    notices: tuple[str, ...] = ()
+
+    @property
+    def identical(self) -> bool:
+        """Whether the token ids match one for one."""
+        return self.stored == self.replayed
+
+    @property
+    def first_difference(self) -> int | None:
+        """The first index where the sequences differ (None when identical)."""
+        return first_divergence(self.stored, self.replayed)
+
+
+def pick_reply(chat: ChatRecord, number: int | None) -> ReplyRecord:
+    """Reply `number` (1-based) of a chat, or its last reply when None.
+
+    Raises:
+        StoreError: The chat has no generated reply, or no reply with that number.
+    """
+    replies = chat.replies
+    if not replies:
+        raise StoreError(f"chat {chat.id} has no generated reply to replay")
+    if number is None:
+        return replies[-1]
+    if not 1 <= number <= len(replies):
+        raise StoreError(
+            f"chat {chat.id} has no reply {number}: it has replies 1 to {len(replies)}"
+        )
+    return replies[number - 1]
+
+
+def replay(
+    backend: ChatBackend,
+    chat: ChatRecord,
+    reply: ReplyRecord,
+    *,
+    on_token: Callable[[TokenEvent], None] | None = None,
+) -> ReplayResult:
+    """Regenerate `reply` of `chat` on `backend` and compare its tokens.
+
+    The backend's KV cache is reset, then (on a `LlamaBackend`) rebuilt the way the
+    original session built it when the reply started from a warm cache (see
+    `backend.store.replay_cache`): llama.cpp computes a token decoded alone slightly
+    differently from one in a prefill batch, enough to change sampled tokens. The
+    generation runs with the recorded max_tokens (prompt fitting depends on it) and
+    stops once as many tokens as were stored came out, so an interrupted or
+    cancelled reply is compared on the part that exists.
+
+    Raises:
+        ReplayError: The reply has no tokens, or the generation ended in an error.
+    """
+    if not reply.token_ids:
+        raise ReplayError(f"reply {reply.number} has no tokens to replay")
+    schedule: dict[int, SamplerSettings] = {
+        change.from_index: change.settings for change in reply.settings_changes
+    }
+    live = LiveSettings(reply.settings_at(0))
+    notices: list[str] = []
+    from backend.chat.llama_backend import LlamaBackend
+
+    if isinstance(backend, LlamaBackend):
+        from backend.store.replay_cache import prepare_cache
+
+        notices += prepare_cache(backend, chat, reply)
+    else:
+        backend.reset()
+    stored = len(reply.token_ids)
+    stop = threading.Event()
+    replayed: list[int] = []
+    finished: FinishedEvent | None = None
+    max_tokens = max(reply.max_tokens or stored, stored)
+    events = backend.generate(
+        chat.conversation_before(reply), live, max_tokens=max_tokens, cancel=stop
+    )
+    for event in events:
+        if isinstance(event, TokenEvent):
+            replayed.append(event.step.token_id)
+            upcoming = schedule.get(event.index + 1)
+            if upcoming is not None:
+                live.current = upcoming
+            if len(replayed) >= stored:
+                stop.set()
+            if on_token is not None:
+                on_token(event)
+        elif isinstance(event, NoticeEvent):
+            notices.append(event.message)
+        elif isinstance(event, FinishedEvent):
+            finished = event
+    if finished is None:
+        raise ReplayError("the backend ended without finishing the replay")
+    if finished.reason == "error":
+        raise ReplayError(f"the replay failed: {finished.error}")
+    return ReplayResult(
+        stored=reply.token_ids,
+        replayed=tuple(replayed),
+        finish_reason=finished.reason,
+        text=finished.text,
+        notices=tuple(notices),
+    )

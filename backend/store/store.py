@@ -1,0 +1,389 @@
+"""Saved chats: a SQLite database (WAL mode) written as the chat happens.
+
+One `ChatStore` wraps one connection. Every public method holds the store's lock, so
+the generation thread may write tokens while the UI thread reads the chat list; the
+connection is opened with `check_same_thread=False` for that reason.
+
+Durability: `ReplyWriter.append_token` commits each token in its own transaction,
+together with the reply's growing text (kept in the assistant message's `content`).
+In WAL mode with synchronous=NORMAL a commit is in the OS's hands once it returns, so
+killing the process mid-reply loses at most the token in flight (a power cut may lose
+the last few commits, never corrupt the file). A reply that never reached `finish`
+loads with finish reason "interrupted" and its text so far — no detokenizer is needed
+to read a chat back.
+
+Typical use (see `ChatStore.begin_reply`):
+
+    store = ChatStore()                        # <data dir>/chats.sqlite3
+    model = store.model_ref(model_path)        # hashes the file once, then cached
+    chat = store.new_chat("Why is the sky blue?", model)
+    store.add_message(chat, "user", "Why is the sky blue?")
+    writer = store.begin_reply(chat, model, live.current, max_tokens=512)
+    for event in backend.generate(...):
+        if isinstance(event, TokenEvent):
+            writer.append(event)
+        elif isinstance(event, FinishedEvent):
+            writer.finish_event(event)
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+
+from backend.chat.protocol import Role
+from backend.config.paths import default_store_path
+from backend.store import read as store_read
+from backend.store.records import (
+    INTERRUPTED,
+    ChatRecord,
+    ChatSummary,
+    MessageRecord,
+    ModelRef,
+    ReplyRecord,
+    SettingsChange,
+    StoreError,
+    file_sha256,
+    file_signature,
+    settings_json,
+)
+from backend.store.schema import migrate, schema_version
+from backend.store.writer import ReplyWriter
+from sampling.settings import SamplerSettings
+
+__all__ = [
+    "INTERRUPTED",
+    "ChatRecord",
+    "ChatStore",
+    "ChatSummary",
+    "MessageRecord",
+    "ModelRef",
+    "ReplyRecord",
+    "ReplyWriter",
+    "SettingsChange",
+    "StoreError",
+    "suggest_title",
+]
+
+TITLE_LENGTH = 60
+
+
+def suggest_title(text: str) -> str:
+    """A chat title from its first user message: one line, at most 60 characters."""
+    line = " ".join(text.split())
+    if len(line) <= TITLE_LENGTH:
+        return line or "Untitled chat"
+    return line[: TITLE_LENGTH - 1].rstrip() + "…"
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class ChatStore:
+    """The chat database.
+
+    Args:
+        path: The database file; default `<user data dir>/chats.sqlite3` (the
+            directory is created). `SAMPLESCOPE_DATA_DIR` overrides the directory.
+        clock: Returns the current time (aware datetime); tests pass a fixed one.
+
+    Raises:
+        StoreError: The file cannot be created or opened, is not a database, is
+            corrupt, is locked for longer than the timeout, or was written by a newer
+            samplescope. The message names the file.
+    """
+
+    def __init__(
+        self,
+        path: Path | None = None,
+        *,
+        clock: Callable[[], datetime] | None = None,
+        timeout: float = 5.0,
+    ) -> None:
+        self.path = Path(path) if path is not None else default_store_path()
+        self._clock = clock or _utc_now
+        self._lock = threading.RLock()
+        self._hash_cache: dict[tuple[str, int, int], str] = {}
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise StoreError(
+                f"cannot create the chat database's folder {self.path.parent}: {error}"
+            ) from error
+        with self._guard("open"):
+            self._conn = sqlite3.connect(
+                self.path, timeout=timeout, isolation_level=None, check_same_thread=False
+            )
+        try:
+            with self._guard("open"):
+                self._conn.execute("PRAGMA foreign_keys = ON")
+                self._conn.execute("PRAGMA journal_mode = WAL")
+                self._conn.execute("PRAGMA synchronous = NORMAL")
+                try:
+                    migrate(self._conn)
+                except ValueError as error:
+                    raise StoreError(f"chat database {self.path}: {error}") from error
+        except BaseException:
+            self._conn.close()
+            raise
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> ChatStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    @property
+    def schema_version(self) -> int:
+        """The database's schema version (PRAGMA user_version)."""
+        with self._guard("read the schema version"):
+            return schema_version(self._conn)
+
+    # -- plumbing --------------------------------------------------------------
+
+    @contextmanager
+    def _guard(self, action: str) -> Iterator[None]:
+        """Hold the lock and turn sqlite errors into StoreError naming the file."""
+        with self._lock:
+            try:
+                yield
+            except sqlite3.Error as error:
+                raise StoreError(self._describe(error, action)) from error
+
+    def _describe(self, error: sqlite3.Error, action: str) -> str:
+        text = str(error)
+        if "not a database" in text or "malformed" in text:
+            return f"chat database {self.path} is corrupt or not a samplescope database ({text})"
+        if "locked" in text or "busy" in text:
+            return f"chat database {self.path} is locked by another process ({text})"
+        if "unable to open" in text or "readonly" in text or "disk I/O" in text:
+            return f"cannot {action} chat database {self.path}: {text}"
+        return f"chat database {self.path}: {action} failed: {text}"
+
+    @contextmanager
+    def _transaction(self, action: str) -> Iterator[sqlite3.Connection]:
+        """One write transaction (BEGIN IMMEDIATE … COMMIT), rolled back on error."""
+        with self._guard(action):
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._conn
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+
+    def _now(self) -> float:
+        return self._clock().timestamp()
+
+    # -- models ----------------------------------------------------------------
+
+    def model_ref(self, path: Path | str) -> ModelRef:
+        """Path, size and SHA-256 of a model file.
+
+        The hash is computed once per (path, size, mtime) and cached in the database,
+        so this is cheap after the first call. Hashing a large file takes seconds:
+        call it from a worker thread (e.g. right after the model loads).
+
+        Raises:
+            StoreError: The file cannot be read.
+        """
+        try:
+            key = file_signature(Path(path))
+        except OSError as error:
+            raise StoreError(f"cannot read model file {path}: {error}") from error
+        sha = self._hash_cache.get(key)
+        if sha is None:
+            with self._guard("read the model hash cache"):
+                row = self._conn.execute(
+                    "SELECT sha256 FROM model_files WHERE path = ? AND size = ? AND mtime_ns = ?",
+                    key,
+                ).fetchone()
+            if row is not None:
+                sha = str(row[0])
+            else:
+                try:
+                    sha = file_sha256(Path(key[0]))
+                except OSError as error:
+                    raise StoreError(f"cannot read model file {path}: {error}") from error
+                with self._transaction("cache the model hash") as conn:
+                    conn.execute(
+                        "INSERT OR REPLACE INTO model_files (path, size, mtime_ns, sha256) "
+                        "VALUES (?, ?, ?, ?)",
+                        (*key, sha),
+                    )
+            self._hash_cache[key] = sha
+        return ModelRef(path=key[0], size=key[1], sha256=sha)
+
+    # -- writing ---------------------------------------------------------------
+
+    def new_chat(self, title: str, model: ModelRef | None = None) -> int:
+        """Create an empty chat; returns its id."""
+        now = self._now()
+        with self._transaction("create a chat") as conn:
+            cursor = conn.execute(
+                "INSERT INTO chats (title, created, updated, model_path, model_size, "
+                "model_sha256) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    title,
+                    now,
+                    now,
+                    model.path if model else None,
+                    model.size if model else None,
+                    model.sha256 if model else None,
+                ),
+            )
+            return int(cursor.lastrowid or 0)
+
+    def _insert_message(
+        self, conn: sqlite3.Connection, chat_id: int, role: Role, content: str, now: float
+    ) -> int:
+        if conn.execute("SELECT 1 FROM chats WHERE id = ?", (chat_id,)).fetchone() is None:
+            raise StoreError(f"chat database {self.path} has no chat {chat_id}")
+        row = conn.execute(
+            "SELECT coalesce(max(position) + 1, 0) FROM messages WHERE chat_id = ?", (chat_id,)
+        ).fetchone()
+        cursor = conn.execute(
+            "INSERT INTO messages (chat_id, position, role, content, created) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (chat_id, int(row[0]), role, content, now),
+        )
+        conn.execute("UPDATE chats SET updated = ? WHERE id = ?", (now, chat_id))
+        return int(cursor.lastrowid or 0)
+
+    def add_message(self, chat_id: int, role: Role, content: str) -> int:
+        """Append a turn (system, user, or a non-generated assistant turn); returns its id.
+
+        Raises:
+            StoreError: There is no such chat.
+        """
+        now = self._now()
+        with self._transaction("add a message") as conn:
+            return self._insert_message(conn, chat_id, role, content, now)
+
+    def begin_reply(
+        self,
+        chat_id: int,
+        model: ModelRef,
+        settings: SamplerSettings,
+        *,
+        max_tokens: int | None = None,
+        n_ctx: int | None = None,
+        n_batch: int | None = None,
+    ) -> ReplyWriter:
+        """Start recording a generated reply: an empty assistant turn plus its record.
+
+        Args:
+            chat_id: The chat (whose last turn is normally the user's).
+            model: The model generating it (`model_ref(path)`).
+            settings: The settings at the start (seed and generator come from them).
+            max_tokens: The token limit of the generation, kept for replay.
+            n_ctx: The backend's context size (`backend.info.n_ctx`), for replay.
+            n_batch: The backend's prefill chunk size (`backend.info.n_batch`), for
+                replay (a prefill chunk of one token computes slightly different
+                logits than a longer one, so exact replay re-chunks the same way).
+
+        Returns:
+            The writer to feed tokens and the finish to.
+        """
+        now = self._now()
+        with self._transaction("start a reply") as conn:
+            message_id = self._insert_message(conn, chat_id, "assistant", "", now)
+            cursor = conn.execute(
+                "INSERT INTO replies (message_id, model_path, model_size, model_sha256, seed, "
+                "rng, max_tokens, n_ctx, n_batch, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    message_id,
+                    model.path,
+                    model.size,
+                    model.sha256,
+                    str(settings.seed),
+                    settings.rng,
+                    max_tokens,
+                    n_ctx,
+                    n_batch,
+                    now,
+                ),
+            )
+            reply_id = int(cursor.lastrowid or 0)
+            conn.execute(
+                "INSERT INTO settings_changes (reply_id, from_index, settings) VALUES (?, 0, ?)",
+                (reply_id, settings_json(settings)),
+            )
+        return ReplyWriter(self._transaction, self._now, chat_id, message_id, reply_id, settings)
+
+    def rename_chat(self, chat_id: int, title: str) -> None:
+        """Give a chat a new title.
+
+        Raises:
+            StoreError: There is no such chat.
+        """
+        with self._transaction("rename a chat") as conn:
+            cursor = conn.execute("UPDATE chats SET title = ? WHERE id = ?", (title, chat_id))
+            if cursor.rowcount == 0:
+                raise StoreError(f"chat database {self.path} has no chat {chat_id}")
+
+    def delete_chat(self, chat_id: int) -> None:
+        """Delete a chat with its messages, replies, tokens and settings.
+
+        Raises:
+            StoreError: There is no such chat.
+        """
+        with self._transaction("delete a chat") as conn:
+            cursor = conn.execute("DELETE FROM chats WHERE id = ?", (chat_id,))
+            if cursor.rowcount == 0:
+                raise StoreError(f"chat database {self.path} has no chat {chat_id}")
+
+    def delete_message(self, message_id: int) -> None:
+        """Delete one turn (with its reply record): e.g. the reply a regenerate replaces.
+
+        Raises:
+            StoreError: There is no such message.
+        """
+        now = self._now()
+        with self._transaction("delete a message") as conn:
+            row = conn.execute(
+                "SELECT chat_id FROM messages WHERE id = ?", (message_id,)
+            ).fetchone()
+            if row is None:
+                raise StoreError(f"chat database {self.path} has no message {message_id}")
+            conn.execute("DELETE FROM messages WHERE id = ?", (message_id,))
+            conn.execute("UPDATE chats SET updated = ? WHERE id = ?", (now, int(row[0])))
+
+    # -- reading ---------------------------------------------------------------
+
+    def list_chats(self, search: str | None = None) -> list[ChatSummary]:
+        """Chats, most recently updated first.
+
+        Args:
+            search: Keep only chats whose title or any message contains this text
+                (case-insensitive for ASCII); None or "" keeps all.
+        """
+        with self._guard("list chats"):
+            return store_read.list_chats(self._conn, search)
+
+    def load_chat(self, chat_id: int) -> ChatRecord:
+        """A whole chat: its turns, and for generated turns the reply records.
+
+        Raises:
+            StoreError: There is no such chat, or a stored record cannot be read.
+        """
+        with self._guard("load a chat"):
+            return store_read.load_chat(self._conn, self.path, chat_id)

@@ -1,0 +1,151 @@
+"""Recording one reply token by token (see `ChatStore.begin_reply`)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import asdict
+
+from backend.chat.events import FinishedEvent, GenerationStats, TokenEvent
+from backend.store.records import StoreError, settings_json
+from sampling.settings import SamplerSettings
+
+Transaction = Callable[[str], AbstractContextManager[sqlite3.Connection]]
+"""Opens one write transaction; its argument names the action for error messages."""
+
+
+class ReplyWriter:
+    """Records one reply token by token; get one from `ChatStore.begin_reply`.
+
+    Each `append_token` is its own committed transaction, so a killed process keeps
+    every token that was appended. Usable from any one thread at a time (typically
+    the generation worker, so the store never lags behind the model).
+    """
+
+    def __init__(
+        self,
+        transaction: Transaction,
+        now: Callable[[], float],
+        chat_id: int,
+        message_id: int,
+        reply_id: int,
+        settings: SamplerSettings,
+    ) -> None:
+        self._transaction = transaction
+        self._now = now
+        self.chat_id = chat_id
+        self.message_id = message_id
+        self.reply_id = reply_id
+        self._last_settings = settings
+        self._count = 0
+        self._finished = False
+
+    @property
+    def token_count(self) -> int:
+        """How many tokens have been stored."""
+        return self._count
+
+    @property
+    def finished(self) -> bool:
+        """Whether `finish` was called."""
+        return self._finished
+
+    def append_token(
+        self, index: int, token_id: int, settings: SamplerSettings, text: str = ""
+    ) -> None:
+        """Store one sampled token and commit.
+
+        Args:
+            index: Its 0-based index in the reply (must be the next one).
+            token_id: The token.
+            settings: The settings it was sampled with; stored only when they differ
+                from the previous token's.
+            text: The text it adds to the reply (TokenEvent.text; may be "").
+
+        Raises:
+            StoreError: The reply is finished, the index is not the next one, or the
+                database cannot be written.
+        """
+        if self._finished:
+            raise StoreError(f"reply {self.reply_id} is already finished")
+        if index != self._count:
+            raise StoreError(
+                f"reply {self.reply_id}: token index {index} out of order (expected {self._count})"
+            )
+        changed = settings != self._last_settings
+        with self._transaction("store a token") as conn:
+            conn.execute(
+                "INSERT INTO reply_tokens (reply_id, idx, token_id) VALUES (?, ?, ?)",
+                (self.reply_id, index, int(token_id)),
+            )
+            if changed:
+                # At index 0 this replaces the settings the reply began with: a slider
+                # moved during the prefill applies from the first token.
+                conn.execute(
+                    "INSERT OR REPLACE INTO settings_changes (reply_id, from_index, settings) "
+                    "VALUES (?, ?, ?)",
+                    (self.reply_id, index, settings_json(settings)),
+                )
+            if text:
+                conn.execute(
+                    "UPDATE messages SET content = content || ? WHERE id = ?",
+                    (text, self.message_id),
+                )
+        self._count += 1
+        self._last_settings = settings
+
+    def append(self, event: TokenEvent) -> None:
+        """Store a TokenEvent (its index, token, step settings and text)."""
+        self.append_token(event.index, event.step.token_id, event.step.settings, event.text)
+
+    def finish(
+        self,
+        reason: str,
+        stats: GenerationStats | None,
+        text: str,
+        *,
+        error: str | None = None,
+        token_ids: Sequence[int] | None = None,
+    ) -> None:
+        """Mark the reply finished with its final text and figures.
+
+        Args:
+            reason: The finish reason ("eos", "max_tokens", "cancelled", "error").
+            stats: The generation's figures.
+            text: The whole reply text (replaces the text accumulated per token).
+            error: The error message when reason is "error".
+            token_ids: All token ids of the reply; any beyond those appended are
+                stored too (with the last settings), earlier ones are not rewritten.
+        """
+        if self._finished:
+            raise StoreError(f"reply {self.reply_id} is already finished")
+        now = self._now()
+        extra = list(token_ids[self._count :]) if token_ids is not None else []
+        with self._transaction("finish a reply") as conn:
+            conn.executemany(
+                "INSERT INTO reply_tokens (reply_id, idx, token_id) VALUES (?, ?, ?)",
+                [(self.reply_id, self._count + i, int(t)) for i, t in enumerate(extra)],
+            )
+            conn.execute(
+                "UPDATE replies SET finish_reason = ?, error = ?, stats = ?, finished = ? "
+                "WHERE id = ?",
+                (
+                    reason,
+                    error,
+                    None if stats is None else json.dumps(asdict(stats)),
+                    now,
+                    self.reply_id,
+                ),
+            )
+            conn.execute("UPDATE messages SET content = ? WHERE id = ?", (text, self.message_id))
+            conn.execute("UPDATE chats SET updated = ? WHERE id = ?", (now, self.chat_id))
+        self._count += len(extra)
+        self._finished = True
+
+    def finish_event(self, event: FinishedEvent) -> None:
+        """Finish from the backend's FinishedEvent."""
+        self.finish(
+            event.reason, event.stats, event.text, error=event.error, token_ids=event.token_ids
+        )

@@ -1,0 +1,50 @@
+"""The sampler benchmark on the real model: it runs, and both sides sample alike."""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+import llama_cpp
+import numpy as np
+
+from backend.bench.sampler import MODES, capture_real_logits, format_rows, run_sampler_bench
+from sampling import Sampler, SamplerSettings
+
+
+def test_bench_rows_cover_every_mode_on_real_and_flat_logits(default_model_path: Path) -> None:
+    rows = run_sampler_bench(default_model_path, steps=3, repeats=1)
+    assert [(row.mode, row.logits_kind) for row in rows] == [
+        (mode.name, kind) for kind in ("real", "flat") for mode in MODES
+    ]
+    assert all(row.ours_us > 0 and row.native_us > 0 for row in rows)
+    table = format_rows(rows)
+    assert table.count("\n") == len(rows)
+    assert "ours/native" in table
+
+
+def test_our_greedy_agrees_with_llama_cpp_native_and_lists_the_top_tokens(
+    default_model_path: Path,
+) -> None:
+    llm = llama_cpp.Llama(str(default_model_path), n_ctx=256, n_threads=2, verbose=False)
+    try:
+        captured = capture_real_logits(llm, 12)
+        vocab = llm.n_vocab()
+        pointer = ctypes.cast(
+            llama_cpp.llama_get_logits_ith(llm.ctx, -1), ctypes.POINTER(ctypes.c_float)
+        )
+        view = np.ctypeslib.as_array(pointer, shape=(vocab,))
+        greedy = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
+        llama_cpp.llama_sampler_chain_add(greedy, llama_cpp.llama_sampler_init_greedy())
+        ours = Sampler(SamplerSettings(temperature=0.0), vocab_size=vocab)
+        for logits in captured:
+            view[:] = logits
+            native_token = llama_cpp.llama_sampler_sample(greedy, llm.ctx, -1)
+            step = ours.sample(view)
+            assert step.token_id == native_token
+            # The record lists the highest logits, in order (ties: lower id first).
+            expected_top = np.argsort(-logits, kind="stable")[:20]
+            assert [c.token_id for c in step.candidates] == expected_top.tolist()
+        llama_cpp.llama_sampler_free(greedy)
+    finally:
+        llm.close()

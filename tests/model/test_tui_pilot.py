@@ -1,0 +1,135 @@
+"""Pilot tests of the chat app on the real default model (and a few on the fake)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input
+
+from backend.chat.events import FinishedEvent, PhaseEvent, PrefillProgress, TokenEvent
+from backend.chat.llama_backend import LlamaBackend
+from tests.helpers import wait_until
+from tui.app import SamplescopeApp
+from tui.chat.reply_view import ReplyView
+
+pytestmark = pytest.mark.anyio
+
+SIZE = (120, 36)
+# With seed 42 and the default settings the model's reply runs past 200 tokens.
+LONG_PROMPT = "Write a long story about a lighthouse keeper and a storm."
+
+
+@pytest.fixture(scope="module")
+def llama(default_model_path: Path) -> Iterator[LlamaBackend]:
+    """The default model, loaded once for this file."""
+    backend = LlamaBackend.load(default_model_path, n_ctx=2048)
+    yield backend
+    backend.close()
+
+
+async def _send(pilot: object, app: SamplescopeApp, text: str) -> None:
+    await wait_until(pilot, lambda: app.ready)  # type: ignore[arg-type]
+    prompt = app.query_one("#prompt", Input)
+    prompt.focus()
+    await pilot.press(*text)  # type: ignore[attr-defined]
+    # Enter, without Pilot.press: that waits for the app to go idle, i.e. (with
+    # tokens streaming in) for the end of the reply.
+    await prompt.action_submit()
+
+
+async def _finished(pilot: object, app: SamplescopeApp, count: int = 1) -> FinishedEvent:
+    await wait_until(pilot, lambda: len(app.finished) >= count and not app.generating, 240)  # type: ignore[arg-type]
+    return app.finished[count - 1]
+
+
+async def test_type_send_and_tokens_arrive(llama: LlamaBackend) -> None:
+    app = SamplescopeApp(llama, max_tokens=24, cursor_blink=False)
+    app.event_log = []
+    async with app.run_test(size=SIZE) as pilot:
+        await _send(pilot, app, "Name three colours.")
+        finished = await _finished(pilot, app)
+        app.flush_now()
+        await pilot.pause()
+        log = app.event_log
+        assert isinstance(log[0], PhaseEvent) and log[0].phase == "prefill"
+        assert any(isinstance(e, PrefillProgress) for e in log)
+        tokens = [e for e in log if isinstance(e, TokenEvent)]
+        assert tokens, "no token arrived"
+        assert [t.index for t in tokens] == list(range(len(tokens)))
+        assert log[-1] is finished and finished.reason in ("eos", "max_tokens")
+        reply = app.replies[-1]
+        assert reply.tokens == tokens
+        assert reply.text == finished.text != ""
+        assert app.messages[-1].role == "assistant"
+        assert app.messages[-1].content == finished.text
+        assert app.query_one("#probs").step is tokens[-1].step  # type: ignore[attr-defined]
+        assert app.status.phase == "idle"
+        assert app.status.ctx_used == llama.context_used > 0
+        shown = app.query_one(ReplyView).plain_text()
+        assert finished.text.strip()[:10] in shown
+
+
+async def test_slider_in_the_middle_of_a_reply(llama: LlamaBackend) -> None:
+    app = SamplescopeApp(llama, max_tokens=200, cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await _send(pilot, app, LONG_PROMPT)
+        await wait_until(pilot, lambda: bool(app.replies) and len(app.replies[-1].tokens) >= 3, 120)
+        app.action_focus_sampling()  # the temperature slider
+        before = len(app.replies[-1].tokens)
+        await pilot.press("shift+right")  # coarse step: 0.80 -> 0.90
+        assert app.live.current.temperature == pytest.approx(0.9)
+        await wait_until(
+            pilot,
+            lambda: (
+                not app.generating
+                or any(t.step.settings.temperature > 0.85 for t in app.replies[-1].tokens[-3:])
+            ),
+            120,
+        )
+        await pilot.press("escape")
+        await _finished(pilot, app)
+        temps = [t.step.settings.temperature for t in app.replies[-1].tokens]
+        switch = next((i for i, value in enumerate(temps) if value > 0.85), None)
+        assert switch is not None, f"no step after the change: {before} then {len(temps)} tokens"
+        assert switch >= before
+        assert temps[:switch] == [pytest.approx(0.8)] * switch
+        assert temps[switch:] == [pytest.approx(0.9)] * (len(temps) - switch)
+
+
+async def test_escape_cancels_and_keeps_the_partial_reply(llama: LlamaBackend) -> None:
+    app = SamplescopeApp(llama, max_tokens=400, cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await _send(pilot, app, LONG_PROMPT)
+        await wait_until(pilot, lambda: bool(app.replies) and len(app.replies[-1].tokens) >= 5, 120)
+        await pilot.press("escape")
+        finished = await _finished(pilot, app)
+        reply = app.replies[-1]
+        assert finished.reason == "cancelled"
+        assert 5 <= len(reply.tokens) < 400
+        assert reply.text == finished.text
+        assert app.messages[-1].content == finished.text
+        assert "[stopped]" in app.query_one(ReplyView).plain_text()
+        assert app.status.last_reason == "stopped"
+
+
+async def test_ctrl_r_regenerates_with_the_same_seed(llama: LlamaBackend) -> None:
+    app = SamplescopeApp(llama, max_tokens=40, cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await _send(pilot, app, "Tell me a fact about the moon.")
+        first = await _finished(pilot, app)
+        seed = app.replies[-1].seed
+        await pilot.press("ctrl+g")  # a new seed: ctrl+r must still use the reply's own
+        await pilot.pause()
+        assert app.live.current.seed != seed
+        await pilot.press("ctrl+r")
+        second = await _finished(pilot, app, 2)
+        assert app.live.current.seed == seed
+        assert second.token_ids == first.token_ids
+        assert second.text == first.text
+        assert len(app.replies) == 1
+        assert [m.role for m in app.messages] == ["user", "assistant"]
+
+
+# -- controls, on the fake backend (deterministic, fast) ---------------------------

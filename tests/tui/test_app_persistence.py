@@ -1,0 +1,224 @@
+"""The app saves its chats: recorded as they happen, reopened from the history screen
+and continued; the config file applied at startup (a broken one reported)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input, Static
+
+from backend.chat.events import FinishedEvent
+from backend.config.config import Config
+from backend.config.paths import CONFIG_DIR_ENV, CONFIG_FILENAME, DATA_DIR_ENV
+from backend.store.store import ChatStore
+from sampling.settings import DEFAULT_CHAT_SETTINGS
+from tests.fake_backend import FakeBackend
+from tests.helpers import wait_until
+from tui.app import STORED_REPLIES_NOTE, SamplescopeApp
+from tui.app_config import resolve_app_config
+from tui.cli.app import build_app, build_app_parser
+from tui.screens.history import HistoryScreen
+from tui.widgets.prob_panel import ProbPanel
+
+pytestmark = pytest.mark.anyio
+
+SIZE = (120, 36)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[ChatStore]:
+    with ChatStore(tmp_path / "chats.sqlite3") as opened:
+        yield opened
+
+
+def _fake(tmp_path: Path) -> FakeBackend:
+    """A fake backend whose model "file" exists (the store hashes the model file)."""
+    model = tmp_path / "fake.gguf"
+    model.write_bytes(b"GGUF not really a model")
+    fake = FakeBackend()
+    fake._info = replace(fake.info, path=str(model))
+    return fake
+
+
+async def _send(pilot: object, app: SamplescopeApp, text: str) -> FinishedEvent:
+    await wait_until(pilot, lambda: app.ready)  # type: ignore[arg-type]
+    count = len(app.finished)
+    prompt = app.query_one("#prompt", Input)
+    prompt.focus()
+    prompt.value = text
+    await prompt.action_submit()
+    await wait_until(pilot, lambda: len(app.finished) > count and not app.generating, 240)  # type: ignore[arg-type]
+    return app.finished[-1]
+
+
+def _roles_and_texts(store: ChatStore, chat_id: int) -> list[tuple[str, str]]:
+    return [(m.role, m.content) for m in store.load_chat(chat_id).messages]
+
+
+def _shown(app: SamplescopeApp, selector: str) -> list[str]:
+    return [str(widget.content) for widget in app.query(f"#transcript {selector}").results(Static)]
+
+
+async def _send_wait(pilot: object, app: SamplescopeApp, count: int) -> FinishedEvent:
+    await wait_until(pilot, lambda: len(app.finished) >= count and not app.generating, 240)  # type: ignore[arg-type]
+    return app.finished[count - 1]
+
+
+def _configure(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, toml: str) -> Path:
+    config_dir = tmp_path / "config"
+    config_dir.mkdir()
+    (config_dir / CONFIG_FILENAME).write_text(toml, encoding="utf-8")
+    monkeypatch.setenv(CONFIG_DIR_ENV, str(config_dir))
+    monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path / "data"))
+    monkeypatch.delenv("SAMPLESCOPE_MODEL", raising=False)
+    return config_dir / CONFIG_FILENAME
+
+
+async def test_chats_are_saved_reopened_and_continued(tmp_path: Path, store: ChatStore) -> None:
+    app = SamplescopeApp(_fake(tmp_path), max_tokens=8, cursor_blink=False, store=store)
+    async with app.run_test(size=SIZE) as pilot:
+        first = await _send(pilot, app, "hello there")
+        [chat] = store.list_chats()
+        assert chat.title == "hello there"
+        assert _roles_and_texts(store, chat.id) == [
+            ("user", "hello there"),
+            ("assistant", first.text),
+        ]
+        [reply] = store.load_chat(chat.id).replies
+        assert reply.token_ids == first.token_ids != ()
+        assert reply.token_ids == tuple(t.step.token_id for t in app.replies[0].tokens)
+
+        # ctrl+r regenerates: the stored reply is replaced, not added to.
+        await pilot.press("ctrl+r")
+        again = await _send_wait(pilot, app, 2)
+        assert _roles_and_texts(store, chat.id) == [
+            ("user", "hello there"),
+            ("assistant", again.text),
+        ]
+
+        # ctrl+n: the next message starts a second chat.
+        await pilot.press("ctrl+n")
+        await pilot.pause()
+        second = await _send(pilot, app, "second chat")
+        chats = store.list_chats()
+        assert [c.title for c in chats] == ["second chat", "hello there"]  # newest first
+        assert _roles_and_texts(store, chats[0].id) == [
+            ("user", "second chat"),
+            ("assistant", second.text),
+        ]
+
+        # ctrl+o lists the chats; open the older one.
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        assert isinstance(app.screen, HistoryScreen)
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, HistoryScreen)
+        assert _shown(app, ".user") == ["hello there"]
+        suffix = " [max tokens]" if again.reason == "max_tokens" else ""
+        assert _shown(app, ".stored") == [again.text + suffix]
+        assert [(m.role, m.content) for m in app.messages] == _roles_and_texts(store, chat.id)
+        assert app.replies == []
+        probs = app.query_one("#probs", ProbPanel)
+        assert probs.step is None
+        shown = " ".join(probs.render_line(y).text.strip() for y in range(3))
+        assert STORED_REPLIES_NOTE in shown
+
+        # Continue it: the new turn and reply go into the same chat.
+        third = await _send(pilot, app, "and then?")
+        assert len(store.list_chats()) == 2
+        assert _roles_and_texts(store, chat.id) == [
+            ("user", "hello there"),
+            ("assistant", again.text),
+            ("user", "and then?"),
+            ("assistant", third.text),
+        ]
+        assert store.load_chat(chat.id).replies[-1].token_ids == third.token_ids
+        assert _shown(app, ".user") == ["hello there", "and then?"]
+
+
+async def test_without_a_store_nothing_is_saved_and_history_says_so(tmp_path: Path) -> None:
+    app = SamplescopeApp(_fake(tmp_path), max_tokens=4, cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await _send(pilot, app, "hi")
+        assert app.recorder is None
+        await pilot.press("ctrl+o")
+        await pilot.pause()
+        assert not isinstance(app.screen, HistoryScreen)
+        assert any("not being saved" in n.message for n in app._notifications)
+        commands = [command.title for command in app.get_system_commands(app.screen)]
+        assert "Saved chats" in commands
+
+
+async def test_a_store_error_is_shown_once_and_the_reply_still_runs(
+    tmp_path: Path, store: ChatStore
+) -> None:
+    fake = FakeBackend()  # its model path "<fake>" is no file: the store cannot hash it
+    app = SamplescopeApp(fake, max_tokens=4, cursor_blink=False, store=store)
+    async with app.run_test(size=SIZE) as pilot:
+        first = await _send(pilot, app, "hi")
+        await _send(pilot, app, "again")
+        assert first.text
+        notes = [text for text in _shown(app, ".note") if "not being saved" in text]
+        assert len(notes) == 1 and "<fake>" in notes[0]
+        assert store.list_chats() == []
+
+
+async def test_a_broken_config_still_starts_and_says_where(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = _configure(monkeypatch, tmp_path, "[settings]\ntemperature = 0.5\ntop_k = = 3\n")
+    app = build_app(build_app_parser().parse_args(["--threads", "1", "--seed", "5"]))
+    assert app.live.current == DEFAULT_CHAT_SETTINGS.with_changes(seed=5)
+    assert app.store is not None and app.store.path.parent == tmp_path / "data"
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: app.ready, 60)  # type: ignore[arg-type]
+            messages = [n.message for n in app._notifications]
+            assert any(str(path) in m and "line 3" in m for m in messages), messages
+    finally:
+        app.close_backend()
+        app.store.close()
+
+
+async def test_the_config_sets_theme_settings_and_keys(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _configure(
+        monkeypatch,
+        tmp_path,
+        'theme = "gruvbox"\n[settings]\ntemperature = 0.3\ntop_k = 5\n'
+        '[keys]\nhistory = "f5"\nno_such_action = "f6"\nnew_seed = "ctrl + what?"\n',
+    )
+    app = build_app(build_app_parser().parse_args(["--threads", "1", "-k", "7", "--no-save"]))
+    assert app.store is None
+    assert (app.live.current.temperature, app.live.current.top_k) == (0.3, 7)  # flag wins
+    app.store = ChatStore(tmp_path / "chats.sqlite3")  # for the history screen
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: app.ready, 60)  # type: ignore[arg-type]
+            assert app.theme == "gruvbox"
+            messages = " ".join(n.message for n in app._notifications)
+            assert "no_such_action" in messages and "new_seed" in messages
+            await pilot.press("f5")
+            await pilot.pause()
+            assert isinstance(app.screen, HistoryScreen)
+    finally:
+        app.close_backend()
+        app.store.close()
+
+
+def test_config_keys_and_theme_are_checked() -> None:
+    config = Config(
+        theme="nope",
+        keys=(("history", "F5, ctrl+o"), ("quit", "ctrl+x"), ("fly", "f9"), ("help", "a b?")),
+    )
+    resolved = resolve_app_config(config, {"gruvbox"}, {"history", "quit", "help"})
+    assert resolved.theme is None
+    assert resolved.keymap == {"history": "f5,ctrl+o", "quit": "ctrl+x"}
+    assert len(resolved.problems) == 3
+    assert "'nope'" in resolved.problems[0] and "gruvbox" in resolved.problems[0]
+    assert "'fly'" in resolved.problems[1] and "help" in resolved.problems[2]

@@ -1,0 +1,132 @@
+"""The saved-chats screen: list, search, open, delete with a confirm; one snapshot.
+
+Regenerate the snapshot with `pytest tests/test_history_screen.py --snapshot-update`
+and look at it before committing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from textual.app import App
+from textual.pilot import Pilot
+from textual.widgets import DataTable
+
+from backend.store.store import ChatStore, ModelRef
+from sampling.settings import DEFAULT_CHAT_SETTINGS
+from tui.screens.confirm import ConfirmScreen
+from tui.screens.history import HistoryScreen
+
+pytestmark = pytest.mark.anyio
+
+SIZE = (100, 16)
+MODEL = ModelRef("/models/SmolLM2-135M-Instruct.Q4_1.gguf", 10, "ee" * 32)
+
+
+class HistoryApp(App[int | None]):
+    """Shows the history screen and exits with what it dismisses with."""
+
+    def __init__(self, store: ChatStore) -> None:
+        super().__init__()
+        self.store = store
+
+    def on_mount(self) -> None:
+        self.push_screen(HistoryScreen(self.store), self.exit)
+
+
+@pytest.fixture
+def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+@pytest.fixture
+def store(tmp_path: Path, utc: None) -> Iterator[ChatStore]:
+    moments = iter(
+        datetime(2026, 5, 1, 9, 0, tzinfo=UTC) + timedelta(hours=5 * i) for i in range(100)
+    )
+    with ChatStore(tmp_path / "chats.sqlite3", clock=lambda: next(moments)) as opened:
+        for title, text, replies in [
+            ("Why is the sky blue?", "Why is the sky blue?", 1),
+            ("A poem about [bold]markup[/bold]", "write a poem", 2),
+            ("Count to ten", "count to ten please", 0),
+        ]:
+            chat = opened.new_chat(title, MODEL)
+            opened.add_message(chat, "user", text)
+            for _ in range(replies):
+                writer = opened.begin_reply(chat, MODEL, DEFAULT_CHAT_SETTINGS)
+                writer.append_token(0, 1, DEFAULT_CHAT_SETTINGS, "ok")
+                writer.finish("eos", None, "ok")
+        yield opened
+
+
+def screen_of(pilot: Pilot[object]) -> HistoryScreen:
+    screen = pilot.app.screen
+    assert isinstance(screen, HistoryScreen)
+    return screen
+
+
+def test_snapshot(snap_compare: object, store: ChatStore) -> None:
+    async def ready(pilot: Pilot[object]) -> None:
+        await pilot.pause()
+
+    assert snap_compare(HistoryApp(store), terminal_size=SIZE, run_before=ready)  # type: ignore[operator]
+
+
+async def test_enter_opens_the_selected_chat(store: ChatStore) -> None:
+    ids = [c.id for c in store.list_chats()]
+    app = HistoryApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = screen_of(pilot)
+        assert screen.chats[0].title == "Count to ten"  # newest first
+        await pilot.press("down", "enter")
+        await pilot.pause()
+    assert app.return_value == ids[1]
+
+
+async def test_search_filters_and_escape_returns_none(store: ChatStore) -> None:
+    app = HistoryApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = screen_of(pilot)
+        await pilot.press("slash", *"POEM")
+        await pilot.pause()
+        assert [c.title for c in screen.chats] == ["A poem about [bold]markup[/bold]"]
+        assert screen.query_one(DataTable).row_count == 1
+        await pilot.press(*"zzz")
+        await pilot.pause()
+        assert screen.chats == []
+        assert "No saved chat matches" in str(screen.query_one("#history-empty").render())
+        await pilot.press("escape")
+        await pilot.pause()
+    assert app.return_value is None
+
+
+async def test_delete_asks_first(store: ChatStore) -> None:
+    app = HistoryApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = screen_of(pilot)
+        first = screen.chats[0]
+        await pilot.press("d")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("n")
+        await pilot.pause()
+        assert store.list_chats()[0].id == first.id  # kept
+        await pilot.press("d")
+        await pilot.pause()
+        await pilot.press("enter")  # the focused button is "No"
+        await pilot.pause()
+        assert len(store.list_chats()) == 3
+        await pilot.press("d")
+        await pilot.pause()
+        await pilot.press("y")
+        await pilot.pause()
+        assert first.id not in [c.id for c in store.list_chats()]
+        assert [c.id for c in screen_of(pilot).chats] == [c.id for c in store.list_chats()]

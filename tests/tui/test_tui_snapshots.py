@@ -1,0 +1,110 @@
+"""Snapshots of the app on the fake backend: fixed size, no cursor blink, no clocks.
+
+Regenerate the SVGs with `pytest tests/test_tui_snapshots.py --snapshot-update` and
+look at them before committing.
+"""
+
+from __future__ import annotations
+
+from textual.pilot import Pilot
+
+from sampling.settings import DEFAULT_CHAT_SETTINGS
+from tests.fake_backend import FakeBackend
+from tests.helpers import StepClock, wait_until
+from tui.app import SamplescopeApp
+from tui.cli.app import backend_factory, build_app_parser
+
+SIZE = (120, 36)
+# min-p off so that top-p makes the cut the panel shows.
+TOP_P_SETTINGS = DEFAULT_CHAT_SETTINGS.with_changes(min_p=0.0, top_k=0, top_p=0.8)
+
+
+def make_app(fake: FakeBackend, **kwargs: object) -> SamplescopeApp:
+    """An app on `fake` with a fixed clock and no cursor blink."""
+    return SamplescopeApp(fake, clock=StepClock(), cursor_blink=False, **kwargs)  # type: ignore[arg-type]
+
+
+def fake_backend(**kwargs: object) -> FakeBackend:
+    """A fake backend whose stats come from a fixed clock."""
+    return FakeBackend(clock=StepClock(), **kwargs)  # type: ignore[arg-type]
+
+
+async def send(pilot: Pilot[object], app: SamplescopeApp, text: str) -> None:
+    """Wait for the model, type `text` and press Enter."""
+    await wait_until(pilot, lambda: app.ready)
+    await pilot.press(*text, "enter")
+
+
+def test_empty_app(snap_compare: object) -> None:
+    async def ready(pilot: Pilot[object]) -> None:
+        app = pilot.app
+        assert isinstance(app, SamplescopeApp)
+        await wait_until(pilot, lambda: app.ready)
+
+    assert snap_compare(make_app(fake_backend()), terminal_size=SIZE, run_before=ready)  # type: ignore[operator]
+
+
+def test_mid_decode_with_top_p_cutoff(snap_compare: object) -> None:
+    fake = fake_backend(pause_after_tokens=24)
+    app = make_app(fake, settings=TOP_P_SETTINGS)
+
+    async def mid_decode(pilot: Pilot[object]) -> None:
+        await send(pilot, app, "tell me about the cat")
+        await wait_until(pilot, fake.paused.is_set)
+        await wait_until(pilot, lambda: len(app.replies[-1].tokens) == 24)
+        app.action_toggle_colour()
+        app.flush_now()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=mid_decode)  # type: ignore[operator]
+
+
+def test_prefill_in_progress(snap_compare: object) -> None:
+    fake = fake_backend(prefill_chunk=4, pause_after_chunks=3)
+    app = make_app(fake)
+    prompt = "please write a long story about a small red cat that sat on a mat by the river"
+
+    async def mid_prefill(pilot: Pilot[object]) -> None:
+        await send(pilot, app, prompt)
+        await wait_until(pilot, fake.paused.is_set)
+        await wait_until(pilot, lambda: app.status.prefill_done == 12)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=mid_prefill)  # type: ignore[operator]
+
+
+def test_selected_past_token(snap_compare: object) -> None:
+    fake = fake_backend()
+    app = make_app(fake, max_tokens=30, settings=TOP_P_SETTINGS)
+
+    async def select(pilot: Pilot[object]) -> None:
+        await send(pilot, app, "hello there")
+        await wait_until(pilot, lambda: not app.generating and bool(app.finished))
+        await pilot.press("ctrl+t", "left", "left", "left", "left", "left")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=select)  # type: ignore[operator]
+
+
+def test_help_screen(snap_compare: object) -> None:
+    app = make_app(fake_backend())
+
+    async def help_screen(pilot: Pilot[object]) -> None:
+        await wait_until(pilot, lambda: app.ready)
+        await pilot.press("f1")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=help_screen)  # type: ignore[operator]
+
+
+def test_bad_model_path(snap_compare: object) -> None:
+    args = build_app_parser().parse_args(["--model", "/nonexistent/missing-model.gguf"])
+    app = SamplescopeApp(
+        backend_factory=backend_factory(args), clock=StepClock(), cursor_blink=False
+    )
+
+    async def failed(pilot: Pilot[object]) -> None:
+        await wait_until(pilot, lambda: app.status.phase == "error")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=failed)  # type: ignore[operator]

@@ -1,0 +1,111 @@
+"""ChatRecorder mirrors an app's conversation into the store (on the fake backend)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from backend.chat.events import FinishedEvent, GenerationStats
+from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.store.recorder import ChatRecorder
+from backend.store.replay import replay
+from backend.store.store import ChatStore
+from sampling.settings import DEFAULT_CHAT_SETTINGS
+from tests.fake_backend import FakeBackend
+
+SETTINGS = DEFAULT_CHAT_SETTINGS
+
+
+class MiniApp:
+    """What the app does with its messages, with the recorder calls where they go."""
+
+    def __init__(self, store: ChatStore, model: Path) -> None:
+        self.backend = FakeBackend()
+        self.live = LiveSettings(SETTINGS)
+        self.recorder = ChatRecorder(store, model, n_ctx=2048, n_batch=8)
+        self.messages = [ChatMessage("system", "You are terse.")]
+
+    def send(self, text: str, max_tokens: int = 20) -> FinishedEvent:
+        self.messages.append(ChatMessage("user", text))
+        return self.reply(max_tokens)
+
+    def reply(self, max_tokens: int = 20) -> FinishedEvent:
+        # (worker thread)
+        assert self.recorder.begin_reply(self.messages, self.live.current, max_tokens)
+        finished = None
+        for event in self.backend.generate(self.messages, self.live, max_tokens=max_tokens):
+            assert self.recorder.record(event)
+            if isinstance(event, FinishedEvent):
+                finished = event
+        assert finished is not None
+        if finished.text:
+            self.messages.append(ChatMessage("assistant", finished.text))
+        return finished
+
+    def regenerate(self) -> FinishedEvent:
+        if self.messages[-1].role == "assistant":
+            self.messages.pop()
+        assert self.recorder.discard_last_reply()
+        self.live.current = self.live.current.with_changes(seed=self.live.current.seed + 1)
+        return self.reply()
+
+
+@pytest.fixture
+def model(tmp_path: Path) -> Path:
+    path = tmp_path / "fake.gguf"
+    path.write_bytes(b"GGUF fake")
+    return path
+
+
+def test_stored_chat_mirrors_the_app(tmp_path: Path, model: Path) -> None:
+    with ChatStore(tmp_path / "chats.sqlite3") as store:
+        app = MiniApp(store, model)
+        app.send("tell me about the cat")
+        app.send("and the dog?")
+        app.regenerate()
+        chat_id = app.recorder.chat_id
+        assert chat_id is not None
+        record = store.load_chat(chat_id)
+        assert record.conversation() == app.messages
+        assert record.title == "tell me about the cat"
+        assert [r.seed for r in record.replies] == [SETTINGS.seed, SETTINGS.seed + 1]
+        assert record.replies[1].n_ctx == 2048 and record.replies[1].n_batch == 8
+        assert record.model is not None and record.model.path == str(model.resolve())
+        # Stored replies replay on the (deterministic) fake backend.
+        for reply in record.replies:
+            assert replay(FakeBackend(), record, reply).identical
+
+        # A new chat, then back to the first one and on with it.
+        app.recorder.new_chat()
+        app.messages = app.messages[:1]
+        app.send("a new topic")
+        assert app.recorder.chat_id != chat_id
+        assert len(store.list_chats()) == 2
+        reopened = app.recorder.open_chat(chat_id)
+        app.messages = reopened.conversation()
+        app.send("one more")
+        assert store.load_chat(chat_id).conversation() == app.messages
+
+
+def test_a_reply_without_text_is_not_kept(tmp_path: Path, model: Path) -> None:
+    with ChatStore(tmp_path / "chats.sqlite3") as store:
+        app = MiniApp(store, model)
+        app.messages.append(ChatMessage("user", "hi"))
+        recorder = app.recorder
+        assert recorder.begin_reply(app.messages, SETTINGS, 5)
+        # Stopped during the prefill: no token, no text.
+        assert recorder.record(FinishedEvent("cancelled", GenerationStats(), "", ()))
+        assert recorder.chat_id is not None
+        assert store.load_chat(recorder.chat_id).conversation() == app.messages
+
+
+def test_store_errors_are_reported_not_raised(tmp_path: Path, model: Path) -> None:
+    store = ChatStore(tmp_path / "chats.sqlite3")
+    recorder = ChatRecorder(store, model)
+    store.close()
+    messages = [ChatMessage("user", "hi")]
+    assert recorder.begin_reply(messages, SETTINGS, 5) is False
+    assert recorder.error is not None and "chats.sqlite3" in recorder.error
+    for event in FakeBackend().generate(messages, LiveSettings(SETTINGS), max_tokens=3):
+        recorder.record(event)  # no exception

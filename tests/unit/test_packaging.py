@@ -1,0 +1,45 @@
+"""The wheel carries everything the app reads at run time (`pipx install .`)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def wheel_files(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
+    out = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(ROOT)],
+        check=True,
+        capture_output=True,
+    )
+    (wheel,) = out.glob("samplescope-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        return set(archive.namelist())
+
+
+def test_every_stylesheet_and_asset_ships(wheel_files: set[str]) -> None:
+    stylesheets = {str(p.relative_to(ROOT)) for p in (ROOT / "tui").rglob("*.tcss")}
+    assets = {f"tui/assets/{p.name}" for p in (ROOT / "assets").iterdir() if p.is_file()}
+    assert stylesheets and "tui/assets/presets.toml" in assets
+    assert stylesheets | assets <= wheel_files
+
+
+def test_every_css_path_names_a_shipped_file(wheel_files: set[str]) -> None:
+    for module in (ROOT / "tui").rglob("*.py"):
+        for name in re.findall(r'CSS_PATH\s*=\s*"([^"]+)"', module.read_text(encoding="utf-8")):
+            shipped = str((module.parent / name).relative_to(ROOT))
+            assert shipped in wheel_files, f"{module.name}: {name}"
+
+
+def test_only_the_three_packages_are_installed(wheel_files: set[str]) -> None:
+    top_level = {name.split("/")[0] for name in wheel_files if not name.startswith("samplescope-")}
+    assert top_level == {"sampling", "backend", "tui"}

@@ -1,0 +1,1 @@
+"""The chat view: transcript, reply state, the generation worker and its inbox."""

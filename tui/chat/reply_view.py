@@ -1,0 +1,348 @@
+"""One assistant reply in the transcript, token by token.
+
+The reply is laid out by hand (word wrap over token pieces) and drawn line by line
+with Textual's line API: while tokens stream in, only the last line is redrawn, so
+the cost of a frame does not grow with the length of the reply. Owning the layout
+also maps a mouse click to the token under it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.geometry import Region, Size
+from textual.message import Message
+from textual.strip import Strip
+from textual.widget import Widget
+
+from backend.chat.events import TokenEvent
+from backend.llama.pieces import visible_piece
+from sampling.settings import SamplerSettings
+from tui.display import display_text
+
+# Background tints for "colour by probability", from unlikely to likely.
+_PROB_STYLES = (
+    (0.1, Style.parse("on #6b1d1d")),
+    (0.3, Style.parse("on #6b431d")),
+    (0.6, Style.parse("on #5a5a1d")),
+    (0.85, Style.parse("on #2f5a1d")),
+    (2.0, Style.parse("on #1d5a35")),
+)
+_SELECTED = Style(reverse=True, bold=True)
+_NOTE = Style(italic=True, color="grey50")
+_ERROR = Style(bold=True, color="red")
+_CHUNK = re.compile(r"\s*\S+|\s+")
+_NO_TOKEN = -1
+GROW = 8
+GUTTER = 2  # "▌ " before each line
+FINISH_LABELS = {"cancelled": "stopped", "error": "error", "max_tokens": "max tokens"}
+
+
+def prob_style(prob: float) -> Style:
+    """The background tint for a token chosen with probability `prob`."""
+    for bound, style in _PROB_STYLES:
+        if prob < bound:
+            return style
+    return _PROB_STYLES[-1][1]
+
+
+@dataclass(eq=False)
+class Reply:
+    """The state of one assistant reply (owned by the app's handlers).
+
+    Attributes:
+        seed: The seed it was generated with.
+        settings: The settings in force when it started.
+        tokens: The sampled tokens so far.
+        finished: Why it ended, or "" while it runs.
+        error: The error text if it ended in an error.
+    """
+
+    seed: int
+    settings: SamplerSettings
+    tokens: list[TokenEvent] = field(default_factory=list)
+    finished: str = ""
+    error: str = ""
+
+    @property
+    def text(self) -> str:
+        """The reply's text so far."""
+        return "".join(token.text for token in self.tokens)
+
+
+# One run of text on a line: (text, token index or _NO_TOKEN, extra style or None).
+_Run = tuple[str, int, Style | None]
+
+
+class ReplyView(Widget):
+    """Draws a `Reply`: its tokens, optionally tinted by probability, one selectable."""
+
+    DEFAULT_CSS = """
+    ReplyView { height: auto; }
+    ReplyView > .reply--gutter { color: $success; }
+    """
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"reply--gutter"}
+
+    class TokenClicked(Message):
+        """A token of this reply was clicked."""
+
+        def __init__(self, view: ReplyView, index: int) -> None:
+            super().__init__()
+            self.view = view
+            self.index = index
+
+    def __init__(self, reply: Reply, number: int) -> None:
+        super().__init__(classes="reply")
+        self.reply = reply
+        self.number = number
+        self.colour = False
+        self.selected: int | None = None
+        self._lines: list[list[_Run]] = [[]]
+        self._line_width = 0  # cells used on the last line
+        self._laid_out = 0  # tokens laid out
+        self._wrap = 0  # the width laid out for
+        self._finished_shown = ""
+        self._placeholder = False
+        self._strips: dict[int, Strip] = {}
+
+    # -- state -----------------------------------------------------------------
+
+    def set_view(self, *, colour: bool, selected: int | None) -> None:
+        """Change the tinting or the selected token."""
+        if (colour, selected) != (self.colour, self.selected):
+            self.colour = colour
+            self.selected = selected
+            self._relayout()
+
+    def sync(self) -> None:
+        """Lay out the tokens that arrived since the last call and redraw what changed."""
+        if self._wrap <= 0:
+            self.refresh(layout=True)  # not sized yet: laid out on the first resize
+            return
+        tokens = self.reply.tokens
+        if self._laid_out == len(tokens) and self.reply.finished == self._finished_shown:
+            return  # nothing new
+        first_dirty = len(self._lines) - 1
+        for index in range(self._laid_out, len(tokens)):
+            self._place_token(index)
+        self._laid_out = len(tokens)
+        if self.reply.finished != self._finished_shown or self._placeholder:
+            self._relayout()  # the end marks (or the "…" placeholder) change
+            return
+        for y in range(first_dirty, len(self._lines)):
+            self._strips.pop(y, None)
+        if self._height() != self.size.height:
+            self.refresh(layout=True)
+        else:
+            lines = len(self._lines) - first_dirty
+            self.refresh(Region(0, first_dirty, self.size.width, lines))
+
+    def plain_text(self) -> str:
+        """What is shown, as plain text (tests)."""
+        return "\n".join("".join(run[0] for run in line) for line in self._lines)
+
+    # -- layout ----------------------------------------------------------------
+
+    def _relayout(self, refresh: bool = True) -> None:
+        self._lines = [[]]
+        self._line_width = 0
+        self._laid_out = 0
+        self._strips.clear()
+        if self._wrap > 0:
+            for index in range(len(self.reply.tokens)):
+                self._place_token(index)
+            self._laid_out = len(self.reply.tokens)
+            self._place_finish()
+        if refresh:
+            self.refresh(layout=True)
+
+    def _place_finish(self) -> None:
+        reply = self.reply
+        self._finished_shown = reply.finished
+        self._placeholder = not reply.tokens and not reply.finished
+        if self._placeholder:
+            self._place("…", _NO_TOKEN, _NOTE)
+        label = FINISH_LABELS.get(reply.finished)
+        if label:
+            self._place(f"  [{label}]", _NO_TOKEN, _NOTE)
+        if reply.error:
+            self._newline()
+            self._place(display_text(reply.error), _NO_TOKEN, _ERROR)
+
+    def _place_token(self, index: int) -> None:
+        token = self.reply.tokens[index]
+        text = display_text(token.text)
+        if index == self.selected and not text.strip():
+            text = visible_piece(token.text) or "∅"  # an empty/blank token still shows
+        self._place(text, index, None)
+
+    def _place(self, text: str, index: int, style: Style | None) -> None:
+        for number, part in enumerate(text.split("\n")):
+            if number:
+                self._newline()
+            for chunk in _CHUNK.findall(part):
+                self._place_chunk(chunk, index, style)
+
+    def _newline(self) -> None:
+        self._lines.append([])
+        self._line_width = 0
+
+    def _place_chunk(self, chunk: str, index: int, style: Style | None) -> None:
+        width = cell_len(chunk)
+        if self._line_width + width <= self._wrap:
+            self._add(chunk, index, style, width)
+            return
+        if chunk[:1].isspace():
+            # Wrap at the space: the space itself is dropped at the end of the line.
+            self._newline()
+            chunk = chunk.lstrip()
+            width = cell_len(chunk)
+        elif not self._carry_word():
+            self._newline()
+        while width > self._wrap - self._line_width:  # longer than a line: hard breaks
+            room = self._wrap - self._line_width
+            cut = _cut_at_cells(chunk, room)
+            if cut == 0:
+                self._newline()
+                continue
+            self._add(chunk[:cut], index, style, cell_len(chunk[:cut]))
+            self._newline()
+            chunk = chunk[cut:]
+            width = cell_len(chunk)
+        if chunk:
+            self._add(chunk, index, style, width)
+
+    def _carry_word(self) -> bool:
+        """Move the unfinished word at the end of the line onto a new line.
+
+        A word made of several tokens ("walk" + "ing") wraps as a whole. Returns
+        False (nothing moved) when the line ends in a space or is all one word.
+        """
+        line = self._lines[-1]
+        for position in range(len(line) - 1, -1, -1):
+            text, index, style = line[position]
+            if text[-1:].isspace():  # the word starts with the next run
+                kept, tail = line[: position + 1], line[position + 1 :]
+                break
+            space = max(text.rfind(" "), text.rfind("\t"))
+            if space >= 0:
+                kept = [*line[:position], (text[: space + 1], index, style)]
+                tail = [(text[space + 1 :], index, style), *line[position + 1 :]]
+                break
+        else:
+            return False
+        if not tail:
+            return False
+        self._move(kept, tail)
+        return True
+
+    def _move(self, kept: list[_Run], tail: list[_Run]) -> None:
+        self._lines[-1] = kept
+        self._strips.pop(len(self._lines) - 1, None)
+        self._lines.append(list(tail))
+        self._line_width = sum(cell_len(run[0]) for run in tail)
+
+    def _add(self, text: str, index: int, style: Style | None, width: int) -> None:
+        line = self._lines[-1]
+        if line and line[-1][1] == index and line[-1][2] is style:
+            line[-1] = (line[-1][0] + text, index, style)
+        else:
+            line.append((text, index, style))
+        self._line_width += width
+
+    # -- drawing ---------------------------------------------------------------
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        if width - GUTTER != self._wrap:
+            self._wrap = width - GUTTER
+            self._relayout(refresh=False)
+        return self._height()
+
+    def _height(self) -> int:
+        # While tokens stream in, the height grows in steps of GROW lines: a layout
+        # pass redraws the whole screen, so one per GROW lines rather than per line.
+        lines = len(self._lines)
+        if self.reply.finished:
+            return lines
+        return -(-lines // GROW) * GROW
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self.content_region.width - GUTTER != self._wrap:
+            self._wrap = self.content_region.width - GUTTER
+            self._relayout()
+
+    def render_line(self, y: int) -> Strip:
+        strip = self._strips.get(y)
+        if strip is None:
+            strip = self._render_line(y)
+            self._strips[y] = strip
+        return strip
+
+    def _render_line(self, y: int) -> Strip:
+        width = self.size.width
+        base = self.rich_style
+        if y >= len(self._lines):
+            return Strip.blank(width, base)  # room reserved while streaming: no gutter
+        tokens = self.reply.tokens
+        # The gutter is drawn here rather than as a CSS border, so that it stops at
+        # the last line of text and not at the bottom of the reserved room.
+        segments = [Segment("▌ ", self.get_component_rich_style("reply--gutter"))]
+        for text, index, style in self._lines[y]:
+            look = base
+            if index >= 0:
+                if self.colour and index < len(tokens):
+                    look = look + prob_style(tokens[index].step.prob)
+                if index == self.selected:
+                    look = look + _SELECTED
+                body = text.lstrip(" ")
+                if body and body != text and look is not base:
+                    # The space before a word stays untinted: the tint marks the word.
+                    segments.append(Segment(text[: len(text) - len(body)], base))
+                    text = body
+            elif style is not None:
+                look = look + style
+            segments.append(Segment(text, look))
+        strip = Strip(segments).simplify()  # one segment per run of one style
+        return strip.extend_cell_length(width, base).crop(0, width)
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._strips.clear()
+
+    # -- mouse -----------------------------------------------------------------
+
+    def token_at(self, x: int, y: int) -> int | None:
+        """The token index drawn at content offset (x, y), if any."""
+        if not 0 <= y < len(self._lines):
+            return None
+        position = GUTTER
+        for text, index, _ in self._lines[y]:
+            position += cell_len(text)
+            if x < position:
+                return index if index >= 0 else None
+        return None
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        index = self.token_at(offset.x, offset.y)
+        if index is not None:
+            event.stop()
+            self.post_message(self.TokenClicked(self, index))
+
+
+def _cut_at_cells(text: str, cells: int) -> int:
+    """How many characters of `text` fit in `cells` cells."""
+    used = 0
+    for position, char in enumerate(text):
+        used += cell_len(char)
+        if used > cells:
+            return position
+    return len(text)

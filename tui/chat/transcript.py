@@ -1,0 +1,161 @@
+"""The transcript: user turns and assistant replies, with a token cursor."""
+
+from __future__ import annotations
+
+from typing import ClassVar, TypeVar
+
+from rich.text import Text
+from textual import on
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.message import Message
+from textual.widgets import Static
+
+from tui.chat.reply_view import FINISH_LABELS, Reply, ReplyView
+from tui.display import display_text
+
+_TOKEN = Binding.Group("token", compact=True)
+_W = TypeVar("_W", Static, ReplyView)
+
+
+class Transcript(VerticalScroll, can_focus=True):
+    """The conversation. Focused, it is in token-cursor mode: ←/→ pick a past token.
+
+    It owns the reply views, the token cursor and the "colour by probability" flag;
+    selecting a token posts `TokenSelected` (the app shows that step).
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("left", "move_token(-1)", "token", key_display="←", group=_TOKEN),
+        Binding("right", "move_token(1)", "token", key_display="→", group=_TOKEN),
+        Binding("home", "move_token(-1000000)", "first", show=False),
+        Binding("end", "move_token(1000000)", "last", show=False),
+    ]
+
+    class TokenSelected(Message):
+        """The token cursor moved (`cursor` is (reply, token) or None when cleared)."""
+
+        def __init__(self, cursor: tuple[int, int] | None) -> None:
+            super().__init__()
+            self.cursor = cursor
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.views: list[ReplyView] = []
+        self.cursor: tuple[int, int] | None = None
+        self.colour = False
+
+    # -- content -------------------------------------------------------------
+
+    def add_user(self, text: str) -> Static:
+        """Append a user turn (shown literally)."""
+        return self._append(Static(Text(display_text(text)), classes="user"))
+
+    def add_reply(self, reply: Reply) -> ReplyView:
+        """Append an assistant reply's view."""
+        view = ReplyView(reply, len(self.views))
+        view.set_view(colour=self.colour, selected=None)
+        self.views.append(view)
+        return self._append(view)
+
+    def add_stored_reply(self, text: str, finish_reason: str = "") -> Static:
+        """Append a reply of a saved chat, as plain text (it has no token records)."""
+        shown = Text(display_text(text))
+        label = FINISH_LABELS.get(finish_reason, finish_reason if finish_reason != "eos" else "")
+        if label:
+            shown.append(f" [{label}]", style="italic grey50")
+        return self._append(Static(shown, classes="stored"))
+
+    def remove_last_reply(self) -> None:
+        """Remove the last reply's view (it is about to be regenerated)."""
+        if self.views:
+            self.clear_cursor()
+            self.views.pop().remove()
+
+    def add_note(self, text: str, *, error: bool = False) -> Static:
+        """Append a notice or an error line."""
+        note = Static(Text(display_text(text)), classes="error" if error else "note")
+        return self._append(note)
+
+    def clear(self) -> None:
+        """Remove everything (a new chat)."""
+        self.views.clear()
+        self.cursor = None
+        self.remove_children()
+        self.scroll_home(animate=False, immediate=True)
+
+    def _append(self, widget: _W) -> _W:
+        was_at_end = self.at_end
+        self.mount(widget)
+        self.follow(was_at_end)
+        return widget
+
+    # -- following the tail ----------------------------------------------------
+
+    @property
+    def at_end(self) -> bool:
+        """Whether the view shows the bottom (then it follows new content)."""
+        return self.scroll_y >= self.max_scroll_y - 1
+
+    def follow(self, was_at_end: bool = True) -> None:
+        """Scroll to the bottom once laid out, if the view was there before.
+
+        (Textual's `anchor()` scrolls a short transcript to a negative offset in
+        textual 8.2.8, so the transcript follows its tail by hand.)
+        """
+        if was_at_end:
+            self.call_after_refresh(self._scroll_to_end)
+
+    def _scroll_to_end(self) -> None:
+        if self.max_scroll_y > 0:
+            self.scroll_end(animate=False, immediate=True)
+
+    def sync_last(self) -> None:
+        """Draw the tokens that arrived in the last reply."""
+        if self.views:
+            was_at_end = self.at_end
+            self.views[-1].sync()
+            self.follow(was_at_end)
+
+    # -- token cursor and colour -----------------------------------------------
+
+    def action_move_token(self, delta: int) -> None:
+        """Move the token cursor by `delta` tokens across all replies."""
+        flat = [(n, i) for n, view in enumerate(self.views) for i in range(len(view.reply.tokens))]
+        if not flat:
+            return
+        if self.cursor is None or self.cursor not in flat:
+            position = len(flat) - 1
+        else:
+            position = min(max(flat.index(self.cursor) + delta, 0), len(flat) - 1)
+        self.select(*flat[position])
+
+    def select(self, number: int, index: int) -> None:
+        """Put the token cursor on token `index` of reply `number`."""
+        self.cursor = (number, index)
+        self._sync_views()
+        self.views[number].scroll_visible(animate=False)
+        self.post_message(self.TokenSelected(self.cursor))
+
+    def clear_cursor(self) -> None:
+        """Leave token-cursor mode."""
+        if self.cursor is not None:
+            self.cursor = None
+            self._sync_views()
+            self.post_message(self.TokenSelected(None))
+
+    def set_colour(self, colour: bool) -> None:
+        """Tint tokens by probability, or not."""
+        self.colour = colour
+        self._sync_views()
+
+    def _sync_views(self) -> None:
+        for number, view in enumerate(self.views):
+            selected = self.cursor[1] if self.cursor and self.cursor[0] == number else None
+            view.set_view(colour=self.colour, selected=selected)
+
+    @on(ReplyView.TokenClicked)
+    def _on_token_clicked(self, message: ReplyView.TokenClicked) -> None:
+        message.stop()
+        if message.view in self.views:
+            self.select(self.views.index(message.view), message.index)

@@ -1,0 +1,1 @@
+"""The command line: the front door (`main`) and one module per command."""

@@ -1,0 +1,115 @@
+"""`samplescope [--model PATH] [options]`: open the chat app.
+
+Precedence: built-in defaults < the config file (model, [settings], theme, [keys]) <
+command-line flags. Chats are saved to the store in the user data directory unless
+`--no-save` is given; a store or config file that cannot be used is reported in the
+app, which starts anyway.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from backend.chat.protocol import ChatBackend
+from backend.config.config import load_config_or_default, model_with_config, settings_with_config
+from backend.store.store import ChatStore, StoreError
+from sampling.errors import SettingsError
+from sampling.settings import DEFAULT_CHAT_SETTINGS
+from tui.cli.settings_flags import add_settings_flags, settings_from_args
+
+if TYPE_CHECKING:
+    from tui.app import SamplescopeApp
+
+
+def build_app_parser() -> argparse.ArgumentParser:
+    """The app's own options (model, threads, context...) plus the sampler flags."""
+    parser = argparse.ArgumentParser(
+        prog="samplescope",
+        description="Open the chat app. Subcommands (samplescope -h) run headless.",
+    )
+    parser.add_argument("--model", "-m", default=None, help="a GGUF file (default: SmolLM2-135M)")
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all)")
+    parser.add_argument("--ctx", type=int, default=4096, help="context size in tokens")
+    parser.add_argument("--batch", type=int, default=256, help="prefill chunk in tokens")
+    parser.add_argument("--gpu-layers", type=int, default=0, help="layers offloaded to a GPU")
+    parser.add_argument("--max-tokens", type=int, default=512, help="the longest reply")
+    parser.add_argument("--system", default=None, help="a system prompt for every chat")
+    parser.add_argument(
+        "--no-save", action="store_true", help="do not save chats (default: save every chat)"
+    )
+    add_settings_flags(parser)
+    return parser
+
+
+def backend_factory(
+    args: argparse.Namespace, model: str | None = None
+) -> Callable[[], ChatBackend]:
+    """A loader for the model the options name (run on the app's worker thread).
+
+    Args:
+        args: The app's parsed options.
+        model: The model to load (default `args.model`; None: the bundled default).
+    """
+    chosen = args.model if model is None else model
+
+    def load() -> ChatBackend:
+        from backend.chat.llama_backend import LlamaBackend
+        from backend.config.model_path import resolve_model_path
+
+        return LlamaBackend.load(
+            resolve_model_path(chosen),
+            n_threads=args.threads,
+            n_ctx=args.ctx,
+            n_batch=args.batch,
+            n_gpu_layers=args.gpu_layers,
+        )
+
+    return load
+
+
+def build_app(args: argparse.Namespace) -> SamplescopeApp:
+    """The app for parsed options: config file applied, the chat store opened.
+
+    Raises:
+        SettingsError: A flag (or the config file under the flags) sets a bad value.
+    """
+    config, problem = load_config_or_default()
+    notices = [problem] if problem else []
+    settings = settings_from_args(args, settings_with_config(DEFAULT_CHAT_SETTINGS, config))
+    store: ChatStore | None = None
+    if not args.no_save:
+        try:
+            store = ChatStore()
+        except StoreError as error:
+            notices.append(f"Chats will not be saved: {error}")
+    from tui.app import SamplescopeApp
+
+    return SamplescopeApp(
+        backend_factory=backend_factory(args, model_with_config(args.model, config)),
+        settings=settings,
+        max_tokens=args.max_tokens,
+        system_prompt=args.system,
+        store=store,
+        config=config,
+        notices=notices,
+    )
+
+
+def run_app(argv: list[str]) -> int:
+    """Parse the app's options, run the app until it quits; returns the exit code."""
+    args = build_app_parser().parse_args(argv)
+    try:
+        app = build_app(args)
+    except SettingsError as error:
+        print(f"samplescope: {error}", file=sys.stderr)
+        return 2
+    try:
+        app.run()
+    finally:
+        app.close_backend()
+        if app.store is not None:
+            app.store.close()
+    return 0

@@ -1,0 +1,237 @@
+"""`samplescope compare`: one prompt under several settings and one seed, side by side."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from dataclasses import asdict, fields
+from typing import Any
+
+from rich.console import Console
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from backend.chat.compare import compare, first_divergence
+from backend.chat.events import FinishedEvent, NoticeEvent, TokenEvent
+from sampling.errors import SamplescopeError
+from sampling.settings import SamplerSettings
+from tui.cli.generate import build_messages, step_line
+from tui.cli.model_flags import add_model_flags, load_backend, log
+from tui.compare.columns import coerce_value, settings_summary
+from tui.resources import shipped_presets
+
+#: Short keys accepted by --set, besides the settings' own field names.
+SHORT_KEYS = {"t": "temperature", "k": "top_k", "p": "top_p", "min_p": "min_p"}
+#: Narrower than this per column, the columns are printed one under the other.
+MIN_COLUMN_WIDTH = 24
+DEFAULT_SEED = 42
+
+
+class CompareArgumentError(SamplescopeError):
+    """--set or --preset is wrong; the message says which and why."""
+
+
+def register(subparsers: Any) -> None:
+    """Add `compare` to the command line."""
+    parser = subparsers.add_parser(
+        "compare",
+        help="one prompt under several sampler settings, side by side",
+        description=(
+            "Generate a reply to PROMPT once per --preset / --set (in the order given), all "
+            "with one seed, print the replies side by side (stacked when the terminal is "
+            "narrow) and mark each column's first token that differs from the first column. "
+            "--set takes comma-separated key=value pairs on top of the off values "
+            "(t, k, p, min_p or any settings field name except seed: every column shares -s)."
+        ),
+    )
+    parser.add_argument("prompt", metavar="PROMPT", nargs="?", help="the user's message")
+    parser.add_argument(
+        "--preset", action="append", default=[], metavar="NAME", help="a preset (repeatable)"
+    )
+    parser.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="K=V,...",
+        help='settings such as "t=0.8,k=40" (repeatable)',
+    )
+    parser.add_argument("--seed", "-s", type=int, default=None, help="the seed of every column")
+    parser.add_argument("--system", default=None, help="a system prompt")
+    parser.add_argument("--max-tokens", type=int, default=64, help="reply length (default 64)")
+    parser.add_argument("--raw", action="store_true", help="feed PROMPT without the chat template")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--list-presets", action="store_true", help="list the presets and exit")
+    add_model_flags(parser)
+    parser.set_defaults(func=run)
+
+
+def parse_set(text: str) -> SamplerSettings:
+    """Settings from "t=0.8,k=40" (on top of the off values).
+
+    Raises:
+        CompareArgumentError: A pair is malformed, or a key unknown.
+        SettingsError: A value is out of range.
+    """
+    known = {f.name for f in fields(SamplerSettings)}
+    changes: dict[str, Any] = {}
+    for pair in (part.strip() for part in text.split(",")):
+        if not pair:
+            continue
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep:
+            raise CompareArgumentError(f"--set {text!r}: {pair!r} is not key=value")
+        name = SHORT_KEYS.get(key, key.replace("-", "_"))
+        if name == "seed":
+            raise CompareArgumentError(
+                f"--set {text!r}: every column shares one seed; give it with -s/--seed"
+            )
+        if name not in known:
+            raise CompareArgumentError(
+                f"--set {text!r}: unknown key {key!r} (use t, k, p, min_p or a field name:"
+                f" {', '.join(sorted(known))})"
+            )
+        changes[name] = coerce_value(name, value)
+    return SamplerSettings().with_changes(**changes)
+
+
+def columns_from_args(args: argparse.Namespace) -> list[tuple[str, SamplerSettings]]:
+    """The (label, settings) of every column, the seed applied."""
+    columns: list[tuple[str, SamplerSettings]] = []
+    if args.preset:
+        presets = shipped_presets()
+        for name in args.preset:
+            if name not in presets:
+                raise CompareArgumentError(
+                    f"unknown preset {name!r}: choose from {', '.join(repr(n) for n in presets)}"
+                )
+            columns.append((name, presets[name]))
+    for text in args.sets:
+        columns.append((text, parse_set(text)))
+    if not columns:
+        raise CompareArgumentError(
+            "nothing to compare: give --preset NAME or --set K=V at least once"
+        )
+    seed = DEFAULT_SEED if args.seed is None else args.seed
+    return [(label, settings.with_changes(seed=seed)) for label, settings in columns]
+
+
+def column_text(pieces: list[str], diverge_at: int | None) -> Text:
+    """A column's reply as literal text, the first diverging token highlighted."""
+    text = Text()
+    for index, piece in enumerate(pieces):
+        if index == diverge_at:
+            text.append("▶", style="bold red")
+            text.append(piece or "∅", style="reverse")
+        else:
+            text.append(piece)
+    if diverge_at is not None and diverge_at >= len(pieces):
+        text.append("▶(ends)", style="bold red")
+    return text
+
+
+def run(args: argparse.Namespace) -> int:
+    """Generate every column and print them."""
+    if args.list_presets:
+        for name, settings in shipped_presets().items():
+            print(f"{name:<34} {settings_summary(settings)}")
+        return 0
+    if args.prompt is None:
+        raise CompareArgumentError("no PROMPT given (or use --list-presets)")
+    columns = columns_from_args(args)
+    messages = build_messages(args.prompt, args.system)
+    backend = load_backend(args)
+    pieces: list[list[str]] = [[] for _ in columns]
+    finished: list[FinishedEvent | None] = [None for _ in columns]
+    try:
+        for item in compare(
+            backend, messages, [s for _, s in columns], max_tokens=args.max_tokens, raw=args.raw
+        ):
+            event = item.event
+            if isinstance(event, TokenEvent):
+                pieces[item.column].append(event.text)
+                if args.verbose >= 2:
+                    log(f"column {item.column} " + step_line(event.index, event.step, event.piece))
+            elif isinstance(event, NoticeEvent):
+                log(event.message)
+            elif isinstance(event, FinishedEvent):
+                finished[item.column] = event
+                if args.verbose >= 1:
+                    log(
+                        f"column {item.column} finished: {event.reason},"
+                        f" {event.stats.decode_tokens} tokens,"
+                        f" {event.stats.prefilled_tokens} prefilled"
+                    )
+    finally:
+        backend.close()
+    results = [f for f in finished if f is not None]
+    if len(results) != len(columns):
+        raise SamplescopeError("the comparison stopped early")
+    base = results[0].token_ids
+    diverge = [
+        None if i == 0 else first_divergence(base, r.token_ids) for i, r in enumerate(results)
+    ]
+    if args.json:
+        print(
+            json.dumps(
+                [
+                    {
+                        "label": label,
+                        "settings": settings.to_dict(),
+                        "text": result.text,
+                        "token_ids": list(result.token_ids),
+                        "finish_reason": result.reason,
+                        "error": result.error,
+                        "first_divergence": at,
+                        "stats": asdict(result.stats),
+                    }
+                    for (label, settings), result, at in zip(columns, results, diverge, strict=True)
+                ],
+                ensure_ascii=False,
+            )
+        )
+    else:
+        print_columns(columns, pieces, results, diverge)
+    return 1 if any(r.reason == "error" for r in results) else 0
+
+
+def print_columns(
+    columns: list[tuple[str, SamplerSettings]],
+    pieces: list[list[str]],
+    results: list[FinishedEvent],
+    diverge: list[int | None],
+) -> None:
+    """Side by side when each column gets MIN_COLUMN_WIDTH characters, else stacked."""
+    width = shutil.get_terminal_size((100, 24)).columns
+    console = Console(file=sys.stdout, width=width, highlight=False, markup=False, emoji=False)
+    titles = []
+    for index, ((label, settings), result, at) in enumerate(
+        zip(columns, results, diverge, strict=True)
+    ):
+        where = (
+            "reference"
+            if index == 0
+            else ("same tokens" if at is None else f"differs at token {at + 1}")
+        )
+        error = f" ({result.error})" if result.error else ""
+        titles.append(
+            Text(
+                f"{label}\n{settings_summary(settings)} seed={settings.seed}\n"
+                f"{where}; {result.reason}{error}, {len(result.token_ids)} tokens"
+            )
+        )
+    bodies = [column_text(p, at) for p, at in zip(pieces, diverge, strict=True)]
+    if width // len(columns) >= MIN_COLUMN_WIDTH:
+        table = Table(show_lines=False, expand=True)
+        for title in titles:
+            table.add_column(title, ratio=1, overflow="fold")
+        table.add_row(*bodies)
+        console.print(table)
+    else:
+        for title, body in zip(titles, bodies, strict=True):
+            console.print(title)
+            console.print(Panel(body))

@@ -1,0 +1,69 @@
+"""`samplescope config`: where the config file is, and the configuration in effect."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from backend.config.config import effective_toml, load_config, model_with_config
+from backend.config.model_path import resolve_model_path
+from backend.config.paths import default_config_path
+from sampling.errors import SamplescopeError
+
+TEMPLATE = """\
+# samplescope configuration. Every entry is optional; command-line flags override it.
+
+# model = "~/models/some-model.gguf"     # default model (else the bundled SmolLM2)
+# theme = "textual-dark"                 # a Textual theme name
+
+[settings]                               # any sampler setting
+# temperature = 0.8
+# top_k = 40
+# top_p = 0.95
+# min_p = 0.05
+# seed = 42
+
+[keys]                                   # action = "key"
+# quit = "ctrl+q"
+"""
+
+
+def register(subparsers: Any) -> None:
+    """Add `config` to the command line."""
+    parser = subparsers.add_parser(
+        "config",
+        help="show the config file's path or the configuration in effect",
+        description="Without options, or with --show: print the configuration in effect "
+        "(the config file on top of the built-in defaults) as TOML. --path prints "
+        "where the config file is (or would be). --init writes a commented template "
+        "there if no file exists.",
+    )
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--path", action="store_true", help="print the config file's path")
+    group.add_argument("--show", action="store_true", help="print the effective config")
+    group.add_argument("--init", action="store_true", help="write a commented template")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the path or the effective config."""
+    path = default_config_path()
+    if args.path:
+        print(path)
+        return 0
+    if args.init:
+        if path.exists():
+            print(f"samplescope: {path} already exists; not overwriting it", file=sys.stderr)
+            return 1
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(TEMPLATE, encoding="utf-8")
+        print(path)
+        return 0
+    config = load_config(path)  # a broken file is a ConfigError: exit 2 with its line
+    try:
+        model = str(resolve_model_path(model_with_config(None, config)))
+    except SamplescopeError as error:
+        model = f"(none: {error})"
+    print(effective_toml(config, model=model), end="")
+    return 0

@@ -1,0 +1,149 @@
+"""`samplescope export CHAT_ID --format md|json`: a saved chat as Markdown or JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from backend.store.store import ChatRecord, ReplyRecord
+from sampling.errors import SamplescopeError
+from tui.cli.store_access import add_db_flag, open_store
+from tui.display import local_time
+
+EXPORT_VERSION = 1
+
+
+class ExportError(SamplescopeError):
+    """The export file cannot be written."""
+
+
+def register(subparsers: Any) -> None:
+    """Add `export` to the command line."""
+    parser = subparsers.add_parser(
+        "export",
+        help="export a saved chat as Markdown or JSON",
+        description="Write a saved chat (see `samplescope history`) as Markdown (the "
+        "conversation with each reply's model, seed and settings) or JSON (everything "
+        "stored: token ids, settings changes, stats).",
+    )
+    parser.add_argument("chat_id", type=int, metavar="CHAT_ID", help="the chat's id")
+    parser.add_argument("--format", choices=("md", "json"), default="md", help="default md")
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="write to FILE instead of standard output",
+    )
+    add_db_flag(parser)
+    parser.set_defaults(func=run)
+
+
+def _reply_json(reply: ReplyRecord) -> dict[str, Any]:
+    return {
+        "number": reply.number,
+        "model": asdict(reply.model),
+        "seed": reply.seed,
+        "rng": reply.rng,
+        "max_tokens": reply.max_tokens,
+        "n_ctx": reply.n_ctx,
+        "n_batch": reply.n_batch,
+        "finish_reason": reply.finish_reason,
+        "error": reply.error,
+        "stats": None if reply.stats is None else asdict(reply.stats),
+        "token_ids": list(reply.token_ids),
+        "settings_changes": [
+            {"from_index": c.from_index, "settings": c.settings.to_dict()}
+            for c in reply.settings_changes
+        ],
+        "created": reply.created.isoformat(),
+        "finished": None if reply.finished is None else reply.finished.isoformat(),
+    }
+
+
+def chat_to_json(chat: ChatRecord) -> dict[str, Any]:
+    """Everything stored about a chat, as JSON-ready data."""
+    return {
+        "samplescope_export": EXPORT_VERSION,
+        "id": chat.id,
+        "title": chat.title,
+        "created": chat.created.isoformat(),
+        "updated": chat.updated.isoformat(),
+        "model": None if chat.model is None else asdict(chat.model),
+        "messages": [
+            {
+                "position": m.position,
+                "role": m.role,
+                "content": m.content,
+                "created": m.created.isoformat(),
+                "reply": None if m.reply is None else _reply_json(m.reply),
+            }
+            for m in chat.messages
+        ],
+    }
+
+
+def _settings_text(values: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in values.items())
+
+
+def _reply_md(reply: ReplyRecord) -> list[str]:
+    first = reply.settings_changes[0].settings
+    lines = [
+        f"> reply {reply.number} · {reply.model.name} (sha256 {reply.model.sha256[:12]}…) · "
+        f"seed {reply.seed} · {reply.rng} · {len(reply.token_ids)} tokens · "
+        f"{reply.finish_reason}",
+        f"> settings: {_settings_text(first.to_dict())}",
+    ]
+    previous = first.to_dict()
+    for change in reply.settings_changes[1:]:
+        now = change.settings.to_dict()
+        diff = {k: v for k, v in now.items() if previous.get(k) != v}
+        lines.append(f"> from token {change.from_index}: {_settings_text(diff)}")
+        previous = now
+    if reply.stats is not None and reply.stats.decode_tokens:
+        lines.append(
+            f"> {reply.stats.decode_tps:.1f} tok/s, prompt {reply.stats.prompt_tokens} tokens"
+        )
+    if reply.error:
+        lines.append(f"> error: {reply.error}")
+    return lines
+
+
+def chat_to_markdown(chat: ChatRecord) -> str:
+    """The conversation as Markdown, with each reply's sampling record under it."""
+    lines = [f"# {chat.title}", ""]
+    meta = f"chat {chat.id} · started {local_time(chat.created)}"
+    if chat.model is not None:
+        meta += f" · {chat.model.name}"
+    lines += [f"*{meta}*", ""]
+    for message in chat.messages:
+        lines += [f"## {message.role.capitalize()}", "", message.content, ""]
+        if message.reply is not None:
+            # Trailing double spaces: a Markdown line break inside the quote.
+            lines += [f"{line}  " for line in _reply_md(message.reply)] + [""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Write the export."""
+    with open_store(args) as store:
+        chat = store.load_chat(args.chat_id)
+    if args.format == "json":
+        text = json.dumps(chat_to_json(chat), indent=2, ensure_ascii=False) + "\n"
+    else:
+        text = chat_to_markdown(chat)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        try:
+            args.output.write_text(text, encoding="utf-8")
+        except OSError as error:
+            raise ExportError(f"cannot write {args.output}: {error}") from error
+        print(f"wrote {args.output}", file=sys.stderr)
+    return 0

@@ -1,0 +1,125 @@
+"""`samplescope generate`: one reply, streamed to stdout (or one JSON object)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+from typing import Any
+
+from backend.chat.events import (
+    FinishedEvent,
+    NoticeEvent,
+    PhaseEvent,
+    PrefillProgress,
+    TokenEvent,
+)
+from backend.chat.protocol import ChatMessage, LiveSettings
+from sampling.records import Step
+from sampling.settings import DEFAULT_CHAT_SETTINGS
+from tui.cli.model_flags import add_model_flags, load_backend, log
+from tui.cli.settings_flags import add_settings_flags, settings_from_args
+
+
+def register(subparsers: Any) -> None:
+    """Add `generate` to the command line."""
+    parser = subparsers.add_parser(
+        "generate",
+        help="generate one reply to a prompt, headless",
+        description=(
+            "Generate the model's reply to PROMPT with our samplers and stream it to stdout. "
+            "Settings start from llama.cpp's defaults (t=0.8 k=40 p=0.95 min_p=0.05 seed=42)."
+        ),
+    )
+    parser.add_argument("prompt", metavar="PROMPT", help="the user's message; - reads stdin")
+    parser.add_argument("--system", default=None, help="a system prompt")
+    parser.add_argument(
+        "--max-tokens", type=int, default=256, help="stop after this many tokens (default 256)"
+    )
+    parser.add_argument("--raw", action="store_true", help="feed PROMPT without the chat template")
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object instead of streaming text"
+    )
+    add_settings_flags(parser)
+    add_model_flags(parser)
+    parser.set_defaults(func=run)
+
+
+def build_messages(prompt: str, system: str | None) -> list[ChatMessage]:
+    """The conversation for a one-shot prompt."""
+    messages = [] if system is None else [ChatMessage("system", system)]
+    messages.append(ChatMessage("user", prompt))
+    return messages
+
+
+def step_line(index: int, step: Step, piece: str) -> str:
+    """A step's record on one line (for -vv)."""
+    draw = "-" if step.draw is None else f"{step.draw:.6f}"
+    return (
+        f"step {index}: token {step.token_id} {piece!r} p={step.prob:.4f} kept={step.n_kept}"
+        f" cut_by={step.cut_by} H={step.entropy:.3f} draw={draw} {step.elapsed_us:.0f}us"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Generate and print the reply; the exit code is 1 if the generation failed."""
+    settings = settings_from_args(args, DEFAULT_CHAT_SETTINGS)
+    prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+    messages = build_messages(prompt, args.system)
+    backend = load_backend(args)
+    verbose: int = args.verbose
+    finished: FinishedEvent | None = None
+    try:
+        for event in backend.generate(
+            messages, LiveSettings(settings), max_tokens=args.max_tokens, raw=args.raw
+        ):
+            if isinstance(event, TokenEvent):
+                if not args.json and event.text:
+                    sys.stdout.write(event.text)
+                    sys.stdout.flush()
+                if verbose >= 2:
+                    log(step_line(event.index, event.step, event.piece))
+            elif isinstance(event, NoticeEvent):
+                log(event.message)
+            elif isinstance(event, PhaseEvent):
+                if verbose >= 1:
+                    log(f"phase {event.phase}")
+            elif isinstance(event, PrefillProgress):
+                if verbose >= 1:
+                    log(f"prefill {event.done}/{event.total}")
+            elif isinstance(event, FinishedEvent):
+                finished = event
+    finally:
+        backend.close()
+    assert finished is not None  # generate always ends with one
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "text": finished.text,
+                    "token_ids": list(finished.token_ids),
+                    "settings": settings.to_dict(),
+                    "seed": settings.seed,
+                    "finish_reason": finished.reason,
+                    "error": finished.error,
+                    "stats": asdict(finished.stats),
+                    "model": backend.info.path,
+                },
+                ensure_ascii=False,
+            )
+        )
+    elif finished.text and not finished.text.endswith("\n"):
+        sys.stdout.write("\n")
+    if verbose >= 1:
+        s = finished.stats
+        log(
+            f"finished: {finished.reason}; prompt {s.prompt_tokens} tokens"
+            f" ({s.prefilled_tokens} prefilled in {s.prefill_ms:.0f} ms),"
+            f" ttft {s.ttft_ms:.0f} ms, {s.decode_tokens} tokens at {s.decode_tps:.1f} tok/s,"
+            f" sampler {s.sampler_us / 1000:.1f} ms"
+        )
+    if finished.reason == "error":
+        print(f"samplescope: {finished.error}", file=sys.stderr)
+        return 1
+    return 0

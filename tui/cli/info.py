@@ -1,0 +1,165 @@
+"""`samplescope info [MODEL]`: what a GGUF file holds, read without loading it."""
+
+from __future__ import annotations
+
+import argparse
+from collections import defaultdict
+from typing import Any
+
+from backend.llama.gguf import GgufFile, MetaValue, validate_gguf
+from backend.llama.pieces import visible_piece
+from sampling.errors import SamplescopeError
+from tui.cli.model_flags import chosen_model_path
+
+# (label, tokenizer.ggml.<key>); the first four are listed even when absent.
+SPECIAL_TOKEN_KEYS: tuple[tuple[str, str], ...] = (
+    ("bos", "bos_token_id"),
+    ("eos", "eos_token_id"),
+    ("eot", "eot_token_id"),
+    ("pad", "padding_token_id"),
+    ("eom", "eom_token_id"),
+    ("unk", "unknown_token_id"),
+    ("sep", "seperator_token_id"),  # sic: llama.cpp's key is misspelled
+    ("mask", "mask_token_id"),
+)
+CONTROL_TOKEN_TYPE = 3
+
+
+class ModelArgumentError(SamplescopeError):
+    """The model was named twice, differently."""
+
+
+def register(subparsers: Any) -> None:
+    """Add `info` to the command line."""
+    parser = subparsers.add_parser(
+        "info",
+        help="show a GGUF model's metadata, vocabulary, chat template and tensors",
+        description=(
+            "Read a GGUF file's header (without loading the model) and print its "
+            "architecture, sizes, vocabulary, special tokens, chat template and tensor "
+            "types. MODEL (or --model) defaults to $SAMPLESCOPE_MODEL, then to the "
+            "bundled SmolLM2-135M-Instruct."
+        ),
+    )
+    parser.add_argument("model_arg", nargs="?", metavar="MODEL", help="a GGUF file")
+    parser.add_argument("--model", help="a GGUF file (same as MODEL)")
+    parser.add_argument(
+        "--metadata", action="store_true", help="also print every metadata key and value"
+    )
+    parser.set_defaults(func=run)
+
+
+def _chosen_model(args: argparse.Namespace) -> str | None:
+    if args.model_arg and args.model and args.model_arg != args.model:
+        raise ModelArgumentError(
+            f"two different models given: MODEL={args.model_arg!r} and --model={args.model!r}"
+        )
+    chosen: str | None = args.model_arg or args.model
+    return chosen
+
+
+def _human_bytes(count: int) -> str:
+    size = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
+def _short(value: MetaValue, limit: int = 80) -> str:
+    if isinstance(value, tuple):
+        head = ", ".join(_short(item, 20) for item in value[:5])
+        more = f", … ({len(value)} items)" if len(value) > 5 else ""
+        return f"[{head}{more}]"
+    text = repr(value) if isinstance(value, str) else str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _token_text(tokens: tuple[MetaValue, ...], token_id: MetaValue) -> str:
+    if isinstance(token_id, int) and 0 <= token_id < len(tokens):
+        return visible_piece(str(tokens[token_id]))
+    return "(outside the vocabulary)"
+
+
+def describe(gguf: GgufFile, *, all_metadata: bool = False) -> list[str]:
+    """The lines `samplescope info` prints for a parsed GGUF file."""
+    meta = gguf.metadata
+    lines = [
+        f"file            {gguf.path}",
+        f"file size       {_human_bytes(gguf.file_size)} ({gguf.file_size} bytes)",
+        f"format          GGUF v{gguf.version}, {len(meta)} metadata keys, "
+        f"alignment {gguf.alignment}",
+    ]
+
+    def row(label: str, value: MetaValue | None) -> None:
+        shown = "(not set)" if value is None else value if isinstance(value, str) else _short(value)
+        lines.append(f"{label:<15} {shown}")
+
+    row("architecture", gguf.architecture or None)
+    row("name", meta.get("general.name"))
+    row("context length", gguf.arch_value("context_length"))
+    row("embedding size", gguf.arch_value("embedding_length"))
+    row("layers", gguf.arch_value("block_count"))
+    heads, kv_heads = (
+        gguf.arch_value("attention.head_count"),
+        gguf.arch_value("attention.head_count_kv"),
+    )
+    lines.append(
+        f"{'heads':<15} {'(not set)' if heads is None else heads}"
+        + ("" if kv_heads is None else f" (key/value heads: {kv_heads})")
+    )
+    row("feed-forward", gguf.arch_value("feed_forward_length"))
+
+    tokens_value = meta.get("tokenizer.ggml.tokens", ())
+    tokens = tokens_value if isinstance(tokens_value, tuple) else ()
+    lines.append(
+        f"{'vocabulary':<15} {len(tokens)} tokens (model {meta.get('tokenizer.ggml.model', '?')}, "
+        f"pre-tokenizer {meta.get('tokenizer.ggml.pre', '?')})"
+    )
+    lines.append("special tokens")
+    for index, (label, key) in enumerate(SPECIAL_TOKEN_KEYS):
+        token_id = meta.get(f"tokenizer.ggml.{key}")
+        if token_id is None:
+            if index < 4:
+                lines.append(f"  {label:<5} (none)")
+            continue
+        lines.append(f"  {label:<5} {token_id!s:>6}  {_token_text(tokens, token_id)}")
+    types = meta.get("tokenizer.ggml.token_type", ())
+    if isinstance(types, tuple) and len(types) == len(tokens):
+        control = [str(tokens[i]) for i, kind in enumerate(types) if kind == CONTROL_TOKEN_TYPE]
+        lines.append(f"  control tokens ({len(control)}): " + " ".join(map(visible_piece, control)))
+
+    counts: dict[str, int] = defaultdict(int)
+    sizes: dict[str, int] = defaultdict(int)
+    for tensor in gguf.tensors:
+        counts[tensor.type_name] += 1
+        sizes[tensor.type_name] += tensor.nbytes
+    total = sum(sizes.values())
+    lines.append(f"tensors         {len(gguf.tensors)}, {_human_bytes(total)} ({total} bytes)")
+    for type_name in sorted(sizes, key=lambda name: -sizes[name]):
+        lines.append(
+            f"  {type_name:<8} {counts[type_name]:>5} tensor{'' if counts[type_name] == 1 else 's'}"
+            f"  {_human_bytes(sizes[type_name]):>10}"
+            f"  ({sizes[type_name]} bytes)"
+        )
+
+    if all_metadata:
+        lines.append("metadata")
+        for key, value in meta.items():
+            lines.append(f"  {key} ({gguf.metadata_types[key]}) = {_short(value)}")
+
+    template = meta.get("tokenizer.chat_template")
+    if isinstance(template, str) and template:
+        lines.append("chat template")
+        lines.extend(template.splitlines() or [""])
+    else:
+        lines.append("chat template   (none: samplescope uses ChatML)")
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the model's description."""
+    gguf = validate_gguf(chosen_model_path(_chosen_model(args)))
+    print("\n".join(describe(gguf, all_metadata=args.metadata)))
+    return 0

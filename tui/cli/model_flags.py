@@ -1,0 +1,94 @@
+"""The model options shared by every command that loads a model, and verbosity."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from backend.chat.llama_backend import LlamaBackend
+
+
+def add_model_flags(parser: argparse.ArgumentParser, *, ctx: int = 4096) -> None:
+    """Add `--model --threads --ctx --batch --gpu-layers --log` and `-v` to a parser."""
+    group = parser.add_argument_group("model")
+    group.add_argument(
+        "--model",
+        default=None,
+        help="a GGUF file (default: $SAMPLESCOPE_MODEL, the config's model, then SmolLM2)",
+    )
+    group.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="threads for decode and prefill (default: all cores)",
+    )
+    group.add_argument(
+        "--ctx", type=int, default=ctx, help=f"context size in tokens (default {ctx})"
+    )
+    group.add_argument("--batch", type=int, default=256, help="prefill chunk size (default 256)")
+    group.add_argument(
+        "--gpu-layers", type=int, default=0, help="layers offloaded to a GPU (default 0)"
+    )
+    group.add_argument(
+        "--log", default=None, help="llama.cpp's log file (default: the user log dir)"
+    )
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="-v: phases on stderr; -vv: every step"
+    )
+
+
+def chosen_model_path(explicit: str | os.PathLike[str] | None) -> Path:
+    """The model a command uses: --model, $SAMPLESCOPE_MODEL, the config's `model`, the
+    bundled SmolLM2 (as the app and `samplescope config --show` decide it).
+
+    A broken config file is reported on stderr and ignored.
+
+    Raises:
+        ModelFileError: Nothing was chosen and the default model is not installed.
+    """
+    from backend.config.config import load_config_or_default, model_with_config
+    from backend.config.model_path import resolve_model_path
+
+    config, problem = load_config_or_default()
+    if problem:
+        print(f"samplescope: {problem}", file=sys.stderr)
+    return resolve_model_path(model_with_config(explicit, config))
+
+
+def load_backend(args: argparse.Namespace) -> LlamaBackend:
+    """Resolve, validate and load the model the flags name.
+
+    Raises:
+        ModelFileError: The file is missing or not a usable GGUF.
+        LlamaError: llama.cpp could not load it.
+    """
+    from backend.chat.llama_backend import LlamaBackend
+
+    path = chosen_model_path(args.model)
+    started = time.perf_counter()
+    backend = LlamaBackend.load(
+        path,
+        n_threads=args.threads,
+        n_ctx=args.ctx,
+        n_batch=args.batch,
+        n_gpu_layers=args.gpu_layers,
+        log_path=args.log,
+    )
+    if getattr(args, "verbose", 0) >= 1:
+        info = backend.info
+        log(
+            f"loaded {info.name} ({path}) in {(time.perf_counter() - started) * 1000:.0f} ms:"
+            f" n_ctx={info.n_ctx} n_batch={info.n_batch} threads={info.n_threads}"
+            f" vocab={info.n_vocab}; llama.cpp log: {backend.log_path}"
+        )
+    return backend
+
+
+def log(message: str) -> None:
+    """One line of verbose output on stderr."""
+    print(f"samplescope: {message}", file=sys.stderr, flush=True)

@@ -1,0 +1,121 @@
+"""`samplescope replay CHAT_ID [--reply N]`: regenerate a saved reply, compare tokens.
+
+Exit status: 0 when the regenerated tokens are identical to the stored ones, 1 when
+they differ (the first differing index is printed), 2 on an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from backend.errors import ModelFileError
+from backend.store.replay import ReplayResult, pick_reply, replay
+from backend.store.store import ModelRef, ReplyRecord
+from tui.cli.store_access import add_db_flag, open_store
+
+DEFAULT_N_CTX = 4096  # LlamaBackend.load's defaults, for replies that did not record them
+DEFAULT_N_BATCH = 256
+
+
+def register(subparsers: Any) -> None:
+    """Add `replay` to the command line."""
+    parser = subparsers.add_parser(
+        "replay",
+        help="regenerate a saved reply and check it is token-identical",
+        description="Reload the model a saved reply used, rebuild the conversation up to "
+        "that reply, regenerate it with the recorded seed and the settings recorded at "
+        "each token, and compare the token ids. Exit 0 if identical, 1 if not.",
+    )
+    parser.add_argument("chat_id", type=int, metavar="CHAT_ID", help="the chat's id")
+    parser.add_argument(
+        "--reply",
+        type=int,
+        default=None,
+        metavar="N",
+        help="which reply of the chat, from 1 (default: the last)",
+    )
+    parser.add_argument(
+        "--model",
+        default=None,
+        metavar="PATH",
+        help="use this GGUF instead of the recorded path (e.g. a moved copy)",
+    )
+    parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads")
+    parser.add_argument("--text", action="store_true", help="print the regenerated text")
+    add_db_flag(parser)
+    parser.set_defaults(func=run)
+
+
+def check_model(path: Path, recorded: ModelRef, actual: ModelRef) -> str | None:
+    """A warning when the file is not the one that generated the reply, else None."""
+    if actual.size != recorded.size or actual.sha256 != recorded.sha256:
+        return (
+            f"warning: {path} is not the file that generated this reply "
+            f"(recorded size {recorded.size}, sha256 {recorded.sha256[:16]}…; "
+            f"now size {actual.size}, sha256 {actual.sha256[:16]}…): "
+            "the replay may differ"
+        )
+    return None
+
+
+def describe(result: ReplayResult, reply: ReplyRecord, piece: Any) -> str:
+    """One or two lines saying whether the replay matched."""
+    n = len(result.stored)
+    head = f"reply {reply.number} ({n} stored tokens, {reply.finish_reason})"
+    if result.identical:
+        return f"{head}: token-identical"
+    index = result.first_difference
+    assert index is not None
+    stored = result.stored[index] if index < n else None
+    again = result.replayed[index] if index < len(result.replayed) else None
+
+    def show(token: int | None) -> str:
+        return "(nothing)" if token is None else f"{token} {piece(token)!r}"
+
+    return (
+        f"{head}: DIFFERS at token {index}: stored {show(stored)}, replayed {show(again)} "
+        f"({len(result.replayed)} tokens replayed, {result.finish_reason})"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Replay and compare."""
+    with open_store(args) as store:
+        chat = store.load_chat(args.chat_id)
+        reply = pick_reply(chat, args.reply)
+        path = Path(args.model) if args.model else Path(reply.model.path)
+        if not path.is_file():
+            raise ModelFileError(
+                f"the model file {path} that generated reply {reply.number} is missing; "
+                "pass --model PATH to use another copy of it"
+            )
+        warning = check_model(path, reply.model, store.model_ref(path))
+    if warning:
+        print(warning, file=sys.stderr)
+    from backend.chat.llama_backend import LlamaBackend  # only now: it loads llama.cpp
+
+    # The same context and prefill chunking as the original (both can change tokens).
+    backend = LlamaBackend.load(
+        path,
+        n_threads=args.threads,
+        n_ctx=reply.n_ctx or DEFAULT_N_CTX,
+        n_batch=reply.n_batch or DEFAULT_N_BATCH,
+    )
+    try:
+        result = replay(backend, chat, reply)
+
+        def show_piece(token: int) -> str:
+            return backend.runtime.token_bytes(token, special=True).decode("utf-8", "replace")
+
+        verdict = describe(result, reply, show_piece)  # before close: it reads the vocab
+    finally:
+        backend.close()
+    for notice in result.notices:
+        print(f"note: {notice}", file=sys.stderr)
+    if args.text:
+        print(result.text)
+    print(f"chat {chat.id} {chat.title!r}, {verdict}")
+    return 0 if result.identical else 1

@@ -1,0 +1,25 @@
+"""Shared bits of the commands that read saved chats (`history`, `export`, `replay`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from backend.store.store import ChatStore
+
+
+def add_db_flag(parser: argparse.ArgumentParser) -> None:
+    """Add `--db PATH` (default: the chat database in the user data directory)."""
+    parser.add_argument(
+        "--db",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="chat database (default: chats.sqlite3 in the user data directory; "
+        "$SAMPLESCOPE_DATA_DIR overrides the directory)",
+    )
+
+
+def open_store(args: argparse.Namespace) -> ChatStore:
+    """The store `--db` names, or the default one."""
+    return ChatStore(getattr(args, "db", None))

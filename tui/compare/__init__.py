@@ -1,0 +1,1 @@
+"""The compare view: one question under several settings, side by side."""

@@ -1,0 +1,354 @@
+"""One column of the compare view: a reply under one setting, token by token.
+
+The column owns no model and no thread: the compare screen feeds it events from its
+handlers (`add_token`, `finish`, ...) and it redraws. Tokens are laid out as one
+rich `Text` whose spans carry the token index in their style's meta, so a mouse click
+finds its token without any layout arithmetic of our own.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
+from textual.reactive import reactive
+from textual.widget import Widget
+from textual.widgets import Static
+
+from backend.chat.events import FinishedEvent, TokenEvent
+from tui.compare.columns import CompareColumn, settings_summary
+from tui.display import display_text
+
+SHARED_STYLE = Style(dim=True)
+"""Tokens before the divergence, the same as the reference column's."""
+DIVERGE_STYLE = Style(bold=True, color="#000000", bgcolor="#e5c07b")
+"""The first token that differs from the reference column."""
+CURSOR_STYLE = Style(reverse=True, bold=True)
+"""The selected token."""
+CURSOR_ON_DIVERGE_STYLE = Style(underline=True, bold=True)
+"""The selected token when it is the divergence (keeps the divergence colours)."""
+NOTICE_STYLE = Style(italic=True, color="#e06c75")
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnStats:
+    """What the stats line shows; computed from the column's tokens and finish."""
+
+    n_tokens: int
+    tokens_per_s: float | None
+    mean_entropy: float | None
+    reason: str | None
+
+
+def join_parts(parts: list[str], width: int, separator: str = " · ") -> str:
+    """Join `parts` on one line, breaking lines only between parts to fit `width`."""
+    lines: list[str] = []
+    line = ""
+    for part in parts:
+        candidate = part if not line else line + separator + part
+        if line and width > 0 and len(candidate) > width:
+            lines.append(line)
+            line = part
+        else:
+            line = candidate
+    lines.append(line)
+    return "\n".join(lines)
+
+
+class TokenText(Widget):
+    """The reply text of a column; each token's span knows its index."""
+
+    DEFAULT_CSS = """
+    TokenText {
+        height: auto;
+        width: 1fr;
+    }
+    """
+
+    def __init__(self, owner: CompareColumnView, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._owner = owner
+
+    def render(self) -> Text:
+        return self._owner.render_tokens()
+
+    def on_click(self, event: events.Click) -> None:
+        """Select the token under the mouse."""
+        index = event.style.meta.get("token")
+        if isinstance(index, int):
+            event.stop()
+            self._owner.focus()
+            self._owner.select(index)
+
+
+class CompareColumnView(Vertical, can_focus=True):
+    """A column: its settings, stats, divergence marker and the tokens.
+
+    Args:
+        index: The column's position (0 is the reference the others are compared to).
+        column: Its label and settings.
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("left", "move(-1)", "Previous token", show=False),
+        Binding("right", "move(1)", "Select token", key_display="←/→"),
+        Binding("home", "move_to(0)", "First token", show=False),
+        Binding("end", "move_to(-1)", "Last token", show=False),
+    ]
+
+    cursor: reactive[int | None] = reactive(None, init=False)
+    """The selected token's index, or None."""
+
+    class TokenSelected(Message):
+        """The token cursor of a column moved."""
+
+        def __init__(self, column: int, token: int) -> None:
+            super().__init__()
+            self.column = column
+            self.token = token
+
+    def __init__(self, index: int, column: CompareColumn, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.index = index
+        self.column = column
+        self.tokens: list[TokenEvent] = []
+        self.finished: FinishedEvent | None = None
+        self.divergence: int | None = None
+        """First token index that differs from the reference column (None: none yet)."""
+        self.phase = "waiting"
+        self.prefill: tuple[int, int] | None = None
+        self.notice: str | None = None
+        self._decode_started: float | None = None
+        self._dirty = False
+
+    # --- layout -------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._title_text(), classes="column-title", markup=False)
+        yield Static("", classes="column-stats", markup=False)
+        yield Static("", classes="column-marker", markup=False)
+        with VerticalScroll(classes="column-body", can_focus=False):
+            yield TokenText(self)
+
+    def on_mount(self) -> None:
+        self._update_lines()
+
+    def _title_text(self) -> Text:
+        title = Text(f"{self.index + 1} ", style="bold")
+        title.append(self.column.label, style="bold")
+        summary = settings_summary(self.column.settings)
+        label_words = set(self.column.label.split())
+        if not set(summary.split()) <= label_words:  # say what the label does not
+            title.append(f"  {summary}", style="dim")
+        return title
+
+    # --- state changes (called from the screen's handlers) --------------------------
+
+    def reset(self, column: CompareColumn) -> None:
+        """Forget the tokens and start over (a re-run), maybe with new settings."""
+        self.column = column
+        self.tokens = []
+        self.finished = None
+        self.divergence = None
+        self.phase = "waiting"
+        self.prefill = None
+        self.notice = None
+        self._decode_started = None
+        self.set_reactive(CompareColumnView.cursor, None)
+        self.query_one(".column-title", Static).update(self._title_text())
+        self._refresh_all()
+
+    def set_phase(self, phase: str) -> None:
+        """The generation of this column entered `phase` ("prefill", "decode", ...)."""
+        self.phase = phase
+        if phase == "decode" and self._decode_started is None:
+            self._decode_started = time.monotonic()
+        self._update_lines()
+
+    def set_prefill(self, done: int, total: int) -> None:
+        """Prefill progress of this column."""
+        self.prefill = (done, total)
+        self._update_lines()
+
+    def add_token(self, event: TokenEvent) -> None:
+        """Append a sampled token (drawn at the next `flush`: redraws are coalesced)."""
+        self.tokens.append(event)
+        self._dirty = True
+
+    def flush(self) -> None:
+        """Redraw if tokens arrived since the last redraw."""
+        if self._dirty:
+            self._refresh_all()
+
+    def set_notice(self, message: str) -> None:
+        """Show a backend notice on the marker line."""
+        self.notice = message
+        self._update_lines()
+
+    def finish(self, event: FinishedEvent) -> None:
+        """The generation of this column ended."""
+        self.finished = event
+        self.phase = "done"
+        self._refresh_all()
+
+    def set_divergence(self, divergence: int | None) -> None:
+        """Mark the first token that differs from the reference column."""
+        if divergence != self.divergence:
+            self.divergence = divergence
+            self._refresh_all()
+
+    @property
+    def token_ids(self) -> tuple[int, ...]:
+        """The ids of the tokens received so far."""
+        return tuple(event.step.token_id for event in self.tokens)
+
+    @property
+    def text(self) -> str:
+        """The reply text received so far (the finished text once done)."""
+        if self.finished is not None:
+            return self.finished.text
+        return "".join(event.text for event in self.tokens)
+
+    def stats(self) -> ColumnStats:
+        """Token count, tokens/s, mean entropy (nats) and finish reason."""
+        n = len(self.tokens)
+        mean_entropy = sum(e.step.entropy for e in self.tokens) / n if n else None
+        tps: float | None = None
+        if self.finished is not None:
+            tps = self.finished.stats.decode_tps
+        elif self._decode_started is not None and n:
+            elapsed = time.monotonic() - self._decode_started
+            tps = n / elapsed if elapsed > 0 else None
+        reason = self.finished.reason if self.finished is not None else None
+        return ColumnStats(n, tps, mean_entropy, reason)
+
+    # --- token cursor ---------------------------------------------------------------
+
+    def select(self, index: int) -> None:
+        """Put the token cursor on token `index` (clamped to the tokens there are)."""
+        if not self.tokens:
+            return
+        index = max(0, min(index, len(self.tokens) - 1))
+        if index == self.cursor:
+            # Selected again (e.g. after another column's): show it again.
+            self.post_message(self.TokenSelected(self.index, index))
+        else:
+            self.cursor = index
+
+    def action_move(self, delta: int) -> None:
+        """Move the token cursor by `delta` tokens (starting from the divergence)."""
+        if not self.tokens:
+            return
+        if self.cursor is None:
+            start = self.divergence if self.divergence is not None else 0
+            self.select(start if delta > 0 else (self.divergence or len(self.tokens) - 1))
+        else:
+            self.select(self.cursor + delta)
+
+    def action_move_to(self, index: int) -> None:
+        """Put the cursor on the first (0) or last (-1) token."""
+        if self.tokens:
+            self.select(index if index >= 0 else len(self.tokens) + index)
+
+    def on_focus(self) -> None:
+        """Show this column's selected token again when the column gets the focus."""
+        if self.cursor is not None and self.cursor < len(self.tokens):
+            self.post_message(self.TokenSelected(self.index, self.cursor))
+
+    def watch_cursor(self, cursor: int | None) -> None:
+        self._refresh_body()
+        if cursor is not None:
+            self._scroll_to_cursor(cursor)
+            self.post_message(self.TokenSelected(self.index, cursor))
+
+    def _scroll_to_cursor(self, cursor: int) -> None:
+        body = self.query_one(".column-body", VerticalScroll)
+        width = max(1, body.scrollable_content_region.width)
+        prefix = self.render_tokens(upto=cursor + 1)
+        lines = prefix.wrap(self.app.console, width)
+        line = max(0, len(lines) - 1)
+        body.scroll_to(y=max(0, line - body.scrollable_content_region.height // 2), animate=False)
+
+    # --- rendering ------------------------------------------------------------------
+
+    def render_tokens(self, upto: int | None = None) -> Text:
+        """The tokens as text: the shared prefix dim, the divergence and cursor marked."""
+        text = Text(no_wrap=False, overflow="fold")
+        tokens = self.tokens if upto is None else self.tokens[:upto]
+        for event in tokens:
+            i = event.index
+            style = Style(meta={"token": i})
+            marked = False
+            if self.divergence is not None and self.index > 0:
+                if i < self.divergence:
+                    style = SHARED_STYLE + style
+                elif i == self.divergence:
+                    style = DIVERGE_STYLE + style
+                    marked = True
+            if i == self.cursor:
+                style = style + (CURSOR_ON_DIVERGE_STYLE if marked else CURSOR_STYLE)
+                marked = True
+            shown = event.text
+            if marked and not shown.strip():
+                # A marked space, newline or split character must be seen.
+                shown = event.piece + ("\n" if "\n" in event.text else "")
+            text.append(display_text(shown), style)  # model text: control codes made inert
+        if upto is None and self.finished is not None and self.finished.error:
+            text.append(f"\n{display_text(self.finished.error)}", NOTICE_STYLE)
+        return text
+
+    def _stats_text(self) -> Text:
+        stats = self.stats()
+        parts: list[str] = [f"{stats.n_tokens} tok"]
+        if stats.tokens_per_s is not None:
+            tps = stats.tokens_per_s
+            parts.append(f"{tps:.0f} tok/s" if tps >= 100 else f"{tps:.1f} tok/s")
+        if stats.mean_entropy is not None:
+            parts.append(f"mean H {stats.mean_entropy:.2f} nats")
+        if stats.reason is not None:
+            parts.append(stats.reason)
+        elif self.phase == "prefill" and self.prefill is not None:
+            parts.append(f"prefill {self.prefill[0]}/{self.prefill[1]}")
+        elif self.phase == "decode":
+            parts.append("decoding…")
+        else:
+            parts.append(self.phase)
+        width = self.query_one(".column-stats", Static).size.width
+        return Text(join_parts(parts, width))
+
+    def _marker_text(self) -> Text:
+        if self.notice is not None:
+            return Text(self.notice, NOTICE_STYLE)
+        if self.index == 0:
+            return Text("reference column", style="dim")
+        if self.divergence is not None:
+            return Text(f"◆ diverges at token {self.divergence + 1}", style="bold #e5c07b")
+        if self.finished is not None:
+            return Text("= same tokens as column 1", style="dim")
+        return Text("")
+
+    def on_resize(self) -> None:
+        self._update_lines()
+
+    def _update_lines(self) -> None:
+        if not self.is_mounted:
+            return
+        self.query_one(".column-stats", Static).update(self._stats_text())
+        self.query_one(".column-marker", Static).update(self._marker_text())
+
+    def _refresh_body(self) -> None:
+        if self.is_mounted:
+            self.query_one(TokenText).refresh(layout=True)
+
+    def _refresh_all(self) -> None:
+        self._dirty = False
+        self._update_lines()
+        self._refresh_body()

@@ -1,0 +1,477 @@
+"""The compare view: the last user turn regenerated under 2–4 settings, one seed.
+
+One thread worker runs the columns one after the other through
+`backend.chat.compare.compare` and only posts messages; the handlers here own every state
+change. The first column is the reference: in every other column the first token
+that differs from it is marked, the tokens before it shown dim. Re-running with the
+same seed gives the same tokens (each column's sampler is seeded afresh).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal
+from textual.dom import DOMNode
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from backend.chat.compare import compare, first_divergence
+from backend.chat.events import (
+    FinishedEvent,
+    GenerationEvent,
+    GenerationStats,
+    NoticeEvent,
+    PhaseEvent,
+    PrefillProgress,
+    TokenEvent,
+)
+from backend.chat.protocol import ChatBackend, ChatMessage
+from backend.llama.pieces import visible_piece
+from sampling.errors import SamplescopeError
+from sampling.settings import SamplerSettings
+from tui.compare.column import CompareColumnView
+from tui.compare.columns import CompareColumn, check_column_count, settings_summary
+from tui.compare.edit import CompareEditScreen, CompareRequest
+from tui.widgets.prob_panel import ProbPanel
+
+DEFAULT_MAX_TOKENS = 256
+FLUSH_HZ = 30.0
+NEW_SEED_RANGE = 100_000
+PROMPT_PREVIEW_CHARS = 60
+SELECT_HINT = (
+    "Select a token to see its candidates: focus a column (tab or 1–4), then ←/→, or click it."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CompareResult:
+    """The column promoted into the chat as the reply (the screen's dismiss value).
+
+    Attributes:
+        column: Its position in the comparison (0-based).
+        label: Its label ("TopK k=40 t=0.8", "temperature=1.2").
+        text: The reply text.
+        token_ids: The sampled token ids, in order.
+        settings: The settings it was sampled with (seed included).
+        finish_reason: Why its generation ended ("eos", "max_tokens", ...).
+        stats: Its generation figures.
+        tokens: Its token events (steps with candidates), for the chat's panels.
+    """
+
+    column: int
+    label: str
+    text: str
+    token_ids: tuple[int, ...]
+    settings: SamplerSettings
+    finish_reason: str
+    stats: GenerationStats
+    tokens: tuple[TokenEvent, ...] = ()
+
+
+class _ColumnEvent(Message):
+    """A generation event of one column of one run (posted by the worker)."""
+
+    def __init__(self, run: int, column: int, event: GenerationEvent) -> None:
+        super().__init__()
+        self.run = run
+        self.column = column
+        self.event = event
+
+
+class _RunEnded(Message):
+    """The worker of run `run` returned (`error` set when it raised)."""
+
+    def __init__(self, run: int, error: str | None) -> None:
+        super().__init__()
+        self.run = run
+        self.error = error
+
+
+def as_columns(columns: Sequence[SamplerSettings | CompareColumn]) -> list[CompareColumn]:
+    """Columns from settings (labelled by their summary) or ready-made columns."""
+    return [
+        c if isinstance(c, CompareColumn) else CompareColumn(settings_summary(c), c)
+        for c in columns
+    ]
+
+
+class CompareScreen(Screen[CompareResult | None]):
+    """Regenerate the last user turn under several settings with one seed.
+
+    Args:
+        backend: The model (only this screen's worker uses it while the screen runs).
+        messages: The conversation up to and including the last user turn.
+        columns: 2 to 4 settings (or labelled `CompareColumn`s); their seeds are
+            replaced by `seed`.
+        seed: The seed every column uses.
+        base: The current sliders, what "one field changed" columns start from
+            (default: the first column's settings).
+        presets: The presets offered by the edit form (default: `assets/presets.toml`).
+        max_tokens: Tokens per column at most.
+        pieces: A token id's text, for the probability panel's candidates (e.g. the
+            app's `UiTokenizer.piece`; default: the backend's `token_piece` if it has
+            one, else the pieces of tokens seen in the columns).
+        lock: Held by the worker while it uses the backend (the app's backend lock,
+            so that no other generation can run at the same time).
+    """
+
+    CSS_PATH = "screen.tcss"
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "Close"),
+        Binding("r", "rerun", "Re-run"),
+        Binding("e", "edit", "Edit seed/columns"),
+        Binding("n", "new_seed", "New seed"),
+        Binding("p,enter", "promote", "Use as reply"),
+        Binding("1", "focus_column(0)", "Column 1", show=False),
+        Binding("2", "focus_column(1)", "Column 2", show=False),
+        Binding("3", "focus_column(2)", "Column 3", show=False),
+        Binding("4", "focus_column(3)", "Column 4", show=False),
+    ]
+
+    def __init__(
+        self,
+        backend: ChatBackend,
+        messages: Sequence[ChatMessage],
+        columns: Sequence[SamplerSettings | CompareColumn],
+        seed: int,
+        *,
+        base: SamplerSettings | None = None,
+        presets: dict[str, SamplerSettings] | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        pieces: Callable[[int], str] | None = None,
+        lock: threading.Lock | None = None,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self._backend = backend
+        self._messages = list(messages)
+        self._columns = as_columns(columns)
+        check_column_count(len(self._columns))
+        self.seed = SamplerSettings(seed=seed).seed  # validates the range
+        self._base = base if base is not None else self._columns[0].settings
+        self._presets = presets
+        self._max_tokens = max_tokens
+        token_piece = getattr(backend, "token_piece", None)
+        self._pieces = pieces if pieces is not None else token_piece
+        self._seen_pieces: dict[int, str] = {}
+        self._lock = lock
+        self._run = 0
+        self._running = False
+        self._cancel: threading.Event | None = None
+        self._done: threading.Event | None = None
+        self._error: str | None = None
+
+    # --- public state (read by the app and the tests) -----------------------------
+
+    @property
+    def columns(self) -> list[CompareColumn]:
+        """The columns of the comparison, labels and settings (seed not applied)."""
+        return list(self._columns)
+
+    @property
+    def column_views(self) -> list[CompareColumnView]:
+        """The column widgets, in order."""
+        return list(self.query(CompareColumnView))
+
+    @property
+    def running(self) -> bool:
+        """Whether a run is still generating."""
+        return self._running
+
+    @property
+    def done(self) -> bool:
+        """Whether a run was started and has ended (every column finished or stopped)."""
+        return self._run > 0 and not self._running
+
+    def column_settings(self, column: int) -> SamplerSettings:
+        """The settings column `column` samples with, the comparison's seed applied."""
+        return self._columns[column].settings.with_changes(seed=self.seed)
+
+    # --- layout ---------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._title_text(), id="compare-title", markup=False)
+        with Horizontal(id="compare-columns"):
+            for i, column in enumerate(self._columns):
+                yield CompareColumnView(i, column, id=f"compare-column-{i}")
+        yield Static(SELECT_HINT, id="compare-hint", markup=False)
+        yield ProbPanel(id="compare-prob")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.column_views[0].focus()
+        self.set_interval(1.0 / FLUSH_HZ, self._flush)
+        self._start_run()
+
+    def _flush(self) -> None:
+        """Redraw the columns that received tokens (coalesced to FLUSH_HZ a second)."""
+        for view in self.column_views:
+            view.flush()
+
+    def on_unmount(self) -> None:
+        # The worker stops within one token; nothing it posts is handled any more.
+        if self._cancel is not None:
+            self._cancel.set()
+
+    def _title_text(self) -> Text:
+        prompt = next((m.content for m in reversed(self._messages) if m.role == "user"), "")
+        prompt = " ".join(prompt.split())
+        if len(prompt) > PROMPT_PREVIEW_CHARS:
+            prompt = prompt[: PROMPT_PREVIEW_CHARS - 1] + "…"
+        title = Text("Compare", style="bold")
+        title.append(f" · seed {self.seed} · ")
+        title.append(f"“{prompt}”", style="italic")
+        title.append(f" · {self._status()}", style="dim")
+        return title
+
+    def _status(self) -> str:
+        if self._error is not None:
+            return f"error: {self._error}"
+        if not self._running:
+            return "done" if self._run else "ready"
+        if not self.is_mounted:
+            return "starting"
+        views = self.column_views
+        active = next((v for v in views if v.finished is None), None)
+        if active is None:
+            return "finishing"
+        return f"generating column {active.index + 1}/{len(views)}"
+
+    def _update_title(self) -> None:
+        self.query_one("#compare-title", Static).update(self._title_text())
+
+    # --- the run ----------------------------------------------------------------------
+
+    def _start_run(self) -> None:
+        """Start a run of every column with the current seed (no run may be going)."""
+        self._run += 1
+        self._error = None
+        self._cancel = threading.Event()
+        self._done = threading.Event()
+        self._running = True
+        for view, column in zip(self.column_views, self._columns, strict=True):
+            view.reset(column)
+        self._show_detail(None)
+        settings = [self.column_settings(i) for i in range(len(self._columns))]
+        self._update_title()
+        self._generate(self._run, settings, self._cancel, self._done)
+
+    @work(thread=True, exclusive=True, group="compare")
+    def _generate(
+        self,
+        run: int,
+        settings: list[SamplerSettings],
+        cancel: threading.Event,
+        done: threading.Event,
+    ) -> None:
+        """Generate every column (worker thread: posts messages, touches no widget)."""
+        error: str | None = None
+        try:
+            with self._lock if self._lock is not None else contextlib.nullcontext():
+                for item in compare(
+                    self._backend,
+                    self._messages,
+                    settings,
+                    max_tokens=self._max_tokens,
+                    cancel=cancel,
+                ):
+                    self.post_message(_ColumnEvent(run, item.column, item.event))
+        except SamplescopeError as exc:
+            error = str(exc)
+        except Exception as exc:  # a bug: say so on screen rather than kill the app
+            error = f"{type(exc).__name__}: {exc}"
+        finally:
+            done.set()
+        self.post_message(_RunEnded(run, error))
+
+    async def _stop_run(self) -> None:
+        """Cancel the running generation and wait until its thread let go of the model."""
+        if self._cancel is not None:
+            self._cancel.set()
+        while self._done is not None and not self._done.is_set():
+            await asyncio.sleep(0.01)
+        self._running = False
+
+    async def _restart(self) -> None:
+        """Stop any run, rebuild the columns if their number changed, run again."""
+        await self._stop_run()
+        container = self.query_one("#compare-columns", Horizontal)
+        if len(self.column_views) != len(self._columns):
+            await container.remove_children()
+            await container.mount_all(
+                CompareColumnView(i, c, id=f"compare-column-{i}")
+                for i, c in enumerate(self._columns)
+            )
+            self.column_views[0].focus()
+        self._start_run()
+
+    @on(_ColumnEvent)
+    def _on_column_event(self, message: _ColumnEvent) -> None:
+        if message.run != self._run:
+            return  # a cancelled run's last words
+        views = self.column_views
+        view = views[message.column]
+        event = message.event
+        if isinstance(event, TokenEvent):
+            view.add_token(event)
+            self._seen_pieces.setdefault(event.step.token_id, event.piece)
+            self._update_divergence(views, message.column)
+        elif isinstance(event, PhaseEvent):
+            view.set_phase(event.phase)
+            self._update_title()
+        elif isinstance(event, PrefillProgress):
+            view.set_prefill(event.done, event.total)
+        elif isinstance(event, NoticeEvent):
+            view.set_notice(event.message)
+        elif isinstance(event, FinishedEvent):
+            view.finish(event)
+            self._update_divergence(views, message.column)
+            self._update_title()
+
+    @on(_RunEnded)
+    def _on_run_ended(self, message: _RunEnded) -> None:
+        if message.run != self._run:
+            return
+        self._running = False
+        self._error = message.error
+        self._update_title()
+
+    def _update_divergence(self, views: list[CompareColumnView], column: int) -> None:
+        targets = views[1:] if column == 0 else [views[column]]
+        for view in targets:
+            known = view.divergence
+            if known is not None and known < min(len(view.tokens), len(views[0].tokens)):
+                continue  # a divergence inside both columns is final: no rescan per token
+            view.set_divergence(divergence_between(views[0], view))
+
+    # --- actions ----------------------------------------------------------------------
+
+    def _focused_column(self) -> CompareColumnView:
+        node: DOMNode | None = self.focused
+        while node is not None and not isinstance(node, CompareColumnView):
+            node = node.parent
+        return node if isinstance(node, CompareColumnView) else self.column_views[0]
+
+    def action_focus_column(self, column: int) -> None:
+        """Focus column `column` (keys 1–4)."""
+        views = self.column_views
+        if column < len(views):
+            views[column].focus()
+
+    async def action_close(self) -> None:
+        """Stop generating and go back to the chat without a result."""
+        await self._stop_run()
+        self.dismiss(None)
+
+    async def action_rerun(self) -> None:
+        """Run every column again with the same seed and settings."""
+        await self._restart()
+
+    async def action_new_seed(self) -> None:
+        """Pick a new random seed and run again."""
+        self.seed = secrets.randbelow(NEW_SEED_RANGE)
+        await self._restart()
+
+    def action_edit(self) -> None:
+        """Open the form that edits the seed and each column's settings."""
+        presets = self._load_presets()
+        self.app.push_screen(
+            CompareEditScreen(self.seed, self._columns, self._base, presets),
+            self._apply_edit,
+        )
+
+    async def _apply_edit(self, request: CompareRequest | None) -> None:
+        if request is None:
+            return
+        self.seed = request.seed
+        self._columns = list(request.columns)
+        await self._restart()
+
+    async def action_promote(self) -> None:
+        """Dismiss with the focused column as the chat's reply."""
+        view = self._focused_column()
+        if view.finished is None:
+            self.notify(f"column {view.index + 1} is still generating", severity="warning")
+            return
+        await self._stop_run()
+        self.dismiss(
+            CompareResult(
+                column=view.index,
+                label=view.column.label,
+                text=view.finished.text,
+                token_ids=view.finished.token_ids,
+                settings=self.column_settings(view.index),
+                finish_reason=view.finished.reason,
+                stats=view.finished.stats,
+                tokens=tuple(view.tokens),
+            )
+        )
+
+    @on(CompareColumnView.TokenSelected)
+    def _on_token_selected(self, message: CompareColumnView.TokenSelected) -> None:
+        view = self.column_views[message.column]
+        if message.token < len(view.tokens):
+            self._show_detail(view, message.token)
+
+    def _show_detail(self, view: CompareColumnView | None, token: int = 0) -> None:
+        """Show a token's candidates in the probability panel (None: the hint)."""
+        panel = self.query_one(ProbPanel)
+        hint = self.query_one("#compare-hint", Static)
+        if view is None:
+            panel.display = False
+            hint.display = True
+            return
+        event = view.tokens[token]
+        self._seen_pieces[event.step.token_id] = event.piece
+        title = f"column {view.index + 1} · token {token + 1}"
+        panel.show(event.step, title, self._piece)
+        hint.display = False
+        panel.display = True
+
+    def _piece(self, token_id: int) -> str:
+        """A token's visible text for the probability panel."""
+        if self._pieces is not None:
+            return visible_piece(self._pieces(token_id))
+        return self._seen_pieces.get(token_id, f"#{token_id}")
+
+    def _load_presets(self) -> dict[str, SamplerSettings]:
+        if self._presets is None:
+            try:
+                from tui.resources import shipped_presets
+
+                self._presets = shipped_presets()
+            except (ImportError, SamplescopeError, OSError) as exc:
+                self.notify(f"presets unavailable: {exc}", severity="warning")
+                self._presets = {}
+        return self._presets
+
+
+def divergence_between(reference: CompareColumnView, view: CompareColumnView) -> int | None:
+    """The first token index where `view` departs from `reference`, once it is known.
+
+    While one of the two is still generating, a column that so far matches the other
+    has not diverged yet; when the shorter one ended, the divergence is its length.
+    """
+    ref_ids, ids = reference.token_ids, view.token_ids
+    index = first_divergence(ref_ids, ids)
+    if index is None:
+        return None
+    if index < min(len(ref_ids), len(ids)):
+        return index
+    shorter = reference if len(ref_ids) <= len(ids) else view
+    return index if shorter.finished is not None else None
