@@ -15,17 +15,14 @@ from __future__ import annotations
 
 import mmap
 import os
-import stat
-import struct
-import sys
-from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Union
 
 from backend.errors import ModelFileError
+from backend.llama.gguf_reader import MetaValue as MetaValue  # re-exported: part of GgufFile
+from backend.llama.gguf_reader import ValueReader, open_checked
 
 GGUF_MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)
@@ -75,28 +72,6 @@ GGML_TYPES: Mapping[int, tuple[str, int, int]] = MappingProxyType(
         42: ("Q2_0", 64, 18),
     }
 )
-
-# GGUF metadata value types: id -> (name, struct format or None for string/array).
-_STRING = 8
-_ARRAY = 9
-_VALUE_TYPES: dict[int, tuple[str, str | None]] = {
-    0: ("uint8", "B"),
-    1: ("int8", "b"),
-    2: ("uint16", "H"),
-    3: ("int16", "h"),
-    4: ("uint32", "I"),
-    5: ("int32", "i"),
-    6: ("float32", "f"),
-    7: ("bool", "?"),
-    _STRING: ("string", None),
-    _ARRAY: ("array", None),
-    10: ("uint64", "Q"),
-    11: ("int64", "q"),
-    12: ("float64", "d"),
-}
-
-Scalar = Union[int, float, bool, str]  # noqa: UP007 (a runtime alias)
-MetaValue = Union[Scalar, tuple["MetaValue", ...]]  # noqa: UP007
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,129 +142,6 @@ class GgufFile:
         return max(ends, default=self.data_offset)
 
 
-class _Reader:
-    """Reads little-endian GGUF values from a buffer, reporting truncation clearly."""
-
-    def __init__(self, buffer: mmap.mmap, path: Path, size: int) -> None:
-        self.buffer = buffer
-        self.path = path
-        self.size = size
-        self.pos = 0
-        self.where = "header"  # what is being read, for error messages
-
-    def fail(self, problem: str) -> ModelFileError:
-        return ModelFileError(f"{self.path}: {problem}")
-
-    def need(self, count: int) -> None:
-        if count < 0 or self.pos + count > self.size:
-            raise self.fail(
-                f"truncated GGUF file: the {self.where} needs bytes up to offset "
-                f"{self.pos + count}, but the file has only {self.size} bytes"
-            )
-
-    def unpack(self, fmt: str) -> int | float | bool:
-        size = struct.calcsize("<" + fmt)
-        self.need(size)
-        (value,) = struct.unpack_from("<" + fmt, self.buffer, self.pos)
-        self.pos += size
-        return value  # type: ignore[no-any-return]
-
-    def u32(self) -> int:
-        return int(self.unpack("I"))
-
-    def u64(self) -> int:
-        return int(self.unpack("Q"))
-
-    def string(self) -> str:
-        length = self.u64()
-        self.need(length)
-        raw = self.buffer[self.pos : self.pos + length]
-        self.pos += length
-        return raw.decode("utf-8", errors="replace")
-
-    def value(self, type_id: int) -> tuple[MetaValue, str]:
-        if type_id not in _VALUE_TYPES:
-            raise self.fail(f"corrupt GGUF file: unknown value type {type_id} in the {self.where}")
-        name, fmt = _VALUE_TYPES[type_id]
-        if type_id == _STRING:
-            return self.string(), name
-        if type_id == _ARRAY:
-            return self.array()
-        assert fmt is not None
-        return self.unpack(fmt), name
-
-    def array(self) -> tuple[tuple[MetaValue, ...], str]:
-        item_type = self.u32()
-        count = self.u64()
-        if item_type not in _VALUE_TYPES:
-            raise self.fail(
-                f"corrupt GGUF file: unknown array item type {item_type} in the {self.where}"
-            )
-        item_name, fmt = _VALUE_TYPES[item_type]
-        if fmt is not None:  # numbers: one bulk conversion
-            item_size = struct.calcsize("<" + fmt)
-            self.need(count * item_size)
-            raw = self.buffer[self.pos : self.pos + count * item_size]
-            self.pos += count * item_size
-            if fmt == "?":
-                return tuple(byte != 0 for byte in raw), f"array[{item_name}]"
-            values = array(fmt)
-            if values.itemsize != item_size:  # platform sizes differ: per-item unpacking
-                items = struct.unpack(f"<{count}{fmt}", raw)
-                return tuple(items), f"array[{item_name}]"
-            values.frombytes(raw)
-            if sys.byteorder == "big":
-                values.byteswap()
-            return tuple(values.tolist()), f"array[{item_name}]"
-        if item_type == _STRING:
-            # Each string takes at least its 8-byte length: a count beyond that is a lie.
-            self.need(count * 8)
-            return tuple(self._strings(count)), "array[string]"
-        self.need(count * 12)  # a nested array has at least a type and a count
-        items_list = [self.array()[0] for _ in range(count)]
-        return tuple(items_list), "array[array]"
-
-    def _strings(self, count: int) -> list[str]:
-        buffer, pos, size = self.buffer, self.pos, self.size
-        unpack_from = struct.Struct("<Q").unpack_from
-        out: list[str] = []
-        append = out.append
-        for _ in range(count):
-            if pos + 8 > size:
-                self.pos = pos
-                self.need(8)
-            (length,) = unpack_from(buffer, pos)
-            pos += 8
-            end = pos + length
-            if end > size:
-                self.pos = pos
-                self.need(length)
-            append(buffer[pos:end].decode("utf-8", errors="replace"))
-            pos = end
-        self.pos = pos
-        return out
-
-
-def _open_checked(path: Path) -> tuple[int, int]:
-    """Open `path` for reading; returns (fd, size) or raises a clear error."""
-    try:
-        info = path.stat()
-    except FileNotFoundError:
-        raise ModelFileError(f"{path}: model file not found") from None
-    except OSError as error:
-        raise ModelFileError(f"{path}: cannot read the model file: {error.strerror}") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise ModelFileError(f"{path}: is a directory, not a GGUF model file")
-    if not stat.S_ISREG(info.st_mode):
-        # A FIFO or device could block or never end; llama.cpp needs a regular file.
-        raise ModelFileError(f"{path}: not a regular file, so not a GGUF model file")
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError as error:
-        raise ModelFileError(f"{path}: cannot read the model file: {error.strerror}") from None
-    return fd, os.fstat(fd).st_size
-
-
 def read_gguf(path: str | os.PathLike[str]) -> GgufFile:
     """Parse a GGUF file's header, metadata and tensor table.
 
@@ -308,14 +160,14 @@ def read_gguf(path: str | os.PathLike[str]) -> GgufFile:
             a tensor of an unknown ggml type or a malformed shape.
     """
     file_path = Path(path)
-    fd, size = _open_checked(file_path)
+    fd, size = open_checked(file_path)
     try:
         if size == 0:
             raise ModelFileError(f"{file_path}: not a GGUF model file (the file is empty)")
         # Mapping touches only the pages the header is read from, not the tensor data.
         buffer = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
         try:
-            return _parse(_Reader(buffer, file_path, size))
+            return _parse(ValueReader(buffer, file_path, size))
         finally:
             buffer.close()
     except (OSError, ValueError) as error:
@@ -324,7 +176,7 @@ def read_gguf(path: str | os.PathLike[str]) -> GgufFile:
         os.close(fd)
 
 
-def _parse(reader: _Reader) -> GgufFile:
+def _parse(reader: ValueReader) -> GgufFile:
     path, size = reader.path, reader.size
     magic = bytes(reader.buffer[:4])
     if magic != GGUF_MAGIC:
@@ -407,7 +259,7 @@ def _parse(reader: _Reader) -> GgufFile:
 
 
 def _tensor_info(
-    reader: _Reader, name: str, shape: tuple[int, ...], type_id: int, offset: int
+    reader: ValueReader, name: str, shape: tuple[int, ...], type_id: int, offset: int
 ) -> TensorInfo:
     known = GGML_TYPES.get(type_id)
     if known is None:

@@ -1,30 +1,113 @@
-"""The one-way import rule: tui → backend → sampling, and sampling is pure numpy."""
+"""The house rules, checked on the source tree.
+
+- Imports go one way: tui → backend → sampling, and sampling is pure numpy.
+- No import cycles, between modules or between subpackages.
+- No package is named in a string across layers (an import the checks cannot see).
+- No module over 400 lines.
+"""
 
 from __future__ import annotations
 
 import ast
+import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 STDLIB = set(sys.stdlib_module_names)
+PACKAGES = ("sampling", "backend", "tui")
+LAYER = {"sampling": 0, "backend": 1, "tui": 2}
+MAX_LINES = 400
+DOTTED = re.compile(r"(sampling|backend|tui|tests)(\.\w+)+")
 
 
-def imported_roots(package: str) -> dict[str, set[str]]:
-    """Top-level module names imported by each file of a package."""
-    found: dict[str, set[str]] = {}
-    for path in sorted((ROOT / package).rglob("*.py")):
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        roots: set[str] = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                roots.update(alias.name.split(".")[0] for alias in node.names)
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                roots.add(node.module.split(".")[0])
-        found[str(path.relative_to(ROOT))] = roots
+def modules(root: Path = ROOT) -> dict[str, Path]:
+    """Every module of the three packages by dotted name (a package by its own name)."""
+    found: dict[str, Path] = {}
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            name = ".".join(path.relative_to(root).with_suffix("").parts)
+            found[name.removesuffix(".__init__")] = path
     return found
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _runtime_nodes(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node except those under `if TYPE_CHECKING:` (annotations only)."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            yield from (n for child in node.orelse for n in (child, *_runtime_nodes(child)))
+            continue
+        yield node
+        yield from _runtime_nodes(node)
+
+
+def imports_of(path: Path, package_of: str) -> set[str]:
+    """The absolute module names a file imports at run time (relative ones resolved)."""
+    names: set[str] = set()
+    for node in _runtime_nodes(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package_of.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names)
+    return names
+
+
+def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """Module → the project modules it imports."""
+    found = modules(root)
+    graph: dict[str, set[str]] = {}
+    for name, path in found.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        graph[name] = {
+            target for target in imports_of(path, package) if target in found and target != name
+        }
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the graph as a list of nodes (first repeated last), or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for target in sorted(graph.get(node, ())):
+            if state.get(target) == 1:
+                return [*path[path.index(target) :], target]
+            if target not in state and (cycle := visit(target)) is not None:
+                return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := visit(node)) is not None:
+            return cycle
+    return None
+
+
+def subpackage_of(module: str) -> str:
+    """The unit the package-level check sees: `backend.chat.prompt` → `backend.chat`.
+
+    A module at the top of a package (`tui.app`, `backend.errors`) is a unit of its own.
+    """
+    return ".".join(module.split(".")[:2])
 
 
 @pytest.mark.parametrize(
@@ -35,19 +118,112 @@ def imported_roots(package: str) -> dict[str, set[str]]:
             "backend",
             {"numpy", "sampling", "backend", "llama_cpp", "tokenizers", "jinja2", "platformdirs"},
         ),
+        ("tui", {"numpy", "sampling", "backend", "tui", "textual", "rich", "llama_cpp"}),
     ],
 )
 def test_imports_go_one_way(package: str, allowed: set[str]) -> None:
-    offenders = {
-        file: sorted(roots - allowed - STDLIB)
-        for file, roots in imported_roots(package).items()
-        if roots - allowed - STDLIB
-    }
+    offenders = {}
+    for name, path in modules().items():
+        if name.split(".")[0] != package:
+            continue
+        roots = {target.split(".")[0] for target in imports_of(path, name)} - {""}
+        if bad := sorted(roots - allowed - STDLIB):
+            offenders[name] = bad
     assert offenders == {}
 
 
-def test_checker_sees_a_forbidden_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "sampling").mkdir()
-    (tmp_path / "sampling" / "bad.py").write_text("from tui.app import App\nimport textual\n")
-    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
-    assert imported_roots("sampling") == {"sampling/bad.py": {"tui", "textual"}}
+def test_no_module_imports_itself_back() -> None:
+    assert find_cycle(import_graph()) is None
+
+
+def test_no_subpackages_import_each_other() -> None:
+    packages: dict[str, set[str]] = {}
+    for source, targets in import_graph().items():
+        home = subpackage_of(source)
+        packages.setdefault(home, set()).update(
+            subpackage_of(t) for t in targets if subpackage_of(t) != home
+        )
+    assert find_cycle(packages) is None
+
+
+def strings_naming_packages(path: Path) -> set[str]:
+    """Dotted module paths in a file's string constants (docstrings excepted)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return {
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+        and DOTTED.fullmatch(node.value)
+    }
+
+
+def test_no_package_is_named_in_a_string_across_layers() -> None:
+    offenders = {}
+    for name, path in modules().items():
+        layer = name.split(".")[0]
+        named = {s for s in strings_naming_packages(path) if s.split(".")[0] != layer}
+        if named:
+            offenders[name] = sorted(named)
+    assert offenders == {}
+
+
+def test_no_module_is_over_400_lines() -> None:
+    long = {
+        name: count
+        for name, path in modules().items()
+        if (count := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    }
+    assert long == {}
+
+
+# --- the checks themselves catch what they are for ----------------------------------
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    for relative, text in files.items():
+        path = tmp_path / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    for package in PACKAGES:
+        (tmp_path / package).mkdir(exist_ok=True)
+    return tmp_path
+
+
+def test_checker_sees_a_forbidden_import(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {"sampling/bad.py": "from tui.app import App\nimport textual\n"})
+    assert imports_of(root / "sampling/bad.py", "sampling") >= {"tui.app", "textual"}
+
+
+def test_checker_sees_a_cycle_through_a_relative_import(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "backend/store/__init__.py": "",
+            "backend/store/a.py": "from . import b\n",
+            "backend/store/b.py": "from backend.store.a import thing\n",
+        },
+    )
+    cycle = find_cycle(import_graph(root))
+    assert cycle is not None and set(cycle) == {"backend.store.a", "backend.store.b"}
+
+
+def test_checker_ignores_type_checking_imports(tmp_path: Path) -> None:
+    text = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from backend.x import y\n"
+    root = _tree(tmp_path, {"backend/z.py": text})
+    assert "backend.x" not in imports_of(root / "backend/z.py", "backend")
+
+
+def test_checker_sees_a_package_in_a_string(tmp_path: Path) -> None:
+    text = '"""Mentions `tui.assets` in prose."""\nFILES = "tui.assets"\n'
+    root = _tree(tmp_path, {"backend/presets.py": text})
+    assert strings_naming_packages(root / "backend/presets.py") == {"tui.assets"}
