@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -13,11 +14,20 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+SKIPPED = shutil.ignore_patterns(
+    ".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".hypothesis"
+)
+
+
 @pytest.fixture(scope="module")
 def wheel_files(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
+    # Built from a copy: a build inside the checkout leaves build/, whose stale
+    # modules would ride along into later wheels.
+    source = tmp_path_factory.mktemp("source") / "samplescope"
+    shutil.copytree(ROOT, source, ignore=SKIPPED)
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(out), str(source)],
         check=True,
         capture_output=True,
     )
@@ -43,3 +53,14 @@ def test_every_css_path_names_a_shipped_file(wheel_files: set[str]) -> None:
 def test_only_the_three_packages_are_installed(wheel_files: set[str]) -> None:
     top_level = {name.split("/")[0] for name in wheel_files if not name.startswith("samplescope-")}
     assert top_level == {"sampling", "backend", "tui"}
+
+
+def test_the_wheel_holds_exactly_the_source_modules(wheel_files: set[str]) -> None:
+    # Catches a subpackage missing from pyproject's package list, and stale modules.
+    source = {
+        str(p.relative_to(ROOT))
+        for package in ("sampling", "backend", "tui")
+        for p in (ROOT / package).rglob("*.py")
+    }
+    shipped = {name for name in wheel_files if name.endswith(".py")}
+    assert shipped == source
