@@ -8,7 +8,7 @@ from typing import Literal
 from sampling.records import Step
 
 Phase = Literal["prefill", "decode", "done"]
-FinishReason = Literal["eos", "max_tokens", "cancelled", "error"]
+FinishReason = Literal["eos", "max_tokens", "context_full", "cancelled", "error"]
 
 
 @dataclass(frozen=True, slots=True)

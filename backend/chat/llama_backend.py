@@ -298,7 +298,7 @@ class LlamaBackend:
                 break
             if len(cache) >= rt.n_ctx:
                 yield NoticeEvent(f"the context of {rt.n_ctx} tokens is full: reply cut short")
-                break
+                return _flush(run, stream, "context_full")
             rt.decode_one(token)
         return _flush(run, stream, "max_tokens")
 

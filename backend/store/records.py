@@ -88,8 +88,9 @@ class ReplyRecord:
         max_tokens: The token limit it ran with, when known.
         n_ctx: The backend's context size, when known.
         n_batch: The backend's prefill chunk size, when known.
-        finish_reason: "eos", "max_tokens", "cancelled", "error", or "interrupted"
-            (the process died mid-reply; tokens and text are those stored so far).
+        finish_reason: "eos", "max_tokens", "context_full", "cancelled", "error", or
+            "interrupted" (the process died mid-reply; tokens and text are those
+            stored so far).
         error: The error message when finish_reason is "error".
         stats: Its figures (None until finished).
         token_ids: The sampled token ids, in order.

@@ -112,7 +112,7 @@ class ReplyWriter:
         """Mark the reply finished with its final text and figures.
 
         Args:
-            reason: The finish reason ("eos", "max_tokens", "cancelled", "error").
+            reason: The finish reason (`FinishReason`).
             stats: The generation's figures.
             text: The whole reply text (replaces the text accumulated per token).
             error: The error message when reason is "error".

@@ -199,3 +199,15 @@ def test_fwd_prints_the_top_five_logits(
     assert capsys.readouterr().out.splitlines()[1:] == lines[1:]
     assert main(["fwd", "999999", *MODEL_FLAGS]) == 2
     assert "invalid token id 999999" in capsys.readouterr().err
+
+
+def test_a_reply_cut_by_the_full_context_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["generate", "Once upon a time", "--raw", "-t", "1", "-k", "0", "-p", "1"]
+    argv += ["--min-p", "0", "--max-tokens", "3000", "--json", "--threads", "1", "--ctx", "256"]
+    assert main([*argv, "-s", "3"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    stats = result["stats"]
+    if result["finish_reason"] == "eos":  # the model may end on its own: not this seed
+        pytest.fail(f"seed 3 ended on its own after {stats['decode_tokens']} tokens")
+    assert result["finish_reason"] == "context_full"
+    assert stats["prompt_tokens"] + stats["decode_tokens"] == 256 + 1
