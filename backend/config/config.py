@@ -119,6 +119,8 @@ def load_config(path: Path | None = None) -> Config:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"config file {path} is not valid TOML: {error}") from error
+    except RecursionError:
+        raise ConfigError(f"config file {path} nests tables or arrays too deeply") from None
     return _parse(path, text, data)
 
 

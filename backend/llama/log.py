@@ -18,11 +18,18 @@ from typing import IO
 import llama_cpp
 import platformdirs
 
+from sampling.errors import SamplescopeError
+
 #: ggml log levels (enum ggml_log_level in the ggml that llama-cpp-python 0.3.36 ships;
 #: the comment in llama_cpp/_logger.py gives an older order).
 LEVEL_NONE, LEVEL_DEBUG, LEVEL_INFO, LEVEL_WARN, LEVEL_ERROR, LEVEL_CONT = range(6)
 #: An existing log larger than this is moved to `<name>.1` when the log is installed.
 ROTATE_BYTES = 8 * 1024 * 1024
+
+
+class LogFileError(SamplescopeError):
+    """The log file cannot be opened for writing; the message names it."""
+
 
 _lock = threading.Lock()
 _file: IO[str] | None = None
@@ -72,6 +79,9 @@ def install_llama_log(path: Path | None = None) -> Path:
 
     Returns:
         The log file's path.
+
+    Raises:
+        LogFileError: The file cannot be opened (a directory, no permission).
     """
     global _file, _path
     target = Path(path) if path is not None else default_log_path()
@@ -80,12 +90,18 @@ def install_llama_log(path: Path | None = None) -> Path:
         if _path != target or _file is None:
             if _file is not None:
                 _file.close()
+                _file, _path = None, None
             try:
                 if target.stat().st_size > ROTATE_BYTES:
                     target.replace(target.with_name(target.name + ".1"))
             except OSError:
                 pass  # no previous log
-            _file = target.open("a", encoding="utf-8")
+            try:
+                _file = target.open("a", encoding="utf-8")
+            except OSError as error:
+                raise LogFileError(
+                    f"cannot write llama.cpp's log to {target}: {error.strerror}"
+                ) from None
             _path = target
     llama_cpp.llama_log_set(_CALLBACK, ctypes.c_void_p(0))
     return target

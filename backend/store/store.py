@@ -167,6 +167,9 @@ class ChatStore:
                 yield
             except sqlite3.Error as error:
                 raise StoreError(self._describe(error, action)) from error
+            except OverflowError as error:
+                # An id past SQLite's 64-bit integers names nothing stored.
+                raise StoreError(f"cannot {action}: {error} (ids are below 2**63)") from error
 
     def _describe(self, error: sqlite3.Error, action: str) -> str:
         text = str(error)

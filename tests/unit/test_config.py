@@ -114,6 +114,15 @@ def test_bad_toml_names_the_line(tmp_path: Path) -> None:
     assert str(path) in str(info.value)
 
 
+def test_deeply_nested_toml_is_a_config_error(tmp_path: Path) -> None:
+    path = write(tmp_path, "x = " + "[" * 1000 + "]" * 1000 + "\n")
+    with pytest.raises(ConfigError, match="nests tables or arrays too deeply") as info:
+        load_config(path)
+    assert str(path) in str(info.value)
+    config, problem = load_config_or_default(path)  # the app starts on defaults
+    assert config == Config() and problem is not None
+
+
 def test_broken_config_falls_back_to_defaults_with_the_message(tmp_path: Path) -> None:
     path = write(tmp_path, "[settings]\ntemperature = 'hot'\n")
     config, problem = load_config_or_default(path)

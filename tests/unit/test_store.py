@@ -244,6 +244,14 @@ def test_default_path_follows_the_environment(
     assert (tmp_path / "data" / "chats.sqlite3").exists()
 
 
+@pytest.mark.parametrize("chat_id", [2**63, -(2**63) - 1, 10**30])
+def test_an_id_beyond_sqlites_integers_is_a_store_error(store: ChatStore, chat_id: int) -> None:
+    with pytest.raises(StoreError, match="ids are below 2\\*\\*63"):
+        store.load_chat(chat_id)
+    with pytest.raises(StoreError):
+        store.delete_chat(chat_id)
+
+
 def test_corrupt_file_is_a_clear_error_naming_it(tmp_path: Path) -> None:
     bad = tmp_path / "chats.sqlite3"
     bad.write_bytes(b"this is not sqlite at all" * 100)
