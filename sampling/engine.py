@@ -1,12 +1,11 @@
-"""The filter chain: from penalised logits to the distribution a token is drawn from.
+"""What the chain works on and what it hands the draw.
 
-Order (temperature first, candle and Hugging Face): temperature → top-k → top-p →
-min-p. With `temperature_last` (llama.cpp's default) the filters read the
-distribution at temperature 1 and the temperature shapes only what they kept.
-
-Every filter keeps a prefix of the same order (descending logit, ties by lower id),
-so the kept set is always the first `n_kept` tokens of that order. It is held as
-sorted ids when something was cut, or as "the whole vocabulary" when nothing was.
+`Candidates` is one step's working state, the counterpart of llama.cpp's
+`llama_token_data_array`: the (penalised) logits, the temperature the next unit
+reads them at, and the kept set. Every filter keeps a prefix of the same order
+(descending logit, ties by lower id), so the kept set is always the first `n_kept`
+tokens of that order: it is held as sorted ids when something was cut, or as "the
+whole vocabulary" when nothing was. `Kept` is the distribution the chain ends with.
 """
 
 from __future__ import annotations
@@ -17,9 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from sampling.ordering import FloatArray, IdArray, prefix_reaching, sort_descending, top_ids
+from sampling.ordering import FloatArray, IdArray
+from sampling.penalties import History
 from sampling.records import CutBy
-from sampling.settings import SamplerSettings
 from sampling.workspace import Workspace
 
 Float64Array = npt.NDArray[np.float64]
@@ -39,8 +38,9 @@ class Kept:
         n_kept: Tokens with a nonzero probability. Probability falls with the logit,
             so they are the first `n_kept` of the order (a -inf logit or an
             underflow at a low temperature counts as not kept).
-        ranked: The longest known prefix of the order (top-k's ranking), which may
-            run past the kept set; None when no ranking was needed.
+        ranked: A known prefix of the order, which may run past the kept set (what
+            the first cut sorted: top-k's ranking, top-p's bands); None when nothing
+            was ranked.
     """
 
     ids: IdArray | None
@@ -48,6 +48,87 @@ class Kept:
     cut_by: CutBy
     n_kept: int
     ranked: IdArray | None = None
+
+
+class Candidates:
+    """One step's working state, changed in place by each unit of the chain.
+
+    Built afresh every step and dropped with it, so that nothing of a step (the
+    caller's logits, a penalised copy of them) outlives it.
+
+    Attributes:
+        logits: The logits; the "logits" units (penalties) replace them with a
+            rewritten copy, never changing the caller's array.
+        maximum: The logits' (finite) maximum.
+        argmax: Its lowest index.
+        history: Token ids so far, for the penalties.
+        workspace: Scratch buffers, kept from step to step by the sampler.
+        temperature: The temperature later units and the final distribution read
+            the logits at: 1 until the temperature unit sets it.
+        ids: The kept set in descending order, or None for the whole vocabulary.
+        ranked: What the first cut sorted: the longest known prefix of the order.
+        cut_by: The last unit that removed tokens.
+    """
+
+    __slots__ = (
+        "argmax",
+        "cut_by",
+        "history",
+        "ids",
+        "logits",
+        "maximum",
+        "ranked",
+        "temperature",
+        "workspace",
+    )
+
+    def __init__(
+        self,
+        logits: FloatArray,
+        maximum: float,
+        argmax: int,
+        history: History,
+        workspace: Workspace,
+    ) -> None:
+        self.logits = logits
+        self.maximum = maximum
+        self.argmax = argmax
+        self.history = history
+        self.workspace = workspace
+        self.temperature = 1.0
+        self.ids: IdArray | None = None
+        self.ranked: IdArray | None = None
+        self.cut_by: CutBy = "none"
+
+    def cut(self, ids: IdArray, by: CutBy, ranked: IdArray | None = None) -> None:
+        """Keep only `ids`, a shorter prefix of the order, cut by the unit `by`.
+
+        Args:
+            ids: The new kept set, in order.
+            by: The unit's name, for the record.
+            ranked: A longer prefix of the order the unit sorted on the way, if any.
+        """
+        self.ids = ids
+        self.cut_by = by
+        if self.ranked is None:
+            # The first cut holds the longest prefix: later ones only shorten it.
+            self.ranked = ids if ranked is None else ranked
+
+    def distribution(self) -> Kept:
+        """The kept tokens' probabilities at the temperature the chain reached."""
+        ids = self.ids
+        if ids is None:
+            size = self.logits.shape[0]
+            weights = vocabulary_weights(
+                self.logits,
+                self.maximum,
+                self.temperature,
+                self.workspace.array("weights", size, np.float64),
+            )
+        else:
+            weights = weights_of(self.logits, self.maximum, self.temperature, ids)
+        weights /= weights.sum()
+        return Kept(ids, weights, self.cut_by, int(np.count_nonzero(weights)), self.ranked)
 
 
 def weights_of(
@@ -72,112 +153,14 @@ def vocabulary_weights(
     return np.exp(out, out=out)
 
 
+# The greedy distribution's one probability, shared (read-only) by every greedy step.
+_CERTAIN = np.ones(1)
+_CERTAIN.flags.writeable = False
+
+
 def greedy_kept(argmax: int) -> Kept:
     """The kept set at temperature 0: the argmax alone."""
-    return Kept(np.array([argmax], dtype=np.intp), np.ones(1), "greedy", 1, None)
-
-
-def filtered(
-    logits: FloatArray, maximum: float, settings: SamplerSettings, workspace: Workspace
-) -> Kept:
-    """Apply top-k, top-p and min-p and shape the survivors by the temperature.
-
-    Args:
-        logits: Penalised, checked logits.
-        maximum: Their (finite) maximum.
-        settings: The sampler's settings (temperature > 0).
-        workspace: Scratch buffers.
-    """
-    vocab_size = logits.shape[0]
-    temperature = settings.temperature
-    filter_temperature = 1.0 if settings.temperature_last else temperature
-    ids: IdArray | None = None
-    ranked: IdArray | None = None
-    cut_by: CutBy = "none"
-
-    if 0 < settings.top_k < vocab_size:
-        ids = top_ids(logits, settings.top_k)
-        ranked = ids
-        cut_by = "top_k"
-    if settings.top_p < 1.0:
-        ids, cut = _top_p(logits, maximum, filter_temperature, ids, settings, workspace)
-        if cut:
-            cut_by = "top_p"
-    if settings.min_p > 0.0:
-        ids, cut = _min_p(logits, maximum, filter_temperature, ids, settings.min_p)
-        if cut:
-            cut_by = "min_p"
-
-    if ids is None:
-        weights = vocabulary_weights(
-            logits, maximum, temperature, workspace.array("weights", vocab_size, np.float64)
-        )
-    else:
-        weights = weights_of(logits, maximum, temperature, ids)
-    weights /= weights.sum()
-    return Kept(ids, weights, cut_by, int(np.count_nonzero(weights)), ranked)
-
-
-def _top_p(
-    logits: FloatArray,
-    maximum: float,
-    temperature: float,
-    ids: IdArray | None,
-    settings: SamplerSettings,
-    workspace: Workspace,
-) -> tuple[IdArray | None, bool]:
-    """Keep the shortest prefix whose mass reaches top_p (the crossing token kept)."""
-    top_p = settings.top_p
-    if ids is None or settings.top_p_scope == "vocab":
-        all_weights = vocabulary_weights(
-            logits,
-            maximum,
-            temperature,
-            workspace.array("filter-weights", logits.shape[0], np.float64),
-        )
-        total = float(all_weights.sum())
-    if ids is None:
-        prefix = prefix_reaching(logits, maximum, temperature, all_weights, top_p * total)
-        if prefix.size >= logits.shape[0]:
-            return None, False
-        return prefix, True
-    weights = weights_of(logits, maximum, temperature, ids)
-    if settings.top_p_scope == "vocab":
-        # candle's TopKThenTopP: p against the whole vocabulary's mass.
-        if top_p >= float(weights.sum()) / total:
-            return ids, False
-    else:
-        total = float(weights.sum())
-    cumulative = np.cumsum(weights)
-    cumulative /= total
-    keep = int(np.searchsorted(cumulative, top_p, side="left")) + 1
-    if keep >= ids.size:
-        return ids, False
-    return ids[:keep], True
-
-
-def _min_p(
-    logits: FloatArray,
-    maximum: float,
-    temperature: float,
-    ids: IdArray | None,
-    min_p: float,
-) -> tuple[IdArray | None, bool]:
-    """Keep tokens with p >= min_p * p_max (a prefix: the order is by probability)."""
-    whole_vocabulary = ids is None
-    if ids is None:
-        # p_i / p_max = exp((x_i - max) / T) >= min_p  <=>  x_i >= max + T ln(min_p);
-        # select a little below that bound, then decide exactly in float64.
-        bound = maximum + temperature * math.log(min_p)
-        band = np.flatnonzero(logits >= bound - 1e-3 * (1.0 + abs(bound)))
-        ids = sort_descending(logits, band)
-    ratios = weights_of(logits, maximum, temperature, ids)
-    keep = int(np.count_nonzero(ratios >= min_p))
-    if keep >= logits.shape[0]:
-        return None, False
-    if keep >= ids.size and not whole_vocabulary:
-        return ids, False
-    return ids[:keep], True
+    return Kept(np.array([argmax], dtype=np.intp), _CERTAIN, "greedy", 1, None)
 
 
 def entropy_and_normaliser(

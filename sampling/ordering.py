@@ -90,7 +90,7 @@ def prefix_reaching(
     temperature: float,
     weights: npt.NDArray[np.float64],
     target: float,
-) -> IdArray:
+) -> tuple[IdArray, IdArray]:
     """The shortest descending prefix whose cumulative weight reaches `target` (top-p).
 
     Args:
@@ -101,20 +101,24 @@ def prefix_reaching(
         target: The cumulative weight to reach (the crossing token is included).
 
     Returns:
-        The prefix's ids in order; the whole vocabulary when it does not reach the
-        target (rounding).
+        The prefix's ids in order (the whole vocabulary when it does not reach the
+        target: rounding), and the bands sorted on the way: a longer prefix of the
+        order, which the step's record reuses for its top-N.
     """
-    parts: list[IdArray] = []
+    bands: list[IdArray] = []
     reached = 0.0
+    length = 0
     for band in descending_bands(logits, maximum, temperature):
+        bands.append(band)
         cumulative = reached + np.cumsum(weights[band])
         position = int(np.searchsorted(cumulative, target, side="left"))
-        if position < band.size:
-            parts.append(band[: position + 1])
+        if position < band.shape[0]:
+            length += position + 1
             break
-        parts.append(band)
+        length += band.shape[0]
         reached = float(cumulative[-1])
-    return np.concatenate(parts)
+    ranked = bands[0] if len(bands) == 1 else np.concatenate(bands)
+    return ranked[:length], ranked
 
 
 # Histogram resolution for token_at_mass: buckets per unit of (max - logit) / T.

@@ -6,42 +6,17 @@ import time
 
 import numpy as np
 
-from sampling.engine import (
-    Float64Array,
-    Kept,
-    entropy_and_normaliser,
-    filtered,
-    greedy_kept,
-    weights_of,
-)
+from sampling.chain import Chain, build_chain
+from sampling.engine import Candidates, Float64Array, Kept, entropy_and_normaliser, weights_of
 from sampling.logits import FloatArray, checked_logits
 from sampling.ordering import token_at_mass, top_ids
-from sampling.penalties import History, penalized_logits
+from sampling.penalties import History
 from sampling.records import CandidateTable, Step
 from sampling.rng import UniformSource, make_source
 from sampling.settings import SamplerSettings
 from sampling.workspace import Workspace
 
 DEFAULT_CANDIDATES = 20
-
-
-def prepared(
-    logits: object,
-    settings: SamplerSettings,
-    history: History,
-    vocab_size: int | None = None,
-) -> tuple[FloatArray, float, int]:
-    """Checked, penalised logits with their maximum and its (lowest) index.
-
-    Raises:
-        LogitsError: The logits or the history cannot be sampled from.
-    """
-    checked, maximum, argmax = checked_logits(logits, vocab_size)
-    penalized = penalized_logits(checked, settings, history)
-    if penalized is not checked:
-        argmax = int(np.argmax(penalized))
-        maximum = float(penalized[argmax])
-    return penalized, maximum, argmax
 
 
 def probabilities(logits: object, settings: SamplerSettings, history: History = ()) -> Float64Array:
@@ -52,14 +27,11 @@ def probabilities(logits: object, settings: SamplerSettings, history: History = 
     Raises:
         LogitsError: The logits or the history cannot be sampled from.
     """
-    penalized, maximum, argmax = prepared(logits, settings, history)
-    if settings.greedy:
-        kept = greedy_kept(argmax)
-    else:
-        kept = filtered(penalized, maximum, settings, Workspace())
+    candidates = Candidates(*checked_logits(logits), history, Workspace())
+    kept = build_chain(settings).run(candidates)
     if kept.ids is None:
         return kept.probs
-    result = np.zeros(penalized.shape[0], dtype=np.float64)
+    result = np.zeros(candidates.logits.shape[0], dtype=np.float64)
     result[kept.ids] = kept.probs
     return result
 
@@ -89,6 +61,7 @@ class Sampler:
         self._settings = settings
         self.vocab_size = vocab_size
         self.n_candidates = n_candidates
+        self._chain: Chain = build_chain(settings)
         self._sources: dict[str, UniformSource] = {}
         self._workspace = Workspace()
 
@@ -101,7 +74,13 @@ class Sampler:
     def settings(self, settings: SamplerSettings) -> None:
         if not isinstance(settings, SamplerSettings):
             raise TypeError(f"settings must be SamplerSettings, not {type(settings).__name__}")
+        self._chain = build_chain(settings)
         self._settings = settings
+
+    @property
+    def chain(self) -> Chain:
+        """The units each step runs, built from the settings in force."""
+        return self._chain
 
     def reset(self) -> None:
         """Re-seed the generator from `settings.seed`."""
@@ -131,23 +110,24 @@ class Sampler:
         """
         started = time.perf_counter_ns()
         settings = self._settings
-        penalized, maximum, argmax = prepared(logits, settings, history, self.vocab_size)
+        chain = self._chain
+        candidates = Candidates(*checked_logits(logits, self.vocab_size), history, self._workspace)
+        kept = chain.run(candidates)
+        penalized = candidates.logits
+        maximum = candidates.maximum
         draw: float | None = None
-        if settings.greedy:
-            kept = greedy_kept(argmax)
-            token_id, prob = argmax, 1.0
+        if chain.greedy:
+            token_id, prob = candidates.argmax, 1.0
+        elif settings.draw == "gumbel":
+            token_id, prob = self._gumbel(kept)
+        elif settings.rng == "xorshift128":
+            draw = self._source().uniform()
+            token_id, prob = _roulette_in_id_order(kept, draw)
         else:
-            kept = filtered(penalized, maximum, settings, self._workspace)
-            if settings.draw == "gumbel":
-                token_id, prob = self._gumbel(kept)
-            elif settings.rng == "xorshift128":
-                draw = self._source().uniform()
-                token_id, prob = _roulette_in_id_order(kept, draw)
-            else:
-                draw = self._source().uniform()
-                token_id, prob = _inverse_cdf(
-                    kept, penalized, maximum, settings.temperature, draw, self._workspace
-                )
+            draw = self._source().uniform()
+            token_id, prob = _inverse_cdf(
+                kept, penalized, maximum, candidates.temperature, draw, self._workspace
+            )
         table, entropy = self._table(penalized, maximum, kept)
         return Step(
             token_id=token_id,

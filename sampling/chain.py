@@ -1,0 +1,120 @@
+"""The chain: sampler units in order, built once whenever the settings change.
+
+The order is data: a tuple of unit names (llama.cpp's `--samplers` names) looked up
+in `SAMPLERS`. Today the settings pick one of two orders: penalties → temperature →
+top-k → top-p → min-p (candle, Hugging Face), or with `temperature_last` the
+temperature after the filters (llama.cpp's default), so that they read the
+distribution at temperature 1 and the temperature shapes only what they kept.
+`build_chain` also takes any other order; a settings field naming one only needs
+`order_of` to return it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from sampling.engine import Candidates, Kept, greedy_kept
+from sampling.errors import SettingsError
+from sampling.samplers import MinP, Penalties, SamplerUnit, Temperature, TopK, TopP
+from sampling.settings import SamplerSettings
+
+SAMPLERS: Mapping[str, type[SamplerUnit]] = {
+    unit.name: unit for unit in (Penalties, Temperature, TopK, TopP, MinP)
+}
+"""Every sampler unit by its name."""
+
+FILTER_ORDER: tuple[str, ...] = ("top_k", "top_p", "min_p")
+"""The filters, in the order both of today's chains run them."""
+
+DEFAULT_ORDER: tuple[str, ...] = ("penalties", "temperature", *FILTER_ORDER)
+"""Temperature first (candle, Hugging Face)."""
+
+TEMPERATURE_LAST_ORDER: tuple[str, ...] = ("penalties", *FILTER_ORDER, "temperature")
+"""Temperature after the filters (llama.cpp's default; `temperature_last`)."""
+
+
+def order_of(settings: SamplerSettings) -> tuple[str, ...]:
+    """The order of the units the settings ask for."""
+    return TEMPERATURE_LAST_ORDER if settings.temperature_last else DEFAULT_ORDER
+
+
+@dataclass(frozen=True, slots=True)
+class Chain:
+    """The units one sampler runs every step, in order.
+
+    Attributes:
+        order: The names the chain was built from (units the settings turn off
+            included).
+        units: The units that are on, in order.
+        greedy: Temperature 0: only the "logits" units run, and the argmax is kept.
+    """
+
+    order: tuple[str, ...]
+    units: tuple[SamplerUnit, ...]
+    greedy: bool
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The names of the units that run."""
+        return tuple(unit.name for unit in self.units)
+
+    def run(self, candidates: Candidates) -> Kept:
+        """Apply every unit to one step's candidates; return the distribution they end with."""
+        for unit in self.units:
+            unit.apply(candidates)
+        if self.greedy:
+            return greedy_kept(candidates.argmax)
+        return candidates.distribution()
+
+
+def build_chain(settings: SamplerSettings, order: Sequence[str] | None = None) -> Chain:
+    """The chain of units for some settings.
+
+    Args:
+        settings: Each unit's parameters; a unit they turn off is left out.
+        order: Unit names in the order to run them; `order_of(settings)` when None.
+
+    Raises:
+        SettingsError: The order names an unknown unit, names one twice, or puts a
+            "logits" unit (penalties) after a unit that reads the order.
+    """
+    names = checked_order(order_of(settings) if order is None else order)
+    greedy = settings.greedy
+    units: list[SamplerUnit] = []
+    for name in names:
+        unit_type = SAMPLERS[name]
+        if greedy and unit_type.kind != "logits":
+            continue  # at temperature 0 only the argmax counts: nothing to filter
+        unit = unit_type.from_settings(settings)
+        if unit is not None:
+            units.append(unit)
+    return Chain(names, tuple(units), greedy)
+
+
+def checked_order(order: Sequence[str]) -> tuple[str, ...]:
+    """`order` as a tuple, checked.
+
+    Raises:
+        SettingsError: As for `build_chain`; the message names the offending unit.
+    """
+    if isinstance(order, str):
+        raise SettingsError("samplers", order, "a sequence of sampler names, not one string")
+    names = tuple(order)
+    known = ", ".join(SAMPLERS)
+    reading: str | None = None  # the first unit that reads the order
+    for position, name in enumerate(names):
+        unit_type = SAMPLERS.get(name) if isinstance(name, str) else None
+        if unit_type is None:
+            raise SettingsError("samplers", names, f"names among {known}; {name!r} is not one")
+        if name in names[:position]:
+            raise SettingsError("samplers", names, f"each sampler once; {name!r} comes twice")
+        if unit_type.kind == "logits" and reading is not None:
+            raise SettingsError(
+                "samplers",
+                names,
+                f"{name!r} before every sampler that reads the order; it comes after {reading!r}",
+            )
+        if unit_type.kind != "logits" and reading is None:
+            reading = name
+    return names
