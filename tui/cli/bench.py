@@ -6,14 +6,13 @@ import argparse
 import os
 import subprocess
 import sys
-from typing import Any
 
 from tui.cli.model_flags import chosen_model_path
 
 PARTS = ("sampler", "backend", "tui")
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `bench` to the command line."""
     parser = subparsers.add_parser(
         "bench",

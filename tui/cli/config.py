@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from backend.config.config import effective_toml, load_config, model_with_config
 from backend.config.model_path import resolve_model_path
@@ -29,7 +28,7 @@ TEMPLATE = """\
 """
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `config` to the command line."""
     parser = subparsers.add_parser(
         "config",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from sampling import SamplerSettings, modes, probabilities
 from sampling.errors import SamplescopeError
@@ -29,7 +28,7 @@ class LogitsArgumentError(SamplescopeError):
     """--logits is not a comma-separated list of numbers."""
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `dist` to the command line."""
     parser = subparsers.add_parser(
         "dist",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 from backend.llama.gguf import validate_gguf
 from backend.llama.pieces import CR_GLYPH, NEWLINE_GLYPH, SPACE_GLYPH, TAB_GLYPH, visible_bytes
@@ -19,7 +18,7 @@ GLYPH_HELP = (
 )
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `encode` to the command line."""
     parser = subparsers.add_parser(
         "encode",

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 from backend.store.store import ChatRecord, ReplyRecord
 from sampling.errors import SamplescopeError
@@ -21,7 +21,7 @@ class ExportError(SamplescopeError):
     """The export file cannot be written."""
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `export` to the command line."""
     parser = subparsers.add_parser(
         "export",
@@ -44,7 +44,7 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def _reply_json(reply: ReplyRecord) -> dict[str, Any]:
+def _reply_json(reply: ReplyRecord) -> dict[str, object]:
     return {
         "number": reply.number,
         "model": asdict(reply.model),
@@ -66,7 +66,7 @@ def _reply_json(reply: ReplyRecord) -> dict[str, Any]:
     }
 
 
-def chat_to_json(chat: ChatRecord) -> dict[str, Any]:
+def chat_to_json(chat: ChatRecord) -> dict[str, object]:
     """Everything stored about a chat, as JSON-ready data."""
     return {
         "samplescope_export": EXPORT_VERSION,
@@ -88,7 +88,7 @@ def chat_to_json(chat: ChatRecord) -> dict[str, Any]:
     }
 
 
-def _settings_text(values: dict[str, Any]) -> str:
+def _settings_text(values: Mapping[str, object]) -> str:
     return ", ".join(f"{k}={v}" for k, v in values.items())
 
 

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from tui.cli.model_flags import add_model_flags, load_backend
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `fwd` to the command line."""
     parser = subparsers.add_parser(
         "fwd",

@@ -6,7 +6,6 @@ import argparse
 import json
 import sys
 from dataclasses import asdict
-from typing import Any
 
 from backend.chat.events import (
     FinishedEvent,
@@ -22,7 +21,7 @@ from tui.cli.model_flags import add_model_flags, load_backend, log
 from tui.cli.settings_flags import add_settings_flags, settings_from_args
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `generate` to the command line."""
     parser = subparsers.add_parser(
         "generate",

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from backend.store.store import ChatSummary
 from tui.cli.store_access import add_db_flag, open_store
 from tui.display import local_time
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `history` to the command line."""
     parser = subparsers.add_parser(
         "history",

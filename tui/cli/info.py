@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 from collections import defaultdict
-from typing import Any
 
 from backend.llama.gguf import GgufFile, MetaValue, validate_gguf
 from backend.llama.pieces import visible_piece
@@ -29,7 +28,7 @@ class ModelArgumentError(SamplescopeError):
     """The model was named twice, differently."""
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `info` to the command line."""
     parser = subparsers.add_parser(
         "info",

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from types import ModuleType
+from typing import Protocol
 
 from sampling.errors import SamplescopeError
 from tui.cli import (
@@ -23,9 +23,15 @@ from tui.cli import (
     replay,
 )
 
-# Each module has `register(subparsers)`, which adds its parser with `func` set to a
-# callable taking the parsed namespace and returning an exit code.
-COMMAND_MODULES: tuple[ModuleType, ...] = (
+
+class CommandModule(Protocol):
+    """A command's module: `register(subparsers)` adds its parser with `func` set to a
+    callable taking the parsed namespace and returning an exit code."""
+
+    def register(self, subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None: ...
+
+
+COMMAND_MODULES: tuple[CommandModule, ...] = (
     dist,
     bench,
     history,

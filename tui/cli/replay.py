@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from backend.errors import ModelFileError
 from backend.store.replay import ReplayResult, pick_reply, replay
@@ -20,7 +20,7 @@ DEFAULT_N_CTX = 4096  # LlamaBackend.load's defaults, for replies that did not r
 DEFAULT_N_BATCH = 256
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `replay` to the command line."""
     parser = subparsers.add_parser(
         "replay",
@@ -61,7 +61,7 @@ def check_model(path: Path, recorded: ModelRef, actual: ModelRef) -> str | None:
     return None
 
 
-def describe(result: ReplayResult, reply: ReplyRecord, piece: Any) -> str:
+def describe(result: ReplayResult, reply: ReplyRecord, piece: Callable[[int], str]) -> str:
     """One or two lines saying whether the replay matched."""
     n = len(result.stored)
     head = f"reply {reply.number} ({n} stored tokens, {reply.finish_reason})"
