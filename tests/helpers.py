@@ -10,7 +10,8 @@ from typing import Any
 from textual.app import App
 from textual.pilot import Pilot
 
-from tui.compare.screen import CompareResult, CompareScreen
+from tui.compare.result import CompareResult
+from tui.compare.screen import CompareScreen
 
 
 class StepClock:
@@ -26,7 +27,7 @@ class StepClock:
 
 
 async def wait_until(
-    pilot: Pilot[object], condition: Callable[[], bool], timeout: float = 60.0
+    pilot: Pilot[Any], condition: Callable[[], bool], timeout: float = 60.0
 ) -> None:
     """Let the app run until `condition()` holds; fail after `timeout` seconds."""
     deadline = time.monotonic() + timeout

@@ -1,63 +1,54 @@
-"""The samplescope chat app: transcript, live sampling sliders, probability bars."""
+"""The samplescope app: owns the live settings, the backend and the store; routes keys.
+
+The chat itself (its widgets and its state) is `ChatView`; every generation, the
+chat's and the compare view's, runs through the app's one `GenerationRunner`.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import secrets
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import ClassVar, cast
+from typing import ClassVar
 
 from textual import on, work
-from textual.app import ComposeResult, SystemCommand
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
-from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Footer, Input
+from textual.widgets import Footer
 
-from backend.chat.events import FinishedEvent, FinishReason
-from backend.chat.protocol import ChatBackend, ChatMessage
+from backend.chat.events import FinishedEvent, GenerationEvent
+from backend.chat.protocol import ChatBackend, ChatMessage, LiveSettings
 from backend.config.config import Config
 from backend.store.recorder import ChatRecorder
-from backend.store.store import ChatRecord, ChatStore, StoreError
-from sampling.errors import SamplescopeError
+from backend.store.store import ChatStore, StoreError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tui.app_config import resolve_app_config
-from tui.chat.messages import BackendFailed, BackendReady, piece_lookup
+from tui.chat.conversation import Conversation
+from tui.chat.loading import BackendFailed, BackendReady, load_backend
 from tui.chat.reply_view import Reply
-from tui.chat.streaming import FLUSH_HZ, GIL_SWITCH_INTERVAL, StreamingApp
-from tui.chat.transcript import Transcript
-from tui.compare.command import CompareCommands, open_compare
-from tui.compare.screen import CompareResult
+from tui.chat.runner import GIL_SWITCH_INTERVAL, GenerationRunner
+from tui.chat.view import ChatView
+from tui.compare.command import CompareCommands, CompareContext, last_user_turn, open_compare
+from tui.compare.result import CompareResult
 from tui.screens.help import HelpScreen
 from tui.screens.history import HistoryScreen
-from tui.widgets.prob_panel import ProbPanel
 from tui.widgets.sampling_panel import SamplingPanel
-from tui.widgets.status_line import StatusLine
+from tui.widgets.status_line import StatusState
+from tui.widgets.token_text import TokenPieces
 
 # Actions that change the conversation: not while another screen (compare,
 # saved chats) is shown on top of the chat.
 _CHAT_ACTIONS = frozenset(
-    {
-        "regenerate",
-        "new_chat",
-        "copy_reply",
-        "token_cursor",
-        "history",
-        "compare",
-        "new_seed",
-        "toggle_colour",
-        "focus_sampling",
-        "focus_input",
-    }
+    {"regenerate", "new_chat", "copy_reply", "token_cursor", "history", "compare", "new_seed"}
+    | {"toggle_colour", "focus_sampling", "focus_input"}
 )
 
 NEW_SEED_RANGE = 100_000
-STORED_REPLIES_NOTE = "Replies of a saved chat have no per-token record; new replies will."
 
 
-class SamplescopeApp(StreamingApp):
+class SamplescopeApp(App[None]):
     """The chat app.
 
     Args:
@@ -77,7 +68,7 @@ class SamplescopeApp(StreamingApp):
 
     CSS_PATH = "app.tcss"
     TITLE = "samplescope"
-    COMMANDS = StreamingApp.COMMANDS | {CompareCommands}
+    COMMANDS = App.COMMANDS | {CompareCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         # Each binding has an id (its action's name) so that the config file's [keys]
         # table can move it (`App.set_keymap`).
@@ -112,39 +103,45 @@ class SamplescopeApp(StreamingApp):
         config: Config | None = None,
         notices: Sequence[str] = (),
     ) -> None:
-        super().__init__(backend, settings, max_tokens, clock)
-        if backend is None and backend_factory is None:
+        super().__init__()
+        if backend is not None:
+            given = backend
+            backend_factory = lambda: given  # noqa: E731
+        elif backend_factory is None:
             raise ValueError("give a backend or a backend_factory")
-        self._factory = backend_factory
-        self.system_prompt = system_prompt
-        self._cursor_blink = cursor_blink
-        self._switch_interval = sys.getswitchinterval()
-        self.messages = self._fresh_messages()
+        self._load = backend_factory
+        self.live = LiveSettings(settings)
+        """The settings the sliders change; the generating thread reads them per token."""
+        self.max_tokens = max_tokens
         self.store = store
+        self.runner = GenerationRunner(self)
+        """Runs every generation (chat replies, comparisons) on the one model thread."""
+        self.pieces = TokenPieces()
+        self.conversation = Conversation(system_prompt)
+        self.chat = ChatView(
+            self.runner,
+            self.conversation,
+            self.live,
+            self.pieces,
+            max_tokens=max_tokens,
+            clock=clock,
+            cursor_blink=cursor_blink,
+            id="chat",
+        )
+        self._switch_interval = sys.getswitchinterval()
         self._config = config if config is not None else Config()
         self._notices = tuple(notices)
 
     # -- layout ----------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        with Horizontal(id="main"):
-            with Vertical(id="left"):
-                yield Transcript(id="transcript")
-                yield Input(placeholder="Type a message; Enter sends it", id="prompt")
-            with Vertical(id="right"):
-                yield SamplingPanel(self.live, id="sampling")
-                yield ProbPanel(id="probs")
-        yield StatusLine(id="status")
+        yield self.chat
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self._switch_interval = sys.getswitchinterval()
         sys.setswitchinterval(min(self._switch_interval, GIL_SWITCH_INTERVAL))
-        prompt = self.query_one("#prompt", Input)
-        prompt.cursor_blink = self._cursor_blink
-        prompt.focus()
-        self.query_one("#transcript", Transcript).border_title = "chat"
-        self.set_interval(1.0 / FLUSH_HZ, self._tick)
+        self.chat.focus_input()
         for notice in self._notices:
             self.notify(notice, severity="warning", timeout=15)
         self._apply_config(self._config)
@@ -178,109 +175,53 @@ class SamplescopeApp(StreamingApp):
 
     @work(thread=True, exclusive=True, group="load")
     def _load_backend(self) -> None:
-        try:
-            backend = self.backend if self.backend is not None else self._load()
-        except SamplescopeError as error:
-            self.post_message(BackendFailed(str(error)))
-        except Exception as error:  # an unexpected failure must still be shown, not crash
-            self.post_message(BackendFailed(f"{type(error).__name__}: {error}"))
-        else:
-            self.post_message(BackendReady(backend, piece_lookup(backend)))
-            if self.store is not None:
-                # Hash the model file now (seconds for a big GGUF, then cached) rather
-                # than before the first reply; a failure shows at the first reply.
-                with contextlib.suppress(StoreError):
-                    self.store.model_ref(backend.info.path)
-
-    def _load(self) -> ChatBackend:
-        assert self._factory is not None
-        return self._factory()
+        load_backend(self._load, self.store, self.post_message)
 
     @on(BackendReady)
     def _on_backend_ready(self, message: BackendReady) -> None:
         backend = message.backend
-        self.backend = backend
-        self._piece_lookup = message.pieces
-        self.ready = True
+        self.runner.backend = backend
+        self.pieces.lookup = message.pieces
         info = backend.info
         if self.store is not None:
-            self.recorder = ChatRecorder(
+            self.conversation.recorder = ChatRecorder(
                 self.store, info.path, n_ctx=info.n_ctx, n_batch=info.n_batch
             )
-        self._status.update(
-            model=info.name,
-            threads=info.n_threads,
-            ctx_total=info.n_ctx,
-            ctx_used=backend.context_used,
-            phase="idle",
-        )
+        self.chat.show_model(info)
 
     @on(BackendFailed)
     def _on_backend_failed(self, message: BackendFailed) -> None:
-        self._status.update(phase="error")
-        self._transcript.add_note(f"Could not load the model: {message.error}", error=True)
-        self._transcript.add_note("Quit with ctrl+q, then run: samplescope --model PATH")
+        self.chat.show_load_error(message.error)
 
-    # -- generation ------------------------------------------------------------
+    @property
+    def ready(self) -> bool:
+        """Whether the backend is loaded and ready to generate."""
+        return self.runner.backend is not None
 
-    @on(Input.Submitted, "#prompt")
-    def _on_submit(self, event: Input.Submitted) -> None:
-        text = event.value.strip()
-        if not text:
-            return
-        if not self.ready:
-            self.notify("The model is not loaded.", severity="error")
-            return
-        if self.generating:
-            self.notify("A reply is running: wait, or press Esc to stop it.")
-            return
-        event.input.clear()
-        self.messages.append(ChatMessage("user", text))
-        self._transcript.add_user(text)
-        self._start_reply()
+    def close_backend(self, timeout: float = 10.0) -> None:
+        """Free the model once no generation uses it (call after `run` returns)."""
+        self.runner.close_backend(timeout)
 
     # -- actions -----------------------------------------------------------------
 
     def action_stop(self) -> None:
         """Esc: stop the reply, else leave the token cursor."""
-        if self.generating:
-            self._cancel.set()
-        elif self.cursor is not None or self.focused is self._transcript:
-            self._transcript.clear_cursor()
-            self.action_focus_input()
+        if not self.chat.stop():
+            self.chat.leave_token_cursor()
 
     def action_regenerate(self) -> None:
         """Redo the last reply with the seed it had."""
-        if not self.ready or not self.replies:
+        if not self.ready or not self.replies or self.chat.stop_then(self.action_regenerate):
             return
-        if self.generating:
-            self._cancel.set()
-            self._pending = self.action_regenerate
-            return
-        reply = self.replies.pop()
-        self._transcript.remove_last_reply()
-        if self.messages and self.messages[-1].role == "assistant":
-            self.messages.pop()
-        self._apply("seed", reply.seed)
-        if self.recorder is not None:
-            self.recorder.discard_last_reply()
-        self._start_reply()
+        reply = self.chat.drop_last_reply()
+        if reply is not None:
+            self._apply("seed", reply.seed)
+        self.chat.start_reply()
 
     def action_new_chat(self) -> None:
         """Forget the conversation (the backend's cache is reset before the next reply)."""
-        if self.generating:
-            self._cancel.set()
-            self._pending = self.action_new_chat
-            return
-        self.messages = self._fresh_messages()
-        self.replies.clear()
-        self._reset_pending = True
-        self._probs_note = ""
-        if self.recorder is not None:
-            self.recorder.new_chat()
-        self._transcript.clear()
-        self._probs.show(None, "", self.piece)
-        self._status.update(ctx_used=0, note="new chat")
+        if not self.chat.stop_then(self.action_new_chat):
+            self.chat.new_chat()
 
     def action_history(self) -> None:
         """Show the saved chats; the one picked becomes the conversation."""
@@ -290,48 +231,28 @@ class SamplescopeApp(StreamingApp):
         self.push_screen(HistoryScreen(self.store), self._history_closed)
 
     def _history_closed(self, chat_id: int | None) -> None:
+        recorder = self.conversation.recorder
         if chat_id is None:
             return
-        if self.recorder is None:
+        if recorder is None:
             self.notify("The model is not loaded yet.", severity="error")
             return
-        if self.generating:
-            self._cancel.set()
-            self._pending = lambda: self._history_closed(chat_id)
+        if self.chat.stop_then(lambda: self._history_closed(chat_id)):
             return
         try:
-            record = self.recorder.open_chat(chat_id)
+            record = recorder.open_chat(chat_id)
         except StoreError as error:
             self.notify(str(error), severity="error", timeout=10)
             return
-        self.show_chat(record)
-
-    def show_chat(self, record: ChatRecord) -> None:
-        """Make a stored chat the conversation: shown as text, continued on Enter."""
-        self.messages = record.conversation()
-        self.replies.clear()
-        self._reset_pending = True
-        transcript = self._transcript
-        transcript.clear()
-        for message in record.messages:
-            if message.role == "user":
-                transcript.add_user(message.content)
-            elif message.role == "assistant":
-                reason = message.reply.finish_reason if message.reply else ""
-                transcript.add_stored_reply(message.content, reason)
-            else:
-                transcript.add_note(f"{message.role}: {message.content}")
-        self._probs_note = STORED_REPLIES_NOTE if record.replies else ""
-        self._probs.show(None, self._probs_note, self.piece)
-        self._status.update(ctx_used=0, note=f"chat {record.id}")
-        self.action_focus_input()
+        self.chat.show_chat(record)
 
     def action_copy_reply(self) -> None:
         """Copy the selected reply (token cursor), else the last one."""
-        if not self.replies:
+        replies = self.replies
+        if not replies:
             return
-        number = self.cursor[0] if self.cursor is not None else len(self.replies) - 1
-        text = self.replies[number].text
+        number = self.cursor[0] if self.cursor is not None else len(replies) - 1
+        text = replies[number].text
         self.copy_to_clipboard(text)
         self.notify(f"Copied reply {number + 1} ({len(text)} characters).")
 
@@ -341,59 +262,19 @@ class SamplescopeApp(StreamingApp):
 
     def action_toggle_colour(self) -> None:
         """Tint each token by its probability (or stop tinting)."""
-        self._transcript.set_colour(not self._transcript.colour)
+        self.chat.set_colour(not self.chat.colour)
 
     def action_token_cursor(self) -> None:
         """Enter token-cursor mode on the latest token."""
-        self._transcript.focus()
-        if self.cursor is None:
-            self._transcript.action_move_token(1_000_000)
+        self.chat.enter_token_cursor()
 
     def action_focus_sampling(self) -> None:
         """Focus the first slider."""
-        self.query_one(SamplingPanel).focus_first()
+        self.chat.focus_sampling()
 
     def action_focus_input(self) -> None:
         """Focus the message box."""
-        self.query_one("#prompt", Input).focus()
-
-    def action_compare(self) -> None:
-        """Regenerate the last user turn under several settings, side by side."""
-        open_compare(self)
-
-    def on_compare_result(self, result: CompareResult | None) -> None:
-        """Make the column promoted in the compare view the chat's last reply (and save it)."""
-        if result is None:
-            return
-        if self.messages and self.messages[-1].role == "assistant" and self.replies:
-            self.messages.pop()
-            self.replies.pop()
-            self._transcript.remove_last_reply()
-            if self.recorder is not None:
-                self.recorder.discard_last_reply()
-        reply = Reply(
-            seed=result.settings.seed,
-            settings=result.settings,
-            tokens=list(result.tokens),
-            finished=result.finish_reason,
-        )
-        self.replies.append(reply)
-        self._transcript.add_reply(reply)
-        question = list(self.messages)
-        self.messages.append(ChatMessage("assistant", result.text))
-        if self.recorder is not None:
-            self.recorder.begin_reply(question, result.settings, self.max_tokens)
-            for token in result.tokens:
-                self.recorder.record(token)
-            self.recorder.record(
-                FinishedEvent(
-                    cast(FinishReason, result.finish_reason),
-                    result.stats,
-                    result.text,
-                    result.token_ids,
-                )
-            )
-        self.flush_now()
+        self.chat.focus_input()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Chat actions work only on the chat screen, not behind compare or history."""
@@ -403,22 +284,84 @@ class SamplescopeApp(StreamingApp):
         """Show the keys."""
         self.push_screen(HelpScreen())
 
-    # -- token cursor ----------------------------------------------------------
+    # -- compare -----------------------------------------------------------------
+
+    def action_compare(self) -> None:
+        """Regenerate the last user turn under several settings, side by side."""
+        open_compare(self)
+
+    def compare_context(self) -> CompareContext | str:
+        """What the compare view needs from the chat, or why it cannot start now."""
+        if not self.ready:
+            return "the model is not loaded yet"
+        if self.chat.generating:
+            return "a reply is running: wait for it, or press Esc to stop it"
+        turns = last_user_turn(self.messages)
+        if turns is None:
+            return "nothing to compare yet: send a message first"
+        return CompareContext(
+            model=self.runner,
+            messages=turns,
+            settings=self.live.current,
+            on_result=self.adopt_compare_result,
+            pieces=self.pieces,
+            max_tokens=self.max_tokens,
+        )
+
+    def adopt_compare_result(self, result: CompareResult | None) -> None:
+        """Make the column promoted in the compare view the chat's last reply (and save it)."""
+        if result is not None:
+            self.chat.adopt_reply(result.settings, result.tokens, result.finished)
+
+    # -- the chat's state, for tests and benchmarks ------------------------------------
 
     @property
-    def colour(self) -> bool:
-        """Whether tokens are tinted by probability."""
-        return self._transcript.colour
+    def messages(self) -> list[ChatMessage]:
+        """The conversation."""
+        return self.conversation.messages
 
-    @on(Transcript.TokenSelected)
-    def _on_token_selected(self, message: Transcript.TokenSelected) -> None:
-        if message.cursor is None:
-            self._dirty = True  # back to the latest token at the next redraw
-            return
-        number, index = message.cursor
-        reply = self.replies[number]
-        title = f"reply {number + 1} token {index + 1}/{len(reply.tokens)}"
-        self._probs.show(reply.tokens[index].step, title, self.piece)
+    @property
+    def replies(self) -> list[Reply]:
+        """This session's replies, with their tokens."""
+        return self.conversation.replies
+
+    @property
+    def generating(self) -> bool:
+        """Whether a chat reply is running."""
+        return self.chat.generating
+
+    @property
+    def finished(self) -> list[FinishedEvent]:
+        """Every FinishedEvent of a chat reply handled, in order."""
+        return self.conversation.finished
+
+    @property
+    def event_log(self) -> list[GenerationEvent] | None:
+        """Set to a list to record every event of the current reply handled."""
+        return self.chat.event_log
+
+    @event_log.setter
+    def event_log(self, log: list[GenerationEvent] | None) -> None:
+        self.chat.event_log = log
+
+    @property
+    def recorder(self) -> ChatRecorder | None:
+        """Saves the conversation as it happens (None: nothing is saved)."""
+        return self.conversation.recorder
+
+    @property
+    def status(self) -> StatusState:
+        """What the status line shows."""
+        return self.chat.status
+
+    @property
+    def cursor(self) -> tuple[int, int] | None:
+        """The selected past token (reply, token), or None."""
+        return self.chat.cursor
+
+    def flush_now(self) -> None:
+        """Draw what is pending now rather than at the next tick (tests, snapshots)."""
+        self.chat.flush_now()
 
     # -- settings --------------------------------------------------------------
 
@@ -428,9 +371,6 @@ class SamplescopeApp(StreamingApp):
 
     # -- helpers -----------------------------------------------------------------
 
-    def _fresh_messages(self) -> list[ChatMessage]:
-        return [ChatMessage("system", self.system_prompt)] if self.system_prompt else []
-
     def on_unmount(self) -> None:
-        self._cancel.set()
+        self.runner.cancel()
         sys.setswitchinterval(self._switch_interval)

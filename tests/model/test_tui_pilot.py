@@ -13,6 +13,7 @@ from backend.chat.llama_backend import LlamaBackend
 from tests.helpers import wait_until
 from tui.app import SamplescopeApp
 from tui.chat.reply_view import ReplyView
+from tui.widgets.prob_panel import ProbPanel
 
 pytestmark = pytest.mark.anyio
 
@@ -64,7 +65,7 @@ async def test_type_send_and_tokens_arrive(llama: LlamaBackend) -> None:
         assert reply.text == finished.text != ""
         assert app.messages[-1].role == "assistant"
         assert app.messages[-1].content == finished.text
-        assert app.query_one("#probs").step is tokens[-1].step  # type: ignore[attr-defined]
+        assert app.query_one("#probs", ProbPanel).step is tokens[-1].step
         assert app.status.phase == "idle"
         assert app.status.ctx_used == llama.context_used > 0
         shown = app.query_one(ReplyView).plain_text()

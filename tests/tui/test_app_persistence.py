@@ -17,8 +17,9 @@ from backend.store.store import ChatStore
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import FakeBackend
 from tests.helpers import wait_until
-from tui.app import STORED_REPLIES_NOTE, SamplescopeApp
+from tui.app import SamplescopeApp
 from tui.app_config import resolve_app_config
+from tui.chat.view import STORED_REPLIES_NOTE
 from tui.cli.app import build_app, build_app_parser
 from tui.screens.history import HistoryScreen
 from tui.widgets.prob_panel import ProbPanel
@@ -176,7 +177,7 @@ async def test_a_broken_config_still_starts_and_says_where(
     assert app.store is not None and app.store.path.parent == tmp_path / "data"
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await wait_until(pilot, lambda: app.ready, 60)  # type: ignore[arg-type]
+            await wait_until(pilot, lambda: app.ready, 60)
             messages = [n.message for n in app._notifications]
             assert any(str(path) in m and "line 3" in m for m in messages), messages
     finally:
@@ -199,7 +200,7 @@ async def test_the_config_sets_theme_settings_and_keys(
     app.store = ChatStore(tmp_path / "chats.sqlite3")  # for the history screen
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await wait_until(pilot, lambda: app.ready, 60)  # type: ignore[arg-type]
+            await wait_until(pilot, lambda: app.ready, 60)
             assert app.theme == "gruvbox"
             messages = " ".join(n.message for n in app._notifications)
             assert "no_such_action" in messages and "new_seed" in messages

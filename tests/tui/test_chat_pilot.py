@@ -10,6 +10,7 @@ from tests.fake_backend import FakeBackend
 from tests.helpers import wait_until
 from tui.app import SamplescopeApp
 from tui.chat.reply_view import ReplyView
+from tui.widgets.prob_panel import ProbPanel
 from tui.widgets.slider import Slider
 
 pytestmark = pytest.mark.anyio
@@ -78,7 +79,7 @@ async def test_click_a_token_and_copy_the_reply() -> None:
         await pilot.click(ReplyView, offset=(3, 0))
         assert app.cursor is not None and app.cursor[0] == 0
         index = app.cursor[1]
-        assert app.query_one("#probs").step is app.replies[0].tokens[index].step  # type: ignore[attr-defined]
+        assert app.query_one("#probs", ProbPanel).step is app.replies[0].tokens[index].step
         assert view.selected == index
         await pilot.press("ctrl+y")
         assert app.clipboard == app.replies[0].text
@@ -106,14 +107,14 @@ async def test_token_cursor_keys_and_escape() -> None:
         assert app.cursor == (0, len(tokens) - 1)
         await pilot.press("left", "left")
         assert app.cursor == (0, len(tokens) - 3)
-        assert app.query_one("#probs").step is tokens[-3].step  # type: ignore[attr-defined]
+        assert app.query_one("#probs", ProbPanel).step is tokens[-3].step
         await pilot.press("home")
         assert app.cursor == (0, 0)
         await pilot.press("escape")
         assert app.cursor is None
         assert app.focused is app.query_one("#prompt")
         await pilot.pause()
-        assert app.query_one("#probs").step is tokens[-1].step  # type: ignore[attr-defined]
+        assert app.query_one("#probs", ProbPanel).step is tokens[-1].step
 
 
 async def test_new_chat_forgets_the_conversation_and_the_cache() -> None:

@@ -21,7 +21,7 @@ from sampling.errors import SettingsError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tests.fake_backend import FakeBackend
 from tests.helpers import HostApp, token_ids_of, wait_done
-from tui.compare.column import TokenText
+from tui.compare.column_text import ColumnText
 from tui.compare.columns import (
     CompareColumn,
     columns_varying,
@@ -36,7 +36,8 @@ from tui.compare.command import (
     open_compare,
 )
 from tui.compare.edit import CompareEditScreen
-from tui.compare.screen import CompareResult, CompareScreen
+from tui.compare.result import CompareResult
+from tui.compare.screen import CompareScreen
 from tui.widgets.prob_panel import ProbPanel
 
 SIZE = (140, 40)
@@ -158,13 +159,13 @@ async def test_token_cursor_keys_and_click_show_the_probabilities() -> None:
         assert panel.step is column.tokens[column.cursor].step
         # A click on the first token of column 1 selects it there.
         first = screen.column_views[0]
-        await pilot.click(first.query_one(TokenText), offset=(0, 0))
+        await pilot.click(first.query_one(ColumnText), offset=(0, 0))
         await pilot.pause()
         assert first.cursor == 0
         assert screen.focused is first
         assert panel.step is first.tokens[0].step
         # A click on the second line selects a later token of that column.
-        await pilot.click(column.query_one(TokenText), offset=(3, 1))
+        await pilot.click(column.query_one(ColumnText), offset=(3, 1))
         await pilot.pause()
         assert screen.focused is column
         assert column.cursor is not None and column.cursor > 0
@@ -354,7 +355,7 @@ async def test_the_chat_app_opens_compare_and_takes_the_promoted_reply() -> None
         assert screen.columns[0].settings.with_changes(top_k=40) == app.live.current
         # The view regenerates the last user turn, not the reply after it.
         assert app.messages[-1].role == "assistant"
-        assert screen._messages == app.messages[:-1]
+        assert screen.messages == app.messages[:-1]
         promoted = screen.column_views[1]
         text = "".join(token.text for token in promoted.tokens)
         count = len(app.messages)

@@ -22,19 +22,11 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from backend.chat.events import TokenEvent
-from backend.llama.pieces import visible_piece
 from sampling.settings import SamplerSettings
 from tui.display import display_text
+from tui.widgets.token_look import PLAIN, TokenMarks, styled_runs
+from tui.widgets.token_text import token_text
 
-# Background tints for "colour by probability", from unlikely to likely.
-_PROB_STYLES = (
-    (0.1, Style.parse("on #6b1d1d")),
-    (0.3, Style.parse("on #6b431d")),
-    (0.6, Style.parse("on #5a5a1d")),
-    (0.85, Style.parse("on #2f5a1d")),
-    (2.0, Style.parse("on #1d5a35")),
-)
-_SELECTED = Style(reverse=True, bold=True)
 _NOTE = Style(italic=True, color="grey50")
 _ERROR = Style(bold=True, color="red")
 _CHUNK = re.compile(r"\s*\S+|\s+")
@@ -42,14 +34,6 @@ _NO_TOKEN = -1
 GROW = 8
 GUTTER = 2  # "▌ " before each line
 FINISH_LABELS = {"cancelled": "stopped", "error": "error", "max_tokens": "max tokens"}
-
-
-def prob_style(prob: float) -> Style:
-    """The background tint for a token chosen with probability `prob`."""
-    for bound, style in _PROB_STYLES:
-        if prob < bound:
-            return style
-    return _PROB_STYLES[-1][1]
 
 
 @dataclass(eq=False)
@@ -81,7 +65,7 @@ _Run = tuple[str, int, Style | None]
 
 
 class ReplyView(Widget):
-    """Draws a `Reply`: its tokens, optionally tinted by probability, one selectable."""
+    """Draws a `Reply`: its tokens with their marks (`TokenMarks`: tint, cursor)."""
 
     DEFAULT_CSS = """
     ReplyView { height: auto; }
@@ -101,8 +85,7 @@ class ReplyView(Widget):
         super().__init__(classes="reply")
         self.reply = reply
         self.number = number
-        self.colour = False
-        self.selected: int | None = None
+        self.marks = TokenMarks()
         self._lines: list[list[_Run]] = [[]]
         self._line_width = 0  # cells used on the last line
         self._laid_out = 0  # tokens laid out
@@ -113,12 +96,16 @@ class ReplyView(Widget):
 
     # -- state -----------------------------------------------------------------
 
-    def set_view(self, *, colour: bool, selected: int | None) -> None:
+    @property
+    def selected(self) -> int | None:
+        """The selected token's index, or None."""
+        return self.marks.cursor
+
+    def set_marks(self, marks: TokenMarks) -> None:
         """Change the tinting or the selected token."""
-        if (colour, selected) != (self.colour, self.selected):
-            self.colour = colour
-            self.selected = selected
-            self._relayout()
+        if marks != self.marks:
+            self.marks = marks
+            self._relayout()  # a selected blank token shows its piece: the layout changes
 
     def sync(self) -> None:
         """Lay out the tokens that arrived since the last call and redraw what changed."""
@@ -177,10 +164,7 @@ class ReplyView(Widget):
 
     def _place_token(self, index: int) -> None:
         token = self.reply.tokens[index]
-        text = display_text(token.text)
-        if index == self.selected and not text.strip():
-            text = visible_piece(token.text) or "∅"  # an empty/blank token still shows
-        self._place(text, index, None)
+        self._place(token_text(token, marked=self.marks.marked(index)), index, None)
 
     def _place(self, text: str, index: int, style: Style | None) -> None:
         for number, part in enumerate(text.split("\n")):
@@ -294,20 +278,12 @@ class ReplyView(Widget):
         # the last line of text and not at the bottom of the reserved room.
         segments = [Segment("▌ ", self.get_component_rich_style("reply--gutter"))]
         for text, index, style in self._lines[y]:
-            look = base
-            if index >= 0:
-                if self.colour and index < len(tokens):
-                    look = look + prob_style(tokens[index].step.prob)
-                if index == self.selected:
-                    look = look + _SELECTED
-                body = text.lstrip(" ")
-                if body and body != text and look is not base:
-                    # The space before a word stays untinted: the tint marks the word.
-                    segments.append(Segment(text[: len(text) - len(body)], base))
-                    text = body
-            elif style is not None:
-                look = look + style
-            segments.append(Segment(text, look))
+            if index < 0:
+                segments.append(Segment(text, base if style is None else base + style))
+                continue
+            look = self.marks.look(index, tokens[index].step.prob) if index < len(tokens) else PLAIN
+            for run, extra in styled_runs(text, look):
+                segments.append(Segment(run, base if extra is None else base + extra))
         strip = Strip(segments).simplify()  # one segment per run of one style
         return strip.extend_cell_length(width, base).crop(0, width)
 

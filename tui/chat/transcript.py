@@ -13,6 +13,7 @@ from textual.widgets import Static
 
 from tui.chat.reply_view import FINISH_LABELS, Reply, ReplyView
 from tui.display import display_text
+from tui.widgets.token_look import TokenMarks
 
 _TOKEN = Binding.Group("token", compact=True)
 _W = TypeVar("_W", Static, ReplyView)
@@ -54,7 +55,7 @@ class Transcript(VerticalScroll, can_focus=True):
     def add_reply(self, reply: Reply) -> ReplyView:
         """Append an assistant reply's view."""
         view = ReplyView(reply, len(self.views))
-        view.set_view(colour=self.colour, selected=None)
+        view.set_marks(TokenMarks(colour=self.colour))
         self.views.append(view)
         return self._append(view)
 
@@ -152,7 +153,7 @@ class Transcript(VerticalScroll, can_focus=True):
     def _sync_views(self) -> None:
         for number, view in enumerate(self.views):
             selected = self.cursor[1] if self.cursor and self.cursor[0] == number else None
-            view.set_view(colour=self.colour, selected=selected)
+            view.set_marks(TokenMarks(colour=self.colour, cursor=selected))
 
     @on(ReplyView.TokenClicked)
     def _on_token_clicked(self, message: ReplyView.TokenClicked) -> None:

@@ -1,9 +1,8 @@
 """One column of the compare view: a reply under one setting, token by token.
 
 The column owns no model and no thread: the compare screen feeds it events from its
-handlers (`add_token`, `finish`, ...) and it redraws. Tokens are laid out as one
-rich `Text` whose spans carry the token index in their style's meta, so a mouse click
-finds its token without any layout arithmetic of our own.
+handlers (`add_token`, `finish`, ...) and it redraws; its tokens are drawn by
+`ColumnText` with the marks it passes down (divergence, cursor).
 """
 
 from __future__ import annotations
@@ -12,30 +11,19 @@ import time
 from dataclasses import dataclass
 from typing import ClassVar
 
-from rich.style import Style
 from rich.text import Text
-from textual import events
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.reactive import reactive
-from textual.widget import Widget
 from textual.widgets import Static
 
 from backend.chat.events import FinishedEvent, TokenEvent
+from tui.compare.column_text import NOTICE_STYLE, ColumnText
 from tui.compare.columns import CompareColumn, settings_summary
-from tui.display import display_text
-
-SHARED_STYLE = Style(dim=True)
-"""Tokens before the divergence, the same as the reference column's."""
-DIVERGE_STYLE = Style(bold=True, color="#000000", bgcolor="#e5c07b")
-"""The first token that differs from the reference column."""
-CURSOR_STYLE = Style(reverse=True, bold=True)
-"""The selected token."""
-CURSOR_ON_DIVERGE_STYLE = Style(underline=True, bold=True)
-"""The selected token when it is the divergence (keeps the divergence colours)."""
-NOTICE_STYLE = Style(italic=True, color="#e06c75")
+from tui.widgets.token_look import TokenMarks
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,32 +49,6 @@ def join_parts(parts: list[str], width: int, separator: str = " · ") -> str:
             line = candidate
     lines.append(line)
     return "\n".join(lines)
-
-
-class TokenText(Widget):
-    """The reply text of a column; each token's span knows its index."""
-
-    DEFAULT_CSS = """
-    TokenText {
-        height: auto;
-        width: 1fr;
-    }
-    """
-
-    def __init__(self, owner: CompareColumnView, *, id: str | None = None) -> None:
-        super().__init__(id=id)
-        self._owner = owner
-
-    def render(self) -> Text:
-        return self._owner.render_tokens()
-
-    def on_click(self, event: events.Click) -> None:
-        """Select the token under the mouse."""
-        index = event.style.meta.get("token")
-        if isinstance(index, int):
-            event.stop()
-            self._owner.focus()
-            self._owner.select(index)
 
 
 class CompareColumnView(Vertical, can_focus=True):
@@ -128,6 +90,7 @@ class CompareColumnView(Vertical, can_focus=True):
         self.notice: str | None = None
         self._decode_started: float | None = None
         self._dirty = False
+        self._body = ColumnText()
 
     # --- layout -------------------------------------------------------------------
 
@@ -136,7 +99,7 @@ class CompareColumnView(Vertical, can_focus=True):
         yield Static("", classes="column-stats", markup=False)
         yield Static("", classes="column-marker", markup=False)
         with VerticalScroll(classes="column-body", can_focus=False):
-            yield TokenText(self)
+            yield self._body
 
     def on_mount(self) -> None:
         self._update_lines()
@@ -269,41 +232,19 @@ class CompareColumnView(Vertical, can_focus=True):
             self._scroll_to_cursor(cursor)
             self.post_message(self.TokenSelected(self.index, cursor))
 
+    @on(ColumnText.Clicked)
+    def _on_text_clicked(self, message: ColumnText.Clicked) -> None:
+        message.stop()
+        self.focus()
+        self.select(message.index)
+
     def _scroll_to_cursor(self, cursor: int) -> None:
         body = self.query_one(".column-body", VerticalScroll)
         width = max(1, body.scrollable_content_region.width)
-        prefix = self.render_tokens(upto=cursor + 1)
-        lines = prefix.wrap(self.app.console, width)
-        line = max(0, len(lines) - 1)
+        line = self._body.line_of(cursor, width)
         body.scroll_to(y=max(0, line - body.scrollable_content_region.height // 2), animate=False)
 
     # --- rendering ------------------------------------------------------------------
-
-    def render_tokens(self, upto: int | None = None) -> Text:
-        """The tokens as text: the shared prefix dim, the divergence and cursor marked."""
-        text = Text(no_wrap=False, overflow="fold")
-        tokens = self.tokens if upto is None else self.tokens[:upto]
-        for event in tokens:
-            i = event.index
-            style = Style(meta={"token": i})
-            marked = False
-            if self.divergence is not None and self.index > 0:
-                if i < self.divergence:
-                    style = SHARED_STYLE + style
-                elif i == self.divergence:
-                    style = DIVERGE_STYLE + style
-                    marked = True
-            if i == self.cursor:
-                style = style + (CURSOR_ON_DIVERGE_STYLE if marked else CURSOR_STYLE)
-                marked = True
-            shown = event.text
-            if marked and not shown.strip():
-                # A marked space, newline or split character must be seen.
-                shown = event.piece + ("\n" if "\n" in event.text else "")
-            text.append(display_text(shown), style)  # model text: control codes made inert
-        if upto is None and self.finished is not None and self.finished.error:
-            text.append(f"\n{display_text(self.finished.error)}", NOTICE_STYLE)
-        return text
 
     def _stats_text(self) -> Text:
         stats = self.stats()
@@ -346,7 +287,11 @@ class CompareColumnView(Vertical, can_focus=True):
 
     def _refresh_body(self) -> None:
         if self.is_mounted:
-            self.query_one(TokenText).refresh(layout=True)
+            # The reference column (0) is what the others diverge from: no mark of its own.
+            divergence = self.divergence if self.index > 0 else None
+            marks = TokenMarks(cursor=self.cursor, divergence=divergence)
+            error = self.finished.error if self.finished is not None else None
+            self._body.show(self.tokens, marks, error or "")
 
     def _refresh_all(self) -> None:
         self._dirty = False

@@ -1,11 +1,9 @@
 """Open the compare view from the app: a key binding and command palette entries.
 
-`open_compare(app)` asks the app for what the view needs: the app's own
-`compare_context()` method if it has one (returning a `CompareContext`, or a
-sentence saying why a comparison cannot start now), else `app_context(app)`, which
-reads the chat app's attributes (`backend`, `messages`, `live`, `ready`,
-`generating`, `piece`, `max_tokens`, `_backend_lock`). The promoted column goes to
-the app's `on_compare_result(result)` if it has one. Wiring in the app:
+An app offers comparisons by implementing `CompareHost`: its `compare_context()`
+returns a `CompareContext` (or a sentence saying why a comparison cannot start
+now), built from its own state; the promoted column goes to the context's
+`on_result`. Wiring in the app:
 
     from tui.compare.command import CompareCommands, open_compare
     COMMANDS = App.COMMANDS | {CompareCommands}
@@ -16,11 +14,10 @@ the app's `on_compare_result(result)` if it has one. Wiring in the app:
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from textual.app import App
 from textual.command import DiscoveryHit, Hit, Hits, Provider
@@ -28,6 +25,7 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from backend.chat.protocol import ChatBackend, ChatMessage
 from sampling.errors import SamplescopeError
 from sampling.settings import SamplerSettings
+from tui.chat.runner import GenerationRunner
 from tui.compare.columns import (
     DEFAULT_VARIATIONS,
     MAX_COLUMNS,
@@ -36,7 +34,9 @@ from tui.compare.columns import (
     preset_columns,
     varied_columns,
 )
-from tui.compare.screen import DEFAULT_MAX_TOKENS, CompareResult, CompareScreen
+from tui.compare.result import CompareResult
+from tui.compare.screen import DEFAULT_MAX_TOKENS, CompareScreen
+from tui.widgets.token_text import TokenPieces
 
 PRESETS_SOURCE = "presets"
 TOP_PRESETS = ("ArgMax", "TopK k=40 t=0.8", "TopP p=0.9 t=0.8")
@@ -47,22 +47,30 @@ class CompareContext:
     """What the app hands the compare view.
 
     Attributes:
-        backend: The loaded model (no other generation may run while the view is open).
+        model: The app's generation runner (the comparison takes its turn on the
+            app's model thread), or a model of the view's own.
         messages: The conversation up to and including the last user turn.
         settings: The current sliders (their seed is the comparison's seed).
         on_result: Called with the promoted column, or None when the view is closed.
-        pieces: A token id's text for the probability panel (e.g. `UiTokenizer.piece`).
+        pieces: Shows any token id for the probability panel (the app's).
         max_tokens: Tokens per column at most.
-        lock: The app's backend lock, held by the view's worker while it generates.
     """
 
-    backend: ChatBackend
+    model: GenerationRunner | ChatBackend
     messages: Sequence[ChatMessage]
     settings: SamplerSettings
     on_result: Callable[[CompareResult | None], None]
-    pieces: Callable[[int], str] | None = None
+    pieces: TokenPieces | None = None
     max_tokens: int = DEFAULT_MAX_TOKENS
-    lock: threading.Lock | None = None
+
+
+@runtime_checkable
+class CompareHost(Protocol):
+    """An app that can open the compare view on its conversation."""
+
+    def compare_context(self) -> CompareContext | str:
+        """What the view needs, or why a comparison cannot start now."""
+        ...
 
 
 def last_user_turn(messages: Sequence[ChatMessage]) -> list[ChatMessage] | None:
@@ -71,49 +79,6 @@ def last_user_turn(messages: Sequence[ChatMessage]) -> list[ChatMessage] | None:
     while turns and turns[-1].role != "user":
         turns.pop()
     return turns or None
-
-
-def app_context(app: App[Any]) -> CompareContext | str:
-    """The compare context of the chat app (`tui.app.SamplescopeApp`), read by name.
-
-    Returns:
-        The context, or why a comparison cannot start now.
-    """
-    host: Any = app
-    backend = getattr(host, "backend", None)
-    if backend is None or not getattr(host, "ready", True):
-        return "the model is not loaded yet"
-    if getattr(host, "generating", False):
-        return "a reply is running: wait for it, or press Esc to stop it"
-    turns = last_user_turn(getattr(host, "messages", []))
-    if turns is None:
-        return "nothing to compare yet: send a message first"
-    live = getattr(host, "live", None)
-    settings = live.current if live is not None else getattr(host, "settings", None)
-    if not isinstance(settings, SamplerSettings):
-        return "the app has no current sampler settings"
-    on_result = getattr(host, "on_compare_result", None)
-    if not callable(on_result):
-        on_result = partial(_notify_result, app)
-    lock = getattr(host, "_backend_lock", None)
-    return CompareContext(
-        backend=backend,
-        messages=turns,
-        settings=settings,
-        on_result=on_result,
-        pieces=getattr(host, "piece", None),
-        max_tokens=getattr(host, "max_tokens", DEFAULT_MAX_TOKENS),
-        lock=lock if hasattr(lock, "acquire") else None,
-    )
-
-
-def _notify_result(app: App[Any], result: CompareResult | None) -> None:
-    """The fallback when the app has no `on_compare_result`: say what was chosen."""
-    if result is not None:
-        app.notify(
-            f"column {result.column + 1} ({result.label}): {len(result.token_ids)} tokens",
-            title="Compare",
-        )
 
 
 def load_preset_table() -> dict[str, SamplerSettings]:
@@ -165,7 +130,7 @@ def open_compare(
     """Open the compare view on the app's last user turn.
 
     Args:
-        app: The app; it must have a `compare_context()` method (see `CompareHost`).
+        app: The app; a `CompareHost` (any other app is told it cannot compare).
         source: "presets" or the name of a field to vary (see `build_columns`).
         values: The values of the varied field (default: `DEFAULT_VARIATIONS`).
 
@@ -176,8 +141,10 @@ def open_compare(
     if any(isinstance(screen, CompareScreen) for screen in app.screen_stack):
         app.notify("a comparison is already open", title="Compare", severity="warning")
         return None
-    host: Any = app
-    context = host.compare_context() if hasattr(host, "compare_context") else app_context(app)
+    if not isinstance(app, CompareHost):
+        app.notify("this app has no conversation to compare", title="Compare", severity="error")
+        return None
+    context = app.compare_context()
     if isinstance(context, str):
         app.notify(context, title="Compare", severity="warning")
         return None
@@ -188,7 +155,7 @@ def open_compare(
         app.notify(str(exc), title="Compare", severity="error")
         return None
     screen = CompareScreen(
-        context.backend,
+        context.model,
         context.messages,
         columns,
         context.settings.seed,
@@ -196,7 +163,6 @@ def open_compare(
         presets=presets,
         max_tokens=context.max_tokens,
         pieces=context.pieces,
-        lock=context.lock,
     )
     app.push_screen(screen, context.on_result)
     return screen

@@ -1,7 +1,8 @@
 """The compare view: the last user turn regenerated under 2–4 settings, one seed.
 
-One thread worker runs the columns one after the other through
-`backend.chat.compare.compare` and only posts messages; the handlers here own every state
+The columns run one after the other through `backend.chat.compare.compare`, as one
+job of a `GenerationRunner` (the app's, so they take turns with the chat on the one
+model thread); the screen is the job's consumer and its handlers own every state
 change. The first column is the reference: in every other column the first token
 that differs from it is marked, the tokens before it shown dim. Re-running with the
 same seed gives the same tokens (each column's sampler is seeded afresh).
@@ -9,94 +10,46 @@ same seed gives the same tokens (each column's sampler is seeded afresh).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import secrets
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on, work
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.dom import DOMNode
-from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from backend.chat.compare import compare, first_divergence
+from backend.chat.compare import ColumnEvent, compare, first_divergence
 from backend.chat.events import (
     FinishedEvent,
     GenerationEvent,
-    GenerationStats,
     NoticeEvent,
     PhaseEvent,
     PrefillProgress,
     TokenEvent,
 )
 from backend.chat.protocol import ChatBackend, ChatMessage
-from backend.llama.pieces import visible_piece
 from sampling.errors import SamplescopeError
 from sampling.settings import SamplerSettings
+from tui.chat.runner import GenerationRunner
 from tui.compare.column import CompareColumnView
 from tui.compare.columns import CompareColumn, check_column_count, settings_summary
 from tui.compare.edit import CompareEditScreen, CompareRequest
+from tui.compare.result import CompareResult
 from tui.widgets.prob_panel import ProbPanel
+from tui.widgets.token_text import TokenPieces, TokenPieceSource
 
 DEFAULT_MAX_TOKENS = 256
-FLUSH_HZ = 30.0
 NEW_SEED_RANGE = 100_000
 PROMPT_PREVIEW_CHARS = 60
 SELECT_HINT = (
     "Select a token to see its candidates: focus a column (tab or 1–4), then ←/→, or click it."
 )
-
-
-@dataclass(frozen=True, slots=True)
-class CompareResult:
-    """The column promoted into the chat as the reply (the screen's dismiss value).
-
-    Attributes:
-        column: Its position in the comparison (0-based).
-        label: Its label ("TopK k=40 t=0.8", "temperature=1.2").
-        text: The reply text.
-        token_ids: The sampled token ids, in order.
-        settings: The settings it was sampled with (seed included).
-        finish_reason: Why its generation ended ("eos", "max_tokens", ...).
-        stats: Its generation figures.
-        tokens: Its token events (steps with candidates), for the chat's panels.
-    """
-
-    column: int
-    label: str
-    text: str
-    token_ids: tuple[int, ...]
-    settings: SamplerSettings
-    finish_reason: str
-    stats: GenerationStats
-    tokens: tuple[TokenEvent, ...] = ()
-
-
-class _ColumnEvent(Message):
-    """A generation event of one column of one run (posted by the worker)."""
-
-    def __init__(self, run: int, column: int, event: GenerationEvent) -> None:
-        super().__init__()
-        self.run = run
-        self.column = column
-        self.event = event
-
-
-class _RunEnded(Message):
-    """The worker of run `run` returned (`error` set when it raised)."""
-
-    def __init__(self, run: int, error: str | None) -> None:
-        super().__init__()
-        self.run = run
-        self.error = error
 
 
 def as_columns(columns: Sequence[SamplerSettings | CompareColumn]) -> list[CompareColumn]:
@@ -111,7 +64,8 @@ class CompareScreen(Screen[CompareResult | None]):
     """Regenerate the last user turn under several settings with one seed.
 
     Args:
-        backend: The model (only this screen's worker uses it while the screen runs).
+        model: The app's `GenerationRunner` (the comparison then takes its turn on
+            the app's model thread), or a model for this screen alone.
         messages: The conversation up to and including the last user turn.
         columns: 2 to 4 settings (or labelled `CompareColumn`s); their seeds are
             replaced by `seed`.
@@ -120,11 +74,8 @@ class CompareScreen(Screen[CompareResult | None]):
             (default: the first column's settings).
         presets: The presets offered by the edit form (default: `assets/presets.toml`).
         max_tokens: Tokens per column at most.
-        pieces: A token id's text, for the probability panel's candidates (e.g. the
-            app's `UiTokenizer.piece`; default: the backend's `token_piece` if it has
-            one, else the pieces of tokens seen in the columns).
-        lock: Held by the worker while it uses the backend (the app's backend lock,
-            so that no other generation can run at the same time).
+        pieces: Shows any token id for the probability panel (the app's; default:
+            the pieces of the tokens seen, and the backend's own if it has them).
     """
 
     CSS_PATH = "screen.tcss"
@@ -143,7 +94,7 @@ class CompareScreen(Screen[CompareResult | None]):
 
     def __init__(
         self,
-        backend: ChatBackend,
+        model: GenerationRunner | ChatBackend,
         messages: Sequence[ChatMessage],
         columns: Sequence[SamplerSettings | CompareColumn],
         seed: int,
@@ -151,14 +102,16 @@ class CompareScreen(Screen[CompareResult | None]):
         base: SamplerSettings | None = None,
         presets: dict[str, SamplerSettings] | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
-        pieces: Callable[[int], str] | None = None,
-        lock: threading.Lock | None = None,
+        pieces: TokenPieces | None = None,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
-        self._backend = backend
+        if isinstance(model, GenerationRunner):
+            self._runner = model
+        else:
+            self._runner = GenerationRunner(self, model)
         self._messages = list(messages)
         self._columns = as_columns(columns)
         check_column_count(len(self._columns))
@@ -166,17 +119,21 @@ class CompareScreen(Screen[CompareResult | None]):
         self._base = base if base is not None else self._columns[0].settings
         self._presets = presets
         self._max_tokens = max_tokens
-        token_piece = getattr(backend, "token_piece", None)
-        self._pieces = pieces if pieces is not None else token_piece
-        self._seen_pieces: dict[int, str] = {}
-        self._lock = lock
+        if pieces is None:
+            backend = self._runner.backend
+            own = backend.token_piece if isinstance(backend, TokenPieceSource) else None
+            pieces = TokenPieces(own)
+        self._pieces = pieces
         self._run = 0
         self._running = False
-        self._cancel: threading.Event | None = None
-        self._done: threading.Event | None = None
         self._error: str | None = None
 
     # --- public state (read by the app and the tests) -----------------------------
+
+    @property
+    def messages(self) -> list[ChatMessage]:
+        """The conversation the columns reply to."""
+        return list(self._messages)
 
     @property
     def columns(self) -> list[CompareColumn]:
@@ -215,18 +172,11 @@ class CompareScreen(Screen[CompareResult | None]):
 
     def on_mount(self) -> None:
         self.column_views[0].focus()
-        self.set_interval(1.0 / FLUSH_HZ, self._flush)
         self._start_run()
 
-    def _flush(self) -> None:
-        """Redraw the columns that received tokens (coalesced to FLUSH_HZ a second)."""
-        for view in self.column_views:
-            view.flush()
-
     def on_unmount(self) -> None:
-        # The worker stops within one token; nothing it posts is handled any more.
-        if self._cancel is not None:
-            self._cancel.set()
+        # The worker stops within one token; nothing it sends is handled any more.
+        self._runner.release(self)
 
     def _title_text(self) -> Text:
         prompt = next((m.content for m in reversed(self._messages) if m.role == "user"), "")
@@ -261,50 +211,23 @@ class CompareScreen(Screen[CompareResult | None]):
         """Start a run of every column with the current seed (no run may be going)."""
         self._run += 1
         self._error = None
-        self._cancel = threading.Event()
-        self._done = threading.Event()
         self._running = True
         for view, column in zip(self.column_views, self._columns, strict=True):
             view.reset(column)
         self._show_detail(None)
         settings = [self.column_settings(i) for i in range(len(self._columns))]
         self._update_title()
-        self._generate(self._run, settings, self._cancel, self._done)
+        messages, max_tokens = list(self._messages), self._max_tokens
 
-    @work(thread=True, exclusive=True, group="compare")
-    def _generate(
-        self,
-        run: int,
-        settings: list[SamplerSettings],
-        cancel: threading.Event,
-        done: threading.Event,
-    ) -> None:
-        """Generate every column (worker thread: posts messages, touches no widget)."""
-        error: str | None = None
-        try:
-            with self._lock if self._lock is not None else contextlib.nullcontext():
-                for item in compare(
-                    self._backend,
-                    self._messages,
-                    settings,
-                    max_tokens=self._max_tokens,
-                    cancel=cancel,
-                ):
-                    self.post_message(_ColumnEvent(run, item.column, item.event))
-        except SamplescopeError as exc:
-            error = str(exc)
-        except Exception as exc:  # a bug: say so on screen rather than kill the app
-            error = f"{type(exc).__name__}: {exc}"
-        finally:
-            done.set()
-        self.post_message(_RunEnded(run, error))
+        def job(backend: ChatBackend, cancel: threading.Event) -> Iterator[ColumnEvent]:
+            return compare(backend, messages, settings, max_tokens=max_tokens, cancel=cancel)
+
+        self._runner.start(job, self)
 
     async def _stop_run(self) -> None:
         """Cancel the running generation and wait until its thread let go of the model."""
-        if self._cancel is not None:
-            self._cancel.set()
-        while self._done is not None and not self._done.is_set():
-            await asyncio.sleep(0.01)
+        self._runner.release(self)
+        await self._runner.wait_idle()
         self._running = False
 
     async def _restart(self) -> None:
@@ -320,17 +243,14 @@ class CompareScreen(Screen[CompareResult | None]):
             self.column_views[0].focus()
         self._start_run()
 
-    @on(_ColumnEvent)
-    def _on_column_event(self, message: _ColumnEvent) -> None:
-        if message.run != self._run:
-            return  # a cancelled run's last words
+    def generation_event(self, column: int, event: GenerationEvent) -> None:
+        """Show one event of the run (runner, UI thread)."""
         views = self.column_views
-        view = views[message.column]
-        event = message.event
+        view = views[column]
         if isinstance(event, TokenEvent):
             view.add_token(event)
-            self._seen_pieces.setdefault(event.step.token_id, event.piece)
-            self._update_divergence(views, message.column)
+            self._pieces.learn(event)
+            self._update_divergence(views, column)
         elif isinstance(event, PhaseEvent):
             view.set_phase(event.phase)
             self._update_title()
@@ -340,16 +260,19 @@ class CompareScreen(Screen[CompareResult | None]):
             view.set_notice(event.message)
         elif isinstance(event, FinishedEvent):
             view.finish(event)
-            self._update_divergence(views, message.column)
+            self._update_divergence(views, column)
             self._update_title()
 
-    @on(_RunEnded)
-    def _on_run_ended(self, message: _RunEnded) -> None:
-        if message.run != self._run:
-            return
+    def generation_ended(self, error: str | None) -> None:
+        """Every column ended, or the run stopped on `error` (runner, UI thread)."""
         self._running = False
-        self._error = message.error
+        self._error = error
         self._update_title()
+
+    def paint(self) -> None:
+        """Redraw the columns that received tokens (runner, FLUSH_HZ a second)."""
+        for view in self.column_views:
+            view.flush()
 
     def _update_divergence(self, views: list[CompareColumnView], column: int) -> None:
         targets = views[1:] if column == 0 else [views[column]]
@@ -413,11 +336,8 @@ class CompareScreen(Screen[CompareResult | None]):
             CompareResult(
                 column=view.index,
                 label=view.column.label,
-                text=view.finished.text,
-                token_ids=view.finished.token_ids,
                 settings=self.column_settings(view.index),
-                finish_reason=view.finished.reason,
-                stats=view.finished.stats,
+                finished=view.finished,
                 tokens=tuple(view.tokens),
             )
         )
@@ -437,17 +357,9 @@ class CompareScreen(Screen[CompareResult | None]):
             hint.display = True
             return
         event = view.tokens[token]
-        self._seen_pieces[event.step.token_id] = event.piece
-        title = f"column {view.index + 1} · token {token + 1}"
-        panel.show(event.step, title, self._piece)
+        panel.show(event.step, f"column {view.index + 1} · token {token + 1}", self._pieces)
         hint.display = False
         panel.display = True
-
-    def _piece(self, token_id: int) -> str:
-        """A token's visible text for the probability panel."""
-        if self._pieces is not None:
-            return visible_piece(self._pieces(token_id))
-        return self._seen_pieces.get(token_id, f"#{token_id}")
 
     def _load_presets(self) -> dict[str, SamplerSettings]:
         if self._presets is None:

@@ -1,0 +1,121 @@
+"""The chat's state: what the model sees, this session's replies, and their record.
+
+`Conversation` holds no widget: the chat view's handlers change it (UI thread only)
+and draw it; a reply's job gets a copy of the messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from backend.chat.events import FinishedEvent, TokenEvent
+from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.store.recorder import ChatRecorder
+from backend.store.store import ChatRecord
+from sampling.settings import SamplerSettings
+from tui.chat.reply_job import ReplyJob, StoreErrorNotices
+from tui.chat.reply_view import Reply
+
+
+class Conversation:
+    """The messages, the replies with their tokens, and the recorder saving them.
+
+    Args:
+        system_prompt: An optional system message starting every chat.
+    """
+
+    def __init__(self, system_prompt: str | None = None) -> None:
+        self.system_prompt = system_prompt
+        self.messages: list[ChatMessage] = self._fresh_messages()
+        """What the model sees: the turns so far."""
+        self.replies: list[Reply] = []
+        """This session's replies in the current chat, with their tokens."""
+        self.finished: list[FinishedEvent] = []
+        """Every reply's FinishedEvent, in order (for tests and benchmarks)."""
+        self.recorder: ChatRecorder | None = None
+        """Saves the conversation as it happens (None: nothing is saved)."""
+        self.reset_pending = False
+        """Whether the backend's cache must be forgotten before the next reply."""
+        self._store_notices = StoreErrorNotices()
+
+    def ask(self, text: str) -> None:
+        """Add the user's turn."""
+        self.messages.append(ChatMessage("user", text))
+
+    def begin_reply(self, live: LiveSettings, max_tokens: int) -> tuple[Reply, ReplyJob]:
+        """Start the assistant's reply: its record, and the job that generates it."""
+        reply = Reply(seed=live.current.seed, settings=live.current)
+        self.replies.append(reply)
+        job = ReplyJob(
+            list(self.messages),
+            live,
+            max_tokens,
+            self.recorder,
+            self._store_notices,
+            reset=self.reset_pending,
+        )
+        self.reset_pending = False  # the job resets the backend before anything else
+        return reply, job
+
+    def finish_reply(self, event: FinishedEvent) -> Reply:
+        """The last reply ended: its text becomes the assistant's turn (if any)."""
+        self.finished.append(event)
+        reply = self.replies[-1]
+        reply.finished = event.reason
+        reply.error = event.error or ""
+        if event.text:
+            self.messages.append(ChatMessage("assistant", event.text))
+        return reply
+
+    def drop_last_reply(self) -> Reply | None:
+        """Take the last reply out of the conversation and the store (to redo it)."""
+        if not self.replies:
+            return None
+        reply = self.replies.pop()
+        if self.messages and self.messages[-1].role == "assistant":
+            self.messages.pop()
+        if self.recorder is not None:
+            self.recorder.discard_last_reply()
+        return reply
+
+    @property
+    def ends_with_reply(self) -> bool:
+        """Whether the last turn is a reply of this session."""
+        return bool(self.messages and self.messages[-1].role == "assistant" and self.replies)
+
+    def restart(self, record: ChatRecord | None = None) -> None:
+        """Start a new chat, or continue the stored `record` (the recorder has opened it).
+
+        Either way the backend's cache is reset before the next reply.
+        """
+        self.messages = record.conversation() if record is not None else self._fresh_messages()
+        self.replies.clear()
+        self.reset_pending = True
+        if record is None and self.recorder is not None:
+            self.recorder.new_chat()
+
+    def adopt_reply(
+        self,
+        settings: SamplerSettings,
+        tokens: Sequence[TokenEvent],
+        finished: FinishedEvent,
+        max_tokens: int,
+    ) -> Reply:
+        """Add a reply generated elsewhere (a compare column) as the last one, and save it.
+
+        To replace the last reply, drop it first (see `ends_with_reply`).
+        """
+        reply = Reply(seed=settings.seed, settings=settings, tokens=list(tokens))
+        reply.finished = finished.reason
+        self.replies.append(reply)
+        question = list(self.messages)
+        self.messages.append(ChatMessage("assistant", finished.text))
+        if self.recorder is not None:
+            self.recorder.begin_reply(question, settings, max_tokens)
+            for token in tokens:
+                self.recorder.record(token)
+            self.recorder.record(finished)
+        return reply
+
+    def _fresh_messages(self) -> list[ChatMessage]:
+        return [ChatMessage("system", self.system_prompt)] if self.system_prompt else []

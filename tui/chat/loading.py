@@ -1,0 +1,58 @@
+"""Loading the model off the UI thread, and the messages that say how it went."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+
+from textual.message import Message
+
+from backend.chat.protocol import ChatBackend
+from backend.store.store import ChatStore, StoreError
+from sampling.errors import SamplescopeError
+from tui.widgets.token_text import piece_lookup
+
+
+class BackendReady(Message):
+    """The model finished loading; `pieces` shows any token id (None: ids only)."""
+
+    def __init__(self, backend: ChatBackend, pieces: Callable[[int], str] | None) -> None:
+        super().__init__()
+        self.backend = backend
+        self.pieces = pieces
+
+
+class BackendFailed(Message):
+    """The model could not be loaded; `error` is the user-facing message."""
+
+    def __init__(self, error: str) -> None:
+        super().__init__()
+        self.error = error
+
+
+def load_backend(
+    load: Callable[[], ChatBackend],
+    store: ChatStore | None,
+    post: Callable[[Message], object],
+) -> None:
+    """Load the model and post `BackendReady` or `BackendFailed` (worker thread).
+
+    Args:
+        load: Loads the model (a `SamplescopeError` it raises is shown as is).
+        store: The chat database: it hashes the model file now, after the model is
+            ready (seconds for a big GGUF, then cached), rather than before the first
+            reply; a failure shows at the first reply.
+        post: Posts a message to the UI thread.
+    """
+    try:
+        backend = load()
+    except SamplescopeError as error:
+        post(BackendFailed(str(error)))
+        return
+    except Exception as error:  # an unexpected failure must still be shown, not crash
+        post(BackendFailed(f"{type(error).__name__}: {error}"))
+        return
+    post(BackendReady(backend, piece_lookup(backend)))
+    if store is not None:
+        with contextlib.suppress(StoreError):
+            store.model_ref(backend.info.path)

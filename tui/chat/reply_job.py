@@ -1,0 +1,86 @@
+"""What the generation worker runs for one chat reply (worker thread only).
+
+The reply is saved from the worker thread as it is generated, so that the store
+never lags behind the model (a store error never raises: it stops the recording,
+not the reply, and is shown once).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from backend.chat.compare import ColumnEvent
+from backend.chat.events import FinishedEvent, GenerationEvent, GenerationStats, NoticeEvent
+from backend.chat.protocol import ChatBackend, ChatMessage, LiveSettings
+from backend.store.recorder import ChatRecorder
+
+REPLY_COLUMN = 0
+"""The column a chat reply's events are tagged with (the runner's jobs are columns)."""
+
+
+class StoreErrorNotices:
+    """Turns the recorder's errors into notices, each one once across replies."""
+
+    def __init__(self) -> None:
+        self._shown: str | None = None
+
+    def notice(self, recorder: ChatRecorder) -> NoticeEvent | None:
+        """A notice for the recorder's error if it was not shown yet."""
+        error = recorder.error
+        if error is None or error == self._shown:
+            return None
+        self._shown = error
+        return NoticeEvent(f"This chat is not being saved: {error}")
+
+
+@dataclass(frozen=True)
+class ReplyJob:
+    """One reply to `messages`, recorded as it comes (a `runner.Job`).
+
+    Attributes:
+        messages: The conversation, ending with the user's turn.
+        live: The sliders' settings, read before every token.
+        max_tokens: The longest reply.
+        recorder: Saves the reply, or None.
+        notices: Remembers which store error was shown.
+        reset: Forget the backend's cache first (a new chat, another saved chat).
+    """
+
+    messages: Sequence[ChatMessage]
+    live: LiveSettings
+    max_tokens: int
+    recorder: ChatRecorder | None = None
+    notices: StoreErrorNotices = field(default_factory=StoreErrorNotices)
+    reset: bool = False
+
+    def __call__(self, backend: ChatBackend, cancel: threading.Event) -> Iterator[ColumnEvent]:
+        """Generate the reply (worker thread); every event, tagged as column 0."""
+        for event in self._events(backend, cancel):
+            yield ColumnEvent(REPLY_COLUMN, event)
+
+    def _events(self, backend: ChatBackend, cancel: threading.Event) -> Iterator[GenerationEvent]:
+        recorder = self.recorder
+        try:
+            if self.reset:
+                backend.reset()
+            if recorder is not None:
+                recorder.begin_reply(self.messages, self.live.current, self.max_tokens)
+                yield from self._store_notice(recorder)
+            for event in backend.generate(
+                self.messages, self.live, max_tokens=self.max_tokens, cancel=cancel
+            ):
+                if recorder is not None and not recorder.record(event):
+                    yield from self._store_notice(recorder)
+                yield event
+        except Exception as error:  # the contract says errors come as events; be safe
+            failed = FinishedEvent("error", GenerationStats(), "", (), error=str(error))
+            if recorder is not None:
+                recorder.record(failed)
+            yield failed
+
+    def _store_notice(self, recorder: ChatRecorder) -> Iterator[NoticeEvent]:
+        notice = self.notices.notice(recorder)
+        if notice is not None:
+            yield notice

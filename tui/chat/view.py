@@ -1,0 +1,381 @@
+"""The chat view: the conversation, its replies streaming in, and the panels around.
+
+`ChatView` owns the chat's widgets (transcript, message box, sliders, probability
+bars, status line) and draws the chat's state (`Conversation`), which its handlers
+change. It is the consumer of its replies' events: the app's `GenerationRunner`
+runs each reply on the worker thread and hands the events over on the UI thread.
+The app passes down what the view needs (runner, conversation, live settings,
+pieces) and calls its methods for the keys; the view never reaches up into the app.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Input
+
+from backend.chat.events import (
+    FinishedEvent,
+    GenerationEvent,
+    GenerationStats,
+    NoticeEvent,
+    PhaseEvent,
+    PrefillProgress,
+    TokenEvent,
+)
+from backend.chat.protocol import LiveSettings, ModelInfo
+from backend.store.store import ChatRecord
+from sampling.settings import SamplerSettings
+from tui.chat.conversation import Conversation
+from tui.chat.reply_view import FINISH_LABELS, Reply
+from tui.chat.runner import GenerationRunner
+from tui.chat.transcript import Transcript
+from tui.widgets.prob_panel import ProbPanel
+from tui.widgets.sampling_panel import SamplingPanel
+from tui.widgets.status_line import StatusLine, StatusState
+from tui.widgets.token_text import TokenPieces
+
+# The redraw timer's turns while a reply streams (see `ChatView.paint`).
+_PHASES = ("reply", "probs", "reply", "probs", "reply", "probs", "reply", "status")
+STORED_REPLIES_NOTE = "Replies of a saved chat have no per-token record; new replies will."
+
+
+class ChatView(Vertical):
+    """The chat: it shows the conversation and streams its replies in.
+
+    Args:
+        runner: Runs the replies (the app's, shared with the compare view).
+        conversation: The chat's state, which the view's handlers change.
+        live: The settings the sliders change and every reply reads.
+        pieces: Shows any token id (the probability panel's candidates).
+        max_tokens: The longest reply.
+        clock: Time source for the live tokens/s (a fake one in snapshots).
+        cursor_blink: Whether the message box's cursor blinks.
+    """
+
+    def __init__(
+        self,
+        runner: GenerationRunner,
+        conversation: Conversation,
+        live: LiveSettings,
+        pieces: TokenPieces,
+        *,
+        max_tokens: int,
+        clock: Callable[[], float] = time.perf_counter,
+        cursor_blink: bool = True,
+        id: str | None = None,
+    ) -> None:
+        super().__init__(id=id)
+        self.runner = runner
+        self.conversation = conversation
+        self.live = live
+        self.pieces = pieces
+        self.max_tokens = max_tokens
+        self.generating = False
+        """Whether a reply is running."""
+        self.event_log: list[GenerationEvent] | None = None
+        """Set to a list to record every event of the current reply handled (tests)."""
+        self._clock = clock
+        self._pending: Callable[[], None] | None = None
+        self._dirty = False
+        self._ticks = 0
+        self._first_token_at: float | None = None
+        self._last_token_at: float | None = None
+        self._probs_note = ""
+        """What the probability panel says when no reply of this session has a token."""
+        self._transcript = Transcript(id="transcript")
+        self._prompt = Input(placeholder="Type a message; Enter sends it", id="prompt")
+        self._prompt.cursor_blink = cursor_blink
+        self._sampling = SamplingPanel(live, id="sampling")
+        self._probs = ProbPanel(id="probs")
+        self._status = StatusLine(id="status")
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="main"):
+            with Vertical(id="left"):
+                yield self._transcript
+                yield self._prompt
+            with Vertical(id="right"):
+                yield self._sampling
+                yield self._probs
+        yield self._status
+
+    def on_mount(self) -> None:
+        self._transcript.border_title = "chat"
+
+    # -- what the app reads --------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        """Whether a model is loaded."""
+        return self.runner.backend is not None
+
+    @property
+    def status(self) -> StatusState:
+        """What the status line shows."""
+        return self._status.state
+
+    @property
+    def cursor(self) -> tuple[int, int] | None:
+        """The selected past token (reply, token), or None."""
+        return self._transcript.cursor
+
+    @property
+    def colour(self) -> bool:
+        """Whether tokens are tinted by probability."""
+        return self._transcript.colour
+
+    # -- the model -----------------------------------------------------------------
+
+    def show_model(self, info: ModelInfo) -> None:
+        """The model is loaded: say which, and that the chat is ready."""
+        backend = self.runner.backend
+        self._status.update(
+            model=info.name,
+            threads=info.n_threads,
+            ctx_total=info.n_ctx,
+            ctx_used=backend.context_used if backend is not None else 0,
+            phase="idle",
+        )
+
+    def show_load_error(self, error: str) -> None:
+        """The model could not be loaded: say why and what to do."""
+        self._status.update(phase="error")
+        self._transcript.add_note(f"Could not load the model: {error}", error=True)
+        self._transcript.add_note("Quit with ctrl+q, then run: samplescope --model PATH")
+
+    # -- the conversation ------------------------------------------------------------
+
+    @on(Input.Submitted, "#prompt")
+    def _on_submit(self, event: Input.Submitted) -> None:
+        event.stop()
+        text = event.value.strip()
+        if not text:
+            return
+        if not self.ready:
+            self.notify("The model is not loaded.", severity="error")
+            return
+        if self.generating:
+            self.notify("A reply is running: wait, or press Esc to stop it.")
+            return
+        event.input.clear()
+        self.conversation.ask(text)
+        self._transcript.add_user(text)
+        self.start_reply()
+
+    def start_reply(self) -> None:
+        """Generate the assistant's reply to the conversation, with the live settings."""
+        self._transcript.clear_cursor()
+        reply, job = self.conversation.begin_reply(self.live, self.max_tokens)
+        self._transcript.add_reply(reply)
+        self.generating = True
+        self._first_token_at = self._last_token_at = None
+        self._status.update(phase="prefill", prefill_done=0, prefill_total=0, note="")
+        self.runner.start(job, self)
+
+    def stop(self) -> bool:
+        """Stop the running reply, keeping what was generated; False if none runs."""
+        if self.generating:
+            self.runner.cancel()
+        return self.generating
+
+    def stop_then(self, action: Callable[[], None]) -> bool:
+        """If a reply runs, stop it and run `action` once it ended (True); else False."""
+        if not self.generating:
+            return False
+        self.runner.cancel()
+        self._pending = action
+        return True
+
+    def drop_last_reply(self) -> Reply | None:
+        """Take the last reply out of the conversation, the screen and the store."""
+        reply = self.conversation.drop_last_reply()
+        if reply is not None:
+            self._transcript.remove_last_reply()
+        return reply
+
+    def new_chat(self) -> None:
+        """Forget the conversation (the backend's cache is reset before the next reply)."""
+        self.conversation.restart()
+        self._probs_note = ""
+        self._transcript.clear()
+        self._probs.show(None, "", self.pieces)
+        self._status.update(ctx_used=0, note="new chat")
+
+    def show_chat(self, record: ChatRecord) -> None:
+        """Make a stored chat the conversation: shown as text, continued on Enter."""
+        self.conversation.restart(record)
+        transcript = self._transcript
+        transcript.clear()
+        for message in record.messages:
+            if message.role == "user":
+                transcript.add_user(message.content)
+            elif message.role == "assistant":
+                reason = message.reply.finish_reason if message.reply else ""
+                transcript.add_stored_reply(message.content, reason)
+            else:
+                transcript.add_note(f"{message.role}: {message.content}")
+        self._probs_note = STORED_REPLIES_NOTE if record.replies else ""
+        self._probs.show(None, self._probs_note, self.pieces)
+        self._status.update(ctx_used=0, note=f"chat {record.id}")
+        self.focus_input()
+
+    def adopt_reply(
+        self, settings: SamplerSettings, tokens: Sequence[TokenEvent], finished: FinishedEvent
+    ) -> None:
+        """Make a reply generated elsewhere (a compare column) the last reply, and save it."""
+        if self.conversation.ends_with_reply:
+            self.drop_last_reply()
+        for token in tokens:
+            self.pieces.learn(token)
+        reply = self.conversation.adopt_reply(settings, tokens, finished, self.max_tokens)
+        self._transcript.add_reply(reply)
+        self.flush_now()
+
+    # -- focus, cursor, colour ---------------------------------------------------------
+
+    def focus_input(self) -> None:
+        """Focus the message box."""
+        self._prompt.focus()
+
+    def focus_sampling(self) -> None:
+        """Focus the first slider."""
+        self._sampling.focus_first()
+
+    def enter_token_cursor(self) -> None:
+        """Enter token-cursor mode on the latest token."""
+        self._transcript.focus()
+        if self.cursor is None:
+            self._transcript.action_move_token(1_000_000)
+
+    def leave_token_cursor(self) -> bool:
+        """Leave token-cursor mode for the message box; False if not in it."""
+        if self.cursor is None and not self._transcript.has_focus:
+            return False
+        self._transcript.clear_cursor()
+        self.focus_input()
+        return True
+
+    def set_colour(self, colour: bool) -> None:
+        """Tint each token by its probability, or not."""
+        self._transcript.set_colour(colour)
+
+    @on(Transcript.TokenSelected)
+    def _on_token_selected(self, message: Transcript.TokenSelected) -> None:
+        message.stop()
+        if message.cursor is None:
+            self._dirty = True  # back to the latest token
+            if not self.generating:
+                self._redraw()
+            return
+        number, index = message.cursor
+        reply = self.conversation.replies[number]
+        title = f"reply {number + 1} token {index + 1}/{len(reply.tokens)}"
+        self._probs.show(reply.tokens[index].step, title, self.pieces)
+
+    # -- the reply streaming in (GenerationConsumer) -------------------------------------
+
+    def generation_event(self, column: int, event: GenerationEvent) -> None:
+        """Handle one event of the running reply."""
+        if self.event_log is not None:
+            self.event_log.append(event)
+        if isinstance(event, TokenEvent):
+            now = self._clock()
+            if self._first_token_at is None:
+                self._first_token_at = now
+            self._last_token_at = now
+            self.conversation.replies[-1].tokens.append(event)
+            self.pieces.learn(event)
+            self._dirty = True
+        elif isinstance(event, PrefillProgress):
+            self._status.update(prefill_done=event.done, prefill_total=event.total)
+        elif isinstance(event, PhaseEvent):
+            if event.phase == "decode":
+                self._status.update(phase="decode", decode_tokens=0, decode_tps=None)
+        elif isinstance(event, NoticeEvent):
+            self._transcript.add_note(event.message)
+        elif isinstance(event, FinishedEvent):
+            self._finish(event)
+
+    def generation_ended(self, error: str | None) -> None:
+        """The reply's job returned: its FinishedEvent came before, unless it broke."""
+        if self.generating:
+            reason = error or "the reply ended without finishing"
+            self._finish(FinishedEvent("error", GenerationStats(), "", (), error=reason))
+
+    def _finish(self, event: FinishedEvent) -> None:
+        self.conversation.finish_reply(event)
+        self.generating = False
+        self._redraw()
+        stats = event.stats
+        self._status.update(
+            phase="idle",
+            last_ttft_ms=stats.ttft_ms,
+            last_tps=stats.decode_tps,
+            last_reason=FINISH_LABELS.get(event.reason, event.reason),
+        )
+        if self._pending is not None:
+            pending, self._pending = self._pending, None
+            pending()
+
+    def paint(self) -> None:
+        """One tick of the redraw timer: bring one part of the screen up to date.
+
+        Textual repaints the bounding box of everything marked dirty in one update,
+        and the transcript, the probability panel and the status line sit in three
+        corners of the screen: updated together they would repaint nearly all of
+        it. So while a reply streams they take turns (transcript FLUSH_HZ/2 a
+        second, bars 3/8 of FLUSH_HZ, status 1/8), each update staying small.
+        """
+        if not self._dirty:
+            return
+        if not self.generating:
+            self._redraw()
+            return
+        self._ticks += 1
+        phase = _PHASES[self._ticks % len(_PHASES)]
+        if phase == "reply":
+            self._transcript.sync_last()
+        elif phase == "probs":
+            if self.cursor is None:
+                self._show_latest()
+        else:
+            self._update_status()
+
+    def flush_now(self) -> None:
+        """Draw what is pending now rather than at the next tick (tests, snapshots)."""
+        self._redraw()
+
+    def _redraw(self) -> None:
+        self._dirty = False
+        self._transcript.sync_last()
+        if self.cursor is None:
+            self._show_latest()
+        self._update_status()
+
+    def _update_status(self) -> None:
+        changes: dict[str, object] = {}
+        backend = self.runner.backend
+        replies = self.conversation.replies
+        if backend is not None and not self.conversation.reset_pending:
+            changes["ctx_used"] = backend.context_used
+        if self.generating and replies:
+            count = len(replies[-1].tokens)
+            changes["decode_tokens"] = count
+            first, last = self._first_token_at, self._last_token_at
+            if count > 1 and first is not None and last is not None and last > first:
+                changes["decode_tps"] = (count - 1) / (last - first)
+        self._status.update(**changes)
+
+    def _show_latest(self) -> None:
+        replies = self.conversation.replies
+        for number in range(len(replies) - 1, -1, -1):
+            tokens = replies[number].tokens
+            if tokens:
+                self._probs.show(tokens[-1].step, f"token {len(tokens)} (latest)", self.pieces)
+                return
+        self._probs.show(None, self._probs_note, self.pieces)

@@ -1,0 +1,113 @@
+"""Token → visible text, for every view of the TUI.
+
+Two questions, answered here and nowhere else:
+
+- `token_text`: what a sampled token adds to a reply on screen (the chat's replies
+  and the compare columns);
+- `TokenPieces`: how any token id reads in a candidate list (the probability panel).
+
+Both show model text literally: control characters are made inert (`display_text`),
+and a token's own piece is `backend.llama.pieces.visible_piece` form (``␣``, ``↵``,
+``⟨0xF0⟩``), which the backend puts in every `TokenEvent`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from backend.chat.events import TokenEvent
+from backend.chat.protocol import ChatBackend
+from backend.llama.pieces import visible_piece
+from tui.display import display_text
+
+EMPTY_PIECE = "∅"
+"""What a marked token with no bytes at all shows."""
+
+
+def token_text(event: TokenEvent, *, marked: bool = False) -> str:
+    """The text a sampled token adds to a reply, ready to draw.
+
+    Args:
+        event: The token.
+        marked: Whether the view points at it (token cursor, divergence). A marked
+            token that would draw as nothing but whitespace (a space, a newline, half
+            of a multi-byte character) shows its visible piece instead, so that the
+            mark can be seen; a newline in it still ends the line.
+
+    Returns:
+        The token's text with control characters made inert (never markup).
+    """
+    text = display_text(event.text)
+    if marked and not text.strip():
+        return (event.piece or EMPTY_PIECE) + ("\n" if "\n" in event.text else "")
+    return text
+
+
+@runtime_checkable
+class TokenPieceSource(Protocol):
+    """A backend that can show any token id itself (the fake backend of the tests)."""
+
+    def token_piece(self, token_id: int) -> str:
+        """The visible piece of `token_id`."""
+        ...
+
+
+def piece_lookup(backend: ChatBackend) -> Callable[[int], str] | None:
+    """A function giving the visible piece of any token id of `backend`'s model.
+
+    A GGUF model gets a UI-side tokenizer (safe to use while the model thread
+    generates). Call it on a worker thread: building the tokenizer takes a fraction
+    of a second.
+
+    Returns:
+        The lookup, or None when the model's vocabulary cannot be read (then only
+        the pieces of sampled tokens are known).
+    """
+    if isinstance(backend, TokenPieceSource):
+        return backend.token_piece
+    path = Path(backend.info.path)
+    if not path.is_file():
+        return None
+    from backend.llama.ui_tokenizer import UiTokenizer
+
+    try:
+        tokenizer = UiTokenizer.from_gguf(path)
+    except Exception:  # pieces are decoration: the panel falls back to ids
+        return None
+    return lambda token_id: visible_piece(tokenizer.piece(token_id))
+
+
+class TokenPieces:
+    """The visible piece of any token id, for the candidate lists.
+
+    A sampled token's piece is learnt from its event (exact: the backend's own
+    bytes); any other id is looked up in the model's vocabulary once and kept;
+    ``#id`` when neither knows it.
+
+    Args:
+        lookup: Gives the piece of any id (see `piece_lookup`), or None.
+    """
+
+    def __init__(self, lookup: Callable[[int], str] | None = None) -> None:
+        self.lookup = lookup
+        self._known: dict[int, str] = {}
+
+    def learn(self, event: TokenEvent) -> None:
+        """Remember the piece of a sampled token."""
+        self._known[event.step.token_id] = event.piece
+
+    def __call__(self, token_id: int) -> str:
+        """The visible piece of `token_id`."""
+        known = self._known.get(token_id)
+        if known is not None:
+            return known
+        if self.lookup is None:
+            return f"#{token_id}"
+        try:
+            text = self.lookup(token_id)
+        except Exception:  # a piece is decoration: never fail the panel over it
+            text = f"#{token_id}"
+        self._known[token_id] = text
+        return text
