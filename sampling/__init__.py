@@ -5,19 +5,24 @@ from sampling.errors import LogitsError, SamplescopeError, SettingsError
 from sampling.penalties import penalized_logits
 from sampling.records import Candidate, CutBy, Step
 from sampling.sampler import Sampler, probabilities
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings, settings_summary
+from sampling.spec import SETTINGS, SETTINGS_BY_NAME, SettingSpec
 
 __all__ = [
     "DEFAULT_CHAT_SETTINGS",
+    "SETTINGS",
+    "SETTINGS_BY_NAME",
     "Candidate",
     "CutBy",
     "LogitsError",
     "Sampler",
     "SamplerSettings",
     "SamplescopeError",
+    "SettingSpec",
     "SettingsError",
     "Step",
     "modes",
     "penalized_logits",
     "probabilities",
+    "settings_summary",
 ]

@@ -2,23 +2,36 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
 from sampling.errors import SettingsError
+from sampling.spec import GREEDY_TEMPERATURE, MAX_SEED, SETTINGS, SETTINGS_BY_NAME, SettingSpec
 
 TopPScope = Literal["kept", "vocab"]
 DrawMethod = Literal["inverse_cdf", "gumbel"]
 RngName = Literal["pcg64", "xorshift128"]
+#: "active": only what is switched on, e.g. "t=0.8 k=40 p=0.95 min_p=0.05".
+#: "fixed": the same main knobs every time with fixed decimals, so successive lines
+#: line up, e.g. "T 0.80 · k 40 · p 0.95 · min-p 0.05 · rep 1.00×64".
+SummaryStyle = Literal["active", "fixed"]
 
-GREEDY_TEMPERATURE = 1e-6
-MAX_SEED = 2**64 - 1
+__all__ = [
+    "DEFAULT_CHAT_SETTINGS",
+    "GREEDY_TEMPERATURE",
+    "MAX_SEED",
+    "DrawMethod",
+    "RngName",
+    "SamplerSettings",
+    "SummaryStyle",
+    "TopPScope",
+    "settings_summary",
+]
 
 
 @dataclass(frozen=True, slots=True)
 class SamplerSettings:
-    """Every knob of the sampler, validated on construction.
+    """Every knob of the sampler, validated on construction against `sampling.spec`.
 
     The defaults are the "off" values: `SamplerSettings()` samples the model's own
     distribution at temperature 1. The app's starting point (llama.cpp's defaults) is
@@ -57,37 +70,8 @@ class SamplerSettings:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        _check_real("temperature", self.temperature, "a number >= 0")
-        if self.temperature < 0:
-            raise SettingsError("temperature", self.temperature, "a number >= 0")
-        _check_int("top_k", self.top_k, "an integer >= 0 (0 is off)")
-        if self.top_k < 0:
-            raise SettingsError("top_k", self.top_k, "an integer >= 0 (0 is off)")
-        _check_real("top_p", self.top_p, "a number in (0, 1] (1 is off)")
-        if not 0.0 < self.top_p <= 1.0:
-            raise SettingsError("top_p", self.top_p, "a number in (0, 1] (1 is off)")
-        if self.top_p_scope not in ("kept", "vocab"):
-            raise SettingsError("top_p_scope", self.top_p_scope, "'kept' or 'vocab'")
-        _check_real("min_p", self.min_p, "a number in [0, 1) (0 is off)")
-        if not 0.0 <= self.min_p < 1.0:
-            raise SettingsError("min_p", self.min_p, "a number in [0, 1) (0 is off)")
-        _check_real("repeat_penalty", self.repeat_penalty, "a number > 0 (1 is off)")
-        if self.repeat_penalty <= 0:
-            raise SettingsError("repeat_penalty", self.repeat_penalty, "a number > 0 (1 is off)")
-        _check_int("repeat_last_n", self.repeat_last_n, "an integer >= 0")
-        if self.repeat_last_n < 0:
-            raise SettingsError("repeat_last_n", self.repeat_last_n, "an integer >= 0")
-        _check_real("frequency_penalty", self.frequency_penalty, "a finite number")
-        _check_real("presence_penalty", self.presence_penalty, "a finite number")
-        if not isinstance(self.temperature_last, bool):
-            raise SettingsError("temperature_last", self.temperature_last, "true or false")
-        if self.draw not in ("inverse_cdf", "gumbel"):
-            raise SettingsError("draw", self.draw, "'inverse_cdf' or 'gumbel'")
-        if self.rng not in ("pcg64", "xorshift128"):
-            raise SettingsError("rng", self.rng, "'pcg64' or 'xorshift128'")
-        _check_int("seed", self.seed, f"an integer from 0 to {MAX_SEED}")
-        if not 0 <= self.seed <= MAX_SEED:
-            raise SettingsError("seed", self.seed, f"an integer from 0 to {MAX_SEED}")
+        for spec in SETTINGS:
+            spec.check(getattr(self, spec.name))
 
     @property
     def greedy(self) -> bool:
@@ -121,19 +105,78 @@ class SamplerSettings:
         return cls(**values)
 
 
-def _check_real(name: str, value: object, expected: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise SettingsError(name, value, expected)
-    if not math.isfinite(value):
-        raise SettingsError(name, value, expected)
+def _check_spec_matches_fields() -> None:
+    """Fail at import if a field has no spec entry (it would go unvalidated).
+
+    Raises:
+        RuntimeError: The spec's names, order or defaults differ from the fields'.
+    """
+    declared = [(spec.name, spec.default) for spec in SETTINGS]
+    actual = [(f.name, f.default) for f in fields(SamplerSettings)]
+    if declared != actual:
+        raise RuntimeError(
+            f"sampling.spec.SETTINGS {declared} does not match SamplerSettings {actual}"
+        )
 
 
-def _check_int(name: str, value: object, expected: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise SettingsError(name, value, expected)
-
+_check_spec_matches_fields()
 
 DEFAULT_CHAT_SETTINGS = SamplerSettings(
     temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_last_n=64, seed=42
 )
 """What the chat app and `generate` start from: llama.cpp's defaults."""
+
+
+def settings_summary(settings: SamplerSettings, style: SummaryStyle = "active") -> str:
+    """The settings in one short line (never the seed).
+
+    Args:
+        settings: The settings to describe.
+        style: "active" names only what is switched on and changes something:
+            "greedy k=5", "t=0.8 k=40 p=0.95 min_p=0.05", "t=1 rep=1.3/64 gumbel".
+            "fixed" shows the main knobs every time with two decimals:
+            "T 0.80 · k 40 · p 0.95 · min-p 0.05 · rep 1.00×64".
+    """
+    if style == "fixed":
+        return " · ".join(_fixed_part(spec, settings) for spec in SETTINGS if spec.fixed_key)
+    parts = (_active_part(spec, settings) for spec in SETTINGS)
+    return " ".join(part for part in parts if part)
+
+
+def _fixed_part(spec: SettingSpec, settings: SamplerSettings) -> str:
+    value = getattr(settings, spec.name)
+    text = f"{spec.fixed_key} {value:.2f}" if spec.kind == "float" else f"{spec.fixed_key} {value}"
+    if spec.name == "repeat_penalty":  # the window it looks back over
+        text += f"×{settings.repeat_last_n}"
+    return text
+
+
+def _is_on(spec: SettingSpec, settings: SamplerSettings) -> bool:
+    """Whether a setting changes anything: off if at its off value (temperature: greedy)."""
+    if spec.name == "temperature":
+        return not settings.greedy
+    return bool(getattr(settings, spec.name) != spec.off)
+
+
+def _active_part(spec: SettingSpec, settings: SamplerSettings) -> str | None:
+    value = getattr(settings, spec.name)
+    if spec.name == "temperature":  # never off: shown always, as "greedy" below 1e-6
+        return "greedy" if settings.greedy else f"{spec.key}={value:g}"
+    if spec.name == "seed":  # a run's seed is given next to the summary, if at all
+        return None
+    if spec.name in ("top_p_scope", "repeat_last_n"):  # inside top_p's and repeat_penalty's
+        return None
+    if not _is_on(spec, settings):
+        return None
+    if spec.needs is not None and not _is_on(SETTINGS_BY_NAME[spec.needs], settings):
+        return None
+    if spec.kind == "bool":
+        return spec.summary_key or spec.name
+    if spec.kind == "choice":
+        return str(value)
+    text = f"{spec.key}={value}" if spec.kind == "int" else f"{spec.key}={value:g}"
+    if spec.name == "top_p" and settings.top_p_scope != "kept":
+        text += f"({settings.top_p_scope})"
+    if spec.name == "repeat_penalty":
+        text += f"/{settings.repeat_last_n}"
+    return text

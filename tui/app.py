@@ -23,6 +23,7 @@ from backend.chat.protocol import ChatBackend, ChatMessage, LiveSettings
 from backend.config.config import Config
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatStore, StoreError
+from sampling.errors import SettingsError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tui.app_config import resolve_app_config
 from tui.chat.conversation import Conversation
@@ -366,8 +367,22 @@ class SamplescopeApp(App[None]):
     # -- settings --------------------------------------------------------------
 
     def _apply(self, field: str, value: object) -> bool:
-        """Make one setting live from the next token; False (and a notice) if invalid."""
-        return self.query_one(SamplingPanel).apply(field, value)
+        """Make one setting live from the next token; False (and a notice) if refused.
+
+        Either way the sampling panel then shows the settings in force."""
+        valid = True
+        try:
+            self.live.current = self.live.current.with_changes(**{field: value})
+        except SettingsError as error:  # its message names the field and the value
+            self.notify(str(error), severity="error")
+            valid = False
+        self.query_one(SamplingPanel).show(self.live.current)
+        return valid
+
+    @on(SamplingPanel.SettingChanged)
+    def _on_setting_changed(self, message: SamplingPanel.SettingChanged) -> None:
+        message.stop()
+        self._apply(message.field, message.value)
 
     # -- helpers -----------------------------------------------------------------
 

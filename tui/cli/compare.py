@@ -6,7 +6,7 @@ import argparse
 import json
 import shutil
 import sys
-from dataclasses import asdict, fields
+from dataclasses import asdict
 from typing import Any
 
 from rich.console import Console
@@ -17,14 +17,15 @@ from rich.text import Text
 from backend.chat.compare import compare, first_divergence
 from backend.chat.events import FinishedEvent, NoticeEvent, TokenEvent
 from sampling.errors import SamplescopeError
-from sampling.settings import SamplerSettings
+from sampling.settings import SamplerSettings, settings_summary
+from sampling.spec import SETTINGS, SETTINGS_BY_NAME, find_setting
 from tui.cli.generate import build_messages, step_line
 from tui.cli.model_flags import add_model_flags, load_backend, log
-from tui.compare.columns import coerce_value, settings_summary
 from tui.resources import shipped_presets
 
 #: Short keys accepted by --set, besides the settings' own field names.
-SHORT_KEYS = {"t": "temperature", "k": "top_k", "p": "top_p", "min_p": "min_p"}
+SHORT_KEYS = {spec.short_key: spec.name for spec in SETTINGS if spec.short_key}
+_KEYS_HELP = ", ".join(SHORT_KEYS)
 #: Narrower than this per column, the columns are printed one under the other.
 MIN_COLUMN_WIDTH = 24
 DEFAULT_SEED = 42
@@ -44,7 +45,7 @@ def register(subparsers: Any) -> None:
             "with one seed, print the replies side by side (stacked when the terminal is "
             "narrow) and mark each column's first token that differs from the first column. "
             "--set takes comma-separated key=value pairs on top of the off values "
-            "(t, k, p, min_p or any settings field name except seed: every column shares -s)."
+            f"({_KEYS_HELP} or any settings field name except seed: every column shares -s)."
         ),
     )
     parser.add_argument("prompt", metavar="PROMPT", nargs="?", help="the user's message")
@@ -76,7 +77,6 @@ def parse_set(text: str) -> SamplerSettings:
         CompareArgumentError: A pair is malformed, or a key unknown.
         SettingsError: A value is out of range.
     """
-    known = {f.name for f in fields(SamplerSettings)}
     changes: dict[str, Any] = {}
     for pair in (part.strip() for part in text.split(",")):
         if not pair:
@@ -85,17 +85,18 @@ def parse_set(text: str) -> SamplerSettings:
         key = key.strip()
         if not sep:
             raise CompareArgumentError(f"--set {text!r}: {pair!r} is not key=value")
-        name = SHORT_KEYS.get(key, key.replace("-", "_"))
-        if name == "seed":
+        spec = find_setting(key)
+        if spec is None:
             raise CompareArgumentError(
-                f"--set {text!r}: every column shares one seed; give it with -s/--seed"
+                f"--set {text!r}: unknown key {key!r} (use {_KEYS_HELP} or a field name:"
+                f" {', '.join(sorted(SETTINGS_BY_NAME))})"
             )
-        if name not in known:
+        if not spec.per_column:
+            flags = "/".join(flag for flag in (spec.short_flag, spec.flag) if flag)
             raise CompareArgumentError(
-                f"--set {text!r}: unknown key {key!r} (use t, k, p, min_p or a field name:"
-                f" {', '.join(sorted(known))})"
+                f"--set {text!r}: every column shares one {spec.name}; give it with {flags}"
             )
-        changes[name] = coerce_value(name, value)
+        changes[spec.name] = spec.coerce(value)
     return SamplerSettings().with_changes(**changes)
 
 

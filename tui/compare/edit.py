@@ -8,7 +8,7 @@ off. The form dismisses with a `CompareRequest`, or None when cancelled.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import ClassVar
 
 from textual import on
@@ -18,8 +18,9 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
-from sampling.errors import SamplescopeError, SettingsError
-from sampling.settings import MAX_SEED, SamplerSettings
+from sampling.errors import SamplescopeError
+from sampling.settings import SamplerSettings
+from sampling.spec import SETTINGS, SETTINGS_BY_NAME
 from tui.compare.columns import (
     MAX_COLUMNS,
     MIN_COLUMNS,
@@ -46,11 +47,11 @@ class CompareRequest:
 
 
 def changed_fields(base: SamplerSettings, settings: SamplerSettings) -> list[str]:
-    """The fields (seed excluded) where `settings` differs from `base`."""
+    """The fields a column may vary (not the seed) where `settings` differs from `base`."""
     return [
-        f.name
-        for f in fields(SamplerSettings)
-        if f.name != "seed" and getattr(base, f.name) != getattr(settings, f.name)
+        spec.name
+        for spec in SETTINGS
+        if spec.per_column and getattr(base, spec.name) != getattr(settings, spec.name)
     ]
 
 
@@ -234,12 +235,8 @@ class CompareEditScreen(ModalScreen[CompareRequest | None]):
         Raises:
             SettingsError: The seed or a value is not valid, or too few columns.
         """
-        seed_text = self.query_one("#edit-seed", Input).value.strip()
-        try:
-            seed = int(seed_text)
-        except ValueError:
-            raise SettingsError("seed", seed_text, f"an integer from 0 to {MAX_SEED}") from None
-        SamplerSettings(seed=seed)  # validates the range
+        typed_seed = SETTINGS_BY_NAME["seed"].parse(self.query_one("#edit-seed", Input).value)
+        seed = SamplerSettings().with_changes(seed=typed_seed).seed  # validates the range
         columns: list[CompareColumn] = []
         for i in range(MAX_COLUMNS):
             source = self.query_one(f"#edit-source-{i}", Select).value

@@ -13,6 +13,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from sampling.records import Candidate, Step
+from sampling.settings import settings_summary
 
 _PIECE_WIDTH = 12
 _NUMBER_WIDTH = 6
@@ -39,15 +40,6 @@ def _percent(value: float) -> str:
     if value < 0.0005:
         return "0.0%" if value > 0 else "0"
     return f"{value * 100:.1f}%"
-
-
-def settings_summary(step: Step) -> str:
-    """The step's settings in one short line."""
-    s = step.settings
-    return (
-        f"T {s.temperature:.2f} · k {s.top_k} · p {s.top_p:.2f} · min-p {s.min_p:.2f}"
-        f" · rep {s.repeat_penalty:.2f}×{s.repeat_last_n}"
-    )
 
 
 class ProbPanel(Widget):
@@ -122,7 +114,7 @@ class ProbPanel(Widget):
                 (f" · p {step.prob:.3f}", ""),
             ],
             [(f"H {step.entropy:.2f} nats · u {draw} · {step.n_kept} kept · {order}", "")],
-            [(settings_summary(step), "grey62")],
+            [(settings_summary(step.settings, style="fixed"), "grey62")],
             [
                 (f"  {'token':<{_PIECE_WIDTH}} {'':<{bar_width}} ", "grey62"),
                 (f"{'before':>{_NUMBER_WIDTH}} {'after':>{_NUMBER_WIDTH}}", "grey62"),

@@ -19,9 +19,9 @@ _COARSE = Binding.Group("coarse", compact=True)
 class Slider(Widget, can_focus=True):
     """A numeric slider for one sampler setting.
 
-    The bar spans `minimum` .. `maximum`; keys may go on up to `hard_maximum` (the
-    bar then shows full). Enter asks for a typed value (`EditRequested`); the owner
-    decides what a typed value means.
+    The bar spans `minimum` .. `maximum`; keys may go from `hard_minimum` up to
+    `hard_maximum` (outside its span the bar shows empty or full). Enter asks for a
+    typed value (`EditRequested`); the owner decides what a typed value means.
 
     Args:
         field: The settings field it controls (also used as the widget id).
@@ -32,6 +32,7 @@ class Slider(Widget, can_focus=True):
         coarse: The coarse step (shift+arrows, page up/down).
         value: The starting value.
         integer: Whether values are integers.
+        hard_minimum: The smallest value the keys may reach (default `minimum`).
         hard_maximum: The largest value the keys may reach (default `maximum`).
         decimals: Decimals shown (floats).
     """
@@ -82,6 +83,7 @@ class Slider(Widget, can_focus=True):
         coarse: float,
         value: float,
         integer: bool = False,
+        hard_minimum: float | None = None,
         hard_maximum: float | None = None,
         decimals: int = 2,
     ) -> None:
@@ -93,6 +95,7 @@ class Slider(Widget, can_focus=True):
         self.step = step
         self.coarse = coarse
         self.integer = integer
+        self.hard_minimum = minimum if hard_minimum is None else hard_minimum
         self.hard_maximum = maximum if hard_maximum is None else hard_maximum
         self.decimals = 0 if integer else decimals
         self._value = value
@@ -119,11 +122,11 @@ class Slider(Widget, can_focus=True):
     def _snap(self, value: float) -> float:
         if self.integer:  # integer math: seeds go up to 2**64 - 1, beyond float precision
             whole = value if isinstance(value, int) else round(value)
-            return min(max(whole, int(self.minimum)), int(self.hard_maximum))
-        value = min(max(value, self.minimum), self.hard_maximum)
+            return min(max(whole, int(self.hard_minimum)), int(self.hard_maximum))
+        value = min(max(value, self.hard_minimum), self.hard_maximum)
         steps = round((value - self.minimum) / self.step)
         snapped = self.minimum + steps * self.step
-        snapped = min(max(snapped, self.minimum), self.hard_maximum)
+        snapped = min(max(snapped, self.hard_minimum), self.hard_maximum)
         return round(snapped, self.decimals + 2)
 
     def _user_set(self, value: float) -> None:

@@ -1,0 +1,316 @@
+"""The settings spec: one entry per field, and everything derived from it agrees."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import fields
+
+import pytest
+
+from sampling.errors import SamplescopeError, SettingsError
+from sampling.settings import DEFAULT_CHAT_SETTINGS, MAX_SEED, SamplerSettings, settings_summary
+from sampling.spec import DISPLAY_ORDER, SETTINGS, SETTINGS_BY_NAME, SettingSpec, find_setting
+from tui.cli.app import build_app_parser
+from tui.cli.compare import SHORT_KEYS, CompareArgumentError, parse_set
+from tui.cli.main import build_parser
+from tui.cli.settings_flags import add_settings_flags, settings_from_args
+from tui.compare.columns import DEFAULT_VARIATIONS, VARIABLE_FIELDS, coerce_value
+
+FIELDS = [f.name for f in fields(SamplerSettings)]
+NUMBERS = [spec for spec in SETTINGS if spec.is_number]
+SWITCHES = [spec for spec in SETTINGS if not spec.is_number]
+#: A valid value other than the default for every field: what the round trips set.
+CHANGED: dict[str, object] = {
+    "temperature": 0.25,
+    "top_k": 7,
+    "top_p": 0.5,
+    "top_p_scope": "vocab",
+    "min_p": 0.125,
+    "repeat_penalty": 1.5,
+    "repeat_last_n": 32,
+    "frequency_penalty": -0.75,
+    "presence_penalty": 0.5,
+    "temperature_last": True,
+    "draw": "gumbel",
+    "rng": "xorshift128",
+    "seed": MAX_SEED,
+}
+
+
+def ids(spec: SettingSpec) -> str:
+    return spec.name
+
+
+def one_changed(name: str, value: object) -> SamplerSettings:
+    """`SamplerSettings()` with one field set, through the constructor's validation."""
+    return SamplerSettings().with_changes(**{name: value})
+
+
+# --- the spec covers the record ---------------------------------------------------------
+
+
+def test_every_field_has_one_spec_in_field_order_with_its_default() -> None:
+    assert [spec.name for spec in SETTINGS] == FIELDS
+    assert list(SETTINGS_BY_NAME) == FIELDS
+    defaults = SamplerSettings()
+    assert {s.name: s.default for s in SETTINGS} == {n: getattr(defaults, n) for n in FIELDS}
+    assert sorted(CHANGED) == sorted(FIELDS)
+
+
+def test_display_order_lists_numbers_then_switches_each_in_field_order() -> None:
+    assert [s.name for s in DISPLAY_ORDER] == [s.name for s in NUMBERS + SWITCHES]
+    assert [s.name for s in DISPLAY_ORDER][-4:] == [
+        "top_p_scope",
+        "temperature_last",
+        "draw",
+        "rng",
+    ]
+
+
+@pytest.mark.parametrize("spec", SETTINGS, ids=ids)
+def test_off_default_and_slider_limits_are_valid_values(spec: SettingSpec) -> None:
+    for value in (spec.default, spec.off):
+        if value is not None:
+            assert getattr(one_changed(spec.name, value), spec.name) == value
+    assert len(spec.label) <= 12  # the controls' label width
+    if spec.is_number:
+        assert spec.slider is not None and not spec.choices
+        slider = spec.slider
+        assert slider.hard_min <= slider.soft_min < slider.soft_max <= slider.hard_max
+        assert 0 < slider.fine < slider.coarse
+        for limit in (slider.hard_min, slider.soft_min, slider.soft_max, slider.hard_max):
+            assert spec.accepts(int(limit) if spec.kind == "int" else limit), limit
+    else:
+        assert spec.slider is None and len(spec.choices) >= 2
+        for value in spec.choice_values:
+            one_changed(spec.name, value)
+        assert spec.default in spec.choice_values
+
+
+def bad_values(spec: SettingSpec) -> list[object]:
+    """Values of the wrong type, or just outside the range, for one setting."""
+    if spec.kind == "bool":
+        return [1, 0, "true", None]
+    if spec.kind == "choice":
+        return ["nope", str(spec.default).upper(), None, True]
+    values: list[object] = [True, None, "1", [1]]
+    if spec.kind == "int":
+        values += [1.0, 2.5]
+    else:
+        values += [math.nan, math.inf, -math.inf]
+    step = 1 if spec.kind == "int" else 1e-9
+    if spec.minimum is not None:
+        values.append(spec.minimum if spec.minimum_open else spec.minimum - step)
+    if spec.maximum is not None:
+        values.append(spec.maximum if spec.maximum_open else spec.maximum + step)
+    return values
+
+
+@pytest.mark.parametrize("spec", SETTINGS, ids=ids)
+def test_each_bad_value_is_refused_naming_the_field(spec: SettingSpec) -> None:
+    for value in bad_values(spec):
+        with pytest.raises(SettingsError) as caught:
+            one_changed(spec.name, value)
+        error = caught.value
+        assert isinstance(error, SamplescopeError) and isinstance(error, ValueError)
+        assert error.field == spec.name and error.value is value
+        assert str(error) == f"invalid {spec.name}={value!r}: expected {spec.expected}"
+        with pytest.raises(SettingsError, match=spec.name):
+            DEFAULT_CHAT_SETTINGS.with_changes(**{spec.name: value})
+
+
+def test_a_bad_value_is_refused_even_when_another_field_is_fine() -> None:
+    with pytest.raises(SettingsError) as caught:
+        SamplerSettings(temperature=0.5, top_k=-1, seed=3)
+    assert caught.value.field == "top_k"
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("temperature", "a number >= 0"),
+        ("top_k", "an integer >= 0 (0 is off)"),
+        ("top_p", "a number in (0, 1] (1 is off)"),
+        ("min_p", "a number in [0, 1) (0 is off)"),
+        ("repeat_penalty", "a number > 0 (1 is off)"),
+        ("repeat_last_n", "an integer >= 0 (0 is off)"),
+        ("frequency_penalty", "a finite number (0 is off)"),
+        ("temperature_last", "true or false"),
+        ("top_p_scope", "'kept' or 'vocab'"),
+        ("draw", "'inverse_cdf' or 'gumbel'"),
+        ("rng", "'pcg64' or 'xorshift128'"),
+        ("seed", f"an integer from 0 to {MAX_SEED}"),
+    ],
+)
+def test_expected_says_what_a_valid_value_looks_like(name: str, expected: str) -> None:
+    assert SETTINGS_BY_NAME[name].expected == expected
+
+
+# --- flags ------------------------------------------------------------------------------
+
+
+def subcommand_parser(name: str) -> argparse.ArgumentParser:
+    actions = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    parser = actions[0].choices[name]
+    assert isinstance(parser, argparse.ArgumentParser)
+    return parser
+
+
+def flag_argv(spec: SettingSpec, value: object) -> list[str]:
+    """The command-line words that set one setting to `value`."""
+    if spec.kind == "bool":
+        return [spec.flag if value else "--no-" + spec.flag.removeprefix("--")]
+    return [spec.flag, str(value)]
+
+
+@pytest.mark.parametrize("command", ["app", "generate", "dist"])
+def test_every_field_has_a_flag_on_every_command(command: str) -> None:
+    parser = build_app_parser() if command == "app" else subcommand_parser(command)
+    options = {o for action in parser._actions for o in action.option_strings}
+    assert {spec.flag for spec in SETTINGS} <= options
+    assert {"-t", "-k", "-p", "-s", "--no-temperature-last"} <= options
+
+
+@pytest.mark.parametrize("spec", SETTINGS, ids=ids)
+def test_flag_round_trip(spec: SettingSpec) -> None:
+    parser = argparse.ArgumentParser()
+    add_settings_flags(parser)
+    value = CHANGED[spec.name]
+    settings = settings_from_args(parser.parse_args(flag_argv(spec, value)), SamplerSettings())
+    assert settings == SamplerSettings().with_changes(**{spec.name: value})
+    if spec.kind == "bool":  # the --no- form turns it back off over a base that has it on
+        args = parser.parse_args(flag_argv(spec, spec.off))
+        assert getattr(settings_from_args(args, settings), spec.name) == spec.off
+
+
+def test_all_flags_at_once_and_the_short_ones() -> None:
+    parser = argparse.ArgumentParser()
+    add_settings_flags(parser)
+    argv = [word for spec in SETTINGS for word in flag_argv(spec, CHANGED[spec.name])]
+    assert settings_from_args(parser.parse_args(argv), DEFAULT_CHAT_SETTINGS).to_dict() == CHANGED
+    short = parser.parse_args(["-t", "0", "-k", "5", "-p", "0.9", "-s", "11"])
+    settings = settings_from_args(short, DEFAULT_CHAT_SETTINGS)
+    assert (settings.temperature, settings.top_k, settings.top_p, settings.seed) == (0, 5, 0.9, 11)
+    assert settings_from_args(parser.parse_args([]), DEFAULT_CHAT_SETTINGS) == DEFAULT_CHAT_SETTINGS
+
+
+def test_a_choice_flag_refuses_an_unknown_value(capsys: pytest.CaptureFixture[str]) -> None:
+    parser = argparse.ArgumentParser()
+    add_settings_flags(parser)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--rng", "mt19937"])
+    assert "xorshift128" in capsys.readouterr().err
+    with pytest.raises(SettingsError, match="repeat_last_n"):
+        settings_from_args(parser.parse_args(["--repeat-last-n", "-1"]), SamplerSettings())
+
+
+# --- compare: fields, typed values, --set -----------------------------------------------
+
+
+def test_compare_may_vary_every_field_but_the_seed() -> None:
+    assert sorted(VARIABLE_FIELDS) == sorted(set(FIELDS) - {"seed"})
+    assert list(VARIABLE_FIELDS) == [s.name for s in DISPLAY_ORDER if s.name != "seed"]
+    assert list(DEFAULT_VARIATIONS) == ["temperature", "top_k", "top_p", "min_p", "repeat_penalty"]
+    for name, values in DEFAULT_VARIATIONS.items():
+        for value in values:
+            one_changed(name, value)
+
+
+@pytest.mark.parametrize("spec", SETTINGS, ids=ids)
+def test_typed_text_becomes_the_fields_type(spec: SettingSpec) -> None:
+    value = CHANGED[spec.name]
+    text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+    assert coerce_value(spec.name, f" {text} ") == value
+    assert type(coerce_value(spec.name, text)) is type(value)
+    if spec.is_number:
+        with pytest.raises(SettingsError, match=spec.name):
+            coerce_value(spec.name, "many")
+    if spec.kind == "float":
+        assert type(coerce_value(spec.name, 1)) is float
+
+
+def test_set_keys_are_the_short_keys_and_the_field_names() -> None:
+    assert SHORT_KEYS["t"] == "temperature" and SHORT_KEYS["k"] == "top_k"
+    assert SHORT_KEYS["p"] == "top_p"
+    for spec in SETTINGS:
+        assert find_setting(spec.name) is spec
+        assert find_setting(spec.name.replace("_", "-")) is spec
+        if spec.short_key:
+            assert find_setting(spec.short_key) is spec
+    assert find_setting("warmth") is None
+    every = ",".join(f"{name}={CHANGED[name]}" for name in VARIABLE_FIELDS)
+    changed = {name: CHANGED[name] for name in VARIABLE_FIELDS}
+    assert parse_set(every) == SamplerSettings().with_changes(**changed)
+    assert parse_set("t=0.8, k=40 ,min-p=0.05") == SamplerSettings(
+        temperature=0.8, top_k=40, min_p=0.05
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("q=1", "unknown key 'q'"),
+        ("t=1,seed=5", "every column shares one seed; give it with -s/--seed"),
+        ("t", "'t' is not key=value"),
+    ],
+)
+def test_set_refuses_what_it_cannot_read(text: str, words: str) -> None:
+    with pytest.raises(CompareArgumentError, match=words):
+        parse_set(text)
+
+
+def test_set_refuses_a_bad_value_naming_the_field() -> None:
+    with pytest.raises(SettingsError, match="temperature"):
+        parse_set("t=hot")
+    with pytest.raises(SettingsError, match="top_p"):
+        parse_set("p=1.5")
+
+
+# --- the one summary --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("settings", "active", "fixed"),
+    [
+        (
+            DEFAULT_CHAT_SETTINGS,
+            "t=0.8 k=40 p=0.95 min_p=0.05",
+            "T 0.80 · k 40 · p 0.95 · min-p 0.05 · rep 1.00×64",
+        ),
+        (
+            SamplerSettings(temperature=0.0, top_k=5, temperature_last=True),
+            "greedy k=5",
+            "T 0.00 · k 5 · p 1.00 · min-p 0.00 · rep 1.00×0",
+        ),
+        (
+            SamplerSettings(
+                top_p=0.9,
+                top_p_scope="vocab",
+                repeat_penalty=1.3,
+                repeat_last_n=64,
+                frequency_penalty=0.5,
+                presence_penalty=-0.25,
+                temperature_last=True,
+                draw="gumbel",
+                rng="xorshift128",
+                seed=9,
+            ),
+            "t=1 p=0.9(vocab) rep=1.3/64 freq=0.5 pres=-0.25 t-last gumbel xorshift128",
+            "T 1.00 · k 0 · p 0.90 · min-p 0.00 · rep 1.30×64",
+        ),
+        # Penalties without a window and a scope without top-p change nothing: left out.
+        (
+            SamplerSettings(repeat_penalty=1.3, frequency_penalty=1.0, top_p_scope="vocab"),
+            "t=1",
+            "T 1.00 · k 0 · p 1.00 · min-p 0.00 · rep 1.30×0",
+        ),
+        (SamplerSettings(top_k=1_000_000), "t=1 k=1000000", None),
+    ],
+)
+def test_settings_summary_in_both_styles(
+    settings: SamplerSettings, active: str, fixed: str | None
+) -> None:
+    assert settings_summary(settings) == active
+    if fixed is not None:
+        assert settings_summary(settings, style="fixed") == fixed
