@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from backend.config.model_path import resolve_model_path
+from backend.store.store import ChatStore
 
 if TYPE_CHECKING:
     from backend.chat.llama_backend import LlamaBackend
@@ -37,3 +38,10 @@ def llama_backend(
     )
     yield backend
     backend.close()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[ChatStore]:
+    """An empty chat database in the test's own folder."""
+    with ChatStore(tmp_path / "chats.sqlite3") as opened:
+        yield opened

@@ -1,15 +1,20 @@
-"""Helpers shared by the TUI test files: a fake clock, waiting on the app, a compare host."""
+"""Helpers shared by the test files: fake clocks, sending a message and waiting on the
+app, a compare host."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from textual.app import App
 from textual.pilot import Pilot
+from textual.widgets import Input
 
+from backend.chat.events import FinishedEvent
+from tui.app import SamplescopeApp
 from tui.compare.result import CompareResult
 from tui.compare.screen import CompareScreen
 
@@ -35,6 +40,54 @@ async def wait_until(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for the app")
         await asyncio.sleep(0.005)  # a plain sleep: the app runs meanwhile
+
+
+class DateClock:
+    """A wall clock for the store that advances `step` per reading, from `start`."""
+
+    def __init__(
+        self,
+        start: datetime = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC),
+        step: timedelta = timedelta(minutes=1),
+    ) -> None:
+        self.now = start
+        self.step = step
+
+    def __call__(self) -> datetime:
+        self.now += self.step
+        return self.now
+
+
+async def type_message(pilot: Pilot[Any], app: SamplescopeApp, text: str) -> None:
+    """Type `text` into the message box key by key and send it (do not wait for the reply).
+
+    Enter goes through the input's action, not `Pilot.press`: that waits for the app
+    to go idle, i.e. (with tokens streaming in) for the end of the reply.
+    """
+    await wait_until(pilot, lambda: app.ready)
+    prompt = app.query_one("#prompt", Input)
+    prompt.focus()
+    await pilot.press(*text)
+    await prompt.action_submit()
+
+
+async def nth_reply_finished(
+    pilot: Pilot[Any], app: SamplescopeApp, count: int = 1
+) -> FinishedEvent:
+    """Wait until the app has finished `count` replies in all; the `count`-th one's end."""
+    await wait_until(pilot, lambda: len(app.finished) >= count and not app.generating, 240)
+    return app.finished[count - 1]
+
+
+async def send_message(pilot: Pilot[Any], app: SamplescopeApp, text: str) -> FinishedEvent:
+    """Send `text` as one paste and wait for the reply to it; its end."""
+    await wait_until(pilot, lambda: app.ready)
+    count = len(app.finished)
+    prompt = app.query_one("#prompt", Input)
+    prompt.focus()
+    prompt.value = text
+    await prompt.action_submit()
+    return await nth_reply_finished(pilot, app, count + 1)
 
 
 class HostApp(App[None]):

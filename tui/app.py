@@ -376,7 +376,7 @@ class SamplescopeApp(App[None]):
         except SettingsError as error:  # its message names the field and the value
             self.notify(str(error), severity="error")
             valid = False
-        self.query_one(SamplingPanel).show(self.live.current)
+        self.chat.show_settings(self.live.current)
         return valid
 
     @on(SamplingPanel.SettingChanged)

@@ -3,38 +3,18 @@ and continued; the config file applied at startup (a broken one reported)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from textual.widgets import Input
 
-from backend.chat.events import FinishedEvent
 from backend.chat.llama_backend import LlamaBackend
 from backend.store.store import ChatStore
-from tests.helpers import wait_until
+from tests.helpers import send_message
 from tui.app import SamplescopeApp
 
 pytestmark = pytest.mark.anyio
 
 SIZE = (120, 36)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[ChatStore]:
-    with ChatStore(tmp_path / "chats.sqlite3") as opened:
-        yield opened
-
-
-async def _send(pilot: object, app: SamplescopeApp, text: str) -> FinishedEvent:
-    await wait_until(pilot, lambda: app.ready)  # type: ignore[arg-type]
-    count = len(app.finished)
-    prompt = app.query_one("#prompt", Input)
-    prompt.focus()
-    prompt.value = text
-    await prompt.action_submit()
-    await wait_until(pilot, lambda: len(app.finished) > count and not app.generating, 240)  # type: ignore[arg-type]
-    return app.finished[-1]
 
 
 async def test_a_real_reply_is_stored_with_its_token_ids(
@@ -43,7 +23,7 @@ async def test_a_real_reply_is_stored_with_its_token_ids(
     llama_backend.reset()
     app = SamplescopeApp(llama_backend, max_tokens=16, cursor_blink=False, store=store)
     async with app.run_test(size=SIZE) as pilot:
-        finished = await _send(pilot, app, "Name three colours.")
+        finished = await send_message(pilot, app, "Name three colours.")
     assert finished.reason in ("eos", "max_tokens") and finished.token_ids
     [chat] = store.list_chats()
     record = store.load_chat(chat.id)

@@ -6,11 +6,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from textual.widgets import Input
 
-from backend.chat.events import FinishedEvent, PhaseEvent, PrefillProgress, TokenEvent
+from backend.chat.events import PhaseEvent, PrefillProgress, TokenEvent
 from backend.chat.llama_backend import LlamaBackend
-from tests.helpers import wait_until
+from tests.helpers import nth_reply_finished, type_message, wait_until
 from tui.app import SamplescopeApp
 from tui.chat.reply_view import ReplyView
 from tui.widgets.prob_panel import ProbPanel
@@ -30,27 +29,12 @@ def llama(default_model_path: Path) -> Iterator[LlamaBackend]:
     backend.close()
 
 
-async def _send(pilot: object, app: SamplescopeApp, text: str) -> None:
-    await wait_until(pilot, lambda: app.ready)  # type: ignore[arg-type]
-    prompt = app.query_one("#prompt", Input)
-    prompt.focus()
-    await pilot.press(*text)  # type: ignore[attr-defined]
-    # Enter, without Pilot.press: that waits for the app to go idle, i.e. (with
-    # tokens streaming in) for the end of the reply.
-    await prompt.action_submit()
-
-
-async def _finished(pilot: object, app: SamplescopeApp, count: int = 1) -> FinishedEvent:
-    await wait_until(pilot, lambda: len(app.finished) >= count and not app.generating, 240)  # type: ignore[arg-type]
-    return app.finished[count - 1]
-
-
 async def test_type_send_and_tokens_arrive(llama: LlamaBackend) -> None:
     app = SamplescopeApp(llama, max_tokens=24, cursor_blink=False)
     app.event_log = []
     async with app.run_test(size=SIZE) as pilot:
-        await _send(pilot, app, "Name three colours.")
-        finished = await _finished(pilot, app)
+        await type_message(pilot, app, "Name three colours.")
+        finished = await nth_reply_finished(pilot, app)
         app.flush_now()
         await pilot.pause()
         log = app.event_log
@@ -75,7 +59,7 @@ async def test_type_send_and_tokens_arrive(llama: LlamaBackend) -> None:
 async def test_slider_in_the_middle_of_a_reply(llama: LlamaBackend) -> None:
     app = SamplescopeApp(llama, max_tokens=200, cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
-        await _send(pilot, app, LONG_PROMPT)
+        await type_message(pilot, app, LONG_PROMPT)
         await wait_until(pilot, lambda: bool(app.replies) and len(app.replies[-1].tokens) >= 3, 120)
         app.action_focus_sampling()  # the temperature slider
         before = len(app.replies[-1].tokens)
@@ -90,7 +74,7 @@ async def test_slider_in_the_middle_of_a_reply(llama: LlamaBackend) -> None:
             120,
         )
         await pilot.press("escape")
-        await _finished(pilot, app)
+        await nth_reply_finished(pilot, app)
         temps = [t.step.settings.temperature for t in app.replies[-1].tokens]
         switch = next((i for i, value in enumerate(temps) if value > 0.85), None)
         assert switch is not None, f"no step after the change: {before} then {len(temps)} tokens"
@@ -102,10 +86,10 @@ async def test_slider_in_the_middle_of_a_reply(llama: LlamaBackend) -> None:
 async def test_escape_cancels_and_keeps_the_partial_reply(llama: LlamaBackend) -> None:
     app = SamplescopeApp(llama, max_tokens=400, cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
-        await _send(pilot, app, LONG_PROMPT)
+        await type_message(pilot, app, LONG_PROMPT)
         await wait_until(pilot, lambda: bool(app.replies) and len(app.replies[-1].tokens) >= 5, 120)
         await pilot.press("escape")
-        finished = await _finished(pilot, app)
+        finished = await nth_reply_finished(pilot, app)
         reply = app.replies[-1]
         assert finished.reason == "cancelled"
         assert 5 <= len(reply.tokens) < 400
@@ -118,14 +102,14 @@ async def test_escape_cancels_and_keeps_the_partial_reply(llama: LlamaBackend) -
 async def test_ctrl_r_regenerates_with_the_same_seed(llama: LlamaBackend) -> None:
     app = SamplescopeApp(llama, max_tokens=40, cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
-        await _send(pilot, app, "Tell me a fact about the moon.")
-        first = await _finished(pilot, app)
+        await type_message(pilot, app, "Tell me a fact about the moon.")
+        first = await nth_reply_finished(pilot, app)
         seed = app.replies[-1].seed
         await pilot.press("ctrl+g")  # a new seed: ctrl+r must still use the reply's own
         await pilot.pause()
         assert app.live.current.seed != seed
         await pilot.press("ctrl+r")
-        second = await _finished(pilot, app, 2)
+        second = await nth_reply_finished(pilot, app, 2)
         assert app.live.current.seed == seed
         assert second.token_ids == first.token_ids
         assert second.text == first.text

@@ -3,20 +3,18 @@ and continued; the config file applied at startup (a broken one reported)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from textual.widgets import Input, Static
+from textual.widgets import Static
 
-from backend.chat.events import FinishedEvent
 from backend.config.config import Config
 from backend.config.paths import CONFIG_DIR_ENV, CONFIG_FILENAME, DATA_DIR_ENV
 from backend.store.store import ChatStore
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import FakeBackend
-from tests.helpers import wait_until
+from tests.helpers import nth_reply_finished, send_message, wait_until
 from tui.app import SamplescopeApp
 from tui.app_config import resolve_app_config
 from tui.chat.view import STORED_REPLIES_NOTE
@@ -29,12 +27,6 @@ pytestmark = pytest.mark.anyio
 SIZE = (120, 36)
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[ChatStore]:
-    with ChatStore(tmp_path / "chats.sqlite3") as opened:
-        yield opened
-
-
 def _fake(tmp_path: Path) -> FakeBackend:
     """A fake backend whose model "file" exists (the store hashes the model file)."""
     model = tmp_path / "fake.gguf"
@@ -44,28 +36,12 @@ def _fake(tmp_path: Path) -> FakeBackend:
     return fake
 
 
-async def _send(pilot: object, app: SamplescopeApp, text: str) -> FinishedEvent:
-    await wait_until(pilot, lambda: app.ready)  # type: ignore[arg-type]
-    count = len(app.finished)
-    prompt = app.query_one("#prompt", Input)
-    prompt.focus()
-    prompt.value = text
-    await prompt.action_submit()
-    await wait_until(pilot, lambda: len(app.finished) > count and not app.generating, 240)  # type: ignore[arg-type]
-    return app.finished[-1]
-
-
 def _roles_and_texts(store: ChatStore, chat_id: int) -> list[tuple[str, str]]:
     return [(m.role, m.content) for m in store.load_chat(chat_id).messages]
 
 
 def _shown(app: SamplescopeApp, selector: str) -> list[str]:
     return [str(widget.content) for widget in app.query(f"#transcript {selector}").results(Static)]
-
-
-async def _send_wait(pilot: object, app: SamplescopeApp, count: int) -> FinishedEvent:
-    await wait_until(pilot, lambda: len(app.finished) >= count and not app.generating, 240)  # type: ignore[arg-type]
-    return app.finished[count - 1]
 
 
 def _configure(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, toml: str) -> Path:
@@ -81,7 +57,7 @@ def _configure(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, toml: str) -> Pa
 async def test_chats_are_saved_reopened_and_continued(tmp_path: Path, store: ChatStore) -> None:
     app = SamplescopeApp(_fake(tmp_path), max_tokens=8, cursor_blink=False, store=store)
     async with app.run_test(size=SIZE) as pilot:
-        first = await _send(pilot, app, "hello there")
+        first = await send_message(pilot, app, "hello there")
         [chat] = store.list_chats()
         assert chat.title == "hello there"
         assert _roles_and_texts(store, chat.id) == [
@@ -94,7 +70,7 @@ async def test_chats_are_saved_reopened_and_continued(tmp_path: Path, store: Cha
 
         # ctrl+r regenerates: the stored reply is replaced, not added to.
         await pilot.press("ctrl+r")
-        again = await _send_wait(pilot, app, 2)
+        again = await nth_reply_finished(pilot, app, 2)
         assert _roles_and_texts(store, chat.id) == [
             ("user", "hello there"),
             ("assistant", again.text),
@@ -103,7 +79,7 @@ async def test_chats_are_saved_reopened_and_continued(tmp_path: Path, store: Cha
         # ctrl+n: the next message starts a second chat.
         await pilot.press("ctrl+n")
         await pilot.pause()
-        second = await _send(pilot, app, "second chat")
+        second = await send_message(pilot, app, "second chat")
         chats = store.list_chats()
         assert [c.title for c in chats] == ["second chat", "hello there"]  # newest first
         assert _roles_and_texts(store, chats[0].id) == [
@@ -129,7 +105,7 @@ async def test_chats_are_saved_reopened_and_continued(tmp_path: Path, store: Cha
         assert STORED_REPLIES_NOTE in shown
 
         # Continue it: the new turn and reply go into the same chat.
-        third = await _send(pilot, app, "and then?")
+        third = await send_message(pilot, app, "and then?")
         assert len(store.list_chats()) == 2
         assert _roles_and_texts(store, chat.id) == [
             ("user", "hello there"),
@@ -144,7 +120,7 @@ async def test_chats_are_saved_reopened_and_continued(tmp_path: Path, store: Cha
 async def test_without_a_store_nothing_is_saved_and_history_says_so(tmp_path: Path) -> None:
     app = SamplescopeApp(_fake(tmp_path), max_tokens=4, cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
-        await _send(pilot, app, "hi")
+        await send_message(pilot, app, "hi")
         assert app.recorder is None
         await pilot.press("ctrl+o")
         await pilot.pause()
@@ -160,8 +136,8 @@ async def test_a_store_error_is_shown_once_and_the_reply_still_runs(
     fake = FakeBackend()  # its model path "<fake>" is no file: the store cannot hash it
     app = SamplescopeApp(fake, max_tokens=4, cursor_blink=False, store=store)
     async with app.run_test(size=SIZE) as pilot:
-        first = await _send(pilot, app, "hi")
-        await _send(pilot, app, "again")
+        first = await send_message(pilot, app, "hi")
+        await send_message(pilot, app, "again")
         assert first.text
         notes = [text for text in _shown(app, ".note") if "not being saved" in text]
         assert len(notes) == 1 and "<fake>" in notes[0]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from textual.widgets import Input
 
-from backend.chat.events import FinishedEvent, PrefillProgress
+from backend.chat.events import PrefillProgress
 from tests.fake_backend import FakeBackend
-from tests.helpers import wait_until
+from tests.helpers import nth_reply_finished, type_message, wait_until
 from tui.app import SamplescopeApp
 from tui.chat.reply_view import ReplyView
 from tui.widgets.prob_panel import ProbPanel
@@ -18,21 +18,6 @@ pytestmark = pytest.mark.anyio
 SIZE = (120, 36)
 # With seed 42 and the default settings the model's reply runs past 200 tokens.
 LONG_PROMPT = "Write a long story about a lighthouse keeper and a storm."
-
-
-async def _send(pilot: object, app: SamplescopeApp, text: str) -> None:
-    await wait_until(pilot, lambda: app.ready)  # type: ignore[arg-type]
-    prompt = app.query_one("#prompt", Input)
-    prompt.focus()
-    await pilot.press(*text)  # type: ignore[attr-defined]
-    # Enter, without Pilot.press: that waits for the app to go idle, i.e. (with
-    # tokens streaming in) for the end of the reply.
-    await prompt.action_submit()
-
-
-async def _finished(pilot: object, app: SamplescopeApp, count: int = 1) -> FinishedEvent:
-    await wait_until(pilot, lambda: len(app.finished) >= count and not app.generating, 240)  # type: ignore[arg-type]
-    return app.finished[count - 1]
 
 
 async def test_slider_keys_typed_entry_and_toggle() -> None:
@@ -71,8 +56,8 @@ async def test_slider_keys_typed_entry_and_toggle() -> None:
 async def test_click_a_token_and_copy_the_reply() -> None:
     app = SamplescopeApp(FakeBackend(), max_tokens=20, cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
-        await _send(pilot, app, "hello")
-        await _finished(pilot, app)
+        await type_message(pilot, app, "hello")
+        await nth_reply_finished(pilot, app)
         app.flush_now()
         await pilot.pause()
         view = app.query_one(ReplyView)
@@ -91,7 +76,7 @@ async def test_model_text_is_literal() -> None:
         await wait_until(pilot, lambda: app.ready)
         app.query_one("#prompt", Input).value = "[bold]x[/bold] \x1b[31mred"
         await pilot.press("enter")
-        await _finished(pilot, app)
+        await nth_reply_finished(pilot, app)
         shown = str(app.query(".user").first().render())
         assert "[bold]x[/bold]" in shown
         assert "\x1b" not in shown and "\u241b[31mred" in shown
@@ -100,8 +85,8 @@ async def test_model_text_is_literal() -> None:
 async def test_token_cursor_keys_and_escape() -> None:
     app = SamplescopeApp(FakeBackend(), max_tokens=10, cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
-        await _send(pilot, app, "hello")
-        await _finished(pilot, app)
+        await type_message(pilot, app, "hello")
+        await nth_reply_finished(pilot, app)
         tokens = app.replies[0].tokens
         await pilot.press("ctrl+t")
         assert app.cursor == (0, len(tokens) - 1)
@@ -122,16 +107,16 @@ async def test_new_chat_forgets_the_conversation_and_the_cache() -> None:
     app = SamplescopeApp(fake, max_tokens=10, cursor_blink=False)
     app.event_log = []
     async with app.run_test(size=SIZE) as pilot:
-        await _send(pilot, app, "hello there")
-        await _finished(pilot, app)
+        await type_message(pilot, app, "hello there")
+        await nth_reply_finished(pilot, app)
         assert fake.context_used > 0
         await pilot.press("ctrl+n")
         await pilot.pause()
         assert app.messages == [] and app.replies == []
         assert not app.query(ReplyView)
         app.event_log.clear()
-        await _send(pilot, app, "hello there")
-        await _finished(pilot, app, 2)
+        await type_message(pilot, app, "hello there")
+        await nth_reply_finished(pilot, app, 2)
         progress = [e for e in app.event_log if isinstance(e, PrefillProgress)]
         # The whole prompt is prefilled again: the backend's cache was reset.
         assert progress[-1].total == len(fake.tokenize(app.messages[:1]))

@@ -18,6 +18,7 @@ from textual.widgets import DataTable
 
 from backend.store.store import ChatStore, ModelRef
 from sampling.settings import DEFAULT_CHAT_SETTINGS
+from tests.helpers import DateClock
 from tui.screens.confirm import ConfirmScreen
 from tui.screens.history import HistoryScreen
 
@@ -49,10 +50,8 @@ def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 @pytest.fixture
 def store(tmp_path: Path, utc: None) -> Iterator[ChatStore]:
-    moments = iter(
-        datetime(2026, 5, 1, 9, 0, tzinfo=UTC) + timedelta(hours=5 * i) for i in range(100)
-    )
-    with ChatStore(tmp_path / "chats.sqlite3", clock=lambda: next(moments)) as opened:
+    every_five_hours = DateClock(datetime(2026, 5, 1, 4, 0, tzinfo=UTC), timedelta(hours=5))
+    with ChatStore(tmp_path / "chats.sqlite3", clock=every_five_hours) as opened:
         for title, text, replies in [
             ("Why is the sky blue?", "Why is the sky blue?", 1),
             ("A poem about [bold]markup[/bold]", "write a poem", 2),

@@ -29,7 +29,7 @@ class PanelHost(App[None]):
         self.asked: list[tuple[str, object]] = []
 
     def compose(self) -> ComposeResult:
-        yield SamplingPanel(self.live)
+        yield SamplingPanel(self.live.current)
 
     def on_sampling_panel_setting_changed(self, message: SamplingPanel.SettingChanged) -> None:
         self.asked.append((message.field, message.value))

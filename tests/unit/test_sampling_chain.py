@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -28,24 +27,7 @@ from sampling.logits import checked_logits
 from sampling.penalties import History
 from sampling.samplers import MinP, Penalties, Temperature, TopK, TopP
 from sampling.workspace import Workspace
-
-# Seed 000's six logits, as in the golden tables.
-LOGITS = [2.0, 1.5, 1.0, 0.5, 0.0, -1.0]
-TOL = 1e-12
-
-
-def softmax(values: Sequence[float], temperature: float = 1.0) -> list[float]:
-    """Softmax by hand: exp((x - max) / T) / sum."""
-    top = max(values)
-    exps = [math.exp((v - top) / temperature) for v in values]
-    total = math.fsum(exps)
-    return [e / total for e in exps]
-
-
-def renormalised(probs: list[float], kept: list[int]) -> list[float]:
-    """Zero every token not in `kept`, rescale the kept ones to sum to 1."""
-    total = math.fsum(probs[i] for i in kept)
-    return [probs[i] / total if i in kept else 0.0 for i in range(len(probs))]
+from tests.golden import LOGITS, TOL, renormalised, softmax
 
 
 def run_chain(

@@ -6,7 +6,7 @@ import hashlib
 import os
 import sqlite3
 import threading
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -18,20 +18,10 @@ from backend.store.records import file_sha256
 from backend.store.schema import SCHEMA_VERSION
 from backend.store.store import ChatStore, ModelRef, StoreError, suggest_title
 from sampling.settings import MAX_SEED, SamplerSettings
+from tests.helpers import DateClock
 
 MODEL = ModelRef(path="/models/m.gguf", size=1234, sha256="ab" * 32)
 BASE = SamplerSettings(temperature=0.7, top_k=40, seed=7)
-
-
-class Clock:
-    """A clock that advances one minute per call, from a fixed date."""
-
-    def __init__(self, start: datetime = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        self.now += timedelta(minutes=1)
-        return self.now
 
 
 @pytest.fixture
@@ -41,7 +31,7 @@ def db_path(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def store(db_path: Path) -> ChatStore:
-    with ChatStore(db_path, clock=Clock()) as opened:
+    with ChatStore(db_path, clock=DateClock()) as opened:
         yield opened
 
 

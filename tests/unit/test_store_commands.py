@@ -15,6 +15,7 @@ from backend.chat.events import GenerationStats
 from backend.config.paths import CONFIG_DIR_ENV, DATA_DIR_ENV
 from backend.store.store import ChatStore, ModelRef
 from sampling.settings import SamplerSettings
+from tests.helpers import DateClock
 from tui.cli.main import main
 
 MODEL = ModelRef(path="/models/tiny.gguf", size=99, sha256="cd" * 32)
@@ -50,17 +51,10 @@ def fill(store: ChatStore) -> tuple[int, int]:
     return first, second
 
 
-def clock() -> Iterator[datetime]:
-    moment = datetime(2026, 3, 4, 10, 0, tzinfo=UTC)
-    while True:
-        moment += timedelta(hours=1)
-        yield moment
-
-
 @pytest.fixture
 def filled(env: Path) -> tuple[int, int]:
-    ticks = clock()
-    with ChatStore(clock=lambda: next(ticks)) as store:
+    hourly = DateClock(datetime(2026, 3, 4, 10, 0, tzinfo=UTC), timedelta(hours=1))
+    with ChatStore(clock=hourly) as store:
         return fill(store)
 
 

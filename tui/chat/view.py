@@ -90,7 +90,7 @@ class ChatView(Vertical):
         self._transcript = Transcript(id="transcript")
         self._prompt = Input(placeholder="Type a message; Enter sends it", id="prompt")
         self._prompt.cursor_blink = cursor_blink
-        self._sampling = SamplingPanel(live, id="sampling")
+        self._sampling = SamplingPanel(live.current, id="sampling")
         self._probs = ProbPanel(id="probs")
         self._status = StatusLine(id="status")
 
@@ -241,6 +241,10 @@ class ChatView(Vertical):
     def focus_input(self) -> None:
         """Focus the message box."""
         self._prompt.focus()
+
+    def show_settings(self, settings: SamplerSettings) -> None:
+        """Show the settings in force on the sampling panel."""
+        self._sampling.show(settings)
 
     def focus_sampling(self) -> None:
         """Focus the first slider."""

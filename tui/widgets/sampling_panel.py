@@ -8,7 +8,6 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widget import Widget
 
-from backend.chat.protocol import LiveSettings
 from sampling.errors import SettingsError
 from sampling.settings import SamplerSettings
 from sampling.spec import DISPLAY_ORDER, SETTINGS_BY_NAME, SettingSpec
@@ -25,8 +24,7 @@ class SamplingPanel(Vertical):
     `show` with what is now in force (the old settings when the value is refused).
 
     Args:
-        live: The settings shared with the generation; read once for the starting
-            values.
+        settings: The settings shown at the start.
     """
 
     class SettingChanged(Message):
@@ -42,9 +40,9 @@ class SamplingPanel(Vertical):
             self.field = field
             self.value = value
 
-    def __init__(self, live: LiveSettings, *, id: str | None = None) -> None:
+    def __init__(self, settings: SamplerSettings, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self._initial = live.current
+        self._initial = settings
         self.border_title = "sampling"
 
     def compose(self) -> ComposeResult:
