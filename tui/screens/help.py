@@ -30,7 +30,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("shift+← →, pgup pgdn", "slider: coarse step"),
     ("home / end", "slider: minimum / maximum"),
     ("enter on a slider", "type a value (any valid value, beyond the bar too)"),
-    ("enter, space", "toggle: top-p scope, temperature first/last, draw method"),
+    ("enter, space", "toggle: top-p scope, temperature first/last, draw, generator"),
     ("ctrl+p", "command palette"),
     ("f1 / ctrl+q", "this help / quit"),
 )
