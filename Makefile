@@ -31,9 +31,10 @@ run: setup
 test: setup
 	$(BIN)/python -m pytest -q $(ARGS)
 
-# Every test that needs no model: the quick loop while working.
+# Every test that needs no model: the quick loop while working (both cores: no model
+# thread competes for them here).
 test-fast: setup
-	$(BIN)/python -m pytest -q tests/unit tests/tui $(ARGS)
+	$(BIN)/python -m pytest -q -n 2 tests/unit tests/tui $(ARGS)
 
 lint: setup
 	$(BIN)/ruff format --check .
