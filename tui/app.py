@@ -210,6 +210,7 @@ class SamplescopeApp(StreamingApp):
         self._status.update(
             model=info.name,
             threads=info.n_threads,
+            placement=info.placement,
             ctx_total=info.n_ctx,
             ctx_used=backend.context_used,
             phase="idle",

@@ -21,6 +21,7 @@ from tui.cli import (
     history,
     info,
     replay,
+    rpc_server,
 )
 
 # Each module has `register(subparsers)`, which adds its parser with `func` set to a
@@ -37,6 +38,7 @@ COMMAND_MODULES: tuple[ModuleType, ...] = (
     generate,
     compare,
     fwd,
+    rpc_server,
 )
 
 
