@@ -203,7 +203,12 @@ class ChildContext:
             RpcError: A server still cannot be used (named).
         """
         self.close()
-        probe_all(self._endpoints)
+        try:
+            probe_all(self._endpoints)
+        except RpcError as error:
+            raise RpcError(
+                f"cannot load the model through the RPC servers again: {error}"
+            ) from None
         self._start()
 
     # ---- the Context interface ----------------------------------------------------
