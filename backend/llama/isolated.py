@@ -16,6 +16,7 @@ raw float32 bytes into one reusable buffer (one message per decoded token, about
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import socket
@@ -23,7 +24,6 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import IO, Any
@@ -48,19 +48,6 @@ _DOING = {
     "can_shift": "querying the cache",
     "clear": "clearing the cache",
 }
-
-
-@dataclass(frozen=True, slots=True)
-class ChildSpec:
-    """What the child loads (sent as its first message)."""
-
-    path: str
-    endpoints: tuple[str, ...]
-    n_gpu_layers: int
-    n_ctx: int
-    n_batch: int
-    n_threads: int
-    log_path: str | None
 
 
 class ChildContext:
@@ -89,7 +76,7 @@ class ChildContext:
         n_threads: int,
     ) -> None:
         log = current_log_path()
-        self._spec = ChildSpec(
+        self._spec = isolated_child.ChildSpec(
             str(path),
             tuple(map(str, endpoints)),
             n_gpu_layers,
@@ -132,7 +119,9 @@ class ChildContext:
             )
         self._conn = Connection(ours.detach())
         try:
-            self._conn.send(self._spec)
+            # A dict, not the dataclass: unpickling it would import the child's module
+            # a second time under its package name.
+            self._conn.send(dataclasses.asdict(self._spec))
             reply = self._receive("loading the model")
             if reply[0] == "error":
                 error_type = RpcError if reply[1] == "rpc" else LlamaError

@@ -1,7 +1,7 @@
 """The child process of `backend.llama.isolated`: a model split across RPC servers.
 
 Run as `python -m backend.llama.isolated_child FD`, FD being its end of a socket pair.
-It reads a `ChildSpec`, loads the model with the servers' devices first in
+It reads a `ChildSpec` (as a dict), loads the model with the servers' devices first in
 `llama_model_params.devices` (then this machine's GPUs, as llama.cpp orders them),
 answers `("ready", n_ctx, n_vocab, placement)` or `("error", kind, message)`, then
 serves the `Context` requests until `("close",)` or the end of the connection. If a
@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,20 @@ from backend.llama.ggml_devices import (
 from backend.llama.log import install_llama_log
 from backend.llama.rpc import Endpoint, RpcError, parse_endpoints
 from sampling.errors import SamplescopeError
+
+
+@dataclass(frozen=True, slots=True)
+class ChildSpec:
+    """What the child loads (sent by the parent as a dict, its first message)."""
+
+    path: str
+    endpoints: tuple[str, ...]
+    n_gpu_layers: int
+    n_ctx: int
+    n_batch: int
+    n_threads: int
+    log_path: str | None
+
 
 #: Marks ggml's abort message in this process's output, for the parent to quote.
 ABORT_MARK = "samplescope: ggml abort: "
@@ -50,7 +65,7 @@ def placement(endpoints: tuple[Endpoint, ...], local: list[Device], model: Any, 
     return where if offloaded == total else f"{offloaded}/{total} layers on {where}"
 
 
-def open_model(spec: Any) -> tuple[Any, LocalContext, str]:
+def open_model(spec: ChildSpec) -> tuple[Any, LocalContext, str]:
     """Load the model across the servers and create its context.
 
     Raises:
@@ -113,7 +128,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when to stop
     on_abort(_report_abort)
     conn = Connection(int(argv[1]))
-    spec = conn.recv()
+    spec = ChildSpec(**conn.recv())
     if spec.log_path:
         install_llama_log(Path(spec.log_path))
     try:
