@@ -128,6 +128,8 @@ def test_a_server_killed_mid_reply_ends_it_with_an_error_and_the_backend_recover
             assert isinstance(finished, FinishedEvent) and finished.reason == "error"
             assert finished.error is not None and "\n" not in finished.error
             assert f"RPC server {server.endpoint} cannot be reached" in finished.error
+            # ggml's own abort message, quoted from the child process that held the model.
+            assert "Remote RPC server crashed or returned malformed response" in finished.error
             assert len(finished.token_ids) == 2  # the partial reply is kept
             assert backend.runtime.lost and backend.context_used == 0
             # The next reply tries to load the model again and names the dead server.
