@@ -21,7 +21,7 @@ from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.llama.rpc import Endpoint, RpcError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tui.cli.info import describe_servers
-from tui.cli.rpc_server import LocalServer, _free_port, local_servers
+from tui.cli.rpc_server import LocalServer, free_port, local_servers
 
 QUESTION = [ChatMessage("user", "Name three colours of the rainbow.")]
 GREEDY = SamplerSettings(temperature=0.0)
@@ -80,7 +80,7 @@ def test_greedy_and_seeded_tokens_equal_a_local_run(
 
 
 def test_an_unreachable_server_is_a_clear_error_within_seconds(default_model_path: Path) -> None:
-    dead = Endpoint("127.0.0.1", _free_port())
+    dead = Endpoint("127.0.0.1", free_port())
     started = time.monotonic()
     with pytest.raises(RpcError, match=f"RPC server {dead} cannot be reached: connection refused"):
         LlamaBackend.load(default_model_path, n_ctx=256, n_threads=1, rpc=[dead])

@@ -148,7 +148,8 @@ class LocalServer:
     process: subprocess.Popen[bytes]
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port free on loopback right now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -175,7 +176,7 @@ def local_servers(
     with tempfile.TemporaryFile() as output:
         try:
             for index in range(count):
-                port = ports[index] if index < len(ports) else _free_port()
+                port = ports[index] if index < len(ports) else free_port()
                 command = [sys.executable, "-m", "tui.cli.main", "rpc-server"]
                 command += ["--port", str(port), "--threads", str(threads)]
                 command += [] if mem_mb is None else ["--mem", str(mem_mb)]
