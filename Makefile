@@ -4,11 +4,18 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.samplescope-installed
 MODEL_STAMP := $(VENV)/.smollm2-installed
+RPC_STAMP := $(VENV)/.llama-rpc-checked
 ARGS ?=
+
+# llama.cpp's RPC backend (`samplescope rpc-server`, `--rpc`) is a build option of
+# llama-cpp-python; extra CMAKE_ARGS (e.g. -DGGML_CUDA=on) are kept.
+LLAMA_PIN := $(shell grep -o 'llama-cpp-python==[0-9.]*' pyproject.toml)
+LLAMA_CMAKE_ARGS := -DGGML_RPC=ON $(CMAKE_ARGS)
+RPC_CHECK := import sys, llama_cpp; sys.exit(0 if llama_cpp.llama_supports_rpc() else 1)
 
 .PHONY: run test test-fast check bench lint format typecheck setup clean
 
-setup: $(STAMP) $(MODEL_STAMP)
+setup: $(STAMP) $(RPC_STAMP) $(MODEL_STAMP)
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -16,7 +23,18 @@ $(BIN)/python:
 
 # Reinstall only when the project's metadata changes (the install is editable).
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+# pip's wheel cache ignores CMAKE_ARGS: a llama-cpp-python wheel built earlier without
+# RPC would be reused silently. Check the capability after the install and rebuild
+# from source, bypassing the cache, when it is missing.
+$(RPC_STAMP): $(STAMP)
+	$(BIN)/python -c "$(RPC_CHECK)" || { \
+	  echo "llama-cpp-python lacks llama.cpp's RPC backend: rebuilding it (about 6 minutes on 2 cores)"; \
+	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet --no-cache-dir \
+	    --force-reinstall --no-binary llama-cpp-python --no-deps '$(LLAMA_PIN)'; }
+	$(BIN)/python -c "$(RPC_CHECK)" || { echo "llama-cpp-python still has no RPC backend"; exit 1; }
 	touch $@
 
 # The default model ships in a PyPI package that is a plugin for another tool:

@@ -31,6 +31,7 @@ from backend.chat.events import (
 from backend.chat.prompt import PromptBuilder
 from backend.chat.protocol import ChatMessage, LiveSettings, ModelInfo
 from backend.chat.template import ChatTemplate
+from backend.llama.rpc import Endpoint
 from backend.llama.runtime import LlamaRuntime, RuntimeOptions
 from backend.llama.utf8 import Utf8Stream
 from sampling.errors import SamplescopeError
@@ -112,6 +113,7 @@ class LlamaBackend:
             n_threads=runtime.n_threads,
             n_vocab=runtime.n_vocab,
             n_batch=runtime.n_batch,
+            placement=runtime.placement,
         )
 
     @classmethod
@@ -122,8 +124,9 @@ class LlamaBackend:
         n_threads: int | None = None,
         n_ctx: int = 4096,
         n_batch: int = 256,
-        n_gpu_layers: int = 0,
+        n_gpu_layers: int | None = None,
         log_path: str | Path | None = None,
+        rpc: Sequence[Endpoint] = (),
     ) -> LlamaBackend:
         """Validate a GGUF file, route llama.cpp's log to a file, and load the model.
 
@@ -132,12 +135,16 @@ class LlamaBackend:
             n_threads: Threads for decode and prefill; None means all cores.
             n_ctx: Context size in tokens (capped at the model's training context).
             n_batch: Prefill chunk size.
-            n_gpu_layers: Layers to offload to a GPU (0 on CPU-only builds).
+            n_gpu_layers: Layers to offload to GPUs or RPC servers; None: none, or every
+                layer when `rpc` names servers.
             log_path: Where llama.cpp's log goes (None: the default log file).
+            rpc: llama.cpp RPC servers to split the model across (its context then
+                lives in a child process: `backend.llama.isolated`).
 
         Raises:
             ModelFileError: The file is missing, not GGUF, truncated or corrupt.
             LlamaError: llama.cpp could not create the context.
+            RpcError: An RPC server cannot be reached or used (named in the message).
         """
         from backend.llama.gguf import validate_gguf
         from backend.llama.log import install_llama_log
@@ -145,13 +152,8 @@ class LlamaBackend:
         path = Path(model_path)
         validate_gguf(path)  # before llama.cpp reads a byte of it
         log_file = install_llama_log(None if log_path is None else Path(log_path))
-        runtime = LlamaRuntime(
-            path,
-            RuntimeOptions(
-                n_ctx=n_ctx, n_batch=n_batch, n_threads=n_threads, n_gpu_layers=n_gpu_layers
-            ),
-        )
-        return cls(runtime, log_file)
+        options = RuntimeOptions(n_ctx, n_batch, n_threads, n_gpu_layers, tuple(rpc))
+        return cls(LlamaRuntime(path, options), log_file)
 
     # ---- the protocol -------------------------------------------------------------
 
@@ -221,6 +223,9 @@ class LlamaBackend:
             raise SamplescopeError("nothing to answer: the conversation is empty")
         if max_tokens < 1:
             raise SamplescopeError(f"invalid max_tokens={max_tokens}: expected at least 1")
+        if rt.lost:
+            yield NoticeEvent("the RPC connection was lost: loading the model through the servers")
+            rt.reconnect()
         settings = live.current
         sampler = Sampler(settings, vocab_size=rt.n_vocab)
 

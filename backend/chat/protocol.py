@@ -43,6 +43,8 @@ class ModelInfo:
     n_threads: int
     n_vocab: int
     n_batch: int
+    #: Where the layers are: "" on this machine, else e.g. "2 RPC servers".
+    placement: str = ""
 
 
 @runtime_checkable

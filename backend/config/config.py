@@ -5,6 +5,7 @@ The file lives at `<user config dir>/config.toml` (`samplescope config --path`;
 
     model = "~/models/qwen2.5-0.5b-instruct-q4_k_m.gguf"
     theme = "gruvbox"
+    rpc = ["10.0.0.2:50052", "10.0.0.3:50052"]   # or "10.0.0.2:50052,10.0.0.3:50052"
 
     [settings]          # any SamplerSettings field
     temperature = 0.7
@@ -38,10 +39,11 @@ from typing import Any
 
 from backend.config.model_path import MODEL_ENV
 from backend.config.paths import default_config_path
+from backend.llama.rpc import Endpoint, RpcError, format_endpoints, parse_endpoints
 from sampling.errors import SamplescopeError, SettingsError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 
-TOP_LEVEL_KEYS = ("model", "theme", "settings", "keys")
+TOP_LEVEL_KEYS = ("model", "theme", "rpc", "settings", "keys")
 SETTINGS_KEYS = tuple(f.name for f in fields(SamplerSettings))
 
 
@@ -57,6 +59,7 @@ class Config:
         path: The file it came from (None: no file, all defaults).
         model: The default model path (`~` not yet expanded), or None.
         theme: The Textual theme name, or None (the app's own default).
+        rpc: llama.cpp RPC servers to split the model across (empty: this machine).
         settings: The sampler settings fields the file sets, as (field, value) pairs.
         keys: Key overrides as (action, key) pairs.
     """
@@ -64,6 +67,7 @@ class Config:
     path: Path | None = None
     model: str | None = None
     theme: str | None = None
+    rpc: tuple[Endpoint, ...] = ()
     settings: tuple[tuple[str, Any], ...] = ()
     keys: tuple[tuple[str, str], ...] = ()
 
@@ -93,6 +97,17 @@ def model_with_config(explicit: str | os.PathLike[str] | None, config: Config) -
     if explicit is not None and str(explicit) != "":
         return os.fspath(explicit)
     return os.environ.get(MODEL_ENV) or config.model
+
+
+def rpc_with_config(explicit: str | None, config: Config) -> tuple[Endpoint, ...]:
+    """The RPC servers to use: --rpc (an empty string: none), else the config's `rpc`.
+
+    Raises:
+        RpcError: --rpc is not HOST:PORT[,HOST:PORT...].
+    """
+    if explicit is not None:
+        return parse_endpoints(explicit) if explicit.strip() else ()
+    return config.rpc
 
 
 def load_config(path: Path | None = None) -> Config:
@@ -154,6 +169,17 @@ def _parse(path: Path, text: str, data: dict[str, Any]) -> Config:
     if theme is not None and (not isinstance(theme, str) or not theme.strip()):
         raise fail(None, "theme", f"expected a theme name in quotes, got {theme!r}")
 
+    rpc: tuple[Endpoint, ...] = ()
+    if "rpc" in data:
+        value = data["rpc"]
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+            raise fail(None, "rpc", f'expected "HOST:PORT" or a list of them, got {value!r}')
+        try:
+            rpc = parse_endpoints(items) if any(i.strip() for i in items) else ()
+        except RpcError as error:
+            raise fail(None, "rpc", str(error)) from error
+
     settings = data.get("settings", {})
     if not isinstance(settings, dict):
         raise fail(None, "settings", "expected a table: [settings]")
@@ -178,6 +204,7 @@ def _parse(path: Path, text: str, data: dict[str, Any]) -> Config:
         path=path,
         model=model,
         theme=theme,
+        rpc=rpc,
         settings=tuple(settings.items()),
         keys=tuple((str(a), str(k)) for a, k in keys.items()),
     )
@@ -241,6 +268,9 @@ def effective_toml(
         f"theme = {_toml_value(config.theme)}"
         if config.theme
         else "# theme: not set (the app's default)",
+        f"rpc = {_toml_value(format_endpoints(config.rpc))}"
+        if config.rpc
+        else "# rpc: not set (the model runs on this machine)",
         "",
         "[settings]",
     ]

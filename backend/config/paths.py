@@ -43,3 +43,8 @@ def default_store_path() -> Path:
 def default_config_path() -> Path:
     """The config file: `<config dir>/config.toml`."""
     return config_dir() / CONFIG_FILENAME
+
+
+def rpc_cache_dir() -> Path:
+    """Where `samplescope rpc-server --cache` keeps large tensors (not created here)."""
+    return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False)) / "rpc"

@@ -1,8 +1,8 @@
 """A thin, typed layer over llama.cpp's C API (through llama-cpp-python's ctypes).
 
-It owns one model, one context and one batch, and keeps the list of tokens the KV
-cache holds, so the cache and that list can never disagree. Only the thread that
-generates may call it (a llama context is not thread-safe).
+It owns one model and one context (`backend.llama.context`), and keeps the list of
+tokens the KV cache holds, so the cache and that list can never disagree. Only the
+thread that generates may call it (a llama context is not thread-safe).
 
 llama-cpp-python's `Llama` class is not used: it prints to stderr from Python and
 its `verbose=False` path redirects file descriptors 1 and 2 (which blanks a Textual
@@ -24,16 +24,21 @@ import llama_cpp
 import numpy as np
 import numpy.typing as npt
 
-from backend.errors import ModelFileError
+from backend.llama.context import (
+    Context,
+    ContextLostError,
+    LlamaError,
+    LocalContext,
+    load_model,
+)
+from backend.llama.ggml_devices import require_rpc
 from backend.llama.pieces import visible_piece
-from sampling.errors import SamplescopeError
+from backend.llama.rpc import Endpoint, probe_all
+
+__all__ = ["LlamaError", "LlamaRuntime", "RuntimeOptions", "default_threads"]
 
 _backend_lock = threading.Lock()
 _backend_ready = False
-
-
-class LlamaError(SamplescopeError):
-    """llama.cpp failed (load, context creation, decode); the message says where."""
 
 
 def default_threads() -> int:
@@ -51,23 +56,34 @@ def _init_backend() -> None:
 
 @dataclass(frozen=True, slots=True)
 class RuntimeOptions:
-    """How to load a model (the `--threads --ctx --batch --gpu-layers` options)."""
+    """How to load a model (the `--threads --ctx --batch --gpu-layers --rpc` options).
+
+    Attributes:
+        n_gpu_layers: Layers offloaded to GPUs or RPC servers; None: none locally, all
+            of them when `rpc` names servers (llama.cpp's `-ngl 99 --rpc ...`).
+        rpc: RPC servers to split the model across (empty: this machine only).
+    """
 
     n_ctx: int = 4096
     n_batch: int = 256
     n_threads: int | None = None
-    n_gpu_layers: int = 0
+    n_gpu_layers: int | None = None
+    rpc: tuple[Endpoint, ...] = ()
 
 
 class LlamaRuntime:
     """One loaded model with its context, KV cache bookkeeping and tokenizer.
 
+    With RPC servers the context lives in a child process (`ChildContext`) and this
+    process loads only the vocabulary; everything else is the same.
+
     Args:
         path: A GGUF file that `backend.llama.gguf.validate_gguf` accepted.
-        options: Context size, batch, threads, GPU layers.
+        options: Context size, batch, threads, GPU layers, RPC servers.
 
     Raises:
         LlamaError: llama.cpp could not load the model or create the context.
+        RpcError: An RPC server cannot be reached or used (named in the message).
     """
 
     def __init__(self, path: Path, options: RuntimeOptions) -> None:
@@ -80,34 +96,39 @@ class LlamaRuntime:
         self.n_threads = options.n_threads or default_threads()
         if self.n_threads < 1:
             raise LlamaError(f"invalid thread count {self.n_threads}: expected at least 1")
-        model_params = llama_cpp.llama_model_default_params()
-        model_params.n_gpu_layers = options.n_gpu_layers
-        model = llama_cpp.llama_model_load_from_file(str(path).encode("utf-8"), model_params)
-        if not model:
-            raise ModelFileError(f"{path}: llama.cpp could not load this model (see the log file)")
+        if options.rpc:
+            require_rpc()
+            probe_all(options.rpc)  # before llama.cpp connects (it aborts on failure)
+        remote = bool(options.rpc)
+        n_gpu_layers = options.n_gpu_layers
+        if n_gpu_layers is None:
+            n_gpu_layers = -1 if remote else 0  # -1: every layer (llama.cpp's -ngl 99)
+        # With servers, this process needs only the vocabulary: the weights go to them.
+        model = load_model(path, n_gpu_layers=n_gpu_layers, vocab_only=remote)
         self._model: Any = model
         self._vocab: Any = llama_cpp.llama_model_get_vocab(model)
         n_ctx_train = int(llama_cpp.llama_model_n_ctx_train(model))
         n_ctx = options.n_ctx if n_ctx_train <= 0 else min(options.n_ctx, n_ctx_train)
-        self.n_batch = min(options.n_batch, n_ctx)
-        params = llama_cpp.llama_context_default_params()
-        params.n_ctx = n_ctx
-        params.n_batch = self.n_batch
-        params.n_ubatch = self.n_batch
-        params.n_seq_max = 1
-        params.n_threads = self.n_threads
-        params.n_threads_batch = self.n_threads
-        # The same as llama-cpp-python's Llama default, so greedy results match it.
-        params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
-        ctx = llama_cpp.llama_init_from_model(model, params)
-        if not ctx:
+        n_batch = min(options.n_batch, n_ctx)
+        self._context: Context
+        try:
+            if remote:
+                from backend.llama.isolated import ChildContext
+
+                self._context = ChildContext(
+                    path, options.rpc, n_gpu_layers, n_ctx, n_batch, self.n_threads
+                )
+            else:
+                try:
+                    self._context = LocalContext(model, n_ctx, n_batch, self.n_threads)
+                except LlamaError as error:
+                    raise LlamaError(f"{path}: {error}") from None
+        except BaseException:
             llama_cpp.llama_model_free(model)
-            raise LlamaError(f"{path}: llama.cpp could not create a context of {n_ctx} tokens")
-        self._ctx: Any = ctx
-        self._memory: Any = llama_cpp.llama_get_memory(ctx)
-        self.n_ctx = int(llama_cpp.llama_n_ctx(ctx))
+            raise
+        self.n_ctx = self._context.n_ctx
+        self.n_batch = n_batch
         self.n_vocab = int(llama_cpp.llama_vocab_n_tokens(self._vocab))
-        self._batch: Any = llama_cpp.llama_batch_init(self.n_batch, 0, 1)
         self._piece_buf = ctypes.create_string_buffer(256)
         self._piece_cache: dict[tuple[int, bool], bytes] = {}
         self._shown_cache: dict[int, str] = {}
@@ -116,6 +137,11 @@ class LlamaRuntime:
         # Where the llama_decode batch that computed each cached position began: a
         # token's logits and KV depend on the batch it was computed in.
         self._batch_starts: list[int] = []
+
+    @property
+    def placement(self) -> str:
+        """Where the layers are: "" on this machine, else e.g. "2 RPC servers"."""
+        return self._context.placement
 
     # ---- vocabulary ---------------------------------------------------------------
 
@@ -220,15 +246,38 @@ class LlamaRuntime:
 
     # ---- the KV cache -------------------------------------------------------------
 
+    @property
+    def lost(self) -> bool:
+        """Whether the context is gone (an RPC server failed); `reconnect` restores it."""
+        return self._context.lost
+
+    def reconnect(self) -> None:
+        """Load the model through the RPC servers again, with an empty cache.
+
+        Raises:
+            RpcError: A server still cannot be reached (named in the message).
+        """
+        self._forget()
+        self._context.reconnect()
+
+    def _forget(self) -> None:
+        # The context and its KV cache are gone: so is what the bookkeeping says.
+        self.cache.clear()
+        self._batch_starts.clear()
+
     def keep(self, n: int) -> int:
         """Truncate the KV cache to its first `n` tokens; returns how many are kept."""
         n = max(0, min(n, len(self.cache)))
         if n == len(self.cache):
             return n
-        if not llama_cpp.llama_memory_seq_rm(self._memory, -1, n, -1):
-            # A partial removal can fail on some memory types: start over.
-            llama_cpp.llama_memory_clear(self._memory, True)
-            n = 0
+        try:
+            if not self._context.seq_rm(-1, n, -1):
+                # A partial removal can fail on some memory types: start over.
+                self._context.clear()
+                n = 0
+        except ContextLostError:
+            self._forget()
+            raise
         del self.cache[n:]
         del self._batch_starts[n:]
         return n
@@ -241,11 +290,13 @@ class LlamaRuntime:
         """
         if not 0 <= start < end <= len(self.cache):
             return False
-        if not llama_cpp.llama_memory_can_shift(self._memory):
-            return False
-        if not llama_cpp.llama_memory_seq_rm(self._memory, 0, start, end):
-            return False
-        llama_cpp.llama_memory_seq_add(self._memory, 0, end, -1, start - end)
+        try:
+            if not self._context.can_shift() or not self._context.seq_rm(0, start, end):
+                return False
+            self._context.seq_add(0, end, -1, start - end)
+        except ContextLostError:
+            self._forget()
+            raise
         del self.cache[start:end]
         # Shifted tokens keep their batch boundaries, moved back with them.
         shift = end - start
@@ -255,10 +306,10 @@ class LlamaRuntime:
         return True
 
     def clear(self) -> None:
-        """Empty the KV cache."""
-        llama_cpp.llama_memory_clear(self._memory, True)
-        self.cache.clear()
-        self._batch_starts.clear()
+        """Empty the KV cache (nothing to do when the context is lost)."""
+        self._forget()
+        if not self.lost:
+            self._context.clear()
 
     def batch_of(self, pos: int) -> tuple[int, int]:
         """The [start, end) positions of the decode batch that computed cache[pos]."""
@@ -268,39 +319,37 @@ class LlamaRuntime:
             end += 1
         return start, end
 
+    def _decode(self, tokens: list[int]) -> None:
+        start = len(self.cache)
+        try:
+            code = self._context.decode(tokens, start)
+            if code != 0:
+                # Whatever llama.cpp managed to write past the recorded tokens is dropped.
+                if not self._context.seq_rm(-1, start, -1):
+                    self.clear()
+                raise LlamaError(f"llama_decode failed with code {code} at position {start}")
+        except ContextLostError:
+            self._forget()
+            raise
+        self.cache.extend(tokens)
+        self._batch_starts.extend([start] * len(tokens))
+
     def decode(self, tokens: list[int]) -> None:
         """Append `tokens` (at most n_batch) to the cache; logits for the last one.
 
         Raises:
             LlamaError: llama.cpp failed; the cache is put back as it was.
+            ContextLostError: The context is gone (an RPC server failed); the cache is
+                empty.
         """
         n = len(tokens)
         if n == 0:
             return
         if n > self.n_batch:
             raise LlamaError(f"internal: {n} tokens exceed the batch size {self.n_batch}")
-        start = len(self.cache)
-        if start + n > self.n_ctx:
+        if len(self.cache) + n > self.n_ctx:
             raise LlamaError(f"the context is full ({self.n_ctx} tokens)")
-        batch = self._batch
-        token_arr, pos_arr = batch.token, batch.pos
-        n_seq, seq_ids, logits = batch.n_seq_id, batch.seq_id, batch.logits
-        for i, token in enumerate(tokens):
-            token_arr[i] = token
-            pos_arr[i] = start + i
-            n_seq[i] = 1
-            seq_ids[i][0] = 0
-            logits[i] = 0
-        logits[n - 1] = 1
-        batch.n_tokens = n
-        code = llama_cpp.llama_decode(self._ctx, batch)
-        if code != 0:
-            # Whatever llama.cpp managed to write past the recorded tokens is dropped.
-            if not llama_cpp.llama_memory_seq_rm(self._memory, -1, start, -1):
-                self.clear()
-            raise LlamaError(f"llama_decode failed with code {code} at position {start}")
-        self.cache.extend(tokens)
-        self._batch_starts.extend([start] * n)
+        self._decode(tokens)
 
     def prefill(self, tokens: list[int]) -> Iterator[int]:
         """Append a prompt's tokens in n_batch chunks; yields how many are done.
@@ -315,29 +364,11 @@ class LlamaRuntime:
             self.decode(tokens[start : start + self.n_batch])
             yield min(start + self.n_batch, len(tokens))
 
-    def _single(self, token: int, pos: int) -> Any:
-        """The reusable batch holding one token at `pos`, logits requested."""
-        batch = self._batch
-        batch.token[0] = token
-        batch.pos[0] = pos
-        batch.n_seq_id[0] = 1
-        batch.seq_id[0][0] = 0
-        batch.logits[0] = 1
-        batch.n_tokens = 1
-        return batch
-
     def decode_one(self, token: int) -> None:
-        """Append one token (the decode step's fast path)."""
-        start = len(self.cache)
-        if start >= self.n_ctx:
+        """Append one token (the decode step's path)."""
+        if len(self.cache) >= self.n_ctx:
             raise LlamaError(f"the context is full ({self.n_ctx} tokens)")
-        code = llama_cpp.llama_decode(self._ctx, self._single(token, start))
-        if code != 0:
-            if not llama_cpp.llama_memory_seq_rm(self._memory, -1, start, -1):
-                self.clear()
-            raise LlamaError(f"llama_decode failed with code {code} at position {start}")
-        self.cache.append(token)
-        self._batch_starts.append(start)
+        self._decode([token])
 
     def probe(self, token: int, pos: int) -> npt.NDArray[np.float32]:
         """Logits (a copy) of `token` fed alone at position `pos` into an empty cache.
@@ -346,30 +377,21 @@ class LlamaRuntime:
         """
         self.clear()
         try:
-            code = llama_cpp.llama_decode(self._ctx, self._single(token, pos))
+            code = self._context.decode([token], pos)
             if code != 0:
                 raise LlamaError(f"llama_decode failed with code {code} at position {pos}")
-            return self.logits().copy()
+            return self._context.logits().copy()
         finally:
             self.clear()
 
     def logits(self) -> npt.NDArray[np.float32]:
-        """The last decoded token's logits: a zero-copy view the next decode overwrites."""
-        ptr = llama_cpp.llama_get_logits_ith(self._ctx, -1)
-        if not ptr:
-            raise LlamaError("llama.cpp returned no logits")
-        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
+        """The last decoded token's logits: a view the next decode overwrites."""
+        return self._context.logits()
 
     def close(self) -> None:
-        """Free the batch, the context and the model (idempotent)."""
-        if self._batch is not None:
-            llama_cpp.llama_batch_free(self._batch)
-            self._batch = None
-        if self._ctx is not None:
-            llama_cpp.llama_free(self._ctx)
-            self._ctx = None
+        """Free the context and the model (idempotent)."""
+        self._context.close()
         if self._model is not None:
             llama_cpp.llama_model_free(self._model)
             self._model = None
-        self.cache = []
-        self._batch_starts = []
+        self._forget()

@@ -24,3 +24,8 @@ def test_decode_and_idle_figures() -> None:
     assert "12.5 tok/s · 7 tokens" in rendered(phase="decode", decode_tps=12.5, decode_tokens=7)
     idle = rendered(phase="idle", last_ttft_ms=119.0, last_tps=129.9, last_reason="eos")
     assert "TTFT 119 ms" in idle and "129.9 tok/s" in idle
+
+
+def test_where_the_layers_are_is_shown_only_when_not_here() -> None:
+    assert " m  2 threads · 2 RPC servers · ctx 0/4096 " in rendered(placement="2 RPC servers")
+    assert "RPC" not in rendered() and " m  2 threads · ctx 0/4096 " in rendered()

@@ -137,6 +137,7 @@ class ChatView(Vertical):
         self._status.update(
             model=info.name,
             threads=info.n_threads,
+            placement=info.placement,
             ctx_total=info.n_ctx,
             ctx_used=backend.context_used if backend is not None else 0,
             phase="idle",

@@ -14,10 +14,17 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from backend.chat.protocol import ChatBackend
-from backend.config.config import load_config_or_default, model_with_config, settings_with_config
+from backend.config.config import (
+    load_config_or_default,
+    model_with_config,
+    rpc_with_config,
+    settings_with_config,
+)
+from backend.llama.rpc import Endpoint, RpcError
 from backend.store.store import ChatStore, StoreError
 from sampling.errors import SettingsError
 from sampling.settings import DEFAULT_CHAT_SETTINGS
+from tui.cli.model_flags import add_rpc_flag
 from tui.cli.settings_flags import add_settings_flags, settings_from_args
 
 if TYPE_CHECKING:
@@ -34,7 +41,10 @@ def build_app_parser() -> argparse.ArgumentParser:
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all)")
     parser.add_argument("--ctx", type=int, default=4096, help="context size in tokens")
     parser.add_argument("--batch", type=int, default=256, help="prefill chunk in tokens")
-    parser.add_argument("--gpu-layers", type=int, default=0, help="layers offloaded to a GPU")
+    parser.add_argument(
+        "--gpu-layers", type=int, default=None, help="layers offloaded (default 0; all with --rpc)"
+    )
+    add_rpc_flag(parser)
     parser.add_argument("--max-tokens", type=int, default=512, help="the longest reply")
     parser.add_argument("--system", default=None, help="a system prompt for every chat")
     parser.add_argument(
@@ -45,13 +55,14 @@ def build_app_parser() -> argparse.ArgumentParser:
 
 
 def backend_factory(
-    args: argparse.Namespace, model: str | None = None
+    args: argparse.Namespace, model: str | None = None, rpc: tuple[Endpoint, ...] = ()
 ) -> Callable[[], ChatBackend]:
     """A loader for the model the options name (run on the app's worker thread).
 
     Args:
         args: The app's parsed options.
         model: The model to load (default `args.model`; None: the bundled default).
+        rpc: The RPC servers to split it across (none: this machine).
     """
     chosen = args.model if model is None else model
 
@@ -65,6 +76,7 @@ def backend_factory(
             n_ctx=args.ctx,
             n_batch=args.batch,
             n_gpu_layers=args.gpu_layers,
+            rpc=rpc,
         )
 
     return load
@@ -75,6 +87,7 @@ def build_app(args: argparse.Namespace) -> SamplescopeApp:
 
     Raises:
         SettingsError: A flag (or the config file under the flags) sets a bad value.
+        RpcError: --rpc is malformed.
     """
     config, problem = load_config_or_default()
     notices = [problem] if problem else []
@@ -88,7 +101,9 @@ def build_app(args: argparse.Namespace) -> SamplescopeApp:
     from tui.app import SamplescopeApp
 
     return SamplescopeApp(
-        backend_factory=backend_factory(args, model_with_config(args.model, config)),
+        backend_factory=backend_factory(
+            args, model_with_config(args.model, config), rpc_with_config(args.rpc, config)
+        ),
         settings=settings,
         max_tokens=args.max_tokens,
         system_prompt=args.system,
@@ -103,7 +118,7 @@ def run_app(argv: list[str]) -> int:
     args = build_app_parser().parse_args(argv)
     try:
         app = build_app(args)
-    except SettingsError as error:
+    except (SettingsError, RpcError) as error:
         print(f"samplescope: {error}", file=sys.stderr)
         return 2
     try:

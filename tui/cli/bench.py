@@ -6,10 +6,11 @@ import argparse
 import os
 import subprocess
 import sys
+from pathlib import Path
 
-from tui.cli.model_flags import chosen_model_path
+from tui.cli.model_flags import add_rpc_flag, chosen_model_path
 
-PARTS = ("sampler", "backend", "tui")
+PARTS = ("sampler", "backend", "tui", "rpc")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -21,7 +22,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "sampler: µs per sampled token for each mode, ours (record included) next to "
             "llama.cpp's native sampler chain on the same logits. backend: decode and prefill "
             "tokens/s against llama-cpp-python's own loop, and peak memory. tui: a reply "
-            "streamed through the app against the same generation consumed bare."
+            "streamed through the app against the same generation consumed bare. rpc: decode "
+            "and prefill tokens/s with the model split across two loopback rpc-servers (or "
+            "--rpc servers) against the same model on this machine."
         ),
     )
     parser.add_argument("--model", default=None, help="GGUF file (default: SmolLM2-135M)")
@@ -31,6 +34,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--steps", type=int, default=48, help="sampler: logit vectors per mode")
     parser.add_argument("--repeats", type=int, default=7, help="sampler: timed repeats (median)")
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    add_rpc_flag(parser)
     parser.set_defaults(func=run)
 
 
@@ -62,4 +66,30 @@ def run(args: argparse.Namespace) -> int:
             [sys.executable, "-m", "tui.bench", str(model_path), str(args.threads)],
             check=True,
         )
+    if "rpc" in parts:
+        _run_rpc(model_path, args)
     return 0
+
+
+def _run_rpc(model_path: Path, args: argparse.Namespace) -> None:
+    """The rpc part: through --rpc servers, else two loopback servers started here."""
+    from backend.bench.rpc import format_rpc_rows, run_rpc_bench
+    from backend.llama.rpc import parse_endpoints
+    from tui.cli.rpc_server import local_servers
+
+    if args.rpc:
+        endpoints = parse_endpoints(args.rpc)
+        print(f"\n## rpc ({len(endpoints)} servers, {args.threads} local threads, best of 3)")
+        print(format_rpc_rows(run_rpc_bench(model_path, endpoints, n_threads=args.threads)))
+        return
+    # The servers share this machine's cores: half the threads each.
+    server_threads = max(1, args.threads // 2)
+    print(
+        f"\n## rpc (2 loopback servers x {server_threads} thread(s) against"
+        f" {args.threads} local threads, best of 3)",
+        flush=True,
+    )
+    with local_servers(2, threads=server_threads) as servers:
+        endpoints = tuple(server.endpoint for server in servers)
+        rows = run_rpc_bench(model_path, endpoints, n_threads=args.threads)
+    print(format_rpc_rows(rows))

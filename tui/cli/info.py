@@ -7,6 +7,7 @@ from collections import defaultdict
 
 from backend.llama.gguf import GgufFile, MetaValue, validate_gguf
 from backend.llama.pieces import visible_piece
+from backend.llama.rpc import Endpoint, RpcError, parse_endpoints, probe
 from sampling.errors import SamplescopeError
 from tui.cli.model_flags import chosen_model_path
 
@@ -44,6 +45,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--model", help="a GGUF file (same as MODEL)")
     parser.add_argument(
         "--metadata", action="store_true", help="also print every metadata key and value"
+    )
+    parser.add_argument(
+        "--rpc",
+        default=None,
+        metavar="HOST:PORT[,...]",
+        help="also report each llama.cpp RPC server's devices and memory",
     )
     parser.set_defaults(func=run)
 
@@ -157,8 +164,35 @@ def describe(gguf: GgufFile, *, all_metadata: bool = False) -> list[str]:
     return lines
 
 
+def describe_servers(endpoints: tuple[Endpoint, ...]) -> tuple[list[str], bool]:
+    """Lines naming each RPC server's devices and memory; False if one is unusable."""
+    from backend.llama.ggml_devices import device_memory, require_rpc, rpc_devices
+
+    require_rpc()
+    lines, usable = ["RPC servers"], True
+    for endpoint in endpoints:
+        try:
+            probe(endpoint)  # llama.cpp itself would abort on an unreachable server
+        except RpcError as error:
+            lines.append(f"  {endpoint}  unusable: {error}")
+            usable = False
+            continue
+        for device in rpc_devices(endpoint):
+            free, total = device_memory(device)
+            lines.append(
+                f"  {endpoint}  {device.name}  {_human_bytes(free)} free of {_human_bytes(total)}"
+            )
+    return lines, usable
+
+
 def run(args: argparse.Namespace) -> int:
-    """Print the model's description."""
+    """Print the model's description (and the RPC servers' memory); 1 if a server is
+    unusable."""
+    endpoints = parse_endpoints(args.rpc) if args.rpc else ()
     gguf = validate_gguf(chosen_model_path(_chosen_model(args)))
     print("\n".join(describe(gguf, all_metadata=args.metadata)))
-    return 0
+    if not endpoints:
+        return 0
+    lines, usable = describe_servers(endpoints)
+    print("\n".join(lines))
+    return 0 if usable else 1

@@ -21,6 +21,7 @@ from tui.cli import (
     history,
     info,
     replay,
+    rpc_server,
 )
 
 
@@ -43,6 +44,7 @@ COMMAND_MODULES: tuple[CommandModule, ...] = (
     generate,
     compare,
     fwd,
+    rpc_server,
 )
 
 

@@ -7,14 +7,26 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from backend.chat.llama_backend import LlamaBackend
+    from backend.llama.rpc import Endpoint
+
+
+RPC_HELP = (
+    "split the model's layers across llama.cpp RPC servers (samplescope rpc-server on each"
+    ' machine; default: the config\'s rpc; "" runs locally)'
+)
+
+
+def add_rpc_flag(parser: Any) -> None:
+    """Add `--rpc HOST:PORT[,HOST:PORT...]` to a parser or an argument group."""
+    parser.add_argument("--rpc", default=None, metavar="HOST:PORT[,...]", help=RPC_HELP)
 
 
 def add_model_flags(parser: argparse.ArgumentParser, *, ctx: int = 4096) -> None:
-    """Add `--model --threads --ctx --batch --gpu-layers --log` and `-v` to a parser."""
+    """Add `--model --threads --ctx --batch --gpu-layers --rpc --log` and `-v` to a parser."""
     group = parser.add_argument_group("model")
     group.add_argument(
         "--model",
@@ -32,8 +44,12 @@ def add_model_flags(parser: argparse.ArgumentParser, *, ctx: int = 4096) -> None
     )
     group.add_argument("--batch", type=int, default=256, help="prefill chunk size (default 256)")
     group.add_argument(
-        "--gpu-layers", type=int, default=0, help="layers offloaded to a GPU (default 0)"
+        "--gpu-layers",
+        type=int,
+        default=None,
+        help="layers offloaded to a GPU or the RPC servers (default 0; all with --rpc)",
     )
+    add_rpc_flag(group)
     group.add_argument(
         "--log", default=None, help="llama.cpp's log file (default: the user log dir)"
     )
@@ -60,12 +76,25 @@ def chosen_model_path(explicit: str | os.PathLike[str] | None) -> Path:
     return resolve_model_path(model_with_config(explicit, config))
 
 
+def chosen_rpc(explicit: str | None) -> tuple[Endpoint, ...]:
+    """The RPC servers a command uses: --rpc, else the config's `rpc` (else none).
+
+    Raises:
+        RpcError: --rpc is malformed.
+    """
+    from backend.config.config import load_config_or_default, rpc_with_config
+
+    config, _problem = load_config_or_default()  # reported by chosen_model_path
+    return rpc_with_config(explicit, config)
+
+
 def load_backend(args: argparse.Namespace) -> LlamaBackend:
     """Resolve, validate and load the model the flags name.
 
     Raises:
         ModelFileError: The file is missing or not a usable GGUF.
         LlamaError: llama.cpp could not load it.
+        RpcError: An RPC server is malformed or cannot be reached.
     """
     from backend.chat.llama_backend import LlamaBackend
 
@@ -78,13 +107,15 @@ def load_backend(args: argparse.Namespace) -> LlamaBackend:
         n_batch=args.batch,
         n_gpu_layers=args.gpu_layers,
         log_path=args.log,
+        rpc=chosen_rpc(args.rpc),
     )
     if getattr(args, "verbose", 0) >= 1:
         info = backend.info
         log(
             f"loaded {info.name} ({path}) in {(time.perf_counter() - started) * 1000:.0f} ms:"
             f" n_ctx={info.n_ctx} n_batch={info.n_batch} threads={info.n_threads}"
-            f" vocab={info.n_vocab}; llama.cpp log: {backend.log_path}"
+            f" vocab={info.n_vocab}{'; layers on ' + info.placement if info.placement else ''};"
+            f" llama.cpp log: {backend.log_path}"
         )
     return backend
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from backend.errors import ModelFileError
 from backend.store.replay import ReplayResult, pick_reply, replay
 from backend.store.store import ModelRef, ReplyRecord
+from tui.cli.model_flags import add_rpc_flag, chosen_rpc
 from tui.cli.store_access import add_db_flag, open_store
 
 DEFAULT_N_CTX = 4096  # LlamaBackend.load's defaults, for replies that did not record them
@@ -44,6 +45,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="use this GGUF instead of the recorded path (e.g. a moved copy)",
     )
     parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads")
+    add_rpc_flag(parser)
     parser.add_argument("--text", action="store_true", help="print the regenerated text")
     add_db_flag(parser)
     parser.set_defaults(func=run)
@@ -103,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
         n_threads=args.threads,
         n_ctx=reply.n_ctx or DEFAULT_N_CTX,
         n_batch=reply.n_batch or DEFAULT_N_BATCH,
+        rpc=chosen_rpc(args.rpc),
     )
     try:
         result = replay(backend, chat, reply)

@@ -18,6 +18,7 @@ class StatusState:
 
     model: str = ""
     threads: int = 0
+    placement: str = ""
     ctx_used: int = 0
     ctx_total: int = 0
     phase: Phase = "loading"
@@ -64,7 +65,8 @@ class StatusLine(Widget):
         text = Text(no_wrap=True, overflow="ellipsis")
         if s.model:
             text.append(f" {s.model} ", style="bold reverse")
-            text.append(f" {s.threads} threads · ctx {s.ctx_used}/{s.ctx_total} ")
+            where = f" · {s.placement}" if s.placement else ""  # e.g. "2 RPC servers"
+            text.append(f" {s.threads} threads{where} · ctx {s.ctx_used}/{s.ctx_total} ")
         text.append("│ ", style="grey50")
         if s.phase == "loading":
             text.append("loading model…", style="bold yellow")

@@ -1,0 +1,202 @@
+"""One llama.cpp context: decode a batch, read the logits, edit the KV cache.
+
+`LlamaRuntime` keeps the bookkeeping (which token each cached position holds) and
+talks to a context through the small `Context` interface: `LocalContext` calls
+llama.cpp in this process; `backend.llama.isolated.ChildContext` runs a
+`LocalContext` in a child process (a model split across RPC servers: llama.cpp
+aborts the process that loses a server, and that must not be the app).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import llama_cpp
+import numpy as np
+import numpy.typing as npt
+
+from backend.errors import ModelFileError
+from sampling.errors import SamplescopeError
+
+
+class LlamaError(SamplescopeError):
+    """llama.cpp failed (load, context creation, decode); the message says where."""
+
+
+class ContextLostError(LlamaError):
+    """The context is gone with its KV cache (the child process holding it died)."""
+
+
+class Context(Protocol):
+    """What the runtime needs from a llama context (sequence 0 only).
+
+    Attributes:
+        n_ctx: Context size.
+        n_batch: Largest batch.
+        placement: Where the layers are: "" here, else e.g. "2 RPC servers".
+        lost: The context is gone with its cache (a child process died).
+    """
+
+    n_ctx: int
+    n_batch: int
+    placement: str
+    lost: bool
+
+    def reconnect(self) -> None:
+        """Create the context again after a loss (empty cache)."""
+        ...
+
+    def decode(self, tokens: Sequence[int], start: int) -> int:
+        """Decode `tokens` at positions start..; logits for the last one; llama's code."""
+        ...
+
+    def logits(self) -> npt.NDArray[np.float32]:
+        """The last decoded token's logits (valid until the next decode)."""
+        ...
+
+    def seq_rm(self, seq: int, p0: int, p1: int) -> bool:
+        """`llama_memory_seq_rm`: drop positions [p0, p1) (-1: to the end)."""
+        ...
+
+    def seq_add(self, seq: int, p0: int, p1: int, delta: int) -> None:
+        """`llama_memory_seq_add`: shift positions [p0, p1) by `delta`."""
+        ...
+
+    def can_shift(self) -> bool:
+        """Whether the memory can shift positions (a context shift)."""
+        ...
+
+    def clear(self) -> None:
+        """Empty the KV cache."""
+        ...
+
+    def close(self) -> None:
+        """Free everything (idempotent)."""
+        ...
+
+
+def load_model(
+    path: Path, *, n_gpu_layers: int = 0, devices: Any = None, vocab_only: bool = False
+) -> Any:
+    """`llama_model_load_from_file` with samplescope's parameters.
+
+    Args:
+        path: The GGUF file.
+        n_gpu_layers: Layers to offload (negative: all).
+        devices: A NULL-terminated `ggml_backend_dev_t` array, or None (llama.cpp's pick).
+        vocab_only: Load the vocabulary and metadata only, no weights.
+
+    Raises:
+        ModelFileError: llama.cpp could not load it.
+    """
+    params = llama_cpp.llama_model_default_params()
+    params.n_gpu_layers = n_gpu_layers
+    params.vocab_only = vocab_only
+    if devices is not None:
+        params.devices = ctypes.cast(devices, ctypes.c_void_p)
+    model = llama_cpp.llama_model_load_from_file(str(path).encode("utf-8"), params)
+    if not model:
+        raise ModelFileError(f"{path}: llama.cpp could not load this model (see the log file)")
+    return model
+
+
+def context_params(n_ctx: int, n_batch: int, n_threads: int) -> Any:
+    """The llama_context_params every samplescope context uses."""
+    params = llama_cpp.llama_context_default_params()
+    params.n_ctx = n_ctx
+    params.n_batch = n_batch
+    params.n_ubatch = n_batch
+    params.n_seq_max = 1
+    params.n_threads = n_threads
+    params.n_threads_batch = n_threads
+    # The same as llama-cpp-python's Llama default, so greedy results match it.
+    params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    return params
+
+
+class LocalContext:
+    """A llama context and its reusable batch, in this process.
+
+    Args:
+        model: A loaded `llama_model` (not owned: the caller frees it after `close`).
+        n_ctx: Context size.
+        n_batch: Largest batch.
+        n_threads: Threads for decode and prefill.
+
+    Raises:
+        LlamaError: llama.cpp could not create the context.
+    """
+
+    def __init__(self, model: Any, n_ctx: int, n_batch: int, n_threads: int) -> None:
+        ctx = llama_cpp.llama_init_from_model(model, context_params(n_ctx, n_batch, n_threads))
+        if not ctx:
+            raise LlamaError(f"llama.cpp could not create a context of {n_ctx} tokens")
+        self._ctx: Any = ctx
+        self._memory: Any = llama_cpp.llama_get_memory(ctx)
+        self.n_ctx = int(llama_cpp.llama_n_ctx(ctx))
+        self.n_batch = n_batch
+        self.n_vocab = int(llama_cpp.llama_vocab_n_tokens(llama_cpp.llama_model_get_vocab(model)))
+        self._batch: Any = llama_cpp.llama_batch_init(n_batch, 0, 1)
+        self.placement = ""
+        self.lost = False  # an in-process context is never lost
+
+    def reconnect(self) -> None:
+        """Nothing to do: an in-process context is never lost."""
+
+    def decode(self, tokens: Sequence[int], start: int) -> int:
+        """Decode `tokens` (at most n_batch) at positions start..; returns llama's code."""
+        batch = self._batch
+        n = len(tokens)
+        if n == 1:  # the decode step's fast path
+            batch.token[0] = tokens[0]
+            batch.pos[0] = start
+            batch.n_seq_id[0] = 1
+            batch.seq_id[0][0] = 0
+            batch.logits[0] = 1
+        else:
+            token_arr, pos_arr = batch.token, batch.pos
+            n_seq, seq_ids, logits = batch.n_seq_id, batch.seq_id, batch.logits
+            for i, token in enumerate(tokens):
+                token_arr[i] = token
+                pos_arr[i] = start + i
+                n_seq[i] = 1
+                seq_ids[i][0] = 0
+                logits[i] = 0
+            logits[n - 1] = 1
+        batch.n_tokens = n
+        return int(llama_cpp.llama_decode(self._ctx, batch))
+
+    def logits(self) -> npt.NDArray[np.float32]:
+        """A zero-copy view of llama.cpp's logits buffer: the next decode overwrites it."""
+        ptr = llama_cpp.llama_get_logits_ith(self._ctx, -1)
+        if not ptr:
+            raise LlamaError("llama.cpp returned no logits")
+        return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
+
+    def seq_rm(self, seq: int, p0: int, p1: int) -> bool:
+        """Drop positions [p0, p1) of `seq` (-1: every sequence / to the end)."""
+        return bool(llama_cpp.llama_memory_seq_rm(self._memory, seq, p0, p1))
+
+    def seq_add(self, seq: int, p0: int, p1: int, delta: int) -> None:
+        """Shift positions [p0, p1) of `seq` by `delta`."""
+        llama_cpp.llama_memory_seq_add(self._memory, seq, p0, p1, delta)
+
+    def can_shift(self) -> bool:
+        """Whether the memory can shift positions."""
+        return bool(llama_cpp.llama_memory_can_shift(self._memory))
+
+    def clear(self) -> None:
+        """Empty the KV cache."""
+        llama_cpp.llama_memory_clear(self._memory, True)
+
+    def close(self) -> None:
+        """Free the batch and the context (idempotent)."""
+        if self._batch is not None:
+            llama_cpp.llama_batch_free(self._batch)
+            self._batch = None
+        if self._ctx is not None:
+            llama_cpp.llama_free(self._ctx)
+            self._ctx = None
