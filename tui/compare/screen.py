@@ -268,6 +268,7 @@ class CompareScreen(Screen[CompareResult | None]):
         self._running = False
         self._error = error
         self._update_title()
+        self.paint()  # the last tokens came in the same drain: show them now, not a tick later
 
     def paint(self) -> None:
         """Redraw the columns that received tokens (runner, FLUSH_HZ a second)."""
