@@ -78,3 +78,12 @@ def test_the_spaces_before_a_word_keep_the_views_style() -> None:
     assert list(styled_runs("cat", word_only)) == [("cat", CURSOR_STYLE)]
     whole = TokenLook(SHARED_STYLE, SHARED_STYLE)
     assert list(styled_runs(" cat", whole)) == [(" cat", SHARED_STYLE)]
+
+
+def test_every_way_a_reply_ends_but_eos_has_a_label() -> None:
+    from typing import get_args
+
+    from backend.chat.events import FinishReason
+    from tui.chat.reply_view import FINISH_LABELS
+
+    assert set(get_args(FinishReason)) - {"eos"} == set(FINISH_LABELS)

@@ -33,7 +33,13 @@ _CHUNK = re.compile(r"\s*\S+|\s+")
 _NO_TOKEN = -1
 GROW = 8
 GUTTER = 2  # "▌ " before each line
-FINISH_LABELS = {"cancelled": "stopped", "error": "error", "max_tokens": "max tokens"}
+FINISH_LABELS = {
+    "cancelled": "stopped",
+    "error": "error",
+    "max_tokens": "max tokens",
+    "context_full": "context full",
+}
+"""What the transcript and the status line say of each way a reply ends but "eos"."""
 
 
 @dataclass(eq=False)
