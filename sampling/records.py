@@ -47,6 +47,29 @@ class CandidateTable:
 
 
 @dataclass(frozen=True, slots=True)
+class RankTail:
+    """A step's probabilities by rank, deeper than its table (for the tail plot).
+
+    Recorded only while something asks for it (`Sampler.tail_ranks`): two float32
+    arrays of `ranks` values, 8 bytes a rank (2 KB a token at 256 ranks).
+
+    Attributes:
+        prob_before: Softmax of the penalised logits at temperature 1, most probable
+            first.
+        prob_after: The same tokens' probability in the distribution drawn from
+            (0 for a token a filter cut).
+    """
+
+    prob_before: npt.NDArray[np.float32]
+    prob_after: npt.NDArray[np.float32]
+
+    @property
+    def ranks(self) -> int:
+        """How many ranks are recorded."""
+        return int(self.prob_before.shape[0])
+
+
+@dataclass(frozen=True, slots=True)
 class Step:
     """The immutable record of one sampled token.
 
@@ -62,6 +85,8 @@ class Step:
         table: The top-N candidates as arrays (see `candidates`).
         elapsed_us: Time the sampler took for this step, record included, in µs.
         settings: The settings in force for this step.
+        tail: The top ranks' probabilities beyond the table, or None when they were
+            not recorded.
     """
 
     token_id: int
@@ -73,6 +98,7 @@ class Step:
     table: CandidateTable = field(compare=False, repr=False)
     elapsed_us: float = field(compare=False)
     settings: SamplerSettings
+    tail: RankTail | None = field(default=None, compare=False, repr=False)
 
     @property
     def candidates(self) -> tuple[Candidate, ...]:

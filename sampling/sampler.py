@@ -11,7 +11,7 @@ from sampling.engine import Candidates, Float64Array, Kept, entropy_and_normalis
 from sampling.logits import FloatArray, checked_logits
 from sampling.ordering import token_at_mass, top_ids
 from sampling.penalties import History
-from sampling.records import CandidateTable, Step
+from sampling.records import CandidateTable, RankTail, Step
 from sampling.rng import UniformSource, make_source
 from sampling.settings import SamplerSettings
 from sampling.workspace import Workspace
@@ -61,6 +61,11 @@ class Sampler:
         self._settings = settings
         self.vocab_size = vocab_size
         self.n_candidates = n_candidates
+        self.tail_ranks = 0
+        """How many top ranks each step also records as a `RankTail` (0: none).
+
+        The tail plot sets it while shown: deeper ranks cost a partial sort per
+        token, which a hidden plot should not make every token pay."""
         self._chain: Chain = build_chain(settings)
         self._sources: dict[str, UniformSource] = {}
         self._workspace = Workspace()
@@ -128,7 +133,7 @@ class Sampler:
             token_id, prob = _inverse_cdf(
                 kept, penalized, maximum, candidates.temperature, draw, self._workspace
             )
-        table, entropy = self._table(penalized, maximum, kept)
+        table, entropy, tail = self._table(penalized, maximum, kept)
         return Step(
             token_id=token_id,
             prob=prob,
@@ -139,6 +144,7 @@ class Sampler:
             table=table,
             elapsed_us=(time.perf_counter_ns() - started) / 1000.0,
             settings=settings,
+            tail=tail,
         )
 
     def _gumbel(self, kept: Kept) -> tuple[int, float]:
@@ -159,9 +165,14 @@ class Sampler:
 
     def _table(
         self, penalized: FloatArray, maximum: float, kept: Kept
-    ) -> tuple[CandidateTable, float]:
-        """The top-N candidates and the entropy of the penalised distribution at T=1."""
-        count = min(self.n_candidates, penalized.shape[0])
+    ) -> tuple[CandidateTable, float, RankTail | None]:
+        """The top-N candidates, the entropy at T=1 and the deeper ranks if asked for.
+
+        The entropy is the penalised distribution's at temperature 1; the deeper ranks
+        (`tail_ranks`) come from the same ordering as the table, so they extend it.
+        """
+        rows = min(self.n_candidates, penalized.shape[0])
+        count = max(rows, min(self.tail_ranks, penalized.shape[0]))
         if kept.ids is not None and kept.ids.size >= count:
             ids = kept.ids[:count]
         elif kept.ranked is not None and kept.ranked.size >= count:
@@ -177,10 +188,18 @@ class Sampler:
             after = np.zeros(count)
             shared = min(count, kept.n_kept)
             after[:shared] = kept.probs[:shared]
+        tail = None
+        if count > rows:
+            tail = RankTail(before.astype(np.float32), after.astype(np.float32))
+            ids = ids[:rows].copy()
+            before = before[:rows].copy()
+            after = after[:rows].copy()
+            for column in (tail.prob_before, tail.prob_after):
+                column.flags.writeable = False
         logits = penalized[ids].astype(np.float64)
         for array in (ids, logits, before, after):
             array.flags.writeable = False
-        return CandidateTable(ids, logits, before, after), entropy
+        return CandidateTable(ids, logits, before, after), entropy, tail
 
 
 def _inverse_cdf(

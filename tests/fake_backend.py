@@ -122,6 +122,8 @@ class FakeBackend:
         clock: Time source for the stats (inject a fake one for fixed figures).
         n_ctx: The context size reported by `info`.
         min_reply_tokens: End-of-reply is impossible before this many tokens.
+        flat_at: The reply token (0-based) whose logits are all equal: a known
+            entropy spike and unlikely pick (the plots' tests).
     """
 
     def __init__(
@@ -135,6 +137,7 @@ class FakeBackend:
         clock: Callable[[], float] = time.perf_counter,
         n_ctx: int = 2048,
         min_reply_tokens: int = 12,
+        flat_at: int | None = None,
     ) -> None:
         if prefill_chunk < 1:
             raise ValueError(f"prefill_chunk must be >= 1, got {prefill_chunk}")
@@ -145,6 +148,7 @@ class FakeBackend:
         self.pause_after_chunks = pause_after_chunks
         self.clock = clock
         self.min_reply_tokens = min_reply_tokens
+        self.flat_at = flat_at
         self.paused = threading.Event()
         """Set while the generator is blocked at a pause point."""
         self.resume = threading.Event()
@@ -242,7 +246,10 @@ class FakeBackend:
                 break
             self._sleep(self.token_delay, cancel)
             sampler.settings = settings.current
+            sampler.tail_ranks = settings.tail_ranks
             logits = self.logits(self._cache)
+            if len(reply) == self.flat_at:
+                logits[:] = 0.0
             if len(reply) < self.min_reply_tokens:
                 logits[EOS_ID] = -1e4
             else:

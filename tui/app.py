@@ -43,7 +43,7 @@ from tui.widgets.token_text import TokenPieces
 # saved chats) is shown on top of the chat.
 _CHAT_ACTIONS = frozenset(
     {"regenerate", "new_chat", "copy_reply", "token_cursor", "history", "compare", "new_seed"}
-    | {"toggle_colour", "focus_sampling", "focus_input"}
+    | {"toggle_colour", "focus_sampling", "focus_input", "plot"}
 )
 
 NEW_SEED_RANGE = 100_000
@@ -68,6 +68,7 @@ class SamplescopeApp(App[None]):
     """
 
     CSS_PATH = "app.tcss"
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]  # noqa: RUF012 (app.tcss: plots)
     TITLE = "samplescope"
     COMMANDS = App.COMMANDS | {CompareCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -85,6 +86,8 @@ class SamplescopeApp(App[None]):
         Binding("ctrl+d", "compare", "compare", priority=True, id="compare"),
         Binding("f2", "focus_sampling", "sliders", id="focus_sampling"),
         Binding("f3", "focus_input", "input", show=False, id="focus_input"),
+        Binding("f4", "plot('timeline')", "timeline", id="timeline"),
+        Binding("f5", "plot('tail')", "tail", id="tail"),
         Binding("f1", "help", "help", id="help"),
         # Textual's own ctrl+q has no id; this copy lets [keys] add a quit key.
         Binding("ctrl+q", "quit", "quit", show=False, priority=True, id="quit"),
@@ -264,6 +267,10 @@ class SamplescopeApp(App[None]):
     def action_toggle_colour(self) -> None:
         """Tint each token by its probability (or stop tinting)."""
         self.chat.set_colour(not self.chat.colour)
+
+    def action_plot(self, plot: str) -> None:
+        """Cycle the reply timeline's rows ("timeline") or show/hide the tail plot ("tail")."""
+        self.chat.plots.toggle(plot)
 
     def action_token_cursor(self) -> None:
         """Enter token-cursor mode on the latest token."""

@@ -285,6 +285,7 @@ class LlamaBackend:
             current = live.current
             if current is not sampler.settings:
                 sampler.settings = current
+            sampler.tail_ranks = live.tail_ranks
             # The sampler reads the last repeat_last_n tokens of the history itself.
             step = sampler.sample(rt.logits(), cache)
             token = step.token_id

@@ -31,6 +31,8 @@ class LiveSettings:
 
     def __init__(self, settings: SamplerSettings) -> None:
         self.current = settings
+        self.tail_ranks = 0
+        """How many top ranks each step records for the tail plot (0 while hidden)."""
 
 
 @dataclass(frozen=True, slots=True)

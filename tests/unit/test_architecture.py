@@ -118,7 +118,10 @@ def subpackage_of(module: str) -> str:
             "backend",
             {"numpy", "sampling", "backend", "llama_cpp", "tokenizers", "jinja2", "platformdirs"},
         ),
-        ("tui", {"numpy", "sampling", "backend", "tui", "textual", "rich", "llama_cpp"}),
+        (
+            "tui",
+            {"numpy", "sampling", "backend", "tui", "textual", "textual_plot", "rich", "llama_cpp"},
+        ),
     ],
 )
 def test_imports_go_one_way(package: str, allowed: set[str]) -> None:

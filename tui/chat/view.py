@@ -31,12 +31,14 @@ from backend.chat.protocol import LiveSettings, ModelInfo
 from backend.store.store import ChatRecord
 from sampling.settings import SamplerSettings
 from tui.chat.conversation import Conversation
+from tui.chat.plots import ChatPlots
 from tui.chat.reply_view import FINISH_LABELS, Reply
 from tui.chat.runner import GenerationRunner
 from tui.chat.transcript import Transcript
 from tui.widgets.prob_panel import ProbPanel
 from tui.widgets.sampling_panel import SamplingPanel
 from tui.widgets.status_line import StatusLine, StatusState
+from tui.widgets.timeline import ReplyTimeline
 from tui.widgets.token_text import TokenPieces
 
 # The redraw timer's turns while a reply streams (see `ChatView.paint`).
@@ -93,15 +95,18 @@ class ChatView(Vertical):
         self._sampling = SamplingPanel(live.current, id="sampling")
         self._probs = ProbPanel(id="probs")
         self._status = StatusLine(id="status")
+        self.plots = ChatPlots(live, conversation, self._transcript)  # timeline, tail plot
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="main"):
             with Vertical(id="left"):
                 yield self._transcript
+                yield self.plots.timeline
                 yield self._prompt
             with Vertical(id="right"):
                 yield self._sampling
                 yield self._probs
+                yield self.plots.tail
         yield self._status
 
     def on_mount(self) -> None:
@@ -265,6 +270,11 @@ class ChatView(Vertical):
         self.focus_input()
         return True
 
+    @on(ReplyTimeline.TokenPicked)
+    def _on_token_picked(self, message: ReplyTimeline.TokenPicked) -> None:
+        message.stop()
+        self.plots.pick(message.index)
+
     def set_colour(self, colour: bool) -> None:
         """Tint each token by its probability, or not."""
         self._transcript.set_colour(colour)
@@ -281,6 +291,7 @@ class ChatView(Vertical):
         reply = self.conversation.replies[number]
         title = f"reply {number + 1} token {index + 1}/{len(reply.tokens)}"
         self._probs.show(reply.tokens[index].step, title, self.pieces)
+        self.plots.draw()
 
     # -- the reply streaming in (GenerationConsumer) -------------------------------------
 
@@ -348,6 +359,7 @@ class ChatView(Vertical):
         elif phase == "probs":
             if self.cursor is None:
                 self._show_latest()
+                self.plots.draw()
         else:
             self._update_status()
 
@@ -360,6 +372,7 @@ class ChatView(Vertical):
         self._transcript.sync_last()
         if self.cursor is None:
             self._show_latest()
+        self.plots.draw()
         self._update_status()
 
     def _update_status(self) -> None:

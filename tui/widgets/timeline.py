@@ -1,0 +1,220 @@
+"""The reply timeline: one column per token of a reply, drawn with Textual's `Sparkline`.
+
+Rows: the chosen token's probability, the entropy and (on demand) the kept count,
+over a marker row (the token cursor ▲, a setting changed ◆). A reply longer than
+the strip is compressed into buckets that keep each bucket's spike, the token a
+reader looks for: the lowest chosen probability, the highest entropy, the most
+kept tokens. Clicking a column picks that spike's token.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+import numpy.typing as npt
+from rich.text import Text
+from textual import events
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.message import Message
+from textual.widget import Widget
+from textual.widgets import Label, Sparkline
+
+from backend.chat.events import TokenEvent
+
+LABEL_WIDTH = 3
+CURSOR_MARK = "▲"
+CHANGE_MARK = "◆"
+
+
+def bucket_bounds(n_tokens: int, columns: int) -> npt.NDArray[np.intp]:
+    """Where each column's tokens start, plus the end: one token per column if they fit."""
+    count = min(n_tokens, max(columns, 1))
+    return (np.arange(count + 1, dtype=np.intp) * n_tokens) // max(count, 1)
+
+
+def spikes(
+    values: npt.NDArray[np.float64], bounds: npt.NDArray[np.intp], lowest: bool
+) -> list[int]:
+    """Each bucket's spike: the index of its lowest (or highest) value, first one on ties."""
+    picked: list[int] = []
+    for start, end in itertools.pairwise(bounds):
+        part = values[start:end]
+        picked.append(int(start + (np.argmin(part) if lowest else np.argmax(part))))
+    return picked
+
+
+class _Series(Sparkline):
+    """One row of the timeline; a click picks the token of the column's spike."""
+
+    def __init__(self, id: str) -> None:
+        super().__init__([], id=id)
+        self.tokens: list[int] = []
+        """The token each column stands for."""
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is not None and 0 <= offset.x < len(self.tokens):
+            event.stop()
+            self.post_message(ReplyTimeline.TokenPicked(self.tokens[offset.x]))
+
+
+class _Marks(Widget):
+    """The marker row: the token cursor and the tokens where a setting changed."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {"timeline--cursor", "timeline--change"}
+    DEFAULT_CSS = """
+    _Marks { height: 1; }
+    _Marks > .timeline--cursor { color: $accent; text-style: bold; }
+    _Marks > .timeline--change { color: $warning; }
+    """
+
+    def __init__(self) -> None:
+        super().__init__(id="timeline-marks")
+        self.cursor: int | None = None
+        self.changes: list[int] = []
+        self.tokens: list[int] = []
+
+    def render(self) -> Text:
+        marks = [" "] * len(self.tokens)
+        for column in self.changes:
+            marks[column] = CHANGE_MARK
+        if self.cursor is not None and self.cursor < len(marks):
+            marks[self.cursor] = CURSOR_MARK
+        change = self.get_component_rich_style("timeline--change")
+        cursor = self.get_component_rich_style("timeline--cursor")
+        text = Text()
+        for mark in marks:
+            text.append(mark, cursor if mark == CURSOR_MARK else change)
+        return text
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is not None and 0 <= offset.x < len(self.tokens):
+            event.stop()
+            self.post_message(ReplyTimeline.TokenPicked(self.tokens[offset.x]))
+
+
+class ReplyTimeline(Vertical):
+    """A strip over one reply's tokens: probability, entropy, kept count, markers.
+
+    `show` gives it the reply and the selected token; a click posts `TokenPicked`.
+    """
+
+    class TokenPicked(Message):
+        """A column of the timeline was clicked: select token `index` of its reply."""
+
+        def __init__(self, index: int) -> None:
+            super().__init__()
+            self.index = index
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.border_title = "timeline"
+        self.reply_number: int | None = None
+        """Which reply is shown (its number in the conversation), or None."""
+        self._tokens: Sequence[TokenEvent] = ()
+        self._shown_count = -1
+        self._cursor: int | None = None
+        self._width = 0
+        self._columns: list[int] = []
+        self._prob = _Series("timeline-prob")
+        self._entropy = _Series("timeline-entropy")
+        self._kept = _Series("timeline-kept")
+        self._marks = _Marks()
+
+    def compose(self) -> ComposeResult:
+        for label, series in (("p", self._prob), ("H", self._entropy), ("k", self._kept)):
+            with Horizontal(classes="timeline-row", id=f"{series.id}-row"):
+                yield Label(label, classes="timeline-label")
+                yield series
+        with Horizontal(classes="timeline-row"):
+            yield Label("", classes="timeline-label")
+            yield self._marks
+
+    @property
+    def columns(self) -> list[int]:
+        """The first token of each column drawn (tests)."""
+        return list(self._columns)
+
+    @property
+    def cursor(self) -> int | None:
+        """The selected token's index in the shown reply, or None."""
+        return self._cursor
+
+    def column_of(self, index: int) -> int | None:
+        """The column that token `index` is drawn in, or None."""
+        if not self._columns or index < 0 or index >= len(self._tokens):
+            return None
+        return int(np.searchsorted(np.asarray(self._columns), index, side="right")) - 1
+
+    def show(self, number: int | None, tokens: Sequence[TokenEvent], cursor: int | None) -> None:
+        """Draw reply `number`'s tokens with token `cursor` marked (None: no marker)."""
+        same = number == self.reply_number and tokens is self._tokens
+        if same and len(tokens) == self._shown_count and cursor == self._cursor:
+            return
+        self.reply_number = number
+        self._tokens = tokens
+        self._cursor = cursor
+        self._draw()
+
+    def on_resize(self, event: events.Resize) -> None:
+        width = max(1, self.content_region.width - LABEL_WIDTH)
+        if width != self._width:
+            self._width = width
+            self._draw()
+
+    def _draw(self) -> None:
+        tokens = self._tokens
+        self._shown_count = len(tokens)
+        count = len(tokens)
+        bounds = bucket_bounds(count, self._width)
+        self._columns = [int(b) for b in bounds[:-1]]
+        probs = np.fromiter((t.step.prob for t in tokens), np.float64, count)
+        entropy = np.fromiter((t.step.entropy for t in tokens), np.float64, count)
+        kept = np.fromiter((t.step.n_kept for t in tokens), np.float64, count)
+        for series, values, lowest in (
+            (self._prob, probs, True),
+            (self._entropy, entropy, False),
+            (self._kept, kept, False),
+        ):
+            picked = spikes(values, bounds, lowest) if count else []
+            series.tokens = picked
+            series.data = [float(values[i]) for i in picked]
+            series.styles.width = max(1, len(picked))
+        marks = self._marks
+        marks.tokens = list(self._columns)
+        marks.styles.width = max(1, len(self._columns))
+        marks.changes = sorted(
+            {
+                c
+                for i in range(1, count)
+                if (c := self.column_of(i)) is not None
+                and tokens[i].step.settings != tokens[i - 1].step.settings
+            }
+        )
+        marks.cursor = None if self._cursor is None else self.column_of(self._cursor)
+        marks.refresh()
+        self._update_title(probs, entropy, bounds)
+
+    def _update_title(
+        self,
+        probs: npt.NDArray[np.float64],
+        entropy: npt.NDArray[np.float64],
+        bounds: npt.NDArray[np.intp],
+    ) -> None:
+        if self.reply_number is None or not len(probs):
+            self.border_title = "timeline"
+            return
+        per = (
+            ""
+            if len(bounds) - 1 >= len(probs)
+            else f" · ≤{-(-len(probs) // (len(bounds) - 1))} tokens/col"
+        )
+        self.border_title = (
+            f"timeline · reply {self.reply_number + 1} · p {probs.min():.2f}–{probs.max():.2f}"
+            f" · H ≤{entropy.max():.1f}{per}"
+        )
