@@ -39,6 +39,7 @@ from sampling.settings import SamplerSettings
 from tui.chat.runner import GenerationRunner
 from tui.compare.column import CompareColumnView
 from tui.compare.columns import CompareColumn, check_column_count, settings_summary
+from tui.compare.curves import CompareCurves
 from tui.compare.edit import CompareEditScreen, CompareRequest
 from tui.compare.result import CompareResult
 from tui.widgets.prob_panel import ProbPanel
@@ -86,6 +87,8 @@ class CompareScreen(Screen[CompareResult | None]):
         Binding("e", "edit", "Edit seed/columns"),
         Binding("n", "new_seed", "New seed"),
         Binding("p,enter", "promote", "Use as reply"),
+        Binding("c", "curves('toggle')", "Curves"),
+        Binding("v", "curves('series')", "Entropy/p"),
         Binding("1", "focus_column(0)", "Column 1", show=False),
         Binding("2", "focus_column(1)", "Column 2", show=False),
         Binding("3", "focus_column(2)", "Column 3", show=False),
@@ -166,8 +169,10 @@ class CompareScreen(Screen[CompareResult | None]):
         with Horizontal(id="compare-columns"):
             for i, column in enumerate(self._columns):
                 yield CompareColumnView(i, column, id=f"compare-column-{i}")
-        yield Static(SELECT_HINT, id="compare-hint", markup=False)
-        yield ProbPanel(id="compare-prob")
+        with Horizontal(id="compare-bottom"):
+            yield Static(SELECT_HINT, id="compare-hint", markup=False)
+            yield ProbPanel(id="compare-prob")
+            yield CompareCurves(id="compare-curves")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -274,6 +279,7 @@ class CompareScreen(Screen[CompareResult | None]):
         """Redraw the columns that received tokens (runner, FLUSH_HZ a second)."""
         for view in self.column_views:
             view.flush()
+        self.query_one(CompareCurves).show_views(self.column_views)
 
     def _update_divergence(self, views: list[CompareColumnView], column: int) -> None:
         targets = views[1:] if column == 0 else [views[column]]
@@ -290,6 +296,10 @@ class CompareScreen(Screen[CompareResult | None]):
         while node is not None and not isinstance(node, CompareColumnView):
             node = node.parent
         return node if isinstance(node, CompareColumnView) else self.column_views[0]
+
+    def action_curves(self, change: str) -> None:
+        """Show/hide the curves ("toggle") or switch entropy ↔ probability ("series")."""
+        self.query_one(CompareCurves).change(change, self.column_views)
 
     def action_focus_column(self, column: int) -> None:
         """Focus column `column` (keys 1–4)."""
