@@ -48,7 +48,9 @@ async def test_clicking_the_timeline_selects_that_token() -> None:
         await _reply(pilot, app, "f4")
         timeline = app.query_one(ReplyTimeline)
         assert timeline.columns == list(range(30))
-        await pilot.click("#timeline-entropy", offset=(SPIKE, 0))
+        x = timeline.x_of(SPIKE)
+        assert x is not None and x >= SPIKE
+        await pilot.click("#timeline-entropy", offset=(x, 0))
         await pilot.pause()
         assert app.cursor == (0, SPIKE)
         assert app.chat.query_one("#probs").step is app.replies[0].tokens[SPIKE].step  # type: ignore[attr-defined]
@@ -65,6 +67,7 @@ async def test_moving_the_token_cursor_moves_the_marker() -> None:
         assert app.cursor == (0, 26)
         assert timeline.cursor == 26
         assert timeline.column_of(26) == 26
+        assert app.query_one("#timeline-marks").render().plain.index("▲") == timeline.x_of(26)
 
 
 async def test_the_tail_records_deeper_ranks_only_while_shown() -> None:
@@ -91,7 +94,8 @@ def test_snapshot_timeline_spike_and_tail_cut(snap_compare: object) -> None:
 
     async def run(pilot: Pilot[object]) -> None:
         await _reply(pilot, app, "f4", "f4", "f5")
-        await pilot.click("#timeline-entropy", offset=(SPIKE, 0))
+        timeline = app.query_one(ReplyTimeline)
+        await pilot.click("#timeline-entropy", offset=(timeline.x_of(SPIKE) or 0, 0))
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run)  # type: ignore[operator]

@@ -104,18 +104,14 @@ class TailPlot(PlotWidget, can_focus=False):
         colours = self.app.get_css_variables()
         self.set_xlimits(0.5, ranks + 0.5)
         self.set_ylimits(floor, 0.0)
+        before_colour = colours.get("primary", "blue")
+        after_colour = colours.get("success", "green")
         if kept.any():
-            shade = colours.get("primary-background-lighten-1", "grey23")
+            shade = colours.get("panel", "grey19")
             self.bar(x[kept], np.full(int(kept.sum()), float(floor)), width=1.0, bar_style=shade)
-        self.plot(
-            x, log_before, line_style=colours.get("primary", "blue"), hires_mode=HiResMode.BRAILLE
-        )
-        self.plot(
-            x[kept],
-            log_after[kept],
-            line_style=colours.get("success", "green"),
-            hires_mode=HiResMode.BRAILLE,
-        )
+        braille = HiResMode.BRAILLE
+        self.plot(x[kept], log_after[kept], line_style=after_colour, hires_mode=braille)
+        self.plot(x, log_before, line_style=before_colour, hires_mode=braille)
         n_kept = int(kept.sum())
         if n_kept < ranks:
             self.add_v_line(n_kept + 0.5, line_style=colours.get("error", "red"))
@@ -129,4 +125,5 @@ class TailPlot(PlotWidget, can_focus=False):
                 marker_style=colours.get("warning", "yellow"),
             )
         cut = "no cut" if step.cut_by == "none" else f"✂ {step.cut_by} at {step.n_kept}"
-        self.border_title = f"tail · {ranks} ranks · {cut} · blue before, green after"
+        legend = f"[{before_colour}]━[/]before [{after_colour}]━[/]after"
+        self.border_title = f"tail {ranks} · {cut} · {legend}"

@@ -4,7 +4,8 @@ Rows: the chosen token's probability, the entropy and (on demand) the kept count
 over a marker row (the token cursor ▲, a setting changed ◆). A reply longer than
 the strip is compressed into buckets that keep each bucket's spike, the token a
 reader looks for: the lowest chosen probability, the highest entropy, the most
-kept tokens. Clicking a column picks that spike's token.
+kept tokens; a short one is spread over up to `MAX_SPREAD` cells a token. Clicking
+a column picks that spike's token.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from textual.widgets import Label, Sparkline
 from backend.chat.events import TokenEvent
 
 LABEL_WIDTH = 3
+MAX_SPREAD = 3
+"""The most cells one token of a short reply takes."""
 CURSOR_MARK = "▲"
 CHANGE_MARK = "◆"
 
@@ -121,6 +124,7 @@ class ReplyTimeline(Vertical):
         self._cursor: int | None = None
         self._width = 0
         self._columns: list[int] = []
+        self._spread = 1
         self._prob = _Series("timeline-prob")
         self._entropy = _Series("timeline-entropy")
         self._kept = _Series("timeline-kept")
@@ -151,6 +155,11 @@ class ReplyTimeline(Vertical):
             return None
         return int(np.searchsorted(np.asarray(self._columns), index, side="right")) - 1
 
+    def x_of(self, index: int) -> int | None:
+        """The x offset (in the rows) of the first cell drawing token `index`, or None."""
+        column = self.column_of(index)
+        return None if column is None else column * self._spread
+
     def show(self, number: int | None, tokens: Sequence[TokenEvent], cursor: int | None) -> None:
         """Draw reply `number`'s tokens with token `cursor` marked (None: no marker)."""
         same = number == self.reply_number and tokens is self._tokens
@@ -173,6 +182,7 @@ class ReplyTimeline(Vertical):
         count = len(tokens)
         bounds = bucket_bounds(count, self._width)
         self._columns = [int(b) for b in bounds[:-1]]
+        spread = self._spread = max(1, min(MAX_SPREAD, self._width // max(count, 1)))
         probs = np.fromiter((t.step.prob for t in tokens), np.float64, count)
         entropy = np.fromiter((t.step.entropy for t in tokens), np.float64, count)
         kept = np.fromiter((t.step.n_kept for t in tokens), np.float64, count)
@@ -181,22 +191,24 @@ class ReplyTimeline(Vertical):
             (self._entropy, entropy, False),
             (self._kept, kept, False),
         ):
-            picked = spikes(values, bounds, lowest) if count else []
+            picked = [
+                i for i in (spikes(values, bounds, lowest) if count else []) for _ in range(spread)
+            ]
             series.tokens = picked
             series.data = [float(values[i]) for i in picked]
             series.styles.width = max(1, len(picked))
         marks = self._marks
-        marks.tokens = list(self._columns)
-        marks.styles.width = max(1, len(self._columns))
+        marks.tokens = [i for i in self._columns for _ in range(spread)]
+        marks.styles.width = max(1, len(marks.tokens))
         marks.changes = sorted(
             {
-                c
+                x
                 for i in range(1, count)
-                if (c := self.column_of(i)) is not None
+                if (x := self.x_of(i)) is not None
                 and tokens[i].step.settings != tokens[i - 1].step.settings
             }
         )
-        marks.cursor = None if self._cursor is None else self.column_of(self._cursor)
+        marks.cursor = None if self._cursor is None else self.x_of(self._cursor)
         marks.refresh()
         self._update_title(probs, entropy, bounds)
 
