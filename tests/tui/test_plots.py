@@ -11,7 +11,7 @@ from tests.helpers import wait_until
 from tests.tui.test_tui_snapshots import fake_backend, make_app, send
 from tui.app import SamplescopeApp
 from tui.widgets.tail_plot import TAIL_RANKS, TailPlot
-from tui.widgets.timeline import ReplyTimeline, bucket_bounds, spikes
+from tui.widgets.timeline import CHANGE_MARK, ReplyTimeline, bucket_bounds, spikes
 
 pytestmark = pytest.mark.anyio
 
@@ -68,6 +68,24 @@ async def test_moving_the_token_cursor_moves_the_marker() -> None:
         assert timeline.cursor == 26
         assert timeline.column_of(26) == 26
         assert app.query_one("#timeline-marks").render().plain.index("▲") == timeline.x_of(26)
+
+
+async def test_a_setting_changed_mid_reply_is_marked() -> None:
+    fake = fake_backend(pause_after_tokens=12)
+    app = make_app(fake, max_tokens=30)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f4")
+        await send(pilot, app, "hello cat")
+        await wait_until(pilot, fake.paused.is_set)
+        await wait_until(pilot, lambda: len(app.replies[-1].tokens) == 12)
+        app.live.current = app.live.current.with_changes(temperature=1.3)
+        fake.resume.set()
+        await wait_until(pilot, lambda: bool(app.replies[-1].finished))
+        app.flush_now()
+        await pilot.pause()
+        timeline = app.query_one(ReplyTimeline)
+        marks = app.query_one("#timeline-marks").render().plain
+        assert [x for x, mark in enumerate(marks) if mark == CHANGE_MARK] == [timeline.x_of(12)]
 
 
 async def test_the_tail_records_deeper_ranks_only_while_shown() -> None:

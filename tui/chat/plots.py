@@ -16,6 +16,11 @@ from tui.chat.transcript import Transcript
 from tui.widgets.tail_plot import TAIL_RANKS, TailPlot
 from tui.widgets.timeline import ReplyTimeline
 
+TIMELINE_EVERY = 3
+"""While a reply streams, the timeline redraws on every this many redraw ticks."""
+TAIL_EVERY = 6
+"""While a reply streams, the tail plot redraws on every this many redraw ticks."""
+
 
 def selected_token(replies: Sequence[Reply], cursor: tuple[int, int] | None) -> tuple[int, int]:
     """The (reply, token) the plots show: the cursor's, else the latest token's.
@@ -51,6 +56,7 @@ class ChatPlots:
         self.live = live
         self.conversation = conversation
         self.transcript = transcript
+        self._ticks = 0
 
     @property
     def shown(self) -> tuple[int, bool]:
@@ -88,11 +94,22 @@ class ChatPlots:
             self.transcript.focus()
             self.transcript.select(number, index)
 
-    def draw(self) -> None:
-        """Bring the shown plots up to the selected token."""
+    def draw(self, streaming: bool = False) -> None:
+        """Bring the shown plots up to the selected token.
+
+        Args:
+            streaming: A redraw tick while a reply streams: then the timeline draws
+                every `TIMELINE_EVERY`-th call and the tail plot every
+                `TAIL_EVERY`-th, keeping the UI thread's share (and so the decode's
+                speed) small; any other call draws at once.
+        """
         rows, tail = self.shown
         if not rows and not tail:
             return
+        self._ticks += 1
+        if streaming:
+            rows = rows if self._ticks % TIMELINE_EVERY == 0 else 0
+            tail = tail and self._ticks % TAIL_EVERY == 0
         replies, cursor = self.conversation.replies, self.transcript.cursor
         number, index = selected_token(replies, cursor)
         tokens = replies[number].tokens if number >= 0 else []

@@ -359,7 +359,7 @@ class ChatView(Vertical):
         elif phase == "probs":
             if self.cursor is None:
                 self._show_latest()
-                self.plots.draw()
+                self.plots.draw(streaming=True)
         else:
             self._update_status()
 

@@ -20,6 +20,8 @@ from tui.compare.column import CompareColumnView
 Series = Literal["entropy", "prob"]
 COLUMN_COLOURS = ("primary", "warning", "success", "error")
 """The theme colour of each column, in order."""
+STREAMING_EVERY = 8
+"""While columns stream in, the curves redraw once per this many screen ticks."""
 _FALLBACK = ("blue", "yellow", "green", "red")
 _TITLES = {"entropy": "entropy (nats)", "prob": "chosen-token probability"}
 
@@ -45,6 +47,7 @@ class CompareCurves(PlotWidget, can_focus=False):
         self.series: Series = "entropy"
         """What the curves show."""
         self._drawn: tuple[object, ...] | None = None
+        self._ticks = 0
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -62,8 +65,14 @@ class CompareCurves(PlotWidget, can_focus=False):
         self.call_after_refresh(self.show_views, views)
 
     def show_views(self, views: Sequence[CompareColumnView]) -> None:
-        """Draw the compare columns' tokens and divergences (when shown)."""
-        if self.display:
+        """Draw the compare columns' tokens and divergences (when shown).
+
+        While a column still generates, only every `STREAMING_EVERY`-th call draws: a
+        plot costs the UI thread tens of milliseconds, which the decode would feel.
+        """
+        self._ticks += 1
+        running = any(v.finished is None for v in views)
+        if self.display and (not running or self._ticks % STREAMING_EVERY == 0):
             self.show([v.tokens for v in views], [v.divergence for v in views])
 
     def show(

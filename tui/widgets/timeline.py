@@ -204,8 +204,9 @@ class ReplyTimeline(Vertical):
             {
                 x
                 for i in range(1, count)
-                if (x := self.x_of(i)) is not None
+                if tokens[i].step.settings is not tokens[i - 1].step.settings
                 and tokens[i].step.settings != tokens[i - 1].step.settings
+                and (x := self.x_of(i)) is not None
             }
         )
         marks.cursor = None if self._cursor is None else self.x_of(self._cursor)
