@@ -36,12 +36,15 @@ async def test_curves_follow_the_columns_and_switch_series() -> None:
         assert [v.divergence for v in views] == [None, DIVERGES_AT]
         assert curves.series == "entropy"
         assert "entropy" in str(curves.border_title)
-        await pilot.press("v")
+        await pilot.press("c")
         await pilot.pause()
         assert curves.series == "prob"
         assert "probability" in str(curves.border_title)
         probs = series_values(views[1].tokens, "prob")
         assert probs.tolist() == [t.step.prob for t in views[1].tokens]
+        await pilot.press("c")
+        await pilot.pause()
+        assert not curves.display
 
 
 def test_snapshot_two_columns_diverging(snap_compare: Any) -> None:

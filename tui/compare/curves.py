@@ -55,13 +55,16 @@ class CompareCurves(PlotWidget, can_focus=False):
         self.margin_left = 6
         self.margin_bottom = 2
 
-    def change(self, change: str, views: Sequence[CompareColumnView]) -> None:
-        """Show or hide the plot ("toggle"), or switch entropy ↔ probability ("series")."""
-        if change == "series":
-            self.series = "prob" if self.series == "entropy" else "entropy"
-            self._drawn = None
+    def cycle(self, views: Sequence[CompareColumnView]) -> None:
+        """Show the entropy curves, then the chosen probability's, then hide the plot."""
+        if not self.has_class("-shown"):
+            self.series = "entropy"
+            self.add_class("-shown")
+        elif self.series == "entropy":
+            self.series = "prob"
         else:
-            self.toggle_class("-shown")
+            self.remove_class("-shown")
+        self._drawn = None
         self.call_after_refresh(self.show_views, views)
 
     def show_views(self, views: Sequence[CompareColumnView]) -> None:

@@ -87,8 +87,7 @@ class CompareScreen(Screen[CompareResult | None]):
         Binding("e", "edit", "Edit seed/columns"),
         Binding("n", "new_seed", "New seed"),
         Binding("p,enter", "promote", "Use as reply"),
-        Binding("c", "curves('toggle')", "Curves"),
-        Binding("v", "curves('series')", "Entropy/p"),
+        Binding("c", "curves", "Curves H/p/off"),
         Binding("1", "focus_column(0)", "Column 1", show=False),
         Binding("2", "focus_column(1)", "Column 2", show=False),
         Binding("3", "focus_column(2)", "Column 3", show=False),
@@ -279,7 +278,8 @@ class CompareScreen(Screen[CompareResult | None]):
         """Redraw the columns that received tokens (runner, FLUSH_HZ a second)."""
         for view in self.column_views:
             view.flush()
-        self.query_one(CompareCurves).show_views(self.column_views)
+        for curves in self.query(CompareCurves):  # none while the screen is torn down
+            curves.show_views(self.column_views)
 
     def _update_divergence(self, views: list[CompareColumnView], column: int) -> None:
         targets = views[1:] if column == 0 else [views[column]]
@@ -297,9 +297,9 @@ class CompareScreen(Screen[CompareResult | None]):
             node = node.parent
         return node if isinstance(node, CompareColumnView) else self.column_views[0]
 
-    def action_curves(self, change: str) -> None:
-        """Show/hide the curves ("toggle") or switch entropy ↔ probability ("series")."""
-        self.query_one(CompareCurves).change(change, self.column_views)
+    def action_curves(self) -> None:
+        """Show the entropy curves, then the chosen probability's, then hide them."""
+        self.query_one(CompareCurves).cycle(self.column_views)
 
     def action_focus_column(self, column: int) -> None:
         """Focus column `column` (keys 1–4)."""
