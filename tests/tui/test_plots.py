@@ -68,6 +68,9 @@ async def test_moving_the_token_cursor_moves_the_marker() -> None:
         assert timeline.cursor == 26
         assert timeline.column_of(26) == 26
         assert app.query_one("#timeline-marks").render().plain.index("▲") == timeline.x_of(26)
+        await pilot.press("escape", "ctrl+n")
+        await pilot.pause()
+        assert timeline.reply_number is None and timeline.columns == []
 
 
 async def test_a_setting_changed_mid_reply_is_marked() -> None:

@@ -209,7 +209,7 @@ class ChatView(Vertical):
         self.conversation.restart()
         self._probs_note = ""
         self._transcript.clear()
-        self._probs.show(None, "", self.pieces)
+        self._redraw()  # the panel and the plots: nothing yet
         self._status.update(ctx_used=0, note="new chat")
 
     def show_chat(self, record: ChatRecord) -> None:
@@ -226,7 +226,7 @@ class ChatView(Vertical):
             else:
                 transcript.add_note(f"{message.role}: {message.content}")
         self._probs_note = STORED_REPLIES_NOTE if record.replies else ""
-        self._probs.show(None, self._probs_note, self.pieces)
+        self._redraw()
         self._status.update(ctx_used=0, note=f"chat {record.id}")
         self.focus_input()
 

@@ -25,6 +25,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("ctrl+t", "token cursor: ← → pick a past token; its step shows on the right"),
     ("mouse", "click a token to see its step; click or drag a slider"),
     ("f2 / f3", "go to the sampling panel / the input box"),
+    ("f4", "reply timeline; again: with the kept count; again: hidden (click a column)"),
+    ("f5", "tail plot: the selected step's probability by rank, log scale, the cut"),
     ("tab, shift+tab", "next / previous control"),
     ("← →", "slider: fine step (a toggle: switch)"),
     ("shift+← →, pgup pgdn", "slider: coarse step"),
