@@ -35,7 +35,7 @@ from backend.llama.ggml_devices import require_rpc
 from backend.llama.pieces import visible_piece
 from backend.llama.rpc import Endpoint, probe_all
 
-__all__ = ["LlamaError", "LlamaRuntime", "RuntimeOptions", "default_threads"]
+__all__ = ["LlamaError", "LlamaRuntime", "RuntimeOptions", "check_thread_count", "default_threads"]
 
 _backend_lock = threading.Lock()
 _backend_ready = False
@@ -44,6 +44,22 @@ _backend_ready = False
 def default_threads() -> int:
     """All cores: measured on 2 cores, decode runs faster on 2 threads than on 1."""
     return max(1, os.cpu_count() or 1)
+
+
+def check_thread_count(n_threads: int) -> None:
+    """Raise unless `n_threads` is between 1 and the number of cores.
+
+    More threads than cores only make ggml's threads wait on each other: with
+    thousands, a step takes minutes and the reply seems to hang.
+
+    Raises:
+        LlamaError: The count is out of that range; the message gives the range.
+    """
+    cores = default_threads()
+    if not 1 <= n_threads <= cores:
+        raise LlamaError(
+            f"invalid thread count {n_threads}: expected 1 to {cores} (the cores of this machine)"
+        )
 
 
 def _init_backend() -> None:
@@ -94,8 +110,7 @@ class LlamaRuntime:
             raise LlamaError(f"invalid batch size {options.n_batch}: expected at least 1")
         self.path = path
         self.n_threads = options.n_threads or default_threads()
-        if self.n_threads < 1:
-            raise LlamaError(f"invalid thread count {self.n_threads}: expected at least 1")
+        check_thread_count(self.n_threads)
         if options.rpc:
             require_rpc()
             probe_all(options.rpc)  # before llama.cpp connects (it aborts on failure)

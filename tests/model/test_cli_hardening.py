@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 
 import pytest
 
@@ -35,3 +36,14 @@ def test_generate_with_extreme_penalties_finishes(
     assert len(result["token_ids"]) >= 1
     assert all(math.isfinite(value) for value in result["stats"].values())
     assert "Warning" not in captured.err
+
+
+@pytest.mark.parametrize("command", [["generate", "hi"], ["rpc-server"]], ids=" ".join)
+@pytest.mark.parametrize("threads", ["10000", str((os.cpu_count() or 1) + 1), "-1"])
+def test_a_thread_count_beyond_the_cores_is_a_one_line_error(
+    capsys: pytest.CaptureFixture[str], command: list[str], threads: str
+) -> None:
+    assert main([*command, "--threads", threads]) != 0
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1
+    assert f"{threads}: expected 1 to {os.cpu_count() or 1}" in lines[0]
