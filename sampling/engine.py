@@ -170,8 +170,12 @@ def entropy_and_normaliser(
 
     Computed at the logits' own precision (float32 for a model's logits): these
     figures are shown, never drawn from. The exponentials are taken in place in one
-    scratch buffer.
+    scratch buffer. Logits far from zero (a maximum beyond ±1e4, as extreme
+    penalties or hostile input give) take a float64 path that never forms
+    sum(e * x), which would overflow or lose every digit to cancellation.
     """
+    if abs(maximum) > _FAST_ENTROPY_LIMIT:
+        return _entropy_far_from_zero(logits, maximum)
     exps = np.subtract(logits, maximum, out=workspace.array("exps", logits.shape[0], logits.dtype))
     np.exp(exps, out=exps)
     # A BLAS dot with ones sums twice as fast as numpy's pairwise sum.
@@ -184,4 +188,23 @@ def entropy_and_normaliser(
         finite = np.isfinite(logits)
         weighted = float(np.dot(exps[finite], logits[finite])) - maximum * normaliser
     # Rounding can take a near-one-hot distribution's entropy a hair below zero.
+    return max(0.0, math.log(normaliser) - weighted / normaliser), normaliser
+
+
+_FAST_ENTROPY_LIMIT = 1e4
+"""Largest |maximum| for which sum(e * x) - max * sum(e) keeps its digits."""
+
+
+def _entropy_far_from_zero(logits: FloatArray, maximum: float) -> tuple[float, float]:
+    """`entropy_and_normaliser` from the shifted logits, in float64.
+
+    A gap wider than float64's range (1.7e308 next to -1.7e308) becomes -inf, whose
+    weight is 0: such a token adds nothing.
+    """
+    with np.errstate(over="ignore"):
+        shifted = logits.astype(np.float64) - maximum
+    exps = np.exp(shifted)
+    normaliser = float(exps.sum())
+    weighing = exps > 0
+    weighted = float(np.dot(exps[weighing], shifted[weighing]))
     return max(0.0, math.log(normaliser) - weighted / normaliser), normaliser

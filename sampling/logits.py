@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -17,7 +18,9 @@ def checked_logits(logits: object, vocab_size: int | None = None) -> tuple[Float
 
     The array is returned as it is when it is already float32 or float64 (no copy);
     other numeric types are converted to float64. +inf logits count as the argmax:
-    they are replaced (in a new array) by 0 and every other logit by -inf.
+    they are replaced (in a new array) by 0 and every other logit by -inf. float64
+    logits spread wider than float64 can subtract are narrowed (in a new array)
+    without changing any probability (see `within_float64_span`).
 
     Args:
         logits: One score per vocabulary token.
@@ -58,4 +61,25 @@ def checked_logits(logits: object, vocab_size: int | None = None) -> tuple[Float
     if maximum == np.inf:
         array = np.where(np.isposinf(array), 0.0, -np.inf).astype(array.dtype)
         maximum = 0.0
+    elif array.dtype == np.float64:
+        array = within_float64_span(array, maximum)
     return array, maximum, argmax
+
+
+_HALF_FLOAT64_RANGE = float(np.finfo(np.float64).max) / 2
+
+
+def within_float64_span(array: FloatArray, maximum: float) -> FloatArray:
+    """The logits, with finite ones too far below the maximum to subtract it raised.
+
+    float64 logits can lie further apart than float64 reaches (1.7e308 and
+    -1.7e308): `logit - maximum` would overflow. A logit more than half the range
+    below the maximum has probability exactly 0 either way, so it is raised (in a
+    new array) to that floor, where the subtraction is exact enough. float32
+    logits always fit: their differences are taken in float64.
+    """
+    lowest = float(np.min(array))
+    if math.isfinite(maximum - lowest):
+        return array
+    floor = maximum - _HALF_FLOAT64_RANGE
+    return np.where(np.isneginf(array), array, np.maximum(array, floor))

@@ -8,17 +8,60 @@ import numpy as np
 import numpy.typing as npt
 
 from sampling.errors import LogitsError
+from sampling.logits import within_float64_span
 from sampling.settings import SamplerSettings
 
 History = Sequence[int] | npt.NDArray[np.integer]
 
+_LARGEST_FLOAT64 = float(np.finfo(np.float64).max)
+
 
 def penalty_window(history: History, settings: SamplerSettings) -> npt.NDArray[np.int64]:
-    """The last `repeat_last_n` token ids of `history` as an int64 array."""
+    """The last `repeat_last_n` token ids of `history` as an int64 array.
+
+    Raises:
+        LogitsError: The history is not a sequence, or its window holds something
+            other than integer token ids (a float, NaN, a string, None, an integer
+            beyond int64).
+    """
+    if isinstance(history, str | bytes) or not hasattr(history, "__len__"):
+        raise LogitsError(
+            f"the history must be a sequence of token ids, not {type(history).__name__}"
+        )
     if settings.repeat_last_n == 0 or len(history) == 0:
         return np.empty(0, dtype=np.int64)
-    window = history[-settings.repeat_last_n :]
-    return np.asarray(window, dtype=np.int64)
+    window = history[-min(settings.repeat_last_n, len(history)) :]
+    try:
+        array = np.asarray(window)
+    except (TypeError, ValueError, OverflowError):
+        array = np.asarray(window, dtype=object)
+    if array.ndim != 1:
+        raise LogitsError(
+            f"the history must be a flat sequence of token ids, got shape {array.shape}"
+        )
+    if array.dtype.kind == "i" or (array.dtype.kind == "u" and array.max() <= _INT64_MAX):
+        return array.astype(np.int64, copy=False)
+    if array.dtype.kind == "u":
+        bad: object = int(array.max())
+    else:
+        items = array.tolist()
+        bad = next((item for item in items if not _is_token_id(item)), None)
+        if array.dtype.kind == "f":
+            # A float array: name its first NaN or fraction, else its first value.
+            bad = next((item for item in items if not float(item).is_integer()), items[0])
+    raise LogitsError(f"the history must hold integer token ids; it holds {bad!r}")
+
+
+_INT64_MAX = int(np.iinfo(np.int64).max)
+
+
+def _is_token_id(value: object) -> bool:
+    """Whether `value` is a plain integer that fits in int64 (a bool is not)."""
+    return (
+        isinstance(value, int | np.integer)
+        and not isinstance(value, bool)
+        and -_INT64_MAX - 1 <= int(value) <= _INT64_MAX
+    )
 
 
 def penalized_logits(
@@ -29,7 +72,11 @@ def penalized_logits(
     Every distinct token of the window is penalised once by `repeat_penalty` (a
     positive logit divided, a non-positive one multiplied, as llama.cpp and candle
     do), then `count * frequency_penalty + presence_penalty` is subtracted.
-    Returns `logits` itself when no penalty applies.
+    Returns `logits` itself when no penalty applies. The penalised logits are kept
+    within the finite range of the logits' type: an extreme penalty (a repeat
+    penalty of 1e-300, a presence penalty of -1e39) pins a logit at the largest
+    finite value rather than making it infinite, so every figure of the step stays
+    a number.
 
     Raises:
         LogitsError: A history token id lies outside the vocabulary.
@@ -46,11 +93,22 @@ def penalized_logits(
             f"history token id {bad} is outside the vocabulary of {logits.shape[0]} tokens"
         )
     penalized = logits.copy()
+    largest = float(np.finfo(penalized.dtype).max)
     values = penalized[token_ids].astype(np.float64)
-    if settings.repeat_penalty != 1.0:
-        values = np.where(
-            values > 0, values / settings.repeat_penalty, values * settings.repeat_penalty
-        )
-    values -= counts * settings.frequency_penalty + settings.presence_penalty
+    masked = np.isneginf(values)  # a -inf logit stays -inf: never kept
+    # Overflow goes to ±inf and is clipped back after each step, so no inf - inf
+    # can make a NaN.
+    with np.errstate(over="ignore"):
+        if settings.repeat_penalty != 1.0:
+            values = np.where(
+                values > 0, values / settings.repeat_penalty, values * settings.repeat_penalty
+            )
+            np.clip(values, -largest, largest, out=values)
+        amounts = counts * settings.frequency_penalty + settings.presence_penalty
+        values -= np.clip(amounts, -_LARGEST_FLOAT64, _LARGEST_FLOAT64)
+    np.clip(values, -largest, largest, out=values)
+    values[masked] = -np.inf
     penalized[token_ids] = values
+    if penalized.dtype == np.float64:
+        return within_float64_span(penalized, float(np.max(penalized)))
     return penalized

@@ -71,7 +71,12 @@ class SamplerSettings:
 
     def __post_init__(self) -> None:
         for spec in SETTINGS:
-            spec.check(getattr(self, spec.name))
+            value = getattr(self, spec.name)
+            try:
+                spec.check(value)
+            except OverflowError:
+                # An integer too large for a float (10**400 as a temperature).
+                raise SettingsError(spec.name, value, spec.expected) from None
 
     @property
     def greedy(self) -> bool:

@@ -13,7 +13,6 @@ through `llama_log_set` (see `backend.llama.log`).
 from __future__ import annotations
 
 import ctypes
-import os
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -34,16 +33,12 @@ from backend.llama.context import (
 from backend.llama.ggml_devices import require_rpc
 from backend.llama.pieces import visible_piece
 from backend.llama.rpc import Endpoint, probe_all
+from backend.llama.threads import check_thread_count, default_threads
 
-__all__ = ["LlamaError", "LlamaRuntime", "RuntimeOptions", "default_threads"]
+__all__ = ["LlamaError", "LlamaRuntime", "RuntimeOptions", "check_thread_count", "default_threads"]
 
 _backend_lock = threading.Lock()
 _backend_ready = False
-
-
-def default_threads() -> int:
-    """All cores: measured on 2 cores, decode runs faster on 2 threads than on 1."""
-    return max(1, os.cpu_count() or 1)
 
 
 def _init_backend() -> None:
@@ -94,8 +89,7 @@ class LlamaRuntime:
             raise LlamaError(f"invalid batch size {options.n_batch}: expected at least 1")
         self.path = path
         self.n_threads = options.n_threads or default_threads()
-        if self.n_threads < 1:
-            raise LlamaError(f"invalid thread count {self.n_threads}: expected at least 1")
+        check_thread_count(self.n_threads)
         if options.rpc:
             require_rpc()
             probe_all(options.rpc)  # before llama.cpp connects (it aborts on failure)

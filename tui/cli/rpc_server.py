@@ -105,9 +105,10 @@ def run(args: argparse.Namespace) -> int:
     check_bind(args.host, args.allow_remote)
     if not 0 < args.port < 65536:
         raise RpcError(f"invalid --port {args.port}: expected 1 .. 65535")
-    threads = args.threads or os.cpu_count() or 1
-    if threads < 1:
-        raise RpcError(f"invalid --threads {threads}: expected at least 1")
+    cores = os.cpu_count() or 1
+    threads = args.threads or cores
+    if not 1 <= threads <= cores:
+        raise RpcError(f"invalid --threads {threads}: expected 1 to {cores} (the cores here)")
     if args.mem is not None and args.mem < 1:
         raise RpcError(f"invalid --mem {args.mem}: expected a size in MB, at least 1")
     devices = server_devices()

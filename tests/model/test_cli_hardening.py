@@ -1,0 +1,49 @@
+"""Hostile but accepted command lines on the real default model: no traceback, no warning."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import pytest
+
+from tui.cli.main import main
+
+MODEL_FLAGS = ["--threads", "1", "--ctx", "256"]
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize(
+    "penalty",
+    [
+        ["-t", "0", "--repeat-penalty=1e-300"],
+        ["-t", "1", "--repeat-penalty=1e-40"],
+        ["-t", "1", "--presence-penalty=-1e39"],
+        ["-t", "1", "--frequency-penalty=-1e308"],
+    ],
+    ids=" ".join,
+)
+def test_generate_with_extreme_penalties_finishes(
+    capsys: pytest.CaptureFixture[str], penalty: list[str]
+) -> None:
+    argv = ["generate", "hi", "--max-tokens", "6", "--json", *penalty, *MODEL_FLAGS]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    result = json.loads(captured.out)
+    assert result["error"] is None
+    assert result["finish_reason"] in ("max_tokens", "eos")
+    assert len(result["token_ids"]) >= 1
+    assert all(math.isfinite(value) for value in result["stats"].values())
+    assert "Warning" not in captured.err
+
+
+@pytest.mark.parametrize("command", [["generate", "hi"], ["rpc-server"]], ids=" ".join)
+@pytest.mark.parametrize("threads", ["10000", str((os.cpu_count() or 1) + 1), "-1"])
+def test_a_thread_count_beyond_the_cores_is_a_one_line_error(
+    capsys: pytest.CaptureFixture[str], command: list[str], threads: str
+) -> None:
+    assert main([*command, "--threads", threads]) != 0
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1
+    assert f"{threads}: expected 1 to {os.cpu_count() or 1}" in lines[0]
