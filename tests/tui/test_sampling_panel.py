@@ -82,9 +82,11 @@ async def test_the_app_makes_new_controls_live_and_refuses_bad_values() -> None:
         await wait_until(pilot, lambda: app.ready)
         app.query_one("#toggle-rng", Toggle).focus()
         await pilot.press("enter")
-        assert app.live.current.rng == "xorshift128"
+        # The change travels as a message: wait for the app to handle it.
+        await wait_until(pilot, lambda: app.live.current.rng == "xorshift128")
         app.query_one("#slider-frequency_penalty", Slider).focus()
         await pilot.press("shift+right")
+        await wait_until(pilot, lambda: app.live.current.frequency_penalty > 0)
         assert app.live.current.frequency_penalty == pytest.approx(0.1)
         await pilot.press("enter", *"nan", "enter")  # not a finite number: refused, kept
         await pilot.pause()
