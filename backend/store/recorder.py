@@ -99,7 +99,11 @@ class ChatRecorder:
         return record
 
     def begin_reply(
-        self, messages: Sequence[ChatMessage], settings: SamplerSettings, max_tokens: int
+        self,
+        messages: Sequence[ChatMessage],
+        settings: SamplerSettings,
+        max_tokens: int,
+        mode: str = "chat",
     ) -> bool:
         """Store the turns not stored yet, then open the reply's record.
 
@@ -107,6 +111,7 @@ class ChatRecorder:
             messages: The conversation handed to `generate` (ending with the user's turn).
             settings: The settings at the start of the reply.
             max_tokens: The generation's token limit.
+            mode: "chat" or "completion" (the last message's text continued as is).
         """
         self._writer = None
         try:
@@ -126,6 +131,7 @@ class ChatRecorder:
                 max_tokens=max_tokens,
                 n_ctx=self.n_ctx,
                 n_batch=self.n_batch,
+                mode=mode,
             )
         except StoreError as error:
             return self._fail(error)
