@@ -18,6 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from backend.chat.completion import Mode, mode_for_backend
 from backend.chat.events import FinishedEvent, GenerationEvent
 from backend.chat.protocol import ChatBackend, ChatMessage, LiveSettings
 from backend.config.config import Config
@@ -103,6 +104,7 @@ class SamplescopeApp(App[None]):
         store: ChatStore | None = None,
         config: Config | None = None,
         notices: Sequence[str] = (),
+        mode: Mode | None = None,
     ) -> None:
         super().__init__()
         if backend is not None:
@@ -132,6 +134,8 @@ class SamplescopeApp(App[None]):
         self._switch_interval = sys.getswitchinterval()
         self._config = config if config is not None else Config()
         self._notices = tuple(notices)
+        self.requested_mode = mode
+        """`--mode`; None: completion for a base model, else chat (set on load)."""
 
     # -- layout ----------------------------------------------------------------
 
@@ -184,6 +188,9 @@ class SamplescopeApp(App[None]):
         self.runner.backend = backend
         self.pieces.lookup = message.pieces
         info = backend.info
+        self.conversation.mode, notice = mode_for_backend(backend, self.requested_mode)
+        if notice:
+            self.notify(notice, timeout=15)
         if self.store is not None:
             self.conversation.recorder = ChatRecorder(
                 self.store, info.path, n_ctx=info.n_ctx, n_batch=info.n_batch

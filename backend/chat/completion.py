@@ -61,6 +61,16 @@ def choose_mode(
     return "chat", None
 
 
+def mode_for_backend(backend: object, requested: Mode | None) -> tuple[Mode, str | None]:
+    """`choose_mode` for a loaded backend (one without a GGUF template, such as a
+    test double, counts as a chat model)."""
+    template = getattr(backend, "template", None)
+    runtime = getattr(backend, "runtime", None)
+    if template is None or runtime is None:
+        return choose_mode(requested, True, ())
+    return choose_mode(requested, not template.is_default, runtime.special_texts())
+
+
 def document_text(messages: Sequence[ChatMessage]) -> str:
     """The document a completion-mode conversation is: every turn's text, joined."""
     return "".join(message.content for message in messages)

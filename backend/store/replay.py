@@ -15,8 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from backend.chat.compare import first_divergence
+from backend.chat.completion import as_document
 from backend.chat.events import FinishedEvent, NoticeEvent, TokenEvent
-from backend.chat.protocol import ChatBackend, LiveSettings
+from backend.chat.protocol import ChatBackend, ChatMessage, LiveSettings
 from backend.chat.run_state import Steer
 from backend.store.records import ChatRecord, ReplyRecord, StoreError
 from sampling.errors import SamplescopeError
@@ -75,6 +76,13 @@ def pick_reply(chat: ChatRecord, number: int | None) -> ReplyRecord:
     return replies[number - 1]
 
 
+def prompt_messages(chat: ChatRecord, reply: ReplyRecord) -> list[ChatMessage]:
+    """What `generate` was given for the reply: the turns before it, or in completion
+    mode the one document they make."""
+    turns = chat.conversation_before(reply)
+    return as_document(turns) if reply.mode == "completion" else turns
+
+
 def branch_steer(reply: ReplyRecord) -> dict[str, Steer]:
     """For a branch: the `generate` keyword that starts it like the original did.
 
@@ -129,7 +137,7 @@ def replay(
     finished: FinishedEvent | None = None
     max_tokens = max(reply.max_tokens or stored, stored)
     events = backend.generate(
-        chat.conversation_before(reply),
+        prompt_messages(chat, reply),
         live,
         max_tokens=max_tokens,
         cancel=stop,

@@ -18,10 +18,11 @@ from typing import Literal
 
 from backend.chat.events import FinishedEvent, NoticeEvent, TokenEvent
 from backend.chat.llama_backend import LlamaBackend
-from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.chat.protocol import LiveSettings
 from backend.chat.run_state import Steer
 from backend.store.branches import Fork, lineage
 from backend.store.records import ChatRecord, ReplyRecord, StoreError
+from backend.store.replay import prompt_messages
 from backend.store.replay_cache import prepare_cache
 from backend.store.store import ChatStore
 from sampling.errors import SamplescopeError
@@ -105,11 +106,6 @@ def settings_for(chat: ChatRecord, reply: ReplyRecord, index: int) -> SamplerSet
         if branch.fork_at is None or index >= branch.fork_at:
             return branch.settings_at(index)
     return reply.settings_at(index)
-
-
-def prompt_messages(chat: ChatRecord, reply: ReplyRecord) -> list[ChatMessage]:
-    """The conversation the reply answered."""
-    return chat.conversation_before(reply)
 
 
 def _limit(reply: ReplyRecord) -> int:

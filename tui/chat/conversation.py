@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from backend.chat.completion import Mode
 from backend.chat.events import FinishedEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.store.recorder import ChatRecorder
@@ -34,6 +35,8 @@ class Conversation:
         """Every reply's FinishedEvent, in order (for tests and benchmarks)."""
         self.recorder: ChatRecorder | None = None
         """Saves the conversation as it happens (None: nothing is saved)."""
+        self.mode: Mode = "chat"
+        """How replies are generated: chat turns, or one document continued."""
         self.reset_pending = False
         """Whether the backend's cache must be forgotten before the next reply."""
         self._store_notices = StoreErrorNotices()
@@ -53,6 +56,7 @@ class Conversation:
             self.recorder,
             self._store_notices,
             reset=self.reset_pending,
+            mode=self.mode,
         )
         self.reset_pending = False  # the job resets the backend before anything else
         return reply, job

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from backend.chat.compare import ColumnEvent
+from backend.chat.completion import Mode, as_document
 from backend.chat.events import FinishedEvent, GenerationEvent, GenerationStats, NoticeEvent
 from backend.chat.protocol import ChatBackend, ChatMessage, LiveSettings
 from backend.store.recorder import ChatRecorder
@@ -46,6 +47,8 @@ class ReplyJob:
         recorder: Saves the reply, or None.
         notices: Remembers which store error was shown.
         reset: Forget the backend's cache first (a new chat, another saved chat).
+        mode: "chat", or "completion": the conversation is one document, continued
+            without the chat template.
     """
 
     messages: Sequence[ChatMessage]
@@ -54,6 +57,7 @@ class ReplyJob:
     recorder: ChatRecorder | None = None
     notices: StoreErrorNotices = field(default_factory=StoreErrorNotices)
     reset: bool = False
+    mode: Mode = "chat"
 
     def __call__(self, backend: ChatBackend, cancel: threading.Event) -> Iterator[ColumnEvent]:
         """Generate the reply (worker thread); every event, tagged as column 0."""
@@ -66,10 +70,15 @@ class ReplyJob:
             if self.reset:
                 backend.reset()
             if recorder is not None:
-                recorder.begin_reply(self.messages, self.live.current, self.max_tokens)
+                recorder.begin_reply(self.messages, self.live.current, self.max_tokens, self.mode)
                 yield from self._store_notice(recorder)
+            completion = self.mode == "completion"
             for event in backend.generate(
-                self.messages, self.live, max_tokens=self.max_tokens, cancel=cancel
+                as_document(self.messages) if completion else self.messages,
+                self.live,
+                max_tokens=self.max_tokens,
+                cancel=cancel,
+                raw=completion,
             ):
                 if recorder is not None and not recorder.record(event):
                     yield from self._store_notice(recorder)

@@ -8,7 +8,7 @@ import sys
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
-from backend.chat.completion import MODES, as_document, choose_mode
+from backend.chat.completion import MODES, as_document, mode_for_backend
 from backend.chat.events import (
     FinishedEvent,
     NoticeEvent,
@@ -95,11 +95,7 @@ def run(args: argparse.Namespace) -> int:
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     messages = build_messages(prompt, args.system)
     backend = load_backend(args)
-    mode, notice = choose_mode(
-        "completion" if args.raw else args.mode,
-        not backend.template.is_default,
-        backend.runtime.special_texts(),
-    )
+    mode, notice = mode_for_backend(backend, "completion" if args.raw else args.mode)
     if notice:
         log(notice)
     if mode == "completion":
