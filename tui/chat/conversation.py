@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from backend.chat.completion import Mode
 from backend.chat.events import FinishedEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.chat.run_state import Steer
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatRecord
 from sampling.settings import SamplerSettings
@@ -59,6 +60,31 @@ class Conversation:
             mode=self.mode,
         )
         self.reset_pending = False  # the job resets the backend before anything else
+        return reply, job
+
+    def begin_branch(
+        self, live: LiveSettings, max_tokens: int, index: int, force: int | None
+    ) -> tuple[Reply, ReplyJob]:
+        """Redo the last reply from its token `index`: the tokens before it are kept,
+        token `index` is `force` (None: drawn again with the live settings), the rest
+        sampled. The old reply stays in the store as another branch of the turn.
+        """
+        old = self.replies[-1]
+        if self.messages and self.messages[-1].role == "assistant":
+            self.messages.pop()
+        kept = old.tokens[:index]
+        reply = Reply(seed=live.current.seed, settings=live.current, tokens=list(kept))
+        self.replies[-1] = reply
+        steer = Steer(tuple(token.step.token_id for token in kept), force)
+        job = ReplyJob(
+            list(self.messages),
+            live,
+            max_tokens,
+            self.recorder,
+            self._store_notices,
+            mode=self.mode,
+            steer=steer,
+        )
         return reply, job
 
     def finish_reply(self, event: FinishedEvent) -> Reply:

@@ -15,6 +15,7 @@ from backend.chat.compare import ColumnEvent
 from backend.chat.completion import Mode, as_document
 from backend.chat.events import FinishedEvent, GenerationEvent, GenerationStats, NoticeEvent
 from backend.chat.protocol import ChatBackend, ChatMessage, LiveSettings
+from backend.chat.run_state import Steer
 from backend.store.recorder import ChatRecorder
 
 REPLY_COLUMN = 0
@@ -49,6 +50,8 @@ class ReplyJob:
         reset: Forget the backend's cache first (a new chat, another saved chat).
         mode: "chat", or "completion": the conversation is one document, continued
             without the chat template.
+        steer: For a branch of the last reply: its tokens before the fork, and the
+            token forced there (None: drawn again).
     """
 
     messages: Sequence[ChatMessage]
@@ -58,6 +61,7 @@ class ReplyJob:
     notices: StoreErrorNotices = field(default_factory=StoreErrorNotices)
     reset: bool = False
     mode: Mode = "chat"
+    steer: Steer | None = None
 
     def __call__(self, backend: ChatBackend, cancel: threading.Event) -> Iterator[ColumnEvent]:
         """Generate the reply (worker thread); every event, tagged as column 0."""
@@ -70,7 +74,12 @@ class ReplyJob:
             if self.reset:
                 backend.reset()
             if recorder is not None:
-                recorder.begin_reply(self.messages, self.live.current, self.max_tokens, self.mode)
+                if self.steer is None:
+                    recorder.begin_reply(
+                        self.messages, self.live.current, self.max_tokens, self.mode
+                    )
+                else:
+                    recorder.begin_branch(len(self.steer.prefix), self.live.current)
                 yield from self._store_notice(recorder)
             completion = self.mode == "completion"
             for event in backend.generate(
@@ -79,6 +88,7 @@ class ReplyJob:
                 max_tokens=self.max_tokens,
                 cancel=cancel,
                 raw=completion,
+                **({} if self.steer is None else {"steer": self.steer}),
             ):
                 if recorder is not None and not recorder.record(event):
                     yield from self._store_notice(recorder)

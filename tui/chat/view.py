@@ -31,8 +31,10 @@ from backend.chat.protocol import LiveSettings, ModelInfo
 from backend.store.store import ChatRecord
 from sampling.settings import SamplerSettings
 from tui.chat.conversation import Conversation
+from tui.chat.reply_job import ReplyJob
 from tui.chat.reply_view import FINISH_LABELS, Reply
 from tui.chat.runner import GenerationRunner
+from tui.chat.steering import ask_alternative
 from tui.chat.transcript import Transcript
 from tui.widgets.prob_panel import ProbPanel
 from tui.widgets.sampling_panel import SamplingPanel
@@ -170,8 +172,14 @@ class ChatView(Vertical):
 
     def start_reply(self) -> None:
         """Generate the assistant's reply to the conversation, with the live settings."""
-        self._transcript.clear_cursor()
         reply, job = self.conversation.begin_reply(self.live, self.max_tokens)
+        self.run_reply(reply, job)
+
+    def run_reply(self, reply: Reply, job: ReplyJob, *, replace: bool = False) -> None:
+        """Show `reply` as the last one (`replace`: instead of it) and run its job."""
+        self._transcript.clear_cursor()
+        if replace:
+            self._transcript.remove_last_reply()
         self._transcript.add_reply(reply)
         self.generating = True
         self._first_token_at = self._last_token_at = None
@@ -268,6 +276,11 @@ class ChatView(Vertical):
     def set_colour(self, colour: bool) -> None:
         """Tint each token by its probability, or not."""
         self._transcript.set_colour(colour)
+
+    @on(Transcript.AlternativesAsked)
+    def _on_alternatives(self, message: Transcript.AlternativesAsked) -> None:
+        message.stop()
+        ask_alternative(self, *message.cursor)
 
     @on(Transcript.TokenSelected)
     def _on_token_selected(self, message: Transcript.TokenSelected) -> None:
