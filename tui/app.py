@@ -18,6 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from backend.chat.completion import Mode, mode_for_backend
 from backend.chat.events import FinishedEvent, GenerationEvent
 from backend.chat.protocol import ChatBackend, ChatMessage, LiveSettings
 from backend.config.config import Config
@@ -26,6 +27,7 @@ from backend.store.store import ChatStore, StoreError
 from sampling.errors import SettingsError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tui.app_config import resolve_app_config
+from tui.bindings import APP_BINDINGS
 from tui.chat.conversation import Conversation
 from tui.chat.loading import BackendFailed, BackendReady, load_backend
 from tui.chat.reply_view import Reply
@@ -71,27 +73,7 @@ class SamplescopeApp(App[None]):
     VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]  # noqa: RUF012 (app.tcss: plots)
     TITLE = "samplescope"
     COMMANDS = App.COMMANDS | {CompareCommands}
-    BINDINGS: ClassVar[list[BindingType]] = [
-        # Each binding has an id (its action's name) so that the config file's [keys]
-        # table can move it (`App.set_keymap`).
-        Binding("escape", "stop", "stop", id="stop"),
-        Binding("ctrl+r", "regenerate", "regen", id="regenerate"),
-        Binding("ctrl+n", "new_chat", "new chat", id="new_chat"),
-        Binding("ctrl+o", "history", "chats", id="history"),
-        Binding("ctrl+y", "copy_reply", "copy", id="copy_reply"),
-        Binding("ctrl+g", "new_seed", "new seed", id="new_seed"),
-        Binding("ctrl+l", "toggle_colour", "colour", id="toggle_colour"),
-        Binding("ctrl+t", "token_cursor", "tokens", id="token_cursor"),
-        # priority: over the input's ctrl+d
-        Binding("ctrl+d", "compare", "compare", priority=True, id="compare"),
-        Binding("f2", "focus_sampling", "sliders", id="focus_sampling"),
-        Binding("f3", "focus_input", "input", show=False, id="focus_input"),
-        Binding("f4", "plot('timeline')", "timeline", id="timeline"),
-        Binding("f5", "plot('tail')", "tail", id="tail"),
-        Binding("f1", "help", "help", id="help"),
-        # Textual's own ctrl+q has no id; this copy lets [keys] add a quit key.
-        Binding("ctrl+q", "quit", "quit", show=False, priority=True, id="quit"),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = list(APP_BINDINGS)
 
     def __init__(
         self,
@@ -106,6 +88,7 @@ class SamplescopeApp(App[None]):
         store: ChatStore | None = None,
         config: Config | None = None,
         notices: Sequence[str] = (),
+        mode: Mode | None = None,
     ) -> None:
         super().__init__()
         if backend is not None:
@@ -135,6 +118,8 @@ class SamplescopeApp(App[None]):
         self._switch_interval = sys.getswitchinterval()
         self._config = config if config is not None else Config()
         self._notices = tuple(notices)
+        self.requested_mode = mode
+        """`--mode`; None: completion for a base model, else chat (set on load)."""
 
     # -- layout ----------------------------------------------------------------
 
@@ -187,6 +172,9 @@ class SamplescopeApp(App[None]):
         self.runner.backend = backend
         self.pieces.lookup = message.pieces
         info = backend.info
+        self.conversation.mode, notice = mode_for_backend(backend, self.requested_mode)
+        if notice:
+            self.notify(notice, timeout=15)
         if self.store is not None:
             self.conversation.recorder = ChatRecorder(
                 self.store, info.path, n_ctx=info.n_ctx, n_batch=info.n_batch

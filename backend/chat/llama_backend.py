@@ -12,17 +12,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Generator, Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from backend.chat.compare import common_prefix
 from backend.chat.events import (
-    FinishedEvent,
     FinishReason,
     GenerationEvent,
-    GenerationStats,
     NoticeEvent,
     PhaseEvent,
     PrefillProgress,
@@ -30,6 +27,7 @@ from backend.chat.events import (
 )
 from backend.chat.prompt import PromptBuilder
 from backend.chat.protocol import ChatMessage, LiveSettings, ModelInfo
+from backend.chat.run_state import RunState, Steer, StepInput, dropped_span, flush, forced_step
 from backend.chat.template import ChatTemplate
 from backend.llama.rpc import Endpoint
 from backend.llama.runtime import LlamaRuntime, RuntimeOptions
@@ -37,53 +35,8 @@ from backend.llama.utf8 import Utf8Stream
 from sampling.errors import SamplescopeError
 from sampling.sampler import Sampler
 
-#: A context shift must save at least this many tokens of prefill (or reach the cache's end).
-MIN_SHIFT_MATCH = 16
-#: How many alignments of the cache against the prompt a context shift tries.
-MAX_SHIFT_CANDIDATES = 256
 #: At most this share of the context is reserved for the reply when fitting a prompt.
 MAX_HEADROOM_SHARE = 0.5
-
-
-@dataclass(slots=True)
-class _Run:
-    """What one generation has produced so far (also reported when it fails)."""
-
-    started: float
-    prompt_tokens: int = 0
-    prefilled: int = 0
-    prefill_ms: float = 0.0
-    first_token_at: float | None = None
-    decode_started: float | None = None
-    sampler_us: float = 0.0
-    token_ids: list[int] = field(default_factory=list)
-    text: list[str] = field(default_factory=list)
-
-    def stats(self) -> GenerationStats:
-        now = time.perf_counter()
-        decode_ms = 0.0 if self.decode_started is None else (now - self.decode_started) * 1000
-        n = len(self.token_ids)
-        return GenerationStats(
-            prompt_tokens=self.prompt_tokens,
-            prefilled_tokens=self.prefilled,
-            prefill_ms=self.prefill_ms,
-            ttft_ms=0.0
-            if self.first_token_at is None
-            else (self.first_token_at - self.started) * 1000,
-            decode_tokens=n,
-            decode_ms=decode_ms,
-            decode_tps=n / (decode_ms / 1000) if decode_ms > 0 else 0.0,
-            sampler_us=self.sampler_us,
-        )
-
-    def finished(self, reason: FinishReason, error: str | None = None) -> FinishedEvent:
-        return FinishedEvent(
-            reason=reason,
-            stats=self.stats(),
-            text="".join(self.text),
-            token_ids=tuple(self.token_ids),
-            error=error,
-        )
 
 
 class LlamaBackend:
@@ -187,15 +140,23 @@ class LlamaBackend:
         max_tokens: int = 512,
         cancel: threading.Event | None = None,
         raw: bool = False,
+        steer: Steer | None = None,
     ) -> Iterator[GenerationEvent]:
         """Generate the assistant's reply to `messages` (see `ChatBackend.generate`).
 
         `FinishedEvent.token_ids` holds every sampled id, the end-of-generation token
         included; `text` holds the reply without it.
+
+        `steer` starts the reply with given tokens (`prefix`, decoded as a generation
+        decodes them: no events, but part of the finished text and token ids) and may
+        force the next token (`force`): the branch of a reply from one of its tokens.
+        Token events then count from `len(prefix)`; `max_tokens` counts the prefix.
         """
-        run = _Run(started=time.perf_counter())
+        run = RunState(started=time.perf_counter())
         try:
-            reason = yield from self._generate(run, messages, settings, max_tokens, cancel, raw)
+            reason = yield from self._generate(
+                run, messages, settings, max_tokens, cancel, raw, steer
+            )
         except SamplescopeError as error:
             yield PhaseEvent("done")
             yield run.finished("error", str(error))
@@ -211,24 +172,124 @@ class LlamaBackend:
 
     def _generate(
         self,
-        run: _Run,
+        run: RunState,
         messages: Sequence[ChatMessage],
         live: LiveSettings,
         max_tokens: int,
         cancel: threading.Event | None,
         raw: bool,
+        steer: Steer | None = None,
     ) -> Generator[GenerationEvent, None, FinishReason]:
+        rt = self.runtime
+        steer = steer or Steer()
+        sampler = Sampler(live.current, vocab_size=rt.n_vocab)
+        stream = Utf8Stream()
+        ready = yield from self._prepare(run, messages, max_tokens, cancel, raw, steer, stream)
+        if not ready:
+            return "cancelled"
+
+        # ---- decode: one token at a time ----
+        yield PhaseEvent("decode")
+        run.decode_started = time.perf_counter()
+        cache = rt.cache
+        for index in range(len(steer.prefix), max_tokens):
+            if cancel is not None and cancel.is_set():
+                return flush(run, stream, "cancelled")
+            current = live.current
+            if current is not sampler.settings:
+                sampler.settings = current
+            sampler.tail_ranks = live.tail_ranks
+            # The sampler reads the last repeat_last_n tokens of the history itself.
+            step = sampler.sample(rt.logits(), cache)
+            if index == len(steer.prefix) and steer.force is not None:
+                step = forced_step(step, steer.force, rt.logits(), cache)
+            token = step.token_id
+            if run.first_token_at is None:
+                run.first_token_at = time.perf_counter()
+            run.sampler_us += step.elapsed_us
+            run.token_ids.append(token)
+            eog = rt.is_eog(token)
+            text = "" if eog else stream.feed(rt.token_bytes(token))
+            if text:
+                run.text.append(text)
+            yield TokenEvent(index=index, step=step, text=text, piece=rt.shown_piece(token))
+            if eog:
+                return flush(run, stream, "eos")
+            if index + 1 == max_tokens:
+                break
+            if len(cache) >= rt.n_ctx:
+                yield NoticeEvent(f"the context of {rt.n_ctx} tokens is full: reply cut short")
+                return flush(run, stream, "context_full")
+            rt.decode_one(token)
+        return flush(run, stream, "max_tokens")
+
+    def _prepare(
+        self,
+        run: RunState,
+        messages: Sequence[ChatMessage],
+        max_tokens: int,
+        cancel: threading.Event | None,
+        raw: bool,
+        steer: Steer,
+        stream: Utf8Stream,
+    ) -> Generator[GenerationEvent, None, bool]:
+        """Fit and prefill the prompt, then decode the steer's prefix.
+
+        Returns:
+            False when cancelled during the prefill.
+        """
         rt = self.runtime
         if not messages:
             raise SamplescopeError("nothing to answer: the conversation is empty")
         if max_tokens < 1:
             raise SamplescopeError(f"invalid max_tokens={max_tokens}: expected at least 1")
+        if len(steer.prefix) >= max_tokens:
+            raise SamplescopeError(
+                f"a reply of {len(steer.prefix)} given tokens leaves no room under "
+                f"max_tokens={max_tokens}"
+            )
+        if steer.force is not None and not 0 <= steer.force < rt.n_vocab:
+            raise SamplescopeError(
+                f"invalid token id {steer.force}: expected 0 .. {rt.n_vocab - 1}"
+            )
         if rt.lost:
             yield NoticeEvent("the RPC connection was lost: loading the model through the servers")
             rt.reconnect()
-        settings = live.current
-        sampler = Sampler(settings, vocab_size=rt.n_vocab)
+        prompt = yield from self._fit_prompt(messages, max_tokens, raw)
+        run.prompt_tokens = len(prompt)
 
+        # ---- prefill: only what the cache lacks, and at least the last token ----
+        yield PhaseEvent("prefill")
+        prefill_started = time.perf_counter()
+        kept = self.reuse_cache(prompt)
+        todo = prompt[kept:]
+        run.prefilled = len(todo)
+        cancelled = cancel is not None and cancel.is_set()
+        if not cancelled:
+            for done in rt.prefill(todo):
+                yield PrefillProgress(done=done, total=len(todo))
+                cancelled = cancel is not None and cancel.is_set() and done < len(todo)
+                if cancelled:
+                    break
+        run.prefill_ms = (time.perf_counter() - prefill_started) * 1000
+        if cancelled:
+            return False
+        # ---- the given start of the reply: decoded alone, as generate decoded it ----
+        for token in steer.prefix:
+            if len(rt.cache) >= rt.n_ctx:
+                raise SamplescopeError(f"the given tokens overflow the context of {rt.n_ctx}")
+            run.token_ids.append(token)
+            text = "" if rt.is_eog(token) else stream.feed(rt.token_bytes(token))
+            if text:
+                run.text.append(text)
+            rt.decode_one(token)
+        return True
+
+    def _fit_prompt(
+        self, messages: Sequence[ChatMessage], max_tokens: int, raw: bool
+    ) -> Generator[GenerationEvent, None, list[int]]:
+        """The prompt's tokens, fitted to leave room for the reply (with notices)."""
+        rt = self.runtime
         headroom = min(max_tokens, int(rt.n_ctx * MAX_HEADROOM_SHARE))
         budget = rt.n_ctx - headroom
         if raw:
@@ -254,59 +315,34 @@ class LlamaBackend:
                 )
         if not prompt:
             raise SamplescopeError("the prompt is empty")
-        run.prompt_tokens = len(prompt)
+        return prompt
 
-        # ---- prefill: only what the cache lacks, and at least the last token ----
-        yield PhaseEvent("prefill")
-        prefill_started = time.perf_counter()
-        kept = self.reuse_cache(prompt)
-        todo = prompt[kept:]
-        run.prefilled = len(todo)
-        cancelled = cancel is not None and cancel.is_set()
-        if not cancelled:
-            for done in rt.prefill(todo):
-                yield PrefillProgress(done=done, total=len(todo))
-                cancelled = cancel is not None and cancel.is_set() and done < len(todo)
-                if cancelled:
-                    break
-        if cancelled:
-            run.prefill_ms = (time.perf_counter() - prefill_started) * 1000
-            return "cancelled"
-        run.prefill_ms = (time.perf_counter() - prefill_started) * 1000
+    def step_input(
+        self,
+        messages: Sequence[ChatMessage],
+        prefix: Sequence[int],
+        *,
+        max_tokens: int = 512,
+        raw: bool = False,
+    ) -> StepInput:
+        """What the sampler saw at token `len(prefix)` of a reply to `messages`.
 
-        # ---- decode: one token at a time ----
-        yield PhaseEvent("decode")
-        run.decode_started = time.perf_counter()
-        stream = Utf8Stream()
-        cache = rt.cache
-        for index in range(max_tokens):
-            if cancel is not None and cancel.is_set():
-                return _flush(run, stream, "cancelled")
-            current = live.current
-            if current is not sampler.settings:
-                sampler.settings = current
-            sampler.tail_ranks = live.tail_ranks
-            # The sampler reads the last repeat_last_n tokens of the history itself.
-            step = sampler.sample(rt.logits(), cache)
-            token = step.token_id
-            if run.first_token_at is None:
-                run.first_token_at = time.perf_counter()
-            run.sampler_us += step.elapsed_us
-            run.token_ids.append(token)
-            eog = rt.is_eog(token)
-            text = "" if eog else stream.feed(rt.token_bytes(token))
-            if text:
-                run.text.append(text)
-            yield TokenEvent(index=index, step=step, text=text, piece=rt.shown_piece(token))
-            if eog:
-                return _flush(run, stream, "eos")
-            if index + 1 == max_tokens:
-                break
-            if len(cache) >= rt.n_ctx:
-                yield NoticeEvent(f"the context of {rt.n_ctx} tokens is full: reply cut short")
-                return _flush(run, stream, "context_full")
-            rt.decode_one(token)
-        return _flush(run, stream, "max_tokens")
+        The cache is built exactly as `generate` builds it (reuse, prefill in the
+        same chunks, each earlier token decoded alone), so the logits are the ones the
+        sampler saw when the reply was generated on the same cache.
+
+        Raises:
+            SamplescopeError: The prompt or the tokens cannot be fed.
+        """
+        run = RunState(started=time.perf_counter())
+        steps = self._prepare(
+            run, messages, max_tokens, None, raw, Steer(tuple(prefix)), Utf8Stream()
+        )
+        for _ in steps:
+            pass
+        return StepInput(
+            np.array(self.runtime.logits(), dtype=np.float32), tuple(self.runtime.cache)
+        )
 
     def reuse_cache(self, prompt: list[int]) -> int:
         """Keep the longest cached prefix of `prompt`, less what must be computed again.
@@ -327,7 +363,7 @@ class LlamaBackend:
         rt = self.runtime
         common = common_prefix(rt.cache, prompt)
         if common < len(rt.cache) and common < len(prompt) - 1:
-            gap = _dropped_span(rt.cache, prompt, common)
+            gap = dropped_span(rt.cache, prompt, common)
             if gap and rt.remove_span(common, common + gap):
                 common = common_prefix(rt.cache, prompt)
         keep = min(common, len(prompt) - 1)
@@ -360,34 +396,3 @@ class LlamaBackend:
         logits = rt.probe(token, pos)
         order = np.argsort(-logits, kind="stable")
         return [(int(i), float(logits[i])) for i in order]
-
-
-def _flush(run: _Run, stream: Utf8Stream, reason: FinishReason) -> FinishReason:
-    # A character cut off by max_tokens or a cancel is dropped (it is unfinished, not
-    # wrong); one left dangling when the model itself stopped is shown as U+FFFD.
-    tail = stream.flush() if reason == "eos" else ""
-    if tail:
-        run.text.append(tail)
-    return reason
-
-
-def _dropped_span(cache: Sequence[int], prompt: Sequence[int], start: int) -> int:
-    """Length of a span after `start` whose removal lines the cache up with the prompt.
-
-    Returns 0 when no removal gives a match of at least `MIN_SHIFT_MATCH` tokens (or
-    one reaching the end of the cache).
-    """
-    cached = np.asarray(cache[start:], dtype=np.int64)
-    wanted = np.asarray(prompt[start:], dtype=np.int64)
-    if cached.size < 2 or wanted.size == 0:
-        return 0
-    best_gap, best_match = 0, 0
-    for gap in (np.flatnonzero(cached[1:] == wanted[0]) + 1)[:MAX_SHIFT_CANDIDATES]:
-        n = min(cached.size - int(gap), wanted.size)
-        equal = cached[gap : gap + n] == wanted[:n]
-        match = n if bool(equal.all()) else int(np.argmin(equal))
-        if match > best_match:
-            best_gap, best_match = int(gap), match
-    if best_match >= min(MIN_SHIFT_MATCH, cached.size - best_gap):
-        return best_gap
-    return 0

@@ -19,7 +19,9 @@ from backend.store.records import (
     SettingsChange,
     StoreError,
 )
+from backend.store.steps import StepLayout, unpack_step
 from sampling.errors import SettingsError
+from sampling.records import Step
 from sampling.settings import SamplerSettings
 
 
@@ -83,11 +85,11 @@ def load_chat(conn: sqlite3.Connection, path: Path, chat_id: int) -> ChatRecord:
     if chat is None:
         raise StoreError(f"chat database {path} has no chat {chat_id}")
     message_rows = conn.execute(
-        "SELECT id, position, role, content, created FROM messages "
+        "SELECT id, position, role, content, created, branch_id FROM messages "
         "WHERE chat_id = ? ORDER BY position",
         (chat_id,),
     ).fetchall()
-    replies = _load_replies(conn, path, chat_id)
+    branches = _load_replies(conn, path, chat_id)
     messages = tuple(
         MessageRecord(
             id=int(row[0]),
@@ -95,7 +97,8 @@ def load_chat(conn: sqlite3.Connection, path: Path, chat_id: int) -> ChatRecord:
             role=row[2],
             content=str(row[3]),
             created=to_datetime(row[4]),
-            reply=replies.get(int(row[0])),
+            reply=_followed(branches.get(int(row[0]), ()), row[5]),
+            branches=branches.get(int(row[0]), ()),
         )
         for row in message_rows
     )
@@ -110,18 +113,32 @@ def load_chat(conn: sqlite3.Connection, path: Path, chat_id: int) -> ChatRecord:
     )
 
 
-def _load_replies(conn: sqlite3.Connection, path: Path, chat_id: int) -> dict[int, ReplyRecord]:
-    """Replies of a chat keyed by their message id (caller holds the guard)."""
+def _followed(branches: tuple[ReplyRecord, ...], branch_id: int | None) -> ReplyRecord | None:
+    """The branch a turn's conversation follows: `branch_id`, else its first."""
+    for branch in branches:
+        if branch.id == branch_id:
+            return branch
+    return branches[0] if branches else None
+
+
+def _load_replies(
+    conn: sqlite3.Connection, path: Path, chat_id: int
+) -> dict[int, tuple[ReplyRecord, ...]]:
+    """Every branch of a chat's replies keyed by message id, oldest first per turn.
+
+    A turn's branches share its number (`ReplyRecord.number`); `branch` numbers them.
+    """
     rows = conn.execute(
         "SELECT r.id, r.message_id, r.model_path, r.model_size, r.model_sha256, r.seed, "
         "r.rng, r.max_tokens, r.finish_reason, r.error, r.stats, r.created, r.finished, "
-        "m.content, r.n_ctx, r.n_batch FROM replies r JOIN messages m ON r.message_id = m.id "
-        "WHERE m.chat_id = ? ORDER BY m.position",
+        "coalesce(r.text, m.content), r.n_ctx, r.n_batch, r.parent_id, r.fork_at, r.mode "
+        "FROM replies r JOIN messages m ON r.message_id = m.id "
+        "WHERE m.chat_id = ? ORDER BY m.position, r.id",
         (chat_id,),
     ).fetchall()
-    replies: dict[int, ReplyRecord] = {}
-    for number, row in enumerate(rows, start=1):
-        reply_id = int(row[0])
+    replies: dict[int, tuple[ReplyRecord, ...]] = {}
+    for row in rows:
+        reply_id, message_id = int(row[0]), int(row[1])
         tokens = tuple(
             int(t[0])
             for t in conn.execute(
@@ -139,10 +156,11 @@ def _load_replies(conn: sqlite3.Connection, path: Path, chat_id: int) -> dict[in
         )
         if not changes:
             raise StoreError(f"chat database {path}: reply {reply_id} has no settings recorded")
-        replies[int(row[1])] = ReplyRecord(
+        siblings = replies.get(message_id, ())
+        record = ReplyRecord(
             id=reply_id,
-            number=number,
-            message_id=int(row[1]),
+            number=len(replies) + (0 if siblings else 1),
+            message_id=message_id,
             model=ModelRef(str(row[2]), int(row[3]), str(row[4])),
             seed=int(row[5]),
             rng=str(row[6]),
@@ -157,8 +175,41 @@ def _load_replies(conn: sqlite3.Connection, path: Path, chat_id: int) -> dict[in
             text=str(row[13]),
             created=to_datetime(row[11]),
             finished=None if row[12] is None else to_datetime(row[12]),
+            parent_id=None if row[16] is None else int(row[16]),
+            fork_at=None if row[17] is None else int(row[17]),
+            mode=str(row[18]),
+            branch=len(siblings) + 1,
         )
+        replies[message_id] = (*siblings, record)
     return replies
+
+
+def load_steps(conn: sqlite3.Connection, path: Path, reply: ReplyRecord) -> dict[int, Step]:
+    """The stored per-token records of one branch, by token index.
+
+    A branch holds rows from its fork on; the tokens before are its parent's (load
+    them from the parent). Replies recorded before per-token records existed have
+    none.
+
+    Raises:
+        StoreError: A row cannot be read.
+    """
+    row = conn.execute("SELECT step_layout FROM replies WHERE id = ?", (reply.id,)).fetchone()
+    if row is None or row[0] is None:
+        return {}
+    try:
+        layout = StepLayout.from_json(str(row[0]))
+        return {
+            int(idx): unpack_step(str(scalars), bytes(blob), layout, reply.settings_at(int(idx)))
+            for idx, scalars, blob in conn.execute(
+                "SELECT idx, scalars, arrays FROM reply_steps WHERE reply_id = ? ORDER BY idx",
+                (reply.id,),
+            )
+        }
+    except (ValueError, TypeError, KeyError) as error:
+        raise StoreError(
+            f"chat database {path}: reply {reply.id} has unreadable token records: {error}"
+        ) from error
 
 
 def _parse_settings(path: Path, text: str, reply_id: int) -> SamplerSettings:

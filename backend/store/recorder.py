@@ -35,6 +35,7 @@ from backend.chat.protocol import ChatMessage
 from backend.store.store import (
     ChatRecord,
     ChatStore,
+    Fork,
     ModelRef,
     ReplyWriter,
     StoreError,
@@ -73,6 +74,7 @@ class ChatRecorder:
         self._stored = 0  # how many of the app's messages are in the store
         self._writer: ReplyWriter | None = None
         self._last_counted = False  # whether the last reply became a stored turn
+        self._branching = False  # whether the open writer records a branch
 
     def _fail(self, error: StoreError) -> bool:
         self.error = str(error)
@@ -99,7 +101,11 @@ class ChatRecorder:
         return record
 
     def begin_reply(
-        self, messages: Sequence[ChatMessage], settings: SamplerSettings, max_tokens: int
+        self,
+        messages: Sequence[ChatMessage],
+        settings: SamplerSettings,
+        max_tokens: int,
+        mode: str = "chat",
     ) -> bool:
         """Store the turns not stored yet, then open the reply's record.
 
@@ -107,6 +113,7 @@ class ChatRecorder:
             messages: The conversation handed to `generate` (ending with the user's turn).
             settings: The settings at the start of the reply.
             max_tokens: The generation's token limit.
+            mode: "chat" or "completion" (the last message's text continued as is).
         """
         self._writer = None
         try:
@@ -126,10 +133,43 @@ class ChatRecorder:
                 max_tokens=max_tokens,
                 n_ctx=self.n_ctx,
                 n_batch=self.n_batch,
+                mode=mode,
             )
         except StoreError as error:
             return self._fail(error)
         self._last_counted = False
+        self._branching = False
+        return True
+
+    def begin_branch(self, at: int, settings: SamplerSettings) -> bool:
+        """Open a branch of the last reply from its token `at` (the turn follows it).
+
+        The reply is kept in the store (see `backend.store.branches`); the branch's
+        record takes tokens from index `at` on. The turn stays counted as stored.
+        """
+        last, self._writer = self._writer, None
+        if last is None or self.chat_id is None or self._model is None:
+            return self.error is None  # the last reply was not recorded: nor is its branch
+        try:
+            chat = self.store.load_chat(self.chat_id)
+            turn = next((m for m in chat.messages if m.id == last.message_id), None)
+            branches = turn.branches if turn is not None else ()
+            parent = next((b for b in branches if b.id == last.reply_id), None)
+            if parent is None:
+                raise StoreError(f"reply {last.reply_id} is no longer stored")
+            self._writer = self.store.begin_reply(
+                self.chat_id,
+                self._model,
+                settings,
+                max_tokens=parent.max_tokens,
+                n_ctx=self.n_ctx,
+                n_batch=self.n_batch,
+                mode=parent.mode,
+                fork=Fork(parent, at, ""),
+            )
+        except StoreError as error:
+            return self._fail(error)
+        self._branching = True
         return True
 
     def record(self, event: GenerationEvent) -> bool:
@@ -146,6 +186,9 @@ class ChatRecorder:
                 writer.append(event)
             elif isinstance(event, FinishedEvent):
                 writer.finish_event(event)
+                # A branch's turn is stored and counted already, with its other branches.
+                if self._branching:
+                    return True
                 if event.text:
                     self._stored += 1
                     self._last_counted = True

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sqlite3
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -43,6 +44,29 @@ class ModelRef:
     def name(self) -> str:
         """The file name, for lists."""
         return Path(self.path).name
+
+
+TITLE_LENGTH = 60
+
+
+def suggest_title(text: str) -> str:
+    """A chat title from its first user message: one line, at most 60 characters."""
+    line = " ".join(text.split())
+    if len(line) <= TITLE_LENGTH:
+        return line or "Untitled chat"
+    return line[: TITLE_LENGTH - 1].rstrip() + "…"
+
+
+def describe_error(path: Path, error: sqlite3.Error, action: str) -> str:
+    """A one-line message for a sqlite error, naming the database file."""
+    text = str(error)
+    if "not a database" in text or "malformed" in text:
+        return f"chat database {path} is corrupt or not a samplescope database ({text})"
+    if "locked" in text or "busy" in text:
+        return f"chat database {path} is locked by another process ({text})"
+    if "unable to open" in text or "readonly" in text or "disk I/O" in text:
+        return f"cannot {action} chat database {path}: {text}"
+    return f"chat database {path}: {action} failed: {text}"
 
 
 def settings_json(settings: SamplerSettings) -> str:
@@ -98,6 +122,11 @@ class ReplyRecord:
         text: The reply text (the text so far for an interrupted reply).
         created: When it started.
         finished: When it finished (None when interrupted).
+        parent_id: The branch it forks from (None for a turn's first reply).
+        fork_at: The token index where it leaves its parent (tokens before it are
+            the parent's); None for a turn's first reply.
+        mode: "chat" (the chat template) or "completion" (plain text continued).
+        branch: 1-based number of this branch within its turn, in creation order.
     """
 
     id: int
@@ -117,6 +146,10 @@ class ReplyRecord:
     text: str
     created: datetime
     finished: datetime | None
+    parent_id: int | None = None
+    fork_at: int | None = None
+    mode: str = "chat"
+    branch: int = 1
 
     @property
     def interrupted(self) -> bool:
@@ -135,7 +168,11 @@ class ReplyRecord:
 
 @dataclass(frozen=True, slots=True)
 class MessageRecord:
-    """One turn of a stored chat; assistant turns that were generated carry a reply."""
+    """One turn of a stored chat; assistant turns that were generated carry a reply.
+
+    `reply` is the branch the conversation follows (its text is `content`);
+    `branches` holds every branch of the turn (the reply tree), oldest first.
+    """
 
     id: int
     position: int
@@ -143,6 +180,7 @@ class MessageRecord:
     content: str
     created: datetime
     reply: ReplyRecord | None = None
+    branches: tuple[ReplyRecord, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,8 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from backend.chat.compare import first_divergence
+from backend.chat.completion import as_document
 from backend.chat.events import FinishedEvent, NoticeEvent, TokenEvent
-from backend.chat.protocol import ChatBackend, LiveSettings
+from backend.chat.protocol import ChatBackend, ChatMessage, LiveSettings
+from backend.chat.run_state import Steer
 from backend.store.records import ChatRecord, ReplyRecord, StoreError
 from sampling.errors import SamplescopeError
 from sampling.settings import SamplerSettings
@@ -74,6 +76,26 @@ def pick_reply(chat: ChatRecord, number: int | None) -> ReplyRecord:
     return replies[number - 1]
 
 
+def prompt_messages(chat: ChatRecord, reply: ReplyRecord) -> list[ChatMessage]:
+    """What `generate` was given for the reply: the turns before it, or in completion
+    mode the one document they make."""
+    turns = chat.conversation_before(reply)
+    return as_document(turns) if reply.mode == "completion" else turns
+
+
+def branch_steer(reply: ReplyRecord) -> dict[str, Steer]:
+    """For a branch: the `generate` keyword that starts it like the original did.
+
+    The parent's tokens before the fork are given; the token at the fork is forced
+    (whether it was chosen or drawn, the sampler drew one uniform there, so the
+    stream stays aligned).
+    """
+    at = reply.fork_at
+    if at is None or at >= len(reply.token_ids):
+        return {}
+    return {"steer": Steer(reply.token_ids[:at], reply.token_ids[at])}
+
+
 def replay(
     backend: ChatBackend,
     chat: ChatRecord,
@@ -111,11 +133,16 @@ def replay(
         backend.reset()
     stored = len(reply.token_ids)
     stop = threading.Event()
-    replayed: list[int] = []
+    replayed: list[int] = list(reply.token_ids[: reply.fork_at or 0])
     finished: FinishedEvent | None = None
     max_tokens = max(reply.max_tokens or stored, stored)
     events = backend.generate(
-        chat.conversation_before(reply), live, max_tokens=max_tokens, cancel=stop
+        prompt_messages(chat, reply),
+        live,
+        max_tokens=max_tokens,
+        cancel=stop,
+        raw=reply.mode == "completion",
+        **branch_steer(reply),
     )
     for event in events:
         if isinstance(event, TokenEvent):

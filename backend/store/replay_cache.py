@@ -19,6 +19,7 @@ from the cache (prompt_tokens - prefilled_tokens); from that:
 
 from __future__ import annotations
 
+from backend.chat.completion import document_text
 from backend.chat.llama_backend import MAX_HEADROOM_SHARE, LlamaBackend
 from backend.store.records import ChatRecord, ReplyRecord
 
@@ -53,6 +54,11 @@ def prompt_of(backend: LlamaBackend, chat: ChatRecord, reply: ReplyRecord) -> li
     rt = backend.runtime
     max_tokens = max(reply.max_tokens or len(reply.token_ids), len(reply.token_ids), 1)
     budget = rt.n_ctx - min(max_tokens, int(rt.n_ctx * MAX_HEADROOM_SHARE))
+    if reply.mode == "completion":  # the document alone, cut as generate cuts it
+        prompt = backend.prompt.raw_tokens(document_text(chat.conversation_before(reply)))
+        keep = 1 if prompt and prompt[0] == rt.bos else 0
+        cut = max(0, len(prompt) - budget)
+        return prompt[:keep] + prompt[cut + keep :] if cut else prompt
     return backend.prompt.fit(chat.conversation_before(reply), budget).tokens
 
 

@@ -11,6 +11,15 @@ Version history:
        an index on it for the history list, the model_files hash cache, and
        replies.n_ctx / replies.n_batch (the context and prefill chunk size a reply
        ran with: exact replay needs them; NULL for v1 replies).
+    3: branches and per-token records. `replies` is rebuilt without UNIQUE on
+       message_id: a turn holds a tree of replies (branches), each with parent_id
+       (NULL for the turn's first reply) and fork_at (the token index where it leaves
+       its parent: tokens before it are the parent's), the mode it ran in ("chat" or
+       "completion") and step_layout (how its reply_steps rows are packed; NULL: no
+       rows) and text (its own text: NULL for older replies, whose text is the
+       message's). messages.branch_id names the branch the conversation follows (NULL: the
+       turn's first reply). reply_steps holds each sampled token's record (see
+       `backend.store.steps`).
 """
 
 from __future__ import annotations
@@ -18,7 +27,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _V1 = """
 CREATE TABLE chats (
@@ -86,6 +95,48 @@ CREATE TABLE model_files (
 """
 
 
+_V3 = """
+CREATE TABLE replies_v3 (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    message_id INTEGER NOT NULL REFERENCES messages(id) ON DELETE CASCADE,
+    parent_id INTEGER REFERENCES replies(id) ON DELETE CASCADE,
+    fork_at INTEGER,                      -- tokens [0, fork_at) are the parent's
+    mode TEXT NOT NULL DEFAULT 'chat',    -- 'chat' or 'completion'
+    model_path TEXT NOT NULL,
+    model_size INTEGER NOT NULL,
+    model_sha256 TEXT NOT NULL,
+    seed TEXT NOT NULL,
+    rng TEXT NOT NULL,
+    max_tokens INTEGER,
+    finish_reason TEXT,
+    error TEXT,
+    stats TEXT,
+    created REAL NOT NULL,
+    finished REAL,
+    n_ctx INTEGER,
+    n_batch INTEGER,
+    step_layout TEXT,                     -- JSON: how reply_steps rows are packed
+    text TEXT                             -- the reply's text (NULL: the message's)
+);
+INSERT INTO replies_v3 (id, message_id, model_path, model_size, model_sha256, seed, rng,
+    max_tokens, finish_reason, error, stats, created, finished, n_ctx, n_batch)
+    SELECT id, message_id, model_path, model_size, model_sha256, seed, rng, max_tokens,
+        finish_reason, error, stats, created, finished, n_ctx, n_batch FROM replies;
+DROP TABLE replies;
+ALTER TABLE replies_v3 RENAME TO replies;
+CREATE INDEX replies_by_message ON replies(message_id);
+CREATE INDEX replies_by_parent ON replies(parent_id);
+ALTER TABLE messages ADD COLUMN branch_id INTEGER;
+CREATE TABLE reply_steps (
+    reply_id INTEGER NOT NULL REFERENCES replies(id) ON DELETE CASCADE,
+    idx INTEGER NOT NULL,
+    scalars TEXT NOT NULL,                -- JSON list, in step_layout's order
+    arrays BLOB NOT NULL,                 -- the candidate table's columns, packed
+    PRIMARY KEY (reply_id, idx)
+) WITHOUT ROWID;
+"""
+
+
 def _run_script(conn: sqlite3.Connection, script: str) -> None:
     # executescript() would COMMIT first; run statement by statement instead so the
     # whole migration stays inside the caller's transaction.
@@ -97,6 +148,7 @@ def _run_script(conn: sqlite3.Connection, script: str) -> None:
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: lambda conn: _run_script(conn, _V1),
     2: lambda conn: _run_script(conn, _V2),
+    3: lambda conn: _run_script(conn, _V3),
 }
 """Migration to version N (from N - 1)."""
 
@@ -125,6 +177,19 @@ def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
             f"its schema version is {start}, newer than this samplescope knows "
             f"({SCHEMA_VERSION}); upgrade samplescope"
         )
+    # Rebuilding a table (version 3) must not cascade deletes through the tables that
+    # reference it: foreign keys are off while migrating (the pragma is a no-op inside
+    # a transaction, so it is set here) and checked before each commit.
+    enforced = int(conn.execute("PRAGMA foreign_keys").fetchone()[0])
+    conn.execute("PRAGMA foreign_keys = OFF")
+    try:
+        _migrate_steps(conn, start, target)
+    finally:
+        conn.execute(f"PRAGMA foreign_keys = {enforced}")
+    return start
+
+
+def _migrate_steps(conn: sqlite3.Connection, start: int, target: int) -> None:
     for version in range(start + 1, target + 1):
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -132,9 +197,11 @@ def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
                 conn.execute("COMMIT")
                 continue
             MIGRATIONS[version](conn)
+            broken = conn.execute("PRAGMA foreign_key_check").fetchone()
+            if broken is not None:
+                raise sqlite3.IntegrityError(f"migration {version} broke a reference: {broken}")
             conn.execute(f"PRAGMA user_version = {int(version)}")
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-    return start

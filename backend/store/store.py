@@ -38,7 +38,9 @@ from types import TracebackType
 
 from backend.chat.protocol import Role
 from backend.config.paths import default_store_path
+from backend.store import branches as store_branches
 from backend.store import read as store_read
+from backend.store.branches import Fork
 from backend.store.records import (
     INTERRUPTED,
     ChatRecord,
@@ -48,12 +50,14 @@ from backend.store.records import (
     ReplyRecord,
     SettingsChange,
     StoreError,
+    describe_error,
     file_sha256,
     file_signature,
-    settings_json,
+    suggest_title,
 )
 from backend.store.schema import migrate, schema_version
 from backend.store.writer import ReplyWriter
+from sampling.records import Step
 from sampling.settings import SamplerSettings
 
 __all__ = [
@@ -61,6 +65,7 @@ __all__ = [
     "ChatRecord",
     "ChatStore",
     "ChatSummary",
+    "Fork",
     "MessageRecord",
     "ModelRef",
     "ReplyRecord",
@@ -69,16 +74,6 @@ __all__ = [
     "StoreError",
     "suggest_title",
 ]
-
-TITLE_LENGTH = 60
-
-
-def suggest_title(text: str) -> str:
-    """A chat title from its first user message: one line, at most 60 characters."""
-    line = " ".join(text.split())
-    if len(line) <= TITLE_LENGTH:
-        return line or "Untitled chat"
-    return line[: TITLE_LENGTH - 1].rstrip() + "…"
 
 
 def _utc_now() -> datetime:
@@ -166,20 +161,10 @@ class ChatStore:
             try:
                 yield
             except sqlite3.Error as error:
-                raise StoreError(self._describe(error, action)) from error
+                raise StoreError(describe_error(self.path, error, action)) from error
             except OverflowError as error:
                 # An id past SQLite's 64-bit integers names nothing stored.
                 raise StoreError(f"cannot {action}: {error} (ids are below 2**63)") from error
-
-    def _describe(self, error: sqlite3.Error, action: str) -> str:
-        text = str(error)
-        if "not a database" in text or "malformed" in text:
-            return f"chat database {self.path} is corrupt or not a samplescope database ({text})"
-        if "locked" in text or "busy" in text:
-            return f"chat database {self.path} is locked by another process ({text})"
-        if "unable to open" in text or "readonly" in text or "disk I/O" in text:
-            return f"cannot {action} chat database {self.path}: {text}"
-        return f"chat database {self.path}: {action} failed: {text}"
 
     @contextmanager
     def _transaction(self, action: str) -> Iterator[sqlite3.Connection]:
@@ -290,6 +275,8 @@ class ChatStore:
         max_tokens: int | None = None,
         n_ctx: int | None = None,
         n_batch: int | None = None,
+        mode: str = "chat",
+        fork: Fork | None = None,
     ) -> ReplyWriter:
         """Start recording a generated reply: an empty assistant turn plus its record.
 
@@ -302,35 +289,55 @@ class ChatStore:
             n_batch: The backend's prefill chunk size (`backend.info.n_batch`), for
                 replay (a prefill chunk of one token computes slightly different
                 logits than a longer one, so exact replay re-chunks the same way).
+            mode: "chat" or "completion" (how the prompt was built).
+            fork: Record a new branch of an existing reply instead of a new turn:
+                its first `fork.at` tokens are the parent's (stored now), the writer
+                takes tokens from index `fork.at` on.
 
         Returns:
             The writer to feed tokens and the finish to.
         """
         now = self._now()
         with self._transaction("start a reply") as conn:
-            message_id = self._insert_message(conn, chat_id, "assistant", "", now)
-            cursor = conn.execute(
-                "INSERT INTO replies (message_id, model_path, model_size, model_sha256, seed, "
-                "rng, max_tokens, n_ctx, n_batch, created) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    message_id,
-                    model.path,
-                    model.size,
-                    model.sha256,
-                    str(settings.seed),
-                    settings.rng,
-                    max_tokens,
-                    n_ctx,
-                    n_batch,
-                    now,
-                ),
+            if fork is None:
+                message_id = self._insert_message(conn, chat_id, "assistant", "", now)
+            else:
+                message_id = fork.parent.message_id
+            reply_id = store_branches.insert_reply(
+                conn, message_id, model, settings, (max_tokens, n_ctx, n_batch), now, mode, fork
             )
-            reply_id = int(cursor.lastrowid or 0)
-            conn.execute(
-                "INSERT INTO settings_changes (reply_id, from_index, settings) VALUES (?, 0, ?)",
-                (reply_id, settings_json(settings)),
-            )
-        return ReplyWriter(self._transaction, self._now, chat_id, message_id, reply_id, settings)
+            if fork is not None:
+                store_branches.start_branch(conn, chat_id, reply_id, fork, now)
+        return ReplyWriter(
+            self._transaction,
+            self._now,
+            chat_id,
+            message_id,
+            reply_id,
+            settings,
+            start=0 if fork is None else fork.at,
+            follow=fork is None or fork.follow,
+        )
+
+    def follow_branch(self, chat_id: int, reply_id: int) -> None:
+        """Make the conversation follow another branch of a turn (its text becomes the turn's).
+
+        Raises:
+            StoreError: The chat has no such reply.
+        """
+        with self._transaction("choose a branch") as conn:
+            store_branches.follow(conn, self.path, chat_id, reply_id, self._now())
+
+    def load_steps(self, chat: ChatRecord, reply: ReplyRecord) -> dict[int, Step]:
+        """The per-token records of a branch of `chat`, by index (from its parent
+        before its fork; none for replies recorded before records were kept).
+
+        Raises:
+            StoreError: A record cannot be read.
+        """
+        siblings = next((m.branches for m in chat.messages if m.id == reply.message_id), ())
+        with self._guard("load token records"):
+            return store_branches.steps_along(self._conn, self.path, reply, siblings)
 
     def rename_chat(self, chat_id: int, title: str) -> None:
         """Give a chat a new title.

@@ -10,6 +10,8 @@ from dataclasses import asdict
 
 from backend.chat.events import FinishedEvent, GenerationStats, TokenEvent
 from backend.store.records import StoreError, settings_json
+from backend.store.steps import StepLayout, layout_of, pack_step
+from sampling.records import Step
 from sampling.settings import SamplerSettings
 
 Transaction = Callable[[str], AbstractContextManager[sqlite3.Connection]]
@@ -22,6 +24,10 @@ class ReplyWriter:
     Each `append_token` is its own committed transaction, so a killed process keeps
     every token that was appended. Usable from any one thread at a time (typically
     the generation worker, so the store never lags behind the model).
+
+    A branch's writer starts at its fork (`start`: the tokens before it are its
+    parent's) and, unless the conversation follows the branch (`follow`), leaves the
+    turn's message text alone and keeps the text in the reply's own row only.
     """
 
     def __init__(
@@ -32,6 +38,9 @@ class ReplyWriter:
         message_id: int,
         reply_id: int,
         settings: SamplerSettings,
+        *,
+        start: int = 0,
+        follow: bool = True,
     ) -> None:
         self._transaction = transaction
         self._now = now
@@ -39,7 +48,9 @@ class ReplyWriter:
         self.message_id = message_id
         self.reply_id = reply_id
         self._last_settings = settings
-        self._count = 0
+        self._count = start
+        self._follow = follow
+        self._layout: StepLayout | None = None
         self._finished = False
 
     @property
@@ -53,7 +64,12 @@ class ReplyWriter:
         return self._finished
 
     def append_token(
-        self, index: int, token_id: int, settings: SamplerSettings, text: str = ""
+        self,
+        index: int,
+        token_id: int,
+        settings: SamplerSettings,
+        text: str = "",
+        step: Step | None = None,
     ) -> None:
         """Store one sampled token and commit.
 
@@ -63,6 +79,8 @@ class ReplyWriter:
             settings: The settings it was sampled with; stored only when they differ
                 from the previous token's.
             text: The text it adds to the reply (TokenEvent.text; may be "").
+            step: The sampler's record of the token, stored as a compact row
+                (`backend.store.steps`) for inspecting and what-if after reopening.
 
         Raises:
             StoreError: The reply is finished, the index is not the next one, or the
@@ -88,17 +106,35 @@ class ReplyWriter:
                     "VALUES (?, ?, ?)",
                     (self.reply_id, index, settings_json(settings)),
                 )
+            if step is not None:
+                if self._layout is None:
+                    self._layout = layout_of(step)
+                    conn.execute(
+                        "UPDATE replies SET step_layout = ? WHERE id = ?",
+                        (self._layout.to_json(), self.reply_id),
+                    )
+                scalars, arrays = pack_step(step, self._layout)
+                conn.execute(
+                    "INSERT INTO reply_steps (reply_id, idx, scalars, arrays) VALUES (?, ?, ?, ?)",
+                    (self.reply_id, index, scalars, arrays),
+                )
             if text:
                 conn.execute(
-                    "UPDATE messages SET content = content || ? WHERE id = ?",
-                    (text, self.message_id),
+                    "UPDATE replies SET text = coalesce(text, '') || ? WHERE id = ?",
+                    (text, self.reply_id),
                 )
+                if self._follow:
+                    conn.execute(
+                        "UPDATE messages SET content = content || ? WHERE id = ?",
+                        (text, self.message_id),
+                    )
         self._count += 1
         self._last_settings = settings
 
     def append(self, event: TokenEvent) -> None:
-        """Store a TokenEvent (its index, token, step settings and text)."""
-        self.append_token(event.index, event.step.token_id, event.step.settings, event.text)
+        """Store a TokenEvent (its index, token, step record, settings and text)."""
+        step = event.step
+        self.append_token(event.index, step.token_id, step.settings, event.text, step)
 
     def finish(
         self,
@@ -139,7 +175,11 @@ class ReplyWriter:
                     self.reply_id,
                 ),
             )
-            conn.execute("UPDATE messages SET content = ? WHERE id = ?", (text, self.message_id))
+            conn.execute("UPDATE replies SET text = ? WHERE id = ?", (text, self.reply_id))
+            if self._follow:
+                conn.execute(
+                    "UPDATE messages SET content = ? WHERE id = ?", (text, self.message_id)
+                )
             conn.execute("UPDATE chats SET updated = ? WHERE id = ?", (now, self.chat_id))
         self._count += len(extra)
         self._finished = True

@@ -33,3 +33,36 @@ async def test_a_real_reply_is_stored_with_its_token_ids(
     assert reply.finish_reason == finished.reason
     assert Path(reply.model.path) == default_model_path.resolve()
     assert reply.n_ctx == llama_backend.info.n_ctx
+
+
+async def test_completion_mode_in_the_app_continues_the_text_and_is_saved(
+    llama_backend: LlamaBackend, store: ChatStore
+) -> None:
+    from backend.chat.protocol import ChatMessage, LiveSettings
+    from sampling.settings import SamplerSettings
+
+    greedy = SamplerSettings(temperature=0.0)
+    llama_backend.reset()
+    app = SamplescopeApp(
+        llama_backend,
+        max_tokens=10,
+        cursor_blink=False,
+        store=store,
+        settings=greedy,
+        mode="completion",
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        finished = await send_message(pilot, app, "The owl is a bird that")
+    llama_backend.reset()
+    events = list(
+        llama_backend.generate(
+            [ChatMessage("user", "The owl is a bird that")],
+            LiveSettings(greedy),
+            max_tokens=10,
+            raw=True,
+        )
+    )
+    assert finished.token_ids == events[-1].token_ids  # type: ignore[union-attr]
+    [chat] = store.list_chats()
+    [reply] = store.load_chat(chat.id).replies
+    assert reply.mode == "completion" and reply.token_ids == finished.token_ids

@@ -86,6 +86,19 @@ def test_selected_past_token(snap_compare: object) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=select)  # type: ignore[operator]
 
 
+def test_alternatives_of_a_past_token(snap_compare: object) -> None:
+    fake = fake_backend()
+    app = make_app(fake, max_tokens=30, settings=TOP_P_SETTINGS)
+
+    async def alternatives(pilot: Pilot[object]) -> None:
+        await send(pilot, app, "hello there")
+        await wait_until(pilot, lambda: not app.generating and bool(app.finished))
+        await pilot.press("ctrl+t", "left", "left", "left", "left", "left", "enter")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=alternatives)  # type: ignore[operator]
+
+
 def test_help_screen(snap_compare: object) -> None:
     app = make_app(fake_backend())
 

@@ -7,8 +7,8 @@ import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
 
-from backend.store.schema import SCHEMA_VERSION
-from backend.store.store import ChatStore
+from backend.store.schema import SCHEMA_VERSION, migrate
+from backend.store.store import ChatStore, Fork
 from sampling.settings import SamplerSettings
 
 # The version-1 schema as it shipped, written out here on purpose: the test must keep
@@ -61,7 +61,7 @@ def test_v1_database_is_migrated_and_readable(tmp_path: Path) -> None:
     path = tmp_path / "chats.sqlite3"
     make_v1_database(path)
     with ChatStore(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 2
+        assert store.schema_version == SCHEMA_VERSION == 3
         chats = store.list_chats()
         # chats.updated was backfilled: the newest message, else the creation time.
         assert [(c.id, c.updated.timestamp()) for c in chats] == [(1, T0 + 120), (2, T0 + 30)]
@@ -85,3 +85,59 @@ def test_migration_runs_once(tmp_path: Path) -> None:
     with ChatStore(path) as store:  # reopening an already-migrated file is a no-op
         assert store.schema_version == SCHEMA_VERSION
         assert len(store.list_chats()) == 2
+
+
+def make_v2_database(path: Path) -> None:
+    """A database as version 2 wrote it: the v1 file migrated by the real migrations,
+    plus a second turn with a v2 reply (n_ctx, n_batch)."""
+    make_v1_database(path)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA foreign_keys = ON")
+    migrate(conn, target=2)
+    settings = json.dumps(SamplerSettings(seed=5, top_k=3).to_dict())
+    for statement in f"""
+        INSERT INTO messages VALUES (3, 1, 2, 'user', 'more', {T0 + 200});
+        INSERT INTO messages VALUES (4, 1, 3, 'assistant', 'sure', {T0 + 260});
+        INSERT INTO replies (id, message_id, model_path, model_size, model_sha256, seed, rng,
+            max_tokens, finish_reason, created, finished, n_ctx, n_batch)
+            VALUES (2, 4, '/m.gguf', 10, 'aa', '5', 'pcg64', 8, 'max_tokens', {T0 + 201},
+            {T0 + 260}, 2048, 64);
+        INSERT INTO reply_tokens VALUES (2, 0, 7), (2, 1, 8), (2, 2, 9);
+        INSERT INTO settings_changes VALUES (2, 0, '{settings}')
+    """.split(";"):
+        conn.execute(statement)
+    conn.close()
+
+
+def test_v2_database_is_migrated_with_its_replies_as_tree_roots(tmp_path: Path) -> None:
+    path = tmp_path / "chats.sqlite3"
+    make_v2_database(path)
+    with ChatStore(path) as store:
+        assert store.schema_version == SCHEMA_VERSION == 3
+        chat = store.load_chat(1)
+        first, second = chat.replies
+        assert (first.token_ids, first.text, first.number) == ((100, 101), "hi there", 1)
+        assert (second.token_ids, second.text, second.number) == ((7, 8, 9), "sure", 2)
+        assert (second.n_ctx, second.n_batch, second.max_tokens) == (2048, 64, 8)
+        assert second.settings_at(2) == SamplerSettings(seed=5, top_k=3)
+        assert [m.branches for m in chat.messages if m.role == "assistant"] == [
+            (first,),
+            (second,),
+        ]
+        assert (second.parent_id, second.fork_at, second.mode) == (None, None, "chat")
+        assert store.load_steps(chat, second) == {}  # no per-token records before v3
+        # v3 features work on the migrated file: a branch of the old reply.
+        writer = store.begin_reply(
+            1, second.model, SamplerSettings(seed=1), fork=Fork(second, 1, "su")
+        )
+        writer.append_token(1, 42, SamplerSettings(seed=1), "n")
+        writer.finish("eos", None, "sun")
+        again = store.load_chat(1)
+        assert again.replies[1].token_ids == (7, 42)
+        assert again.messages[-1].content == "sun"
+        # The v1/v2 rows were carried over, not cascaded away by the table rebuild.
+        assert again.replies[0].token_ids == (100, 101)
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    assert conn.execute("SELECT count(*) FROM settings_changes").fetchone()[0] == 3
+    conn.close()

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from backend.chat.completion import Mode
 from backend.chat.events import FinishedEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.chat.run_state import Steer
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatRecord
 from sampling.settings import SamplerSettings
@@ -34,6 +36,8 @@ class Conversation:
         """Every reply's FinishedEvent, in order (for tests and benchmarks)."""
         self.recorder: ChatRecorder | None = None
         """Saves the conversation as it happens (None: nothing is saved)."""
+        self.mode: Mode = "chat"
+        """How replies are generated: chat turns, or one document continued."""
         self.reset_pending = False
         """Whether the backend's cache must be forgotten before the next reply."""
         self._store_notices = StoreErrorNotices()
@@ -53,8 +57,34 @@ class Conversation:
             self.recorder,
             self._store_notices,
             reset=self.reset_pending,
+            mode=self.mode,
         )
         self.reset_pending = False  # the job resets the backend before anything else
+        return reply, job
+
+    def begin_branch(
+        self, live: LiveSettings, max_tokens: int, index: int, force: int | None
+    ) -> tuple[Reply, ReplyJob]:
+        """Redo the last reply from its token `index`: the tokens before it are kept,
+        token `index` is `force` (None: drawn again with the live settings), the rest
+        sampled. The old reply stays in the store as another branch of the turn.
+        """
+        old = self.replies[-1]
+        if self.messages and self.messages[-1].role == "assistant":
+            self.messages.pop()
+        kept = old.tokens[:index]
+        reply = Reply(seed=live.current.seed, settings=live.current, tokens=list(kept))
+        self.replies[-1] = reply
+        steer = Steer(tuple(token.step.token_id for token in kept), force)
+        job = ReplyJob(
+            list(self.messages),
+            live,
+            max_tokens,
+            self.recorder,
+            self._store_notices,
+            mode=self.mode,
+            steer=steer,
+        )
         return reply, job
 
     def finish_reply(self, event: FinishedEvent) -> Reply:

@@ -12,8 +12,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from backend.chat.compare import ColumnEvent
+from backend.chat.completion import Mode, as_document
 from backend.chat.events import FinishedEvent, GenerationEvent, GenerationStats, NoticeEvent
 from backend.chat.protocol import ChatBackend, ChatMessage, LiveSettings
+from backend.chat.run_state import Steer
 from backend.store.recorder import ChatRecorder
 
 REPLY_COLUMN = 0
@@ -46,6 +48,10 @@ class ReplyJob:
         recorder: Saves the reply, or None.
         notices: Remembers which store error was shown.
         reset: Forget the backend's cache first (a new chat, another saved chat).
+        mode: "chat", or "completion": the conversation is one document, continued
+            without the chat template.
+        steer: For a branch of the last reply: its tokens before the fork, and the
+            token forced there (None: drawn again).
     """
 
     messages: Sequence[ChatMessage]
@@ -54,6 +60,8 @@ class ReplyJob:
     recorder: ChatRecorder | None = None
     notices: StoreErrorNotices = field(default_factory=StoreErrorNotices)
     reset: bool = False
+    mode: Mode = "chat"
+    steer: Steer | None = None
 
     def __call__(self, backend: ChatBackend, cancel: threading.Event) -> Iterator[ColumnEvent]:
         """Generate the reply (worker thread); every event, tagged as column 0."""
@@ -66,10 +74,21 @@ class ReplyJob:
             if self.reset:
                 backend.reset()
             if recorder is not None:
-                recorder.begin_reply(self.messages, self.live.current, self.max_tokens)
+                if self.steer is None:
+                    recorder.begin_reply(
+                        self.messages, self.live.current, self.max_tokens, self.mode
+                    )
+                else:
+                    recorder.begin_branch(len(self.steer.prefix), self.live.current)
                 yield from self._store_notice(recorder)
+            completion = self.mode == "completion"
             for event in backend.generate(
-                self.messages, self.live, max_tokens=self.max_tokens, cancel=cancel
+                as_document(self.messages) if completion else self.messages,
+                self.live,
+                max_tokens=self.max_tokens,
+                cancel=cancel,
+                raw=completion,
+                **({} if self.steer is None else {"steer": self.steer}),
             ):
                 if recorder is not None and not recorder.record(event):
                     yield from self._store_notice(recorder)

@@ -31,12 +31,20 @@ class Transcript(VerticalScroll, can_focus=True):
         Binding("right", "move_token(1)", "token", key_display="→", group=_TOKEN),
         Binding("home", "move_token(-1000000)", "first", show=False),
         Binding("end", "move_token(1000000)", "last", show=False),
+        Binding("enter", "alternatives", "alts", key_display="⏎"),
     ]
 
     class TokenSelected(Message):
         """The token cursor moved (`cursor` is (reply, token) or None when cleared)."""
 
         def __init__(self, cursor: tuple[int, int] | None) -> None:
+            super().__init__()
+            self.cursor = cursor
+
+    class AlternativesAsked(Message):
+        """Enter on a selected token: show its alternatives (`cursor` is (reply, token))."""
+
+        def __init__(self, cursor: tuple[int, int]) -> None:
             super().__init__()
             self.cursor = cursor
 
@@ -130,6 +138,11 @@ class Transcript(VerticalScroll, can_focus=True):
         else:
             position = min(max(flat.index(self.cursor) + delta, 0), len(flat) - 1)
         self.select(*flat[position])
+
+    def action_alternatives(self) -> None:
+        """Ask for the selected token's alternatives."""
+        if self.cursor is not None:
+            self.post_message(self.AlternativesAsked(self.cursor))
 
     def select(self, number: int, index: int) -> None:
         """Put the token cursor on token `index` of reply `number`."""

@@ -1,11 +1,10 @@
 """The chat view: the conversation, its replies streaming in, and the panels around.
 
-`ChatView` owns the chat's widgets (transcript, message box, sliders, probability
-bars, status line) and draws the chat's state (`Conversation`), which its handlers
-change. It is the consumer of its replies' events: the app's `GenerationRunner`
-runs each reply on the worker thread and hands the events over on the UI thread.
-The app passes down what the view needs (runner, conversation, live settings,
-pieces) and calls its methods for the keys; the view never reaches up into the app.
+`ChatView` owns the chat's widgets (transcript, message box, sliders, bars, plots,
+status line) and draws the chat's state (`Conversation`), which its handlers change.
+It consumes its replies' events: the app's `GenerationRunner` runs each reply on the
+worker thread and hands the events over on the UI thread. The app passes down what
+the view needs and calls its methods for the keys; the view never reaches up.
 """
 
 from __future__ import annotations
@@ -31,9 +30,12 @@ from backend.chat.protocol import LiveSettings, ModelInfo
 from backend.store.store import ChatRecord
 from sampling.settings import SamplerSettings
 from tui.chat.conversation import Conversation
+from tui.chat.live_status import status_changes
 from tui.chat.plots import ChatPlots
+from tui.chat.reply_job import ReplyJob
 from tui.chat.reply_view import FINISH_LABELS, Reply
 from tui.chat.runner import GenerationRunner
+from tui.chat.steering import ask_alternative
 from tui.chat.transcript import Transcript
 from tui.widgets.prob_panel import ProbPanel
 from tui.widgets.sampling_panel import SamplingPanel
@@ -112,8 +114,6 @@ class ChatView(Vertical):
     def on_mount(self) -> None:
         self._transcript.border_title = "chat"
 
-    # -- what the app reads --------------------------------------------------------
-
     @property
     def ready(self) -> bool:
         """Whether a model is loaded."""
@@ -134,8 +134,6 @@ class ChatView(Vertical):
         """Whether tokens are tinted by probability."""
         return self._transcript.colour
 
-    # -- the model -----------------------------------------------------------------
-
     def show_model(self, info: ModelInfo) -> None:
         """The model is loaded: say which, and that the chat is ready."""
         backend = self.runner.backend
@@ -153,8 +151,6 @@ class ChatView(Vertical):
         self._status.update(phase="error")
         self._transcript.add_note(f"Could not load the model: {error}", error=True)
         self._transcript.add_note("Quit with ctrl+q, then run: samplescope --model PATH")
-
-    # -- the conversation ------------------------------------------------------------
 
     @on(Input.Submitted, "#prompt")
     def _on_submit(self, event: Input.Submitted) -> None:
@@ -175,8 +171,14 @@ class ChatView(Vertical):
 
     def start_reply(self) -> None:
         """Generate the assistant's reply to the conversation, with the live settings."""
-        self._transcript.clear_cursor()
         reply, job = self.conversation.begin_reply(self.live, self.max_tokens)
+        self.run_reply(reply, job)
+
+    def run_reply(self, reply: Reply, job: ReplyJob, *, replace: bool = False) -> None:
+        """Show `reply` as the last one (`replace`: instead of it) and run its job."""
+        self._transcript.clear_cursor()
+        if replace:
+            self._transcript.remove_last_reply()
         self._transcript.add_reply(reply)
         self.generating = True
         self._first_token_at = self._last_token_at = None
@@ -242,8 +244,6 @@ class ChatView(Vertical):
         self._transcript.add_reply(reply)
         self.flush_now()
 
-    # -- focus, cursor, colour ---------------------------------------------------------
-
     def focus_input(self) -> None:
         """Focus the message box."""
         self._prompt.focus()
@@ -278,6 +278,11 @@ class ChatView(Vertical):
     def set_colour(self, colour: bool) -> None:
         """Tint each token by its probability, or not."""
         self._transcript.set_colour(colour)
+
+    @on(Transcript.AlternativesAsked)
+    def _on_alternatives(self, message: Transcript.AlternativesAsked) -> None:
+        message.stop()
+        ask_alternative(self, *message.cursor)
 
     @on(Transcript.TokenSelected)
     def _on_token_selected(self, message: Transcript.TokenSelected) -> None:
@@ -341,11 +346,9 @@ class ChatView(Vertical):
     def paint(self) -> None:
         """One tick of the redraw timer: bring one part of the screen up to date.
 
-        Textual repaints the bounding box of everything marked dirty in one update,
-        and the transcript, the probability panel and the status line sit in three
-        corners of the screen: updated together they would repaint nearly all of
-        it. So while a reply streams they take turns (transcript FLUSH_HZ/2 a
-        second, bars 3/8 of FLUSH_HZ, status 1/8), each update staying small.
+        Textual repaints the bounding box of all that is dirty; transcript, bars and
+        status sit in three corners, so while a reply streams they take turns
+        (transcript FLUSH_HZ/2 a second, bars 3/8, status 1/8) to keep updates small.
         """
         if not self._dirty:
             return
@@ -376,18 +379,15 @@ class ChatView(Vertical):
         self._update_status()
 
     def _update_status(self) -> None:
-        changes: dict[str, object] = {}
-        backend = self.runner.backend
-        replies = self.conversation.replies
-        if backend is not None and not self.conversation.reset_pending:
-            changes["ctx_used"] = backend.context_used
-        if self.generating and replies:
-            count = len(replies[-1].tokens)
-            changes["decode_tokens"] = count
-            first, last = self._first_token_at, self._last_token_at
-            if count > 1 and first is not None and last is not None and last > first:
-                changes["decode_tps"] = (count - 1) / (last - first)
-        self._status.update(**changes)
+        self._status.update(
+            **status_changes(
+                self.runner.backend,
+                self.conversation,
+                self.generating,
+                self._first_token_at,
+                self._last_token_at,
+            )
+        )
 
     def _show_latest(self) -> None:
         replies = self.conversation.replies

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from backend.chat.completion import MODES
 from backend.chat.protocol import ChatBackend
 from backend.config.config import (
     load_config_or_default,
@@ -47,6 +48,13 @@ def build_app_parser() -> argparse.ArgumentParser:
     add_rpc_flag(parser)
     parser.add_argument("--max-tokens", type=int, default=512, help="the longest reply")
     parser.add_argument("--system", default=None, help="a system prompt for every chat")
+    parser.add_argument(
+        "--mode",
+        choices=MODES,
+        default=None,
+        help="chat, or completion: the text is continued without the chat template "
+        "(default: completion for a model with no chat template and no turn tokens)",
+    )
     parser.add_argument(
         "--no-save", action="store_true", help="do not save chats (default: save every chat)"
     )
@@ -110,6 +118,7 @@ def build_app(args: argparse.Namespace) -> SamplescopeApp:
         store=store,
         config=config,
         notices=notices,
+        mode=args.mode,
     )
 
 

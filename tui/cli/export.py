@@ -12,9 +12,10 @@ from pathlib import Path
 from backend.store.store import ChatRecord, ReplyRecord
 from sampling.errors import SamplescopeError
 from tui.cli.store_access import add_db_flag, open_store
+from tui.cli.tree import tree_json
 from tui.display import local_time
 
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2
 
 
 class ExportError(SamplescopeError):
@@ -63,6 +64,11 @@ def _reply_json(reply: ReplyRecord) -> dict[str, object]:
         ],
         "created": reply.created.isoformat(),
         "finished": None if reply.finished is None else reply.finished.isoformat(),
+        "branch_id": reply.id,
+        "parent": reply.parent_id,
+        "at": None if reply.fork_at is None else reply.fork_at + 1,
+        "mode": reply.mode,
+        "text": reply.text,
     }
 
 
@@ -82,9 +88,11 @@ def chat_to_json(chat: ChatRecord) -> dict[str, object]:
                 "content": m.content,
                 "created": m.created.isoformat(),
                 "reply": None if m.reply is None else _reply_json(m.reply),
+                "branches": [_reply_json(branch) for branch in m.branches],
             }
             for m in chat.messages
         ],
+        "tree": tree_json(chat),
     }
 
 
@@ -94,7 +102,11 @@ def _settings_text(values: Mapping[str, object]) -> str:
 
 def _reply_md(reply: ReplyRecord) -> list[str]:
     first = reply.settings_changes[0].settings
-    lines = [
+    lines: list[str] = []
+    if reply.parent_id is not None:
+        at = (reply.fork_at or 0) + 1
+        lines.append(f"> branch {reply.id}, from branch {reply.parent_id} at token {at}")
+    lines += [
         f"> reply {reply.number} · {reply.model.name} (sha256 {reply.model.sha256[:12]}…) · "
         f"seed {reply.seed} · {reply.rng} · {len(reply.token_ids)} tokens · "
         f"{reply.finish_reason}",
@@ -124,6 +136,8 @@ def chat_to_markdown(chat: ChatRecord) -> str:
     lines += [f"*{meta}*", ""]
     for message in chat.messages:
         lines += [f"## {message.role.capitalize()}", "", message.content, ""]
+        if len(message.branches) > 1:
+            lines += [f"*(the branch shown; the reply has {len(message.branches)} branches)*", ""]
         if message.reply is not None:
             # Trailing double spaces: a Markdown line break inside the quote.
             lines += [f"{line}  " for line in _reply_md(message.reply)] + [""]

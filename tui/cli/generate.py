@@ -6,7 +6,9 @@ import argparse
 import json
 import sys
 from dataclasses import asdict
+from typing import TYPE_CHECKING
 
+from backend.chat.completion import MODES, as_document, mode_for_backend
 from backend.chat.events import (
     FinishedEvent,
     NoticeEvent,
@@ -15,10 +17,16 @@ from backend.chat.events import (
     TokenEvent,
 )
 from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.store.recorder import ChatRecorder
+from backend.store.records import StoreError
 from sampling.records import Step
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tui.cli.model_flags import add_model_flags, load_backend, log
 from tui.cli.settings_flags import add_settings_flags, settings_from_args
+from tui.cli.store_access import add_db_flag, open_store
+
+if TYPE_CHECKING:
+    from backend.chat.llama_backend import LlamaBackend
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -36,10 +44,24 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--max-tokens", type=int, default=256, help="stop after this many tokens (default 256)"
     )
-    parser.add_argument("--raw", action="store_true", help="feed PROMPT without the chat template")
+    parser.add_argument(
+        "--mode",
+        choices=MODES,
+        default=None,
+        help="chat: PROMPT is a user turn in the chat template; completion: PROMPT is plain "
+        "text the model continues (default: completion for a model with no chat template "
+        "and no known turn tokens, else chat)",
+    )
+    parser.add_argument("--raw", action="store_true", help="the same as --mode completion")
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object instead of streaming text"
     )
+    parser.add_argument(
+        "--save",
+        action="store_true",
+        help="store the exchange as a saved chat (its id is printed; `chat_id` with --json)",
+    )
+    add_db_flag(parser)
     add_settings_flags(parser)
     add_model_flags(parser)
     parser.set_defaults(func=run)
@@ -61,18 +83,37 @@ def step_line(index: int, step: Step, piece: str) -> str:
     )
 
 
+def _recorder(args: argparse.Namespace, backend: LlamaBackend) -> ChatRecorder:
+    """A recorder into the `--db` store for the loaded model."""
+    info = backend.info
+    return ChatRecorder(open_store(args), info.path, n_ctx=info.n_ctx, n_batch=info.n_batch)
+
+
 def run(args: argparse.Namespace) -> int:
     """Generate and print the reply; the exit code is 1 if the generation failed."""
     settings = settings_from_args(args, DEFAULT_CHAT_SETTINGS)
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     messages = build_messages(prompt, args.system)
     backend = load_backend(args)
+    mode, notice = mode_for_backend(backend, "completion" if args.raw else args.mode)
+    if notice:
+        log(notice)
+    if mode == "completion":
+        messages = as_document(messages)
     verbose: int = args.verbose
     finished: FinishedEvent | None = None
+    recorder = _recorder(args, backend) if args.save else None
     try:
+        if recorder is not None:
+            recorder.begin_reply(messages, settings, args.max_tokens, mode)
         for event in backend.generate(
-            messages, LiveSettings(settings), max_tokens=args.max_tokens, raw=args.raw
+            messages,
+            LiveSettings(settings),
+            max_tokens=args.max_tokens,
+            raw=mode == "completion",
         ):
+            if recorder is not None:
+                recorder.record(event)
             if isinstance(event, TokenEvent):
                 if not args.json and event.text:
                     sys.stdout.write(event.text)
@@ -91,11 +132,20 @@ def run(args: argparse.Namespace) -> int:
                 finished = event
     finally:
         backend.close()
+        if recorder is not None:
+            recorder.store.close()
     assert finished is not None  # generate always ends with one
+    if recorder is not None and recorder.error:
+        raise StoreError(recorder.error)
+    chat_id = None if recorder is None else recorder.chat_id
+    if chat_id is not None and not args.json:
+        log(f"saved as chat {chat_id}")
     if args.json:
         print(
             json.dumps(
                 {
+                    **({} if chat_id is None else {"chat_id": chat_id}),
+                    "mode": mode,
                     "text": finished.text,
                     "token_ids": list(finished.token_ids),
                     "settings": settings.to_dict(),

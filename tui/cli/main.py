@@ -11,6 +11,7 @@ from typing import Protocol
 from sampling.errors import SamplescopeError
 from tui.cli import (
     bench,
+    branch,
     compare,
     config,
     dist,
@@ -22,6 +23,8 @@ from tui.cli import (
     info,
     replay,
     rpc_server,
+    tree,
+    whatif,
 )
 
 
@@ -37,6 +40,9 @@ COMMAND_MODULES: tuple[CommandModule, ...] = (
     bench,
     history,
     replay,
+    whatif,
+    branch,
+    tree,
     export,
     config,
     info,

@@ -1,0 +1,81 @@
+"""Completion mode: the document is plain text the model continues (no chat template).
+
+A base model has no chat template and no turn markers in its vocabulary: wrapping its
+input in ChatML would show it markup it never learned. In completion mode the
+conversation is one document (every turn's text, joined as it was written) that is
+tokenized as plain text and continued; `LlamaBackend.generate(..., raw=True)` feeds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from backend.chat.protocol import ChatMessage
+
+Mode = Literal["chat", "completion"]
+MODES: tuple[Mode, ...] = ("chat", "completion")
+
+#: Turn markers of the chat formats samplescope knows: a vocabulary holding one of
+#: them was trained on conversations.
+KNOWN_TURN_MARKERS = (
+    "<|im_start|>",  # ChatML (SmolLM2, Qwen)
+    "<|start_header_id|>",  # Llama 3
+    "[INST]",  # Llama 2, Mistral
+    "<start_of_turn>",  # Gemma
+    "<|user|>",  # Phi-3, Zephyr
+    "<|turn_start|>",
+    "<|START_OF_TURN_TOKEN|>",  # Command-R
+)
+
+BASE_MODEL_NOTICE = (
+    "the model has no chat template and no known turn tokens (a base model): "
+    "completion mode, the text is continued as written (--mode chat to override)"
+)
+
+
+def has_turn_markers(special_texts: Sequence[str]) -> bool:
+    """Whether a vocabulary's special tokens include a known turn marker."""
+    specials = set(special_texts)
+    return any(marker in specials for marker in KNOWN_TURN_MARKERS)
+
+
+def choose_mode(
+    requested: Mode | None, has_template: bool, special_texts: Sequence[str]
+) -> tuple[Mode, str | None]:
+    """The mode to run in, and a notice when it was chosen for the user.
+
+    Args:
+        requested: The mode asked for (`--mode`), or None to choose.
+        has_template: Whether the model's GGUF carries a chat template.
+        special_texts: The texts of the vocabulary's special tokens.
+
+    Returns:
+        `requested` when given; else "completion" with `BASE_MODEL_NOTICE` for a
+        model with neither a template nor turn markers, else "chat".
+    """
+    if requested is not None:
+        return requested, None
+    if not has_template and not has_turn_markers(special_texts):
+        return "completion", BASE_MODEL_NOTICE
+    return "chat", None
+
+
+def mode_for_backend(backend: object, requested: Mode | None) -> tuple[Mode, str | None]:
+    """`choose_mode` for a loaded backend (one without a GGUF template, such as a
+    test double, counts as a chat model)."""
+    template = getattr(backend, "template", None)
+    runtime = getattr(backend, "runtime", None)
+    if template is None or runtime is None:
+        return choose_mode(requested, True, ())
+    return choose_mode(requested, not template.is_default, runtime.special_texts())
+
+
+def document_text(messages: Sequence[ChatMessage]) -> str:
+    """The document a completion-mode conversation is: every turn's text, joined."""
+    return "".join(message.content for message in messages)
+
+
+def as_document(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """The conversation as the one message `generate(..., raw=True)` continues."""
+    return [ChatMessage("user", document_text(messages))]

@@ -1,0 +1,155 @@
+"""A turn's reply tree in the chat store: starting, following and walking branches.
+
+Each branch is a `replies` row. A turn's first reply has no parent; a branch made
+from token `at` of another (its parent) shares the parent's tokens before `at` and
+has its own from there on. Its per-token records are stored from `at` on: the ones
+before are read from the parent (and its parent, up the tree).
+
+The turn's message holds the text of the branch the conversation follows
+(`messages.branch_id`; NULL: the turn's first reply), so continuing the chat or
+replaying a later reply sees the text that was on screen.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+from backend.store.read import load_steps
+from backend.store.records import ModelRef, ReplyRecord, StoreError, settings_json
+from sampling.records import Step
+from sampling.settings import SamplerSettings
+
+
+@dataclass(frozen=True, slots=True)
+class Fork:
+    """Where a new branch leaves its parent.
+
+    Attributes:
+        parent: The branch it forks from.
+        at: 0-based index of the first token of its own (0 ≤ at ≤ the parent's length).
+        text: The text of the parent's tokens before `at` (the new branch's text so far).
+        follow: Whether the conversation follows the new branch from now on.
+    """
+
+    parent: ReplyRecord
+    at: int
+    text: str
+    follow: bool = True
+
+
+def insert_reply(
+    conn: sqlite3.Connection,
+    message_id: int,
+    model: ModelRef,
+    settings: SamplerSettings,
+    limits: tuple[int | None, int | None, int | None],
+    now: float,
+    mode: str,
+    fork: Fork | None,
+) -> int:
+    """Insert a reply's row and its first settings; returns its id.
+
+    Args:
+        limits: (max_tokens, n_ctx, n_batch) as `ChatStore.begin_reply` takes them.
+    """
+    max_tokens, n_ctx, n_batch = limits
+    cursor = conn.execute(
+        "INSERT INTO replies (message_id, model_path, model_size, model_sha256, seed, "
+        "rng, max_tokens, n_ctx, n_batch, created, mode, parent_id, fork_at, text) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            message_id,
+            model.path,
+            model.size,
+            model.sha256,
+            str(settings.seed),
+            settings.rng,
+            max_tokens,
+            n_ctx,
+            n_batch,
+            now,
+            mode,
+            None if fork is None else fork.parent.id,
+            None if fork is None else fork.at,
+            "" if fork is None else fork.text,
+        ),
+    )
+    reply_id = int(cursor.lastrowid or 0)
+    conn.execute(
+        "INSERT INTO settings_changes (reply_id, from_index, settings) VALUES (?, 0, ?)",
+        (reply_id, settings_json(settings)),
+    )
+    return reply_id
+
+
+def start_branch(
+    conn: sqlite3.Connection, chat_id: int, reply_id: int, fork: Fork, now: float
+) -> None:
+    """Copy the shared tokens into a new branch's row and follow it if asked."""
+    conn.execute(
+        "INSERT INTO reply_tokens (reply_id, idx, token_id) "
+        "SELECT ?, idx, token_id FROM reply_tokens WHERE reply_id = ? AND idx < ?",
+        (reply_id, fork.parent.id, fork.at),
+    )
+    if fork.follow:
+        conn.execute(
+            "UPDATE messages SET branch_id = ?, content = ? WHERE id = ?",
+            (reply_id, fork.text, fork.parent.message_id),
+        )
+    conn.execute("UPDATE chats SET updated = ? WHERE id = ?", (now, chat_id))
+
+
+def follow(conn: sqlite3.Connection, path: Path, chat_id: int, reply_id: int, now: float) -> None:
+    """Make a turn follow branch `reply_id` (its text becomes the turn's content).
+
+    Raises:
+        StoreError: The chat has no such reply.
+    """
+    row = conn.execute(
+        "SELECT r.message_id, coalesce(r.text, m.content) FROM replies r "
+        "JOIN messages m ON r.message_id = m.id WHERE r.id = ? AND m.chat_id = ?",
+        (reply_id, chat_id),
+    ).fetchone()
+    if row is None:
+        raise StoreError(f"chat database {path}: chat {chat_id} has no branch {reply_id}")
+    conn.execute(
+        "UPDATE messages SET branch_id = ?, content = ? WHERE id = ?", (reply_id, row[1], row[0])
+    )
+    conn.execute("UPDATE chats SET updated = ? WHERE id = ?", (now, chat_id))
+
+
+def lineage(reply: ReplyRecord, siblings: tuple[ReplyRecord, ...]) -> list[ReplyRecord]:
+    """The branch and its ancestors within the turn, the branch first."""
+    by_id = {branch.id: branch for branch in siblings}
+    chain = [reply]
+    while chain[-1].parent_id is not None and chain[-1].parent_id in by_id:
+        chain.append(by_id[chain[-1].parent_id])
+    return chain
+
+
+def steps_along(
+    conn: sqlite3.Connection, path: Path, reply: ReplyRecord, siblings: tuple[ReplyRecord, ...]
+) -> dict[int, Step]:
+    """Per-token records of every token of a branch: its own, then its ancestors'.
+
+    Args:
+        conn: The connection (the caller holds the store's lock).
+        path: The database file, for error messages.
+        reply: The branch.
+        siblings: Every branch of its turn (`MessageRecord.branches`).
+
+    Raises:
+        StoreError: A record cannot be read.
+    """
+    chain = lineage(reply, siblings)
+    steps = load_steps(conn, path, reply)
+    limit = reply.fork_at
+    for ancestor in chain[1:]:
+        if limit is None:
+            break
+        own = load_steps(conn, path, ancestor)
+        steps.update({i: s for i, s in own.items() if i < limit and i not in steps})
+        limit = limit if ancestor.fork_at is None else min(limit, ancestor.fork_at)
+    return steps

@@ -1,0 +1,214 @@
+"""Steer a saved reply: recompute a past step ("what if") and branch from it.
+
+Both rebuild exactly what the sampler saw at step `index` of a branch: the KV cache
+as the reply's generation started from (`backend.store.replay_cache`), then the
+prompt prefilled and the branch's earlier tokens decoded one at a time, as
+`LlamaBackend.generate` does (`LlamaBackend.step_input`). So the logits are the
+generation's own, and with the step's own settings the recomputed probabilities are
+the stored ones.
+
+A branch starts a fresh random stream from its settings' seed at the fork, so the same
+command on the same chat gives the same tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from backend.chat.events import FinishedEvent, NoticeEvent, TokenEvent
+from backend.chat.llama_backend import LlamaBackend
+from backend.chat.protocol import LiveSettings
+from backend.chat.run_state import Steer
+from backend.store.branches import Fork, lineage
+from backend.store.records import ChatRecord, ReplyRecord, StoreError
+from backend.store.replay import prompt_messages
+from backend.store.replay_cache import prepare_cache
+from backend.store.store import ChatStore
+from sampling.errors import SamplescopeError
+from sampling.records import Step
+from sampling.sampler import Sampler
+from sampling.settings import SamplerSettings
+
+DEFAULT_MAX_TOKENS = 512
+Choice = Literal["rank", "token", "resample"]
+
+
+class SteerError(SamplescopeError):
+    """A step cannot be recomputed or branched from (the message says why)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BranchResult:
+    """A new branch, stored.
+
+    Attributes:
+        reply: The new branch as stored.
+        parent: The branch it forks from.
+        at: 0-based index of its first own token.
+        notices: Backend notices (e.g. the cache could not be rebuilt exactly).
+    """
+
+    reply: ReplyRecord
+    parent: ReplyRecord
+    at: int
+    notices: tuple[str, ...]
+
+
+def find_branch(chat: ChatRecord, number: int | None, branch_id: int | None) -> ReplyRecord:
+    """Reply `number` (1-based; None: the last) of a chat, on branch `branch_id`
+    (None: the branch the conversation follows).
+
+    Raises:
+        StoreError: No such reply or branch.
+    """
+    turns = [m for m in chat.messages if m.reply is not None]
+    if not turns:
+        raise StoreError(f"chat {chat.id} has no generated reply")
+    if number is None:
+        number = len(turns)
+    if not 1 <= number <= len(turns):
+        raise StoreError(f"chat {chat.id} has no reply {number}: it has replies 1 to {len(turns)}")
+    turn = turns[number - 1]
+    if branch_id is None:
+        assert turn.reply is not None
+        return turn.reply
+    for branch in turn.branches:
+        if branch.id == branch_id:
+            return branch
+    ids = ", ".join(str(b.id) for b in turn.branches)
+    raise StoreError(f"reply {number} of chat {chat.id} has no branch {branch_id} (it has {ids})")
+
+
+def check_position(reply: ReplyRecord, position: int) -> int:
+    """The 0-based index of 1-based token `position` of a branch.
+
+    Raises:
+        StoreError: The branch has no such token.
+    """
+    count = len(reply.token_ids)
+    if not 1 <= position <= count:
+        raise StoreError(
+            f"reply {reply.number} (branch {reply.id}) has {count} tokens: "
+            f"the position must be 1 to {count}, not {position}"
+        )
+    return position - 1
+
+
+def siblings_of(chat: ChatRecord, reply: ReplyRecord) -> tuple[ReplyRecord, ...]:
+    """Every branch of the reply's turn."""
+    return next((m.branches for m in chat.messages if m.id == reply.message_id), (reply,))
+
+
+def settings_for(chat: ChatRecord, reply: ReplyRecord, index: int) -> SamplerSettings:
+    """The settings token `index` of a branch was sampled with (its parent's before its fork)."""
+    for branch in lineage(reply, siblings_of(chat, reply)):
+        if branch.fork_at is None or index >= branch.fork_at:
+            return branch.settings_at(index)
+    return reply.settings_at(index)
+
+
+def _limit(reply: ReplyRecord) -> int:
+    return max(reply.max_tokens or DEFAULT_MAX_TOKENS, len(reply.token_ids))
+
+
+def recompute(
+    backend: LlamaBackend,
+    chat: ChatRecord,
+    reply: ReplyRecord,
+    index: int,
+    settings: SamplerSettings,
+) -> tuple[Step, tuple[str, ...]]:
+    """Step `index` of a branch recomputed under `settings` (nothing is generated).
+
+    Returns:
+        (the step's record: candidates, kept count, cut; its `token_id` is what
+        these settings would draw on a fresh stream, not the stored choice;
+        notices about rebuilding the cache).
+
+    Raises:
+        SamplescopeError: The step's input cannot be rebuilt.
+    """
+    notices = tuple(prepare_cache(backend, chat, reply))
+    given = backend.step_input(
+        prompt_messages(chat, reply),
+        reply.token_ids[:index],
+        max_tokens=_limit(reply),
+        raw=reply.mode == "completion",
+    )
+    step = Sampler(settings, vocab_size=backend.info.n_vocab).sample(given.logits, given.history)
+    return step, notices
+
+
+def pick_token(step: Step, choice: Choice, value: int | None) -> int | None:
+    """The token a branch forces: the `value`-th candidate (rank, from 1), token
+    `value` itself, or None (re-sample).
+
+    Raises:
+        SteerError: The rank is beyond the step's candidates.
+    """
+    if choice == "resample":
+        return None
+    assert value is not None
+    if choice == "token":
+        return value
+    count = int(step.table.token_ids.shape[0])
+    if not 1 <= value <= count:
+        raise SteerError(f"the step lists {count} candidates: the rank must be 1 to {count}")
+    return int(step.table.token_ids[value - 1])
+
+
+def make_branch(
+    backend: LlamaBackend,
+    store: ChatStore,
+    chat: ChatRecord,
+    reply: ReplyRecord,
+    index: int,
+    settings: SamplerSettings,
+    force: int | None,
+) -> BranchResult:
+    """Generate and store a branch of `reply` from token `index`.
+
+    Tokens before `index` are the parent's; token `index` is `force` (or drawn
+    under `settings` when None); the rest is sampled under `settings`. The
+    conversation follows the new branch when the reply is the chat's last turn.
+
+    Raises:
+        SamplescopeError: The generation failed or the store cannot be written.
+    """
+    notices = list(prepare_cache(backend, chat, reply))
+    prefix = reply.token_ids[:index]
+    head = b"".join(backend.runtime.token_bytes(t) for t in prefix)
+    last_turn = chat.messages[-1].id == reply.message_id
+    model = store.model_ref(backend.info.path)
+    writer = store.begin_reply(
+        chat.id,
+        model,
+        settings,
+        max_tokens=_limit(reply),
+        n_ctx=backend.info.n_ctx,
+        n_batch=backend.info.n_batch,
+        mode=reply.mode,
+        fork=Fork(reply, index, head.decode("utf-8", errors="ignore"), follow=last_turn),
+    )
+    finished: FinishedEvent | None = None
+    for event in backend.generate(
+        prompt_messages(chat, reply),
+        LiveSettings(settings),
+        max_tokens=_limit(reply),
+        raw=reply.mode == "completion",
+        steer=Steer(tuple(prefix), force),
+    ):
+        if isinstance(event, TokenEvent):
+            writer.append(event)
+        elif isinstance(event, NoticeEvent):
+            notices.append(event.message)
+        elif isinstance(event, FinishedEvent):
+            finished = event
+            writer.finish_event(event)
+    if finished is None or finished.reason == "error":
+        error = "no result" if finished is None else finished.error
+        raise SteerError(f"the branch could not be generated: {error}")
+    again = store.load_chat(chat.id)
+    branch = next(b for b in siblings_of(again, reply) if b.id == writer.reply_id)
+    return BranchResult(branch, reply, index, tuple(notices))

@@ -1,0 +1,141 @@
+"""The store's reply tree: branches, the branch a turn follows, per-token records."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from backend.store.steps import StepLayout, layout_of, pack_step, unpack_step
+from backend.store.store import ChatStore, Fork, ModelRef, StoreError
+from sampling.records import Step
+from sampling.sampler import Sampler
+from sampling.settings import SamplerSettings
+from tests.helpers import DateClock
+
+MODEL = ModelRef(path="/models/m.gguf", size=1234, sha256="ab" * 32)
+BASE = SamplerSettings(temperature=0.7, top_k=5, seed=7)
+
+
+def sampled_steps(n: int, settings: SamplerSettings = BASE) -> list[Step]:
+    rng = np.random.default_rng(0)
+    sampler = Sampler(settings, n_candidates=8)
+    return [sampler.sample(rng.normal(size=64) * 3) for _ in range(n)]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> ChatStore:
+    with ChatStore(tmp_path / "chats.sqlite3", clock=DateClock()) as opened:
+        yield opened
+
+
+def record(store: ChatStore, chat: int, steps: list[Step], fork: Fork | None = None) -> int:
+    start = 0 if fork is None else fork.at
+    writer = store.begin_reply(chat, MODEL, steps[0].settings, max_tokens=9, fork=fork)
+    for index, step in enumerate(steps, start=start):
+        writer.append_token(index, step.token_id, step.settings, f"<{step.token_id}>", step)
+    text = (fork.text if fork else "") + "".join(f"<{s.token_id}>" for s in steps)
+    writer.finish("max_tokens", None, text)
+    return writer.reply_id
+
+
+def test_step_rows_round_trip_compactly() -> None:
+    steps = sampled_steps(3)
+    layout = layout_of(steps[0])
+    assert StepLayout.from_json(layout.to_json()) == layout
+    for step in steps:
+        scalars, blob = pack_step(step, layout)
+        assert len(blob) == 4 * 8 * 4  # four columns of eight candidates, four bytes each
+        assert len(scalars) < 150
+        again = unpack_step(scalars, blob, layout, step.settings)
+        assert again == step  # every compared field: token, prob, draw, n_kept, cut_by ...
+        assert isinstance(again.cut_by, str)
+        np.testing.assert_array_equal(again.table.token_ids, step.table.token_ids)
+        np.testing.assert_allclose(again.table.prob_after, step.table.prob_after, rtol=1e-6)
+        np.testing.assert_allclose(again.table.logits, step.table.logits, rtol=1e-6)
+
+
+def test_a_row_missing_a_field_gets_its_default() -> None:
+    step = sampled_steps(1)[0]
+    layout = layout_of(step)
+    scalars, blob = pack_step(step, layout)
+    # An older row: without "entropy" (a newer field would be missing the same way).
+    position = layout.scalars.index("entropy")
+    values = scalars.strip("[]").split(",")
+    del values[position]
+    older = StepLayout(tuple(n for n in layout.scalars if n != "entropy"), layout.arrays)
+    again = unpack_step("[" + ",".join(values) + "]", blob, older, step.settings)
+    assert again.entropy is None and again.token_id == step.token_id
+
+
+def test_branches_form_a_tree_and_the_turn_follows_the_newest(store: ChatStore) -> None:
+    chat = store.new_chat("t", MODEL)
+    store.add_message(chat, "user", "hi")
+    steps = sampled_steps(5)
+    root = record(store, chat, steps)
+    first = store.load_chat(chat).replies[0]
+    other = sampled_steps(3, BASE.with_changes(seed=9))
+    fork = Fork(first, 2, "".join(f"<{s.token_id}>" for s in steps[:2]))
+    child = record(store, chat, other, fork)
+
+    loaded = store.load_chat(chat)
+    turn = loaded.messages[-1]
+    assert [b.id for b in turn.branches] == [root, child]
+    assert [b.branch for b in turn.branches] == [1, 2]
+    assert [b.number for b in turn.branches] == [1, 1]
+    reply = loaded.replies[0]
+    assert reply.id == child and reply.parent_id == root and reply.fork_at == 2
+    expected = tuple(s.token_id for s in steps[:2] + other)
+    assert reply.token_ids == expected
+    assert turn.content == reply.text == "".join(f"<{t}>" for t in expected)
+    assert turn.branches[0].text == "".join(f"<{s.token_id}>" for s in steps)
+
+    # Records: the parent's before the fork, the branch's own from it.
+    records = store.load_steps(loaded, reply)
+    assert sorted(records) == [0, 1, 2, 3, 4]
+    assert [records[i].token_id for i in range(5)] == list(expected)
+    assert records[0].settings == BASE and records[2].settings == other[0].settings
+
+    store.follow_branch(chat, root)
+    again = store.load_chat(chat)
+    assert again.replies[0].id == root
+    assert again.messages[-1].content == turn.branches[0].text
+    with pytest.raises(StoreError, match="no branch 999"):
+        store.follow_branch(chat, 999)
+
+
+def test_a_branch_of_a_branch_reads_records_up_the_tree(store: ChatStore) -> None:
+    chat = store.new_chat("t", MODEL)
+    store.add_message(chat, "user", "hi")
+    steps = sampled_steps(6)
+    record(store, chat, steps)
+    root = store.load_chat(chat).replies[0]
+    b1 = sampled_steps(4, BASE.with_changes(seed=1))
+    record(store, chat, b1, Fork(root, 3, "x"))
+    middle = store.load_chat(chat).replies[0]
+    b2 = sampled_steps(2, BASE.with_changes(seed=2))
+    record(store, chat, b2, Fork(middle, 5, "y", follow=False))
+    loaded = store.load_chat(chat)
+    assert loaded.replies[0].id == middle.id  # not followed
+    leaf = loaded.messages[-1].branches[2]
+    assert leaf.parent_id == middle.id and leaf.text == "y" + "".join(f"<{s.token_id}>" for s in b2)
+    records = store.load_steps(loaded, leaf)
+    wanted = [s.token_id for s in steps[:3] + b1[:2] + b2]
+    assert [records[i].token_id for i in sorted(records)] == wanted == list(leaf.token_ids)
+
+
+def test_deleting_the_turn_removes_every_branch(store: ChatStore, tmp_path: Path) -> None:
+    chat = store.new_chat("t", MODEL)
+    store.add_message(chat, "user", "hi")
+    record(store, chat, sampled_steps(3))
+    record(store, chat, sampled_steps(2), Fork(store.load_chat(chat).replies[0], 1, ""))
+    store.delete_message(store.load_chat(chat).messages[-1].id)
+    conn = sqlite3.connect(tmp_path / "chats.sqlite3")
+    counts = [
+        conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        for table in ("replies", "reply_tokens", "reply_steps", "settings_changes")
+    ]
+    conn.close()
+    assert counts == [0, 0, 0, 0]

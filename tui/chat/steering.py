@@ -1,0 +1,40 @@
+"""Steering the chat from a past token: its alternatives, and a branch from there."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tui.chat.alternatives import Alternative, AlternativesScreen
+
+if TYPE_CHECKING:
+    from tui.chat.view import ChatView
+
+
+def ask_alternative(view: ChatView, number: int, index: int) -> None:
+    """Show the alternatives of token `index` of reply `number`; the one chosen
+    (or a re-sample) redoes the reply from there (`start_branch`)."""
+    replies = view.conversation.replies
+    if view.generating:
+        view.notify("A reply is running: wait, or press Esc to stop it.")
+        return
+    if number != len(replies) - 1 or not view.conversation.ends_with_reply:
+        view.notify("Alternatives can redo the last reply only.")
+        return
+    step = replies[number].tokens[index].step
+    title = f"reply {number + 1} token {index + 1}"
+
+    def chosen(choice: Alternative | None) -> None:
+        if choice is not None:
+            start_branch(view, index, choice.token)
+
+    view.app.push_screen(AlternativesScreen(step, title, view.pieces), chosen)
+
+
+def start_branch(view: ChatView, index: int, force: int | None) -> None:
+    """Redo the last reply from token `index`: the tokens before it kept, token `index`
+    forced (None: drawn again with the live settings), the rest sampled; the old reply
+    stays in the store as another branch of the turn."""
+    if view.generating:
+        return
+    reply, job = view.conversation.begin_branch(view.live, view.max_tokens, index, force)
+    view.run_reply(reply, job, replace=True)

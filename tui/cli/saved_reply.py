@@ -1,0 +1,113 @@
+"""Shared bits of the commands that work on a saved reply (`whatif`, `branch`).
+
+They take the chat, `--reply N` (from 1; default the last), `--branch ID` (default
+the branch the conversation follows), `--at POS` (from 1, as in the app), the
+settings flags (default: the step's own settings), and reload the model the reply
+used with its context and prefill chunk size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from backend.errors import ModelFileError
+from backend.store.steer import check_position, find_branch, settings_for
+from backend.store.store import ChatRecord, ChatStore, ReplyRecord
+from sampling.settings import SamplerSettings
+from tui.cli.model_flags import add_rpc_flag, chosen_rpc
+from tui.cli.replay import DEFAULT_N_BATCH, DEFAULT_N_CTX, check_model
+from tui.cli.settings_flags import add_settings_flags, settings_from_args
+from tui.cli.store_access import add_db_flag
+
+if TYPE_CHECKING:
+    from backend.chat.llama_backend import LlamaBackend
+
+
+def add_step_flags(parser: argparse.ArgumentParser) -> None:
+    """Add CHAT_ID, --reply, --branch, --at, --json, the model and settings flags."""
+    parser.add_argument("chat_id", type=int, metavar="CHAT_ID", help="the chat's id")
+    parser.add_argument(
+        "--reply", type=int, default=None, metavar="N", help="which reply, from 1 (default: last)"
+    )
+    parser.add_argument(
+        "--branch",
+        type=int,
+        default=None,
+        metavar="ID",
+        help="which branch of the reply (see `samplescope tree`; default: the one shown)",
+    )
+    parser.add_argument(
+        "--at", type=int, required=True, metavar="POS", help="the token's position, from 1"
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--model", default=None, metavar="PATH", help="use this GGUF instead of the recorded path"
+    )
+    parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads")
+    add_rpc_flag(parser)
+    add_db_flag(parser)
+    add_settings_flags(parser)
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """The step a command works on.
+
+    Attributes:
+        chat: The chat.
+        reply: The branch.
+        index: 0-based index of the token.
+        settings: The step's own settings with the flags on top.
+        model_path: The GGUF to load.
+    """
+
+    chat: ChatRecord
+    reply: ReplyRecord
+    index: int
+    settings: SamplerSettings
+    model_path: Path
+
+
+def find_target(store: ChatStore, args: argparse.Namespace) -> Target:
+    """Resolve the chat, reply, branch and position the flags name.
+
+    Raises:
+        StoreError: No such chat, reply, branch or position.
+        ModelFileError: The model file is missing.
+    """
+    chat = store.load_chat(args.chat_id)
+    reply = find_branch(chat, args.reply, args.branch)
+    index = check_position(reply, args.at)
+    settings = settings_from_args(args, settings_for(chat, reply, index))
+    path = Path(args.model) if args.model else Path(reply.model.path)
+    if not path.is_file():
+        raise ModelFileError(
+            f"the model file {path} that generated reply {reply.number} is missing; "
+            "pass --model PATH to use another copy of it"
+        )
+    warning = check_model(path, reply.model, store.model_ref(path))
+    if warning:
+        print(warning, file=sys.stderr)
+    return Target(chat, reply, index, settings, path)
+
+
+def load_for(target: Target, args: argparse.Namespace) -> LlamaBackend:
+    """The model with the reply's context and prefill chunk size (both change logits)."""
+    from backend.chat.llama_backend import LlamaBackend  # only now: it loads llama.cpp
+
+    return LlamaBackend.load(
+        target.model_path,
+        n_threads=args.threads,
+        n_ctx=target.reply.n_ctx or DEFAULT_N_CTX,
+        n_batch=target.reply.n_batch or DEFAULT_N_BATCH,
+        rpc=chosen_rpc(args.rpc),
+    )
+
+
+def piece_text(backend: LlamaBackend, token: int) -> str:
+    """A token's text (special tokens by name), undecodable bytes replaced."""
+    return backend.runtime.token_bytes(token, special=True).decode("utf-8", "replace")
