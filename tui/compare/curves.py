@@ -55,6 +55,10 @@ class CompareCurves(PlotWidget, can_focus=False):
         self.margin_left = 6
         self.margin_bottom = 2
 
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._drawn = None  # the theme's colours may have changed: the next call redraws
+
     def cycle(self, views: Sequence[CompareColumnView]) -> None:
         """Show the entropy curves, then the chosen probability's, then hide the plot."""
         if not self.has_class("-shown"):
