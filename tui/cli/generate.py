@@ -19,6 +19,7 @@ from sampling.records import Step
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tui.cli.model_flags import add_model_flags, load_backend, log
 from tui.cli.settings_flags import add_settings_flags, settings_from_args
+from tui.cli.text_input import read_stdin
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -64,7 +65,7 @@ def step_line(index: int, step: Step, piece: str) -> str:
 def run(args: argparse.Namespace) -> int:
     """Generate and print the reply; the exit code is 1 if the generation failed."""
     settings = settings_from_args(args, DEFAULT_CHAT_SETTINGS)
-    prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+    prompt = read_stdin() if args.prompt == "-" else args.prompt
     messages = build_messages(prompt, args.system)
     backend = load_backend(args)
     verbose: int = args.verbose
