@@ -18,7 +18,11 @@ from backend.chat.protocol import ChatMessage, LiveSettings
 from sampling.records import Step
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tui.cli.model_flags import add_model_flags, load_backend, log
-from tui.cli.settings_flags import add_settings_flags, settings_from_args
+from tui.cli.settings_flags import (
+    add_settings_flags,
+    settings_from_args,
+    settings_with_user_config,
+)
 from tui.cli.text_input import read_stdin
 
 
@@ -64,7 +68,7 @@ def step_line(index: int, step: Step, piece: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Generate and print the reply; the exit code is 1 if the generation failed."""
-    settings = settings_from_args(args, DEFAULT_CHAT_SETTINGS)
+    settings = settings_from_args(args, settings_with_user_config(DEFAULT_CHAT_SETTINGS))
     prompt = read_stdin() if args.prompt == "-" else args.prompt
     messages = build_messages(prompt, args.system)
     backend = load_backend(args)
