@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from pathlib import Path
 
 import pytest
 
@@ -47,3 +48,14 @@ def test_a_thread_count_beyond_the_cores_is_a_one_line_error(
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1
     assert f"{threads}: expected 1 to {os.cpu_count() or 1}" in lines[0]
+
+
+def test_generate_applies_the_config_files_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SAMPLESCOPE_CONFIG_DIR", str(tmp_path))
+    (tmp_path / "config.toml").write_text("[settings]\ntop_k = 7\nseed = 9\n", encoding="utf-8")
+    argv = ["generate", "hi", "--max-tokens", "2", "--json", "-t", "0.5", *MODEL_FLAGS]
+    assert main(argv) == 0
+    settings = json.loads(capsys.readouterr().out)["settings"]
+    assert (settings["top_k"], settings["seed"], settings["temperature"]) == (7, 9, 0.5)

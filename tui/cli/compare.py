@@ -21,6 +21,7 @@ from sampling.settings import SamplerSettings, settings_summary
 from sampling.spec import SETTINGS, SETTINGS_BY_NAME, find_setting
 from tui.cli.generate import build_messages, step_line
 from tui.cli.model_flags import add_model_flags, load_backend, log
+from tui.cli.settings_flags import settings_with_user_config
 from tui.resources import shipped_presets
 
 #: Short keys accepted by --set, besides the settings' own field names.
@@ -71,7 +72,7 @@ def register(subparsers: Any) -> None:
 
 
 def parse_set(text: str) -> SamplerSettings:
-    """Settings from "t=0.8,k=40" (on top of the off values).
+    """Settings from "t=0.8,k=40" (on top of the off values and the config's [settings]).
 
     Raises:
         CompareArgumentError: A pair is malformed, or a key unknown.
@@ -97,7 +98,7 @@ def parse_set(text: str) -> SamplerSettings:
                 f"--set {text!r}: every column shares one {spec.name}; give it with {flags}"
             )
         changes[spec.name] = spec.coerce(value)
-    return SamplerSettings().with_changes(**changes)
+    return settings_with_user_config(SamplerSettings()).with_changes(**changes)
 
 
 def columns_from_args(args: argparse.Namespace) -> list[tuple[str, SamplerSettings]]:

@@ -44,7 +44,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=",".join(str(v) for v in SEED000_LOGITS),
         help="comma-separated logits (default: seed 000's 2,1.5,1,0.5,0,-1)",
     )
-    parser.add_argument("--draws", type=int, default=200_000, help="draws (default 200000)")
+    parser.add_argument(
+        "--draws", type=int, default=200_000, help=f"draws, at most {MAX_DRAWS} (default 200000)"
+    )
     parser.add_argument(
         "--table", action="store_true", help="print seed 000's table (candle's modes)"
     )
@@ -65,6 +67,10 @@ def parse_logits(text: str) -> list[float]:
     return values
 
 
+MAX_DRAWS = 10_000_000
+"""The most draws `dist` takes: their uniforms alone fill 80 MB."""
+
+
 def _row(values: list[float]) -> str:
     return "[" + ", ".join(f'"{value:.4f}"' for value in values) + "]"
 
@@ -72,8 +78,10 @@ def _row(values: list[float]) -> str:
 def run(args: argparse.Namespace) -> int:
     """Print the distribution(s)."""
     logits = parse_logits(args.logits)
-    if args.draws <= 0:
-        raise LogitsArgumentError(f"--draws must be a positive number, got {args.draws}")
+    if not 1 <= args.draws <= MAX_DRAWS:
+        raise LogitsArgumentError(
+            f"--draws must be a positive number up to {MAX_DRAWS}, got {args.draws}"
+        )
     if args.table:
         base = settings_from_args(args, SamplerSettings())
         rows = [(label, settings.with_changes(seed=base.seed)) for label, settings in SEED000_TABLE]

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from backend.llama.gguf import validate_gguf
 from backend.llama.pieces import CR_GLYPH, NEWLINE_GLYPH, SPACE_GLYPH, TAB_GLYPH, visible_bytes
 from backend.llama.ui_tokenizer import UiTokenizer
 from tui.cli.model_flags import chosen_model_path
+from tui.cli.text_input import read_stdin
 
 GLYPH_HELP = (
     f"Pieces are shown with a space as {SPACE_GLYPH}, a newline as {NEWLINE_GLYPH}, a tab as "
@@ -55,7 +55,7 @@ def encode_lines(tokenizer: UiTokenizer, text: str, *, special: bool) -> list[st
 
 def run(args: argparse.Namespace) -> int:
     """Print the tokens of the text."""
-    text = sys.stdin.read() if args.text == "-" else args.text
+    text = read_stdin() if args.text == "-" else args.text
     tokenizer = UiTokenizer.from_gguf(validate_gguf(chosen_model_path(args.model)))
     print("\n".join(encode_lines(tokenizer, text, special=args.special)))
     return 0

@@ -22,8 +22,13 @@ from backend.store.records import StoreError
 from sampling.records import Step
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tui.cli.model_flags import add_model_flags, load_backend, log
-from tui.cli.settings_flags import add_settings_flags, settings_from_args
+from tui.cli.settings_flags import (
+    add_settings_flags,
+    settings_from_args,
+    settings_with_user_config,
+)
 from tui.cli.store_access import add_db_flag, open_store
+from tui.cli.text_input import read_stdin
 
 if TYPE_CHECKING:
     from backend.chat.llama_backend import LlamaBackend
@@ -91,8 +96,8 @@ def _recorder(args: argparse.Namespace, backend: LlamaBackend) -> ChatRecorder:
 
 def run(args: argparse.Namespace) -> int:
     """Generate and print the reply; the exit code is 1 if the generation failed."""
-    settings = settings_from_args(args, DEFAULT_CHAT_SETTINGS)
-    prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+    settings = settings_from_args(args, settings_with_user_config(DEFAULT_CHAT_SETTINGS))
+    prompt = read_stdin() if args.prompt == "-" else args.prompt
     messages = build_messages(prompt, args.system)
     backend = load_backend(args)
     mode, notice = mode_for_backend(backend, "completion" if args.raw else args.mode)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from collections import defaultdict
 
 from backend.llama.gguf import GgufFile, MetaValue, validate_gguf
@@ -62,6 +63,41 @@ def _chosen_model(args: argparse.Namespace) -> str | None:
         )
     chosen: str | None = args.model_arg or args.model
     return chosen
+
+
+NUMBERED_FAMILY = 8
+"""Control tokens differing only in their numbers, from this many on, are a family."""
+
+MAX_NAMED = 40
+"""The most named control tokens `info` lists."""
+
+
+def control_token_summary(control: list[str]) -> list[str]:
+    """Lines summarising the control tokens: count, the named ones, numbered families.
+
+    A vocabulary can hold thousands of placeholders (`<unused123>`,
+    `<|reserved_special_token_7|>`): those that differ only in their numbers are
+    summarised per family (count, first and last); the rest are listed by name, up
+    to `MAX_NAMED`.
+    """
+    families: dict[str, list[str]] = defaultdict(list)
+    for text in control:
+        families[re.sub(r"\d+", "#", text)].append(text)
+    named = [text for text in control if len(families[re.sub(r"\d+", "#", text)]) < NUMBERED_FAMILY]
+    lines = [f"  control tokens ({len(control)})"]
+    if named:
+        shown = " ".join(visible_piece(text) for text in named[:MAX_NAMED])
+        more = len(named) - MAX_NAMED
+        lines.append(
+            f"    named ({len(named)}): {shown}" + (f" … and {more} more" if more > 0 else "")
+        )
+    for members in families.values():
+        if len(members) >= NUMBERED_FAMILY:
+            lines.append(
+                f"    numbered ({len(members)}): {visible_piece(members[0])} "
+                f"{visible_piece(members[1])} … {visible_piece(members[-1])}"
+            )
+    return lines
 
 
 def _human_bytes(count: int) -> str:
@@ -134,7 +170,7 @@ def describe(gguf: GgufFile, *, all_metadata: bool = False) -> list[str]:
     types = meta.get("tokenizer.ggml.token_type", ())
     if isinstance(types, tuple) and len(types) == len(tokens):
         control = [str(tokens[i]) for i, kind in enumerate(types) if kind == CONTROL_TOKEN_TYPE]
-        lines.append(f"  control tokens ({len(control)}): " + " ".join(map(visible_piece, control)))
+        lines.extend(control_token_summary(control))
 
     counts: dict[str, int] = defaultdict(int)
     sizes: dict[str, int] = defaultdict(int)

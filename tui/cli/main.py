@@ -26,6 +26,7 @@ from tui.cli import (
     tree,
     whatif,
 )
+from tui.cli.text_input import TextInputError, check_arguments
 
 
 class CommandModule(Protocol):
@@ -90,6 +91,11 @@ def _opens_app(parser: argparse.ArgumentParser, argv: Sequence[str]) -> bool:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run samplescope; returns the process exit code."""
     args_list = list(sys.argv[1:] if argv is None else argv)
+    try:
+        check_arguments(args_list)
+    except TextInputError as error:
+        print(f"samplescope: {error}", file=sys.stderr)
+        return 2
     parser = build_parser()
     if _opens_app(parser, args_list):
         from tui.cli.app import run_app

@@ -56,3 +56,15 @@ def settings_from_args(args: argparse.Namespace, base: SamplerSettings) -> Sampl
         if getattr(args, spec.name, None) is not None
     }
     return base.with_changes(**changes)
+
+
+def settings_with_user_config(base: SamplerSettings) -> SamplerSettings:
+    """`base` with the user's config file's [settings] applied, as the app does.
+
+    Flags then go on top (`settings_from_args`). A broken config file is ignored
+    here: the commands that load a model report it (see `chosen_model_path`).
+    """
+    from backend.config.config import load_config_or_default, settings_with_config
+
+    config, _problem = load_config_or_default()
+    return settings_with_config(base, config)
