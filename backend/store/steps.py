@@ -30,8 +30,10 @@ import numpy.typing as npt
 from sampling.records import CandidateTable, Step
 from sampling.settings import SamplerSettings
 
-#: Step fields that are not stored in the row.
-NOT_IN_ROW = frozenset({"table", "settings"})
+#: Step fields that are not stored in the row: the table is packed as columns, the
+#: settings once per change, and the tail plot's deeper ranks (2 KB a token, recorded
+#: only while that plot is shown) are a view of the moment, read back as None.
+NOT_IN_ROW = frozenset({"table", "settings", "tail"})
 
 
 @dataclass(frozen=True, slots=True)

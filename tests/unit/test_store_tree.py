@@ -57,6 +57,18 @@ def test_step_rows_round_trip_compactly() -> None:
         np.testing.assert_allclose(again.table.logits, step.table.logits, rtol=1e-6)
 
 
+def test_the_tail_plots_ranks_are_not_stored() -> None:
+    sampler = Sampler(BASE, n_candidates=8)
+    sampler.tail_ranks = 32
+    step = sampler.sample(np.random.default_rng(1).normal(size=64) * 3)
+    assert step.tail is not None
+    layout = layout_of(step)
+    assert "tail" not in layout.scalars
+    scalars, blob = pack_step(step, layout)
+    assert len(scalars) < 150
+    assert unpack_step(scalars, blob, layout, step.settings).tail is None
+
+
 def test_a_row_missing_a_field_gets_its_default() -> None:
     step = sampled_steps(1)[0]
     layout = layout_of(step)
