@@ -119,7 +119,8 @@ def test_encode_special(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_encode_stdin(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("sys.stdin", io.StringIO("a\n"))
+    # A real stdin: text over bytes (the command reads the bytes to check their UTF-8).
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"a\n"), encoding="utf-8"))
     code, out, _ = run_cli(capsys, "encode", "-")
     assert code == 0 and out.splitlines()[-1] == "2 tokens"
     assert [line.split()[2] for line in out.splitlines()[1:3]] == ["a", "↵"]
