@@ -30,7 +30,7 @@ from backend.chat.events import (
 )
 from backend.chat.prompt import PromptBuilder
 from backend.chat.protocol import ChatMessage, LiveSettings, ModelInfo
-from backend.chat.template import ChatTemplate
+from backend.chat.template import ChatTemplate, fallback_template
 from backend.llama.rpc import Endpoint
 from backend.llama.runtime import LlamaRuntime, RuntimeOptions
 from backend.llama.utf8 import Utf8Stream
@@ -97,6 +97,10 @@ class LlamaBackend:
         self.runtime = runtime
         self.log_path = log_path
         template_source = runtime.chat_template()
+        #: Why the template is not the GGUF's own, if it is not (for a notice).
+        self.template_notice: str | None = None
+        if not template_source:
+            template_source, self.template_notice = fallback_template(runtime.special_texts())
         bos = runtime.token_bytes(runtime.bos, special=True) if runtime.bos >= 0 else b""
         eos = runtime.token_bytes(runtime.eos, special=True) if runtime.eos >= 0 else b""
         self.template = ChatTemplate(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -28,6 +28,66 @@ CHATML_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
+
+
+#: llama.cpp's built-in templates for models whose GGUF has none, each with the
+#: special tokens that identify it in a vocabulary (checked in this order).
+BUILTIN_TEMPLATES: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("ChatML", ("<|im_start|>", "<|im_end|>"), CHATML_TEMPLATE),
+    (
+        "Llama 3",
+        ("<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"),
+        "{{ bos_token }}{% for message in messages %}"
+        "{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'"
+        " + message['content'] + '<|eot_id|>' }}{% endfor %}"
+        "{% if add_generation_prompt %}"
+        "{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}",
+    ),
+    (
+        "Gemma",
+        ("<start_of_turn>", "<end_of_turn>"),
+        "{{ bos_token }}{% for message in messages %}"
+        "{{ '<start_of_turn>' + ('model' if message['role'] == 'assistant' else 'user')"
+        " + '\n' + message['content'] + '<end_of_turn>\n' }}{% endfor %}"
+        "{% if add_generation_prompt %}{{ '<start_of_turn>model\n' }}{% endif %}",
+    ),
+    (
+        "Mistral",
+        ("[INST]", "[/INST]"),
+        "{{ bos_token }}{% for message in messages %}"
+        "{% if message['role'] == 'assistant' %}{{ message['content'] + eos_token }}"
+        "{% else %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% endif %}"
+        "{% endfor %}",
+    ),
+)
+
+#: With no template and no known turn tokens: the messages as plain text.
+RAW_TEMPLATE = "{% for message in messages %}{{ message['content'] + '\n' }}{% endfor %}"
+
+
+def fallback_template(specials: Collection[str]) -> tuple[str, str]:
+    """The template for a model whose GGUF has none, and a notice saying why.
+
+    The first built-in template whose turn tokens are all in the vocabulary's
+    special tokens; with none, the raw text of the messages.
+
+    Args:
+        specials: The texts of the vocabulary's special (control) tokens.
+
+    Returns:
+        (Jinja source, a one-line notice for the user).
+    """
+    present = set(specials)
+    for name, markers, source in BUILTIN_TEMPLATES:
+        if all(marker in present for marker in markers):
+            return source, (
+                f"The model has no chat template; its vocabulary has {name}'s turn tokens"
+                f" ({' '.join(markers)}), so {name}'s template is used."
+            )
+    return RAW_TEMPLATE, (
+        "The model has no chat template and no turn tokens samplescope knows:"
+        " the conversation is fed as raw text."
+    )
 
 
 class ChatTemplateError(SamplescopeError):
