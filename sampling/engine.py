@@ -138,7 +138,8 @@ def weights_of(
     shifted = logits[token_ids].astype(np.float64)
     shifted -= maximum
     if temperature != 1.0:
-        shifted /= temperature
+        with np.errstate(over="ignore"):  # a gap past float64 at a low T: weight 0
+            shifted /= temperature
     return np.exp(shifted, out=shifted)
 
 
@@ -149,7 +150,8 @@ def vocabulary_weights(
     np.copyto(out, logits)  # widen first: float32 - float would round in float32
     out -= maximum
     if temperature != 1.0:
-        out /= temperature
+        with np.errstate(over="ignore"):  # a gap past float64 at a low T: weight 0
+            out /= temperature
     return np.exp(out, out=out)
 
 

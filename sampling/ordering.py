@@ -72,14 +72,16 @@ def descending_bands(logits: FloatArray, maximum: float, temperature: float) -> 
     upper = np.inf
     for edge in _BAND_EDGES:
         lower = maximum - edge * temperature
-        mask = logits >= lower
+        with np.errstate(over="ignore"):  # an edge beyond float32 rounds to -inf
+            mask = logits >= lower
         if upper != np.inf:
             mask &= logits < upper
         band = np.flatnonzero(mask)
         if band.size:
             yield sort_descending(logits, band)
         upper = lower
-    band = np.flatnonzero(~(logits >= upper))
+    with np.errstate(over="ignore"):
+        band = np.flatnonzero(~(logits >= upper))
     if band.size:
         yield sort_descending(logits, band)
 
@@ -126,6 +128,7 @@ _BUCKETS_PER_UNIT = 16
 _BUCKET_COUNT = 16 * 64
 
 
+@np.errstate(over="ignore")  # edges and gaps beyond float32 round to ±inf
 def token_at_mass(
     logits: FloatArray,
     maximum: float,

@@ -39,12 +39,14 @@ def penalty_window(history: History, settings: SamplerSettings) -> npt.NDArray[n
         raise LogitsError(
             f"the history must be a flat sequence of token ids, got shape {array.shape}"
         )
-    if array.dtype.kind == "i" or (array.dtype.kind == "u" and array.max() <= _INT64_MAX):
+    integral = array.dtype.kind == "i" or (array.dtype.kind == "u" and array.max() <= _INT64_MAX)
+    # numpy reads [0, False] as integers: a bool among ints is no token id either.
+    if integral and (isinstance(window, np.ndarray) or not any(type(x) is bool for x in window)):
         return array.astype(np.int64, copy=False)
-    if array.dtype.kind == "u":
+    if array.dtype.kind == "u" and not integral:
         bad: object = int(array.max())
     else:
-        items = array.tolist()
+        items = array.tolist() if isinstance(window, np.ndarray) else list(window)
         bad = next((item for item in items if not _is_token_id(item)), None)
         if array.dtype.kind == "f":
             # A float array: name its first NaN or fraction, else its first value.

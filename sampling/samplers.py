@@ -222,7 +222,8 @@ class MinP:
             # p_i / p_max = exp((x_i - max) / T) >= min_p  <=>  x_i >= max + T ln(min_p);
             # select a little below that bound, then decide exactly in float64.
             bound = maximum + temperature * math.log(self.min_p)
-            band = np.flatnonzero(logits >= bound - 1e-3 * (1.0 + abs(bound)))
+            with np.errstate(over="ignore"):  # a bound beyond float32 rounds to -inf
+                band = np.flatnonzero(logits >= bound - 1e-3 * (1.0 + abs(bound)))
             ids = sort_descending(logits, band)
         ratios = weights_of(logits, maximum, temperature, ids)
         keep = int(np.count_nonzero(ratios >= self.min_p))

@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from backend.config.model_path import resolve_model_path
 from backend.store.store import ChatStore
+
+# The fuzz suites (tests/unit/test_fuzz_*.py) run under this profile: few enough
+# examples that `make test` stays quick, no deadline (the machine is shared, and a
+# timing is no property). HYPOTHESIS_PROFILE=fuzz-long runs them for longer.
+hypothesis_settings.register_profile("samplescope", max_examples=100, deadline=None)
+hypothesis_settings.register_profile("fuzz-long", max_examples=3000, deadline=None)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "samplescope"))
 
 if TYPE_CHECKING:
     from backend.chat.llama_backend import LlamaBackend

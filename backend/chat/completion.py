@@ -12,21 +12,10 @@ from collections.abc import Sequence
 from typing import Literal
 
 from backend.chat.protocol import ChatMessage
+from backend.chat.template import builtin_template_for
 
 Mode = Literal["chat", "completion"]
 MODES: tuple[Mode, ...] = ("chat", "completion")
-
-#: Turn markers of the chat formats samplescope knows: a vocabulary holding one of
-#: them was trained on conversations.
-KNOWN_TURN_MARKERS = (
-    "<|im_start|>",  # ChatML (SmolLM2, Qwen)
-    "<|start_header_id|>",  # Llama 3
-    "[INST]",  # Llama 2, Mistral
-    "<start_of_turn>",  # Gemma
-    "<|user|>",  # Phi-3, Zephyr
-    "<|turn_start|>",
-    "<|START_OF_TURN_TOKEN|>",  # Command-R
-)
 
 BASE_MODEL_NOTICE = (
     "the model has no chat template and no known turn tokens (a base model): "
@@ -35,9 +24,9 @@ BASE_MODEL_NOTICE = (
 
 
 def has_turn_markers(special_texts: Sequence[str]) -> bool:
-    """Whether a vocabulary's special tokens include a known turn marker."""
-    specials = set(special_texts)
-    return any(marker in specials for marker in KNOWN_TURN_MARKERS)
+    """Whether a vocabulary's special tokens hold every turn token of a chat format
+    samplescope has a built-in template for (the template it then falls back to)."""
+    return builtin_template_for(special_texts) is not None
 
 
 def choose_mode(
@@ -62,13 +51,19 @@ def choose_mode(
 
 
 def mode_for_backend(backend: object, requested: Mode | None) -> tuple[Mode, str | None]:
-    """`choose_mode` for a loaded backend (one without a GGUF template, such as a
-    test double, counts as a chat model)."""
-    template = getattr(backend, "template", None)
+    """`choose_mode` for a loaded backend, with the template's own notice in chat mode.
+
+    A backend without a GGUF of its own (a test double) counts as a chat model. In
+    chat mode, a model whose GGUF has no template says which built-in one it got.
+    """
     runtime = getattr(backend, "runtime", None)
-    if template is None or runtime is None:
+    if runtime is None:
         return choose_mode(requested, True, ())
-    return choose_mode(requested, not template.is_default, runtime.special_texts())
+    has_template = bool(runtime.chat_template())
+    mode, notice = choose_mode(requested, has_template, runtime.special_texts())
+    if mode == "chat" and notice is None and not has_template:
+        notice = getattr(backend, "template_notice", None)
+    return mode, notice
 
 
 def document_text(messages: Sequence[ChatMessage]) -> str:

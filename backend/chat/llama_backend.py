@@ -28,7 +28,7 @@ from backend.chat.events import (
 from backend.chat.prompt import PromptBuilder
 from backend.chat.protocol import ChatMessage, LiveSettings, ModelInfo
 from backend.chat.run_state import RunState, Steer, StepInput, dropped_span, flush, forced_step
-from backend.chat.template import ChatTemplate
+from backend.chat.template import model_template
 from backend.llama.rpc import Endpoint
 from backend.llama.runtime import LlamaRuntime, RuntimeOptions
 from backend.llama.utf8 import Utf8Stream
@@ -49,14 +49,8 @@ class LlamaBackend:
     def __init__(self, runtime: LlamaRuntime, log_path: Path | None = None) -> None:
         self.runtime = runtime
         self.log_path = log_path
-        template_source = runtime.chat_template()
-        bos = runtime.token_bytes(runtime.bos, special=True) if runtime.bos >= 0 else b""
-        eos = runtime.token_bytes(runtime.eos, special=True) if runtime.eos >= 0 else b""
-        self.template = ChatTemplate(
-            template_source,
-            bos_token=bos.decode("utf-8", errors="replace"),
-            eos_token=eos.decode("utf-8", errors="replace"),
-        )
+        self.template, self.template_notice = model_template(runtime)
+        """The chat template, and why it is not the GGUF's own when it is not."""
         self.prompt = PromptBuilder(runtime, self.template)
         name = runtime.meta("general.name") or runtime.path.stem
         self._info = ModelInfo(

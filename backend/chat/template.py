@@ -11,15 +11,18 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from jinja2 import TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from backend.chat.protocol import ChatMessage
 from sampling.errors import SamplescopeError
+
+if TYPE_CHECKING:
+    from backend.llama.runtime import LlamaRuntime
 
 #: The template used when the GGUF has none (ChatML).
 CHATML_TEMPLATE = (
@@ -28,6 +31,78 @@ CHATML_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
+
+
+#: llama.cpp's built-in templates for models whose GGUF has none, each with the
+#: special tokens that identify it in a vocabulary (checked in this order).
+BUILTIN_TEMPLATES: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("ChatML", ("<|im_start|>", "<|im_end|>"), CHATML_TEMPLATE),
+    (
+        "Llama 3",
+        ("<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"),
+        "{{ bos_token }}{% for message in messages %}"
+        "{{ '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n'"
+        " + message['content'] + '<|eot_id|>' }}{% endfor %}"
+        "{% if add_generation_prompt %}"
+        "{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{% endif %}",
+    ),
+    (
+        "Gemma",
+        ("<start_of_turn>", "<end_of_turn>"),
+        "{{ bos_token }}{% for message in messages %}"
+        "{{ '<start_of_turn>' + ('model' if message['role'] == 'assistant' else 'user')"
+        " + '\n' + message['content'] + '<end_of_turn>\n' }}{% endfor %}"
+        "{% if add_generation_prompt %}{{ '<start_of_turn>model\n' }}{% endif %}",
+    ),
+    (
+        "Mistral",
+        ("[INST]", "[/INST]"),
+        "{{ bos_token }}{% for message in messages %}"
+        "{% if message['role'] == 'assistant' %}{{ message['content'] + eos_token }}"
+        "{% else %}{{ '[INST] ' + message['content'] + ' [/INST]' }}{% endif %}"
+        "{% endfor %}",
+    ),
+)
+
+#: With no template and no known turn tokens: the messages as plain text.
+RAW_TEMPLATE = "{% for message in messages %}{{ message['content'] + '\n' }}{% endfor %}"
+
+
+def fallback_template(specials: Collection[str]) -> tuple[str, str]:
+    """The template for a model whose GGUF has none, and a notice saying why.
+
+    The first built-in template whose turn tokens are all in the vocabulary's
+    special tokens; with none, the raw text of the messages.
+
+    Args:
+        specials: The texts of the vocabulary's special (control) tokens.
+
+    Returns:
+        (Jinja source, a one-line notice for the user).
+    """
+    builtin = builtin_template_for(specials)
+    if builtin is not None:
+        name, markers, source = builtin
+        return source, (
+            f"The model has no chat template; its vocabulary has {name}'s turn tokens"
+            f" ({' '.join(markers)}), so {name}'s template is used."
+        )
+    return RAW_TEMPLATE, (
+        "The model has no chat template and no turn tokens samplescope knows:"
+        " the conversation is fed as raw text."
+    )
+
+
+def builtin_template_for(
+    specials: Collection[str],
+) -> tuple[str, tuple[str, ...], str] | None:
+    """The first built-in (name, turn tokens, source) whose turn tokens are all among
+    a vocabulary's special tokens, or None."""
+    present = set(specials)
+    for name, markers, source in BUILTIN_TEMPLATES:
+        if all(marker in present for marker in markers):
+            return name, markers, source
+    return None
 
 
 class ChatTemplateError(SamplescopeError):
@@ -173,3 +248,23 @@ def split_specials(text: str, specials: Sequence[str]) -> list[tuple[str, bool]]
         (piece, is_special) pairs covering `text` in order.
     """
     return SpecialSplitter(specials).split(text)
+
+
+def model_template(runtime: LlamaRuntime) -> tuple[ChatTemplate, str | None]:
+    """A loaded model's chat template: its GGUF's own, else a fallback with a notice.
+
+    Returns:
+        (The compiled template, None or the one-line notice of `fallback_template`.)
+    """
+    source = runtime.chat_template()
+    notice: str | None = None
+    if not source:
+        source, notice = fallback_template(runtime.special_texts())
+    bos = runtime.token_bytes(runtime.bos, special=True) if runtime.bos >= 0 else b""
+    eos = runtime.token_bytes(runtime.eos, special=True) if runtime.eos >= 0 else b""
+    template = ChatTemplate(
+        source,
+        bos_token=bos.decode("utf-8", errors="replace"),
+        eos_token=eos.decode("utf-8", errors="replace"),
+    )
+    return template, notice

@@ -21,7 +21,7 @@ SETTINGS = SamplerSettings(temperature=0.0, seed=1)
 
 def main() -> int:
     db_path, model_path, log_path = (Path(arg) for arg in sys.argv[1:4])
-    backend = LlamaBackend.load(model_path, n_ctx=2048, n_batch=64, log_path=log_path)
+    backend = LlamaBackend.load(model_path, n_ctx=2048, n_batch=64, n_threads=1, log_path=log_path)
     store = ChatStore(db_path)
     model = store.model_ref(model_path)
     chat = store.new_chat("kill test", model)

@@ -49,7 +49,10 @@ def test_compare_generates_each_column_like_generate_would(llama_backend: LlamaB
     a = finished[0].event
     b = finished[1].event
     assert isinstance(a, FinishedEvent) and isinstance(b, FinishedEvent)
-    assert first_divergence(a.token_ids, b.token_ids) is not None
+    assert a.token_ids != b.token_ids
+    pairs = enumerate(zip(a.token_ids, b.token_ids, strict=False))
+    expected = next((i for i, (x, y) in pairs if x != y), min(len(a.token_ids), len(b.token_ids)))
+    assert first_divergence(a.token_ids, b.token_ids) == expected
 
 
 def test_cancel_stops_the_comparison(llama_backend: LlamaBackend) -> None:

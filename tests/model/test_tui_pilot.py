@@ -24,7 +24,7 @@ LONG_PROMPT = "Write a long story about a lighthouse keeper and a storm."
 @pytest.fixture(scope="module")
 def llama(default_model_path: Path) -> Iterator[LlamaBackend]:
     """The default model, loaded once for this file."""
-    backend = LlamaBackend.load(default_model_path, n_ctx=2048)
+    backend = LlamaBackend.load(default_model_path, n_ctx=2048, n_threads=1)
     yield backend
     backend.close()
 

@@ -23,8 +23,11 @@ def test_a_base_model_gets_completion_mode_with_a_notice() -> None:
 def test_a_template_or_known_turn_tokens_keep_chat_mode() -> None:
     assert choose_mode(None, True, ["<s>"]) == ("chat", None)
     assert choose_mode(None, False, ["<|im_start|>", "<|im_end|>"]) == ("chat", None)
-    assert choose_mode(None, False, ["<start_of_turn>"]) == ("chat", None)
-    assert has_turn_markers(["<|start_header_id|>"]) and not has_turn_markers(["<|endoftext|>"])
+    assert choose_mode(None, False, ["<start_of_turn>", "<end_of_turn>"]) == ("chat", None)
+    llama3 = ["<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
+    assert has_turn_markers(llama3) and not has_turn_markers(["<|endoftext|>"])
+    # Half a format has no template to fall back to: completion mode, not raw chat.
+    assert not has_turn_markers(["<start_of_turn>"])
 
 
 def test_an_asked_mode_wins_without_a_notice() -> None:
@@ -50,3 +53,28 @@ def test_the_document_is_every_turn_joined_as_written() -> None:
 def test_the_app_takes_mode_from_its_command_line() -> None:
     assert build_app_parser().parse_args([]).mode is None
     assert build_app_parser().parse_args(["--mode", "completion"]).mode == "completion"
+
+
+class _Runtime:
+    """A runtime with no GGUF template and the given special tokens."""
+
+    def __init__(self, specials: list[str]) -> None:
+        self.specials = specials
+
+    def chat_template(self) -> str:
+        return ""
+
+    def special_texts(self) -> list[str]:
+        return self.specials
+
+
+class _Backend:
+    def __init__(self, specials: list[str]) -> None:
+        self.runtime = _Runtime(specials)
+        self.template_notice = "uses ChatML's template"
+
+
+def test_a_model_without_a_template_says_which_it_got_or_why_completion() -> None:
+    chatml = _Backend(["<|im_start|>", "<|im_end|>"])
+    assert mode_for_backend(chatml, None) == ("chat", "uses ChatML's template")
+    assert mode_for_backend(_Backend(["<s>"]), None) == ("completion", BASE_MODEL_NOTICE)

@@ -124,6 +124,7 @@ BAD_HISTORIES: list[tuple[object, str]] = [
     ([None], "None"),
     ([1.5], "1.5"),
     ([True], "True"),
+    ([0, False], "False"),
     (np.array([1.5]), "1.5"),
     (np.array([2**63], dtype=np.uint64), "9223372036854775808"),
     ([[1, 2]], "shape"),

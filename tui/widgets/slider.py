@@ -117,7 +117,9 @@ class Slider(Widget, can_focus=True):
         shown = self._value if value is None else value
         if self.integer:
             return str(int(shown))
-        return f"{shown:.{self.decimals}f}"
+        text = f"{shown:.{self.decimals}f}"
+        # -0 typed, or a tiny negative rounded away, reads as 0, never "-0.00".
+        return text.removeprefix("-") if float(text) == 0 else text
 
     def _snap(self, value: float) -> float:
         if self.integer:  # integer math: seeds go up to 2**64 - 1, beyond float precision
