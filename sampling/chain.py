@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from sampling.engine import Candidates, Kept, greedy_kept
 from sampling.errors import SettingsError
 from sampling.samplers import MinP, Penalties, SamplerUnit, Temperature, TopK, TopP
+from sampling.setting_text import order_problem
 from sampling.settings import SamplerSettings
 
 SAMPLERS: Mapping[str, type[SamplerUnit]] = {
@@ -35,8 +36,8 @@ TEMPERATURE_LAST_ORDER: tuple[str, ...] = ("penalties", *FILTER_ORDER, "temperat
 
 
 def order_of(settings: SamplerSettings) -> tuple[str, ...]:
-    """The order of the units the settings ask for."""
-    return TEMPERATURE_LAST_ORDER if settings.temperature_last else DEFAULT_ORDER
+    """The order of the units the settings ask for (`SamplerSettings.order`)."""
+    return settings.order
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +84,9 @@ def build_chain(settings: SamplerSettings, order: Sequence[str] | None = None) -
     greedy = settings.greedy
     units: list[SamplerUnit] = []
     for name in names:
-        unit_type = SAMPLERS[name]
+        unit_type = SAMPLERS.get(name)
+        if unit_type is None:
+            continue
         if greedy and unit_type.kind != "logits":
             continue  # at temperature 0 only the argmax counts: nothing to filter
         unit = unit_type.from_settings(settings)
@@ -101,20 +104,7 @@ def checked_order(order: Sequence[str]) -> tuple[str, ...]:
     if isinstance(order, str):
         raise SettingsError("samplers", order, "a sequence of sampler names, not one string")
     names = tuple(order)
-    known = ", ".join(SAMPLERS)
-    reading: str | None = None  # the first unit that reads the order
-    for position, name in enumerate(names):
-        unit_type = SAMPLERS.get(name) if isinstance(name, str) else None
-        if unit_type is None:
-            raise SettingsError("samplers", names, f"names among {known}; {name!r} is not one")
-        if name in names[:position]:
-            raise SettingsError("samplers", names, f"each sampler once; {name!r} comes twice")
-        if unit_type.kind == "logits" and reading is not None:
-            raise SettingsError(
-                "samplers",
-                names,
-                f"{name!r} before every sampler that reads the order; it comes after {reading!r}",
-            )
-        if unit_type.kind != "logits" and reading is None:
-            reading = name
+    problem = order_problem(names)
+    if problem is not None:
+        raise SettingsError("samplers", names, problem)
     return names

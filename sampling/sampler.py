@@ -7,13 +7,14 @@ import time
 import numpy as np
 
 from sampling.chain import Chain, build_chain
-from sampling.engine import Candidates, Float64Array, Kept, entropy_and_normaliser, weights_of
+from sampling.engine import Candidates, Float64Array, Kept
 from sampling.logits import FloatArray, checked_logits
-from sampling.ordering import token_at_mass, top_ids
+from sampling.ordering import token_at_mass
 from sampling.penalties import History
-from sampling.records import CandidateTable, Step
+from sampling.records import Step
 from sampling.rng import UniformSource, make_source
 from sampling.settings import SamplerSettings
+from sampling.table import candidate_table
 from sampling.workspace import Workspace
 
 DEFAULT_CANDIDATES = 20
@@ -128,7 +129,9 @@ class Sampler:
             token_id, prob = _inverse_cdf(
                 kept, penalized, maximum, candidates.temperature, draw, self._workspace
             )
-        table, entropy = self._table(penalized, maximum, kept)
+        table, entropy = candidate_table(
+            penalized, maximum, kept, self.n_candidates, self._workspace
+        )
         return Step(
             token_id=token_id,
             prob=prob,
@@ -139,6 +142,8 @@ class Sampler:
             table=table,
             elapsed_us=(time.perf_counter_ns() - started) / 1000.0,
             settings=settings,
+            temperature=settings.temperature if chain.greedy else kept.temperature,
+            mirostat_mu=candidates.mirostat_mu,
         )
 
     def _gumbel(self, kept: Kept) -> tuple[int, float]:
@@ -156,31 +161,6 @@ class Sampler:
         position = int(np.argmin(exponentials))
         token_id = position if kept.ids is None else int(kept.ids[position])
         return token_id, float(kept.probs[position])
-
-    def _table(
-        self, penalized: FloatArray, maximum: float, kept: Kept
-    ) -> tuple[CandidateTable, float]:
-        """The top-N candidates and the entropy of the penalised distribution at T=1."""
-        count = min(self.n_candidates, penalized.shape[0])
-        if kept.ids is not None and kept.ids.size >= count:
-            ids = kept.ids[:count]
-        elif kept.ranked is not None and kept.ranked.size >= count:
-            ids = kept.ranked[:count]
-        else:
-            ids = top_ids(penalized, count)
-        entropy, normaliser = entropy_and_normaliser(penalized, maximum, self._workspace)
-        before = weights_of(penalized, maximum, 1.0, ids)
-        before /= normaliser
-        if kept.ids is None:
-            after = kept.probs[ids]
-        else:
-            after = np.zeros(count)
-            shared = min(count, kept.n_kept)
-            after[:shared] = kept.probs[:shared]
-        logits = penalized[ids].astype(np.float64)
-        for array in (ids, logits, before, after):
-            array.flags.writeable = False
-        return CandidateTable(ids, logits, before, after), entropy
 
 
 def _inverse_cdf(

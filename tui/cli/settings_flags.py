@@ -2,8 +2,9 @@
 
 Every `SamplerSettings` field gets `--field-name` (plus its short flag, e.g. `-t`):
 numbers take a value, choices take one of their values, booleans are
-`--field-name` / `--no-field-name`. Every flag defaults to unset, so that
-`settings_from_args` changes only what was given.
+`--field-name` / `--no-field-name`, and the order, biases and texts take their text
+form (`--samplers "top_k;temperature;min_p"`, `--logit-bias "42=+2"`). Every flag
+defaults to unset, so that `settings_from_args` changes only what was given.
 """
 
 from __future__ import annotations
@@ -39,9 +40,11 @@ def _add_flag(group: argparse._ArgumentGroup, spec: SettingSpec) -> None:
             default=None,
             help=spec.help,
         )
-    else:
+    elif spec.is_number:
         number = int if spec.kind == "int" else float
         group.add_argument(*names, dest=spec.name, type=number, default=None, help=spec.help)
+    else:  # an order, biases or texts: read by the spec in `settings_from_args`
+        group.add_argument(*names, dest=spec.name, default=None, metavar="TEXT", help=spec.help)
 
 
 def settings_from_args(args: argparse.Namespace, base: SamplerSettings) -> SamplerSettings:
@@ -52,6 +55,8 @@ def settings_from_args(args: argparse.Namespace, base: SamplerSettings) -> Sampl
     """
     changes = {
         spec.name: getattr(args, spec.name)
+        if spec.is_scalar
+        else spec.coerce(getattr(args, spec.name))
         for spec in SETTINGS
         if getattr(args, spec.name, None) is not None
     }

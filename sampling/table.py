@@ -1,0 +1,90 @@
+"""A step's candidate table: the top-N rows, their probabilities, and who cut each."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sampling.engine import Kept, entropy_and_normaliser, weights_of
+from sampling.logits import FloatArray
+from sampling.ordering import IdArray, top_ids
+from sampling.records import CandidateTable
+from sampling.workspace import Workspace
+
+
+def candidate_table(
+    penalized: FloatArray, maximum: float, kept: Kept, count: int, workspace: Workspace
+) -> tuple[CandidateTable, float]:
+    """The top-`count` candidates and the entropy of the penalised distribution at T=1.
+
+    Args:
+        penalized: The logits every unit read (after penalties, DRY and logit bias).
+        maximum: Their maximum.
+        kept: The distribution the chain ended with.
+        count: How many rows (at most the vocabulary).
+        workspace: Scratch buffers.
+    """
+    count = min(count, penalized.shape[0])
+    if kept.prefix and kept.ids is not None and kept.ids.size >= count:
+        ids = kept.ids[:count]
+    elif kept.ranked is not None and kept.ranked.size >= count:
+        ids = kept.ranked[:count]
+    else:
+        ids = top_ids(penalized, count)
+    entropy, normaliser = entropy_and_normaliser(penalized, maximum, workspace)
+    before = weights_of(penalized, maximum, 1.0, ids)
+    before /= normaliser
+    if kept.ids is None:
+        after = kept.probs[ids]
+    elif kept.prefix:
+        after = np.zeros(count)
+        shared = min(count, kept.n_kept)
+        after[:shared] = kept.probs[:shared]
+    else:
+        after = _probs_of_rows(penalized, kept, ids)
+    logits = penalized[ids].astype(np.float64)
+    kept_rows = after > 0.0
+    removed_by = _removed_by(penalized, logits, ids, kept, kept_rows)
+    for array in (ids, logits, before, after, kept_rows):
+        array.flags.writeable = False
+    return CandidateTable(ids, logits, before, after, kept_rows, removed_by), entropy
+
+
+def _probs_of_rows(penalized: FloatArray, kept: Kept, ids: IdArray) -> np.ndarray:
+    """The rows' probabilities when the kept set is not a prefix of the order."""
+    assert kept.ids is not None
+    after = np.zeros(ids.shape[0])
+    row_of = {int(token): row for row, token in enumerate(ids)}
+    # Only kept tokens at least as likely as the last row can be rows.
+    lowest = penalized[ids[-1]]
+    for position in np.flatnonzero(penalized[kept.ids] >= lowest):
+        row = row_of.get(int(kept.ids[position]))
+        if row is not None:
+            after[row] = kept.probs[position]
+    return after
+
+
+def _removed_by(
+    penalized: FloatArray, logits: np.ndarray, ids: IdArray, kept: Kept, kept_rows: np.ndarray
+) -> tuple[str, ...]:
+    """Per row, the sampler whose cut removed it ("" for a kept row).
+
+    A row alive before a prefix cut survives it when it comes no later in the order
+    than the cut's last kept token; other cuts are checked by membership. A row no
+    cut removed but with probability 0 was banned (-inf: "logit_bias") or
+    underflowed at a low temperature ("temperature").
+    """
+    names = [""] * ids.shape[0]
+    alive = np.ones(ids.shape[0], dtype=bool)
+    for name, cut_ids, is_prefix in kept.cuts:
+        if is_prefix:
+            last = int(cut_ids[-1])
+            last_logit = float(penalized[last])
+            member = (logits > last_logit) | ((logits == last_logit) & (ids <= last))
+        else:
+            member = np.isin(ids, cut_ids)
+        for row in np.flatnonzero(alive & ~member):
+            names[row] = name
+        alive &= member
+    for row in np.flatnonzero(alive & ~kept_rows):
+        names[row] = "logit_bias" if logits[row] == -np.inf else "temperature"
+    return tuple(names)
