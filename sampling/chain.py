@@ -1,12 +1,8 @@
 """The chain: sampler units in order, built once whenever the settings change.
 
 The order is data: a tuple of unit names (llama.cpp's `--samplers` names) looked up
-in `SAMPLERS`. Today the settings pick one of two orders: penalties → temperature →
-top-k → top-p → min-p (candle, Hugging Face), or with `temperature_last` the
-temperature after the filters (llama.cpp's default), so that they read the
-distribution at temperature 1 and the temperature shapes only what they kept.
-`build_chain` also takes any other order; a settings field naming one only needs
-`order_of` to return it.
+in `SAMPLERS`, the settings' `samplers` as `SamplerSettings.order` places the
+temperature in it (see there). `build_chain` also takes any other order.
 """
 
 from __future__ import annotations
@@ -16,14 +12,21 @@ from dataclasses import dataclass
 
 from sampling.engine import Candidates, Kept, greedy_kept
 from sampling.errors import SettingsError
+from sampling.filters import Mirostat, TopNSigma, Typical, Xtc
+from sampling.rewriters import Dry, LogitBias
 from sampling.samplers import MinP, Penalties, SamplerUnit, Temperature, TopK, TopP
 from sampling.setting_text import order_problem
 from sampling.settings import SamplerSettings
 
 SAMPLERS: Mapping[str, type[SamplerUnit]] = {
-    unit.name: unit for unit in (Penalties, Temperature, TopK, TopP, MinP)
+    unit.name: unit
+    for unit in (Penalties, Dry, TopNSigma, TopK, Typical, TopP, MinP, Xtc, Temperature)
 }
-"""Every sampler unit by its name."""
+"""Every sampler unit an order may name, by its name (llama.cpp's `--samplers` names).
+
+Two more run outside the order, as in llama.cpp's common sampler: `LogitBias`
+always first, and `Mirostat`, which (when on) replaces the whole order after the
+logit bias by a plain temperature and itself."""
 
 FILTER_ORDER: tuple[str, ...] = ("top_k", "top_p", "min_p")
 """The filters, in the order both of today's chains run them."""
@@ -83,10 +86,15 @@ def build_chain(settings: SamplerSettings, order: Sequence[str] | None = None) -
     names = checked_order(order_of(settings) if order is None else order)
     greedy = settings.greedy
     units: list[SamplerUnit] = []
+    bias = LogitBias.from_settings(settings)
+    if bias is not None:
+        units.append(bias)
+    if settings.mirostat:
+        if not greedy:
+            units += [Temperature(settings.temperature), Mirostat(settings.mirostat)]
+        return Chain(names, tuple(units), greedy)
     for name in names:
-        unit_type = SAMPLERS.get(name)
-        if unit_type is None:
-            continue
+        unit_type = SAMPLERS[name]
         if greedy and unit_type.kind != "logits":
             continue  # at temperature 0 only the argmax counts: nothing to filter
         unit = unit_type.from_settings(settings)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -15,20 +16,40 @@ from sampling.records import Step
 from sampling.rng import UniformSource, make_source
 from sampling.settings import SamplerSettings
 from sampling.table import candidate_table
+from sampling.vocabulary import Vocabulary
 from sampling.workspace import Workspace
 
 DEFAULT_CANDIDATES = 20
 
 
-def probabilities(logits: object, settings: SamplerSettings, history: History = ()) -> Float64Array:
+def probabilities(
+    logits: object,
+    settings: SamplerSettings,
+    history: History = (),
+    *,
+    vocabulary: Vocabulary | None = None,
+    mirostat_mu: float | None = None,
+) -> Float64Array:
     """The exact distribution a draw uses: float64 over the whole vocabulary.
 
-    Cut tokens have probability 0.0; the rest sum to 1.
+    Cut tokens have probability 0.0; the rest sum to 1. XTC applies as on a step
+    whose coin says so (as with `xtc_probability` 1).
+
+    Args:
+        logits: One score per vocabulary token (never modified).
+        settings: The settings.
+        history: Token ids so far, for the penalties and DRY.
+        vocabulary: The model's token texts, for DRY's sequence breakers (without
+            it no token breaks a repeat).
+        mirostat_mu: Mirostat's state; 2 * mirostat_tau (its start) when None.
 
     Raises:
         LogitsError: The logits or the history cannot be sampled from.
     """
     candidates = Candidates(*checked_logits(logits), history, Workspace())
+    candidates.vocabulary = vocabulary
+    if settings.mirostat:
+        candidates.mirostat_mu = 2.0 * settings.mirostat_tau if mirostat_mu is None else mirostat_mu
     kept = build_chain(settings).run(candidates)
     if kept.ids is None:
         return kept.probs
@@ -42,12 +63,13 @@ class Sampler:
 
     One sampler owns one random generator. `settings` may be replaced between
     tokens (live sliders) without touching the random stream; `reset()` re-seeds
-    it from `settings.seed`.
+    it from `settings.seed` and restarts mirostat's mu at 2 * tau.
 
     Args:
         settings: The sampler's settings.
         vocab_size: When given, logits of another length are an error.
         n_candidates: How many top tokens each step's record lists.
+        vocabulary: The model's token texts, for DRY's sequence breakers.
     """
 
     def __init__(
@@ -56,6 +78,7 @@ class Sampler:
         *,
         vocab_size: int | None = None,
         n_candidates: int = DEFAULT_CANDIDATES,
+        vocabulary: Vocabulary | None = None,
     ) -> None:
         if not isinstance(settings, SamplerSettings):
             raise TypeError(f"settings must be SamplerSettings, not {type(settings).__name__}")
@@ -65,6 +88,8 @@ class Sampler:
         self._chain: Chain = build_chain(settings)
         self._sources: dict[str, UniformSource] = {}
         self._workspace = Workspace()
+        self.vocabulary = vocabulary
+        self._mu: float | None = None
 
     @property
     def settings(self) -> SamplerSettings:
@@ -76,7 +101,16 @@ class Sampler:
         if not isinstance(settings, SamplerSettings):
             raise TypeError(f"settings must be SamplerSettings, not {type(settings).__name__}")
         self._chain = build_chain(settings)
+        if settings.mirostat != self._settings.mirostat:
+            self._mu = None  # another mirostat (or none): it starts afresh
         self._settings = settings
+
+    @property
+    def mirostat_mu(self) -> float | None:
+        """Mirostat's state mu for the next step (None when mirostat is off)."""
+        if not self._settings.mirostat:
+            return None
+        return 2.0 * self._settings.mirostat_tau if self._mu is None else self._mu
 
     @property
     def chain(self) -> Chain:
@@ -84,8 +118,9 @@ class Sampler:
         return self._chain
 
     def reset(self) -> None:
-        """Re-seed the generator from `settings.seed`."""
+        """Re-seed the generator from `settings.seed`; restart mirostat's mu."""
         self._sources.clear()
+        self._mu = None
 
     def _source(self) -> UniformSource:
         kind = self._settings.rng
@@ -113,6 +148,10 @@ class Sampler:
         settings = self._settings
         chain = self._chain
         candidates = Candidates(*checked_logits(logits, self.vocab_size), history, self._workspace)
+        candidates.vocabulary = self.vocabulary
+        mu = candidates.mirostat_mu = self.mirostat_mu
+        if 0.0 < settings.xtc_probability < 1.0 and settings.xtc_threshold <= 0.5:
+            candidates.xtc_roll = self._source().uniform()
         kept = chain.run(candidates)
         penalized = candidates.logits
         maximum = candidates.maximum
@@ -129,6 +168,9 @@ class Sampler:
             token_id, prob = _inverse_cdf(
                 kept, penalized, maximum, candidates.temperature, draw, self._workspace
             )
+        if mu is not None and not chain.greedy:
+            # mu moves toward the target surprise: mu -= eta * (-log2 p - tau).
+            self._mu = mu - settings.mirostat_eta * (-math.log2(prob) - settings.mirostat_tau)
         table, entropy = candidate_table(
             penalized, maximum, kept, self.n_candidates, self._workspace
         )

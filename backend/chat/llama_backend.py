@@ -227,7 +227,7 @@ class LlamaBackend:
             yield NoticeEvent("the RPC connection was lost: loading the model through the servers")
             rt.reconnect()
         settings = live.current
-        sampler = Sampler(settings, vocab_size=rt.n_vocab)
+        sampler = Sampler(settings, vocab_size=rt.n_vocab, vocabulary=rt)
 
         headroom = min(max_tokens, int(rt.n_ctx * MAX_HEADROOM_SHARE))
         budget = rt.n_ctx - headroom

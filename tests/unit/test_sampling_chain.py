@@ -55,11 +55,21 @@ def dense(kept: Kept, size: int) -> np.ndarray:
 
 
 def test_registry_uses_llama_cpp_sampler_names() -> None:
-    assert set(SAMPLERS) == {"penalties", "temperature", "top_k", "top_p", "min_p"}
+    assert tuple(SAMPLERS) == (
+        "penalties",
+        "dry",
+        "top_n_sigma",
+        "top_k",
+        "typ_p",
+        "top_p",
+        "min_p",
+        "xtc",
+        "temperature",
+    )
     for name, unit_type in SAMPLERS.items():
         assert unit_type.name == name
     kinds = {name: unit_type.kind for name, unit_type in SAMPLERS.items()}
-    assert kinds.pop("penalties") == "logits"
+    assert kinds.pop("penalties") == "logits" and kinds.pop("dry") == "logits"
     assert set(kinds.values()) == {"candidates"}
 
 
@@ -110,13 +120,9 @@ def test_units_hold_their_parameters() -> None:
     penalizing = settings.with_changes(presence_penalty=0.5)
     assert build_chain(penalizing).units[0] == Penalties(penalizing)
     off = SamplerSettings()
-    assert [unit_type.from_settings(off) for unit_type in SAMPLERS.values()] == [
-        None,
-        Temperature(1.0),
-        None,
-        None,
-        None,
-    ]
+    built = {name: unit_type.from_settings(off) for name, unit_type in SAMPLERS.items()}
+    assert built.pop("temperature") == Temperature(1.0)
+    assert set(built.values()) == {None}
 
 
 # --- each unit alone, against values by hand ----------------------------------------
