@@ -224,11 +224,12 @@ def _mirostat_k(probs: np.ndarray, mu: float, n_vocab: int) -> int:
         return 1
     i = np.arange(count, dtype=np.float64)
     t = np.log((i + 2.0) / (i + 1.0))
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         b = np.log(probs[:count] / probs[1 : count + 1])
-        s_hat = float(np.sum(t * b) / np.sum(t * t))
+        s_hat = np.float64(np.sum(t * b) / np.sum(t * t))
         epsilon = s_hat - 1.0
-        k = ((epsilon * 2.0**mu) / (1.0 - float(n_vocab) ** -epsilon)) ** (1.0 / s_hat)
+        ratio = (epsilon * np.float64(2.0) ** mu) / (1.0 - np.float64(n_vocab) ** -epsilon)
+        k = float(ratio ** (1.0 / s_hat))
     if not math.isfinite(k):
         return n_vocab
     return max(int(k), 1)

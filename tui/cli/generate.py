@@ -18,7 +18,7 @@ from backend.chat.protocol import ChatMessage, LiveSettings
 from sampling.records import Step
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tui.cli.model_flags import add_model_flags, load_backend, log
-from tui.cli.settings_flags import add_settings_flags, settings_from_args
+from tui.cli.settings_flags import add_settings_flags, bias_needs_tokenizer, settings_from_args
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -63,10 +63,22 @@ def step_line(index: int, step: Step, piece: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Generate and print the reply; the exit code is 1 if the generation failed."""
-    settings = settings_from_args(args, DEFAULT_CHAT_SETTINGS)
+    if bias_needs_tokenizer(args):  # --logit-bias names a token by its text
+        backend = load_backend(args)
+        try:
+            settings = settings_from_args(
+                args,
+                DEFAULT_CHAT_SETTINGS,
+                lambda text: backend.runtime.tokenize(text, special=False),
+            )
+        except Exception:
+            backend.close()
+            raise
+    else:
+        settings = settings_from_args(args, DEFAULT_CHAT_SETTINGS)
+        backend = load_backend(args)
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     messages = build_messages(prompt, args.system)
-    backend = load_backend(args)
     verbose: int = args.verbose
     finished: FinishedEvent | None = None
     try:
