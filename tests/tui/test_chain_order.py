@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pytest
 from textual.app import App, ComposeResult
+from textual.pilot import Pilot
 
+from sampling.settings import DEFAULT_CHAT_SETTINGS
+from tests.fake_backend import FakeBackend
+from tests.helpers import type_message, wait_until
+from tui.app import SamplescopeApp
 from tui.widgets.chain_order import ChainOrder, rows_for
+from tui.widgets.sampling_panel import SamplingPanel
 
 pytestmark = pytest.mark.anyio
 
@@ -85,3 +91,72 @@ def test_rows_keep_a_sampler_switched_off_after_the_one_it_followed() -> None:
         ("top_k", False),
         ("min_p", False),
     ]
+
+
+async def send_message_and_wait_paused(
+    pilot: Pilot[object], app: SamplescopeApp, fake: FakeBackend
+) -> None:
+    """Send a message and wait until the fake model pauses mid-reply."""
+    await wait_until(pilot, lambda: app.ready)
+    await type_message(pilot, app, "tell me about the cat")
+    await wait_until(pilot, fake.paused.is_set)
+    await wait_until(pilot, lambda: bool(app.replies) and len(app.replies[-1].tokens) == 5)
+
+
+class PanelHost(App[None]):
+    """The sampling panel alone; it keeps every `SettingChanged` and applies it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.settings = DEFAULT_CHAT_SETTINGS
+        self.asked: list[tuple[str, object]] = []
+
+    def compose(self) -> ComposeResult:
+        yield SamplingPanel(self.settings)
+
+    def on_sampling_panel_setting_changed(self, message: SamplingPanel.SettingChanged) -> None:
+        self.asked.append((message.field, message.value))
+        self.settings = self.settings.with_changes(**{message.field: message.value})
+        self.query_one(SamplingPanel).show(self.settings)
+
+
+async def test_the_panel_posts_the_order_as_a_setting_change() -> None:
+    host = PanelHost()
+    async with host.run_test(size=(80, 30)) as pilot:
+        host.query_one(SamplingPanel).open_group("order")
+        chain = host.query_one(ChainOrder)
+        chain.focus()
+        start = DEFAULT_CHAT_SETTINGS.order
+        assert chain.value == start
+        await pilot.press("down", "down", "down", "down", "shift+up")  # top_k one up
+        await pilot.press("down", "space")  # the sampler now after top_k switched off
+        await pilot.pause()
+        moved = list(start)
+        at = moved.index("top_k")
+        moved[at - 1], moved[at] = moved[at], moved[at - 1]
+        switched = [name for name in moved if name != moved[at]]
+        assert host.asked == [("samplers", tuple(moved)), ("samplers", tuple(switched))]
+        assert host.settings.order == tuple(switched)
+        assert chain.value == tuple(switched)
+
+
+async def test_a_change_of_order_mid_reply_applies_from_the_next_token() -> None:
+    fake = FakeBackend(pause_after_tokens=5)
+    app = SamplescopeApp(fake, cursor_blink=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await send_message_and_wait_paused(pilot, app, fake)
+        app.query_one(SamplingPanel).open_group("order")
+        chain = app.query_one(ChainOrder)
+        chain.focus()
+        top_k_row = [name for name, _ in chain.rows].index("top_k")
+        await pilot.press(*["down"] * top_k_row, "space")  # top_k off, mid-reply
+        await pilot.pause()
+        without_top_k = tuple(name for name in DEFAULT_CHAT_SETTINGS.order if name != "top_k")
+        assert app.live.current.samplers == without_top_k
+        fake.resume.set()
+        await wait_until(pilot, lambda: not app.generating and bool(app.finished))
+        steps = [token.step for token in app.replies[-1].tokens]
+        assert len(steps) > 5
+        assert [s.settings.order for s in steps[:5]] == [DEFAULT_CHAT_SETTINGS.order] * 5
+        assert {s.settings.order for s in steps[5:]} == {without_top_k}
+        assert all(s.cut_by != "top_k" for s in steps[5:])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import textwrap
 from collections.abc import Callable
 from functools import lru_cache
@@ -14,6 +15,7 @@ from textual.widget import Widget
 
 from sampling.records import Candidate, Step
 from sampling.settings import settings_summary
+from sampling.spec import LOGITS_SAMPLERS
 from tui.widgets.prob_cuts import BAN, CutItem, layout_rows, row_label
 
 _PIECE_WIDTH = 12
@@ -97,7 +99,7 @@ class ProbPanel(Widget):
             return [[(line, "grey50")] for line in textwrap.wrap(note, width)]
         chosen_piece = self._pieces(step.token_id)
         draw = "—" if step.draw is None else f"{step.draw:.4f}"
-        order = "T last" if step.settings.temperature_last else "T first"
+        order = _temperature_note(step)
         bar_width = max(4, width - 2 - _PIECE_WIDTH - 1 - 1 - 2 * (_NUMBER_WIDTH + 1))
         lines: list[_Line] = [
             [
@@ -113,9 +115,10 @@ class ProbPanel(Widget):
                 (f"{'before':>{_NUMBER_WIDTH}} {'after':>{_NUMBER_WIDTH}}", "grey62"),
             ],
         ]
-        rows = max(1, self.size.height - _HEADER_LINES - 1)
+        bans = [token for token, bias in step.settings.logit_bias if bias == -math.inf]
+        rows = max(1, self.size.height - _HEADER_LINES - 1 - (1 if bans else 0))
         candidates = step.candidates[:rows]  # built on each access: take it once
-        removed_by = _removed_by(step, len(candidates))
+        removed_by = [c.removed_by for c in candidates]
         kept = [c.kept for c in candidates]
         for item in layout_rows(kept, removed_by, step.cut_by, step.n_kept):
             if isinstance(item, CutItem):
@@ -123,6 +126,9 @@ class ProbPanel(Widget):
             else:
                 candidate = candidates[item.index]
                 lines.append(self._row(step, candidate, bar_width, item.removed_by))
+        if bans:
+            shown = " ".join(self._pieces(token) for token in bans)
+            lines.append([("⊘ banned by logit bias: ", "bold red"), (shown, "grey62")])
         return lines
 
     def _row(self, step: Step, candidate: Candidate, bar_width: int, removed_by: str) -> _Line:
@@ -157,16 +163,24 @@ class ProbPanel(Widget):
         ]
 
 
-def _removed_by(step: Step, count: int) -> list[str]:
-    """Per row shown, the sampler that removed it ("" when kept).
-
-    A record without per-row samplers (kept rows are then a prefix) names the step's
-    last cut on every removed row.
-    """
-    table_removed = getattr(step.table, "removed_by", None)
-    if table_removed is not None:
-        return [str(name) for name in table_removed[:count]]
-    return ["" if i < step.n_kept else step.cut_by for i in range(count)]
+def _temperature_note(step: Step) -> str:
+    """Where the temperature ran, or the one dynamic temperature chose; mirostat's μ."""
+    settings = step.settings
+    order = settings.order
+    reading = [name for name in order if name not in LOGITS_SAMPLERS]
+    if settings.dynatemp_range > 0:
+        note = f"T used {step.temperature:.2f}"
+    elif "temperature" not in order:
+        note = "no T"
+    elif reading[-1] == "temperature":
+        note = "T last"
+    elif reading[0] == "temperature":
+        note = "T first"
+    else:
+        note = f"T {reading.index('temperature') + 1}."
+    if step.mirostat_mu is not None:
+        note += f" · μ {step.mirostat_mu:.2f}"
+    return note
 
 
 def _cut_line(label: str, width: int, style: str = "bold red") -> _Line:

@@ -2,28 +2,30 @@
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
-from typing import Any
-
 from textual.widget import Widget
 
-from sampling import chain
 from sampling.settings import SamplerSettings
-from sampling.spec import DISPLAY_ORDER, SettingSpec
+from sampling.spec import (
+    DISPLAY_ORDER,
+    GROUPS,
+    SAMPLER_NAMES,
+    SETTINGS,
+    SETTINGS_BY_NAME,
+    SettingSpec,
+    SettingValue,
+)
 from tui.widgets.chain_order import ChainOrder
 from tui.widgets.slider import Slider
 from tui.widgets.text_setting import TextSetting
 from tui.widgets.toggle import Toggle
 
 CORE_GROUP = "core"
+ORDER_GROUP = "order"
 ORDER_FIELD = "samplers"
 
-#: Each group's title, in the order the panel shows them; a group not named here
-#: comes after these, titled by its name.
+#: Each group's title.
 GROUP_TITLES: dict[str, str] = {
     "core": "core",
-    "order": "chain order",
     "penalties": "penalties",
     "dry": "DRY: repeated sequences",
     "xtc": "XTC: exclude top choices",
@@ -31,75 +33,75 @@ GROUP_TITLES: dict[str, str] = {
     "dynatemp": "dynamic temperature",
     "mirostat": "mirostat",
     "bias": "logit bias",
+    "order": "chain order",
 }
 
 _PLACEHOLDERS = {
-    "logit_bias": "hello=-inf, 42=+2",
-    "dry_sequence_breakers": '"\\n" ":" "\\"" "*"',
+    "logit_bias": "hello=-inf; 42=+2",
+    "dry_sequence_breakers": '["\\n", ":", "\\"", "*"]',
 }
 
 
-def group_of(spec: SettingSpec) -> str:
-    """The group a setting is shown in."""
-    return str(getattr(spec, "group", CORE_GROUP))
-
-
 def group_specs() -> list[tuple[str, list[SettingSpec]]]:
-    """(group, its settings in display order), groups in the panel's order."""
+    """(group, its settings), groups in the panel's order: the core, the chain's order,
+    then `sampling.spec.GROUPS`.
+
+    Within a group: numbers, then switches (as `DISPLAY_ORDER`), then the
+    several-valued settings (order, biases, breakers).
+    """
+    listed = [*DISPLAY_ORDER, *(spec for spec in SETTINGS if not spec.is_scalar)]
     groups: dict[str, list[SettingSpec]] = {}
-    for spec in DISPLAY_ORDER:
-        groups.setdefault(group_of(spec), []).append(spec)
-    known = [name for name in GROUP_TITLES if name in groups]
-    rest = [name for name in groups if name not in GROUP_TITLES]
+    for spec in listed:
+        groups.setdefault(spec.group, []).append(spec)
+    shown = (CORE_GROUP, ORDER_GROUP, *GROUPS)
+    known = [name for name in dict.fromkeys(shown) if name in groups]
+    rest = [name for name in groups if name not in GROUPS]
     return [(name, groups[name]) for name in known + rest]
 
 
 def group_title(group: str, on: bool) -> str:
-    """A group's title; "● on" marks a closed group where something is switched on."""
+    """A group's title; "● on" marks a group other than the core where something is on."""
     title = GROUP_TITLES.get(group, group)
     return f"{title}  ● on" if on and group != CORE_GROUP else title
 
 
 def group_is_on(group: str, settings: SamplerSettings) -> bool:
-    """Whether any setting of the group is away from its off value."""
-    for spec in DISPLAY_ORDER:
-        if group_of(spec) != group or spec.off is None:
+    """Whether a setting of the group changes the sampling (the order: changed at all).
+
+    A setting that only serves others (a window such as `repeat_last_n`, which
+    `repeat_penalty` needs) counts only when one of those is on too.
+    """
+    specs = [spec for spec in SETTINGS if spec.group == group]
+    for spec in specs:
+        if spec.name == ORDER_FIELD:
+            if getattr(settings, spec.name) != spec.default:
+                return True
             continue
-        if getattr(settings, spec.name) != spec.off:
+        if not _is_on(spec, settings):
+            continue
+        served = [other for other in SETTINGS if other.needs == spec.name]
+        if not served or any(_is_on(other, settings) for other in served):
             return True
     return False
 
 
+def _is_on(spec: SettingSpec, settings: SamplerSettings) -> bool:
+    """Whether a setting with an off value is away from it (and what it needs is on)."""
+    if spec.off is None and spec.off_at_or_below is None:
+        return False
+    if spec.is_off(getattr(settings, spec.name)):
+        return False
+    return spec.needs is None or _is_on(SETTINGS_BY_NAME[spec.needs], settings)
+
+
 def chain_order_of(settings: SamplerSettings) -> tuple[str, ...]:
-    """The samplers the settings run, in order."""
-    return tuple(chain.order_of(settings))
+    """The samplers the settings run, in the order they run."""
+    return settings.order
 
 
-def chain_names() -> tuple[str, ...]:
-    """Every sampler the chain may hold, in llama.cpp's default order where known."""
-    return tuple(chain.SAMPLERS)
-
-
-def setting_text(spec: SettingSpec, value: object) -> str:
-    """A text setting's value as its input shows it."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, Mapping):
-        return ", ".join(f"{key}={_bias_text(bias)}" for key, bias in value.items())
-    if isinstance(value, tuple | list):
-        return " ".join(_quoted(item) for item in value)
-    return str(value)
-
-
-def _bias_text(bias: Any) -> str:
-    if isinstance(bias, float) and math.isinf(bias):
-        return "-inf" if bias < 0 else "+inf"
-    return f"{bias:+g}" if isinstance(bias, int | float) else str(bias)
-
-
-def _quoted(item: object) -> str:
-    text = str(item).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return f'"{text}"'
+def setting_text(spec: SettingSpec, value: SettingValue) -> str:
+    """A text setting's value as its input shows it (what `spec.parse` reads back)."""
+    return spec.format(value)
 
 
 def control_for(spec: SettingSpec, settings: SamplerSettings) -> Widget:
@@ -110,7 +112,7 @@ def control_for(spec: SettingSpec, settings: SamplerSettings) -> Widget:
     """
     value = getattr(settings, spec.name)
     if spec.name == ORDER_FIELD:
-        return ChainOrder(spec.name, spec.label, chain_names(), chain_order_of(settings))
+        return ChainOrder(spec.name, spec.label, SAMPLER_NAMES, chain_order_of(settings))
     if spec.kind in ("bool", "choice"):
         return Toggle(spec.name, spec.label, spec.choices, value)
     if spec.slider is None:
