@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import fields
 
 import pytest
 from textual.app import App, ComposeResult
 from textual.widget import Widget
-from textual.widgets import Collapsible
+from textual.widgets import Collapsible, Input
 
 from backend.chat.protocol import LiveSettings
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from sampling.spec import DISPLAY_ORDER
-from tests.fake_backend import FakeBackend
+from tests.fake_backend import FAKE_VOCAB, FakeBackend
 from tests.helpers import wait_until
 from tui.app import SamplescopeApp
 from tui.widgets.sampling_panel import SamplingPanel
@@ -146,3 +147,30 @@ async def test_at_80x24_the_panel_scrolls_and_each_focused_control_is_visible() 
                 seen.append(field)
             await pilot.press("tab")
         assert seen == order
+
+
+async def test_text_settings_are_read_by_the_app_with_the_models_tokenizer() -> None:
+    app = SamplescopeApp(FakeBackend(), cursor_blink=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(pilot, lambda: app.ready)
+        panel = app.query_one(SamplingPanel)
+        panel.open_group("bias")
+        panel.open_group("dry")
+        await pilot.pause()
+        bias = app.query_one("#input-logit_bias", Input)
+        bias.focus()
+        await pilot.press(*" cat=-inf; 42=+2", "enter")
+        await pilot.pause()
+        assert app.live.current.logit_bias == ((FAKE_VOCAB.index(" cat"), -math.inf), (42, 2.0))
+        assert bias.value == "3=-inf;42=+2"
+        bias.value = ""
+        await pilot.press(*"no such words=-1", "enter")  # not one token: refused, kept
+        await pilot.pause()
+        assert app.live.current.logit_bias == ((3, -math.inf), (42, 2.0))
+        assert bias.value == "3=-inf;42=+2"
+        breakers = app.query_one("#input-dry_sequence_breakers", Input)
+        breakers.focus()
+        breakers.value = ""
+        await pilot.press(*'["\\n", "##"]', "enter")
+        await pilot.pause()
+        assert app.live.current.dry_sequence_breakers == ("\n", "##")

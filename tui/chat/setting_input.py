@@ -1,8 +1,8 @@
 """Reading a setting typed as text in the app: the chain's order, DRY's breakers, logit bias.
 
 A logit bias may name a token by its text ("hello=-inf"): the model's tokenizer turns
-the text into token ids, and the bias applies to each of them (as llama.cpp's server
-does for a text key). Ids ("42=+2") need no tokenizer.
+the text into its one token, as `generate --logit-bias` does (a text of several
+tokens is refused). Ids ("42=+2") need no tokenizer.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from sampling.errors import SettingsError
-from sampling.setting_text import bias_entries, bias_pairs
+from sampling.setting_text import BiasPairs, bias_entries, bias_pairs
 from sampling.spec import SETTINGS_BY_NAME, SettingSpec, SettingValue
 
 TextEncoder = Callable[[str], list[int]]
@@ -27,29 +27,34 @@ def read_setting_text(spec: SettingSpec, text: str, encode: TextEncoder | None) 
     Raises:
         SettingsError: The text cannot be read; the message names the setting and says why.
     """
-    if spec.kind != "bias":
-        return spec.parse(text)
+    if spec.kind == "bias":
+        return _bias(spec, text, encode)
+    return spec.parse(text)
+
+
+def _bias(spec: SettingSpec, text: str, encode: TextEncoder | None) -> BiasPairs:
     try:
         entries = bias_entries(text)
     except ValueError as error:
-        raise SettingsError(spec.name, text, f"{spec.expected}: {error}") from None
+        raise SettingsError(spec.name, text, f"token=bias pairs: {error}") from None
     pairs: list[tuple[int, float]] = []
     for key, bias in entries:
-        if isinstance(key, int):
-            pairs.append((key, bias))
-            continue
-        if encode is None:
-            raise SettingsError(
-                spec.name, text, f"token ids: {key!r} is text and the model is not loaded yet"
-            )
-        ids = encode(key)
-        if not ids:
-            raise SettingsError(spec.name, text, f"token text that has tokens; {key!r} has none")
-        pairs.extend((token, bias) for token in ids)
+        if isinstance(key, str):
+            if encode is None:
+                raise SettingsError(
+                    spec.name, text, f"token ids: {key!r} is text and the model is not loaded"
+                )
+            tokens = encode(key)
+            if len(tokens) != 1:
+                raise SettingsError(
+                    spec.name, text, f"one token per entry: {key!r} is {len(tokens)} tokens"
+                )
+            key = tokens[0]
+        pairs.append((key, bias))
     try:
         return bias_pairs(pairs)
     except ValueError as error:
-        raise SettingsError(spec.name, text, f"{spec.expected}: {error}") from None
+        raise SettingsError(spec.name, text, str(error)) from None
 
 
 def typed_value(field: str, value: object, encode: TextEncoder | None) -> object:
