@@ -263,7 +263,9 @@ class MinP:
             bound = maximum + temperature * math.log(self.min_p)
             band = np.flatnonzero(logits >= bound - 1e-3 * (1.0 + abs(bound)))
             ids = sort_descending(logits, band)
-        ratios = weights_of(logits, maximum, temperature, ids)
+        # Against the kept set's own top (XTC or typical-p may have removed the maximum).
+        top = maximum if whole_vocabulary else float(logits[ids[0]])
+        ratios = weights_of(logits, top, temperature, ids)
         keep = int(np.count_nonzero(ratios >= self.min_p))
         if keep >= logits.shape[0] or (keep >= ids.shape[0] and not whole_vocabulary):
             return

@@ -73,6 +73,19 @@ def _removed_by(
     cut removed but with probability 0 was banned (-inf: "logit_bias") or
     underflowed at a low temperature ("temperature").
     """
+    if kept.prefix:
+        # The rows are the order's first N and every cut kept a shorter prefix of it:
+        # cut c removed the rows from its length up to the previous cut's.
+        names = [""] * ids.shape[0]
+        alive = ids.shape[0]
+        for name, cut_ids, _ in kept.cuts:
+            length = cut_ids.shape[0]
+            if length < alive:
+                names[length:alive] = [name] * (alive - length)
+                alive = length
+        for row in range(int(np.count_nonzero(kept_rows)), alive):
+            names[row] = "logit_bias" if logits[row] == -np.inf else "temperature"
+        return tuple(names)
     names = [""] * ids.shape[0]
     alive = np.ones(ids.shape[0], dtype=bool)
     for name, cut_ids, is_prefix in kept.cuts:
@@ -82,9 +95,9 @@ def _removed_by(
             member = (logits > last_logit) | ((logits == last_logit) & (ids <= last))
         else:
             member = np.isin(ids, cut_ids)
-        for row in np.flatnonzero(alive & ~member):
-            names[row] = name
+        for position in np.flatnonzero(alive & ~member).tolist():
+            names[position] = name
         alive &= member
-    for row in np.flatnonzero(alive & ~kept_rows):
-        names[row] = "logit_bias" if logits[row] == -np.inf else "temperature"
+    for position in np.flatnonzero(alive & ~kept_rows).tolist():
+        names[position] = "logit_bias" if logits[position] == -np.inf else "temperature"
     return tuple(names)

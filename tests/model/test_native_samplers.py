@@ -134,6 +134,14 @@ CASES: list[tuple[str, SamplerSettings, Callable[[], list[Any]]]] = [
         ],
     ),
     (
+        "typical then min-p (min-p against the kept top)",
+        SamplerSettings(typical_p=0.5, min_p=0.3, samplers=("typ_p", "min_p")),
+        lambda: [
+            llama_cpp.llama_sampler_init_typical(0.5, 0),
+            llama_cpp.llama_sampler_init_min_p(0.3, 0),
+        ],
+    ),
+    (
         "dynamic temperature",
         SamplerSettings(temperature=0.8, dynatemp_range=0.5, dynatemp_exponent=1.5),
         lambda: [llama_cpp.llama_sampler_init_temp_ext(0.8, 0.5, 1.5)],

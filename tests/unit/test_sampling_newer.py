@@ -198,3 +198,10 @@ def test_mirostat_mu_follows_its_update_rule(
         assert step.mirostat_mu == pytest.approx(mu)
         mu -= eta * (-math.log2(step.prob) - tau)
     assert sampler.mirostat_mu == pytest.approx(mu)
+
+
+def test_each_classic_filter_is_named_on_the_rows_it_cut() -> None:
+    # top-k 5 drops token 5; top-p 0.8 over the five keeps 0.4287 + 0.2600 + 0.1577;
+    # min-p 0.4 keeps p >= 0.4 * p_max: tokens 0 and 1 (ratio 0.6065, then 0.3679).
+    settings = SamplerSettings(top_k=5, top_p=0.8, min_p=0.4)
+    assert table_of(settings) == ("min_p", "", "", "min_p", "top_p", "top_p", "top_k")
