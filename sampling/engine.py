@@ -132,6 +132,16 @@ class Candidates:
         self.xtc_roll = 0.0
         self.vocabulary: object | None = None
 
+    @property
+    def top(self) -> float:
+        """The kept set's highest logit: the maximum, unless XTC or typical-p removed it.
+
+        Weights of kept tokens are taken against it, so that they cannot all
+        underflow when the kept set lies far below a removed head.
+        """
+        ids = self.ids
+        return self.maximum if ids is None else float(self.logits[ids[0]])
+
     def cut(
         self, ids: IdArray, by: CutBy, ranked: IdArray | None = None, *, prefix: bool = True
     ) -> None:
@@ -166,7 +176,7 @@ class Candidates:
                 self.workspace.array("weights", size, np.float64),
             )
         else:
-            weights = weights_of(self.logits, self.maximum, self.temperature, ids)
+            weights = weights_of(self.logits, self.top, self.temperature, ids)
         weights /= weights.sum()
         return Kept(
             ids,

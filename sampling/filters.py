@@ -92,7 +92,7 @@ class Typical:
     def apply(self, candidates: Candidates) -> None:
         """Keep the most typical tokens until their mass exceeds p."""
         ids = ordered_ids(candidates)
-        probs = weights_of(candidates.logits, candidates.maximum, candidates.temperature, ids)
+        probs = weights_of(candidates.logits, candidates.top, candidates.temperature, ids)
         probs /= probs.sum()
         with np.errstate(divide="ignore", invalid="ignore"):
             surprise = -np.log(probs)
@@ -151,7 +151,7 @@ class Xtc:
         else:
             if ids.shape[0] < 2:
                 return
-            weights = weights_of(logits, candidates.maximum, candidates.temperature, ids)
+            weights = weights_of(logits, candidates.top, candidates.temperature, ids)
             top = int(np.count_nonzero(weights >= self.threshold * float(weights.sum())))
         if top < 2:
             return  # one top choice or none: XTC leaves the kept set alone
@@ -196,7 +196,7 @@ class Mirostat:
             )
             total = float(weights.sum())
         else:
-            weights = weights_of(logits, candidates.maximum, candidates.temperature, ids)
+            weights = weights_of(logits, candidates.top, candidates.temperature, ids)
             total = float(weights.sum())
         size = logits.shape[0] if ids is None else ids.shape[0]
         if self.version == 1:

@@ -136,7 +136,7 @@ class Temperature:
                 candidates.workspace.array("filter-weights", size, np.float64),
             )
         else:
-            weights = weights_of(logits, candidates.maximum, candidates.temperature, ids)
+            weights = weights_of(logits, candidates.top, candidates.temperature, ids)
         probs = weights / weights.sum()
         nonzero = probs[probs > 0.0]
         entropy = float(-np.sum(nonzero * np.log(nonzero)))
@@ -200,7 +200,7 @@ class TopP:
     def apply(self, candidates: Candidates) -> None:
         """Cut the kept set to the prefix that reaches p."""
         logits = candidates.logits
-        maximum = candidates.maximum
+        maximum = candidates.top
         temperature = candidates.temperature
         ids = candidates.ids
         top_p = self.p
