@@ -71,3 +71,43 @@ def test_every_newer_setting_has_a_flag() -> None:
     assert (settings.mirostat, settings.dry_penalty_last_n, settings.typical_p) == (2, -1, 0.9)
     with pytest.raises(SettingsError, match="mirostat"):
         parse("--mirostat", "3")
+
+
+def test_compare_set_takes_every_newer_setting() -> None:
+    from tui.cli.compare import parse_set
+
+    settings = parse_set("samplers=top_k;temperature;min_p,dry=0.8,bias=42=+2;7=-inf,typ=0.9")
+    assert settings.samplers == ("top_k", "temperature", "min_p")
+    assert settings.logit_bias == ((7, -math.inf), (42, 2.0))
+    assert (settings.dry_multiplier, settings.typical_p) == (0.8, 0.9)
+    with pytest.raises(SettingsError, match="xtc_probability"):
+        parse_set("xtc=2")
+
+
+def test_settings_stored_before_the_newer_samplers_replay_as_they_ran() -> None:
+    import json
+
+    from backend.store.records import settings_json
+
+    old = {
+        "temperature": 0.8,
+        "top_k": 40,
+        "top_p": 0.95,
+        "top_p_scope": "kept",
+        "min_p": 0.05,
+        "repeat_penalty": 1.1,
+        "repeat_last_n": 64,
+        "frequency_penalty": 0.0,
+        "presence_penalty": 0.0,
+        "temperature_last": False,
+        "draw": "inverse_cdf",
+        "rng": "pcg64",
+        "seed": 42,
+    }
+    settings = SamplerSettings.from_dict(old)
+    # Temperature first, as every chat stored then ran (the newer samplers are off).
+    assert settings.order[:3] == ("penalties", "dry", "temperature")
+    assert settings.order[3:] == ("top_n_sigma", "top_k", "typ_p", "top_p", "min_p", "xtc")
+    assert SamplerSettings.from_dict(json.loads(settings_json(settings))) == settings
+    biased = settings.with_changes(logit_bias=((3, -math.inf),), samplers=("top_k", "min_p"))
+    assert SamplerSettings.from_dict(json.loads(settings_json(biased))) == biased
