@@ -7,6 +7,7 @@ from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 
 from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.spec import SAMPLER_NAMES
 from tests.fake_backend import FakeBackend
 from tests.helpers import type_message, wait_until
 from tui.app import SamplescopeApp
@@ -160,3 +161,27 @@ async def test_a_change_of_order_mid_reply_applies_from_the_next_token() -> None
         assert [s.settings.order for s in steps[:5]] == [DEFAULT_CHAT_SETTINGS.order] * 5
         assert {s.settings.order for s in steps[5:]} == {without_top_k}
         assert all(s.cut_by != "top_k" for s in steps[5:])
+
+
+async def test_moving_the_temperature_sets_temperature_last_so_the_order_runs_as_shown() -> None:
+    host = PanelHost()
+    async with host.run_test(size=(80, 30)) as pilot:
+        host.query_one(SamplingPanel).open_group("order")
+        chain = host.query_one(ChainOrder)
+        chain.focus()
+        start = DEFAULT_CHAT_SETTINGS.order
+        at = start.index("temperature")
+        moves = len(start) - 1 - at
+        await pilot.press(*["down"] * at, *["shift+down"] * moves)  # temperature to the end
+        await pilot.pause()
+        assert host.settings.order == SAMPLER_NAMES  # llama.cpp's chain, temperature last
+        assert host.settings.temperature_last is True
+        assert ("temperature_last", True) in host.asked
+        assert chain.value == SAMPLER_NAMES
+        await pilot.press("shift+up")  # one up again: temperature_last must go off
+        await pilot.pause()
+        assert host.asked[-2:] == [
+            ("temperature_last", False),
+            ("samplers", (*SAMPLER_NAMES[:-2], "temperature", SAMPLER_NAMES[-2])),
+        ]
+        assert host.settings.order == host.asked[-1][1]

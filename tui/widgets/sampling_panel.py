@@ -12,7 +12,7 @@ from textual.widgets import Collapsible
 
 from sampling.errors import SettingsError
 from sampling.settings import SamplerSettings
-from sampling.spec import SETTINGS_BY_NAME
+from sampling.spec import SAMPLER_NAMES, SETTINGS_BY_NAME
 from tui.screens.entry import ValueEntryScreen
 from tui.widgets.chain_order import ChainOrder
 from tui.widgets.setting_controls import (
@@ -62,6 +62,7 @@ class SamplingPanel(Vertical):
     def __init__(self, settings: SamplerSettings, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._initial = settings
+        self._shown = settings
         self.border_title = "sampling"
 
     def compose(self) -> ComposeResult:
@@ -83,6 +84,7 @@ class SamplingPanel(Vertical):
 
     def show(self, settings: SamplerSettings) -> None:
         """Show `settings` on every control and group title."""
+        self._shown = settings
         for control in self.controls():
             if isinstance(control, ChainOrder):
                 control.set_value(chain_order_of(settings))
@@ -111,8 +113,17 @@ class SamplingPanel(Vertical):
 
     @on(ChainOrder.Changed)
     def _on_order(self, event: ChainOrder.Changed) -> None:
+        """Ask for the order; first for the `temperature_last` it needs to run as shown.
+
+        `temperature_last` places the temperature (see `SamplerSettings.order`): on,
+        it runs last whatever the order; off, llama.cpp's default order runs it first.
+        """
         event.stop()
-        self.post_message(self.SettingChanged(event.chain.field, event.order))
+        order = event.order
+        wanted = _temperature_last_for(order)
+        if wanted is not None and wanted != self._shown.temperature_last:
+            self.post_message(self.SettingChanged("temperature_last", wanted))
+        self.post_message(self.SettingChanged(event.chain.field, order))
 
     @on(TextSetting.Changed)
     def _on_text(self, event: TextSetting.Changed) -> None:
@@ -143,3 +154,14 @@ class SamplingPanel(Vertical):
     def focus_first(self) -> None:
         """Focus the first control."""
         self.query(Slider).first().focus()
+
+
+def _temperature_last_for(order: tuple[str, ...]) -> bool | None:
+    """The `temperature_last` under which `order` runs as given (None: either does)."""
+    if "temperature" not in order:
+        return None
+    if order == SAMPLER_NAMES:
+        return True  # with it off, this (the default) order runs the temperature first
+    if order[-1] != "temperature":
+        return False  # with it on, the temperature would run last
+    return None
