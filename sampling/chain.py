@@ -1,12 +1,8 @@
 """The chain: sampler units in order, built once whenever the settings change.
 
 The order is data: a tuple of unit names (llama.cpp's `--samplers` names) looked up
-in `SAMPLERS`. Today the settings pick one of two orders: penalties → temperature →
-top-k → top-p → min-p (candle, Hugging Face), or with `temperature_last` the
-temperature after the filters (llama.cpp's default), so that they read the
-distribution at temperature 1 and the temperature shapes only what they kept.
-`build_chain` also takes any other order; a settings field naming one only needs
-`order_of` to return it.
+in `SAMPLERS`, the settings' `samplers` as `SamplerSettings.order` places the
+temperature in it (see there). `build_chain` also takes any other order.
 """
 
 from __future__ import annotations
@@ -16,13 +12,21 @@ from dataclasses import dataclass
 
 from sampling.engine import Candidates, Kept, greedy_kept
 from sampling.errors import SettingsError
+from sampling.filters import Mirostat, TopNSigma, Typical, Xtc
+from sampling.rewriters import Dry, LogitBias
 from sampling.samplers import MinP, Penalties, SamplerUnit, Temperature, TopK, TopP
+from sampling.setting_text import order_problem
 from sampling.settings import SamplerSettings
 
 SAMPLERS: Mapping[str, type[SamplerUnit]] = {
-    unit.name: unit for unit in (Penalties, Temperature, TopK, TopP, MinP)
+    unit.name: unit
+    for unit in (Penalties, Dry, TopNSigma, TopK, Typical, TopP, MinP, Xtc, Temperature)
 }
-"""Every sampler unit by its name."""
+"""Every sampler unit an order may name, by its name (llama.cpp's `--samplers` names).
+
+Two more run outside the order, as in llama.cpp's common sampler: `LogitBias`
+always first, and `Mirostat`, which (when on) replaces the whole order after the
+logit bias by a plain temperature and itself."""
 
 FILTER_ORDER: tuple[str, ...] = ("top_k", "top_p", "min_p")
 """The filters, in the order both of today's chains run them."""
@@ -35,8 +39,8 @@ TEMPERATURE_LAST_ORDER: tuple[str, ...] = ("penalties", *FILTER_ORDER, "temperat
 
 
 def order_of(settings: SamplerSettings) -> tuple[str, ...]:
-    """The order of the units the settings ask for."""
-    return TEMPERATURE_LAST_ORDER if settings.temperature_last else DEFAULT_ORDER
+    """The order of the units the settings ask for (`SamplerSettings.order`)."""
+    return settings.order
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +86,13 @@ def build_chain(settings: SamplerSettings, order: Sequence[str] | None = None) -
     names = checked_order(order_of(settings) if order is None else order)
     greedy = settings.greedy
     units: list[SamplerUnit] = []
+    bias = LogitBias.from_settings(settings)
+    if bias is not None:
+        units.append(bias)
+    if settings.mirostat:
+        if not greedy:
+            units += [Temperature(settings.temperature), Mirostat(settings.mirostat)]
+        return Chain(names, tuple(units), greedy)
     for name in names:
         unit_type = SAMPLERS[name]
         if greedy and unit_type.kind != "logits":
@@ -101,20 +112,7 @@ def checked_order(order: Sequence[str]) -> tuple[str, ...]:
     if isinstance(order, str):
         raise SettingsError("samplers", order, "a sequence of sampler names, not one string")
     names = tuple(order)
-    known = ", ".join(SAMPLERS)
-    reading: str | None = None  # the first unit that reads the order
-    for position, name in enumerate(names):
-        unit_type = SAMPLERS.get(name) if isinstance(name, str) else None
-        if unit_type is None:
-            raise SettingsError("samplers", names, f"names among {known}; {name!r} is not one")
-        if name in names[:position]:
-            raise SettingsError("samplers", names, f"each sampler once; {name!r} comes twice")
-        if unit_type.kind == "logits" and reading is not None:
-            raise SettingsError(
-                "samplers",
-                names,
-                f"{name!r} before every sampler that reads the order; it comes after {reading!r}",
-            )
-        if unit_type.kind != "logits" and reading is None:
-            reading = name
+    problem = order_problem(names)
+    if problem is not None:
+        raise SettingsError("samplers", names, problem)
     return names

@@ -2,10 +2,15 @@
 
 `Candidates` is one step's working state, the counterpart of llama.cpp's
 `llama_token_data_array`: the (penalised) logits, the temperature the next unit
-reads them at, and the kept set. Every filter keeps a prefix of the same order
-(descending logit, ties by lower id), so the kept set is always the first `n_kept`
-tokens of that order: it is held as sorted ids when something was cut, or as "the
-whole vocabulary" when nothing was. `Kept` is the distribution the chain ends with.
+reads them at, and the kept set. The kept set is held as "the whole vocabulary"
+until something is cut, then as token ids in the one order every unit reads
+(descending logit, ties by lower id). Most filters keep a prefix of that order
+(top-k, top-p, min-p, top-n-sigma, mirostat): as long as only they cut, the kept
+set is the first `n_kept` tokens of the order, which the record and the draw use
+as a fast path. XTC (which drops the head) and typical-p keep some other subset,
+still in that order; `Candidates.prefix` says which case holds. Each cut is logged,
+so that the record can name the sampler that removed each of its rows. `Kept` is
+the distribution the chain ends with.
 """
 
 from __future__ import annotations
@@ -34,13 +39,17 @@ class Kept:
         probs: With `ids`, their probabilities (same order, summing to 1); without,
             the probability of every token indexed by id (a workspace buffer: valid
             until the workspace is used again).
-        cut_by: The last filter that removed tokens.
+        cut_by: The last sampler that removed tokens.
         n_kept: Tokens with a nonzero probability. Probability falls with the logit,
-            so they are the first `n_kept` of the order (a -inf logit or an
-            underflow at a low temperature counts as not kept).
+            so they are the first `n_kept` of `ids` (a -inf logit or an underflow at
+            a low temperature counts as not kept).
         ranked: A known prefix of the order, which may run past the kept set (what
             the first cut sorted: top-k's ranking, top-p's bands); None when nothing
             was ranked.
+        prefix: Whether the kept set is a prefix of the order (every cut was).
+        cuts: Each cut in turn: the sampler's name, the ids it kept, and whether
+            they were a prefix of the order.
+        temperature: The temperature the probabilities were computed at.
     """
 
     ids: IdArray | None
@@ -48,6 +57,13 @@ class Kept:
     cut_by: CutBy
     n_kept: int
     ranked: IdArray | None = None
+    prefix: bool = True
+    cuts: tuple[Cut, ...] = ()
+    temperature: float = 1.0
+
+
+Cut = tuple[str, IdArray, bool]
+"""One cut: the sampler's name, the ids it kept (in order), whether a prefix of the order."""
 
 
 class Candidates:
@@ -68,18 +84,29 @@ class Candidates:
         ids: The kept set in descending order, or None for the whole vocabulary.
         ranked: What the first cut sorted: the longest known prefix of the order.
         cut_by: The last unit that removed tokens.
+        prefix: Whether the kept set is a prefix of the order.
+        cuts: Every cut so far (see `Kept.cuts`).
+        mirostat_mu: Mirostat's mu for this step (the sampler's state), or None.
+        xtc_roll: XTC's coin for this step, in [0, 1): XTC applies unless it is
+            above `xtc_probability` (0.0, the default, always applies).
+        vocabulary: The model's token texts, for DRY's sequence breakers, or None.
     """
 
     __slots__ = (
         "argmax",
         "cut_by",
+        "cuts",
         "history",
         "ids",
         "logits",
         "maximum",
+        "mirostat_mu",
+        "prefix",
         "ranked",
         "temperature",
+        "vocabulary",
         "workspace",
+        "xtc_roll",
     )
 
     def __init__(
@@ -99,20 +126,43 @@ class Candidates:
         self.ids: IdArray | None = None
         self.ranked: IdArray | None = None
         self.cut_by: CutBy = "none"
+        self.prefix = True
+        self.cuts: list[Cut] = []
+        self.mirostat_mu: float | None = None
+        self.xtc_roll = 0.0
+        self.vocabulary: object | None = None
 
-    def cut(self, ids: IdArray, by: CutBy, ranked: IdArray | None = None) -> None:
-        """Keep only `ids`, a shorter prefix of the order, cut by the unit `by`.
+    @property
+    def top(self) -> float:
+        """The kept set's highest logit: the maximum, unless XTC or typical-p removed it.
+
+        Weights of kept tokens are taken against it, so that they cannot all
+        underflow when the kept set lies far below a removed head.
+        """
+        ids = self.ids
+        return self.maximum if ids is None else float(self.logits[ids[0]])
+
+    def cut(
+        self, ids: IdArray, by: CutBy, ranked: IdArray | None = None, *, prefix: bool = True
+    ) -> None:
+        """Keep only `ids`, a subset of the kept set in order, cut by the unit `by`.
 
         Args:
             ids: The new kept set, in order.
             by: The unit's name, for the record.
             ranked: A longer prefix of the order the unit sorted on the way, if any.
+            prefix: Whether `ids` is a prefix of the current kept set (a filter by
+                rank or by probability); False for XTC and typical-p.
         """
+        if prefix and self.prefix and self.ranked is None:
+            # The first prefix cut holds the longest prefix: later ones only shorten it.
+            self.ranked = ids if ranked is None else ranked
+        elif ranked is not None and self.ranked is None:
+            self.ranked = ranked
+        self.prefix = self.prefix and prefix
         self.ids = ids
         self.cut_by = by
-        if self.ranked is None:
-            # The first cut holds the longest prefix: later ones only shorten it.
-            self.ranked = ids if ranked is None else ranked
+        self.cuts.append((by, ids, prefix))
 
     def distribution(self) -> Kept:
         """The kept tokens' probabilities at the temperature the chain reached."""
@@ -126,9 +176,18 @@ class Candidates:
                 self.workspace.array("weights", size, np.float64),
             )
         else:
-            weights = weights_of(self.logits, self.maximum, self.temperature, ids)
+            weights = weights_of(self.logits, self.top, self.temperature, ids)
         weights /= weights.sum()
-        return Kept(ids, weights, self.cut_by, int(np.count_nonzero(weights)), self.ranked)
+        return Kept(
+            ids,
+            weights,
+            self.cut_by,
+            int(np.count_nonzero(weights)),
+            self.ranked,
+            self.prefix,
+            tuple(self.cuts),
+            self.temperature,
+        )
 
 
 def weights_of(
@@ -162,7 +221,8 @@ _CERTAIN.flags.writeable = False
 
 def greedy_kept(argmax: int) -> Kept:
     """The kept set at temperature 0: the argmax alone."""
-    return Kept(np.array([argmax], dtype=np.intp), _CERTAIN, "greedy", 1, None)
+    ids = np.array([argmax], dtype=np.intp)
+    return Kept(ids, _CERTAIN, "greedy", 1, None, True, (("greedy", ids, True),), 0.0)
 
 
 def entropy_and_normaliser(

@@ -3,14 +3,34 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from sampling.settings import SamplerSettings
 
-CutBy = Literal["none", "greedy", "top_k", "top_p", "min_p"]
+CutBy = str
+"""A sampler's name in the record: one of `CUT_NAMES`."""
+
+CUT_NAMES: tuple[str, ...] = (
+    "none",
+    "greedy",
+    "logit_bias",
+    "penalties",
+    "dry",
+    "top_n_sigma",
+    "top_k",
+    "typ_p",
+    "top_p",
+    "min_p",
+    "xtc",
+    "temperature",
+    "mirostat",
+)
+"""Every name `Step.cut_by` and `CandidateTable.removed_by` may hold ("" aside): "none"
+when nothing was cut, "greedy" at temperature 0, "logit_bias" for a ban (-inf),
+"temperature" for a token whose probability underflowed to 0 at a low temperature
+(or a dynamic temperature of 0), and otherwise the sampler that removed it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,7 +42,8 @@ class Candidate:
         logit: The logit after penalties, before temperature.
         prob_before: Softmax of the penalised logits at temperature 1 (no filters).
         prob_after: Its probability in the distribution actually drawn from.
-        kept: Whether it survived every filter.
+        kept: Whether it survived every filter (and has a nonzero probability).
+        removed_by: The sampler that removed it ("" when kept; see `CUT_NAMES`).
     """
 
     token_id: int
@@ -30,20 +51,33 @@ class Candidate:
     prob_before: float
     prob_after: float
     kept: bool
+    removed_by: str = ""
 
 
 @dataclass(frozen=True, slots=True)
 class CandidateTable:
     """The top-N tokens of a step as read-only arrays, most probable first.
 
-    `kept` is implied: every filter keeps a prefix of this order, so the first
-    `n_kept` rows are kept (all of them when n_kept >= N).
+    The rows are the N highest penalised logits (ties by lower id). The kept rows
+    need not be a prefix of them: XTC removes the head, typical-p keeps the tokens
+    nearest the entropy.
+
+    Attributes:
+        token_ids: The rows' token ids.
+        logits: Their logits after penalties, DRY and logit bias, before temperature.
+        prob_before: Softmax of those logits at temperature 1 (no filters).
+        prob_after: Their probability in the distribution drawn from (0 when cut).
+        kept: Per row, whether it survived every sampler with a nonzero probability.
+        removed_by: Per row, the name of the sampler that removed it ("" when kept;
+            "logit_bias" for a ban; see `CUT_NAMES`).
     """
 
     token_ids: npt.NDArray[np.intp]
     logits: npt.NDArray[np.float64]
     prob_before: npt.NDArray[np.float64]
     prob_after: npt.NDArray[np.float64]
+    kept: npt.NDArray[np.bool_]
+    removed_by: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,12 +113,17 @@ class Step:
         draw: The uniform in [0, 1) the draw used; None when none was drawn
             (greedy, or a Gumbel draw, which uses one uniform per kept token).
         n_kept: How many tokens survived the filters.
-        cut_by: The last filter that removed tokens ("none" when nothing was cut,
-            "greedy" at temperature 0).
+        cut_by: The last sampler that removed tokens ("none" when nothing was cut,
+            "greedy" at temperature 0; see `CUT_NAMES`).
         entropy: Entropy in nats of the penalised distribution at temperature 1.
         table: The top-N candidates as arrays (see `candidates`).
         elapsed_us: Time the sampler took for this step, record included, in µs.
         settings: The settings in force for this step.
+        temperature: The temperature the draw used: the dynamic one when
+            `dynatemp_range` is on, 1.0 when the chain has no "temperature", 0.0
+            when greedy.
+        mirostat_mu: Mirostat's mu as this step used it (before its update), or
+            None when mirostat is off.
         tail: The top ranks' probabilities beyond the table, or None when they were
             not recorded.
     """
@@ -98,6 +137,8 @@ class Step:
     table: CandidateTable = field(compare=False, repr=False)
     elapsed_us: float = field(compare=False)
     settings: SamplerSettings
+    temperature: float = 1.0
+    mirostat_mu: float | None = None
     tail: RankTail | None = field(default=None, compare=False, repr=False)
 
     @property
@@ -110,7 +151,8 @@ class Step:
                 logit=float(table.logits[i]),
                 prob_before=float(table.prob_before[i]),
                 prob_after=float(table.prob_after[i]),
-                kept=i < self.n_kept,
+                kept=bool(table.kept[i]),
+                removed_by=table.removed_by[i],
             )
             for i in range(table.token_ids.shape[0])
         )

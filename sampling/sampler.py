@@ -2,32 +2,54 @@
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
 
 from sampling.chain import Chain, build_chain
-from sampling.engine import Candidates, Float64Array, Kept, entropy_and_normaliser, weights_of
+from sampling.engine import Candidates, Float64Array, Kept
 from sampling.logits import FloatArray, checked_logits
-from sampling.ordering import token_at_mass, top_ids
+from sampling.ordering import token_at_mass
 from sampling.penalties import History
-from sampling.records import CandidateTable, RankTail, Step
+from sampling.records import Step
 from sampling.rng import UniformSource, make_source
 from sampling.settings import SamplerSettings
+from sampling.table import candidate_table
+from sampling.vocabulary import Vocabulary
 from sampling.workspace import Workspace
 
 DEFAULT_CANDIDATES = 20
 
 
-def probabilities(logits: object, settings: SamplerSettings, history: History = ()) -> Float64Array:
+def probabilities(
+    logits: object,
+    settings: SamplerSettings,
+    history: History = (),
+    *,
+    vocabulary: Vocabulary | None = None,
+    mirostat_mu: float | None = None,
+) -> Float64Array:
     """The exact distribution a draw uses: float64 over the whole vocabulary.
 
-    Cut tokens have probability 0.0; the rest sum to 1.
+    Cut tokens have probability 0.0; the rest sum to 1. XTC applies as on a step
+    whose coin says so (as with `xtc_probability` 1).
+
+    Args:
+        logits: One score per vocabulary token (never modified).
+        settings: The settings.
+        history: Token ids so far, for the penalties and DRY.
+        vocabulary: The model's token texts, for DRY's sequence breakers (without
+            it no token breaks a repeat).
+        mirostat_mu: Mirostat's state; 2 * mirostat_tau (its start) when None.
 
     Raises:
         LogitsError: The logits or the history cannot be sampled from.
     """
     candidates = Candidates(*checked_logits(logits), history, Workspace())
+    candidates.vocabulary = vocabulary
+    if settings.mirostat:
+        candidates.mirostat_mu = 2.0 * settings.mirostat_tau if mirostat_mu is None else mirostat_mu
     kept = build_chain(settings).run(candidates)
     if kept.ids is None:
         return kept.probs
@@ -41,12 +63,13 @@ class Sampler:
 
     One sampler owns one random generator. `settings` may be replaced between
     tokens (live sliders) without touching the random stream; `reset()` re-seeds
-    it from `settings.seed`.
+    it from `settings.seed` and restarts mirostat's mu at 2 * tau.
 
     Args:
         settings: The sampler's settings.
         vocab_size: When given, logits of another length are an error.
         n_candidates: How many top tokens each step's record lists.
+        vocabulary: The model's token texts, for DRY's sequence breakers.
     """
 
     def __init__(
@@ -55,6 +78,7 @@ class Sampler:
         *,
         vocab_size: int | None = None,
         n_candidates: int = DEFAULT_CANDIDATES,
+        vocabulary: Vocabulary | None = None,
     ) -> None:
         if not isinstance(settings, SamplerSettings):
             raise TypeError(f"settings must be SamplerSettings, not {type(settings).__name__}")
@@ -69,6 +93,8 @@ class Sampler:
         self._chain: Chain = build_chain(settings)
         self._sources: dict[str, UniformSource] = {}
         self._workspace = Workspace()
+        self.vocabulary = vocabulary
+        self._mu: float | None = None
 
     @property
     def settings(self) -> SamplerSettings:
@@ -80,7 +106,16 @@ class Sampler:
         if not isinstance(settings, SamplerSettings):
             raise TypeError(f"settings must be SamplerSettings, not {type(settings).__name__}")
         self._chain = build_chain(settings)
+        if settings.mirostat != self._settings.mirostat:
+            self._mu = None  # another mirostat (or none): it starts afresh
         self._settings = settings
+
+    @property
+    def mirostat_mu(self) -> float | None:
+        """Mirostat's state mu for the next step (None when mirostat is off)."""
+        if not self._settings.mirostat:
+            return None
+        return 2.0 * self._settings.mirostat_tau if self._mu is None else self._mu
 
     @property
     def chain(self) -> Chain:
@@ -88,8 +123,9 @@ class Sampler:
         return self._chain
 
     def reset(self) -> None:
-        """Re-seed the generator from `settings.seed`."""
+        """Re-seed the generator from `settings.seed`; restart mirostat's mu."""
         self._sources.clear()
+        self._mu = None
 
     def _source(self) -> UniformSource:
         kind = self._settings.rng
@@ -117,6 +153,10 @@ class Sampler:
         settings = self._settings
         chain = self._chain
         candidates = Candidates(*checked_logits(logits, self.vocab_size), history, self._workspace)
+        candidates.vocabulary = self.vocabulary
+        mu = candidates.mirostat_mu = self.mirostat_mu
+        if 0.0 < settings.xtc_probability < 1.0 and settings.xtc_threshold <= 0.5:
+            candidates.xtc_roll = self._source().uniform()
         kept = chain.run(candidates)
         penalized = candidates.logits
         maximum = candidates.maximum
@@ -133,7 +173,12 @@ class Sampler:
             token_id, prob = _inverse_cdf(
                 kept, penalized, maximum, candidates.temperature, draw, self._workspace
             )
-        table, entropy, tail = self._table(penalized, maximum, kept)
+        if mu is not None and not chain.greedy:
+            # mu moves toward the target surprise: mu -= eta * (-log2 p - tau).
+            self._mu = mu - settings.mirostat_eta * (-math.log2(prob) - settings.mirostat_tau)
+        table, entropy, tail = candidate_table(
+            penalized, maximum, kept, self.n_candidates, self._workspace, self.tail_ranks
+        )
         return Step(
             token_id=token_id,
             prob=prob,
@@ -144,6 +189,8 @@ class Sampler:
             table=table,
             elapsed_us=(time.perf_counter_ns() - started) / 1000.0,
             settings=settings,
+            temperature=settings.temperature if chain.greedy else kept.temperature,
+            mirostat_mu=candidates.mirostat_mu,
             tail=tail,
         )
 
@@ -162,44 +209,6 @@ class Sampler:
         position = int(np.argmin(exponentials))
         token_id = position if kept.ids is None else int(kept.ids[position])
         return token_id, float(kept.probs[position])
-
-    def _table(
-        self, penalized: FloatArray, maximum: float, kept: Kept
-    ) -> tuple[CandidateTable, float, RankTail | None]:
-        """The top-N candidates, the entropy at T=1 and the deeper ranks if asked for.
-
-        The entropy is the penalised distribution's at temperature 1; the deeper ranks
-        (`tail_ranks`) come from the same ordering as the table, so they extend it.
-        """
-        rows = min(self.n_candidates, penalized.shape[0])
-        count = max(rows, min(self.tail_ranks, penalized.shape[0]))
-        if kept.ids is not None and kept.ids.size >= count:
-            ids = kept.ids[:count]
-        elif kept.ranked is not None and kept.ranked.size >= count:
-            ids = kept.ranked[:count]
-        else:
-            ids = top_ids(penalized, count)
-        entropy, normaliser = entropy_and_normaliser(penalized, maximum, self._workspace)
-        before = weights_of(penalized, maximum, 1.0, ids)
-        before /= normaliser
-        if kept.ids is None:
-            after = kept.probs[ids]
-        else:
-            after = np.zeros(count)
-            shared = min(count, kept.n_kept)
-            after[:shared] = kept.probs[:shared]
-        tail = None
-        if count > rows:
-            tail = RankTail(before.astype(np.float32), after.astype(np.float32))
-            ids = ids[:rows].copy()
-            before = before[:rows].copy()
-            after = after[:rows].copy()
-            for column in (tail.prob_before, tail.prob_after):
-                column.flags.writeable = False
-        logits = penalized[ids].astype(np.float64)
-        for array in (ids, logits, before, after):
-            array.flags.writeable = False
-        return CandidateTable(ids, logits, before, after), entropy, tail
 
 
 def _inverse_cdf(

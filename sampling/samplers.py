@@ -15,10 +15,11 @@ Units come in two kinds, and a chain keeps them in this order:
   and the final distribution read the logits at.
 
 Adding a sampler: a frozen dataclass with `name`, `kind`, `from_settings` and
-`apply`, listed in `sampling.chain.SAMPLERS`. A filter must keep a prefix of the
-order, which the record relies on (its kept rows are its first `n_kept`): top-n-sigma
-does; xtc (which drops the top) and typical-p (which keeps the tokens nearest the
-entropy) do not, and need the kept set to become any subset first.
+`apply`, listed in `sampling.chain.SAMPLERS`. A filter that keeps a prefix of the
+order says so to `Candidates.cut` (the record's fast path); one that keeps another
+subset (XTC, typical-p) passes `prefix=False`. The newer samplers live in
+`sampling.filters` (top-n-sigma, typical-p, XTC, mirostat) and `sampling.rewriters`
+(logit bias, DRY).
 """
 
 from __future__ import annotations
@@ -91,24 +92,62 @@ class Temperature:
     """Sets the temperature the later units and the final distribution read at.
 
     The logits are never divided here: each reader scales (logit - max) by the
-    temperature it finds, so the filters before this unit read temperature 1.
+    temperature it finds, so the filters before this unit read temperature 1. With a
+    dynamic range (llama.cpp's `temp_ext`), the temperature is
+    min + (max - min) * (H / log n) ** exponent over [t - range, t + range], H the
+    entropy of the n kept tokens.
 
     Attributes:
         temperature: The temperature (> 0: a greedy chain has no such unit).
+        dynamic_range: The dynamic range (0: a fixed temperature).
+        exponent: The dynamic temperature's exponent.
     """
 
     name: ClassVar[str] = "temperature"
     kind: ClassVar[UnitKind] = "candidates"
     temperature: float
+    dynamic_range: float = 0.0
+    exponent: float = 1.0
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> Temperature | None:
         """Built unless the temperature means greedy."""
-        return None if settings.greedy else cls(settings.temperature)
+        if settings.greedy:
+            return None
+        return cls(settings.temperature, settings.dynatemp_range, settings.dynatemp_exponent)
 
     def apply(self, candidates: Candidates) -> None:
-        """Read everything from here on at this temperature."""
-        candidates.temperature = self.temperature
+        """Read everything from here on at this (or the dynamic) temperature."""
+        if self.dynamic_range <= 0.0:
+            candidates.temperature = self.temperature
+            return
+        logits = candidates.logits
+        ids = candidates.ids
+        size = logits.shape[0] if ids is None else ids.shape[0]
+        if size <= 1:
+            return
+        low = max(0.0, self.temperature - self.dynamic_range)
+        high = self.temperature + self.dynamic_range
+        if ids is None:
+            weights = vocabulary_weights(
+                logits,
+                candidates.maximum,
+                candidates.temperature,
+                candidates.workspace.array("filter-weights", size, np.float64),
+            )
+        else:
+            weights = weights_of(logits, candidates.top, candidates.temperature, ids)
+        probs = weights / weights.sum()
+        nonzero = probs[probs > 0.0]
+        entropy = float(-np.sum(nonzero * np.log(nonzero)))
+        dynamic = low + (high - low) * (entropy / math.log(size)) ** self.exponent
+        if dynamic <= 0.0:  # llama.cpp keeps the top token alone
+            candidates.cut(
+                np.array([candidates.argmax], dtype=np.intp) if ids is None else ids[:1],
+                self.name,
+            )
+            return
+        candidates.temperature = candidates.temperature * dynamic
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +200,7 @@ class TopP:
     def apply(self, candidates: Candidates) -> None:
         """Cut the kept set to the prefix that reaches p."""
         logits = candidates.logits
-        maximum = candidates.maximum
+        maximum = candidates.top
         temperature = candidates.temperature
         ids = candidates.ids
         top_p = self.p
@@ -225,7 +264,9 @@ class MinP:
             with np.errstate(over="ignore"):  # a bound beyond float32 rounds to -inf
                 band = np.flatnonzero(logits >= bound - 1e-3 * (1.0 + abs(bound)))
             ids = sort_descending(logits, band)
-        ratios = weights_of(logits, maximum, temperature, ids)
+        # Against the kept set's own top (XTC or typical-p may have removed the maximum).
+        top = maximum if whole_vocabulary else float(logits[ids[0]])
+        ratios = weights_of(logits, top, temperature, ids)
         keep = int(np.count_nonzero(ratios >= self.min_p))
         if keep >= logits.shape[0] or (keep >= ids.shape[0] and not whole_vocabulary):
             return

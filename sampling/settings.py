@@ -6,7 +6,15 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
 from sampling.errors import SettingsError
-from sampling.spec import GREEDY_TEMPERATURE, MAX_SEED, SETTINGS, SETTINGS_BY_NAME, SettingSpec
+from sampling.spec import (
+    GREEDY_TEMPERATURE,
+    LOGITS_SAMPLERS,
+    MAX_SEED,
+    SAMPLER_NAMES,
+    SETTINGS,
+    SETTINGS_BY_NAME,
+    SettingSpec,
+)
 
 TopPScope = Literal["kept", "vocab"]
 DrawMethod = Literal["inverse_cdf", "gumbel"]
@@ -53,6 +61,27 @@ class SamplerSettings:
         draw: "inverse_cdf" (one uniform per token) or seeded "gumbel" max.
         rng: "pcg64" (numpy) or "xorshift128" (run.c's generator, id-order roulette).
         seed: The generator's seed, 0 to 2**64 - 1.
+        typical_p: Locally typical sampling's mass (llama.cpp `typ_p`); 1.0 is off.
+        top_n_sigma: Keep logits >= max - n * std of the kept logits; <= 0 is off.
+        xtc_probability: The chance per token that XTC applies; 0.0 is off.
+        xtc_threshold: XTC removes every token at least this probable but the least
+            probable of them; above 0.5 it never applies.
+        dry_multiplier: DRY's penalty scale; 0.0 is off.
+        dry_base: DRY's penalty is multiplier * base ** (length - allowed length).
+        dry_allowed_length: Repeats up to this long are not penalised.
+        dry_penalty_last_n: Tokens DRY scans (-1: the whole history; 0 is off).
+        dry_sequence_breakers: Texts that end a repeat (matched on token text).
+        mirostat: 0 (off), 1 or 2: after temperature, mirostat alone chooses the
+            kept set from its state mu (the `samplers` order is not used).
+        mirostat_tau: Mirostat's target surprise, in bits (mu starts at 2 * tau).
+        mirostat_eta: Mirostat's learning rate.
+        dynatemp_range: Dynamic temperature: temperature +- range by the kept set's
+            normalised entropy; 0.0 is off.
+        dynatemp_exponent: The entropy's exponent in the dynamic temperature.
+        logit_bias: (token id, bias) pairs in id order, added to the logits before
+            anything else; -inf bans the token.
+        samplers: The chain's order (llama.cpp's `--samplers` names); a name left
+            out does not run. See `order` for where "temperature" runs.
     """
 
     temperature: float = 1.0
@@ -68,6 +97,22 @@ class SamplerSettings:
     draw: DrawMethod = "inverse_cdf"
     rng: RngName = "pcg64"
     seed: int = 0
+    typical_p: float = 1.0
+    top_n_sigma: float = -1.0
+    xtc_probability: float = 0.0
+    xtc_threshold: float = 0.1
+    dry_multiplier: float = 0.0
+    dry_base: float = 1.75
+    dry_allowed_length: int = 2
+    dry_penalty_last_n: int = 64
+    dry_sequence_breakers: tuple[str, ...] = ("\n", ":", '"', "*")
+    mirostat: int = 0
+    mirostat_tau: float = 5.0
+    mirostat_eta: float = 0.1
+    dynatemp_range: float = 0.0
+    dynatemp_exponent: float = 1.0
+    logit_bias: tuple[tuple[int, float], ...] = ()
+    samplers: tuple[str, ...] = SAMPLER_NAMES
 
     def __post_init__(self) -> None:
         for spec in SETTINGS:
@@ -100,14 +145,43 @@ class SamplerSettings:
         """The settings as a plain dict (JSON/TOML friendly)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
+    @property
+    def order(self) -> tuple[str, ...]:
+        """The order the chain runs.
+
+        An order the user gave runs as given, "temperature" moved last by
+        `temperature_last`. The default order (llama.cpp's) places "temperature" by
+        `temperature_last` alone: first of the samplers that read the order when it
+        is off (samplescope's default since its first release, so that every stored
+        chat replays token for token), last when it is on (llama.cpp's chain).
+        """
+        samplers = self.samplers
+        if "temperature" not in samplers:
+            return samplers
+        others = tuple(name for name in samplers if name != "temperature")
+        if self.temperature_last:
+            return (*others, "temperature")
+        if samplers != SAMPLER_NAMES:
+            return samplers
+        logits = tuple(name for name in others if name in LOGITS_SAMPLERS)
+        return (*logits, "temperature", *(name for name in others if name not in LOGITS_SAMPLERS))
+
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> SamplerSettings:
-        """Build settings from a dict, rejecting unknown keys by name."""
+        """Build settings from a dict (JSON or TOML), rejecting unknown keys by name.
+
+        Lists become the tuples the several-valued settings hold; a missing field
+        takes its default (which switches every newer sampler off).
+        """
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(values) - known)
         if unknown:
             raise SettingsError(unknown[0], values[unknown[0]], f"one of {sorted(known)}")
-        return cls(**values)
+        typed: dict[str, Any] = {
+            name: SETTINGS_BY_NAME[name].coerce(value) if isinstance(value, list) else value
+            for name, value in values.items()
+        }
+        return cls(**typed)
 
 
 def _check_spec_matches_fields() -> None:
@@ -160,7 +234,9 @@ def _is_on(spec: SettingSpec, settings: SamplerSettings) -> bool:
     """Whether a setting changes anything: off if at its off value (temperature: greedy)."""
     if spec.name == "temperature":
         return not settings.greedy
-    return bool(getattr(settings, spec.name) != spec.off)
+    if spec.name == "xtc_probability":  # a threshold above 0.5 switches it off too
+        return settings.xtc_probability > 0.0 and settings.xtc_threshold <= 0.5
+    return not spec.is_off(getattr(settings, spec.name))
 
 
 def _active_part(spec: SettingSpec, settings: SamplerSettings) -> str | None:
@@ -171,6 +247,16 @@ def _active_part(spec: SettingSpec, settings: SamplerSettings) -> str | None:
         return None
     if spec.name in ("top_p_scope", "repeat_last_n"):  # inside top_p's and repeat_penalty's
         return None
+    if spec.name == "samplers":  # shown only when it differs from llama.cpp's order
+        return None if value == SAMPLER_NAMES else f"order={spec.format(value)}"
+    if spec.name == "dry_sequence_breakers":  # shown only when changed
+        return (
+            None
+            if value == spec.default or not _is_on(SETTINGS_BY_NAME["dry_multiplier"], settings)
+            else f"{spec.key}={spec.format(value)}"
+        )
+    if spec.kind in ("bias", "texts", "order"):
+        return None if not _is_on(spec, settings) else f"{spec.key}={spec.format(value)}"
     if not _is_on(spec, settings):
         return None
     if spec.needs is not None and not _is_on(SETTINGS_BY_NAME[spec.needs], settings):

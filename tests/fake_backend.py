@@ -179,6 +179,22 @@ class FakeBackend:
             return visible_piece(FAKE_VOCAB[token_id])
         return f"#{token_id}"
 
+    def encode_text(self, text: str) -> list[int]:
+        """The ids of a text made of vocabulary entries, longest entry first (no match: [])."""
+        ids: list[int] = []
+        rest = text
+        while rest:
+            match = max(
+                (i for i, entry in enumerate(FAKE_VOCAB) if i and rest.startswith(entry)),
+                key=lambda i: len(FAKE_VOCAB[i]),
+                default=None,
+            )
+            if match is None:
+                return []
+            ids.append(match)
+            rest = rest[len(FAKE_VOCAB[match]) :]
+        return ids
+
     def tokenize(self, messages: Sequence[ChatMessage]) -> list[int]:
         """The fake prompt tokens of a conversation plus the assistant prefix."""
         ids: list[int] = []

@@ -32,6 +32,7 @@ from tui.chat.conversation import Conversation
 from tui.chat.loading import BackendFailed, BackendReady, load_backend
 from tui.chat.reply_view import Reply
 from tui.chat.runner import GIL_SWITCH_INTERVAL, GenerationRunner
+from tui.chat.setting_input import TextEncoder, typed_value
 from tui.chat.view import ChatView
 from tui.compare.command import CompareCommands, CompareContext, last_user_turn, open_compare
 from tui.compare.result import CompareResult
@@ -120,6 +121,8 @@ class SamplescopeApp(App[None]):
         self._notices = tuple(notices)
         self.requested_mode = mode
         """`--mode`; None: completion for a base model, else chat (set on load)."""
+        self.encode: TextEncoder | None = None
+        """The model's tokenizer on the UI thread (a logit bias typed as text)."""
 
     # -- layout ----------------------------------------------------------------
 
@@ -171,6 +174,7 @@ class SamplescopeApp(App[None]):
         backend = message.backend
         self.runner.backend = backend
         self.pieces.lookup = message.pieces
+        self.encode = message.encode
         info = backend.info
         self.conversation.mode, notice = mode_for_backend(backend, self.requested_mode)
         if notice:
@@ -364,9 +368,11 @@ class SamplescopeApp(App[None]):
     def _apply(self, field: str, value: object) -> bool:
         """Make one setting live from the next token; False (and a notice) if refused.
 
-        Either way the sampling panel then shows the settings in force."""
+        A several-valued setting may come as the text typed. Either way the sampling
+        panel then shows the settings in force."""
         valid = True
         try:
+            value = typed_value(field, value, self.encode)
             self.live.current = self.live.current.with_changes(**{field: value})
         except SettingsError as error:  # its message names the field and the value
             self.notify(str(error), severity="error")

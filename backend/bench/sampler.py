@@ -26,11 +26,20 @@ Logits = npt.NDArray[np.float32]
 
 @dataclass(frozen=True, slots=True)
 class BenchMode:
-    """One row: our settings and the native chain that samples the same way."""
+    """One row: our settings and the native chain that samples the same way.
+
+    Attributes:
+        name: The row's name.
+        settings: Our sampler's settings.
+        native: Builds the llama_sampler chain, given the model's vocabulary pointer.
+        history: Tokens both sides have seen (DRY's repeats); the native chain
+            accepts them once, ours gets them each step.
+    """
 
     name: str
     settings: SamplerSettings
-    native: Callable[[], Any]  # builds a llama_sampler chain
+    native: Callable[[Any], Any]
+    history: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,19 +64,42 @@ def _chain(*samplers: Any) -> Any:
     return chain
 
 
-def _temp_dist(*filters: Any) -> Callable[[], Any]:
-    return lambda: _chain(
+def _temp_dist(*filters: Any) -> Callable[[Any], Any]:
+    return lambda _vocab: _chain(
         *[make() for make in filters],
         llama_cpp.llama_sampler_init_temp(0.8),
         llama_cpp.llama_sampler_init_dist(42),
     )
 
 
+def _then_dist(*makers: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda vocab: _chain(
+        *[make(vocab) for make in makers], llama_cpp.llama_sampler_init_dist(42)
+    )
+
+
+def _native_dry(vocab: Any) -> Any:
+    breakers = [text.encode() for text in ("\n", ":", '"', "*")]
+    pointers = (ctypes.c_char_p * len(breakers))(*breakers)
+    return llama_cpp.llama_sampler_init_dry(vocab, 0.8, 1.75, 2, 64, pointers, len(breakers))
+
+
+def _native_bias(vocab: Any) -> Any:
+    pairs = (llama_cpp.llama_logit_bias * 2)(
+        llama_cpp.llama_logit_bias(0, float("-inf")), llama_cpp.llama_logit_bias(42, 2.0)
+    )
+    return llama_cpp.llama_sampler_init_logit_bias(llama_cpp.llama_vocab_n_tokens(vocab), 2, pairs)
+
+
+# A history that repeats, for DRY: "1 2 3 4 5" three times then "1 2 3".
+_REPEATS = (*range(1, 6), *range(1, 6), *range(1, 6), 1, 2, 3)
+
+
 MODES: tuple[BenchMode, ...] = (
     BenchMode(
         "argmax",
         SamplerSettings(temperature=0.0),
-        lambda: _chain(llama_cpp.llama_sampler_init_greedy()),
+        lambda _vocab: _chain(llama_cpp.llama_sampler_init_greedy()),
     ),
     BenchMode("all t=0.8", SamplerSettings(temperature=0.8, seed=42), _temp_dist()),
     BenchMode(
@@ -97,7 +129,72 @@ MODES: tuple[BenchMode, ...] = (
     BenchMode(
         "gumbel (native: all)", SamplerSettings(temperature=0.8, draw="gumbel"), _temp_dist()
     ),
+    BenchMode(
+        "typical-p 0.9",
+        SamplerSettings(temperature=0.8, typical_p=0.9, seed=42),
+        _temp_dist(lambda: llama_cpp.llama_sampler_init_typical(0.9, 0)),
+    ),
+    BenchMode(
+        "top-n-sigma 1",
+        SamplerSettings(temperature=0.8, top_n_sigma=1.0, seed=42),
+        _temp_dist(lambda: llama_cpp.llama_sampler_init_top_n_sigma(1.0)),
+    ),
+    BenchMode(
+        "xtc 1.0/0.1",
+        SamplerSettings(temperature=0.8, xtc_probability=1.0, xtc_threshold=0.1, seed=42),
+        _temp_dist(lambda: llama_cpp.llama_sampler_init_xtc(1.0, 0.1, 0, 42)),
+    ),
+    BenchMode(
+        "dry 0.8",
+        SamplerSettings(temperature=0.8, dry_multiplier=0.8, seed=42),
+        _then_dist(_native_dry, lambda _v: llama_cpp.llama_sampler_init_temp(0.8)),
+        _REPEATS,
+    ),
+    BenchMode(
+        "mirostat 1",
+        SamplerSettings(temperature=0.8, mirostat=1, seed=42),
+        lambda _vocab: _chain(
+            llama_cpp.llama_sampler_init_temp(0.8),
+            llama_cpp.llama_sampler_init_mirostat(
+                llama_cpp.llama_vocab_n_tokens(_vocab), 42, 5.0, 0.1, 100
+            ),
+        ),
+    ),
+    BenchMode(
+        "mirostat 2",
+        SamplerSettings(temperature=0.8, mirostat=2, seed=42),
+        lambda _vocab: _chain(
+            llama_cpp.llama_sampler_init_temp(0.8),
+            llama_cpp.llama_sampler_init_mirostat_v2(42, 5.0, 0.1),
+        ),
+    ),
+    BenchMode(
+        "dynatemp 0.8+-0.5",
+        SamplerSettings(temperature=0.8, dynatemp_range=0.5, seed=42),
+        _then_dist(lambda _v: llama_cpp.llama_sampler_init_temp_ext(0.8, 0.5, 1.0)),
+    ),
+    BenchMode(
+        "logit bias",
+        SamplerSettings(temperature=0.8, logit_bias=((0, float("-inf")), (42, 2.0)), seed=42),
+        _then_dist(_native_bias, lambda _v: llama_cpp.llama_sampler_init_temp(0.8)),
+    ),
 )
+
+
+class ModelWords:
+    """A llama-cpp-python model as a `sampling.vocabulary.Vocabulary` (for DRY)."""
+
+    def __init__(self, llm: Any) -> None:
+        self._llm = llm
+        self.n_vocab: int = llm.n_vocab()
+
+    def token_bytes(self, token: int, *, special: bool = False) -> bytes:
+        """One token's text as bytes."""
+        return bytes(self._llm.detokenize([token], special=special))
+
+    def tokenize(self, text: str, *, special: bool) -> list[int]:
+        """Token ids of `text`, no BOS."""
+        return list(self._llm.tokenize(text.encode(), add_bos=False, special=special))
 
 
 def capture_real_logits(llm: Any, steps: int) -> list[Logits]:
@@ -122,19 +219,25 @@ def flat_logits(vocab_size: int, count: int) -> list[Logits]:
     return [generator.standard_normal(vocab_size).astype(np.float32) for _ in range(count)]
 
 
-def _time_ours(sampler: Sampler, logits: Sequence[Logits], view: Logits) -> float:
+def _time_ours(
+    sampler: Sampler, logits: Sequence[Logits], view: Logits, history: Sequence[int] = ()
+) -> float:
     sampler.reset()
     total = 0.0
     for vector in logits:
         view[:] = vector
         started = time.perf_counter()
-        sampler.sample(view)
+        sampler.sample(view, history)
         total += time.perf_counter() - started
     return total / len(logits) * 1e6
 
 
-def _time_native(mode: BenchMode, logits: Sequence[Logits], view: Logits, ctx: Any) -> float:
-    chain = mode.native()
+def _time_native(
+    mode: BenchMode, logits: Sequence[Logits], view: Logits, ctx: Any, vocab: Any
+) -> float:
+    chain = mode.native(vocab)
+    for token in mode.history:
+        llama_cpp.llama_sampler_accept(chain, token)
     try:
         total = 0.0
         for vector in logits:
@@ -165,16 +268,19 @@ def run_sampler_bench(
         view = np.ctypeslib.as_array(
             ctypes.cast(pointer, ctypes.POINTER(ctypes.c_float)), shape=(vocab_size,)
         )
+        vocab = llama_cpp.llama_model_get_vocab(llm.model)
+        words = ModelWords(llm)
         rows: list[BenchRow] = []
         for kind, logits in (("real", real), ("flat", flat_logits(vocab_size, steps))):
             for mode in MODES:
-                sampler = Sampler(mode.settings)
-                _time_ours(sampler, logits, view)  # warm up: scratch buffers, band guesses
-                _time_native(mode, logits, view, llm.ctx)
+                sampler = Sampler(mode.settings, vocabulary=words)
+                # Warm up: scratch buffers, band guesses, DRY's breaker tokens.
+                _time_ours(sampler, logits, view, mode.history)
+                _time_native(mode, logits, view, llm.ctx, vocab)
                 ours, native = [], []
                 for _ in range(repeats):
-                    ours.append(_time_ours(sampler, logits, view))
-                    native.append(_time_native(mode, logits, view, llm.ctx))
+                    ours.append(_time_ours(sampler, logits, view, mode.history))
+                    native.append(_time_native(mode, logits, view, llm.ctx, vocab))
                 rows.append(
                     BenchRow(mode.name, kind, statistics.median(ours), statistics.median(native))
                 )

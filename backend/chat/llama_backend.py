@@ -176,7 +176,7 @@ class LlamaBackend:
     ) -> Generator[GenerationEvent, None, FinishReason]:
         rt = self.runtime
         steer = steer or Steer()
-        sampler = Sampler(live.current, vocab_size=rt.n_vocab)
+        sampler = Sampler(live.current, vocab_size=rt.n_vocab, vocabulary=rt)
         stream = Utf8Stream()
         ready = yield from self._prepare(run, messages, max_tokens, cancel, raw, steer, stream)
         if not ready:

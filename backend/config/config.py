@@ -42,6 +42,7 @@ from backend.config.paths import default_config_path
 from backend.llama.rpc import Endpoint, RpcError, format_endpoints, parse_endpoints
 from sampling.errors import SamplescopeError, SettingsError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.spec import SETTINGS_BY_NAME
 
 TOP_LEVEL_KEYS = ("model", "theme", "rpc", "settings", "keys")
 SETTINGS_KEYS = tuple(f.name for f in fields(SamplerSettings))
@@ -189,6 +190,11 @@ def _parse(path: Path, text: str, data: dict[str, Any]) -> Config:
                 "settings", key, f"unknown setting; expected one of {', '.join(SETTINGS_KEYS)}"
             )
     try:
+        # The order, biases and breakers may be written as text or as TOML arrays.
+        settings = {
+            key: value if SETTINGS_BY_NAME[key].is_scalar else SETTINGS_BY_NAME[key].coerce(value)
+            for key, value in settings.items()
+        }
         DEFAULT_CHAT_SETTINGS.with_changes(**settings)
     except SettingsError as error:
         raise fail("settings", error.field, str(error)) from error
@@ -277,7 +283,10 @@ def effective_toml(
     set_here = config.settings_overrides
     for name, value in settings.to_dict().items():
         note = "  # from the config file" if name in set_here else ""
-        lines.append(f"{name} = {_toml_value(value)}{note}")
+        spec = SETTINGS_BY_NAME[name]
+        # The order, biases and breakers are written in their text form.
+        text = _toml_value(value if spec.is_scalar else spec.format(value))
+        lines.append(f"{name} = {text}{note}")
     lines += ["", "[keys]"]
     lines += [f"{_toml_value(a)} = {_toml_value(k)}" for a, k in config.keys]
     return "\n".join(lines) + "\n"

@@ -136,7 +136,8 @@ def recompute(
         max_tokens=_limit(reply),
         raw=reply.mode == "completion",
     )
-    step = Sampler(settings, vocab_size=backend.info.n_vocab).sample(given.logits, given.history)
+    sampler = Sampler(settings, vocab_size=backend.info.n_vocab, vocabulary=backend.runtime)
+    step = sampler.sample(given.logits, given.history)
     return step, notices
 
 

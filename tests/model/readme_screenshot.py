@@ -26,7 +26,7 @@ SETTINGS = DEFAULT_CHAT_SETTINGS.with_changes(top_k=0, top_p=0.9, min_p=0.0)
 
 async def shoot(out: Path) -> None:
     """Run the app on the default model and save the screenshot to `out`."""
-    backend = LlamaBackend.load(resolve_model_path(None), n_ctx=2048)
+    backend = LlamaBackend.load(resolve_model_path(None), n_ctx=2048, n_threads=2)
     try:
         app = SamplescopeApp(backend, settings=SETTINGS, max_tokens=80, cursor_blink=False)
         async with app.run_test(size=SIZE) as pilot:

@@ -18,6 +18,8 @@ def test_bench_rows_cover_every_mode_on_real_and_flat_logits(default_model_path:
         (mode.name, kind) for kind in ("real", "flat") for mode in MODES
     ]
     assert all(row.ours_us > 0 and row.native_us > 0 for row in rows)
+    newer = {"typical-p 0.9", "top-n-sigma 1", "xtc 1.0/0.1", "dry 0.8", "mirostat 1"}
+    assert newer | {"mirostat 2", "dynatemp 0.8+-0.5", "logit bias"} <= {m.name for m in MODES}
     table = format_rows(rows)
     assert table.count("\n") == len(rows)
     assert "ours/native" in table

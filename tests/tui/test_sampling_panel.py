@@ -2,22 +2,35 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import fields
 
 import pytest
 from textual.app import App, ComposeResult
+from textual.widget import Widget
+from textual.widgets import Collapsible, Input
 
 from backend.chat.protocol import LiveSettings
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from sampling.spec import DISPLAY_ORDER
-from tests.fake_backend import FakeBackend
+from tests.fake_backend import FAKE_VOCAB, FakeBackend
 from tests.helpers import wait_until
 from tui.app import SamplescopeApp
 from tui.widgets.sampling_panel import SamplingPanel
+from tui.widgets.setting_controls import group_specs
 from tui.widgets.slider import Slider
 from tui.widgets.toggle import Toggle
 
 pytestmark = pytest.mark.anyio
+
+
+def _field_of(widget: Widget) -> str | None:
+    """The setting a focused widget belongs to (None: a group's title)."""
+    for node in widget.ancestors_with_self:
+        field = getattr(node, "field", None)
+        if isinstance(field, str):
+            return field
+    return None
 
 
 class PanelHost(App[None]):
@@ -39,18 +52,32 @@ async def test_every_field_has_a_control_showing_its_value() -> None:
     live = LiveSettings(DEFAULT_CHAT_SETTINGS)
     async with PanelHost(live).run_test(size=(60, 20)) as pilot:
         panel = pilot.app.query_one(SamplingPanel)
-        controls = list(panel.query(Slider).results()) + list(panel.query(Toggle).results())
-        assert sorted(c.field for c in controls) == sorted(f.name for f in fields(SamplerSettings))
-        shown = [c.field for c in panel.children if isinstance(c, Slider | Toggle)]
-        assert shown == [spec.name for spec in DISPLAY_ORDER]
+        controls = {c.field: c for c in panel.controls()}
+        assert sorted(controls) == sorted(f.name for f in fields(SamplerSettings))
+        shown = [c.field for c in panel.controls()]
+        assert shown == [spec.name for _, specs in group_specs() for spec in specs]
         for spec in DISPLAY_ORDER:
-            control: Slider | Toggle
+            control = controls[spec.name]
             if spec.is_number:
-                control = panel.query_one(f"#slider-{spec.name}", Slider)
-            else:
-                control = panel.query_one(f"#toggle-{spec.name}", Toggle)
-            assert control.value == getattr(DEFAULT_CHAT_SETTINGS, spec.name)
+                assert isinstance(control, Slider)
+            elif spec.kind in ("bool", "choice"):
+                assert isinstance(control, Toggle)
+            if isinstance(control, Slider | Toggle):
+                assert control.value == getattr(DEFAULT_CHAT_SETTINGS, spec.name)
             assert control.label == spec.label
+
+
+async def test_groups_follow_the_spec_and_only_the_core_group_starts_open() -> None:
+    live = LiveSettings(DEFAULT_CHAT_SETTINGS)
+    async with PanelHost(live).run_test(size=(60, 20)) as pilot:
+        panel = pilot.app.query_one(SamplingPanel)
+        groups = list(panel.query(Collapsible).results())
+        assert [g.id for g in groups] == [f"group-{name}" for name, _ in group_specs()]
+        assert [g.collapsed for g in groups] == [g.id != "group-core" for g in groups]
+        for name, specs in group_specs():
+            group = panel.query_one(f"#group-{name}", Collapsible)
+            inside = [c.field for c in group.query("Slider, Toggle, ChainOrder, TextSetting")]  # type: ignore[attr-defined]
+            assert inside == [spec.name for spec in specs]
 
 
 async def test_the_panel_asks_and_never_writes_the_settings() -> None:
@@ -106,10 +133,46 @@ async def test_at_80x24_the_panel_scrolls_and_each_focused_control_is_visible() 
         panel = app.query_one(SamplingPanel)
         probs = app.query_one("#probs")
         assert panel.region.height <= probs.region.height + 1  # at most half the column
+        for name, _ in group_specs():
+            panel.open_group(name)
+        await pilot.pause()  # each group opened scrolls itself into view once laid out
         app.action_focus_sampling()
-        for spec in DISPLAY_ORDER:
+        order = [spec.name for _, specs in group_specs() for spec in specs]
+        seen: list[str] = []
+        while len(seen) < len(order):
             await pilot.pause()
             focused = app.focused
-            assert focused is not None and getattr(focused, "field", None) == spec.name
+            assert focused is not None and panel in focused.ancestors_with_self
             assert panel.content_region.contains_region(focused.region)
+            field = _field_of(focused)
+            if field is not None and field not in seen:
+                seen.append(field)
             await pilot.press("tab")
+        assert seen == order
+
+
+async def test_text_settings_are_read_by_the_app_with_the_models_tokenizer() -> None:
+    app = SamplescopeApp(FakeBackend(), cursor_blink=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(pilot, lambda: app.ready)
+        panel = app.query_one(SamplingPanel)
+        panel.open_group("bias")
+        panel.open_group("dry")
+        await pilot.pause()
+        bias = app.query_one("#input-logit_bias", Input)
+        bias.focus()
+        await pilot.press(*" cat=-inf; 42=+2", "enter")
+        await pilot.pause()
+        assert app.live.current.logit_bias == ((FAKE_VOCAB.index(" cat"), -math.inf), (42, 2.0))
+        assert bias.value == "3=-inf;42=+2"
+        bias.value = ""
+        await pilot.press(*"no such words=-1", "enter")  # not one token: refused, kept
+        await pilot.pause()
+        assert app.live.current.logit_bias == ((3, -math.inf), (42, 2.0))
+        assert bias.value == "3=-inf;42=+2"
+        breakers = app.query_one("#input-dry_sequence_breakers", Input)
+        breakers.focus()
+        breakers.value = ""
+        await pilot.press(*'["\\n", "##"]', "enter")
+        await pilot.pause()
+        assert app.live.current.dry_sequence_breakers == ("\n", "##")

@@ -19,6 +19,7 @@ from backend.config.config import (
 )
 from backend.config.paths import CONFIG_DIR_ENV, default_config_path
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.spec import SETTINGS_BY_NAME
 from tui.cli.settings_flags import add_settings_flags, settings_from_args
 
 GOOD = """\
@@ -150,7 +151,9 @@ def test_effective_toml_is_valid_and_complete(tmp_path: Path) -> None:
     text = effective_toml(config, model="/abs/tiny.gguf")
     data = tomllib.loads(text)
     assert data["model"] == "/abs/tiny.gguf" and data["theme"] == "gruvbox"
-    assert data["settings"] == settings_with_config(DEFAULT_CHAT_SETTINGS, config).to_dict()
+    assert SamplerSettings.from_dict(
+        {k: SETTINGS_BY_NAME[k].coerce(v) for k, v in data["settings"].items()}
+    ) == settings_with_config(DEFAULT_CHAT_SETTINGS, config)
     assert data["keys"] == {"quit": "ctrl+q", "new chat": "ctrl+n"}
     assert str(tmp_path / "config.toml") in text
 

@@ -55,19 +55,36 @@ def dense(kept: Kept, size: int) -> np.ndarray:
 
 
 def test_registry_uses_llama_cpp_sampler_names() -> None:
-    assert set(SAMPLERS) == {"penalties", "temperature", "top_k", "top_p", "min_p"}
+    assert tuple(SAMPLERS) == (
+        "penalties",
+        "dry",
+        "top_n_sigma",
+        "top_k",
+        "typ_p",
+        "top_p",
+        "min_p",
+        "xtc",
+        "temperature",
+    )
     for name, unit_type in SAMPLERS.items():
         assert unit_type.name == name
     kinds = {name: unit_type.kind for name, unit_type in SAMPLERS.items()}
-    assert kinds.pop("penalties") == "logits"
+    assert kinds.pop("penalties") == "logits" and kinds.pop("dry") == "logits"
     assert set(kinds.values()) == {"candidates"}
 
 
-def test_settings_pick_one_of_two_orders() -> None:
-    assert DEFAULT_ORDER == ("penalties", "temperature", "top_k", "top_p", "min_p")
-    assert TEMPERATURE_LAST_ORDER == ("penalties", "top_k", "top_p", "min_p", "temperature")
-    assert order_of(SamplerSettings()) == DEFAULT_ORDER
-    assert order_of(SamplerSettings(temperature_last=True)) == TEMPERATURE_LAST_ORDER
+def test_the_default_order_places_temperature_by_temperature_last() -> None:
+    llama = ("penalties", "dry", "top_n_sigma", "top_k", "typ_p", "top_p", "min_p", "xtc")
+    assert SamplerSettings().samplers == (*llama, "temperature")
+    assert order_of(SamplerSettings()) == ("penalties", "dry", "temperature", *llama[2:])
+    assert order_of(SamplerSettings(temperature_last=True)) == (*llama, "temperature")
+    custom = ("top_k", "temperature", "min_p")
+    assert order_of(SamplerSettings(samplers=custom)) == custom
+    assert order_of(SamplerSettings(samplers=custom, temperature_last=True)) == (
+        "top_k",
+        "min_p",
+        "temperature",
+    )
 
 
 @pytest.mark.parametrize(
@@ -103,13 +120,9 @@ def test_units_hold_their_parameters() -> None:
     penalizing = settings.with_changes(presence_penalty=0.5)
     assert build_chain(penalizing).units[0] == Penalties(penalizing)
     off = SamplerSettings()
-    assert [unit_type.from_settings(off) for unit_type in SAMPLERS.values()] == [
-        None,
-        Temperature(1.0),
-        None,
-        None,
-        None,
-    ]
+    built = {name: unit_type.from_settings(off) for name, unit_type in SAMPLERS.items()}
+    assert built.pop("temperature") == Temperature(1.0)
+    assert set(built.values()) == {None}
 
 
 # --- each unit alone, against values by hand ----------------------------------------
@@ -235,7 +248,7 @@ def test_sampler_rebuilds_its_chain_with_new_settings() -> None:
 @pytest.mark.parametrize(
     ("order", "words"),
     [
-        (("top_k", "typ_p"), ["'typ_p'", "top_k", "min_p", "penalties"]),
+        (("top_k", "typical"), ["'typical'", "top_k", "min_p", "penalties", "typ_p"]),
         (("top_k", "top_p", "top_k"), ["'top_k'", "twice"]),
         (("top_k", "penalties"), ["'penalties'", "after 'top_k'"]),
         (("temperature", "penalties"), ["'penalties'", "after 'temperature'"]),

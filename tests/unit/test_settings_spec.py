@@ -19,7 +19,8 @@ from tui.compare.columns import DEFAULT_VARIATIONS, VARIABLE_FIELDS, coerce_valu
 
 FIELDS = [f.name for f in fields(SamplerSettings)]
 NUMBERS = [spec for spec in SETTINGS if spec.is_number]
-SWITCHES = [spec for spec in SETTINGS if not spec.is_number]
+SWITCHES = [spec for spec in SETTINGS if spec.is_scalar and not spec.is_number]
+SEVERAL = [spec for spec in SETTINGS if not spec.is_scalar]
 #: A valid value other than the default for every field: what the round trips set.
 CHANGED: dict[str, object] = {
     "temperature": 0.25,
@@ -35,6 +36,22 @@ CHANGED: dict[str, object] = {
     "draw": "gumbel",
     "rng": "xorshift128",
     "seed": MAX_SEED,
+    "typical_p": 0.5,
+    "top_n_sigma": 1.5,
+    "xtc_probability": 0.5,
+    "xtc_threshold": 0.25,
+    "dry_multiplier": 0.8,
+    "dry_base": 2.0,
+    "dry_allowed_length": 3,
+    "dry_penalty_last_n": -1,
+    "dry_sequence_breakers": ("\n", "a,b"),
+    "mirostat": 2,
+    "mirostat_tau": 4.0,
+    "mirostat_eta": 0.25,
+    "dynatemp_range": 0.5,
+    "dynatemp_exponent": 2.0,
+    "logit_bias": ((17, -math.inf), (42, 2.0)),
+    "samplers": ("penalties", "top_k", "temperature", "min_p"),
 }
 
 
@@ -81,6 +98,9 @@ def test_off_default_and_slider_limits_are_valid_values(spec: SettingSpec) -> No
         assert 0 < slider.fine < slider.coarse
         for limit in (slider.hard_min, slider.soft_min, slider.soft_max, slider.hard_max):
             assert spec.accepts(int(limit) if spec.kind == "int" else limit), limit
+    elif not spec.is_scalar:
+        assert spec.slider is None and not spec.choices
+        assert spec.parse(spec.format(spec.default)) == spec.default
     else:
         assert spec.slider is None and len(spec.choices) >= 2
         for value in spec.choice_values:
@@ -94,6 +114,12 @@ def bad_values(spec: SettingSpec) -> list[object]:
         return [1, 0, "true", None]
     if spec.kind == "choice":
         return ["nope", str(spec.default).upper(), None, True]
+    if spec.kind == "order":
+        return [("top_k", "top_k"), ("top_k", "penalties"), ("nope",), ["top_k"], "top_k"]
+    if spec.kind == "bias":
+        return [((1, 2),), ((2, 1.0), (1, 1.0)), ((-1, 1.0),), ((1, math.inf),), [(1, 1.0)]]
+    if spec.kind == "texts":
+        return [("",), (1,), ["a"], "a"]
     values: list[object] = [True, None, "1", [1]]
     if spec.kind == "int":
         values += [1.0, 2.5]
@@ -161,7 +187,7 @@ def flag_argv(spec: SettingSpec, value: object) -> list[str]:
     """The command-line words that set one setting to `value`."""
     if spec.kind == "bool":
         return [spec.flag if value else "--no-" + spec.flag.removeprefix("--")]
-    return [spec.flag, str(value)]
+    return [spec.flag, spec.format(value)]  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("command", ["app", "generate", "dist"])
@@ -209,7 +235,8 @@ def test_a_choice_flag_refuses_an_unknown_value(capsys: pytest.CaptureFixture[st
 
 
 def test_compare_may_vary_every_field_but_the_seed() -> None:
-    assert sorted(VARIABLE_FIELDS) == sorted(set(FIELDS) - {"seed"})
+    scalar = {spec.name for spec in SETTINGS if spec.is_scalar}
+    assert sorted(VARIABLE_FIELDS) == sorted(scalar - {"seed"})
     assert list(VARIABLE_FIELDS) == [s.name for s in DISPLAY_ORDER if s.name != "seed"]
     assert list(DEFAULT_VARIATIONS) == ["temperature", "top_k", "top_p", "min_p", "repeat_penalty"]
     for name, values in DEFAULT_VARIATIONS.items():
@@ -220,7 +247,7 @@ def test_compare_may_vary_every_field_but_the_seed() -> None:
 @pytest.mark.parametrize("spec", SETTINGS, ids=ids)
 def test_typed_text_becomes_the_fields_type(spec: SettingSpec) -> None:
     value = CHANGED[spec.name]
-    text = ("true" if value else "false") if isinstance(value, bool) else str(value)
+    text = spec.format(value)  # type: ignore[arg-type]
     assert coerce_value(spec.name, f" {text} ") == value
     assert type(coerce_value(spec.name, text)) is type(value)
     if spec.is_number:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -47,7 +48,8 @@ def test_step_rows_round_trip_compactly() -> None:
     assert StepLayout.from_json(layout.to_json()) == layout
     for step in steps:
         scalars, blob = pack_step(step, layout)
-        assert len(blob) == 4 * 8 * 4  # four columns of eight candidates, four bytes each
+        # Four numeric columns of eight candidates, four bytes each, and the kept flags.
+        assert len(blob) == 4 * 8 * 4 + 8
         assert len(scalars) < 150
         again = unpack_step(scalars, blob, layout, step.settings)
         assert again == step  # every compared field: token, prob, draw, n_kept, cut_by ...
@@ -75,10 +77,10 @@ def test_a_row_missing_a_field_gets_its_default() -> None:
     scalars, blob = pack_step(step, layout)
     # An older row: without "entropy" (a newer field would be missing the same way).
     position = layout.scalars.index("entropy")
-    values = scalars.strip("[]").split(",")
+    values = json.loads(scalars)
     del values[position]
     older = StepLayout(tuple(n for n in layout.scalars if n != "entropy"), layout.arrays)
-    again = unpack_step("[" + ",".join(values) + "]", blob, older, step.settings)
+    again = unpack_step(json.dumps(values), blob, older, step.settings)
     assert again.entropy is None and again.token_id == step.token_id
 
 

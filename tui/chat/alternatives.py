@@ -40,14 +40,15 @@ def candidate_rows(step: Step, pieces: TokenPieces) -> list[tuple[int, Text]]:
     rows: list[tuple[int, Text]] = []
     for rank in range(int(table.token_ids.shape[0])):
         token = int(table.token_ids[rank])
-        fate = "kept" if rank < step.n_kept else f"cut by {step.cut_by}"
+        kept = bool(table.kept[rank])
+        fate = "kept" if kept else f"cut by {table.removed_by[rank] or step.cut_by}"
         chosen = "●" if token == step.token_id else " "
         text = Text(f"{rank + 1:<3d}{chosen} ")  # left-aligned: rows keep no leading blank
         text.append(f"{pieces(token)[:18]:<18}", style="bold")
         text.append(
             f" {float(table.prob_before[rank]):7.2%} → {float(table.prob_after[rank]):7.2%}  "
         )
-        text.append(fate, style="green" if rank < step.n_kept else "red")
+        text.append(fate, style="green" if kept else "red")
         rows.append((token, text))
     return rows
 

@@ -10,16 +10,29 @@ from textual.message import Message
 from backend.chat.protocol import ChatBackend
 from backend.store.store import ChatStore, StoreError
 from sampling.errors import SamplescopeError
-from tui.widgets.token_text import piece_lookup
+from tui.widgets.token_text import TextEncoder, ui_vocabulary
 
 
 class BackendReady(Message):
-    """The model finished loading; `pieces` shows any token id (None: ids only)."""
+    """The model finished loading.
 
-    def __init__(self, backend: ChatBackend, pieces: Callable[[int], str] | None) -> None:
+    Attributes:
+        backend: The model.
+        pieces: Shows any token id (None: ids only).
+        encode: Turns text into the model's token ids on the UI thread (None: the
+            vocabulary could not be read).
+    """
+
+    def __init__(
+        self,
+        backend: ChatBackend,
+        pieces: Callable[[int], str] | None,
+        encode: TextEncoder | None = None,
+    ) -> None:
         super().__init__()
         self.backend = backend
         self.pieces = pieces
+        self.encode = encode
 
 
 class BackendFailed(Message):
@@ -52,7 +65,7 @@ def load_backend(
     except Exception as error:  # an unexpected failure must still be shown, not crash
         post(BackendFailed(f"{type(error).__name__}: {error}"))
         return
-    post(BackendReady(backend, piece_lookup(backend)))
+    post(BackendReady(backend, *ui_vocabulary(backend)))
     if store is not None:
         with contextlib.suppress(StoreError):
             store.model_ref(backend.info.path)

@@ -24,6 +24,7 @@ from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tui.cli.model_flags import add_model_flags, load_backend, log
 from tui.cli.settings_flags import (
     add_settings_flags,
+    bias_needs_tokenizer,
     settings_from_args,
     settings_with_user_config,
 )
@@ -96,10 +97,21 @@ def _recorder(args: argparse.Namespace, backend: LlamaBackend) -> ChatRecorder:
 
 def run(args: argparse.Namespace) -> int:
     """Generate and print the reply; the exit code is 1 if the generation failed."""
-    settings = settings_from_args(args, settings_with_user_config(DEFAULT_CHAT_SETTINGS))
+    base = settings_with_user_config(DEFAULT_CHAT_SETTINGS)
     prompt = read_stdin() if args.prompt == "-" else args.prompt
+    if bias_needs_tokenizer(args):  # --logit-bias names a token by its text
+        backend = load_backend(args)
+        try:
+            settings = settings_from_args(
+                args, base, lambda text: backend.runtime.tokenize(text, special=False)
+            )
+        except Exception:
+            backend.close()
+            raise
+    else:
+        settings = settings_from_args(args, base)
+        backend = load_backend(args)
     messages = build_messages(prompt, args.system)
-    backend = load_backend(args)
     mode, notice = mode_for_backend(backend, "completion" if args.raw else args.mode)
     if notice:
         log(notice)

@@ -2,16 +2,23 @@
 
 Every `SamplerSettings` field gets `--field-name` (plus its short flag, e.g. `-t`):
 numbers take a value, choices take one of their values, booleans are
-`--field-name` / `--no-field-name`. Every flag defaults to unset, so that
-`settings_from_args` changes only what was given.
+`--field-name` / `--no-field-name`, and the order, biases and texts take their text
+form (`--samplers "top_k;temperature;min_p"`, `--logit-bias "42=+2"`). Every flag
+defaults to unset, so that `settings_from_args` changes only what was given.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
+from sampling.errors import SettingsError
+from sampling.setting_text import bias_entries, bias_pairs
 from sampling.settings import SamplerSettings
 from sampling.spec import SETTINGS, SettingSpec
+
+Tokenize = Callable[[str], list[int]]
+"""A model's tokenizer: text to token ids, no BOS."""
 
 
 def add_settings_flags(parser: argparse.ArgumentParser) -> None:
@@ -39,22 +46,38 @@ def _add_flag(group: argparse._ArgumentGroup, spec: SettingSpec) -> None:
             default=None,
             help=spec.help,
         )
-    else:
+    elif spec.is_number:
         number = int if spec.kind == "int" else float
         group.add_argument(*names, dest=spec.name, type=number, default=None, help=spec.help)
+    else:  # an order, biases or texts: read by the spec in `settings_from_args`
+        group.add_argument(*names, dest=spec.name, default=None, metavar="TEXT", help=spec.help)
 
 
-def settings_from_args(args: argparse.Namespace, base: SamplerSettings) -> SamplerSettings:
+def settings_from_args(
+    args: argparse.Namespace, base: SamplerSettings, tokenize: Tokenize | None = None
+) -> SamplerSettings:
     """The settings the flags ask for, on top of `base`.
 
+    Args:
+        args: The parsed flags.
+        base: What an unset flag leaves as it is.
+        tokenize: The model's tokenizer, to read `--logit-bias` entries given as
+            token text ("hello=-inf"); without it only token ids are read.
+
     Raises:
-        SettingsError: A flag's value is out of range (the message names it).
+        SettingsError: A flag's value is out of range or unreadable (the message
+            names it), or a `--logit-bias` text is not exactly one token.
     """
     changes = {
         spec.name: getattr(args, spec.name)
+        if spec.is_scalar
+        else spec.coerce(getattr(args, spec.name))
         for spec in SETTINGS
-        if getattr(args, spec.name, None) is not None
+        if getattr(args, spec.name, None) is not None and spec.name != "logit_bias"
     }
+    text = getattr(args, "logit_bias", None)
+    if text is not None:
+        changes["logit_bias"] = logit_bias_from_text(text, tokenize)
     return base.with_changes(**changes)
 
 
@@ -68,3 +91,47 @@ def settings_with_user_config(base: SamplerSettings) -> SamplerSettings:
 
     config, _problem = load_config_or_default()
     return settings_with_config(base, config)
+
+
+def bias_needs_tokenizer(args: argparse.Namespace) -> bool:
+    """Whether `--logit-bias` names a token by its text (the model must load first)."""
+    text = getattr(args, "logit_bias", None)
+    if text is None:
+        return False
+    try:
+        return any(isinstance(key, str) for key, _ in bias_entries(text))
+    except ValueError:
+        return False  # settings_from_args reports it
+
+
+def logit_bias_from_text(text: str, tokenize: Tokenize | None) -> tuple[tuple[int, float], ...]:
+    """`--logit-bias "hello=-inf,42=+2"` as (token id, bias) pairs.
+
+    Raises:
+        SettingsError: A pair is malformed, a text is not exactly one token, or a
+            text comes without a tokenizer.
+    """
+    try:
+        entries = bias_entries(text)
+    except ValueError as error:
+        raise SettingsError("logit_bias", text, f"token=bias pairs: {error}") from None
+    pairs: list[tuple[int, float]] = []
+    for key, bias in entries:
+        if isinstance(key, str):
+            if tokenize is None:
+                raise SettingsError(
+                    "logit_bias", text, f"token ids: {key!r} is text and no model is loaded"
+                )
+            tokens = tokenize(key)
+            if len(tokens) != 1:
+                raise SettingsError(
+                    "logit_bias",
+                    text,
+                    f"one token per entry: {key!r} is {len(tokens)} tokens {tokens}",
+                )
+            key = tokens[0]
+        pairs.append((key, bias))
+    try:
+        return bias_pairs(pairs)
+    except ValueError as error:
+        raise SettingsError("logit_bias", text, str(error)) from None

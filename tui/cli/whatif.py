@@ -43,6 +43,7 @@ def step_json(step: Step, stored: int, pieces: list[str]) -> dict[str, object]:
                 "text": pieces[i],
                 "before": float(table.prob_before[i]),
                 "after": float(table.prob_after[i]),
+                "removed_by": table.removed_by[i],
             }
             for i in range(int(table.token_ids.shape[0]))
         ],

@@ -20,9 +20,16 @@ from sampling.spec import DISPLAY_ORDER, SETTINGS, SETTINGS_BY_NAME, SettingValu
 MIN_COLUMNS = 2
 MAX_COLUMNS = 4
 
-#: The fields a column may vary, in the order the edit form offers them (every field
-#: but the seed, which the columns share).
+#: The one-valued fields a column may vary (every one but the seed, which the
+#: columns share), in display order.
 VARIABLE_FIELDS: tuple[str, ...] = tuple(spec.name for spec in DISPLAY_ORDER if spec.per_column)
+
+#: Every field a column may vary, in the order the edit form offers them: the
+#: one-valued ones, then the chain's order, logit biases and DRY's breakers (typed as
+#: their text form).
+EDITABLE_FIELDS: tuple[str, ...] = VARIABLE_FIELDS + tuple(
+    spec.name for spec in SETTINGS if not spec.is_scalar and spec.per_column
+)
 
 #: Values offered by "Compare: vary <field>" in the command palette.
 DEFAULT_VARIATIONS: dict[str, tuple[SettingValue, ...]] = {
@@ -62,7 +69,7 @@ def columns_varying(
     """
     spec = SETTINGS_BY_NAME.get(field)
     if spec is None or not spec.per_column:
-        raise SettingsError(field, values, f"a field to vary, one of {list(VARIABLE_FIELDS)}")
+        raise SettingsError(field, values, f"a field to vary, one of {list(EDITABLE_FIELDS)}")
     return [base.with_changes(**{field: coerce_value(field, value)}) for value in values]
 
 
@@ -78,8 +85,19 @@ def coerce_value(field: str, value: Any) -> Any:
     return spec.coerce(value)
 
 
-def format_value(value: Any) -> str:
-    """A setting's value, short: 0.8 not 0.80000, true/false for booleans."""
+def format_value(value: Any, field: str | None = None) -> str:
+    """A setting's value, short: 0.8 not 0.80000, true/false for booleans, the text
+    form of a several-valued one ("top_k;min_p", "42=+2") that `coerce_value` reads back.
+
+    Args:
+        value: The value.
+        field: The field it belongs to, when known (an empty tuple fits several).
+    """
+    spec = SETTINGS_BY_NAME.get(field) if field is not None else None
+    if spec is not None and not spec.is_scalar:
+        return spec.format(value)
+    if isinstance(value, tuple):
+        return _tuple_text(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
@@ -106,7 +124,7 @@ def preset_columns(
 def varied_columns(base: SamplerSettings, field: str, values: Sequence[Any]) -> list[CompareColumn]:
     """`columns_varying` with a label per column ("temperature=1.2")."""
     settings = columns_varying(base, field, values)
-    return [CompareColumn(f"{field}={format_value(getattr(s, field))}", s) for s in settings]
+    return [CompareColumn(f"{field}={format_value(getattr(s, field), field)}", s) for s in settings]
 
 
 def check_column_count(count: int) -> None:
@@ -115,3 +133,11 @@ def check_column_count(count: int) -> None:
         raise SettingsError(
             "columns", count, f"between {MIN_COLUMNS} and {MAX_COLUMNS} columns to compare"
         )
+
+
+def _tuple_text(value: tuple[Any, ...]) -> str:
+    """A several-valued setting's text, as its spec writes it (read back by `coerce_value`)."""
+    for spec in SETTINGS:
+        if not spec.is_scalar and spec.accepts(value):
+            return spec.format(value)
+    return str(value)

@@ -22,9 +22,9 @@ from sampling.errors import SamplescopeError
 from sampling.settings import SamplerSettings
 from sampling.spec import SETTINGS, SETTINGS_BY_NAME
 from tui.compare.columns import (
+    EDITABLE_FIELDS,
     MAX_COLUMNS,
     MIN_COLUMNS,
-    VARIABLE_FIELDS,
     CompareColumn,
     check_column_count,
     coerce_value,
@@ -68,7 +68,7 @@ def initial_source(
     if preset is not None and same_settings(preset, column.settings):
         return PRESET_PREFIX + column.label, "temperature"
     changed = changed_fields(base, column.settings)
-    if len(changed) == 1 and changed[0] in VARIABLE_FIELDS:
+    if len(changed) == 1 and changed[0] in EDITABLE_FIELDS:
         return VARY, changed[0]
     return KEEP, "temperature"  # the sliders themselves, or several fields changed
 
@@ -179,13 +179,15 @@ class CompareEditScreen(ModalScreen[CompareRequest | None]):
                         classes="edit-source",
                     )
                     yield Select(
-                        [(name, name) for name in VARIABLE_FIELDS],
+                        [(name, name) for name in EDITABLE_FIELDS],
                         value=field,
                         allow_blank=False,
                         id=f"edit-field-{i}",
                         classes="edit-field",
                     )
-                    yield Input(format_value(value), id=f"edit-value-{i}", classes="edit-value")
+                    yield Input(
+                        format_value(value, field), id=f"edit-value-{i}", classes="edit-value"
+                    )
             yield Static("", id="edit-error", markup=False)
             with Horizontal(id="edit-buttons"):
                 yield Button("Run", variant="primary", id="edit-run")
@@ -212,7 +214,7 @@ class CompareEditScreen(ModalScreen[CompareRequest | None]):
         index = _row_of(event.select.id)
         if isinstance(event.value, str):
             value = getattr(self._base, event.value)
-            self.query_one(f"#edit-value-{index}", Input).value = format_value(value)
+            self.query_one(f"#edit-value-{index}", Input).value = format_value(value, event.value)
 
     @on(Button.Pressed, "#edit-run")
     def action_run(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import textwrap
 from collections.abc import Callable
 from functools import lru_cache
@@ -14,18 +15,13 @@ from textual.widget import Widget
 
 from sampling.records import Candidate, Step
 from sampling.settings import settings_summary
+from sampling.spec import LOGITS_SAMPLERS
+from tui.widgets.prob_cuts import BAN, CutItem, layout_rows, row_label
 
 _PIECE_WIDTH = 12
 _NUMBER_WIDTH = 6
 _HEADER_LINES = 4
 _Line = list[tuple[str, str]]  # (text, style) runs of one line
-_FILTER_NAMES = {
-    "top_k": "top-k",
-    "top_p": "top-p",
-    "min_p": "min-p",
-    "greedy": "greedy",
-    "none": "none",
-}
 
 
 def _fit(piece: str, width: int) -> str:
@@ -103,8 +99,7 @@ class ProbPanel(Widget):
             return [[(line, "grey50")] for line in textwrap.wrap(note, width)]
         chosen_piece = self._pieces(step.token_id)
         draw = "—" if step.draw is None else f"{step.draw:.4f}"
-        order = "T last" if step.settings.temperature_last else "T first"
-        cut = _FILTER_NAMES.get(step.cut_by, step.cut_by)
+        order = _temperature_note(step)
         bar_width = max(4, width - 2 - _PIECE_WIDTH - 1 - 1 - 2 * (_NUMBER_WIDTH + 1))
         lines: list[_Line] = [
             [
@@ -120,29 +115,44 @@ class ProbPanel(Widget):
                 (f"{'before':>{_NUMBER_WIDTH}} {'after':>{_NUMBER_WIDTH}}", "grey62"),
             ],
         ]
-        rows = max(1, self.size.height - _HEADER_LINES - 1)
+        bans = [token for token, bias in step.settings.logit_bias if bias == -math.inf]
+        rows = max(1, self.size.height - _HEADER_LINES - 1 - (1 if bans else 0))
         candidates = step.candidates[:rows]  # built on each access: take it once
-        first_cut = next((i for i, c in enumerate(candidates) if not c.kept), None)
-        for index, candidate in enumerate(candidates):
-            if index == first_cut:
-                lines.append(_cut_line(f"✂ {cut} · {step.n_kept} kept", width))
-            lines.append(self._row(step, candidate, bar_width))
-        if first_cut is None:
-            if step.cut_by == "none":
-                lines.append(_cut_line(f"no cut · {step.n_kept} kept", width, "grey50"))
+        removed_by = [c.removed_by for c in candidates]
+        kept = [c.kept for c in candidates]
+        for item in layout_rows(kept, removed_by, step.cut_by, step.n_kept):
+            if isinstance(item, CutItem):
+                lines.append(_cut_line(item.text, width, "grey50" if item.quiet else "bold red"))
             else:
-                lines.append(_cut_line(f"✂ {cut} below · {step.n_kept} kept", width))
+                candidate = candidates[item.index]
+                lines.append(self._row(step, candidate, bar_width, item.removed_by))
+        if bans:
+            shown = " ".join(self._pieces(token) for token in bans)
+            lines.append([("⊘ banned by logit bias: ", "bold red"), (shown, "grey62")])
         return lines
 
-    def _row(self, step: Step, candidate: Candidate, bar_width: int) -> _Line:
+    def _row(self, step: Step, candidate: Candidate, bar_width: int, removed_by: str) -> _Line:
         chosen = candidate.token_id == step.token_id
+        banned = removed_by == BAN
         piece_style = "bold yellow" if chosen else ("" if candidate.kept else "grey50")
+        if banned:
+            piece_style = "grey50 strike"
         bar_colour = "yellow" if chosen else ("green" if candidate.kept else "red")
         after = min(round(candidate.prob_after * bar_width), bar_width)
         before = min(max(round(candidate.prob_before * bar_width), after), bar_width)
-        shown_after = _percent(candidate.prob_after) if candidate.kept else "—"
+        if candidate.kept:
+            shown_after = _percent(candidate.prob_after)
+        else:
+            shown_after = row_label(removed_by) if removed_by else "—"
+        marker = (
+            ("▶ ", "bold yellow")
+            if chosen
+            else ("⊘ ", "bold red")
+            if banned
+            else ("  ", "bold yellow")
+        )
         return [
-            ("▶ " if chosen else "  ", "bold yellow"),
+            marker,
             (_fit(self._pieces(candidate.token_id), _PIECE_WIDTH), piece_style),
             (" ", ""),
             ("█" * after, bar_colour),
@@ -151,6 +161,26 @@ class ProbPanel(Widget):
             (f"{_percent(candidate.prob_before):>{_NUMBER_WIDTH}} ", "grey70"),
             (f"{shown_after:>{_NUMBER_WIDTH}}", "bold" if candidate.kept else "grey50"),
         ]
+
+
+def _temperature_note(step: Step) -> str:
+    """Where the temperature ran, or the one dynamic temperature chose; mirostat's μ."""
+    settings = step.settings
+    order = settings.order
+    reading = [name for name in order if name not in LOGITS_SAMPLERS]
+    if settings.dynatemp_range > 0:
+        note = f"T used {step.temperature:.2f}"
+    elif "temperature" not in order:
+        note = "no T"
+    elif reading[-1] == "temperature":
+        note = "T last"
+    elif reading[0] == "temperature":
+        note = "T first"
+    else:
+        note = f"T {reading.index('temperature') + 1}."
+    if step.mirostat_mu is not None:
+        note += f" · μ {step.mirostat_mu:.2f}"
+    return note
 
 
 def _cut_line(label: str, width: int, style: str = "bold red") -> _Line:

@@ -1,25 +1,41 @@
-"""The sampling panel: a slider or toggle for each sampler setting, from `sampling.spec`."""
+"""The sampling panel: a control for each sampler setting, in groups, from `sampling.spec`."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widget import Widget
+from textual.widgets import Collapsible
 
 from sampling.errors import SettingsError
 from sampling.settings import SamplerSettings
-from sampling.spec import DISPLAY_ORDER, SETTINGS_BY_NAME, SettingSpec
+from sampling.spec import SAMPLER_NAMES, SETTINGS_BY_NAME
 from tui.screens.entry import ValueEntryScreen
+from tui.widgets.chain_order import ChainOrder
+from tui.widgets.setting_controls import (
+    CORE_GROUP,
+    chain_order_of,
+    control_for,
+    group_is_on,
+    group_specs,
+    group_title,
+    setting_text,
+)
 from tui.widgets.slider import Slider
+from tui.widgets.text_setting import TextSetting
 from tui.widgets.toggle import Toggle
+
+Control = Slider | Toggle | ChainOrder | TextSetting
 
 
 class SamplingPanel(Vertical):
-    """Sliders (numbers) and toggles (choices, booleans) for the sampler settings.
+    """Sliders, toggles, text inputs and the chain's order, one collapsible group each.
 
-    The panel never changes the settings itself: a control the user moves posts
+    The groups come from `SettingSpec.group`; the core group starts open. The panel
+    never changes the settings itself: a control the user moves posts
     `SettingChanged` up, and whoever owns the settings validates the value and calls
     `show` with what is now in force (the old settings when the value is refused).
 
@@ -29,6 +45,9 @@ class SamplingPanel(Vertical):
 
     class SettingChanged(Message):
         """The user asked for a new value of one setting (not validated yet).
+
+        A text setting's value is the text as typed (the owner reads it: a token's
+        text is the model tokenizer's business).
 
         Attributes:
             field: The `SamplerSettings` field.
@@ -43,18 +62,44 @@ class SamplingPanel(Vertical):
     def __init__(self, settings: SamplerSettings, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._initial = settings
+        self._shown = settings
         self.border_title = "sampling"
 
     def compose(self) -> ComposeResult:
-        for spec in DISPLAY_ORDER:
-            yield _control(spec, self._initial)
+        for group, specs in group_specs():
+            controls = [control_for(spec, self._initial) for spec in specs]
+            yield Collapsible(
+                *controls,
+                title=group_title(group, group_is_on(group, self._initial)),
+                collapsed=group != CORE_GROUP,
+                id=f"group-{group}",
+                classes="setting-group",
+            )
+
+    def controls(self) -> Iterator[Control]:
+        """Every setting's control, group by group."""
+        for widget in self.query("Slider, Toggle, ChainOrder, TextSetting"):
+            if isinstance(widget, Slider | Toggle | ChainOrder | TextSetting):
+                yield widget
 
     def show(self, settings: SamplerSettings) -> None:
-        """Show `settings` on every control."""
-        for slider in self.query(Slider):
-            slider.set_value(getattr(settings, slider.field))
-        for toggle in self.query(Toggle):
-            toggle.set_value(getattr(settings, toggle.field))
+        """Show `settings` on every control and group title."""
+        self._shown = settings
+        for control in self.controls():
+            if isinstance(control, ChainOrder):
+                control.set_value(chain_order_of(settings))
+            elif isinstance(control, TextSetting):
+                spec = SETTINGS_BY_NAME[control.field]
+                control.set_value(setting_text(spec, getattr(settings, spec.name)))
+            else:
+                control.set_value(getattr(settings, control.field))
+        for group, _ in group_specs():
+            collapsible = self.query_one(f"#group-{group}", Collapsible)
+            collapsible.title = group_title(group, group_is_on(group, settings))
+
+    def open_group(self, group: str) -> None:
+        """Expand one group (and leave the others as they are)."""
+        self.query_one(f"#group-{group}", Collapsible).collapsed = False
 
     @on(Slider.Changed)
     def _on_slider(self, event: Slider.Changed) -> None:
@@ -65,6 +110,25 @@ class SamplingPanel(Vertical):
     def _on_toggle(self, event: Toggle.Changed) -> None:
         event.stop()
         self.post_message(self.SettingChanged(event.toggle.field, event.value))
+
+    @on(ChainOrder.Changed)
+    def _on_order(self, event: ChainOrder.Changed) -> None:
+        """Ask for the order; first for the `temperature_last` it needs to run as shown.
+
+        `temperature_last` places the temperature (see `SamplerSettings.order`): on,
+        it runs last whatever the order; off, llama.cpp's default order runs it first.
+        """
+        event.stop()
+        order = event.order
+        wanted = _temperature_last_for(order)
+        if wanted is not None and wanted != self._shown.temperature_last:
+            self.post_message(self.SettingChanged("temperature_last", wanted))
+        self.post_message(self.SettingChanged(event.chain.field, order))
+
+    @on(TextSetting.Changed)
+    def _on_text(self, event: TextSetting.Changed) -> None:
+        event.stop()
+        self.post_message(self.SettingChanged(event.setting.field, event.value))
 
     @on(Slider.EditRequested)
     def _on_edit(self, event: Slider.EditRequested) -> None:
@@ -92,23 +156,12 @@ class SamplingPanel(Vertical):
         self.query(Slider).first().focus()
 
 
-def _control(spec: SettingSpec, settings: SamplerSettings) -> Widget:
-    """The control for one setting, showing its value in `settings`.
-
-    A number gets a slider, a boolean or a choice a toggle.
-    """
-    value = getattr(settings, spec.name)
-    if spec.slider is None:
-        return Toggle(spec.name, spec.label, spec.choices, value)
-    return Slider(
-        spec.name,
-        spec.label,
-        minimum=spec.slider.soft_min,
-        maximum=spec.slider.soft_max,
-        step=spec.slider.fine,
-        coarse=spec.slider.coarse,
-        value=value,
-        integer=spec.kind == "int",
-        hard_minimum=spec.slider.hard_min,
-        hard_maximum=spec.slider.hard_max,
-    )
+def _temperature_last_for(order: tuple[str, ...]) -> bool | None:
+    """The `temperature_last` under which `order` runs as given (None: either does)."""
+    if "temperature" not in order:
+        return None
+    if order == SAMPLER_NAMES:
+        return True  # with it off, this (the default) order runs the temperature first
+    if order[-1] != "temperature":
+        return False  # with it on, the temperature would run last
+    return None

@@ -27,10 +27,10 @@ LOWEST_POWER = -12
 def kept_rows(step: Step, ranks: int) -> npt.NDArray[np.bool_]:
     """Which of the step's first `ranks` ranks survived the filters.
 
-    The one place that reads the kept set off `n_kept` (every filter keeps a prefix
-    of the order today); a record with per-row kept flags would answer here.
+    A rank is kept when its probability after the filters is nonzero: the kept set
+    need not be a prefix of the order (XTC removes the head, typical-p the middle).
     """
-    return np.arange(ranks) < step.n_kept
+    return ranked_probs(step)[1][:ranks] > 0.0
 
 
 def ranked_probs(step: Step) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:

@@ -54,29 +54,51 @@ class TokenPieceSource(Protocol):
         ...
 
 
-def piece_lookup(backend: ChatBackend) -> Callable[[int], str] | None:
-    """A function giving the visible piece of any token id of `backend`'s model.
+@runtime_checkable
+class TextEncoderSource(Protocol):
+    """A backend that can turn text into its token ids itself (the fake backend)."""
+
+    def encode_text(self, text: str) -> list[int]:
+        """The token ids of `text` (no BOS, special tokens not recognized)."""
+        ...
+
+
+TextEncoder = Callable[[str], list[int]]
+"""Text → the model's token ids, safe to call on the UI thread."""
+
+
+def ui_vocabulary(
+    backend: ChatBackend,
+) -> tuple[Callable[[int], str] | None, TextEncoder | None]:
+    """Token id → visible piece, and text → token ids, for the UI thread.
 
     A GGUF model gets a UI-side tokenizer (safe to use while the model thread
     generates). Call it on a worker thread: building the tokenizer takes a fraction
     of a second.
 
     Returns:
-        The lookup, or None when the model's vocabulary cannot be read (then only
-        the pieces of sampled tokens are known).
+        (pieces, encode); either is None when the model's vocabulary cannot be read
+        (then only the pieces of sampled tokens are known, and text cannot be turned
+        into token ids).
     """
-    if isinstance(backend, TokenPieceSource):
-        return backend.token_piece
+    pieces = backend.token_piece if isinstance(backend, TokenPieceSource) else None
+    encode = backend.encode_text if isinstance(backend, TextEncoderSource) else None
+    if pieces is not None and encode is not None:
+        return pieces, encode
     path = Path(backend.info.path)
     if not path.is_file():
-        return None
+        return pieces, encode
     from backend.llama.ui_tokenizer import UiTokenizer
 
     try:
         tokenizer = UiTokenizer.from_gguf(path)
     except Exception:  # pieces are decoration: the panel falls back to ids
-        return None
-    return lambda token_id: visible_piece(tokenizer.piece(token_id))
+        return pieces, encode
+    if pieces is None:
+        pieces = lambda token_id: visible_piece(tokenizer.piece(token_id))  # noqa: E731
+    if encode is None:
+        encode = lambda text: tokenizer.encode(text, special=False)  # noqa: E731
+    return pieces, encode
 
 
 class TokenPieces:
@@ -87,7 +109,7 @@ class TokenPieces:
     ``#id`` when neither knows it.
 
     Args:
-        lookup: Gives the piece of any id (see `piece_lookup`), or None.
+        lookup: Gives the piece of any id (see `ui_vocabulary`), or None.
     """
 
     def __init__(self, lookup: Callable[[int], str] | None = None) -> None:

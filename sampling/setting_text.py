@@ -1,0 +1,233 @@
+"""The several-valued settings: the chain's order, logit biases and DRY's breakers.
+
+Each has a check (`accepts_*`), a reader of its text form (`parse_*`, raising
+`ValueError` with a one-line reason) and a writer (`format_*`) that the reader
+reads back. The text forms follow llama.cpp's flags where it has one:
+`--samplers "top_k;temperature;min_p"` (also comma-separated, with its aliases such
+as "top-k", "topk", "nucleus", "temp", "typ") and `--logit-bias "42=+2,17=-inf"`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+
+SAMPLER_NAMES: tuple[str, ...] = (
+    "penalties",
+    "dry",
+    "top_n_sigma",
+    "top_k",
+    "typ_p",
+    "top_p",
+    "min_p",
+    "xtc",
+    "temperature",
+)
+"""Every name the chain's order may hold: llama.cpp's `--samplers` names, in its default order."""
+
+LOGITS_SAMPLERS: tuple[str, ...] = ("penalties", "dry")
+"""The samplers that rewrite logits before their order is read: they come first."""
+
+_ALIASES: dict[str, str] = {"nucleus": "top_p", "temp": "temperature", "typ": "typ_p"}
+for _name in SAMPLER_NAMES:
+    _ALIASES[_name] = _name
+    _ALIASES[_name.replace("_", "-")] = _name
+    _ALIASES[_name.replace("_", "")] = _name
+
+BiasPairs = tuple[tuple[int, float], ...]
+
+
+def canonical_sampler(name: str) -> str | None:
+    """The `--samplers` name a user's word means ("Top-K" → "top_k"), or None."""
+    return _ALIASES.get(name.strip().lower())
+
+
+def order_problem(value: object) -> str | None:
+    """Why `value` is not a valid chain order, or None when it is."""
+    if not isinstance(value, tuple):
+        return "a tuple of sampler names"
+    reading: str | None = None
+    for position, name in enumerate(value):
+        if not isinstance(name, str) or name not in SAMPLER_NAMES:
+            return f"names among {', '.join(SAMPLER_NAMES)}; {name!r} is not one"
+        if name in value[:position]:
+            return f"each sampler once; {name!r} comes twice"
+        if name in LOGITS_SAMPLERS and reading is not None:
+            return f"{name!r} before every sampler that reads the order; it comes after {reading!r}"
+        if name not in LOGITS_SAMPLERS and reading is None:
+            reading = name
+    return None
+
+
+def accepts_order(value: object) -> bool:
+    """Whether `value` is a valid chain order (see `order_problem`)."""
+    return order_problem(value) is None
+
+
+def parse_order(text: str) -> tuple[str, ...]:
+    """Read "top_k;temperature;min_p" (or comma-separated) as canonical names.
+
+    Raises:
+        ValueError: A word names no sampler, or the order is invalid.
+    """
+    words = [word for word in re.split(r"[;,]", text) if word.strip()]
+    names: list[str] = []
+    for word in words:
+        name = canonical_sampler(word)
+        if name is None:
+            raise ValueError(f"{word.strip()!r} is not a sampler")
+        names.append(name)
+    order = tuple(names)
+    problem = order_problem(order)
+    if problem is not None:
+        raise ValueError(f"expected {problem}")
+    return order
+
+
+def format_order(value: object) -> str:
+    """The order as llama.cpp writes it: "top_k;temperature;min_p"."""
+    return ";".join(str(name) for name in value) if isinstance(value, tuple) else str(value)
+
+
+def bias_problem(value: object) -> str | None:
+    """Why `value` is not a valid logit bias, or None when it is."""
+    if not isinstance(value, tuple):
+        return "a tuple of (token id, bias) pairs"
+    previous = -1
+    for pair in value:
+        if not (isinstance(pair, tuple) and len(pair) == 2):
+            return f"(token id, bias) pairs; {pair!r} is not one"
+        token, bias = pair
+        if isinstance(token, bool) or not isinstance(token, int) or token < 0:
+            return f"token ids at least 0; {token!r} is not one"
+        if token <= previous:
+            return "each token once, in increasing id order"
+        if isinstance(bias, bool) or not isinstance(bias, float):
+            return f"a float bias; {bias!r} is not one"
+        if not (math.isfinite(bias) or bias == -math.inf):
+            return f"a finite bias or -inf; {bias!r} is not one"
+        previous = token
+    return None
+
+
+def accepts_bias(value: object) -> bool:
+    """Whether `value` is a valid logit bias (see `bias_problem`)."""
+    return bias_problem(value) is None
+
+
+def bias_entries(text: str) -> list[tuple[str | int, float]]:
+    """Read "42=+2,hello=-inf" as (token id or token text, bias) pairs, in order.
+
+    A key of digits is a token id; any other key (or one in quotes, "'42'") is the
+    token's text, which only the model's tokenizer can turn into an id.
+
+    Raises:
+        ValueError: A pair is not key=number.
+    """
+    entries: list[tuple[str | int, float]] = []
+    for pair in re.split(r"[;,]", text):
+        if not pair.strip():
+            continue
+        key, sep, number = pair.rpartition("=")
+        if not sep or not key:
+            raise ValueError(f"{pair.strip()!r} is not token=bias")
+        try:
+            bias = float(number.strip())
+        except ValueError:
+            raise ValueError(f"{number.strip()!r} in {pair.strip()!r} is not a number") from None
+        stripped = key.strip()
+        quoted = len(stripped) >= 2 and stripped[0] == stripped[-1] and stripped[0] in "'\""
+        if quoted:
+            entries.append((stripped[1:-1], bias))
+        elif stripped.isdigit():
+            entries.append((int(stripped), bias))
+        else:
+            entries.append((key, bias))
+    return entries
+
+
+def bias_pairs(entries: Sequence[tuple[int, float]]) -> BiasPairs:
+    """Token id → bias pairs in id order; a token given twice keeps its last bias.
+
+    Raises:
+        ValueError: A bias is +inf or NaN, or an id is negative.
+    """
+    merged: dict[int, float] = {}
+    for token, bias in entries:
+        if token < 0:
+            raise ValueError(f"token id {token} is negative")
+        if not (math.isfinite(bias) or bias == -math.inf):
+            raise ValueError(f"bias {bias} for token {token} is not finite or -inf")
+        merged[token] = float(bias)
+    return tuple(sorted(merged.items()))
+
+
+def parse_bias(text: str) -> BiasPairs:
+    """Read "42=+2;17=-inf" as (id, bias) pairs (ids only: text needs the model).
+
+    Raises:
+        ValueError: A pair is malformed, or names a token by its text.
+    """
+    ids: list[tuple[int, float]] = []
+    for key, bias in bias_entries(text):
+        if isinstance(key, str):
+            raise ValueError(
+                f"{key!r} is token text: give it to --logit-bias, which has the model's tokenizer"
+            )
+        ids.append((key, bias))
+    return bias_pairs(ids)
+
+
+def format_bias(value: object) -> str:
+    """The pairs as "17=-inf;42=+2"."""
+    if not isinstance(value, tuple):
+        return str(value)
+    return ";".join(f"{token}={bias:+g}" for token, bias in value)
+
+
+def accepts_texts(value: object) -> bool:
+    """Whether `value` is a tuple of non-empty strings."""
+    return isinstance(value, tuple) and all(isinstance(t, str) and t for t in value)
+
+
+def parse_texts(text: str) -> tuple[str, ...]:
+    """Read a JSON list of strings, "none" (no texts), or texts separated by ','.
+
+    In the comma form a backslash escapes: "\\n" is a newline, "\\," a comma.
+
+    Raises:
+        ValueError: The JSON is malformed or holds something other than texts.
+    """
+    stripped = text.strip()
+    if stripped.lower() == "none":
+        return ()
+    if stripped.startswith("["):
+        try:
+            values = json.loads(stripped)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"not a JSON list: {error.msg}") from None
+        if not isinstance(values, list) or not all(isinstance(v, str) and v for v in values):
+            raise ValueError("a JSON list of non-empty texts")
+        return tuple(values)
+    texts: list[str] = []
+    current: list[str] = []
+    escapes = {"n": "\n", "t": "\t", "r": "\r", ",": ",", "\\": "\\", '"': '"'}
+    characters = iter(text)
+    for character in characters:
+        if character == "\\":
+            following = next(characters, "\\")
+            current.append(escapes.get(following, "\\" + following))
+        elif character == ",":
+            texts.append("".join(current))
+            current = []
+        else:
+            current.append(character)
+    texts.append("".join(current))
+    return tuple(t for t in texts if t)
+
+
+def format_texts(value: object) -> str:
+    """The texts as a JSON list."""
+    return json.dumps(list(value) if isinstance(value, tuple) else value)

@@ -1,0 +1,118 @@
+"""A step's candidate table: the top-N rows, their probabilities, and who cut each."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sampling.engine import Kept, entropy_and_normaliser, weights_of
+from sampling.logits import FloatArray
+from sampling.ordering import IdArray, top_ids
+from sampling.records import CandidateTable, RankTail
+from sampling.workspace import Workspace
+
+
+def candidate_table(
+    penalized: FloatArray,
+    maximum: float,
+    kept: Kept,
+    rows: int,
+    workspace: Workspace,
+    tail_ranks: int = 0,
+) -> tuple[CandidateTable, float, RankTail | None]:
+    """The top-`rows` candidates, the entropy of the penalised distribution at T=1,
+    and the deeper ranks' probabilities when `tail_ranks` asks for more than `rows`.
+
+    Args:
+        penalized: The logits every unit read (after penalties, DRY and logit bias).
+        maximum: Their maximum.
+        kept: The distribution the chain ended with.
+        rows: How many rows (at most the vocabulary).
+        workspace: Scratch buffers.
+        tail_ranks: How many top ranks the tail plot wants (0: none); they come from
+            the same ordering as the table, so they extend it.
+    """
+    rows = min(rows, penalized.shape[0])
+    count = max(rows, min(tail_ranks, penalized.shape[0]))
+    if kept.prefix and kept.ids is not None and kept.ids.size >= count:
+        ids = kept.ids[:count]
+    elif kept.ranked is not None and kept.ranked.size >= count:
+        ids = kept.ranked[:count]
+    else:
+        ids = top_ids(penalized, count)
+    entropy, normaliser = entropy_and_normaliser(penalized, maximum, workspace)
+    before = weights_of(penalized, maximum, 1.0, ids)
+    before /= normaliser
+    if kept.ids is None:
+        after = kept.probs[ids]
+    elif kept.prefix:
+        after = np.zeros(count)
+        shared = min(count, kept.n_kept)
+        after[:shared] = kept.probs[:shared]
+    else:
+        after = _probs_of_rows(penalized, kept, ids)
+    tail = None
+    if count > rows:
+        tail = RankTail(before.astype(np.float32), after.astype(np.float32))
+        for column in (tail.prob_before, tail.prob_after):
+            column.flags.writeable = False
+        ids, before, after = ids[:rows].copy(), before[:rows].copy(), after[:rows].copy()
+    logits = penalized[ids].astype(np.float64)
+    kept_rows = after > 0.0
+    removed_by = _removed_by(penalized, logits, ids, kept, kept_rows)
+    for array in (ids, logits, before, after, kept_rows):
+        array.flags.writeable = False
+    return CandidateTable(ids, logits, before, after, kept_rows, removed_by), entropy, tail
+
+
+def _probs_of_rows(penalized: FloatArray, kept: Kept, ids: IdArray) -> np.ndarray:
+    """The rows' probabilities when the kept set is not a prefix of the order."""
+    assert kept.ids is not None
+    after = np.zeros(ids.shape[0])
+    row_of = {int(token): row for row, token in enumerate(ids)}
+    # Only kept tokens at least as likely as the last row can be rows.
+    lowest = penalized[ids[-1]]
+    for position in np.flatnonzero(penalized[kept.ids] >= lowest):
+        row = row_of.get(int(kept.ids[position]))
+        if row is not None:
+            after[row] = kept.probs[position]
+    return after
+
+
+def _removed_by(
+    penalized: FloatArray, logits: np.ndarray, ids: IdArray, kept: Kept, kept_rows: np.ndarray
+) -> tuple[str, ...]:
+    """Per row, the sampler whose cut removed it ("" for a kept row).
+
+    A row alive before a prefix cut survives it when it comes no later in the order
+    than the cut's last kept token; other cuts are checked by membership. A row no
+    cut removed but with probability 0 was banned (-inf: "logit_bias") or
+    underflowed at a low temperature ("temperature").
+    """
+    if kept.prefix:
+        # The rows are the order's first N and every cut kept a shorter prefix of it:
+        # cut c removed the rows from its length up to the previous cut's.
+        names = [""] * ids.shape[0]
+        alive = ids.shape[0]
+        for name, cut_ids, _ in kept.cuts:
+            length = cut_ids.shape[0]
+            if length < alive:
+                names[length:alive] = [name] * (alive - length)
+                alive = length
+        for row in range(int(np.count_nonzero(kept_rows)), alive):
+            names[row] = "logit_bias" if logits[row] == -np.inf else "temperature"
+        return tuple(names)
+    names = [""] * ids.shape[0]
+    alive = np.ones(ids.shape[0], dtype=bool)
+    for name, cut_ids, is_prefix in kept.cuts:
+        if is_prefix:
+            last = int(cut_ids[-1])
+            last_logit = float(penalized[last])
+            member = (logits > last_logit) | ((logits == last_logit) & (ids <= last))
+        else:
+            member = np.isin(ids, cut_ids)
+        for position in np.flatnonzero(alive & ~member).tolist():
+            names[position] = name
+        alive &= member
+    for position in np.flatnonzero(alive & ~kept_rows).tolist():
+        names[position] = "logit_bias" if logits[position] == -np.inf else "temperature"
+    return tuple(names)

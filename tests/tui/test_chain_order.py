@@ -1,0 +1,187 @@
+"""The chain-order editor: keys move and switch samplers; each change goes up as a message."""
+
+from __future__ import annotations
+
+import pytest
+from textual.app import App, ComposeResult
+from textual.pilot import Pilot
+
+from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.spec import SAMPLER_NAMES
+from tests.fake_backend import FakeBackend
+from tests.helpers import type_message, wait_until
+from tui.app import SamplescopeApp
+from tui.widgets.chain_order import ChainOrder, rows_for
+from tui.widgets.sampling_panel import SamplingPanel
+
+pytestmark = pytest.mark.anyio
+
+NAMES = ("penalties", "temperature", "top_k", "top_p", "min_p")
+
+
+class OrderHost(App[None]):
+    """The editor alone; it keeps every order asked for and accepts each one."""
+
+    def __init__(self, order: tuple[str, ...]) -> None:
+        super().__init__()
+        self.order = order
+        self.asked: list[tuple[str, ...]] = []
+
+    def compose(self) -> ComposeResult:
+        yield ChainOrder("samplers", "order", NAMES, self.order)
+
+    def on_chain_order_changed(self, message: ChainOrder.Changed) -> None:
+        self.asked.append(message.order)
+        message.chain.set_value(message.order)
+
+
+async def test_moving_and_switching_post_the_orders_in_sequence() -> None:
+    host = OrderHost(NAMES)
+    async with host.run_test(size=(60, 12)) as pilot:
+        chain = host.query_one(ChainOrder)
+        chain.focus()
+        await pilot.press("down", "shift+down")  # temperature after top_k
+        await pilot.press("space")  # temperature off
+        await pilot.press("up", "space")  # top_k off
+        await pilot.press("space")  # top_k on again, where it was
+        await pilot.press("down", "space")  # temperature on again
+        await pilot.press("]", "[")  # down and back up: two orders
+        await pilot.pause()
+        assert host.asked == [
+            ("penalties", "top_k", "temperature", "top_p", "min_p"),
+            ("penalties", "top_k", "top_p", "min_p"),
+            ("penalties", "top_p", "min_p"),
+            ("penalties", "top_k", "top_p", "min_p"),
+            ("penalties", "top_k", "temperature", "top_p", "min_p"),
+            ("penalties", "top_k", "top_p", "temperature", "min_p"),
+            ("penalties", "top_k", "temperature", "top_p", "min_p"),
+        ]
+        assert chain.value == host.asked[-1]
+
+
+async def test_a_refused_order_snaps_back_and_the_ends_do_not_move() -> None:
+    host = OrderHost(NAMES)
+    async with host.run_test(size=(60, 12)) as pilot:
+        chain = host.query_one(ChainOrder)
+        chain.focus()
+        await pilot.press("shift+up")  # the top row cannot go higher: nothing asked
+        assert host.asked == []
+        host.on_chain_order_changed = lambda message: host.asked.append(message.order)  # type: ignore[method-assign]
+        await pilot.press("shift+down")
+        await pilot.pause()
+        assert host.asked == [("temperature", "penalties", "top_k", "top_p", "min_p")]
+        chain.set_value(NAMES)  # what the owner says is in force
+        assert chain.value == NAMES
+        assert [name for name, _ in chain.rows] == list(NAMES)
+
+
+def test_rows_keep_a_sampler_switched_off_after_the_one_it_followed() -> None:
+    rows = rows_for(NAMES, [], ("temperature", "top_p"))
+    assert rows == [
+        ("penalties", False),
+        ("temperature", True),
+        ("top_k", False),
+        ("top_p", True),
+        ("min_p", False),
+    ]
+    moved = rows_for(NAMES, rows, ("top_p", "temperature"))
+    assert moved == [
+        ("penalties", False),
+        ("top_p", True),
+        ("temperature", True),
+        ("top_k", False),
+        ("min_p", False),
+    ]
+
+
+async def send_message_and_wait_paused(
+    pilot: Pilot[object], app: SamplescopeApp, fake: FakeBackend
+) -> None:
+    """Send a message and wait until the fake model pauses mid-reply."""
+    await wait_until(pilot, lambda: app.ready)
+    await type_message(pilot, app, "tell me about the cat")
+    await wait_until(pilot, fake.paused.is_set)
+    await wait_until(pilot, lambda: bool(app.replies) and len(app.replies[-1].tokens) == 5)
+
+
+class PanelHost(App[None]):
+    """The sampling panel alone; it keeps every `SettingChanged` and applies it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.settings = DEFAULT_CHAT_SETTINGS
+        self.asked: list[tuple[str, object]] = []
+
+    def compose(self) -> ComposeResult:
+        yield SamplingPanel(self.settings)
+
+    def on_sampling_panel_setting_changed(self, message: SamplingPanel.SettingChanged) -> None:
+        self.asked.append((message.field, message.value))
+        self.settings = self.settings.with_changes(**{message.field: message.value})
+        self.query_one(SamplingPanel).show(self.settings)
+
+
+async def test_the_panel_posts_the_order_as_a_setting_change() -> None:
+    host = PanelHost()
+    async with host.run_test(size=(80, 30)) as pilot:
+        host.query_one(SamplingPanel).open_group("order")
+        chain = host.query_one(ChainOrder)
+        chain.focus()
+        start = DEFAULT_CHAT_SETTINGS.order
+        assert chain.value == start
+        await pilot.press("down", "down", "down", "down", "shift+up")  # top_k one up
+        await pilot.press("down", "space")  # the sampler now after top_k switched off
+        await pilot.pause()
+        moved = list(start)
+        at = moved.index("top_k")
+        moved[at - 1], moved[at] = moved[at], moved[at - 1]
+        switched = [name for name in moved if name != moved[at]]
+        assert host.asked == [("samplers", tuple(moved)), ("samplers", tuple(switched))]
+        assert host.settings.order == tuple(switched)
+        assert chain.value == tuple(switched)
+
+
+async def test_a_change_of_order_mid_reply_applies_from_the_next_token() -> None:
+    fake = FakeBackend(pause_after_tokens=5)
+    app = SamplescopeApp(fake, cursor_blink=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await send_message_and_wait_paused(pilot, app, fake)
+        app.query_one(SamplingPanel).open_group("order")
+        chain = app.query_one(ChainOrder)
+        chain.focus()
+        top_k_row = [name for name, _ in chain.rows].index("top_k")
+        await pilot.press(*["down"] * top_k_row, "space")  # top_k off, mid-reply
+        await pilot.pause()
+        without_top_k = tuple(name for name in DEFAULT_CHAT_SETTINGS.order if name != "top_k")
+        assert app.live.current.samplers == without_top_k
+        fake.resume.set()
+        await wait_until(pilot, lambda: not app.generating and bool(app.finished))
+        steps = [token.step for token in app.replies[-1].tokens]
+        assert len(steps) > 5
+        assert [s.settings.order for s in steps[:5]] == [DEFAULT_CHAT_SETTINGS.order] * 5
+        assert {s.settings.order for s in steps[5:]} == {without_top_k}
+        assert all(s.cut_by != "top_k" for s in steps[5:])
+
+
+async def test_moving_the_temperature_sets_temperature_last_so_the_order_runs_as_shown() -> None:
+    host = PanelHost()
+    async with host.run_test(size=(80, 30)) as pilot:
+        host.query_one(SamplingPanel).open_group("order")
+        chain = host.query_one(ChainOrder)
+        chain.focus()
+        start = DEFAULT_CHAT_SETTINGS.order
+        at = start.index("temperature")
+        moves = len(start) - 1 - at
+        await pilot.press(*["down"] * at, *["shift+down"] * moves)  # temperature to the end
+        await pilot.pause()
+        assert host.settings.order == SAMPLER_NAMES  # llama.cpp's chain, temperature last
+        assert host.settings.temperature_last is True
+        assert ("temperature_last", True) in host.asked
+        assert chain.value == SAMPLER_NAMES
+        await pilot.press("shift+up")  # one up again: temperature_last must go off
+        await pilot.pause()
+        assert host.asked[-2:] == [
+            ("temperature_last", False),
+            ("samplers", (*SAMPLER_NAMES[:-2], "temperature", SAMPLER_NAMES[-2])),
+        ]
+        assert host.settings.order == host.asked[-1][1]

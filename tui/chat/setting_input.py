@@ -1,0 +1,70 @@
+"""Reading a setting typed as text in the app: the chain's order, DRY's breakers, logit bias.
+
+A logit bias may name a token by its text ("hello=-inf"): the model's tokenizer turns
+the text into its one token, as `generate --logit-bias` does (a text of several
+tokens is refused). Ids ("42=+2") need no tokenizer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sampling.errors import SettingsError
+from sampling.setting_text import BiasPairs, bias_entries, bias_pairs
+from sampling.spec import SETTINGS_BY_NAME, SettingSpec, SettingValue
+
+TextEncoder = Callable[[str], list[int]]
+
+
+def read_setting_text(spec: SettingSpec, text: str, encode: TextEncoder | None) -> SettingValue:
+    """The value a typed text means for `spec` (not validated against its range yet).
+
+    Args:
+        spec: The setting.
+        text: What the user typed.
+        encode: The model's tokenizer (text → ids), or None when it is not loaded.
+
+    Raises:
+        SettingsError: The text cannot be read; the message names the setting and says why.
+    """
+    if spec.kind == "bias":
+        return _bias(spec, text, encode)
+    return spec.parse(text)
+
+
+def _bias(spec: SettingSpec, text: str, encode: TextEncoder | None) -> BiasPairs:
+    try:
+        entries = bias_entries(text)
+    except ValueError as error:
+        raise SettingsError(spec.name, text, f"token=bias pairs: {error}") from None
+    pairs: list[tuple[int, float]] = []
+    for key, bias in entries:
+        if isinstance(key, str):
+            if encode is None:
+                raise SettingsError(
+                    spec.name, text, f"token ids: {key!r} is text and the model is not loaded"
+                )
+            tokens = encode(key)
+            if len(tokens) != 1:
+                raise SettingsError(
+                    spec.name, text, f"one token per entry: {key!r} is {len(tokens)} tokens"
+                )
+            key = tokens[0]
+        pairs.append((key, bias))
+    try:
+        return bias_pairs(pairs)
+    except ValueError as error:
+        raise SettingsError(spec.name, text, str(error)) from None
+
+
+def typed_value(field: str, value: object, encode: TextEncoder | None) -> object:
+    """`value` read as `field`'s value when it is the text typed for a several-valued
+    setting (see `read_setting_text`); any other value as it is.
+
+    Raises:
+        SettingsError: The text cannot be read.
+    """
+    spec = SETTINGS_BY_NAME.get(field)
+    if spec is None or spec.is_scalar or not isinstance(value, str):
+        return value
+    return read_setting_text(spec, value, encode)

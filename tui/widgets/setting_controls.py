@@ -1,0 +1,132 @@
+"""Which control each setting gets, and how the panel groups them (from `sampling.spec`)."""
+
+from __future__ import annotations
+
+from textual.widget import Widget
+
+from sampling.settings import SamplerSettings
+from sampling.spec import (
+    DISPLAY_ORDER,
+    GROUPS,
+    SAMPLER_NAMES,
+    SETTINGS,
+    SETTINGS_BY_NAME,
+    SettingSpec,
+    SettingValue,
+)
+from tui.widgets.chain_order import ChainOrder
+from tui.widgets.slider import Slider
+from tui.widgets.text_setting import TextSetting
+from tui.widgets.toggle import Toggle
+
+CORE_GROUP = "core"
+ORDER_GROUP = "order"
+ORDER_FIELD = "samplers"
+
+#: Each group's title.
+GROUP_TITLES: dict[str, str] = {
+    "core": "core",
+    "penalties": "penalties",
+    "dry": "DRY: repeated sequences",
+    "xtc": "XTC: exclude top choices",
+    "typical": "typical-p · top-n-σ",
+    "dynatemp": "dynamic temperature",
+    "mirostat": "mirostat",
+    "bias": "logit bias",
+    "order": "chain order",
+}
+
+_PLACEHOLDERS = {
+    "logit_bias": "hello=-inf; 42=+2",
+    "dry_sequence_breakers": '["\\n", ":", "\\"", "*"]',
+}
+
+
+def group_specs() -> list[tuple[str, list[SettingSpec]]]:
+    """(group, its settings), groups in the panel's order: the core, the chain's order,
+    then `sampling.spec.GROUPS`.
+
+    Within a group: numbers, then switches (as `DISPLAY_ORDER`), then the
+    several-valued settings (order, biases, breakers).
+    """
+    listed = [*DISPLAY_ORDER, *(spec for spec in SETTINGS if not spec.is_scalar)]
+    groups: dict[str, list[SettingSpec]] = {}
+    for spec in listed:
+        groups.setdefault(spec.group, []).append(spec)
+    shown = (CORE_GROUP, ORDER_GROUP, *GROUPS)
+    known = [name for name in dict.fromkeys(shown) if name in groups]
+    rest = [name for name in groups if name not in GROUPS]
+    return [(name, groups[name]) for name in known + rest]
+
+
+def group_title(group: str, on: bool) -> str:
+    """A group's title; "● on" marks a group other than the core where something is on."""
+    title = GROUP_TITLES.get(group, group)
+    return f"{title}  ● on" if on and group != CORE_GROUP else title
+
+
+def group_is_on(group: str, settings: SamplerSettings) -> bool:
+    """Whether a setting of the group changes the sampling (the order: changed at all).
+
+    A setting that only serves others (a window such as `repeat_last_n`, which
+    `repeat_penalty` needs) counts only when one of those is on too.
+    """
+    specs = [spec for spec in SETTINGS if spec.group == group]
+    for spec in specs:
+        if spec.name == ORDER_FIELD:
+            if getattr(settings, spec.name) != spec.default:
+                return True
+            continue
+        if not _is_on(spec, settings):
+            continue
+        served = [other for other in SETTINGS if other.needs == spec.name]
+        if not served or any(_is_on(other, settings) for other in served):
+            return True
+    return False
+
+
+def _is_on(spec: SettingSpec, settings: SamplerSettings) -> bool:
+    """Whether a setting with an off value is away from it (and what it needs is on)."""
+    if spec.off is None and spec.off_at_or_below is None:
+        return False
+    if spec.is_off(getattr(settings, spec.name)):
+        return False
+    return spec.needs is None or _is_on(SETTINGS_BY_NAME[spec.needs], settings)
+
+
+def chain_order_of(settings: SamplerSettings) -> tuple[str, ...]:
+    """The samplers the settings run, in the order they run."""
+    return settings.order
+
+
+def setting_text(spec: SettingSpec, value: SettingValue) -> str:
+    """A text setting's value as its input shows it (what `spec.parse` reads back)."""
+    return spec.format(value)
+
+
+def control_for(spec: SettingSpec, settings: SamplerSettings) -> Widget:
+    """The control for one setting, showing its value in `settings`.
+
+    A number gets a slider, a boolean or a choice a toggle, the chain's order the
+    order editor, any other kind a text input.
+    """
+    value = getattr(settings, spec.name)
+    if spec.name == ORDER_FIELD:
+        return ChainOrder(spec.name, spec.label, SAMPLER_NAMES, chain_order_of(settings))
+    if spec.kind in ("bool", "choice"):
+        return Toggle(spec.name, spec.label, spec.choices, value)
+    if spec.slider is None:
+        placeholder = _PLACEHOLDERS.get(spec.name, "")
+        return TextSetting(spec.name, spec.label, setting_text(spec, value), placeholder)
+    return Slider(
+        spec.name,
+        spec.label,
+        minimum=spec.slider.soft_min,
+        maximum=spec.slider.soft_max,
+        step=spec.slider.fine,
+        coarse=spec.slider.coarse,
+        value=value,
+        integer=spec.kind == "int",
+        hard_minimum=spec.slider.hard_min,
+        hard_maximum=spec.slider.hard_max,
+    )
