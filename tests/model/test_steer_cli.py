@@ -104,6 +104,28 @@ def test_whatif_under_other_settings_changes_the_cut_not_the_logits(
     assert greedy["candidates"][0]["after"] == 1.0
 
 
+def test_whatif_takes_newer_samplers_and_a_logit_bias_by_text(
+    saved: tuple[Path, dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, result = saved
+    for at in range(1, 25):  # a step where the model hesitates between two tokens
+        base = ["whatif", str(result["chat_id"]), "--at", str(at), "--json", "--db", str(db)]
+        own = run_json(capsys, base)
+        if own["candidates"][1]["before"] > 0.1:
+            break
+    top = own["candidates"][0]
+    banned = run_json(capsys, [*base, "--logit-bias", f"{top['text']}=-inf"])
+    assert top["token_id"] not in [c["token_id"] for c in banned["candidates"] if c["after"] > 0]
+    xtc = run_json(
+        capsys, [*base, "--temperature-last", "--xtc-probability", "1", "--xtc-threshold", "0.05"]
+    )
+    # XTC removes from the head: the most probable candidate is removed, by xtc.
+    assert xtc["candidates"][0]["after"] == 0.0
+    assert xtc["candidates"][0]["removed_by"] == "xtc"
+    dynamic = run_json(capsys, [*base, "--dynatemp-range", "0.5"])
+    assert 0.3 <= dynamic["temperature"] <= 1.3 and dynamic["temperature"] != own["temperature"]
+
+
 def test_branch_by_rank_is_deterministic_and_stored_in_the_tree(
     saved: tuple[Path, dict[str, Any]], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -12,7 +12,7 @@ import json
 import sys
 
 from backend.store.steer import Choice, make_branch, pick_token, recompute
-from tui.cli.saved_reply import add_step_flags, find_target, load_for
+from tui.cli.saved_reply import add_step_flags, find_target, load_for, with_text_bias
 from tui.cli.store_access import open_store
 
 
@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
         target = find_target(store, args)
         backend = load_for(target, args)
         try:
+            target = with_text_bias(target, args, backend)
             force: int | None = None
             if kind == "rank":
                 step, _ = recompute(

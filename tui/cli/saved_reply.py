@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +20,7 @@ from backend.store.store import ChatRecord, ChatStore, ReplyRecord
 from sampling.settings import SamplerSettings
 from tui.cli.model_flags import add_rpc_flag, chosen_rpc
 from tui.cli.replay import DEFAULT_N_BATCH, DEFAULT_N_CTX, check_model
-from tui.cli.settings_flags import add_settings_flags, settings_from_args
+from tui.cli.settings_flags import add_settings_flags, bias_needs_tokenizer, settings_from_args
 from tui.cli.store_access import add_db_flag
 
 if TYPE_CHECKING:
@@ -82,7 +82,9 @@ def find_target(store: ChatStore, args: argparse.Namespace) -> Target:
     chat = store.load_chat(args.chat_id)
     reply = find_branch(chat, args.reply, args.branch)
     index = check_position(reply, args.at)
-    settings = settings_from_args(args, settings_for(chat, reply, index))
+    own = settings_for(chat, reply, index)
+    # A logit bias naming a token by its text waits for the model (`with_text_bias`).
+    settings = own if bias_needs_tokenizer(args) else settings_from_args(args, own)
     path = Path(args.model) if args.model else Path(reply.model.path)
     if not path.is_file():
         raise ModelFileError(
@@ -106,6 +108,21 @@ def load_for(target: Target, args: argparse.Namespace) -> LlamaBackend:
         n_batch=target.reply.n_batch or DEFAULT_N_BATCH,
         rpc=chosen_rpc(args.rpc),
     )
+
+
+def with_text_bias(target: Target, args: argparse.Namespace, backend: LlamaBackend) -> Target:
+    """The target with the flags applied once the model can tokenize `--logit-bias` text.
+
+    Raises:
+        SettingsError: A flag's value is bad, or a text is not exactly one token.
+    """
+    if not bias_needs_tokenizer(args):
+        return target
+    own = settings_for(target.chat, target.reply, target.index)
+    settings = settings_from_args(
+        args, own, lambda text: backend.runtime.tokenize(text, special=False)
+    )
+    return replace(target, settings=settings)
 
 
 def piece_text(backend: LlamaBackend, token: int) -> str:

@@ -15,7 +15,13 @@ import sys
 from backend.store.steer import recompute
 from sampling.records import Step
 from sampling.settings import settings_summary
-from tui.cli.saved_reply import add_step_flags, find_target, load_for, piece_text
+from tui.cli.saved_reply import (
+    add_step_flags,
+    find_target,
+    load_for,
+    piece_text,
+    with_text_bias,
+)
 from tui.cli.store_access import open_store
 
 
@@ -49,6 +55,8 @@ def step_json(step: Step, stored: int, pieces: list[str]) -> dict[str, object]:
         ],
         "n_kept": step.n_kept,
         "cut_by": str(step.cut_by),
+        "temperature": step.temperature,
+        "mirostat_mu": step.mirostat_mu,
     }
 
 
@@ -58,6 +66,7 @@ def run(args: argparse.Namespace) -> int:
         target = find_target(store, args)
     backend = load_for(target, args)
     try:
+        target = with_text_bias(target, args, backend)
         step, notices = recompute(backend, target.chat, target.reply, target.index, target.settings)
         pieces = [piece_text(backend, int(t)) for t in step.table.token_ids]
         stored = target.reply.token_ids[target.index]
@@ -78,5 +87,6 @@ def run(args: argparse.Namespace) -> int:
         print(
             f"{mark}{rank:3d} {int(token):6d} {text!r:20} "
             f"{step.table.prob_before[rank - 1]:8.4f} → {step.table.prob_after[rank - 1]:.4f}"
+            f"  {step.table.removed_by[rank - 1]}".rstrip()
         )
     return 0
