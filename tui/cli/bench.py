@@ -42,6 +42,11 @@ def run(args: argparse.Namespace) -> int:
     """Run the chosen benchmarks and print their tables."""
     parts = args.only or list(PARTS)
     model_path = chosen_model_path(args.model)
+    # Before any part loads a model: until then llama-cpp-python's own callback prints
+    # llama.cpp's warnings (such as the SWA cache notice) to the terminal.
+    from backend.llama.log import install_llama_log
+
+    install_llama_log()
     print(f"model: {model_path.name} · threads: {args.threads}")
     if "sampler" in parts:
         from backend.bench.sampler import format_rows, run_sampler_bench
