@@ -116,6 +116,8 @@ class ChatRecorder:
             mode: "chat" or "completion" (the last message's text continued as is).
         """
         self._writer = None
+        if self.error is not None:
+            return False  # a database that failed once is never written to again
         try:
             if self._model is None:
                 self._model = self.store.model_ref(self.model_path)
@@ -148,6 +150,8 @@ class ChatRecorder:
         record takes tokens from index `at` on. The turn stays counted as stored.
         """
         last, self._writer = self._writer, None
+        if self.error is not None:
+            return False
         if last is None or self.chat_id is None or self._model is None:
             return self.error is None  # the last reply was not recorded: nor is its branch
         try:

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from backend.chat.events import FinishedEvent, GenerationStats
-from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.chat.protocol import ChatMessage, LiveSettings, Role
 from backend.store.recorder import ChatRecorder
 from backend.store.replay import replay
-from backend.store.store import ChatStore
+from backend.store.store import ChatStore, StoreError
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import FakeBackend
 
@@ -109,3 +109,26 @@ def test_store_errors_are_reported_not_raised(tmp_path: Path, model: Path) -> No
     assert recorder.error is not None and "chats.sqlite3" in recorder.error
     for event in FakeBackend().generate(messages, LiveSettings(SETTINGS), max_tokens=3):
         recorder.record(event)  # no exception
+
+
+class _FailsOnce(ChatStore):
+    """A store whose first `add_message` fails, as a corrupt page would."""
+
+    failed = False
+
+    def add_message(self, chat_id: int, role: Role, content: str) -> int:
+        if not self.failed:
+            self.failed = True
+            raise StoreError("chat database is corrupt")
+        return super().add_message(chat_id, role, content)
+
+
+def test_a_store_that_failed_is_not_written_to_again(tmp_path: Path, model: Path) -> None:
+    with _FailsOnce(tmp_path / "chats.sqlite3") as store:
+        recorder = ChatRecorder(store, model)
+        messages = [ChatMessage("user", "hi")]
+        assert recorder.begin_reply(messages, SETTINGS, 5) is False
+        assert recorder.error is not None
+        assert recorder.begin_reply(messages, SETTINGS, 5) is False
+        assert recorder.begin_branch(0, SETTINGS) is False
+        assert [store.load_chat(c.id).messages for c in store.list_chats()] == [()]
