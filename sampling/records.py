@@ -7,26 +7,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from sampling.setting_text import SAMPLER_NAMES
 from sampling.settings import SamplerSettings
 
 CutBy = str
 """A sampler's name in the record: one of `CUT_NAMES`."""
 
-CUT_NAMES: tuple[str, ...] = (
-    "none",
-    "greedy",
-    "logit_bias",
-    "penalties",
-    "dry",
-    "top_n_sigma",
-    "top_k",
-    "typ_p",
-    "top_p",
-    "min_p",
-    "xtc",
-    "temperature",
-    "mirostat",
-)
+CUT_NAMES: tuple[str, ...] = ("none", "greedy", "logit_bias", *SAMPLER_NAMES, "mirostat")
 """Every name `Step.cut_by` and `CandidateTable.removed_by` may hold ("" aside): "none"
 when nothing was cut, "greedy" at temperature 0, "logit_bias" for a ban (-inf),
 "temperature" for a token whose probability underflowed to 0 at a low temperature

@@ -2,15 +2,36 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
+from textual.app import App
+
+from backend.chat.protocol import LiveSettings
 from tui.chat.alternatives import Alternative, AlternativesScreen
+from tui.chat.conversation import Conversation
+from tui.chat.reply_job import ReplyJob
+from tui.chat.reply_view import Reply
+from tui.widgets.token_text import TokenPieces
 
-if TYPE_CHECKING:
-    from tui.chat.view import ChatView
+
+class SteeringHost(Protocol):
+    """What steering needs of the chat view (which calls it)."""
+
+    conversation: Conversation
+    live: LiveSettings
+    pieces: TokenPieces
+    max_tokens: int
+    generating: bool
+
+    @property
+    def app(self) -> App[Any]: ...
+
+    def notify(self, message: str) -> None: ...
+
+    def run_reply(self, reply: Reply, job: ReplyJob, *, replace: bool = False) -> None: ...
 
 
-def ask_alternative(view: ChatView, number: int, index: int) -> None:
+def ask_alternative(view: SteeringHost, number: int, index: int) -> None:
     """Show the alternatives of token `index` of reply `number`; the one chosen
     (or a re-sample) redoes the reply from there (`start_branch`)."""
     replies = view.conversation.replies
@@ -30,7 +51,7 @@ def ask_alternative(view: ChatView, number: int, index: int) -> None:
     view.app.push_screen(AlternativesScreen(step, title, view.pieces), chosen)
 
 
-def start_branch(view: ChatView, index: int, force: int | None) -> None:
+def start_branch(view: SteeringHost, index: int, force: int | None) -> None:
     """Redo the last reply from token `index`: the tokens before it kept, token `index`
     forced (None: drawn again with the live settings), the rest sampled; the old reply
     stays in the store as another branch of the turn."""

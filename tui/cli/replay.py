@@ -13,7 +13,7 @@ from pathlib import Path
 
 from backend.errors import ModelFileError
 from backend.store.replay import ReplayResult, pick_reply, replay
-from backend.store.store import ModelRef, ReplyRecord
+from backend.store.store import ChatStore, ModelRef, ReplyRecord
 from tui.cli.model_flags import add_rpc_flag, chosen_rpc
 from tui.cli.store_access import add_db_flag, open_store
 
@@ -83,20 +83,31 @@ def describe(result: ReplayResult, reply: ReplyRecord, piece: Callable[[int], st
     )
 
 
+def recorded_model(store: ChatStore, reply: ReplyRecord, model: str | None) -> Path:
+    """The GGUF to load for a stored reply: `--model`, else the recorded path; a warning
+    on stderr when the file is not the one recorded.
+
+    Raises:
+        ModelFileError: The file is missing.
+    """
+    path = Path(model) if model else Path(reply.model.path)
+    if not path.is_file():
+        raise ModelFileError(
+            f"the model file {path} that generated reply {reply.number} is missing; "
+            "pass --model PATH to use another copy of it"
+        )
+    warning = check_model(path, reply.model, store.model_ref(path))
+    if warning:
+        print(warning, file=sys.stderr)
+    return path
+
+
 def run(args: argparse.Namespace) -> int:
     """Replay and compare."""
     with open_store(args) as store:
         chat = store.load_chat(args.chat_id)
         reply = pick_reply(chat, args.reply)
-        path = Path(args.model) if args.model else Path(reply.model.path)
-        if not path.is_file():
-            raise ModelFileError(
-                f"the model file {path} that generated reply {reply.number} is missing; "
-                "pass --model PATH to use another copy of it"
-            )
-        warning = check_model(path, reply.model, store.model_ref(path))
-    if warning:
-        print(warning, file=sys.stderr)
+        path = recorded_model(store, reply, args.model)
     from backend.chat.llama_backend import LlamaBackend  # only now: it loads llama.cpp
 
     # The same context and prefill chunking as the original (both can change tokens).

@@ -9,17 +9,15 @@ used with its context and prefill chunk size.
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from backend.errors import ModelFileError
 from backend.store.steer import check_position, find_branch, settings_for
 from backend.store.store import ChatRecord, ChatStore, ReplyRecord
 from sampling.settings import SamplerSettings
 from tui.cli.model_flags import add_rpc_flag, chosen_rpc
-from tui.cli.replay import DEFAULT_N_BATCH, DEFAULT_N_CTX, check_model
+from tui.cli.replay import DEFAULT_N_BATCH, DEFAULT_N_CTX, recorded_model
 from tui.cli.settings_flags import add_settings_flags, bias_needs_tokenizer, settings_from_args
 from tui.cli.store_access import add_db_flag
 
@@ -85,16 +83,7 @@ def find_target(store: ChatStore, args: argparse.Namespace) -> Target:
     own = settings_for(chat, reply, index)
     # A logit bias naming a token by its text waits for the model (`with_text_bias`).
     settings = own if bias_needs_tokenizer(args) else settings_from_args(args, own)
-    path = Path(args.model) if args.model else Path(reply.model.path)
-    if not path.is_file():
-        raise ModelFileError(
-            f"the model file {path} that generated reply {reply.number} is missing; "
-            "pass --model PATH to use another copy of it"
-        )
-    warning = check_model(path, reply.model, store.model_ref(path))
-    if warning:
-        print(warning, file=sys.stderr)
-    return Target(chat, reply, index, settings, path)
+    return Target(chat, reply, index, settings, recorded_model(store, reply, args.model))
 
 
 def load_for(target: Target, args: argparse.Namespace) -> LlamaBackend:
