@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -105,6 +106,7 @@ class Candidates:
         "ranked",
         "temperature",
         "vocabulary",
+        "weights_memo",
         "workspace",
         "xtc_roll",
     )
@@ -131,6 +133,7 @@ class Candidates:
         self.mirostat_mu: float | None = None
         self.xtc_roll = 0.0
         self.vocabulary: object | None = None
+        self.weights_memo: tuple[object, object, float, Float64Array] | None = None
 
     @property
     def top(self) -> float:
@@ -142,8 +145,35 @@ class Candidates:
         ids = self.ids
         return self.maximum if ids is None else float(self.logits[ids[0]])
 
+    def kept_weights(self) -> Float64Array:
+        """exp((logit - top) / temperature) of the kept set (which must be cut), in order.
+
+        Taken from the memo when a unit already computed them for this very kept set,
+        logits and temperature (the filters and the final distribution each need
+        them); never write to the array returned.
+        """
+        ids = self.ids
+        assert ids is not None
+        memo = self.weights_memo
+        if (
+            memo is not None
+            and memo[1] is ids
+            and memo[0] is self.logits
+            and memo[2] == self.temperature
+        ):
+            return memo[3]
+        weights = weights_of(self.logits, self.top, self.temperature, ids)
+        self.weights_memo = (self.logits, ids, self.temperature, weights)
+        return weights
+
     def cut(
-        self, ids: IdArray, by: CutBy, ranked: IdArray | None = None, *, prefix: bool = True
+        self,
+        ids: IdArray,
+        by: CutBy,
+        ranked: IdArray | None = None,
+        *,
+        prefix: bool = True,
+        weights: Float64Array | None = None,
     ) -> None:
         """Keep only `ids`, a subset of the kept set in order, cut by the unit `by`.
 
@@ -153,7 +183,11 @@ class Candidates:
             ranked: A longer prefix of the order the unit sorted on the way, if any.
             prefix: Whether `ids` is a prefix of the current kept set (a filter by
                 rank or by probability); False for XTC and typical-p.
+            weights: The new kept set's weights as `kept_weights` gives them, when
+                the unit has them (remembered for the next reader).
         """
+        if weights is not None:
+            self.weights_memo = (self.logits, ids, self.temperature, weights)
         if prefix and self.prefix and self.ranked is None:
             # The first prefix cut holds the longest prefix: later ones only shorten it.
             self.ranked = ids if ranked is None else ranked
@@ -175,9 +209,10 @@ class Candidates:
                 self.temperature,
                 self.workspace.array("weights", size, np.float64),
             )
+            weights /= weights.sum()
         else:
-            weights = weights_of(self.logits, self.top, self.temperature, ids)
-        weights /= weights.sum()
+            kept_weights = self.kept_weights()
+            weights = kept_weights / kept_weights.sum()
         return Kept(
             ids,
             weights,
@@ -197,8 +232,7 @@ def weights_of(
     shifted = logits[token_ids].astype(np.float64)
     shifted -= maximum
     if temperature != 1.0:
-        with np.errstate(over="ignore"):  # a gap past float64 at a low T: weight 0
-            shifted /= temperature
+        divide_by_temperature(shifted, temperature, logits.dtype)
     return np.exp(shifted, out=shifted)
 
 
@@ -209,9 +243,29 @@ def vocabulary_weights(
     np.copyto(out, logits)  # widen first: float32 - float would round in float32
     out -= maximum
     if temperature != 1.0:
-        with np.errstate(over="ignore"):  # a gap past float64 at a low T: weight 0
-            out /= temperature
+        divide_by_temperature(out, temperature, logits.dtype)
     return np.exp(out, out=out)
+
+
+_LARGEST_FLOAT64 = float(np.finfo(np.float64).max)
+# The widest gap between two finite float32 logits, which float64 holds exactly.
+_FLOAT32_SPAN = 2.0 * float(np.finfo(np.float32).max)
+
+
+def divide_by_temperature(gaps: Float64Array, temperature: float, source: np.dtype[Any]) -> None:
+    """gaps /= temperature, in place; a quotient past float64's range becomes -inf.
+
+    Gaps between float32 logits are at most 6.8e38: dividing them overflows only
+    below a temperature of about 4e-270, so the common case skips numpy's error-state
+    switch (which costs more than the division). Gaps between float64 logits can
+    overflow at any temperature below 1.
+    """
+    span = _FLOAT32_SPAN if source == np.float32 else math.inf
+    if temperature * _LARGEST_FLOAT64 >= span:
+        gaps /= temperature
+    else:
+        with np.errstate(over="ignore"):  # a gap past float64 at a low T: weight 0
+            gaps /= temperature
 
 
 # The greedy distribution's one probability, shared (read-only) by every greedy step.
@@ -238,19 +292,34 @@ def entropy_and_normaliser(
     """
     if abs(maximum) > _FAST_ENTROPY_LIMIT:
         return _entropy_far_from_zero(logits, maximum)
-    exps = np.subtract(logits, maximum, out=workspace.array("exps", logits.shape[0], logits.dtype))
-    np.exp(exps, out=exps)
+    exps = workspace.array("exps", logits.shape[0], logits.dtype)
+    # exp(x - max) = exp(x) * exp(-max): within these bounds exp(x) neither overflows
+    # (nor do the sums below, over a vocabulary of up to a million tokens) nor drops
+    # a token that matters, and the subtraction's pass over the vocabulary is saved.
+    unshifted = _UNSHIFTED_LOWEST <= maximum <= _UNSHIFTED_HIGHEST
+    shift = 0.0 if unshifted else maximum
+    if unshifted:
+        np.exp(logits, out=exps)
+    else:
+        np.exp(np.subtract(logits, maximum, out=exps), out=exps)
     # A BLAS dot with ones sums twice as fast as numpy's pairwise sum.
-    normaliser = float(np.dot(exps, workspace.ones(exps.shape[0], exps.dtype)))
+    total = float(np.dot(exps, workspace.ones(exps.shape[0], exps.dtype)))
+    # sum(e * (x - shift)) = sum(e * x) - shift * sum(e); a -inf logit gives 0 * -inf
+    # (NaN, checked below), so numpy's "invalid" warning is off.
     with np.errstate(invalid="ignore"):
-        # sum(e * (x - max)) = sum(e * x) - max * sum(e)
-        weighted = float(np.dot(exps, logits)) - maximum * normaliser
+        weighted = float(np.dot(exps, logits)) - shift * total
     if weighted != weighted:
-        # A -inf logit gives 0 * -inf; such tokens add nothing to the entropy.
+        # Tokens with a -inf logit add nothing to the entropy.
         finite = np.isfinite(logits)
-        weighted = float(np.dot(exps[finite], logits[finite])) - maximum * normaliser
+        weighted = float(np.dot(exps[finite], logits[finite])) - shift * total
+    normaliser = total * math.exp(shift - maximum)
     # Rounding can take a near-one-hot distribution's entropy a hair below zero.
-    return max(0.0, math.log(normaliser) - weighted / normaliser), normaliser
+    return max(0.0, math.log(total) - weighted / total), normaliser
+
+
+# The maxima for which `entropy_and_normaliser` takes exp(x) unshifted.
+_UNSHIFTED_LOWEST = -40.0
+_UNSHIFTED_HIGHEST = 60.0
 
 
 _FAST_ENTROPY_LIMIT = 1e4

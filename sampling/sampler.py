@@ -154,7 +154,9 @@ class Sampler:
         chain = self._chain
         candidates = Candidates(*checked_logits(logits, self.vocab_size), history, self._workspace)
         candidates.vocabulary = self.vocabulary
-        mu = candidates.mirostat_mu = self.mirostat_mu
+        mu = None
+        if settings.mirostat:
+            mu = candidates.mirostat_mu = self.mirostat_mu
         if 0.0 < settings.xtc_probability < 1.0 and settings.xtc_threshold <= 0.5:
             candidates.xtc_roll = self._source().uniform()
         kept = chain.run(candidates)

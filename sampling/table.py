@@ -89,18 +89,7 @@ def _removed_by(
     underflowed at a low temperature ("temperature").
     """
     if kept.prefix:
-        # The rows are the order's first N and every cut kept a shorter prefix of it:
-        # cut c removed the rows from its length up to the previous cut's.
-        names = [""] * ids.shape[0]
-        alive = ids.shape[0]
-        for name, cut_ids, _ in kept.cuts:
-            length = cut_ids.shape[0]
-            if length < alive:
-                names[length:alive] = [name] * (alive - length)
-                alive = length
-        for row in range(int(np.count_nonzero(kept_rows)), alive):
-            names[row] = "logit_bias" if logits[row] == -np.inf else "temperature"
-        return tuple(names)
+        return _removed_from_prefix(logits, kept, ids.shape[0])
     names = [""] * ids.shape[0]
     alive = np.ones(ids.shape[0], dtype=bool)
     for name, cut_ids, is_prefix in kept.cuts:
@@ -116,3 +105,31 @@ def _removed_by(
     for position in np.flatnonzero(alive & ~kept_rows).tolist():
         names[position] = "logit_bias" if logits[position] == -np.inf else "temperature"
     return tuple(names)
+
+
+def _removed_from_prefix(logits: np.ndarray, kept: Kept, rows: int) -> tuple[str, ...]:
+    """`_removed_by` when every cut kept a prefix: the rows are the order's first N.
+
+    Cut c removed the rows from its length up to the previous cut's; rows below
+    that but past the tokens with a nonzero probability were banned or underflowed.
+    Built from runs of one name, with no per-row work in the common case.
+    """
+    runs: list[tuple[str, ...]] = []
+    alive = rows
+    for name, cut_ids, _ in kept.cuts:
+        length = cut_ids.shape[0]
+        if length < alive:
+            runs.append((name,) * (alive - length))
+            alive = length
+    nonzero = min(alive, kept.n_kept)
+    if nonzero < alive:
+        runs.append(
+            tuple(
+                "logit_bias" if logits[row] == -np.inf else "temperature"
+                for row in range(nonzero, alive)
+            )
+        )
+    names = ("",) * nonzero
+    for run in reversed(runs):
+        names += run
+    return names
