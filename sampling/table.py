@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sampling.engine import Kept, entropy_and_normaliser, weights_of
+from sampling.engine import Kept, entropy_and_normaliser
 from sampling.logits import FloatArray
 from sampling.ordering import IdArray, top_ids
 from sampling.records import CandidateTable, RankTail
@@ -40,7 +40,9 @@ def candidate_table(
     else:
         ids = top_ids(penalized, count)
     entropy, normaliser = entropy_and_normaliser(penalized, maximum, workspace)
-    before = weights_of(penalized, maximum, 1.0, ids)
+    logits = penalized[ids].astype(np.float64)
+    before = np.subtract(logits, maximum)  # weights_of at T = 1, from the rows' logits
+    np.exp(before, out=before)
     before /= normaliser
     if kept.ids is None:
         after = kept.probs[ids]
@@ -56,7 +58,7 @@ def candidate_table(
         for column in (tail.prob_before, tail.prob_after):
             column.flags.writeable = False
         ids, before, after = ids[:rows].copy(), before[:rows].copy(), after[:rows].copy()
-    logits = penalized[ids].astype(np.float64)
+        logits = logits[:rows].copy()
     kept_rows = after > 0.0
     removed_by = _removed_by(penalized, logits, ids, kept, kept_rows)
     for array in (ids, logits, before, after, kept_rows):
