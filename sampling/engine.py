@@ -309,13 +309,18 @@ def entropy_and_normaliser(
     with np.errstate(invalid="ignore"):
         weighted = float(np.dot(exps, logits)) - shift * total
     if weighted != weighted:
-        # Tokens with a -inf logit add nothing to the entropy.
-        finite = np.isfinite(logits)
-        weighted = float(np.dot(exps[finite], logits[finite])) - shift * total
+        # Tokens with a -inf logit add nothing to the entropy: at the lowest finite
+        # value instead, their weight 0 gives a product of 0, not NaN.
+        floor = _LOWEST_FINITE[0] if logits.dtype == np.float32 else _LOWEST_FINITE[1]
+        clamped = workspace.array("clamped", logits.shape[0], logits.dtype)
+        np.maximum(logits, floor, out=clamped)
+        weighted = float(np.dot(exps, clamped)) - shift * total
     normaliser = total * math.exp(shift - maximum)
     # Rounding can take a near-one-hot distribution's entropy a hair below zero.
     return max(0.0, math.log(total) - weighted / total), normaliser
 
+
+_LOWEST_FINITE = (float(np.finfo(np.float32).min), float(np.finfo(np.float64).min))
 
 # The maxima for which `entropy_and_normaliser` takes exp(x) unshifted.
 _UNSHIFTED_LOWEST = -40.0

@@ -30,8 +30,37 @@ _PARTITION_ABOVE = 2048
 
 def sort_descending(logits: FloatArray, token_ids: IdArray) -> IdArray:
     """`token_ids` (ascending) ordered by descending logit, ties by lower id."""
-    order = np.argsort(-logits[token_ids], kind="stable")
+    values = logits[token_ids]
+    if token_ids.shape[0] > _KEYED_SORT_ABOVE and values.dtype == np.float32:
+        return _keyed_sort(values, token_ids)
+    order = np.argsort(-values, kind="stable")
     result: IdArray = token_ids[order]
+    return result
+
+
+# Above this many ids, `sort_descending` sorts one int64 key per token (numpy's SIMD
+# sort) instead of a stable argsort of the logits (a merge sort): four times faster
+# on a whole vocabulary, slower on a short band.
+_KEYED_SORT_ABOVE = 2048
+
+
+def _keyed_sort(values: npt.NDArray[np.float32], token_ids: IdArray) -> IdArray:
+    """`sort_descending` for float32 logits, by a plain sort of one key per token.
+
+    The key's high half orders the logits: a float32's bits read as an int32 keep
+    its order once a negative one's magnitude bits are flipped, and negating that
+    makes the order descending. The low half is the id, so equal logits keep the
+    lower id first. `values` (a fresh gather) is overwritten.
+    """
+    values += np.float32(0.0)  # -0.0 becomes 0.0: equal logits must tie
+    bits = values.view(np.int32).astype(np.int64)
+    np.bitwise_xor(bits, 0x7FFFFFFF, out=bits, where=bits < 0)
+    keys = np.negative(bits, out=bits)
+    keys <<= 32
+    keys |= token_ids
+    keys.sort()
+    keys &= 0xFFFFFFFF
+    result: IdArray = keys.astype(np.intp, copy=False)
     return result
 
 

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from sampling import SamplerSettings, probabilities
 from sampling.engine import Candidates, entropy_and_normaliser, weights_of
+from sampling.ordering import sort_descending
 from sampling.penalties import _distinct_with_counts, _extremely_penalized, penalized_logits
 from sampling.workspace import Workspace
 
@@ -151,3 +152,31 @@ def test_chained_filters_give_the_distribution_computed_from_scratch(
     expected[kept] = final / final.sum()
     np.testing.assert_allclose(probs, expected, rtol=1e-12, atol=0)
     assert math.isclose(float(probs.sum()), 1.0, rel_tol=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    kind=st.sampled_from(["normal", "ties", "signed zeros and -inf", "huge", "flat"]),
+)
+def test_the_keyed_sort_orders_like_a_stable_argsort(seed: int, kind: str) -> None:
+    generator = np.random.default_rng(seed)
+    size = 6000
+    logits = generator.standard_normal(size).astype(np.float32)
+    if kind == "ties":
+        logits = np.round(logits).astype(np.float32)
+    elif kind == "signed zeros and -inf":
+        logits[::5] = -np.inf
+        logits[1::7] = -0.0
+        logits[2::7] = 0.0
+    elif kind == "huge":
+        logits *= np.float32(1e37)
+    elif kind == "flat":
+        logits[:] = -3.0
+    token_ids = np.sort(
+        generator.choice(size, size=int(generator.integers(2049, size)), replace=False)
+    )
+    expected = token_ids[np.argsort(-logits[token_ids], kind="stable")]
+    ordered = sort_descending(logits, token_ids)
+    assert ordered.dtype == np.intp
+    np.testing.assert_array_equal(ordered, expected)
