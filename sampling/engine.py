@@ -247,6 +247,33 @@ def vocabulary_weights(
     return np.exp(out, out=out)
 
 
+def scaled_gaps(
+    logits: FloatArray,
+    top: float,
+    temperature: float,
+    token_ids: IdArray | None,
+    out: Float64Array | None = None,
+) -> Float64Array:
+    """(logit - top) / temperature in float64: the exponent of `weights_of`.
+
+    Args:
+        logits: The logits.
+        top: The logit the gaps are taken from.
+        temperature: The temperature.
+        token_ids: Which tokens (in that order); None for the whole vocabulary by id.
+        out: For the whole vocabulary, the array to write into.
+    """
+    if token_ids is None:
+        gaps = np.empty(logits.shape[0]) if out is None else out
+        np.copyto(gaps, logits)  # widen first: float32 - float would round in float32
+    else:
+        gaps = logits[token_ids].astype(np.float64)
+    gaps -= top
+    if temperature != 1.0:
+        divide_by_temperature(gaps, temperature, logits.dtype)
+    return gaps
+
+
 _LARGEST_FLOAT64 = float(np.finfo(np.float64).max)
 # The widest gap between two finite float32 logits, which float64 holds exactly.
 _FLOAT32_SPAN = 2.0 * float(np.finfo(np.float32).max)

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 import numpy as np
+import numpy.typing as npt
 
-from sampling.engine import Candidates, vocabulary_weights, weights_of
-from sampling.ordering import IdArray, sort_descending, top_ids
+from sampling.engine import Candidates, scaled_gaps, vocabulary_weights, weights_of
+from sampling.ordering import IdArray, sort_descending, stable_argsort, top_ids
 from sampling.settings import SamplerSettings
 
 UnitKind = Literal["logits", "candidates"]
@@ -91,14 +92,29 @@ class Typical:
 
     def apply(self, candidates: Candidates) -> None:
         """Keep the most typical tokens until their mass exceeds p."""
-        ids = ordered_ids(candidates)
-        probs = weights_of(candidates.logits, candidates.top, candidates.temperature, ids)
-        probs /= probs.sum()
-        with np.errstate(divide="ignore", invalid="ignore"):
-            surprise = -np.log(probs)
-            entropy = float(np.sum(np.where(probs > 0.0, probs * surprise, 0.0)))
-        scores = np.abs(surprise - entropy)
-        by_typicality = np.argsort(scores, kind="stable")
+        if candidates.ids is None:
+            logits = candidates.logits
+            if logits.shape[0] < 2:
+                return
+            workspace = candidates.workspace
+            gaps = workspace.array("typical-gaps", logits.shape[0], np.float64)
+            scaled_gaps(logits, candidates.maximum, candidates.temperature, None, gaps)
+            probs, scores = _typicality(
+                gaps, workspace.array("typical-probs", logits.shape[0], np.float64)
+            )
+            best = int(np.argmin(scores))
+            if probs[best] > self.p and int(np.count_nonzero(scores == scores[best])) == 1:
+                # A peaked step: the most typical token alone exceeds p; no sort needed.
+                # (Tied scores are ordered by logit, which this shortcut does not read.)
+                candidates.cut(np.array([best], dtype=np.intp), self.name, prefix=False)
+                return
+            ids = ordered_ids(candidates)
+            probs, scores = probs[ids], scores[ids]
+        else:
+            ids = candidates.ids
+            gaps = scaled_gaps(candidates.logits, candidates.top, candidates.temperature, ids)
+            probs, scores = _typicality(gaps, np.empty(ids.shape[0]))
+        by_typicality = stable_argsort(scores)
         cumulative = np.cumsum(probs[by_typicality])
         keep = int(np.searchsorted(cumulative, self.p, side="right")) + 1
         if keep >= ids.shape[0]:
@@ -107,6 +123,28 @@ class Typical:
             return
         kept = ids[np.sort(by_typicality[:keep])]
         candidates.cut(kept, self.name, ids if candidates.ids is None else None, prefix=False)
+
+
+def _typicality(
+    gaps: npt.NDArray[np.float64], probs: npt.NDArray[np.float64]
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """The probabilities and typicality scores |surprise - entropy| of some tokens.
+
+    `gaps` are (logit - top) / T; they are overwritten by the scores, and `probs`
+    (of the same length) receives the probabilities: large temporaries cost page
+    faults. A token's surprise -log p is log Z - gap, with no logarithm per token;
+    one of probability 0 (or a -inf logit) scores above every other.
+    """
+    np.exp(gaps, out=probs)
+    total = float(probs.sum())
+    probs /= total
+    surprise = np.subtract(math.log(total), gaps, out=gaps)
+    with np.errstate(invalid="ignore"):  # 0 * inf for a -inf logit: NaN, redone below
+        entropy = float(np.dot(probs, surprise))
+    if entropy != entropy:
+        entropy = float(np.dot(probs, np.where(probs > 0.0, surprise, 0.0)))
+    surprise -= entropy
+    return probs, np.abs(surprise, out=surprise)
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,6 +64,35 @@ def _keyed_sort(values: npt.NDArray[np.float32], token_ids: IdArray) -> IdArray:
     return result
 
 
+def stable_argsort(values: npt.NDArray[np.float64]) -> IdArray:
+    """`np.argsort(values, kind="stable")` (no NaN), faster on long arrays.
+
+    numpy's stable sort of floats is a merge sort; its default sort is a SIMD
+    quicksort, which breaks ties in no set order. Sorted by the latter, every run
+    of equal values is put back in position order by one int64 sort of
+    (run, position) keys.
+    """
+    size = values.shape[0]
+    if size <= _KEYED_SORT_ABOVE:
+        stable: IdArray = np.argsort(values, kind="stable")
+        return stable
+    order: IdArray = np.argsort(values)
+    ordered = values[order]
+    starts = np.empty(size, dtype=bool)
+    starts[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
+    if starts.all():
+        return order
+    keys = np.cumsum(starts)
+    keys -= 1
+    keys *= size
+    keys += order
+    keys.sort()
+    keys %= size
+    result: IdArray = keys.astype(np.intp, copy=False)
+    return result
+
+
 def top_ids(logits: FloatArray, count: int) -> IdArray:
     """The `count` highest-logit token ids in descending order (ties: lower id first).
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from sampling import SamplerSettings, probabilities
 from sampling.engine import Candidates, entropy_and_normaliser, weights_of
-from sampling.ordering import sort_descending
+from sampling.ordering import sort_descending, stable_argsort
 from sampling.penalties import _distinct_with_counts, _extremely_penalized, penalized_logits
 from sampling.workspace import Workspace
 
@@ -180,3 +180,52 @@ def test_the_keyed_sort_orders_like_a_stable_argsort(seed: int, kind: str) -> No
     ordered = sort_descending(logits, token_ids)
     assert ordered.dtype == np.intp
     np.testing.assert_array_equal(ordered, expected)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), rounded=st.booleans(), size=st.sampled_from([50, 5000]))
+def test_stable_argsort_is_numpys_stable_argsort(seed: int, rounded: bool, size: int) -> None:
+    values = np.random.default_rng(seed).standard_normal(size)
+    if rounded:
+        values = np.round(values, 1)
+    values[::97] = np.inf
+    np.testing.assert_array_equal(stable_argsort(values), np.argsort(values, kind="stable"))
+
+
+def _typical_reference(logits: np.ndarray, p: float, temperature: float) -> np.ndarray:
+    """Typical-p over the whole vocabulary, written plainly: the kept ids, sorted."""
+    order = np.argsort(-logits, kind="stable")
+    wide = logits[order].astype(np.float64)
+    probs = np.exp((wide - wide[0]) / temperature)
+    probs /= probs.sum()
+    with np.errstate(divide="ignore", invalid="ignore"):
+        surprise = -np.log(probs)
+        entropy = float(np.sum(np.where(probs > 0, probs * surprise, 0.0)))
+    by_typicality = np.argsort(np.abs(surprise - entropy), kind="stable")
+    keep = int(np.searchsorted(np.cumsum(probs[by_typicality]), p, side="right")) + 1
+    return np.sort(order[by_typicality[:keep]])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    scale=st.sampled_from([0.5, 3.0, 12.0]),
+    p=st.sampled_from([0.2, 0.5, 0.9, 0.99]),
+    temperature=st.sampled_from([0.5, 1.0]),
+)
+def test_typical_p_keeps_what_the_plain_algorithm_keeps(
+    seed: int, scale: float, p: float, temperature: float
+) -> None:
+    logits = (np.random.default_rng(seed).standard_normal(3000) * scale).astype(np.float32)
+    probs = probabilities(logits, SamplerSettings(temperature=temperature, typical_p=p))
+    kept = np.flatnonzero(probs)
+    expected = _typical_reference(logits, p, temperature)
+    np.testing.assert_array_equal(kept, expected[probs[expected] > 0])
+
+
+def test_typical_p_on_a_peaked_step_keeps_the_top_token_alone() -> None:
+    logits = logits_from(7)
+    logits[123] = 40.0
+    probs = probabilities(logits, SamplerSettings(temperature=1.0, typical_p=0.5))
+    assert np.flatnonzero(probs).tolist() == [123]
+    assert probs[123] == 1.0
