@@ -20,6 +20,7 @@ from backend.chat.completion import BASE_MODEL_NOTICE
 from backend.chat.events import FinishedEvent
 from backend.chat.llama_backend import LlamaBackend
 from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.config.paths import CONFIG_DIR_ENV
 from backend.llama.ui_tokenizer import UiTokenizer
 from sampling.settings import SamplerSettings
 from tests.tiny_models import Vocab, bpe_vocab, spm_vocab, write_tiny_llama
@@ -150,6 +151,9 @@ def test_a_256k_sentencepiece_model_gets_gemmas_template(
     assert len(out) < 2000  # 6,000 placeholders summarised, not listed
     result, err = _generate_cli(capsys, path)
     assert result["mode"] == "chat" and "Gemma's template is used" in err
+    out, _ = _cli(capsys, "encode", "--model", str(path), "hello the owl")
+    ids = backend.runtime.tokenize("hello the owl", special=False)
+    assert f"ids: {' '.join(map(str, ids))}\n3 tokens" in out
 
 
 @pytest.mark.parametrize("loaded", ["base"], indirect=True)
@@ -224,3 +228,36 @@ def test_unusual_special_tokens_and_the_ggufs_own_template(
     assert "chat template\n{% for m in messages %}" in out
     result, err = _generate_cli(capsys, path)
     assert result["mode"] == "chat" and "template" not in err
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("name", "notice"),
+    [("gemma256k", "Gemma's template is used"), ("base", BASE_MODEL_NOTICE)],
+)
+async def test_the_app_runs_them_with_the_fallback_tokenizer_and_says_which_mode(
+    models: dict[str, tuple[Path, Vocab]],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    name: str,
+    notice: str,
+) -> None:
+    from tests.helpers import send_message, wait_until
+    from tui.cli.app import build_app, build_app_parser
+
+    path, vocab = models[name]
+    monkeypatch.setenv(CONFIG_DIR_ENV, str(tmp_path / "config"))
+    argv = ["--model", str(path), "--threads", "1", "--ctx", "256", "--max-tokens", "4"]
+    app = build_app(build_app_parser().parse_args([*argv, "--no-save", "--temperature", "0"]))
+    try:
+        async with app.run_test(size=(120, 36)) as pilot:
+            await wait_until(pilot, lambda: app.ready, 60)
+            finished = await send_message(pilot, app, "hello the owl")
+            assert finished.reason in ("eos", "max_tokens"), finished.error
+            assert any(notice in n.message for n in app._notifications)
+            # The UI's own tokenizer (llama.cpp's vocabulary fallback) gives llama.cpp's ids.
+            owl = vocab.id_of("▁owl")
+            assert app.encode is not None and app.encode("the owl")[-1] == owl
+            assert app.pieces.lookup is not None and "owl" in app.pieces.lookup(owl)
+    finally:
+        app.close_backend()
