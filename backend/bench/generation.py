@@ -56,6 +56,9 @@ class BackendBenchRow:
         higher_is_better: Whether ours should exceed the reference (speed) or stay
             below it (memory).
         target: The ratio ours/reference must reach (>=) or stay under (<=).
+        agreed: For the greedy decode row: of the tokens ours sampled, how many the
+            reference loop's argmax chose too at the same step (all, when both compute
+            the same numbers); None for the other rows.
     """
 
     metric: str
@@ -64,6 +67,7 @@ class BackendBenchRow:
     unit: str
     higher_is_better: bool
     target: float
+    agreed: int | None = None
 
     @property
     def ratio(self) -> float:
@@ -106,20 +110,25 @@ def _ours_decode(
     return finished.stats.decode_tps, list(finished.token_ids), finished
 
 
-def _bare_decode(llm: Any, prompt: list[int], tokens: list[int]) -> float:
-    """The bare loop: argmax of the logits view, then eval the next token."""
+def _bare_decode(llm: Any, prompt: list[int], tokens: list[int]) -> tuple[float, list[int]]:
+    """The bare loop: argmax of the logits view, then eval the next token.
+
+    Returns:
+        Tokens per second, and the argmax of each step.
+    """
     llm.reset()
     llm.eval(prompt)
     n_vocab = llm.n_vocab()
     ctx = llm.ctx
+    chosen: list[int] = []
     started = time.perf_counter()
     for index in range(len(tokens)):
         logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(ctx, -1), shape=(n_vocab,))
-        int(np.argmax(logits))
+        chosen.append(int(np.argmax(logits)))
         if index + 1 < len(tokens):
             llm.eval([tokens[index]])
     elapsed = time.perf_counter() - started
-    return len(tokens) / elapsed
+    return len(tokens) / elapsed, chosen
 
 
 def _ours_prefill(backend: LlamaBackend, text: str) -> float:
@@ -227,20 +236,23 @@ def run_backend_bench(
             ("llama.cpp defaults", DEFAULT_CHAT_SETTINGS),
         ):
             best_ours = best_bare = 0.0
-            n = 0
+            tokens: list[int] = []
+            chosen: list[int] = []
             for _ in range(repeats):
                 tps, tokens, _finished = _ours_decode(ours, settings, decode_tokens)
                 best_ours = max(best_ours, tps)
-                best_bare = max(best_bare, _bare_decode(llm, prompt, tokens))
-                n = len(tokens)
+                bare_tps, chosen = _bare_decode(llm, prompt, tokens)
+                best_bare = max(best_bare, bare_tps)
+            greedy = settings.temperature == 0.0
             rows.append(
                 BackendBenchRow(
-                    f"decode tok/s, {label} ({n} tokens, {threads} threads)",
+                    f"decode tok/s, {label} ({len(tokens)} tokens, {threads} threads)",
                     best_ours,
                     best_bare,
                     "tok/s",
                     True,
                     0.95,
+                    sum(a == b for a, b in zip(tokens, chosen, strict=True)) if greedy else None,
                 )
             )
         text = PREFILL_TEXT * 40

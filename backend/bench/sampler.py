@@ -44,12 +44,24 @@ class BenchMode:
 
 @dataclass(frozen=True, slots=True)
 class BenchRow:
-    """Microseconds per sampled token, ours and native, on one kind of logits."""
+    """Microseconds per sampled token, ours and native, on one kind of logits.
+
+    Attributes:
+        mode: The mode's name.
+        logits_kind: "real" or "flat".
+        ours_us: Our median time per token.
+        native_us: llama.cpp's median time per token.
+        steps: Tokens each side sampled per timed run.
+        agreed: Of those (in the last run), how many both sides chose alike: all of
+            them for argmax; the random modes draw from different generators.
+    """
 
     mode: str
     logits_kind: str
     ours_us: float
     native_us: float
+    steps: int = 0
+    agreed: int = 0
 
     @property
     def ratio(self) -> float:
@@ -221,33 +233,39 @@ def flat_logits(vocab_size: int, count: int) -> list[Logits]:
 
 def _time_ours(
     sampler: Sampler, logits: Sequence[Logits], view: Logits, history: Sequence[int] = ()
-) -> float:
+) -> tuple[float, list[int]]:
+    """Microseconds per token, and the tokens chosen."""
     sampler.reset()
     total = 0.0
+    chosen: list[int] = []
     for vector in logits:
         view[:] = vector
         started = time.perf_counter()
-        sampler.sample(view, history)
+        step = sampler.sample(view, history)
         total += time.perf_counter() - started
-    return total / len(logits) * 1e6
+        chosen.append(step.token_id)
+    return total / len(logits) * 1e6, chosen
 
 
 def _time_native(
     mode: BenchMode, logits: Sequence[Logits], view: Logits, ctx: Any, vocab: Any
-) -> float:
+) -> tuple[float, list[int]]:
+    """Microseconds per token, and the tokens chosen."""
     chain = mode.native(vocab)
     for token in mode.history:
         llama_cpp.llama_sampler_accept(chain, token)
+    chosen: list[int] = []
     try:
         total = 0.0
         for vector in logits:
             view[:] = vector
             started = time.perf_counter()
-            llama_cpp.llama_sampler_sample(chain, ctx, -1)
+            token = llama_cpp.llama_sampler_sample(chain, ctx, -1)
             total += time.perf_counter() - started
+            chosen.append(int(token))
     finally:
         llama_cpp.llama_sampler_free(chain)
-    return total / len(logits) * 1e6
+    return total / len(logits) * 1e6, chosen
 
 
 def run_sampler_bench(
@@ -278,11 +296,23 @@ def run_sampler_bench(
                 _time_ours(sampler, logits, view, mode.history)
                 _time_native(mode, logits, view, llm.ctx, vocab)
                 ours, native = [], []
+                ours_tokens: list[int] = []
+                native_tokens: list[int] = []
                 for _ in range(repeats):
-                    ours.append(_time_ours(sampler, logits, view, mode.history))
-                    native.append(_time_native(mode, logits, view, llm.ctx, vocab))
+                    us, ours_tokens = _time_ours(sampler, logits, view, mode.history)
+                    ours.append(us)
+                    us, native_tokens = _time_native(mode, logits, view, llm.ctx, vocab)
+                    native.append(us)
+                agreed = sum(a == b for a, b in zip(ours_tokens, native_tokens, strict=True))
                 rows.append(
-                    BenchRow(mode.name, kind, statistics.median(ours), statistics.median(native))
+                    BenchRow(
+                        mode.name,
+                        kind,
+                        statistics.median(ours),
+                        statistics.median(native),
+                        len(ours_tokens),
+                        agreed,
+                    )
                 )
         return rows
     finally:

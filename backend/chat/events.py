@@ -64,6 +64,10 @@ class GenerationStats:
         decode_ms: Wall time of the decode phase.
         decode_tps: Sampled tokens per second during decode.
         sampler_us: Total microseconds spent in the sampler.
+        cached_tokens: Tokens the KV cache held when the generation ended, prompt
+            included (None when unknown). A reply that ended in an error may have left
+            its last sampled token in the cache or not; a replay of a later reply
+            rebuilds the cache from this.
     """
 
     prompt_tokens: int = 0
@@ -74,6 +78,7 @@ class GenerationStats:
     decode_ms: float = 0.0
     decode_tps: float = 0.0
     sampler_us: float = 0.0
+    cached_tokens: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

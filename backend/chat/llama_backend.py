@@ -147,20 +147,19 @@ class LlamaBackend:
         Token events then count from `len(prefix)`; `max_tokens` counts the prefix.
         """
         run = RunState(started=time.perf_counter())
+        error: str | None = None
         try:
             reason = yield from self._generate(
                 run, messages, settings, max_tokens, cancel, raw, steer
             )
-        except SamplescopeError as error:
-            yield PhaseEvent("done")
-            yield run.finished("error", str(error))
-            return
-        except Exception as error:  # never crash the caller: report it
-            yield PhaseEvent("done")
-            yield run.finished("error", f"{type(error).__name__}: {error}")
-            return
+        except SamplescopeError as failure:
+            reason, error = "error", str(failure)
+        except Exception as failure:  # never crash the caller: report it
+            reason, error = "error", f"{type(failure).__name__}: {failure}"
         yield PhaseEvent("done")
-        yield run.finished(reason)
+        # What the cache holds now is what a later reply starts from: replay needs it.
+        run.cached_tokens = len(self.runtime.cache)
+        yield run.finished(reason, error)
 
     # ---- the generation -----------------------------------------------------------
 

@@ -68,6 +68,7 @@ class RunState:
     sampler_us: float = 0.0
     token_ids: list[int] = field(default_factory=list)
     text: list[str] = field(default_factory=list)
+    cached_tokens: int | None = None
 
     def stats(self) -> GenerationStats:
         now = time.perf_counter()
@@ -84,6 +85,7 @@ class RunState:
             decode_ms=decode_ms,
             decode_tps=n / (decode_ms / 1000) if decode_ms > 0 else 0.0,
             sampler_us=self.sampler_us,
+            cached_tokens=self.cached_tokens,
         )
 
     def finished(self, reason: FinishReason, error: str | None = None) -> FinishedEvent:

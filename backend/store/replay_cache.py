@@ -10,8 +10,9 @@ from the cache (prompt_tokens - prefilled_tokens); from that:
 
 - a chain of earlier replies is replayed without sampling: each prompt prefilled in
   the same way (`LlamaRuntime.prefill`) after keeping what the cache held, then each sampled token
-  decoded alone (all but the last, which `generate` never decodes, unless the reply
-  was cancelled) — exactly what `LlamaBackend.generate` did;
+  decoded alone (as many as the reply's stats say the cache held at its end: all but
+  the last, unless the reply was cancelled or failed before sampling again) — exactly
+  what `LlamaBackend.generate` did;
 - when a reply reused more of its prompt than that chain explains, a generation that
   was discarded (a regenerate: same prompt) had filled the cache: its prompt is
   prefilled the same way and the cache cut back to the recorded length.
@@ -47,6 +48,20 @@ def warm_chain(chat: ChatRecord, reply: ReplyRecord) -> list[ReplyRecord]:
         current = replies[current.number - 2]
         chain.insert(0, current)
     return chain
+
+
+def decoded_tokens(reply: ReplyRecord) -> tuple[int, ...]:
+    """The reply's tokens its generation decoded into the cache after its prompt.
+
+    `generate` never decodes the last sampled token, unless it was cancelled (the
+    cancel check comes after the decode) or failed before it could sample again; the
+    recorded cache size tells which. Replies stored without it follow the rule.
+    """
+    stats = reply.stats
+    if stats is not None and stats.cached_tokens is not None:
+        return reply.token_ids[: max(0, stats.cached_tokens - stats.prompt_tokens)]
+    cancelled = reply.finish_reason == "cancelled"
+    return reply.token_ids if cancelled else reply.token_ids[:-1]
 
 
 def prompt_of(backend: LlamaBackend, chat: ChatRecord, reply: ReplyRecord) -> list[int]:
@@ -105,8 +120,7 @@ def prepare_cache(backend: LlamaBackend, chat: ChatRecord, reply: ReplyRecord) -
         if notice:
             notices.append(notice)
         _prefill(backend, prompt[kept:])
-        cancelled = earlier.finish_reason == "cancelled"
-        for token in earlier.token_ids if cancelled else earlier.token_ids[:-1]:
+        for token in decoded_tokens(earlier):
             if len(rt.cache) >= rt.n_ctx:
                 break
             rt.decode_one(token)

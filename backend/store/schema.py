@@ -159,6 +159,25 @@ def schema_version(conn: sqlite3.Connection) -> int:
     return int(row[0])
 
 
+def check_integrity(conn: sqlite3.Connection) -> None:
+    """Refuse a damaged file before anything (even the journal mode) is written to it.
+
+    `PRAGMA quick_check` reads every page (not the indexes' contents), so garbage in
+    the middle of a file that opens fine is found too; a new, empty file passes.
+
+    Raises:
+        sqlite3.Error: The file cannot be read at all (not a database, malformed).
+        ValueError: SQLite found damage (its first complaint is in the message).
+    """
+    rows = conn.execute("PRAGMA quick_check(1)").fetchall()
+    first = str(rows[0][0]) if rows else "ok"
+    if first != "ok":
+        problem = " ".join(first.replace("*** in database main ***", "").split())
+        raise ValueError(
+            f"it is corrupt ({problem}); move it aside and samplescope starts a new one"
+        )
+
+
 def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
     """Bring the database up to `target`; returns the version it started at.
 

@@ -55,7 +55,7 @@ from backend.store.records import (
     file_signature,
     suggest_title,
 )
-from backend.store.schema import migrate, schema_version
+from backend.store.schema import check_integrity, migrate, schema_version
 from backend.store.writer import ReplyWriter
 from sampling.records import Step
 from sampling.settings import SamplerSettings
@@ -117,10 +117,11 @@ class ChatStore:
             )
         try:
             with self._guard("open"):
-                self._conn.execute("PRAGMA foreign_keys = ON")
-                self._conn.execute("PRAGMA journal_mode = WAL")
-                self._conn.execute("PRAGMA synchronous = NORMAL")
                 try:
+                    check_integrity(self._conn)
+                    self._conn.execute("PRAGMA foreign_keys = ON")
+                    self._conn.execute("PRAGMA journal_mode = WAL")
+                    self._conn.execute("PRAGMA synchronous = NORMAL")
                     migrate(self._conn)
                 except ValueError as error:
                     raise StoreError(f"chat database {self.path}: {error}") from error

@@ -54,8 +54,12 @@ async def test_compare_flow_on_the_real_model(llama_backend: Any) -> None:
         assert token_ids_of(screen) == first
         assert [view.text for view in screen.column_views] == texts
 
+        # The second column's cursor starts where it parts from the first.
         await pilot.press("2", "right")
-        assert screen.query_one(ProbPanel).step is not None
+        await pilot.pause()
+        second = screen.column_views[1]
+        assert second.divergence is not None and second.cursor == second.divergence
+        assert screen.query_one(ProbPanel).step == second.tokens[second.divergence].step
         await pilot.press("p")
         await pilot.pause()
     assert len(app.results) == 1

@@ -355,6 +355,8 @@ def test_a_llama_failure_mid_decode_ends_in_error_with_a_consistent_cache(
     assert len(finished.token_ids) == 3 and events[-2] == PhaseEvent("done")
     prompt = backend.tokenize_messages(QUESTION)
     assert runtime.cache == prompt + list(finished.token_ids[:2])
+    # The failed token never reached the cache, and the stats say so (replay reads it).
+    assert finished.stats.cached_tokens == len(prompt) + 2
     monkeypatch.undo()
     _, again = run(backend, QUESTION, max_tokens=6)
     assert again.reason in ("eos", "max_tokens")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import math
 from pathlib import Path
 
 import llama_cpp
@@ -17,12 +18,21 @@ def test_bench_rows_cover_every_mode_on_real_and_flat_logits(default_model_path:
     assert [(row.mode, row.logits_kind) for row in rows] == [
         (mode.name, kind) for kind in ("real", "flat") for mode in MODES
     ]
-    assert all(row.ours_us > 0 and row.native_us > 0 for row in rows)
     newer = {"typical-p 0.9", "top-n-sigma 1", "xtc 1.0/0.1", "dry 0.8", "mirostat 1"}
     assert newer | {"mirostat 2", "dynatemp 0.8+-0.5", "logit bias"} <= {m.name for m in MODES}
-    table = format_rows(rows)
-    assert table.count("\n") == len(rows)
-    assert "ours/native" in table
+    for row in rows:
+        # Three steps asked, three sampled by each side; the ratio is of the two times.
+        assert row.steps == 3 and 0 <= row.agreed <= 3
+        assert math.isfinite(row.ratio) and math.isclose(row.ratio, row.ours_us / row.native_us)
+    # On the same logits both sides take the same argmax, real and flat alike.
+    assert [row.agreed for row in rows if row.mode == "argmax"] == [3, 3]
+    header, *lines = format_rows(rows).splitlines()
+    assert header.split()[-1] == "ours/native" and len(lines) == len(rows)
+    for row, line in zip(rows, lines, strict=True):
+        assert line.startswith(row.mode)
+        ours, native, ratio, *over = line[len(row.mode) :].split()[1:]
+        assert (float(ours), float(native)) == (round(row.ours_us, 1), round(row.native_us, 1))
+        assert ratio == f"{row.ratio:.2f}x" and bool(over) == (row.ratio > 1.0)
 
 
 def test_our_greedy_agrees_with_llama_cpp_native_and_lists_the_top_tokens(

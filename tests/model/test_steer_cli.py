@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from backend.chat.llama_backend import LlamaBackend
+from backend.store.replay import replay
 from backend.store.store import ChatStore
 from tui.cli.main import main
 
@@ -62,6 +64,27 @@ def test_generate_save_adds_the_chat_id_and_stores_each_tokens_record(
         assert reply.text == result["text"] and (reply.n_ctx, reply.n_batch) == (1024, 64)
         steps = store.load_steps(chat, reply)
     assert [steps[i].token_id for i in sorted(steps)] == result["token_ids"]
+
+
+def test_replay_reproduces_what_generate_printed(
+    saved: tuple[Path, dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Checked against generate's own output, not only against the stored record."""
+    db, result = saved
+    chat_id = result["chat_id"]
+    capsys.readouterr()
+    assert main(["replay", str(chat_id), "--text", "--db", str(db), *STEP_FLAGS]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(result["text"] + "\n") and "token-identical" in out
+    with ChatStore(db) as store:
+        chat = store.load_chat(chat_id)
+    backend = LlamaBackend.load(result["model"], n_threads=1, n_ctx=1024, n_batch=64)
+    try:
+        replayed = replay(backend, chat, chat.replies[0])
+    finally:
+        backend.close()
+    assert list(replayed.replayed) == result["token_ids"]
+    assert replayed.text == result["text"] and replayed.finish_reason == result["finish_reason"]
 
 
 @pytest.mark.parametrize("position", [1, 7, 19])

@@ -161,6 +161,46 @@ async def test_a_broken_config_still_starts_and_says_where(
         app.store.close()
 
 
+def _corrupt_database(path: Path) -> bytes:
+    """A chat database with garbage over one page in its middle; its bytes."""
+    with ChatStore(path) as store:
+        for number in range(30):
+            chat = store.new_chat(f"chat {number}")
+            for turn in range(10):
+                store.add_message(chat, "user", f"words {turn} " * 200)
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2 // 4096 * 4096  # a page boundary
+    data[middle : middle + 4096] = b"garbage!" * 512
+    path.write_bytes(bytes(data))
+    return bytes(data)
+
+
+async def test_a_corrupt_database_is_never_written_and_the_app_says_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _configure(monkeypatch, tmp_path, "")
+    path = tmp_path / "data" / "chats.sqlite3"
+    path.parent.mkdir()
+    corrupt = _corrupt_database(path)
+    app = build_app(build_app_parser().parse_args(["--threads", "1", "--max-tokens", "4"]))
+    try:
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: app.ready, 60)
+            finished = await send_message(pilot, app, "hi")
+            assert finished.reason != "error", finished.error
+            messages = [n.message for n in app._notifications]
+            assert any(
+                "will not be saved" in m and str(path) in m and "corrupt" in m for m in messages
+            ), messages
+    finally:
+        app.close_backend()
+        if app.store is not None:
+            app.store.close()
+    assert app.store is None
+    assert path.read_bytes() == corrupt
+    assert sorted(p.name for p in path.parent.iterdir()) == ["chats.sqlite3"]
+
+
 async def test_the_config_sets_theme_settings_and_keys(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -107,8 +107,14 @@ def test_store_errors_are_reported_not_raised(tmp_path: Path, model: Path) -> No
     messages = [ChatMessage("user", "hi")]
     assert recorder.begin_reply(messages, SETTINGS, 5) is False
     assert recorder.error is not None and "chats.sqlite3" in recorder.error
-    for event in FakeBackend().generate(messages, LiveSettings(SETTINGS), max_tokens=3):
-        recorder.record(event)  # no exception
+    error = recorder.error
+    events = list(FakeBackend().generate(messages, LiveSettings(SETTINGS), max_tokens=3))
+    assert any(isinstance(event, FinishedEvent) for event in events)
+    # Each event reports the failure (False) instead of raising; the message stays.
+    assert [recorder.record(event) for event in events] == [False] * len(events)
+    assert recorder.error == error and recorder.chat_id is None
+    with ChatStore(tmp_path / "chats.sqlite3") as reopened:
+        assert reopened.list_chats() == []
 
 
 class _FailsOnce(ChatStore):

@@ -250,6 +250,22 @@ def test_corrupt_file_is_a_clear_error_naming_it(tmp_path: Path) -> None:
     assert str(bad) in str(info.value)
 
 
+def test_garbage_in_the_middle_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    path = tmp_path / "chats.sqlite3"
+    with ChatStore(path) as store:
+        for number in range(30):
+            store.add_message(store.new_chat(f"chat {number}"), "user", "words " * 400)
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2 // 4096 * 4096
+    data[middle : middle + 4096] = b"garbage!" * 512
+    path.write_bytes(bytes(data))
+    with pytest.raises(StoreError, match=r"is corrupt \(.*Page") as info:
+        ChatStore(path)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
+    assert path.read_bytes() == bytes(data)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["chats.sqlite3"]
+
+
 def test_newer_schema_is_refused(db_path: Path) -> None:
     conn = sqlite3.connect(db_path)
     conn.execute("PRAGMA user_version = 99")

@@ -6,6 +6,7 @@ import argparse
 import re
 from collections import defaultdict
 
+from backend.chat.template import builtin_template_for
 from backend.llama.gguf import GgufFile, MetaValue, validate_gguf
 from backend.llama.pieces import visible_piece
 from backend.llama.rpc import Endpoint, RpcError, parse_endpoints, probe
@@ -24,6 +25,7 @@ SPECIAL_TOKEN_KEYS: tuple[tuple[str, str], ...] = (
     ("mask", "mask_token_id"),
 )
 CONTROL_TOKEN_TYPE = 3
+USER_DEFINED_TOKEN_TYPE = 4
 
 
 class ModelArgumentError(SamplescopeError):
@@ -196,8 +198,25 @@ def describe(gguf: GgufFile, *, all_metadata: bool = False) -> list[str]:
         lines.append("chat template")
         lines.extend(template.splitlines() or [""])
     else:
-        lines.append("chat template   (none: samplescope uses ChatML)")
+        lines.append(f"chat template   (none: {without_template(tokens, types)})")
     return lines
+
+
+def without_template(tokens: tuple[MetaValue, ...], types: MetaValue) -> str:
+    """What samplescope does for a model whose GGUF has no chat template: the built-in
+    template its special tokens name (as `backend.chat.template` picks it), else
+    completion mode."""
+    kinds = types if isinstance(types, tuple) and len(types) == len(tokens) else ()
+    specials = [
+        str(token)
+        for token, kind in zip(tokens, kinds, strict=False)
+        if kind in (CONTROL_TOKEN_TYPE, USER_DEFINED_TOKEN_TYPE)
+    ]
+    builtin = builtin_template_for(specials)
+    if builtin is None:
+        return "no turn tokens samplescope knows either: it runs in completion mode"
+    name, markers, _ = builtin
+    return f"samplescope uses {name}'s built-in template, named by {' '.join(markers)}"
 
 
 def describe_servers(endpoints: tuple[Endpoint, ...]) -> tuple[list[str], bool]:
