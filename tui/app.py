@@ -15,6 +15,7 @@ from typing import ClassVar
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding, BindingType
+from textual.driver import Driver
 from textual.screen import Screen
 from textual.widgets import Footer
 
@@ -36,6 +37,7 @@ from tui.chat.setting_input import TextEncoder, typed_value
 from tui.chat.view import ChatView
 from tui.compare.command import CompareCommands, CompareContext, last_user_turn, open_compare
 from tui.compare.result import CompareResult
+from tui.paste_driver import paste_safe_driver
 from tui.screens.help import HelpScreen
 from tui.screens.history import HistoryScreen
 from tui.widgets.sampling_panel import SamplingPanel
@@ -123,6 +125,10 @@ class SamplescopeApp(App[None]):
         """`--mode`; None: completion for a base model, else chat (set on load)."""
         self.encode: TextEncoder | None = None
         """The model's tokenizer on the UI thread (a logit bias typed as text)."""
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's driver; on Linux one that keeps a paste with escapes whole."""
+        return paste_safe_driver(super().get_driver_class())
 
     # -- layout ----------------------------------------------------------------
 
