@@ -375,6 +375,7 @@ class ChatView(Vertical):
         if self.cursor is None:
             self._show_latest()
         self.plots.draw()
+        self.whatif.update()  # off when its reply went (a new chat)
         self._update_status()
 
     def _update_status(self) -> None:

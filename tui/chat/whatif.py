@@ -177,7 +177,11 @@ class WhatIf:
         if self.target is None:
             return
         number, index = self.target
-        stored = self.host.conversation.replies[number].tokens[index].step
+        replies = self.host.conversation.replies
+        if number >= len(replies) or index >= len(replies[number].tokens):
+            self.leave()  # the reply went (a regenerate, a new chat)
+            return
+        stored = replies[number].tokens[index].step
         live = self.host.live.current
         status = "recomputing… (replay)" if self._job is not None else f"from {self.source}"
         if self._given is not None:
