@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import OptionList
 
 from backend.chat.llama_backend import LlamaBackend
 from backend.store.store import ChatStore
@@ -15,6 +16,7 @@ from sampling.records import Step
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tests.helpers import nth_reply_finished, send_message, wait_until
 from tui.app import SamplescopeApp
+from tui.chat.alternatives import AlternativesScreen
 from tui.chat.transcript import Transcript
 from tui.widgets.slider import Slider
 
@@ -124,7 +126,10 @@ async def test_branch_from_whatif_takes_the_token_it_shows_and_adds_a_branch(
         app._apply("top_k", 3)
         app._apply("seed", 7)
         step = await whatif_at(pilot, app, INDEX)
-        await pilot.press("b")
+        await pilot.press("b")  # the candidates under these settings, ▶ highlighted
+        await wait_until(pilot, lambda: isinstance(app.screen, AlternativesScreen))
+        assert app.screen.query_one(OptionList).highlighted_option.id == f"token-{step.token_id}"
+        await pilot.press("enter")
         second = await nth_reply_finished(pilot, app, 2)
         assert not app.chat.whatif.active
         assert second.token_ids[:INDEX] == first.token_ids[:INDEX]

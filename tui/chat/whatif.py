@@ -7,8 +7,9 @@ latest steps (`backend.chat.step_logits.StepLogits`, fed by the generating threa
 else they are rebuilt once through the replay path on the model's worker thread
 ("recomputing…"; `backend.store.steer.rebuild_step`); either way later changes are
 computed from them on the UI thread, a fresh sampler for each (the draw is the first
-of the current seed's stream, as a branch from there draws). `b` branches from there
-with the token the panel shows; Esc, or a reply starting, leaves.
+of the current seed's stream, as a branch from there draws). `b` lists the step's
+candidates under those settings, the drawn one (▶) first in line: the one chosen
+starts a branch from there. Esc, or a reply starting, leaves.
 
 Penalties and DRY see the history before the step (the prompt and the reply's
 earlier tokens), as the sampler did. Mirostat starts afresh (its running μ is not
@@ -34,6 +35,7 @@ from backend.store.store import ChatStore
 from sampling.errors import SamplescopeError
 from sampling.records import Step
 from sampling.sampler import Sampler
+from tui.chat.alternatives import Alternative, AlternativesScreen
 from tui.chat.reply_job import REPLY_COLUMN
 from tui.chat.reply_view import Reply
 from tui.chat.runner import GenerationRunner
@@ -197,7 +199,9 @@ class WhatIf:
         self.panel.show(title, stored, self.step, live, self.host.pieces, status)
 
     def branch(self) -> None:
-        """`b`: branch from the step shown, with the token the panel shows drawn."""
+        """`b`: the step's candidates under the current settings, the one drawn (▶)
+        highlighted; the one chosen (or a re-sample, which draws ▶ again) starts a
+        branch from there."""
         if self.target is None or self.step is None:
             self.host.notify("What if (w) on a past token first.")
             return
@@ -206,7 +210,17 @@ class WhatIf:
         if number != len(replies) - 1 or not self.host.conversation.ends_with_reply:
             self.host.notify("A branch can redo the last reply only.")
             return
-        start_branch(self.host, index, self.step.token_id)
+        step = self.step
+        listed = [int(token) for token in step.table.token_ids]
+        row = listed.index(step.token_id) if step.token_id in listed else len(listed)
+
+        def chosen(choice: Alternative | None) -> None:
+            if choice is not None:
+                start_branch(self.host, index, choice.token)
+
+        title = f"what if at reply {number + 1} token {index + 1}"
+        screen = AlternativesScreen(step, title, self.host.pieces, highlighted=row)
+        self.host.app.push_screen(screen, chosen)
 
     # -- the replay path -----------------------------------------------------------
 
