@@ -109,7 +109,7 @@ class WhatIf:
         self.step: Step | None = None
         """The step recomputed under the current settings (None while rebuilt)."""
         self.source = ""
-        """Where the step's logits came from: "memory" or "replay"."""
+        """Where the step's logits came from: "memory", "replay", or "nowhere: why"."""
         self._given: StepInput | None = None
         self._job: ReplayJob | None = None
         host.live.step_sink = self.keeper.keep
