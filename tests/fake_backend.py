@@ -271,6 +271,8 @@ class FakeBackend:
             else:
                 logits[EOS_ID] = -4.0 + 0.25 * (len(reply) - self.min_reply_tokens)
             step = sampler.sample(logits, history=self._cache)
+            if settings.step_sink is not None:
+                settings.step_sink(len(reply), logits, self._cache)
             sampler_us += step.elapsed_us
             if first_token_at is None:
                 first_token_at = self.clock()

@@ -35,6 +35,7 @@ from tui.chat.reply_view import Reply
 from tui.chat.runner import GIL_SWITCH_INTERVAL, GenerationRunner
 from tui.chat.setting_input import TextEncoder, typed_value
 from tui.chat.view import ChatView
+from tui.chat.whatif_keys import WhatIfKeys
 from tui.compare.command import CompareCommands, CompareContext, last_user_turn, open_compare
 from tui.compare.result import CompareResult
 from tui.paste_driver import paste_safe_driver
@@ -48,13 +49,13 @@ from tui.widgets.token_text import TokenPieces
 # saved chats) is shown on top of the chat.
 _CHAT_ACTIONS = frozenset(
     {"regenerate", "new_chat", "copy_reply", "token_cursor", "history", "compare", "new_seed"}
-    | {"toggle_colour", "focus_sampling", "focus_input", "plot"}
+    | {"toggle_colour", "focus_sampling", "focus_input", "plot", "whatif", "whatif_branch"}
 )
 
 NEW_SEED_RANGE = 100_000
 
 
-class SamplescopeApp(App[None]):
+class SamplescopeApp(WhatIfKeys, App[None]):
     """The chat app.
 
     Args:
@@ -207,8 +208,8 @@ class SamplescopeApp(App[None]):
     # -- actions -----------------------------------------------------------------
 
     def action_stop(self) -> None:
-        """Esc: stop the reply, else leave the token cursor."""
-        if not self.chat.stop():
+        """Esc: stop the reply, else leave what-if, else leave the token cursor."""
+        if not self.chat.stop() and not self.chat.whatif.leave():
             self.chat.leave_token_cursor()
 
     def action_regenerate(self) -> None:
@@ -284,6 +285,8 @@ class SamplescopeApp(App[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Chat actions work only on the chat screen, not behind compare or history."""
+        if action == "whatif_branch" and not self.chat.whatif.active:
+            return False
         return not (action in _CHAT_ACTIONS and len(self.screen_stack) > 1)
 
     def action_help(self) -> None:

@@ -17,6 +17,10 @@ APP_BINDINGS: tuple[Binding, ...] = (
     Binding("ctrl+g", "new_seed", "new seed", id="new_seed"),
     Binding("ctrl+l", "toggle_colour", "colour", id="toggle_colour"),
     Binding("ctrl+t", "token_cursor", "tokens", id="token_cursor"),
+    # Letters: the message box takes them while it has focus. The token cursor's
+    # footer shows `w`; `b` shows while what-if is on.
+    Binding("w", "whatif", "what if", show=False, id="whatif"),
+    Binding("b", "whatif_branch", "branch", id="whatif_branch"),
     # priority: over the input's ctrl+d
     Binding("ctrl+d", "compare", "compare", priority=True, id="compare"),
     Binding("f2", "focus_sampling", "sliders", id="focus_sampling"),

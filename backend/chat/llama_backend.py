@@ -194,6 +194,8 @@ class LlamaBackend:
             sampler.tail_ranks = live.tail_ranks
             # The sampler reads the last repeat_last_n tokens of the history itself.
             step = sampler.sample(rt.logits(), cache)
+            if live.step_sink is not None:
+                live.step_sink(index, rt.logits(), cache)
             if index == len(steer.prefix) and steer.force is not None:
                 step = forced_step(step, steer.force, rt.logits(), cache)
             token = step.token_id

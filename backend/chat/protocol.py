@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 from backend.chat.events import GenerationEvent
 from sampling.settings import SamplerSettings
+
+StepSink = Callable[[int, object, Sequence[int]], None]
+"""Called by the generating thread after each sampled step with (the token's index
+in the reply, the logits the sampler saw, the history it saw): a zero-copy view and
+a live list, so it must copy what it keeps before returning."""
 
 Role = Literal["system", "user", "assistant"]
 
@@ -33,6 +38,8 @@ class LiveSettings:
         self.current = settings
         self.tail_ranks = 0
         """How many top ranks each step records for the tail plot (0 while hidden)."""
+        self.step_sink: StepSink | None = None
+        """Keeps each step's logits for a later "what if" (None: nothing kept)."""
 
 
 @dataclass(frozen=True, slots=True)

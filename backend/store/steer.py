@@ -19,7 +19,7 @@ from typing import Literal
 from backend.chat.events import FinishedEvent, NoticeEvent, TokenEvent
 from backend.chat.llama_backend import LlamaBackend
 from backend.chat.protocol import LiveSettings
-from backend.chat.run_state import Steer
+from backend.chat.run_state import Steer, StepInput
 from backend.store.branches import Fork, lineage
 from backend.store.records import ChatRecord, ReplyRecord, StoreError
 from backend.store.replay import prompt_messages
@@ -112,6 +112,28 @@ def _limit(reply: ReplyRecord) -> int:
     return max(reply.max_tokens or DEFAULT_MAX_TOKENS, len(reply.token_ids))
 
 
+def rebuild_step(
+    backend: LlamaBackend, chat: ChatRecord, reply: ReplyRecord, index: int
+) -> tuple[StepInput, tuple[str, ...]]:
+    """What the sampler saw at step `index` of a branch: its logits and history,
+    rebuilt through the replay path (nothing is generated).
+
+    Returns:
+        (the step's input; notices about rebuilding the cache).
+
+    Raises:
+        SamplescopeError: The step's input cannot be rebuilt.
+    """
+    notices = tuple(prepare_cache(backend, chat, reply))
+    given = backend.step_input(
+        prompt_messages(chat, reply),
+        reply.token_ids[:index],
+        max_tokens=_limit(reply),
+        raw=reply.mode == "completion",
+    )
+    return given, notices
+
+
 def recompute(
     backend: LlamaBackend,
     chat: ChatRecord,
@@ -129,13 +151,7 @@ def recompute(
     Raises:
         SamplescopeError: The step's input cannot be rebuilt.
     """
-    notices = tuple(prepare_cache(backend, chat, reply))
-    given = backend.step_input(
-        prompt_messages(chat, reply),
-        reply.token_ids[:index],
-        max_tokens=_limit(reply),
-        raw=reply.mode == "completion",
-    )
+    given, notices = rebuild_step(backend, chat, reply, index)
     sampler = Sampler(settings, vocab_size=backend.info.n_vocab, vocabulary=backend.runtime)
     step = sampler.sample(given.logits, given.history)
     return step, notices

@@ -60,6 +60,7 @@ class AlternativesScreen(ModalScreen[Alternative | None]):
         step: The step's record.
         title: What the step is, e.g. "reply 1 token 3".
         pieces: Shows each candidate's text.
+        highlighted: The row the cursor starts on (the last: re-sample).
     """
 
     DEFAULT_CSS = """
@@ -72,9 +73,10 @@ class AlternativesScreen(ModalScreen[Alternative | None]):
     """
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "close", "back")]
 
-    def __init__(self, step: Step, title: str, pieces: TokenPieces) -> None:
+    def __init__(self, step: Step, title: str, pieces: TokenPieces, highlighted: int = 0) -> None:
         super().__init__()
         self.step = step
+        self.highlighted = highlighted
         self.title_text = title
         self.rows = candidate_rows(step, pieces)
 
@@ -89,7 +91,9 @@ class AlternativesScreen(ModalScreen[Alternative | None]):
             yield OptionList(*options, id="alternatives")
 
     def on_mount(self) -> None:
-        self.query_one(OptionList).focus()
+        options = self.query_one(OptionList)
+        options.highlighted = self.highlighted
+        options.focus()
 
     def action_close(self) -> None:
         """Close without choosing."""

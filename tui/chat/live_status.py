@@ -5,6 +5,13 @@ from __future__ import annotations
 from backend.chat.protocol import ChatBackend
 from tui.chat.conversation import Conversation
 
+PAINT_PHASES = ("reply", "probs", "reply", "probs", "reply", "probs", "reply", "status")
+"""The chat view's turns at each tick of the redraw timer while a reply streams.
+
+Textual repaints the bounding box of all that is dirty; transcript, bars and status
+sit in three corners, so they take turns (transcript FLUSH_HZ/2 a second, bars 3/8,
+status 1/8) to keep each update small."""
+
 
 def status_changes(
     backend: ChatBackend | None,

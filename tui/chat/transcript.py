@@ -32,6 +32,7 @@ class Transcript(VerticalScroll, can_focus=True):
         Binding("home", "move_token(-1000000)", "first", show=False),
         Binding("end", "move_token(1000000)", "last", show=False),
         Binding("enter", "alternatives", "alts", key_display="⏎"),
+        Binding("w", "app.whatif", "what if"),
     ]
 
     class TokenSelected(Message):

@@ -30,21 +30,20 @@ from backend.chat.protocol import LiveSettings, ModelInfo
 from backend.store.store import ChatRecord
 from sampling.settings import SamplerSettings
 from tui.chat.conversation import Conversation
-from tui.chat.live_status import status_changes
+from tui.chat.live_status import PAINT_PHASES, status_changes
 from tui.chat.plots import ChatPlots
 from tui.chat.reply_job import ReplyJob
 from tui.chat.reply_view import FINISH_LABELS, Reply
 from tui.chat.runner import GenerationRunner
 from tui.chat.steering import ask_alternative
 from tui.chat.transcript import Transcript
+from tui.chat.whatif import WhatIf
 from tui.widgets.prob_panel import ProbPanel
 from tui.widgets.sampling_panel import SamplingPanel
 from tui.widgets.status_line import StatusLine, StatusState
 from tui.widgets.timeline import ReplyTimeline
 from tui.widgets.token_text import TokenPieces
 
-# The redraw timer's turns while a reply streams (see `ChatView.paint`).
-_PHASES = ("reply", "probs", "reply", "probs", "reply", "probs", "reply", "status")
 STORED_REPLIES_NOTE = "Replies of a saved chat have no per-token record; new replies will."
 
 
@@ -98,6 +97,7 @@ class ChatView(Vertical):
         self._probs = ProbPanel(id="probs")
         self._status = StatusLine(id="status")
         self.plots = ChatPlots(live, conversation, self._transcript)  # timeline, tail plot
+        self.whatif = WhatIf(self, self._probs)  # `w` on a past token
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="main"):
@@ -108,6 +108,7 @@ class ChatView(Vertical):
             with Vertical(id="right"):
                 yield self._sampling
                 yield self._probs
+                yield self.whatif.panel
                 yield self.plots.tail
         yield self._status
 
@@ -177,6 +178,7 @@ class ChatView(Vertical):
     def run_reply(self, reply: Reply, job: ReplyJob, *, replace: bool = False) -> None:
         """Show `reply` as the last one (`replace`: instead of it) and run its job."""
         self._transcript.clear_cursor()
+        self.whatif.reply_started(reply)
         if replace:
             self._transcript.remove_last_reply()
         self._transcript.add_reply(reply)
@@ -251,6 +253,7 @@ class ChatView(Vertical):
     def show_settings(self, settings: SamplerSettings) -> None:
         """Show the settings in force on the sampling panel."""
         self._sampling.show(settings)
+        self.whatif.update()
 
     def focus_sampling(self) -> None:
         """Focus the first slider."""
@@ -287,6 +290,7 @@ class ChatView(Vertical):
     @on(Transcript.TokenSelected)
     def _on_token_selected(self, message: Transcript.TokenSelected) -> None:
         message.stop()
+        self.whatif.follow(message.cursor)
         if message.cursor is None:
             self._dirty = True  # back to the latest token
             if not self.generating:
@@ -344,19 +348,14 @@ class ChatView(Vertical):
             pending()
 
     def paint(self) -> None:
-        """One tick of the redraw timer: bring one part of the screen up to date.
-
-        Textual repaints the bounding box of all that is dirty; transcript, bars and
-        status sit in three corners, so while a reply streams they take turns
-        (transcript FLUSH_HZ/2 a second, bars 3/8, status 1/8) to keep updates small.
-        """
+        """One tick of the redraw timer: one part of the screen (`PAINT_PHASES`)."""
         if not self._dirty:
             return
         if not self.generating:
             self._redraw()
             return
         self._ticks += 1
-        phase = _PHASES[self._ticks % len(_PHASES)]
+        phase = PAINT_PHASES[self._ticks % len(PAINT_PHASES)]
         if phase == "reply":
             self._transcript.sync_last()
         elif phase == "probs":
@@ -376,6 +375,7 @@ class ChatView(Vertical):
         if self.cursor is None:
             self._show_latest()
         self.plots.draw()
+        self.whatif.update()  # off when its reply went (a new chat)
         self._update_status()
 
     def _update_status(self) -> None:

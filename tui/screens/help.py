@@ -23,6 +23,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("ctrl+l", "colour each token by its probability"),
     ("ctrl+d", "compare: the last question under several settings, one seed"),
     ("ctrl+t", "token cursor: ← → pick a past token; its step shows on the right"),
+    ("w, then b", "what if: the step under the current settings; b: branch from it"),
     ("mouse", "click a token to see its step; click or drag a slider"),
     ("f2 / f3", "go to the sampling panel / the input box"),
     ("f4", "reply timeline; again: with the kept count; again: hidden (click a column)"),

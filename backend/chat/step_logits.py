@@ -1,0 +1,94 @@
+"""The raw logits of a reply's recent steps, kept in memory for "what if".
+
+A past step recomputed under other settings must see exactly the logits and the
+history the sampler saw. For the running reply's latest steps `StepLogits` keeps a
+copy of both (the generating thread hands them over through
+`LiveSettings.step_sink`); an older step, or one of another reply, is rebuilt
+through the replay path instead (`backend.store.steer.recompute`).
+
+Memory budget: `DEFAULT_BUDGET_BYTES` (64 MiB). A step costs its logits as float32
+(4 bytes a token of the vocabulary: 196,608 bytes at SmolLM2's 49,152) plus its
+history as a tuple (8 bytes a token of context, sharing the cache's int objects).
+Measured on SmolLM2-135M, a 40-token reply to a one-line question: 197,076 bytes a
+step, so the budget holds the latest ~340 steps of the current reply (fewer as the
+context grows: 229,416 bytes a step at a full 4096-token context), about 60 at a
+256k vocabulary. The oldest steps go first.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import numpy as np
+
+from backend.chat.run_state import StepInput
+
+DEFAULT_BUDGET_BYTES = 64 * 2**20
+"""The most the kept steps may take (logits and histories together)."""
+
+
+def step_bytes(step: StepInput) -> int:
+    """What one kept step costs in memory: its logits' buffer and its history tuple."""
+    return int(step.logits.nbytes) + sys.getsizeof(step.history)
+
+
+class StepLogits:
+    """The latest steps of one reply: their logits and history, within a budget.
+
+    `begin` (UI thread, before the reply's job starts) names the reply the next steps
+    belong to; `keep` (the generating thread) copies each step in; `get` (UI thread)
+    looks one up. A lock guards the table, so the threads never see it half-changed.
+
+    Args:
+        budget_bytes: The most the kept steps may take; the oldest are dropped first.
+    """
+
+    def __init__(self, budget_bytes: int = DEFAULT_BUDGET_BYTES) -> None:
+        self.budget_bytes = budget_bytes
+        self._owner: object = None
+        self._steps: OrderedDict[int, StepInput] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    @property
+    def nbytes(self) -> int:
+        """What the kept steps take now."""
+        return self._bytes
+
+    def __len__(self) -> int:
+        return len(self._steps)
+
+    def begin(self, owner: object, keep_before: int = 0) -> None:
+        """The next steps belong to `owner`; of the steps kept so far, those before
+        index `keep_before` stay (a branch shares its parent's steps before the fork),
+        under the new owner."""
+        with self._lock:
+            self._owner = owner
+            for index in [i for i in self._steps if i >= keep_before]:
+                self._bytes -= step_bytes(self._steps.pop(index))
+
+    def keep(self, index: int, logits: object, history: Sequence[int]) -> None:
+        """Copy step `index` in (a `LiveSettings.step_sink`; generating thread)."""
+        step = StepInput(np.array(logits, dtype=np.float32, copy=True), tuple(history))
+        size = step_bytes(step)
+        with self._lock:
+            old = self._steps.pop(index, None)
+            if old is not None:
+                self._bytes -= step_bytes(old)
+            if size > self.budget_bytes:
+                return
+            self._steps[index] = step
+            self._bytes += size
+            while self._bytes > self.budget_bytes:
+                _, dropped = self._steps.popitem(last=False)
+                self._bytes -= step_bytes(dropped)
+
+    def get(self, owner: object, index: int) -> StepInput | None:
+        """Step `index` of `owner`'s reply, if it is still kept."""
+        with self._lock:
+            if owner is not self._owner:
+                return None
+            return self._steps.get(index)

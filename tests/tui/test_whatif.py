@@ -1,0 +1,88 @@
+"""What if on the fake backend: entering, following the cursor, leaving, refusing."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.helpers import wait_until
+from tests.tui.test_tui_snapshots import SIZE, TOP_P_SETTINGS, fake_backend, make_app, send
+from tui.chat.transcript import Transcript
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_w_follows_the_cursor_and_esc_leaves_what_if_before_the_cursor() -> None:
+    app = make_app(fake_backend(), max_tokens=20, settings=TOP_P_SETTINGS)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, app, "hello there")
+        await wait_until(pilot, lambda: not app.generating and bool(app.finished))
+        whatif = app.chat.whatif
+        assert app.check_action("whatif_branch", ()) is False  # `b` hidden until what-if
+        await pilot.press("ctrl+t", "left", "w")
+        await pilot.pause()
+        reply = app.replies[-1]
+        assert whatif.active and whatif.target == (0, len(reply.tokens) - 2)
+        assert whatif.source == "memory" and app.check_action("whatif_branch", ()) is True
+        assert whatif.panel.display and not app.query_one("#probs").display
+        step = whatif.step
+        assert step is not None
+        assert np.array_equal(step.table.prob_after, reply.tokens[-2].step.table.prob_after)
+
+        await pilot.press("left")  # what-if follows the token cursor
+        await pilot.pause()
+        assert whatif.target == (0, len(reply.tokens) - 3)
+
+        await pilot.press("escape")
+        assert not whatif.active and app.chat.cursor is not None
+        assert app.query_one("#probs").display and not whatif.panel.display
+        await pilot.press("escape")
+        assert app.chat.cursor is None
+
+
+async def test_w_needs_a_selected_token_and_a_step_beyond_memory_needs_a_saved_chat() -> None:
+    app = make_app(fake_backend(), max_tokens=20, settings=TOP_P_SETTINGS)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, app, "hello there")
+        await wait_until(pilot, lambda: not app.generating and bool(app.finished))
+        whatif = app.chat.whatif
+        app.action_whatif()
+        assert not whatif.active  # no token selected: a notice says how
+
+        whatif.keeper.begin(None)  # as if the reply's steps were beyond the budget
+        app.query_one(Transcript).select(0, 2)
+        app.action_whatif()
+        await pilot.pause()
+        assert whatif.active and whatif.step is None and not whatif.recomputing
+        assert whatif.source.startswith("nowhere: this chat is not saved")
+        app.action_whatif()  # again: off
+        assert not whatif.active
+
+
+async def test_a_reply_starting_leaves_what_if() -> None:
+    app = make_app(fake_backend(), max_tokens=20, settings=TOP_P_SETTINGS)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, app, "hello there")
+        await wait_until(pilot, lambda: not app.generating and bool(app.finished))
+        await pilot.press("ctrl+t", "left", "w")
+        await pilot.pause()
+        assert app.chat.whatif.active
+        app.action_regenerate()
+        await pilot.pause()
+        assert not app.chat.whatif.active
+        await wait_until(pilot, lambda: not app.generating and len(app.finished) == 2)
+        # The new reply's steps are in memory, the old reply's are gone.
+        assert app.chat.whatif.keeper.get(app.replies[-1], 0) is not None
+
+
+async def test_a_new_chat_leaves_what_if() -> None:
+    app = make_app(fake_backend(), max_tokens=20, settings=TOP_P_SETTINGS)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, app, "hello there")
+        await wait_until(pilot, lambda: not app.generating and bool(app.finished))
+        await pilot.press("ctrl+t", "left", "w")
+        await pilot.pause()
+        assert app.chat.whatif.active
+        await pilot.press("ctrl+n")
+        await pilot.pause()
+        assert not app.chat.whatif.active and app.query_one("#probs").display

@@ -1,0 +1,260 @@
+"""What if: a past step recomputed under the sampling panel's settings, live.
+
+With a past token selected, `w` shows that step's distribution and cut as the
+current settings would make them, without generating; every setting changed redraws
+it. The step's own logits and history come from memory for the current reply's
+latest steps (`backend.chat.step_logits.StepLogits`, fed by the generating thread),
+else they are rebuilt once through the replay path on the model's worker thread
+("recomputing…"; `backend.store.steer.rebuild_step`); either way later changes are
+computed from them on the UI thread, a fresh sampler for each (the draw is the first
+of the current seed's stream, as a branch from there draws). `b` lists the step's
+candidates under those settings, the drawn one (▶) first in line: the one chosen
+starts a branch from there. Esc, or a reply starting, leaves.
+
+Penalties and DRY see the history before the step (the prompt and the reply's
+earlier tokens), as the sampler did. Mirostat starts afresh (its running μ is not
+kept), so a mirostat step need not reproduce.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from backend.chat.compare import ColumnEvent
+from backend.chat.events import GenerationEvent, NoticeEvent
+from backend.chat.llama_backend import LlamaBackend
+from backend.chat.protocol import ChatBackend
+from backend.chat.run_state import StepInput
+from backend.chat.step_logits import StepLogits
+from backend.store.records import ReplyRecord
+from backend.store.steer import rebuild_step
+from backend.store.store import ChatStore
+from sampling.errors import SamplescopeError
+from sampling.records import Step
+from sampling.sampler import Sampler
+from tui.chat.alternatives import Alternative, AlternativesScreen
+from tui.chat.reply_job import REPLY_COLUMN
+from tui.chat.reply_view import Reply
+from tui.chat.runner import GenerationRunner
+from tui.chat.steering import SteeringHost, start_branch
+from tui.chat.whatif_panel import WhatIfPanel
+from tui.widgets.prob_panel import ProbPanel
+
+
+class WhatIfHost(SteeringHost, Protocol):
+    """What what-if needs of the chat view (which calls it)."""
+
+    runner: GenerationRunner
+
+
+@dataclass
+class ReplayJob:
+    """Rebuilds one stored step's input on the worker thread (a `runner.Job`).
+
+    Attributes:
+        store: The chat's database.
+        chat_id: The chat.
+        from_end: Which of the chat's generated replies, counted from the last (1);
+            this session's replies are the chat's last ones.
+        tokens: The reply's tokens as shown, to check the stored reply is that one.
+        index: The step (0-based).
+        given: The rebuilt input, once the job ran.
+    """
+
+    store: ChatStore
+    chat_id: int
+    from_end: int
+    tokens: tuple[int, ...]
+    index: int
+    given: StepInput | None = field(default=None)
+
+    def __call__(self, backend: ChatBackend, cancel: threading.Event) -> Iterator[ColumnEvent]:
+        """Rebuild the step (worker thread); its notices come as events."""
+        if not isinstance(backend, LlamaBackend):
+            raise SamplescopeError("this model cannot rebuild a past step")
+        chat = self.store.load_chat(self.chat_id)
+        turns = [m.reply for m in chat.messages if m.reply is not None]
+        turn = len(turns) - self.from_end
+        reply: ReplyRecord | None = turns[turn] if 0 <= turn < len(turns) else None
+        if reply is None or reply.token_ids[: self.index + 1] != self.tokens[: self.index + 1]:
+            raise SamplescopeError("this reply is not in the saved chat as shown")
+        self.given, notices = rebuild_step(backend, chat, reply, self.index)
+        for notice in notices:
+            yield ColumnEvent(REPLY_COLUMN, NoticeEvent(notice))
+
+
+class WhatIf:
+    """The what-if mode of the chat view (see the module doc).
+
+    Args:
+        host: The chat view.
+        probs: The probability panel, hidden while what-if shows.
+        keeper: The current reply's latest steps (its `keep` becomes the live
+            settings' step sink; None: a new one of the default budget).
+    """
+
+    def __init__(
+        self, host: WhatIfHost, probs: ProbPanel, keeper: StepLogits | None = None
+    ) -> None:
+        self.host = host
+        self.probs = probs
+        self.keeper = keeper if keeper is not None else StepLogits()
+        self.panel = WhatIfPanel(id="whatif")
+        self.panel.display = False
+        self.target: tuple[int, int] | None = None
+        """The step shown (reply, token), or None when what-if is off."""
+        self.step: Step | None = None
+        """The step recomputed under the current settings (None while rebuilt)."""
+        self.source = ""
+        """Where the step's logits came from: "memory", "replay", or "nowhere: why"."""
+        self._given: StepInput | None = None
+        self._job: ReplayJob | None = None
+        host.live.step_sink = self.keeper.keep
+
+    @property
+    def active(self) -> bool:
+        """Whether what-if is on."""
+        return self.target is not None
+
+    @property
+    def recomputing(self) -> bool:
+        """Whether the step's input is being rebuilt through the replay path."""
+        return self._job is not None
+
+    def toggle(self, cursor: tuple[int, int] | None) -> None:
+        """`w`: what-if at the selected token, or off when it shows that one."""
+        if cursor is not None and cursor == self.target:
+            self.leave()
+        elif cursor is None:
+            self.host.notify("Select a past token first (ctrl+t, then ← →).")
+        elif self.host.generating:
+            self.host.notify("A reply is running: wait, or press Esc to stop it.")
+        else:
+            self.enter(*cursor)
+
+    def enter(self, number: int, index: int) -> None:
+        """What-if on token `index` of reply `number` (of this session)."""
+        reply = self.host.conversation.replies[number]
+        self.target = (number, index)
+        self.step = None
+        self._given = self.keeper.get(reply, index)
+        self.source = "memory" if self._given is not None else "replay"
+        self.probs.display = False
+        self.panel.display = True
+        self.host.app.refresh_bindings()  # `b` shows
+        if self._given is None:
+            self._start_replay(number, reply, index)
+        self.update()
+
+    def leave(self) -> bool:
+        """Turn what-if off (False: it was not on)."""
+        if self.target is None:
+            return False
+        self.target = self.step = self._given = self._job = None
+        self.panel.display = False
+        self.probs.display = True
+        self.host.app.refresh_bindings()
+        return True
+
+    def follow(self, cursor: tuple[int, int] | None) -> None:
+        """The token cursor moved: what-if follows it (off when the cursor leaves)."""
+        if self.target is None or cursor == self.target:
+            return
+        if cursor is None or self.host.generating:
+            self.leave()
+        else:
+            self.enter(*cursor)
+
+    def reply_started(self, reply: Reply) -> None:
+        """A reply's job is about to start: what-if goes off, and its steps are kept
+        (a branch keeps its parent's steps before the fork)."""
+        self.leave()
+        self.keeper.begin(reply, keep_before=len(reply.tokens))
+
+    def update(self) -> None:
+        """Recompute the step under the current settings and draw it."""
+        if self.target is None:
+            return
+        number, index = self.target
+        replies = self.host.conversation.replies
+        if number >= len(replies) or index >= len(replies[number].tokens):
+            self.leave()  # the reply went (a regenerate, a new chat)
+            return
+        stored = replies[number].tokens[index].step
+        live = self.host.live.current
+        status = "recomputing… (replay)" if self._job is not None else f"from {self.source}"
+        if self._given is not None:
+            backend = self.host.runner.backend
+            vocabulary = backend.runtime if isinstance(backend, LlamaBackend) else None
+            try:
+                sampler = Sampler(live, vocab_size=len(self._given.logits), vocabulary=vocabulary)
+                self.step = sampler.sample(self._given.logits, self._given.history)
+            except SamplescopeError as error:
+                self.step = None
+                status = f"cannot recompute: {error}"
+        title = f"reply {number + 1} token {index + 1}"
+        self.panel.show(title, stored, self.step, live, self.host.pieces, status)
+
+    def branch(self) -> None:
+        """`b`: the step's candidates under the current settings, the one drawn (▶)
+        highlighted; the one chosen (or a re-sample, which draws ▶ again) starts a
+        branch from there."""
+        if self.target is None or self.step is None:
+            self.host.notify("What if (w) on a past token first.")
+            return
+        number, index = self.target
+        replies = self.host.conversation.replies
+        if number != len(replies) - 1 or not self.host.conversation.ends_with_reply:
+            self.host.notify("A branch can redo the last reply only.")
+            return
+        step = self.step
+        listed = [int(token) for token in step.table.token_ids]
+        row = listed.index(step.token_id) if step.token_id in listed else len(listed)
+
+        def chosen(choice: Alternative | None) -> None:
+            if choice is not None:
+                start_branch(self.host, index, choice.token)
+
+        title = f"what if at reply {number + 1} token {index + 1}"
+        screen = AlternativesScreen(step, title, self.host.pieces, highlighted=row)
+        self.host.app.push_screen(screen, chosen)
+
+    # -- the replay path -----------------------------------------------------------
+
+    def _start_replay(self, number: int, reply: Reply, index: int) -> None:
+        conversation = self.host.conversation
+        recorder = conversation.recorder
+        if recorder is None or recorder.chat_id is None or recorder.error is not None:
+            self.source = "nowhere: this chat is not saved, and the step is no longer in memory"
+            return
+        from_end = len(conversation.replies) - number
+        tokens = tuple(t.step.token_id for t in reply.tokens)
+        self._job = ReplayJob(recorder.store, recorder.chat_id, from_end, tokens, index)
+        self.host.runner.start(self._job, self)
+        # The cache now holds this step's input: the next reply starts from an empty
+        # one, so that its record describes how its cache was made.
+        conversation.reset_pending = True
+
+    # -- GenerationConsumer: the replay job's events ---------------------------------
+
+    def generation_event(self, column: int, event: GenerationEvent) -> None:
+        """A notice of the rebuild."""
+        if isinstance(event, NoticeEvent):
+            self.host.notify(event.message)
+
+    def generation_ended(self, error: str | None) -> None:
+        """The rebuild finished (or failed)."""
+        job, self._job = self._job, None
+        if job is None or self.target is None:
+            return
+        if error is not None or job.given is None:
+            self.source = f"nowhere: {error or 'the step could not be rebuilt'}"
+        else:
+            self._given = job.given
+        self.update()
+
+    def paint(self) -> None:
+        """Nothing streams."""

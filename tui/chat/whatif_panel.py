@@ -1,0 +1,94 @@
+"""The what-if panel: a past step recomputed under the sampling panel's settings.
+
+It takes the probability panel's place while what-if is on: a header saying which
+step it is, where its logits came from, whether the settings are the step's own or
+which of them differ, what the step chose then and what it would now, and below it
+the recomputed step drawn as the probability panel draws a step (bars, kept count,
+the cut and which sampler made it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import Static
+
+from sampling.records import Step
+from sampling.settings import SamplerSettings
+from tui.widgets.prob_panel import ProbPanel
+from tui.widgets.token_text import TokenPieces
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, tuple):
+        return ",".join(_shown(v) for v in value) or "—"
+    return str(value)
+
+
+def settings_diff(own: SamplerSettings, current: SamplerSettings) -> list[str]:
+    """Each setting that differs, as "name own→current", in the settings' order."""
+    changes = []
+    for field in fields(SamplerSettings):
+        before, after = getattr(own, field.name), getattr(current, field.name)
+        if before != after:
+            changes.append(f"{field.name} {_shown(before)}→{_shown(after)}")
+    return changes
+
+
+def header_text(
+    title: str,
+    stored: Step,
+    current: SamplerSettings,
+    pieces: TokenPieces,
+    status: str,
+) -> Text:
+    """The what-if header (see the module doc); model text is appended literally."""
+    text = Text()
+    text.append(title, style="bold")
+    text.append(f" · {status}\n", style="italic")
+    changes = settings_diff(stored.settings, current)
+    if changes:
+        text.append("current settings, not the step's own: ", style="bold yellow")
+        text.append("; ".join(changes) + "\n")
+    else:
+        text.append("the step's own settings\n", style="bold green")
+    text.append("then ")
+    text.append(pieces(stored.token_id)[:14], style="bold reverse")
+    text.append(f" · p {stored.prob:.3f} · {stored.n_kept} kept · cut by {stored.cut_by}\n")
+    text.append("b: branch here (▶ or another) · esc: leave", style="grey62")
+    return text
+
+
+class WhatIfPanel(Vertical):
+    """The header and the recomputed step (see the module doc); hidden until used."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.border_title = "what if"
+        self.header = Static("", id="whatif-header", markup=False)
+        self.probs = ProbPanel(id="whatif-probs")
+
+    def compose(self) -> ComposeResult:
+        yield self.header
+        yield self.probs
+
+    def show(
+        self,
+        title: str,
+        stored: Step,
+        step: Step | None,
+        current: SamplerSettings,
+        pieces: TokenPieces,
+        status: str,
+    ) -> None:
+        """Show the stored step's recomputation `step` (None while it is computed)."""
+        self.header.update(header_text(title, stored, current, pieces, status))
+        if step is None:
+            self.probs.show(None, f"{status} {title}", pieces)
+        else:
+            self.probs.show(step, "now", pieces)
