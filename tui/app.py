@@ -20,8 +20,7 @@ from textual.screen import Screen
 from textual.widgets import Footer
 
 from backend.chat.completion import Mode, mode_for_backend
-from backend.chat.events import FinishedEvent, GenerationEvent
-from backend.chat.protocol import ChatBackend, ChatMessage, LiveSettings
+from backend.chat.protocol import ChatBackend, LiveSettings
 from backend.config.config import Config
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatStore, StoreError
@@ -31,18 +30,17 @@ from tui.app_config import resolve_app_config
 from tui.bindings import APP_BINDINGS
 from tui.chat.conversation import Conversation
 from tui.chat.loading import BackendFailed, BackendReady, load_backend
-from tui.chat.reply_view import Reply
 from tui.chat.runner import GIL_SWITCH_INTERVAL, GenerationRunner
 from tui.chat.setting_input import TextEncoder, typed_value
 from tui.chat.view import ChatView
 from tui.chat.whatif_keys import WhatIfKeys
+from tui.chat_state import ChatState
 from tui.compare.command import CompareCommands, CompareContext, last_user_turn, open_compare
 from tui.compare.result import CompareResult
 from tui.paste_driver import paste_safe_driver
 from tui.screens.help import HelpScreen
 from tui.screens.history import HistoryScreen
 from tui.widgets.sampling_panel import SamplingPanel
-from tui.widgets.status_line import StatusState
 from tui.widgets.token_text import TokenPieces
 
 # Actions that change the conversation: not while another screen (compare,
@@ -55,7 +53,7 @@ _CHAT_ACTIONS = frozenset(
 NEW_SEED_RANGE = 100_000
 
 
-class SamplescopeApp(WhatIfKeys, App[None]):
+class SamplescopeApp(WhatIfKeys, ChatState, App[None]):
     """The chat app.
 
     Args:
@@ -321,56 +319,6 @@ class SamplescopeApp(WhatIfKeys, App[None]):
         """Make the column promoted in the compare view the chat's last reply (and save it)."""
         if result is not None:
             self.chat.adopt_reply(result.settings, result.tokens, result.finished)
-
-    # -- the chat's state, for tests and benchmarks ------------------------------------
-
-    @property
-    def messages(self) -> list[ChatMessage]:
-        """The conversation."""
-        return self.conversation.messages
-
-    @property
-    def replies(self) -> list[Reply]:
-        """This session's replies, with their tokens."""
-        return self.conversation.replies
-
-    @property
-    def generating(self) -> bool:
-        """Whether a chat reply is running."""
-        return self.chat.generating
-
-    @property
-    def finished(self) -> list[FinishedEvent]:
-        """Every FinishedEvent of a chat reply handled, in order."""
-        return self.conversation.finished
-
-    @property
-    def event_log(self) -> list[GenerationEvent] | None:
-        """Set to a list to record every event of the current reply handled."""
-        return self.chat.event_log
-
-    @event_log.setter
-    def event_log(self, log: list[GenerationEvent] | None) -> None:
-        self.chat.event_log = log
-
-    @property
-    def recorder(self) -> ChatRecorder | None:
-        """Saves the conversation as it happens (None: nothing is saved)."""
-        return self.conversation.recorder
-
-    @property
-    def status(self) -> StatusState:
-        """What the status line shows."""
-        return self.chat.status
-
-    @property
-    def cursor(self) -> tuple[int, int] | None:
-        """The selected past token (reply, token), or None."""
-        return self.chat.cursor
-
-    def flush_now(self) -> None:
-        """Draw what is pending now rather than at the next tick (tests, snapshots)."""
-        self.chat.flush_now()
 
     # -- settings --------------------------------------------------------------
 
