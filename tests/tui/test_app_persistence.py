@@ -17,7 +17,7 @@ from tests.fake_backend import FakeBackend
 from tests.helpers import nth_reply_finished, send_message, wait_until
 from tui.app import SamplescopeApp
 from tui.app_config import resolve_app_config
-from tui.chat.view import STORED_REPLIES_NOTE
+from tui.chat.reply_view import ReplyView
 from tui.cli.app import build_app, build_app_parser
 from tui.screens.history import HistoryScreen
 from tui.widgets.prob_panel import ProbPanel
@@ -68,13 +68,16 @@ async def test_chats_are_saved_reopened_and_continued(tmp_path: Path, store: Cha
         assert reply.token_ids == first.token_ids != ()
         assert reply.token_ids == tuple(t.step.token_id for t in app.replies[0].tokens)
 
-        # ctrl+r regenerates: the stored reply is replaced, not added to.
+        # ctrl+r regenerates: a second branch of the turn, which the turn follows.
         await pilot.press("ctrl+r")
         again = await nth_reply_finished(pilot, app, 2)
         assert _roles_and_texts(store, chat.id) == [
             ("user", "hello there"),
             ("assistant", again.text),
         ]
+        [turn] = [m for m in store.load_chat(chat.id).messages if m.reply is not None]
+        assert [b.token_ids for b in turn.branches] == [first.token_ids, again.token_ids]
+        assert turn.reply is not None and turn.reply.id == turn.branches[1].id
 
         # ctrl+n: the next message starts a second chat.
         await pilot.press("ctrl+n")
@@ -95,14 +98,17 @@ async def test_chats_are_saved_reopened_and_continued(tmp_path: Path, store: Cha
         await pilot.pause()
         assert not isinstance(app.screen, HistoryScreen)
         assert _shown(app, ".user") == ["hello there"]
-        suffix = " [max tokens]" if again.reason == "max_tokens" else ""
-        assert _shown(app, ".stored") == [again.text + suffix]
+        # The reply is back token by token, with its records and both branches.
+        assert _shown(app, ".stored") == []
         assert [(m.role, m.content) for m in app.messages] == _roles_and_texts(store, chat.id)
-        assert app.replies == []
+        [reopened] = app.replies
+        assert reopened.text == again.text
+        assert [t.step.token_id for t in reopened.tokens] == list(again.token_ids)
+        assert [len(b.tokens) for b in reopened.tree] == [len(first.token_ids)] * 2
+        drawn = app.query_one("#transcript ReplyView", ReplyView).plain_text()
+        assert "⋔2" in drawn and drawn.replace("⋔2", "").startswith(again.text)
         probs = app.query_one("#probs", ProbPanel)
-        assert probs.step is None
-        shown = " ".join(probs.render_line(y).text.strip() for y in range(3))
-        assert STORED_REPLIES_NOTE in shown
+        assert probs.step is not None and probs.step.token_id == again.token_ids[-1]
 
         # Continue it: the new turn and reply go into the same chat.
         third = await send_message(pilot, app, "and then?")

@@ -39,7 +39,10 @@ def ask_alternative(view: SteeringHost, number: int, index: int) -> None:
         view.notify("A reply is running: wait, or press Esc to stop it.")
         return
     if number != len(replies) - 1 or not view.conversation.ends_with_reply:
-        view.notify("Alternatives can redo the last reply only.")
+        view.notify(
+            "Alternatives redo the last reply only: the turns after this one were made "
+            "from its text."
+        )
         return
     step = replies[number].tokens[index].step
     title = f"reply {number + 1} token {index + 1}"
@@ -59,3 +62,14 @@ def start_branch(view: SteeringHost, index: int, force: int | None) -> None:
         return
     reply, job = view.conversation.begin_branch(view.live, view.max_tokens, index, force)
     view.run_reply(reply, job, replace=True)
+
+
+def regenerate(view: SteeringHost) -> None:
+    """Redo the last reply with the live settings: a new branch of it (the old one
+    stays another branch), or anew when the conversation does not end with it."""
+    if view.conversation.ends_with_reply:
+        start_branch(view, 0, None)
+        return
+    dropped = view.conversation.drop_last_reply()
+    reply, job = view.conversation.begin_reply(view.live, view.max_tokens)
+    view.run_reply(reply, job, replace=dropped is not None)

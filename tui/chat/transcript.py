@@ -11,11 +11,13 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 
+from backend.store.store import ChatRecord
 from tui.chat.reply_view import FINISH_LABELS, Reply, ReplyView
 from tui.display import display_text
 from tui.widgets.token_look import TokenMarks
 
 _TOKEN = Binding.Group("token", compact=True)
+_BRANCH = Binding.Group("branch", compact=True)
 _W = TypeVar("_W", Static, ReplyView)
 
 
@@ -32,6 +34,10 @@ class Transcript(VerticalScroll, can_focus=True):
         Binding("home", "move_token(-1000000)", "first", show=False),
         Binding("end", "move_token(1000000)", "last", show=False),
         Binding("enter", "alternatives", "alts", key_display="⏎"),
+        # The reply's other branches (swipes); ctrl+←/→ where the terminal sends them.
+        Binding("less_than_sign,ctrl+left", "branch(-1)", "branch", group=_BRANCH),
+        Binding("greater_than_sign,ctrl+right", "branch(1)", "branch", group=_BRANCH),
+        Binding("u,ctrl+up", "parent_branch", "parent"),
     ]
 
     class TokenSelected(Message):
@@ -47,6 +53,13 @@ class Transcript(VerticalScroll, can_focus=True):
         def __init__(self, cursor: tuple[int, int]) -> None:
             super().__init__()
             self.cursor = cursor
+
+    class BranchAsked(Message):
+        """Show another branch of the reply: `delta` siblings on, or the parent (None)."""
+
+        def __init__(self, delta: int | None) -> None:
+            super().__init__()
+            self.delta = delta
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -74,6 +87,30 @@ class Transcript(VerticalScroll, can_focus=True):
         if label:
             shown.append(f" [{label}]", style="italic grey50")
         return self._append(Static(shown, classes="stored"))
+
+    def show_record(self, record: ChatRecord, shown: dict[int, Reply]) -> None:
+        """Show a saved chat instead: its replies in `shown` (by message id) token by
+        token, the others as plain text."""
+        self.clear()
+        for message in record.messages:
+            if message.role == "user":
+                self.add_user(message.content)
+            elif message.id in shown:
+                self.add_reply(shown[message.id])
+            elif message.role == "assistant":
+                reason = message.reply.finish_reason if message.reply else ""
+                self.add_stored_reply(message.content, reason)
+            else:
+                self.add_note(f"{message.role}: {message.content}")
+
+    def show_branch(self, branch: Reply, at: int | None = None) -> ReplyView:
+        """Draw another branch as the last reply; select its token `at` if given."""
+        self.clear_cursor()
+        view = self.views[-1]
+        view.show(branch)
+        if at is not None and branch.tokens:
+            self.select(len(self.views) - 1, min(at, len(branch.tokens) - 1))
+        return view
 
     def remove_last_reply(self) -> None:
         """Remove the last reply's view (it is about to be regenerated)."""
@@ -143,6 +180,14 @@ class Transcript(VerticalScroll, can_focus=True):
         """Ask for the selected token's alternatives."""
         if self.cursor is not None:
             self.post_message(self.AlternativesAsked(self.cursor))
+
+    def action_branch(self, delta: int) -> None:
+        """Show the reply's next (1) or previous (-1) branch."""
+        self.post_message(self.BranchAsked(delta))
+
+    def action_parent_branch(self) -> None:
+        """Show the branch the reply's branch forks from."""
+        self.post_message(self.BranchAsked(None))
 
     def select(self, number: int, index: int) -> None:
         """Put the token cursor on token `index` of reply `number`."""
