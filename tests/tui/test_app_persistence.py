@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
+from backend.chat.events import FinishedEvent, TokenEvent
+from backend.chat.protocol import LiveSettings
 from backend.config.config import Config
 from backend.config.paths import CONFIG_DIR_ENV, CONFIG_FILENAME, DATA_DIR_ENV
 from backend.store.store import ChatStore
@@ -19,6 +21,7 @@ from tui.app import SamplescopeApp
 from tui.app_config import resolve_app_config
 from tui.chat.reply_view import ReplyView
 from tui.cli.app import build_app, build_app_parser
+from tui.compare.result import CompareResult
 from tui.screens.history import HistoryScreen
 from tui.widgets.prob_panel import ProbPanel
 
@@ -205,3 +208,35 @@ def test_config_keys_and_theme_are_checked() -> None:
     assert len(resolved.problems) == 3
     assert "'nope'" in resolved.problems[0] and "gruvbox" in resolved.problems[0]
     assert "'fly'" in resolved.problems[1] and "help" in resolved.problems[2]
+
+
+async def test_a_compare_column_used_as_reply_is_a_new_branch(
+    tmp_path: Path, store: ChatStore
+) -> None:
+    app = SamplescopeApp(_fake(tmp_path), max_tokens=8, cursor_blink=False, store=store)
+    async with app.run_test(size=SIZE) as pilot:
+        first = await send_message(pilot, app, "hello there")
+        # What the compare view hands back for a column (another seed, the same turn).
+        settings = app.live.current.with_changes(seed=5)
+        events = list(
+            FakeBackend().generate(app.messages[:-1], LiveSettings(settings), max_tokens=8)
+        )
+        finished = events[-1]
+        assert isinstance(finished, FinishedEvent) and finished.token_ids != first.token_ids
+        tokens = tuple(e for e in events if isinstance(e, TokenEvent))
+        app.adopt_compare_result(CompareResult(1, "seed 5", settings, finished, tokens))
+        await pilot.pause()
+        [chat] = store.list_chats()
+        turn = store.load_chat(chat.id).messages[-1]
+        old, new = turn.branches
+        assert (old.token_ids, new.token_ids) == (first.token_ids, finished.token_ids)
+        assert (new.parent_id, new.fork_at) == (old.id, 0)
+        assert turn.reply is not None and turn.reply.id == new.id
+        assert turn.content == finished.text == app.messages[-1].content
+        assert len(app.replies) == 1 and len(app.replies[-1].tree) == 2
+
+        # The reply it replaced on screen is a key away, and the store follows it.
+        app.query_one("#transcript").focus()
+        await pilot.press("less_than_sign")
+        assert app.replies[-1].text == first.text
+        assert _roles_and_texts(store, chat.id)[-1] == ("assistant", first.text)
