@@ -12,7 +12,8 @@ list into the store, so the stored chat is exactly what the model saw:
         post_message(...)
     # UI thread, when no generation runs:
     recorder.new_chat()                 # ctrl+n (the next reply starts a new chat)
-    recorder.discard_last_reply()       # ctrl+r, before regenerating
+    recorder.begin_branch(parent_id, at, settings)   # worker: a branch of a stored reply
+    recorder.follow(reply_id)           # UI thread: the turn follows another branch
     record = recorder.open_chat(chat_id)   # from the history screen;
     messages = record.conversation()       # then reset the backend's cache
 
