@@ -117,7 +117,8 @@ class Conversation:
         reply.error = event.error or ""
         if self.recorder is not None:
             reply.branch_id = self.recorder.reply_id
-        if event.text:
+        # A branch keeps its turn even when empty: its other branches are a key away.
+        if event.text or reply.parent is not None:
             self.messages.append(ChatMessage("assistant", event.text))
         return reply
 

@@ -12,6 +12,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from backend.store.store import ChatRecord
+from tui.chat.branches import branch_label
 from tui.chat.reply_view import FINISH_LABELS, Reply, ReplyView
 from tui.display import display_text
 from tui.widgets.token_look import TokenMarks
@@ -78,7 +79,14 @@ class Transcript(VerticalScroll, can_focus=True):
         view = ReplyView(reply, len(self.views))
         view.set_marks(TokenMarks(colour=self.colour))
         self.views.append(view)
+        self._label_branch()
         return self._append(view)
+
+    def _label_branch(self) -> None:
+        """Say under the transcript which branch of the last reply is shown, if it has several."""
+        reply = self.views[-1].reply if self.views else None
+        several = reply is not None and len(reply.tree) > 1
+        self.border_subtitle = f"last reply: {branch_label(reply)}" if reply and several else ""
 
     def add_stored_reply(self, text: str, finish_reason: str = "") -> Static:
         """Append a reply of a saved chat, as plain text (it has no token records)."""
@@ -108,6 +116,7 @@ class Transcript(VerticalScroll, can_focus=True):
         self.clear_cursor()
         view = self.views[-1]
         view.show(branch)
+        self._label_branch()
         if at is not None and branch.tokens:
             self.select(len(self.views) - 1, min(at, len(branch.tokens) - 1))
         return view
@@ -117,6 +126,7 @@ class Transcript(VerticalScroll, can_focus=True):
         if self.views:
             self.clear_cursor()
             self.views.pop().remove()
+            self._label_branch()
 
     def add_note(self, text: str, *, error: bool = False) -> Static:
         """Append a notice or an error line."""
@@ -126,6 +136,7 @@ class Transcript(VerticalScroll, can_focus=True):
     def clear(self) -> None:
         """Remove everything (a new chat)."""
         self.views.clear()
+        self._label_branch()
         self.cursor = None
         self.remove_children()
         self.scroll_home(animate=False, immediate=True)
