@@ -248,10 +248,11 @@ class ChatStore:
         row = conn.execute(
             "SELECT coalesce(max(position) + 1, 0) FROM messages WHERE chat_id = ?", (chat_id,)
         ).fetchone()
+        _, after = store_read.visible_messages(conn, chat_id)
         cursor = conn.execute(
-            "INSERT INTO messages (chat_id, position, role, content, created) "
-            "VALUES (?, ?, ?, ?, ?)",
-            (chat_id, int(row[0]), role, content, now),
+            "INSERT INTO messages (chat_id, position, role, content, created, after_reply_id) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (chat_id, int(row[0]), role, content, now, after),
         )
         conn.execute("UPDATE chats SET updated = ? WHERE id = ?", (now, chat_id))
         return int(cursor.lastrowid or 0)
