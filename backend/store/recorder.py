@@ -184,6 +184,12 @@ class ChatRecorder:
         self._branching = True
         return True
 
+    def cut(self, count: int) -> None:
+        """The app's conversation was cut after its first `count` turns (a branch of an
+        earlier reply): its next turns are stored after those (the store shows the
+        turns along the branches followed, so the cut ones stay stored, not shown)."""
+        self._stored = min(self._stored, count)
+
     def follow(self, reply_id: int | None) -> bool:
         """Make the conversation follow stored branch `reply_id` of its turn."""
         if self.error is not None or reply_id is None or self.chat_id is None:

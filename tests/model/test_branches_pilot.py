@@ -156,3 +156,39 @@ async def test_a_reopened_chat_is_inspectable_and_branchable(
     assert branch.token_ids == second.token_ids
     assert turn.reply is not None and turn.reply.id == branch.id
     assert turn.content == second.text
+
+
+async def test_an_alternative_in_an_earlier_reply_starts_a_new_continuation(
+    llama_backend: LlamaBackend, store: ChatStore
+) -> None:
+    llama_backend.reset()
+    app = SamplescopeApp(llama_backend, max_tokens=12, cursor_blink=False, store=store)
+    async with app.run_test(size=SIZE) as pilot:
+        first = await send_message(pilot, app, "Name three colours.")
+        later = await send_message(pilot, app, "And three animals?")
+        [chat] = store.list_chats()
+        old_first, old_later = (r.id for r in store.load_chat(chat.id).replies)
+
+        await _choose_alternative(pilot, app, 0, 2)
+        branch = await nth_reply_finished(pilot, app, 3)
+        assert branch.token_ids[:INDEX] == first.token_ids[:INDEX] != branch.token_ids
+        # The screen follows the new branch: the turns after reply 1 are cut.
+        assert [m.content for m in app.messages] == ["Name three colours.", branch.text]
+        assert len(app.replies) == 1 and len(app.query(ReplyView)) == 1
+        assert _shows(app, branch.text)
+        record = store.load_chat(chat.id)
+        assert [m.content for m in record.messages] == ["Name three colours.", branch.text]
+
+        # The conversation goes on from the new branch; the old turns stay stored.
+        await send_message(pilot, app, "And three birds?")
+        record = store.load_chat(chat.id)
+        assert [m.content for m in record.messages][::2] == [
+            "Name three colours.",
+            "And three birds?",
+        ]
+        assert record.messages[1].content == branch.text
+        assert store.list_chats()[0].message_count == 6
+        store.follow_branch(chat.id, old_first)
+        old = store.load_chat(chat.id)
+        assert [r.id for r in old.replies] == [old_first, old_later]
+        assert old.messages[3].content == later.text

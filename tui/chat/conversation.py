@@ -63,16 +63,24 @@ class Conversation:
         return reply, job
 
     def begin_branch(
-        self, live: LiveSettings, max_tokens: int, index: int, force: int | None
+        self,
+        live: LiveSettings,
+        max_tokens: int,
+        index: int,
+        force: int | None,
+        number: int | None = None,
     ) -> tuple[Reply, ReplyJob]:
-        """A new branch of the last reply from its token `index`: the tokens before it
-        are kept, token `index` is `force` (None: drawn again with the live settings),
-        the rest sampled. It replaces the reply on screen; the old one stays in the
-        reply's tree (and in the store) as another branch of the turn.
+        """A new branch of reply `number` (None: the last) from its token `index`: the
+        tokens before it are kept, token `index` is `force` (None: drawn again with the
+        live settings), the rest sampled. It replaces the reply, and cuts the turns
+        after it; the old one stays in the reply's tree (and in the store, with the
+        turns after it) as another branch of the turn.
         """
-        old = self.replies[-1]
-        if self.ends_with_reply:
-            self.messages.pop()
+        number = len(self.replies) - 1 if number is None else number
+        old = self.replies[number]
+        del self.messages[old.turn :]
+        if self.recorder is not None:
+            self.recorder.cut(old.turn + 1)
         kept = old.tokens[:index]
         reply = Reply(
             seed=live.current.seed,
@@ -83,7 +91,7 @@ class Conversation:
             fork_at=index,
             tree=old.tree,  # it joins the tree as it is made
         )
-        self.replies[-1] = reply
+        self.replies[number:] = [reply]
         # A fork at the start with nothing forced is a plain generation of the turn.
         steered = index > 0 or force is not None
         steer = Steer(tuple(token.step.token_id for token in kept), force)

@@ -121,12 +121,17 @@ class Transcript(VerticalScroll, can_focus=True):
             self.select(len(self.views) - 1, min(at, len(branch.tokens) - 1))
         return view
 
-    def remove_last_reply(self) -> None:
-        """Remove the last reply's view (it is about to be regenerated)."""
-        if self.views:
-            self.clear_cursor()
-            self.views.pop().remove()
-            self._label_branch()
+    def remove_replies_from(self, turn: int) -> None:
+        """Remove the view of the reply of conversation turn `turn` (it is about to be
+        redone) and everything shown after it."""
+        cut = next((n for n, view in enumerate(self.views) if view.reply.turn >= turn), None)
+        if cut is None:
+            return
+        self.clear_cursor()
+        children = list(self.children)
+        self.remove_children(children[children.index(self.views[cut]) :])
+        del self.views[cut:]
+        self._label_branch()
 
     def add_note(self, text: str, *, error: bool = False) -> Static:
         """Append a notice or an error line."""

@@ -177,10 +177,10 @@ class ChatView(Vertical):
         self.run_reply(reply, job)
 
     def run_reply(self, reply: Reply, job: ReplyJob, *, replace: bool = False) -> None:
-        """Show `reply` as the last one (`replace`: instead of it) and run its job."""
+        """Show `reply` last (`replace`: instead of its turn's and what follows); run its job."""
         self._transcript.clear_cursor()
         if replace:
-            self._transcript.remove_last_reply()
+            self._transcript.remove_replies_from(reply.turn)
         self._transcript.add_reply(reply)
         self.generating = True
         self._first_token_at = self._last_token_at = None

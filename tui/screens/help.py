@@ -23,7 +23,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("ctrl+l", "colour each token by its probability"),
     ("ctrl+d", "compare: the last question under several settings, one seed"),
     ("ctrl+t", "token cursor: ← → pick a past token; its step shows on the right"),
-    ("enter on a token", "of the last reply: its alternatives; one chosen makes a new branch"),
+    ("enter on a token", "its alternatives; one chosen makes a new branch from there"),
     ("< > (ctrl+← →)", "token cursor: the last reply's other branches (⋔N marks a fork)"),
     ("u (ctrl+↑)", "token cursor: the branch this one forks from"),
     ("mouse", "click a token to see its step; click or drag a slider"),
