@@ -180,15 +180,24 @@ async def test_an_alternative_in_an_earlier_reply_starts_a_new_continuation(
         assert [m.content for m in record.messages] == ["Name three colours.", branch.text]
 
         # The conversation goes on from the new branch; the old turns stay stored.
-        await send_message(pilot, app, "And three birds?")
+        birds = await send_message(pilot, app, "And three birds?")
         record = store.load_chat(chat.id)
-        assert [m.content for m in record.messages][::2] == [
-            "Name three colours.",
-            "And three birds?",
-        ]
-        assert record.messages[1].content == branch.text
+        new_path = ["Name three colours.", branch.text, "And three birds?", birds.text]
+        assert [m.content for m in record.messages] == new_path
         assert store.list_chats()[0].message_count == 6
-        store.follow_branch(chat.id, old_first)
+
+        # "<" on reply 1 goes back to its first branch, with the turns that followed it.
+        transcript = app.query_one(Transcript)
+        transcript.focus()
+        transcript.select(0, 0)
+        await pilot.press("less_than_sign")
+        old_path = ["Name three colours.", first.text, "And three animals?", later.text]
+        assert [m.content for m in app.messages] == old_path
+        assert [r.text for r in app.replies] == [first.text, later.text]
+        assert app.cursor == (0, INDEX)
         old = store.load_chat(chat.id)
         assert [r.id for r in old.replies] == [old_first, old_later]
-        assert old.messages[3].content == later.text
+        # ">" comes back to the new branch and its turns.
+        await pilot.press("greater_than_sign")
+        assert [m.content for m in app.messages] == new_path
+        assert [m.content for m in store.load_chat(chat.id).messages] == new_path

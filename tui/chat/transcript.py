@@ -96,9 +96,11 @@ class Transcript(VerticalScroll, can_focus=True):
             shown.append(f" [{label}]", style="italic grey50")
         return self._append(Static(shown, classes="stored"))
 
-    def show_record(self, record: ChatRecord, shown: dict[int, Reply]) -> None:
+    def show_record(
+        self, record: ChatRecord, shown: dict[int, Reply], cursor: tuple[int, int] | None = None
+    ) -> None:
         """Show a saved chat instead: its replies in `shown` (by message id) token by
-        token, the others as plain text."""
+        token, the others as plain text; select token `cursor` (reply, token) if given."""
         self.clear()
         for message in record.messages:
             if message.role == "user":
@@ -110,6 +112,10 @@ class Transcript(VerticalScroll, can_focus=True):
                 self.add_stored_reply(message.content, reason)
             else:
                 self.add_note(f"{message.role}: {message.content}")
+        if cursor is not None and cursor[0] < len(self.views):
+            tokens = self.views[cursor[0]].reply.tokens
+            if tokens:
+                self.select(cursor[0], min(cursor[1], len(tokens) - 1))
 
     def show_branch(self, branch: Reply, at: int | None = None) -> ReplyView:
         """Draw another branch as the last reply; select its token `at` if given."""

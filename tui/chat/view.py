@@ -209,17 +209,18 @@ class ChatView(Vertical):
         self._redraw()  # the panel and the plots: nothing yet
         self._status.update(ctx_used=0, note="new chat")
 
-    def show_chat(self, record: ChatRecord) -> None:
-        """Make a stored chat the conversation, continued on Enter: its replies with
-        their per-token records, or as plain text when they have none."""
+    def show_chat(self, record: ChatRecord, cursor: tuple[int, int] | None = None) -> None:
+        """Make a stored chat the conversation, continued on Enter: its replies with their
+        records (else plain text); `cursor`: select that token rather than focus the input."""
         recorder = self.conversation.recorder
         shown = stored_replies(record, recorder.store, self.pieces) if recorder else {}
         self.conversation.restart(record, list(shown.values()))
-        self._transcript.show_record(record, shown)
+        self._transcript.show_record(record, shown, cursor)
         self._probs_note = STORED_REPLIES_NOTE if len(record.replies) > len(shown) else ""
         self._redraw()
         self._status.update(ctx_used=0, note=f"chat {record.id}")
-        self.focus_input()
+        if cursor is None:
+            self.focus_input()
 
     def adopt_reply(
         self, settings: SamplerSettings, tokens: Sequence[TokenEvent], finished: FinishedEvent

@@ -24,7 +24,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("ctrl+d", "compare: the last question under several settings, one seed"),
     ("ctrl+t", "token cursor: ← → pick a past token; its step shows on the right"),
     ("enter on a token", "its alternatives; one chosen makes a new branch from there"),
-    ("< > (ctrl+← →)", "token cursor: the last reply's other branches (⋔N marks a fork)"),
+    ("< > (ctrl+← →)", "token cursor: the reply's other branches (⋔N marks a fork)"),
     ("u (ctrl+↑)", "token cursor: the branch this one forks from"),
     ("mouse", "click a token to see its step; click or drag a slider"),
     ("f2 / f3", "go to the sampling panel / the input box"),
