@@ -32,6 +32,7 @@ from backend.chat.events import (
     TokenEvent,
 )
 from backend.chat.protocol import ChatMessage, LiveSettings, ModelInfo
+from backend.chat.run_state import Steer, forced_step
 from backend.llama.pieces import visible_piece
 from sampling import Sampler
 
@@ -179,6 +180,10 @@ class FakeBackend:
             return visible_piece(FAKE_VOCAB[token_id])
         return f"#{token_id}"
 
+    def token_bytes(self, token_id: int) -> bytes:
+        """The bytes of a token (a saved reply's text, token by token)."""
+        return FAKE_VOCAB[token_id].encode() if 0 < token_id < len(FAKE_VOCAB) else b""
+
     def encode_text(self, text: str) -> list[int]:
         """The ids of a text made of vocabulary entries, longest entry first (no match: [])."""
         ids: list[int] = []
@@ -224,8 +229,9 @@ class FakeBackend:
         max_tokens: int = 512,
         cancel: threading.Event | None = None,
         raw: bool = False,
+        steer: Steer | None = None,
     ) -> Iterator[GenerationEvent]:
-        """Generate a reply; see `ChatBackend.generate`."""
+        """Generate a reply; see `ChatBackend.generate` (`steer`: `LlamaBackend`'s)."""
         start = self.clock()
         prompt = self.tokenize(messages[-1:] if raw else messages)
         shared = common_prefix(self._cache, prompt)
@@ -251,8 +257,10 @@ class FakeBackend:
         stats = replace(stats, prefill_ms=(prefill_end - start) * 1000.0)
         yield PhaseEvent("decode")
         sampler = Sampler(settings.current, vocab_size=len(FAKE_VOCAB))
-        reply: list[int] = []
-        text_parts: list[str] = []
+        steer = steer or Steer()
+        reply: list[int] = list(steer.prefix)
+        self._cache.extend(steer.prefix)
+        text_parts: list[str] = [FAKE_VOCAB[token] for token in steer.prefix]
         sampler_us = 0.0
         first_token_at: float | None = None
         reason: FinishReason = "max_tokens"
@@ -271,6 +279,8 @@ class FakeBackend:
             else:
                 logits[EOS_ID] = -4.0 + 0.25 * (len(reply) - self.min_reply_tokens)
             step = sampler.sample(logits, history=self._cache)
+            if len(reply) == len(steer.prefix) and steer.force is not None:
+                step = forced_step(step, steer.force, logits, self._cache)
             if settings.step_sink is not None:
                 settings.step_sink(len(reply), logits, self._cache)
             sampler_us += step.elapsed_us

@@ -30,8 +30,10 @@ from tui.app_config import resolve_app_config
 from tui.bindings import APP_BINDINGS
 from tui.chat.conversation import Conversation
 from tui.chat.loading import BackendFailed, BackendReady, load_backend
+from tui.chat.mode_switch import switch_mode
 from tui.chat.runner import GIL_SWITCH_INTERVAL, GenerationRunner
 from tui.chat.setting_input import TextEncoder, typed_value
+from tui.chat.steering import regenerate
 from tui.chat.view import ChatView
 from tui.chat.whatif_keys import WhatIfKeys
 from tui.chat_state import ChatState
@@ -48,6 +50,7 @@ from tui.widgets.token_text import TokenPieces
 _CHAT_ACTIONS = frozenset(
     {"regenerate", "new_chat", "copy_reply", "token_cursor", "history", "compare", "new_seed"}
     | {"toggle_colour", "focus_sampling", "focus_input", "plot", "whatif", "whatif_branch"}
+    | {"toggle_mode"}
 )
 
 NEW_SEED_RANGE = 100_000
@@ -179,6 +182,7 @@ class SamplescopeApp(WhatIfKeys, ChatState, App[None]):
         backend = message.backend
         self.runner.backend = backend
         self.pieces.lookup = message.pieces
+        self.pieces.token_bytes = message.token_bytes
         self.encode = message.encode
         info = backend.info
         self.conversation.mode, notice = mode_for_backend(backend, self.requested_mode)
@@ -211,13 +215,11 @@ class SamplescopeApp(WhatIfKeys, ChatState, App[None]):
             self.chat.leave_token_cursor()
 
     def action_regenerate(self) -> None:
-        """Redo the last reply with the seed it had."""
+        """Redo the last reply with the seed it had (a new branch of it)."""
         if not self.ready or not self.replies or self.chat.stop_then(self.action_regenerate):
             return
-        reply = self.chat.drop_last_reply()
-        if reply is not None:
-            self._apply("seed", reply.seed)
-        self.chat.start_reply()
+        self._apply("seed", self.replies[-1].seed)
+        regenerate(self.chat)
 
     def action_new_chat(self) -> None:
         """Forget the conversation (the backend's cache is reset before the next reply)."""
@@ -260,6 +262,10 @@ class SamplescopeApp(WhatIfKeys, ChatState, App[None]):
     def action_new_seed(self) -> None:
         """Pick a random seed."""
         self._apply("seed", secrets.randbelow(NEW_SEED_RANGE))
+
+    def action_toggle_mode(self) -> None:
+        """Switch between chat and completion mode (from the next reply)."""
+        self.notify(switch_mode(self.conversation), timeout=10)
 
     def action_toggle_colour(self) -> None:
         """Tint each token by its probability (or stop tinting)."""

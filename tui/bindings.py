@@ -27,6 +27,7 @@ APP_BINDINGS: tuple[Binding, ...] = (
     Binding("f3", "focus_input", "input", show=False, id="focus_input"),
     Binding("f4", "plot('timeline')", "timeline", id="timeline"),
     Binding("f5", "plot('tail')", "tail", id="tail"),
+    Binding("f6", "toggle_mode", "mode", id="toggle_mode"),
     Binding("f1", "help", "help", id="help"),
     # Textual's own ctrl+q has no id; this copy lets [keys] add a quit key.
     Binding("ctrl+q", "quit", "quit", show=False, priority=True, id="quit"),

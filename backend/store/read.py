@@ -84,12 +84,8 @@ def load_chat(conn: sqlite3.Connection, path: Path, chat_id: int) -> ChatRecord:
     ).fetchone()
     if chat is None:
         raise StoreError(f"chat database {path} has no chat {chat_id}")
-    message_rows = conn.execute(
-        "SELECT id, position, role, content, created, branch_id FROM messages "
-        "WHERE chat_id = ? ORDER BY position",
-        (chat_id,),
-    ).fetchall()
-    branches = _load_replies(conn, path, chat_id)
+    message_rows, _ = visible_messages(conn, chat_id)
+    branches = _load_replies(conn, path, chat_id, {int(row[0]) for row in message_rows})
     messages = tuple(
         MessageRecord(
             id=int(row[0]),
@@ -113,6 +109,39 @@ def load_chat(conn: sqlite3.Connection, path: Path, chat_id: int) -> ChatRecord:
     )
 
 
+def visible_messages(conn: sqlite3.Connection, chat_id: int) -> tuple[list[Any], int | None]:
+    """The chat's turns along the branches it follows, and the branch its last
+    generated turn follows (None: none yet).
+
+    A turn added after a branch the chat no longer follows (`after_reply_id`) is
+    left out, with the turns after it: they continue the other branch.
+
+    Returns:
+        (rows of id, position, role, content, created, branch_id; the branch id).
+    """
+    rows = conn.execute(
+        "SELECT id, position, role, content, created, branch_id, after_reply_id "
+        "FROM messages WHERE chat_id = ? ORDER BY position",
+        (chat_id,),
+    ).fetchall()
+    first = dict(
+        conn.execute(
+            "SELECT r.message_id, min(r.id) FROM replies r JOIN messages m "
+            "ON r.message_id = m.id WHERE m.chat_id = ? GROUP BY r.message_id",
+            (chat_id,),
+        )
+    )
+    shown: list[Any] = []
+    current: int | None = None
+    for row in rows:
+        if row[6] is not None and row[6] != current:
+            continue
+        shown.append(row[:6])
+        if row[0] in first:
+            current = int(row[5]) if row[5] is not None else int(first[row[0]])
+    return shown, current
+
+
 def _followed(branches: tuple[ReplyRecord, ...], branch_id: int | None) -> ReplyRecord | None:
     """The branch a turn's conversation follows: `branch_id`, else its first."""
     for branch in branches:
@@ -122,9 +151,10 @@ def _followed(branches: tuple[ReplyRecord, ...], branch_id: int | None) -> Reply
 
 
 def _load_replies(
-    conn: sqlite3.Connection, path: Path, chat_id: int
+    conn: sqlite3.Connection, path: Path, chat_id: int, shown: set[int]
 ) -> dict[int, tuple[ReplyRecord, ...]]:
-    """Every branch of a chat's replies keyed by message id, oldest first per turn.
+    """Every branch of the replies of a chat's turns `shown`, keyed by message id,
+    oldest first per turn.
 
     A turn's branches share its number (`ReplyRecord.number`); `branch` numbers them.
     """
@@ -139,6 +169,8 @@ def _load_replies(
     replies: dict[int, tuple[ReplyRecord, ...]] = {}
     for row in rows:
         reply_id, message_id = int(row[0]), int(row[1])
+        if message_id not in shown:
+            continue
         tokens = tuple(
             int(t[0])
             for t in conn.execute(

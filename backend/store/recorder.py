@@ -12,7 +12,8 @@ list into the store, so the stored chat is exactly what the model saw:
         post_message(...)
     # UI thread, when no generation runs:
     recorder.new_chat()                 # ctrl+n (the next reply starts a new chat)
-    recorder.discard_last_reply()       # ctrl+r, before regenerating
+    recorder.begin_branch(parent_id, at, settings)   # worker: a branch of a stored reply
+    recorder.follow(reply_id)           # UI thread: the turn follows another branch
     record = recorder.open_chat(chat_id)   # from the history screen;
     messages = record.conversation()       # then reset the backend's cache
 
@@ -143,24 +144,31 @@ class ChatRecorder:
         self._branching = False
         return True
 
-    def begin_branch(self, at: int, settings: SamplerSettings) -> bool:
-        """Open a branch of the last reply from its token `at` (the turn follows it).
+    @property
+    def reply_id(self) -> int | None:
+        """The stored id of the reply recorded last (None: it was not recorded)."""
+        return self._writer.reply_id if self._writer is not None else None
 
-        The reply is kept in the store (see `backend.store.branches`); the branch's
+    def begin_branch(self, parent_id: int | None, at: int, settings: SamplerSettings) -> bool:
+        """Open a branch of stored reply `parent_id` from its token `at` (the turn follows it).
+
+        The parent is kept in the store (see `backend.store.branches`); the branch's
         record takes tokens from index `at` on. The turn stays counted as stored.
+        A parent that was not recorded (None) has no recorded branch either.
         """
-        last, self._writer = self._writer, None
+        self._writer = None
         if self.error is not None:
             return False
-        if last is None or self.chat_id is None or self._model is None:
-            return self.error is None  # the last reply was not recorded: nor is its branch
+        if parent_id is None or self.chat_id is None:
+            return True
         try:
+            if self._model is None:
+                self._model = self.store.model_ref(self.model_path)
             chat = self.store.load_chat(self.chat_id)
-            turn = next((m for m in chat.messages if m.id == last.message_id), None)
-            branches = turn.branches if turn is not None else ()
-            parent = next((b for b in branches if b.id == last.reply_id), None)
+            branches = (b for m in chat.messages for b in m.branches)
+            parent = next((b for b in branches if b.id == parent_id), None)
             if parent is None:
-                raise StoreError(f"reply {last.reply_id} is no longer stored")
+                raise StoreError(f"reply {parent_id} is no longer stored")
             self._writer = self.store.begin_reply(
                 self.chat_id,
                 self._model,
@@ -174,6 +182,22 @@ class ChatRecorder:
         except StoreError as error:
             return self._fail(error)
         self._branching = True
+        return True
+
+    def cut(self, count: int) -> None:
+        """The app's conversation was cut after its first `count` turns (a branch of an
+        earlier reply): its next turns are stored after those (the store shows the
+        turns along the branches followed, so the cut ones stay stored, not shown)."""
+        self._stored = min(self._stored, count)
+
+    def follow(self, reply_id: int | None) -> bool:
+        """Make the conversation follow stored branch `reply_id` of its turn."""
+        if self.error is not None or reply_id is None or self.chat_id is None:
+            return self.error is None
+        try:
+            self.store.follow_branch(self.chat_id, reply_id)
+        except StoreError as error:
+            return self._fail(error)
         return True
 
     def record(self, event: GenerationEvent) -> bool:

@@ -20,6 +20,11 @@ Version history:
        message's). messages.branch_id names the branch the conversation follows (NULL: the
        turn's first reply). reply_steps holds each sampled token's record (see
        `backend.store.steps`).
+    4: messages.after_reply_id: the branch of the chat's previous generated turn a
+       turn was added after (NULL: no generated turn before it). A chat shows the turns
+       along the branches it follows, so a branch made from an earlier reply starts a
+       new continuation while the turns after the old branch stay stored under it.
+       Backfilled from the branches each turn followed.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _V1 = """
 CREATE TABLE chats (
@@ -145,10 +150,29 @@ def _run_script(conn: sqlite3.Connection, script: str) -> None:
             conn.execute(statement)
 
 
+def _v4(conn: sqlite3.Connection) -> None:
+    """Add messages.after_reply_id; each turn follows the branch its chat showed before it."""
+    conn.execute("ALTER TABLE messages ADD COLUMN after_reply_id INTEGER")
+    first = dict(conn.execute("SELECT message_id, min(id) FROM replies GROUP BY message_id"))
+    current: dict[int, int] = {}  # chat id -> the branch its last generated turn follows
+    rows = conn.execute(
+        "SELECT id, chat_id, branch_id FROM messages ORDER BY chat_id, position"
+    ).fetchall()
+    for message_id, chat_id, branch_id in rows:
+        if chat_id in current:
+            conn.execute(
+                "UPDATE messages SET after_reply_id = ? WHERE id = ?",
+                (current[chat_id], message_id),
+            )
+        if message_id in first:
+            current[chat_id] = branch_id if branch_id is not None else first[message_id]
+
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: lambda conn: _run_script(conn, _V1),
     2: lambda conn: _run_script(conn, _V2),
     3: lambda conn: _run_script(conn, _V3),
+    4: _v4,
 }
 """Migration to version N (from N - 1)."""
 
@@ -176,6 +200,20 @@ def check_integrity(conn: sqlite3.Connection) -> None:
         raise ValueError(
             f"it is corrupt ({problem}); move it aside and samplescope starts a new one"
         )
+
+
+def open_database(conn: sqlite3.Connection) -> None:
+    """Check a just-opened file, set the connection's pragmas and migrate it.
+
+    Raises:
+        sqlite3.Error: The file cannot be read or written.
+        ValueError: It is damaged, or newer than this samplescope (see `migrate`).
+    """
+    check_integrity(conn)
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = NORMAL")
+    migrate(conn)
 
 
 def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:

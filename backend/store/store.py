@@ -55,7 +55,7 @@ from backend.store.records import (
     file_signature,
     suggest_title,
 )
-from backend.store.schema import check_integrity, migrate, schema_version
+from backend.store.schema import open_database, schema_version
 from backend.store.writer import ReplyWriter
 from sampling.records import Step
 from sampling.settings import SamplerSettings
@@ -118,11 +118,7 @@ class ChatStore:
         try:
             with self._guard("open"):
                 try:
-                    check_integrity(self._conn)
-                    self._conn.execute("PRAGMA foreign_keys = ON")
-                    self._conn.execute("PRAGMA journal_mode = WAL")
-                    self._conn.execute("PRAGMA synchronous = NORMAL")
-                    migrate(self._conn)
+                    open_database(self._conn)
                 except ValueError as error:
                     raise StoreError(f"chat database {self.path}: {error}") from error
         except BaseException:
@@ -249,10 +245,11 @@ class ChatStore:
         row = conn.execute(
             "SELECT coalesce(max(position) + 1, 0) FROM messages WHERE chat_id = ?", (chat_id,)
         ).fetchone()
+        _, after = store_read.visible_messages(conn, chat_id)
         cursor = conn.execute(
-            "INSERT INTO messages (chat_id, position, role, content, created) "
-            "VALUES (?, ?, ?, ?, ?)",
-            (chat_id, int(row[0]), role, content, now),
+            "INSERT INTO messages (chat_id, position, role, content, created, after_reply_id) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (chat_id, int(row[0]), role, content, now, after),
         )
         conn.execute("UPDATE chats SET updated = ? WHERE id = ?", (now, chat_id))
         return int(cursor.lastrowid or 0)

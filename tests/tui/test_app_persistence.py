@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
+from backend.chat.events import FinishedEvent, TokenEvent
+from backend.chat.protocol import LiveSettings
 from backend.config.config import Config
 from backend.config.paths import CONFIG_DIR_ENV, CONFIG_FILENAME, DATA_DIR_ENV
 from backend.store.store import ChatStore
@@ -17,8 +19,9 @@ from tests.fake_backend import FakeBackend
 from tests.helpers import nth_reply_finished, send_message, wait_until
 from tui.app import SamplescopeApp
 from tui.app_config import resolve_app_config
-from tui.chat.view import STORED_REPLIES_NOTE
+from tui.chat.reply_view import ReplyView
 from tui.cli.app import build_app, build_app_parser
+from tui.compare.result import CompareResult
 from tui.screens.history import HistoryScreen
 from tui.widgets.prob_panel import ProbPanel
 
@@ -68,13 +71,16 @@ async def test_chats_are_saved_reopened_and_continued(tmp_path: Path, store: Cha
         assert reply.token_ids == first.token_ids != ()
         assert reply.token_ids == tuple(t.step.token_id for t in app.replies[0].tokens)
 
-        # ctrl+r regenerates: the stored reply is replaced, not added to.
+        # ctrl+r regenerates: a second branch of the turn, which the turn follows.
         await pilot.press("ctrl+r")
         again = await nth_reply_finished(pilot, app, 2)
         assert _roles_and_texts(store, chat.id) == [
             ("user", "hello there"),
             ("assistant", again.text),
         ]
+        [turn] = [m for m in store.load_chat(chat.id).messages if m.reply is not None]
+        assert [b.token_ids for b in turn.branches] == [first.token_ids, again.token_ids]
+        assert turn.reply is not None and turn.reply.id == turn.branches[1].id
 
         # ctrl+n: the next message starts a second chat.
         await pilot.press("ctrl+n")
@@ -95,14 +101,17 @@ async def test_chats_are_saved_reopened_and_continued(tmp_path: Path, store: Cha
         await pilot.pause()
         assert not isinstance(app.screen, HistoryScreen)
         assert _shown(app, ".user") == ["hello there"]
-        suffix = " [max tokens]" if again.reason == "max_tokens" else ""
-        assert _shown(app, ".stored") == [again.text + suffix]
+        # The reply is back token by token, with its records and both branches.
+        assert _shown(app, ".stored") == []
         assert [(m.role, m.content) for m in app.messages] == _roles_and_texts(store, chat.id)
-        assert app.replies == []
+        [reopened] = app.replies
+        assert reopened.text == again.text
+        assert [t.step.token_id for t in reopened.tokens] == list(again.token_ids)
+        assert [len(b.tokens) for b in reopened.tree] == [len(first.token_ids)] * 2
+        drawn = app.query_one("#transcript ReplyView", ReplyView).plain_text()
+        assert "⋔2" in drawn and drawn.replace("⋔2", "").startswith(again.text)
         probs = app.query_one("#probs", ProbPanel)
-        assert probs.step is None
-        shown = " ".join(probs.render_line(y).text.strip() for y in range(3))
-        assert STORED_REPLIES_NOTE in shown
+        assert probs.step is not None and probs.step.token_id == again.token_ids[-1]
 
         # Continue it: the new turn and reply go into the same chat.
         third = await send_message(pilot, app, "and then?")
@@ -239,3 +248,35 @@ def test_config_keys_and_theme_are_checked() -> None:
     assert len(resolved.problems) == 3
     assert "'nope'" in resolved.problems[0] and "gruvbox" in resolved.problems[0]
     assert "'fly'" in resolved.problems[1] and "help" in resolved.problems[2]
+
+
+async def test_a_compare_column_used_as_reply_is_a_new_branch(
+    tmp_path: Path, store: ChatStore
+) -> None:
+    app = SamplescopeApp(_fake(tmp_path), max_tokens=8, cursor_blink=False, store=store)
+    async with app.run_test(size=SIZE) as pilot:
+        first = await send_message(pilot, app, "hello there")
+        # What the compare view hands back for a column (another seed, the same turn).
+        settings = app.live.current.with_changes(seed=5)
+        events = list(
+            FakeBackend().generate(app.messages[:-1], LiveSettings(settings), max_tokens=8)
+        )
+        finished = events[-1]
+        assert isinstance(finished, FinishedEvent) and finished.token_ids != first.token_ids
+        tokens = tuple(e for e in events if isinstance(e, TokenEvent))
+        app.adopt_compare_result(CompareResult(1, "seed 5", settings, finished, tokens))
+        await pilot.pause()
+        [chat] = store.list_chats()
+        turn = store.load_chat(chat.id).messages[-1]
+        old, new = turn.branches
+        assert (old.token_ids, new.token_ids) == (first.token_ids, finished.token_ids)
+        assert (new.parent_id, new.fork_at) == (old.id, 0)
+        assert turn.reply is not None and turn.reply.id == new.id
+        assert turn.content == finished.text == app.messages[-1].content
+        assert len(app.replies) == 1 and len(app.replies[-1].tree) == 2
+
+        # The reply it replaced on screen is a key away, and the store follows it.
+        app.query_one("#transcript").focus()
+        await pilot.press("less_than_sign")
+        assert app.replies[-1].text == first.text
+        assert _roles_and_texts(store, chat.id)[-1] == ("assistant", first.text)

@@ -121,3 +121,19 @@ def test_bad_model_path(snap_compare: object) -> None:
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=failed)  # type: ignore[operator]
+
+
+def test_fork_marker(snap_compare: object) -> None:
+    fake = fake_backend()
+    app = make_app(fake, max_tokens=30, settings=TOP_P_SETTINGS)
+
+    async def branch(pilot: Pilot[object]) -> None:
+        await send(pilot, app, "hello there")
+        await wait_until(pilot, lambda: not app.generating and bool(app.finished))
+        # The fifth token from the end: its second candidate makes a second branch.
+        await pilot.press("ctrl+t", "left", "left", "left", "left", "enter", "down", "enter")
+        await wait_until(pilot, lambda: len(app.finished) == 2 and not app.generating)
+        await pilot.press("ctrl+t")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=branch)  # type: ignore[operator]

@@ -136,5 +136,5 @@ def test_a_store_that_failed_is_not_written_to_again(tmp_path: Path, model: Path
         assert recorder.begin_reply(messages, SETTINGS, 5) is False
         assert recorder.error is not None
         assert recorder.begin_reply(messages, SETTINGS, 5) is False
-        assert recorder.begin_branch(0, SETTINGS) is False
+        assert recorder.begin_branch(1, 0, SETTINGS) is False
         assert [store.load_chat(c.id).messages for c in store.list_chats()] == [()]

@@ -153,3 +153,33 @@ def test_deleting_the_turn_removes_every_branch(store: ChatStore, tmp_path: Path
     ]
     conn.close()
     assert counts == [0, 0, 0, 0]
+
+
+def test_a_branch_of_an_earlier_turn_starts_a_new_continuation(store: ChatStore) -> None:
+    chat = store.new_chat("t")
+    store.add_message(chat, "user", "q1")
+    first = record(store, chat, sampled_steps(4))
+    store.add_message(chat, "user", "q2")
+    second = record(store, chat, sampled_steps(3))
+    loaded = store.load_chat(chat)
+    parent = loaded.messages[1].reply
+    assert parent is not None and parent.id == first
+    # A branch of reply 1: the chat follows it, and the turns after reply 1 stay
+    # stored under the old branch.
+    branch = record(store, chat, sampled_steps(2), Fork(parent, 2, "<x><y>"))
+    shown = store.load_chat(chat)
+    assert [m.content for m in shown.messages] == ["q1", shown.messages[1].content]
+    assert shown.messages[1].reply is not None and shown.messages[1].reply.id == branch
+    assert [r.number for r in shown.replies] == [1]
+    # The conversation goes on after the new branch ...
+    store.add_message(chat, "user", "q2 again")
+    third = record(store, chat, sampled_steps(2))
+    again = store.load_chat(chat)
+    assert [m.content for m in again.messages][::2] == ["q1", "q2 again"]
+    assert [r.id for r in again.replies] == [branch, third]
+    # ... and following the old branch shows the old turns again.
+    store.follow_branch(chat, first)
+    old = store.load_chat(chat)
+    assert [m.content for m in old.messages][::2] == ["q1", "q2"]
+    assert [r.id for r in old.replies] == [first, second]
+    assert store.list_chats()[0].message_count == 6  # every turn is kept

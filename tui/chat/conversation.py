@@ -48,7 +48,7 @@ class Conversation:
 
     def begin_reply(self, live: LiveSettings, max_tokens: int) -> tuple[Reply, ReplyJob]:
         """Start the assistant's reply: its record, and the job that generates it."""
-        reply = Reply(seed=live.current.seed, settings=live.current)
+        reply = Reply(seed=live.current.seed, settings=live.current, turn=len(self.messages))
         self.replies.append(reply)
         job = ReplyJob(
             list(self.messages),
@@ -63,18 +63,37 @@ class Conversation:
         return reply, job
 
     def begin_branch(
-        self, live: LiveSettings, max_tokens: int, index: int, force: int | None
+        self,
+        live: LiveSettings,
+        max_tokens: int,
+        index: int,
+        force: int | None,
+        number: int | None = None,
     ) -> tuple[Reply, ReplyJob]:
-        """Redo the last reply from its token `index`: the tokens before it are kept,
-        token `index` is `force` (None: drawn again with the live settings), the rest
-        sampled. The old reply stays in the store as another branch of the turn.
+        """A new branch of reply `number` (None: the last) from its token `index`: the
+        tokens before it are kept, token `index` is `force` (None: drawn again with the
+        live settings), the rest sampled. It replaces the reply, and cuts the turns
+        after it; the old one stays in the reply's tree (and in the store, with the
+        turns after it) as another branch of the turn.
         """
-        old = self.replies[-1]
-        if self.messages and self.messages[-1].role == "assistant":
-            self.messages.pop()
+        number = len(self.replies) - 1 if number is None else number
+        old = self.replies[number]
+        del self.messages[old.turn :]
+        if self.recorder is not None:
+            self.recorder.cut(old.turn + 1)
         kept = old.tokens[:index]
-        reply = Reply(seed=live.current.seed, settings=live.current, tokens=list(kept))
-        self.replies[-1] = reply
+        reply = Reply(
+            seed=live.current.seed,
+            settings=live.current,
+            tokens=list(kept),
+            turn=old.turn,
+            parent=old,
+            fork_at=index,
+            tree=old.tree,  # it joins the tree as it is made
+        )
+        self.replies[number:] = [reply]
+        # A fork at the start with nothing forced is a plain generation of the turn.
+        steered = index > 0 or force is not None
         steer = Steer(tuple(token.step.token_id for token in kept), force)
         job = ReplyJob(
             list(self.messages),
@@ -82,10 +101,21 @@ class Conversation:
             max_tokens,
             self.recorder,
             self._store_notices,
+            reset=self.reset_pending,
             mode=self.mode,
-            steer=steer,
+            steer=steer if steered else None,
+            fork=(old.branch_id, index),
         )
+        self.reset_pending = False
         return reply, job
+
+    def follow(self, branch: Reply) -> None:
+        """Show `branch` (of the last reply's turn) as the last reply: the conversation
+        goes on from its text, and the store follows it too."""
+        self.replies[-1] = branch
+        self.messages[branch.turn] = ChatMessage("assistant", branch.text)
+        if self.recorder is not None:
+            self.recorder.follow(branch.branch_id)
 
     def finish_reply(self, event: FinishedEvent) -> Reply:
         """The last reply ended: its text becomes the assistant's turn (if any)."""
@@ -93,7 +123,10 @@ class Conversation:
         reply = self.replies[-1]
         reply.finished = event.reason
         reply.error = event.error or ""
-        if event.text:
+        if self.recorder is not None:
+            reply.branch_id = self.recorder.reply_id
+        # A branch keeps its turn even when empty: its other branches are a key away.
+        if event.text or reply.parent is not None:
             self.messages.append(ChatMessage("assistant", event.text))
         return reply
 
@@ -111,15 +144,19 @@ class Conversation:
     @property
     def ends_with_reply(self) -> bool:
         """Whether the last turn is a reply of this session."""
-        return bool(self.messages and self.messages[-1].role == "assistant" and self.replies)
+        last = len(self.messages) - 1
+        if not self.replies or self.replies[-1].turn != last:
+            return False
+        return self.messages[last].role == "assistant"
 
-    def restart(self, record: ChatRecord | None = None) -> None:
-        """Start a new chat, or continue the stored `record` (the recorder has opened it).
+    def restart(self, record: ChatRecord | None = None, replies: Sequence[Reply] = ()) -> None:
+        """Start a new chat, or continue the stored `record` (the recorder has opened it)
+        with its `replies` rebuilt from their records (`tui.chat.stored`).
 
         Either way the backend's cache is reset before the next reply.
         """
         self.messages = record.conversation() if record is not None else self._fresh_messages()
-        self.replies.clear()
+        self.replies[:] = replies
         self.reset_pending = True
         if record is None and self.recorder is not None:
             self.recorder.new_chat()
@@ -131,20 +168,31 @@ class Conversation:
         finished: FinishedEvent,
         max_tokens: int,
     ) -> Reply:
-        """Add a reply generated elsewhere (a compare column) as the last one, and save it.
-
-        To replace the last reply, drop it first (see `ends_with_reply`).
-        """
+        """Add a reply generated elsewhere (a compare column) as the last one, and save
+        it: a new branch of the last reply when the conversation ends with one."""
         reply = Reply(seed=settings.seed, settings=settings, tokens=list(tokens))
         reply.finished = finished.reason
-        self.replies.append(reply)
-        question = list(self.messages)
-        self.messages.append(ChatMessage("assistant", finished.text))
-        if self.recorder is not None:
-            self.recorder.begin_reply(question, settings, max_tokens)
+        recorder = self.recorder
+        if self.ends_with_reply:
+            old = self.replies[-1]
+            reply.turn, reply.parent, reply.fork_at, reply.tree = old.turn, old, 0, old.tree
+            old.tree.append(reply)
+            self.replies[-1] = reply
+            self.messages[old.turn] = ChatMessage("assistant", finished.text)
+            if recorder is not None:
+                recorder.begin_branch(old.branch_id, 0, settings)
+        else:
+            reply.turn = len(self.messages)
+            self.replies.append(reply)
+            question = list(self.messages)
+            self.messages.append(ChatMessage("assistant", finished.text))
+            if recorder is not None:
+                recorder.begin_reply(question, settings, max_tokens, self.mode)
+        if recorder is not None:
             for token in tokens:
-                self.recorder.record(token)
-            self.recorder.record(finished)
+                recorder.record(token)
+            recorder.record(finished)
+            reply.branch_id = recorder.reply_id
         return reply
 
     def _fresh_messages(self) -> list[ChatMessage]:

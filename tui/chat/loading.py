@@ -10,7 +10,7 @@ from textual.message import Message
 from backend.chat.protocol import ChatBackend
 from backend.store.store import ChatStore, StoreError
 from sampling.errors import SamplescopeError
-from tui.widgets.token_text import TextEncoder, ui_vocabulary
+from tui.widgets.token_text import TextEncoder, TokenBytes, ui_vocabulary
 
 
 class BackendReady(Message):
@@ -21,6 +21,7 @@ class BackendReady(Message):
         pieces: Shows any token id (None: ids only).
         encode: Turns text into the model's token ids on the UI thread (None: the
             vocabulary could not be read).
+        token_bytes: Any token's bytes, on the UI thread (None: not known).
     """
 
     def __init__(
@@ -28,11 +29,13 @@ class BackendReady(Message):
         backend: ChatBackend,
         pieces: Callable[[int], str] | None,
         encode: TextEncoder | None = None,
+        token_bytes: TokenBytes | None = None,
     ) -> None:
         super().__init__()
         self.backend = backend
         self.pieces = pieces
         self.encode = encode
+        self.token_bytes = token_bytes
 
 
 class BackendFailed(Message):

@@ -52,6 +52,8 @@ class ReplyJob:
             without the chat template.
         steer: For a branch of the last reply: its tokens before the fork, and the
             token forced there (None: drawn again).
+        fork: Record the reply as a branch: (the stored id of the branch it forks
+            from, or None when that was not saved; the index of its first own token).
     """
 
     messages: Sequence[ChatMessage]
@@ -62,6 +64,7 @@ class ReplyJob:
     reset: bool = False
     mode: Mode = "chat"
     steer: Steer | None = None
+    fork: tuple[int | None, int] | None = None
 
     def __call__(self, backend: ChatBackend, cancel: threading.Event) -> Iterator[ColumnEvent]:
         """Generate the reply (worker thread); every event, tagged as column 0."""
@@ -74,12 +77,12 @@ class ReplyJob:
             if self.reset:
                 backend.reset()
             if recorder is not None:
-                if self.steer is None:
+                if self.fork is None:
                     recorder.begin_reply(
                         self.messages, self.live.current, self.max_tokens, self.mode
                     )
                 else:
-                    recorder.begin_branch(len(self.steer.prefix), self.live.current)
+                    recorder.begin_branch(*self.fork, self.live.current)
                 yield from self._store_notice(recorder)
             completion = self.mode == "completion"
             for event in backend.generate(

@@ -23,12 +23,16 @@ from textual.widget import Widget
 
 from backend.chat.events import TokenEvent
 from sampling.settings import SamplerSettings
+from tui.chat.branches import fork_counts
 from tui.display import display_text
 from tui.widgets.token_look import PLAIN, TokenMarks, styled_runs
 from tui.widgets.token_text import token_text
 
 _NOTE = Style(italic=True, color="grey50")
 _ERROR = Style(bold=True, color="red")
+_FORK = Style(bold=True, color="magenta")
+FORK_MARK = "⋔"
+"""Drawn after a token where branches of the reply part, with their number."""
 _CHUNK = re.compile(r"\s*\S+|\s+")
 _NO_TOKEN = -1
 GROW = 8
@@ -52,6 +56,12 @@ class Reply:
         tokens: The sampled tokens so far.
         finished: Why it ended, or "" while it runs.
         error: The error text if it ended in an error.
+        turn: Its assistant turn's index in the conversation's messages.
+        branch_id: Its id in the chat store (None: not saved).
+        parent: The branch it forks from (None: the turn's first reply).
+        fork_at: The index of its first own token (tokens before are the parent's).
+        tree: Every branch of its turn, oldest first, itself included (one list,
+            shared by the branches).
     """
 
     seed: int
@@ -59,6 +69,15 @@ class Reply:
     tokens: list[TokenEvent] = field(default_factory=list)
     finished: str = ""
     error: str = ""
+    turn: int = -1
+    branch_id: int | None = None
+    parent: Reply | None = None
+    fork_at: int | None = None
+    tree: list[Reply] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self not in self.tree:
+            self.tree.append(self)
 
     @property
     def text(self) -> str:
@@ -99,6 +118,7 @@ class ReplyView(Widget):
         self._finished_shown = ""
         self._placeholder = False
         self._strips: dict[int, Strip] = {}
+        self._forks: dict[int, int] = {}  # token index -> branches going on from there
 
     # -- state -----------------------------------------------------------------
 
@@ -112,6 +132,11 @@ class ReplyView(Widget):
         if marks != self.marks:
             self.marks = marks
             self._relayout()  # a selected blank token shows its piece: the layout changes
+
+    def show(self, reply: Reply) -> None:
+        """Draw another branch of the reply's turn instead."""
+        self.reply = reply
+        self._relayout()
 
     def sync(self) -> None:
         """Lay out the tokens that arrived since the last call and redraw what changed."""
@@ -147,6 +172,7 @@ class ReplyView(Widget):
         self._line_width = 0
         self._laid_out = 0
         self._strips.clear()
+        self._forks = fork_counts(self.reply)
         if self._wrap > 0:
             for index in range(len(self.reply.tokens)):
                 self._place_token(index)
@@ -171,6 +197,9 @@ class ReplyView(Widget):
     def _place_token(self, index: int) -> None:
         token = self.reply.tokens[index]
         self._place(token_text(token, marked=self.marks.marked(index)), index, None)
+        forks = self._forks.get(index)
+        if forks:
+            self._place(f"{FORK_MARK}{forks}", _NO_TOKEN, _FORK)
 
     def _place(self, text: str, index: int, style: Style | None) -> None:
         for number, part in enumerate(text.split("\n")):

@@ -38,24 +38,39 @@ def ask_alternative(view: SteeringHost, number: int, index: int) -> None:
     if view.generating:
         view.notify("A reply is running: wait, or press Esc to stop it.")
         return
-    if number != len(replies) - 1 or not view.conversation.ends_with_reply:
-        view.notify("Alternatives can redo the last reply only.")
+    if number == len(replies) - 1 and not view.conversation.ends_with_reply:
+        view.notify("This reply has no text to branch from: regenerate it (ctrl+r).")
         return
     step = replies[number].tokens[index].step
     title = f"reply {number + 1} token {index + 1}"
 
     def chosen(choice: Alternative | None) -> None:
         if choice is not None:
-            start_branch(view, index, choice.token)
+            start_branch(view, index, choice.token, number)
 
     view.app.push_screen(AlternativesScreen(step, title, view.pieces), chosen)
 
 
-def start_branch(view: SteeringHost, index: int, force: int | None) -> None:
-    """Redo the last reply from token `index`: the tokens before it kept, token `index`
-    forced (None: drawn again with the live settings), the rest sampled; the old reply
-    stays in the store as another branch of the turn."""
+def start_branch(
+    view: SteeringHost, index: int, force: int | None, number: int | None = None
+) -> None:
+    """Redo reply `number` (None: the last) from token `index`: the tokens before it
+    kept, token `index` forced (None: drawn again with the live settings), the rest
+    sampled. The old reply stays in the store as another branch of the turn, with the
+    turns after it; the screen follows the new branch (the turns after it are cut)."""
     if view.generating:
         return
-    reply, job = view.conversation.begin_branch(view.live, view.max_tokens, index, force)
+    conversation = view.conversation
+    reply, job = conversation.begin_branch(view.live, view.max_tokens, index, force, number)
     view.run_reply(reply, job, replace=True)
+
+
+def regenerate(view: SteeringHost) -> None:
+    """Redo the last reply with the live settings: a new branch of it (the old one
+    stays another branch), or anew when the conversation does not end with it."""
+    if view.conversation.ends_with_reply:
+        start_branch(view, 0, None)
+        return
+    dropped = view.conversation.drop_last_reply()
+    reply, job = view.conversation.begin_reply(view.live, view.max_tokens)
+    view.run_reply(reply, job, replace=dropped is not None)

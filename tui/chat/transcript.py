@@ -11,11 +11,14 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 
+from backend.store.store import ChatRecord
+from tui.chat.branches import branch_label
 from tui.chat.reply_view import FINISH_LABELS, Reply, ReplyView
 from tui.display import display_text
 from tui.widgets.token_look import TokenMarks
 
 _TOKEN = Binding.Group("token", compact=True)
+_BRANCH = Binding.Group("branch", compact=True)
 _W = TypeVar("_W", Static, ReplyView)
 
 
@@ -33,6 +36,10 @@ class Transcript(VerticalScroll, can_focus=True):
         Binding("end", "move_token(1000000)", "last", show=False),
         Binding("enter", "alternatives", "alts", key_display="⏎"),
         Binding("w", "app.whatif", "what if"),
+        # The reply's other branches (swipes); ctrl+←/→ where the terminal sends them.
+        Binding("less_than_sign,ctrl+left", "branch(-1)", "branch", group=_BRANCH),
+        Binding("greater_than_sign,ctrl+right", "branch(1)", "branch", group=_BRANCH),
+        Binding("u,ctrl+up", "parent_branch", "parent"),
     ]
 
     class TokenSelected(Message):
@@ -48,6 +55,13 @@ class Transcript(VerticalScroll, can_focus=True):
         def __init__(self, cursor: tuple[int, int]) -> None:
             super().__init__()
             self.cursor = cursor
+
+    class BranchAsked(Message):
+        """Show another branch of the reply: `delta` siblings on, or the parent (None)."""
+
+        def __init__(self, delta: int | None) -> None:
+            super().__init__()
+            self.delta = delta
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -66,7 +80,14 @@ class Transcript(VerticalScroll, can_focus=True):
         view = ReplyView(reply, len(self.views))
         view.set_marks(TokenMarks(colour=self.colour))
         self.views.append(view)
+        self._label_branch()
         return self._append(view)
+
+    def _label_branch(self) -> None:
+        """Say under the transcript which branch of the last reply is shown, if it has several."""
+        reply = self.views[-1].reply if self.views else None
+        several = reply is not None and len(reply.tree) > 1
+        self.border_subtitle = f"last reply: {branch_label(reply)}" if reply and several else ""
 
     def add_stored_reply(self, text: str, finish_reason: str = "") -> Static:
         """Append a reply of a saved chat, as plain text (it has no token records)."""
@@ -76,11 +97,48 @@ class Transcript(VerticalScroll, can_focus=True):
             shown.append(f" [{label}]", style="italic grey50")
         return self._append(Static(shown, classes="stored"))
 
-    def remove_last_reply(self) -> None:
-        """Remove the last reply's view (it is about to be regenerated)."""
-        if self.views:
-            self.clear_cursor()
-            self.views.pop().remove()
+    def show_record(
+        self, record: ChatRecord, shown: dict[int, Reply], cursor: tuple[int, int] | None = None
+    ) -> None:
+        """Show a saved chat instead: its replies in `shown` (by message id) token by
+        token, the others as plain text; select token `cursor` (reply, token) if given."""
+        self.clear()
+        for message in record.messages:
+            if message.role == "user":
+                self.add_user(message.content)
+            elif message.id in shown:
+                self.add_reply(shown[message.id])
+            elif message.role == "assistant":
+                reason = message.reply.finish_reason if message.reply else ""
+                self.add_stored_reply(message.content, reason)
+            else:
+                self.add_note(f"{message.role}: {message.content}")
+        if cursor is not None and cursor[0] < len(self.views):
+            tokens = self.views[cursor[0]].reply.tokens
+            if tokens:
+                self.select(cursor[0], min(cursor[1], len(tokens) - 1))
+
+    def show_branch(self, branch: Reply, at: int | None = None) -> ReplyView:
+        """Draw another branch as the last reply; select its token `at` if given."""
+        self.clear_cursor()
+        view = self.views[-1]
+        view.show(branch)
+        self._label_branch()
+        if at is not None and branch.tokens:
+            self.select(len(self.views) - 1, min(at, len(branch.tokens) - 1))
+        return view
+
+    def remove_replies_from(self, turn: int) -> None:
+        """Remove the view of the reply of conversation turn `turn` (it is about to be
+        redone) and everything shown after it."""
+        cut = next((n for n, view in enumerate(self.views) if view.reply.turn >= turn), None)
+        if cut is None:
+            return
+        self.clear_cursor()
+        children = list(self.children)
+        self.remove_children(children[children.index(self.views[cut]) :])
+        del self.views[cut:]
+        self._label_branch()
 
     def add_note(self, text: str, *, error: bool = False) -> Static:
         """Append a notice or an error line."""
@@ -90,6 +148,7 @@ class Transcript(VerticalScroll, can_focus=True):
     def clear(self) -> None:
         """Remove everything (a new chat)."""
         self.views.clear()
+        self._label_branch()
         self.cursor = None
         self.remove_children()
         self.scroll_home(animate=False, immediate=True)
@@ -144,6 +203,14 @@ class Transcript(VerticalScroll, can_focus=True):
         """Ask for the selected token's alternatives."""
         if self.cursor is not None:
             self.post_message(self.AlternativesAsked(self.cursor))
+
+    def action_branch(self, delta: int) -> None:
+        """Show the reply's next (1) or previous (-1) branch."""
+        self.post_message(self.BranchAsked(delta))
+
+    def action_parent_branch(self) -> None:
+        """Show the branch the reply's branch forks from."""
+        self.post_message(self.BranchAsked(None))
 
     def select(self, number: int, index: int) -> None:
         """Put the token cursor on token `index` of reply `number`."""

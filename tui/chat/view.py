@@ -29,6 +29,7 @@ from backend.chat.events import (
 from backend.chat.protocol import LiveSettings, ModelInfo
 from backend.store.store import ChatRecord
 from sampling.settings import SamplerSettings
+from tui.chat.branch_nav import move_branch
 from tui.chat.conversation import Conversation
 from tui.chat.live_status import PAINT_PHASES, status_changes
 from tui.chat.plots import ChatPlots
@@ -36,6 +37,7 @@ from tui.chat.reply_job import ReplyJob
 from tui.chat.reply_view import FINISH_LABELS, Reply
 from tui.chat.runner import GenerationRunner
 from tui.chat.steering import ask_alternative
+from tui.chat.stored import stored_replies
 from tui.chat.transcript import Transcript
 from tui.chat.whatif import WhatIf
 from tui.widgets.prob_panel import ProbPanel
@@ -176,11 +178,11 @@ class ChatView(Vertical):
         self.run_reply(reply, job)
 
     def run_reply(self, reply: Reply, job: ReplyJob, *, replace: bool = False) -> None:
-        """Show `reply` as the last one (`replace`: instead of it) and run its job."""
+        """Show `reply` last (`replace`: instead of its turn's and what follows); run its job."""
         self._transcript.clear_cursor()
         self.whatif.reply_started(reply)
         if replace:
-            self._transcript.remove_last_reply()
+            self._transcript.remove_replies_from(reply.turn)
         self._transcript.add_reply(reply)
         self.generating = True
         self._first_token_at = self._last_token_at = None
@@ -201,13 +203,6 @@ class ChatView(Vertical):
         self._pending = action
         return True
 
-    def drop_last_reply(self) -> Reply | None:
-        """Take the last reply out of the conversation, the screen and the store."""
-        reply = self.conversation.drop_last_reply()
-        if reply is not None:
-            self._transcript.remove_last_reply()
-        return reply
-
     def new_chat(self) -> None:
         """Forget the conversation (the backend's cache is reset before the next reply)."""
         self.conversation.restart()
@@ -216,35 +211,41 @@ class ChatView(Vertical):
         self._redraw()  # the panel and the plots: nothing yet
         self._status.update(ctx_used=0, note="new chat")
 
-    def show_chat(self, record: ChatRecord) -> None:
-        """Make a stored chat the conversation: shown as text, continued on Enter."""
-        self.conversation.restart(record)
-        transcript = self._transcript
-        transcript.clear()
-        for message in record.messages:
-            if message.role == "user":
-                transcript.add_user(message.content)
-            elif message.role == "assistant":
-                reason = message.reply.finish_reason if message.reply else ""
-                transcript.add_stored_reply(message.content, reason)
-            else:
-                transcript.add_note(f"{message.role}: {message.content}")
-        self._probs_note = STORED_REPLIES_NOTE if record.replies else ""
+    def show_chat(self, record: ChatRecord, cursor: tuple[int, int] | None = None) -> None:
+        """Make a stored chat the conversation, continued on Enter: its replies with their
+        records (else plain text); `cursor`: select that token rather than focus the input."""
+        recorder = self.conversation.recorder
+        shown = stored_replies(record, recorder.store, self.pieces) if recorder else {}
+        self.conversation.restart(record, list(shown.values()))
+        self._transcript.show_record(record, shown, cursor)
+        self._probs_note = STORED_REPLIES_NOTE if len(record.replies) > len(shown) else ""
         self._redraw()
         self._status.update(ctx_used=0, note=f"chat {record.id}")
-        self.focus_input()
+        if cursor is None:
+            self.focus_input()
 
     def adopt_reply(
         self, settings: SamplerSettings, tokens: Sequence[TokenEvent], finished: FinishedEvent
     ) -> None:
-        """Make a reply generated elsewhere (a compare column) the last reply, and save it."""
-        if self.conversation.ends_with_reply:
-            self.drop_last_reply()
+        """Make a reply generated elsewhere (a compare column) the last reply, and save
+        it: another branch of the last reply, if the conversation ends with one."""
+        branching = self.conversation.ends_with_reply
         for token in tokens:
             self.pieces.learn(token)
         reply = self.conversation.adopt_reply(settings, tokens, finished, self.max_tokens)
-        self._transcript.add_reply(reply)
+        transcript = self._transcript
+        (transcript.show_branch if branching else transcript.add_reply)(reply)
         self.flush_now()
+
+    def show_last_branch(self, branch: Reply, at: int) -> None:
+        """Draw `branch` as the last reply, its token `at` selected (where it parts)."""
+        self._transcript.show_branch(branch, at)
+        self._redraw()
+
+    @on(Transcript.BranchAsked)
+    def _on_branch_asked(self, message: Transcript.BranchAsked) -> None:
+        message.stop()
+        move_branch(self, message.delta)
 
     def focus_input(self) -> None:
         """Focus the message box."""

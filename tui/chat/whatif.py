@@ -207,8 +207,8 @@ class WhatIf:
             return
         number, index = self.target
         replies = self.host.conversation.replies
-        if number != len(replies) - 1 or not self.host.conversation.ends_with_reply:
-            self.host.notify("A branch can redo the last reply only.")
+        if number == len(replies) - 1 and not self.host.conversation.ends_with_reply:
+            self.host.notify("This reply has no text to branch from: regenerate it (ctrl+r).")
             return
         step = self.step
         listed = [int(token) for token in step.table.token_ids]
@@ -216,7 +216,7 @@ class WhatIf:
 
         def chosen(choice: Alternative | None) -> None:
             if choice is not None:
-                start_branch(self.host, index, choice.token)
+                start_branch(self.host, index, choice.token, number)
 
         title = f"what if at reply {number + 1} token {index + 1}"
         screen = AlternativesScreen(step, title, self.host.pieces, highlighted=row)

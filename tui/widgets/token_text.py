@@ -63,42 +63,55 @@ class TextEncoderSource(Protocol):
         ...
 
 
+@runtime_checkable
+class TokenBytesSource(Protocol):
+    """A backend that can give any token's bytes itself (the fake backend)."""
+
+    def token_bytes(self, token_id: int) -> bytes:
+        """The bytes `token_id` adds to a text."""
+        ...
+
+
 TextEncoder = Callable[[str], list[int]]
 """Text → the model's token ids, safe to call on the UI thread."""
+
+TokenBytes = Callable[[int], bytes]
+"""Token id → its bytes, safe to call on the UI thread (a saved reply's text per token)."""
 
 
 def ui_vocabulary(
     backend: ChatBackend,
-) -> tuple[Callable[[int], str] | None, TextEncoder | None]:
-    """Token id → visible piece, and text → token ids, for the UI thread.
+) -> tuple[Callable[[int], str] | None, TextEncoder | None, TokenBytes | None]:
+    """Token id → visible piece, text → token ids, token id → bytes, for the UI thread.
 
     A GGUF model gets a UI-side tokenizer (safe to use while the model thread
     generates). Call it on a worker thread: building the tokenizer takes a fraction
     of a second.
 
     Returns:
-        (pieces, encode); either is None when the model's vocabulary cannot be read
-        (then only the pieces of sampled tokens are known, and text cannot be turned
-        into token ids).
+        (pieces, encode, token_bytes); each is None when the model's vocabulary
+        cannot be read (then only the pieces of sampled tokens are known, text cannot
+        be turned into token ids, and a saved reply is shown as plain text).
     """
     pieces = backend.token_piece if isinstance(backend, TokenPieceSource) else None
     encode = backend.encode_text if isinstance(backend, TextEncoderSource) else None
-    if pieces is not None and encode is not None:
-        return pieces, encode
+    data = backend.token_bytes if isinstance(backend, TokenBytesSource) else None
+    if pieces is not None and encode is not None and data is not None:
+        return pieces, encode, data
     path = Path(backend.info.path)
     if not path.is_file():
-        return pieces, encode
+        return pieces, encode, data
     from backend.llama.ui_tokenizer import UiTokenizer
 
     try:
         tokenizer = UiTokenizer.from_gguf(path)
     except Exception:  # pieces are decoration: the panel falls back to ids
-        return pieces, encode
+        return pieces, encode, data
     if pieces is None:
         pieces = lambda token_id: visible_piece(tokenizer.piece(token_id))  # noqa: E731
     if encode is None:
         encode = lambda text: tokenizer.encode(text, special=False)  # noqa: E731
-    return pieces, encode
+    return pieces, encode, data or tokenizer.piece_bytes
 
 
 class TokenPieces:
@@ -114,6 +127,8 @@ class TokenPieces:
 
     def __init__(self, lookup: Callable[[int], str] | None = None) -> None:
         self.lookup = lookup
+        self.token_bytes: TokenBytes | None = None
+        """Any token's bytes (rebuilds a saved reply's tokens), or None."""
         self._known: dict[int, str] = {}
 
     def learn(self, event: TokenEvent) -> None:

@@ -1,0 +1,64 @@
+"""A turn's reply tree as the screen sees it: where branches fork, and which is next.
+
+Every branch of a turn is a `Reply` in one shared `tree` list (oldest first); a
+branch forks from token `fork_at` of its `parent`. Pure functions, no widget.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the reply view draws the forks: it imports this module
+    from tui.chat.reply_view import Reply
+
+
+def _path(reply: Reply) -> list[Reply]:
+    """The branch and its ancestors, the branch first."""
+    path = [reply]
+    while path[-1].parent is not None:
+        path.append(path[-1].parent)
+    return path
+
+
+def divergence(a: Reply, b: Reply) -> int:
+    """The index of the first token where branches `a` and `b` of one turn part
+    (tokens before it are shared); for a == b, the length of `a`."""
+    if a is b:
+        return len(a.tokens)
+    path_a, path_b = _path(a), _path(b)
+    on_b = {id(branch) for branch in path_b}
+    common = next((branch for branch in path_a if id(branch) in on_b), None)
+    forks = []
+    for path in (path_a, path_b):
+        if common is None or path[0] is common:
+            continue
+        child = path[path.index(common) - 1]
+        forks.append(child.fork_at or 0)
+    return min(forks) if forks else 0
+
+
+def fork_counts(reply: Reply) -> dict[int, int]:
+    """For each token of `reply` where other branches of its turn part from it:
+    how many branches go on from there (itself included)."""
+    counts: dict[int, int] = {}
+    for other in reply.tree:
+        if other is not reply:
+            at = divergence(reply, other)
+            counts[at] = counts.get(at, 1) + 1
+    return counts
+
+
+def sibling(reply: Reply, delta: int) -> Reply:
+    """The branch `delta` places after `reply` in its turn's tree, wrapping around."""
+    tree = reply.tree
+    return tree[(tree.index(reply) + delta) % len(tree)]
+
+
+def branch_label(reply: Reply) -> str:
+    """Where a branch sits in its tree, e.g. "branch 2 of 3, from branch 1 at token 4"."""
+    tree = reply.tree
+    label = f"branch {tree.index(reply) + 1} of {len(tree)}"
+    if reply.parent is not None and reply.parent in tree:
+        number = tree.index(reply.parent) + 1
+        label += f", from branch {number} at token {(reply.fork_at or 0) + 1}"
+    return label
