@@ -33,7 +33,7 @@ from tui.chat.loading import BackendFailed, BackendReady, load_backend
 from tui.chat.mode_switch import switch_mode
 from tui.chat.runner import GIL_SWITCH_INTERVAL, GenerationRunner
 from tui.chat.setting_input import TextEncoder, typed_value
-from tui.chat.steering import regenerate
+from tui.chat.steering import regenerate, start_branch
 from tui.chat.view import ChatView
 from tui.chat.whatif_keys import WhatIfKeys
 from tui.chat_state import ChatState
@@ -325,6 +325,8 @@ class SamplescopeApp(WhatIfKeys, ChatState, App[None]):
         """Make the column promoted in the compare view the chat's last reply (and save it)."""
         if result is not None:
             self.chat.adopt_reply(result.settings, result.tokens, result.finished)
+            if result.branch_at is not None:
+                start_branch(self.chat, result.branch_at, result.force)
 
     # -- settings --------------------------------------------------------------
 

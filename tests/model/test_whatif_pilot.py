@@ -18,6 +18,7 @@ from tests.helpers import nth_reply_finished, send_message, wait_until
 from tui.app import SamplescopeApp
 from tui.chat.alternatives import AlternativesScreen
 from tui.chat.transcript import Transcript
+from tui.screens.history import HistoryScreen
 from tui.widgets.slider import Slider
 
 pytestmark = pytest.mark.anyio
@@ -141,3 +142,29 @@ async def test_branch_from_whatif_takes_the_token_it_shows_and_adds_a_branch(
     root, branch = turn.branches
     assert (branch.parent_id, branch.fork_at) == (root.id, INDEX)
     assert branch.token_ids == second.token_ids
+
+
+async def test_whatif_on_a_reopened_chat_goes_through_replay_and_reproduces_the_step(
+    llama_backend: LlamaBackend, store: ChatStore
+) -> None:
+    llama_backend.reset()
+    app = SamplescopeApp(
+        llama_backend, settings=SETTINGS, max_tokens=12, cursor_blink=False, store=store
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await send_message(pilot, app, "Name three colours.")
+        live = app.replies[-1].tokens[INDEX].step
+        await pilot.press("ctrl+n")
+        await pilot.press("ctrl+o")
+        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen))
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: not isinstance(app.screen, HistoryScreen))
+        assert len(app.replies) == 1
+
+        whatif = app.chat.whatif
+        step = await whatif_at(pilot, app, INDEX)
+        assert whatif.source == "replay"  # a reopened reply's logits are not in memory
+        assert step.token_id == live.token_id
+        assert list(step.table.token_ids) == list(live.table.token_ids)
+        assert step.table.prob_after == pytest.approx(live.table.prob_after, abs=1e-6)
+        assert (step.n_kept, step.cut_by) == (live.n_kept, live.cut_by)

@@ -396,3 +396,46 @@ def test_snapshot_four_columns(snap_compare: Any) -> None:
         await wait_done(pilot, app.compare_screen)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+@pytest.mark.anyio
+async def test_an_alternative_chosen_in_a_column_branches_the_chat_from_there() -> None:
+    from tui.app import SamplescopeApp
+    from tui.chat.alternatives import AlternativesScreen
+
+    app = SamplescopeApp(FakeBackend(), max_tokens=12, cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        while not app.ready:
+            await pilot.pause(0.02)
+        await pilot.click("#prompt")
+        await pilot.press(*"the cat sat", "enter")
+        while app.generating or not app.finished:
+            await pilot.pause(0.02)
+        await pilot.press("ctrl+d")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        await wait_done(pilot, screen)
+        column = screen.column_views[1]
+        column_ids = list(column.token_ids)
+        await pilot.press("2", "a")  # no token selected yet: a notice, no list
+        await pilot.pause()
+        assert app.screen is screen
+        await pilot.press("home", "right", "right", "right", "a")  # the fourth token
+        await pilot.pause()
+        assert isinstance(app.screen, AlternativesScreen)
+        step = column.tokens[3].step
+        chosen = next(int(t) for t in step.table.token_ids if int(t) != column_ids[3])
+        rank = [int(t) for t in step.table.token_ids].index(chosen)
+        await pilot.press(*(["down"] * rank), "enter")
+        await pilot.pause()
+        assert not isinstance(app.screen, (CompareScreen, AlternativesScreen))
+        while app.generating or len(app.finished) < 2:
+            await pilot.pause(0.02)
+
+        branch = app.replies[-1]
+        ids = [t.step.token_id for t in branch.tokens]
+        assert ids[:3] == column_ids[:3] and ids[3] == chosen
+        assert branch.fork_at == 3 and branch.parent is not None
+        assert [t.step.token_id for t in branch.parent.tokens] == column_ids
+        assert len(branch.tree) == 3  # the first reply, the column, the new branch

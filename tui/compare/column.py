@@ -20,6 +20,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Static
 
+from backend.chat.compare import first_divergence
 from backend.chat.events import FinishedEvent, TokenEvent
 from tui.compare.column_text import NOTICE_STYLE, ColumnText
 from tui.compare.columns import CompareColumn, settings_summary
@@ -64,6 +65,7 @@ class CompareColumnView(Vertical, can_focus=True):
         Binding("right", "move(1)", "Select token", key_display="←/→"),
         Binding("home", "move_to(0)", "First token", show=False),
         Binding("end", "move_to(-1)", "Last token", show=False),
+        Binding("a", "alternatives", "Alternatives"),
     ]
 
     cursor: reactive[int | None] = reactive(None, init=False)
@@ -76,6 +78,9 @@ class CompareColumnView(Vertical, can_focus=True):
             super().__init__()
             self.column = column
             self.token = token
+
+    class AlternativesAsked(TokenSelected):
+        """`a` on a selected token: its alternatives, to branch the column from there."""
 
     def __init__(self, index: int, column: CompareColumn, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -221,6 +226,13 @@ class CompareColumnView(Vertical, can_focus=True):
         if self.tokens:
             self.select(index if index >= 0 else len(self.tokens) + index)
 
+    def action_alternatives(self) -> None:
+        """Ask for the selected token's alternatives (the screen shows them)."""
+        if self.cursor is None or self.cursor >= len(self.tokens):
+            self.notify("Select a token first (← →).")
+            return
+        self.post_message(self.AlternativesAsked(self.index, self.cursor))
+
     def on_focus(self) -> None:
         """Show this column's selected token again when the column gets the focus."""
         if self.cursor is not None and self.cursor < len(self.tokens):
@@ -297,3 +309,19 @@ class CompareColumnView(Vertical, can_focus=True):
         self._dirty = False
         self._update_lines()
         self._refresh_body()
+
+
+def divergence_between(reference: CompareColumnView, view: CompareColumnView) -> int | None:
+    """The first token index where `view` departs from `reference`, once it is known.
+
+    While one of the two is still generating, a column that so far matches the other
+    has not diverged yet; when the shorter one ended, the divergence is its length.
+    """
+    ref_ids, ids = reference.token_ids, view.token_ids
+    index = first_divergence(ref_ids, ids)
+    if index is None:
+        return None
+    if index < min(len(ref_ids), len(ids)):
+        return index
+    shorter = reference if len(ref_ids) <= len(ids) else view
+    return index if shorter.finished is not None else None

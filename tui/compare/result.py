@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from backend.chat.events import FinishedEvent, GenerationStats, TokenEvent
 from sampling.settings import SamplerSettings
@@ -18,6 +18,9 @@ class CompareResult:
         settings: The settings it was sampled with (seed included).
         finished: How its generation ended: reason, figures, text, token ids.
         tokens: Its token events (steps with candidates), for the chat's panels.
+        branch_at: When set, the reply is then redone from this token (an
+            alternative chosen in the column), with the chat's live settings.
+        force: The token chosen there (None: drawn again).
     """
 
     column: int
@@ -25,6 +28,13 @@ class CompareResult:
     settings: SamplerSettings
     finished: FinishedEvent
     tokens: tuple[TokenEvent, ...] = ()
+    branch_at: int | None = None
+    force: int | None = None
+
+    def branched(self, at: int | None, force: int | None) -> CompareResult:
+        """The same column, to be branched once adopted: from token `at` (None: not
+        branched), with `force` chosen there (None: drawn again)."""
+        return replace(self, branch_at=at, force=force)
 
     @property
     def text(self) -> str:

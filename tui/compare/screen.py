@@ -24,7 +24,7 @@ from textual.dom import DOMNode
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from backend.chat.compare import ColumnEvent, compare, first_divergence
+from backend.chat.compare import ColumnEvent, compare
 from backend.chat.events import (
     FinishedEvent,
     GenerationEvent,
@@ -36,8 +36,9 @@ from backend.chat.events import (
 from backend.chat.protocol import ChatBackend, ChatMessage
 from sampling.errors import SamplescopeError
 from sampling.settings import SamplerSettings
+from tui.chat.alternatives import Alternative, AlternativesScreen
 from tui.chat.runner import GenerationRunner
-from tui.compare.column import CompareColumnView
+from tui.compare.column import CompareColumnView, divergence_between
 from tui.compare.columns import CompareColumn, check_column_count, settings_summary
 from tui.compare.curves import CompareCurves
 from tui.compare.edit import CompareEditScreen, CompareRequest
@@ -338,20 +339,34 @@ class CompareScreen(Screen[CompareResult | None]):
 
     async def action_promote(self) -> None:
         """Dismiss with the focused column as the chat's reply."""
-        view = self._focused_column()
+        await self.promote(self._focused_column())
+
+    async def promote(
+        self, view: CompareColumnView, branch_at: int | None = None, force: int | None = None
+    ) -> None:
+        """Dismiss with `view`'s column as the chat's reply, then (`branch_at`) a branch
+        of it from that token: `force` chosen there (None: drawn again)."""
         if view.finished is None:
             self.notify(f"column {view.index + 1} is still generating", severity="warning")
             return
         await self._stop_run()
+        settings, tokens = self.column_settings(view.index), tuple(view.tokens)
         self.dismiss(
-            CompareResult(
-                column=view.index,
-                label=view.column.label,
-                settings=self.column_settings(view.index),
-                finished=view.finished,
-                tokens=tuple(view.tokens),
+            CompareResult(view.index, view.column.label, settings, view.finished, tokens).branched(
+                branch_at, force
             )
         )
+
+    @on(CompareColumnView.AlternativesAsked)
+    def _on_alternatives_asked(self, message: CompareColumnView.AlternativesAsked) -> None:
+        view = self.column_views[message.column]
+        step, title = view.tokens[message.token].step, f"column {view.index + 1}"
+
+        async def chosen(choice: Alternative | None) -> None:
+            if choice is not None:
+                await self.promote(view, message.token, choice.token)
+
+        self.app.push_screen(AlternativesScreen(step, title, self._pieces), chosen)
 
     @on(CompareColumnView.TokenSelected)
     def _on_token_selected(self, message: CompareColumnView.TokenSelected) -> None:
@@ -382,19 +397,3 @@ class CompareScreen(Screen[CompareResult | None]):
                 self.notify(f"presets unavailable: {exc}", severity="warning")
                 self._presets = {}
         return self._presets
-
-
-def divergence_between(reference: CompareColumnView, view: CompareColumnView) -> int | None:
-    """The first token index where `view` departs from `reference`, once it is known.
-
-    While one of the two is still generating, a column that so far matches the other
-    has not diverged yet; when the shorter one ended, the divergence is its length.
-    """
-    ref_ids, ids = reference.token_ids, view.token_ids
-    index = first_divergence(ref_ids, ids)
-    if index is None:
-        return None
-    if index < min(len(ref_ids), len(ids)):
-        return index
-    shorter = reference if len(ref_ids) <= len(ids) else view
-    return index if shorter.finished is not None else None
