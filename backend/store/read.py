@@ -84,9 +84,11 @@ def load_chat(conn: sqlite3.Connection, path: Path, chat_id: int) -> ChatRecord:
     ).fetchone()
     if chat is None:
         raise StoreError(f"chat database {path} has no chat {chat_id}")
-    message_rows, _ = visible_messages(conn, chat_id)
-    branches = _load_replies(conn, path, chat_id, {int(row[0]) for row in message_rows})
-    messages = tuple(
+    rows = _message_rows(conn, chat_id)
+    shown = {int(row[0]) for row in _visible(conn, chat_id, rows)[0]}
+    after = {int(row[0]): None if row[6] is None else int(row[6]) for row in rows}
+    branches = _load_replies(conn, path, chat_id, shown, after)
+    turns = [
         MessageRecord(
             id=int(row[0]),
             position=int(row[1]),
@@ -95,9 +97,10 @@ def load_chat(conn: sqlite3.Connection, path: Path, chat_id: int) -> ChatRecord:
             created=to_datetime(row[4]),
             reply=_followed(branches.get(int(row[0]), ()), row[5]),
             branches=branches.get(int(row[0]), ()),
+            after_reply_id=after[int(row[0])],
         )
-        for row in message_rows
-    )
+        for row in rows
+    ]
     model = ModelRef(str(chat[4]), int(chat[5]), str(chat[6])) if chat[4] is not None else None
     return ChatRecord(
         id=int(chat[0]),
@@ -105,7 +108,8 @@ def load_chat(conn: sqlite3.Connection, path: Path, chat_id: int) -> ChatRecord:
         created=to_datetime(chat[2]),
         updated=to_datetime(chat[3]),
         model=model,
-        messages=messages,
+        messages=tuple(turn for turn in turns if turn.id in shown),
+        hidden=tuple(turn for turn in turns if turn.id not in shown),
     )
 
 
@@ -117,13 +121,25 @@ def visible_messages(conn: sqlite3.Connection, chat_id: int) -> tuple[list[Any],
     left out, with the turns after it: they continue the other branch.
 
     Returns:
-        (rows of id, position, role, content, created, branch_id; the branch id).
+        (rows of id, position, role, content, created, branch_id, after_reply_id;
+        the branch id).
     """
-    rows = conn.execute(
+    return _visible(conn, chat_id, _message_rows(conn, chat_id))
+
+
+def _message_rows(conn: sqlite3.Connection, chat_id: int) -> list[Any]:
+    """Every stored turn of a chat, on screen or not, in position order."""
+    return conn.execute(
         "SELECT id, position, role, content, created, branch_id, after_reply_id "
         "FROM messages WHERE chat_id = ? ORDER BY position",
         (chat_id,),
     ).fetchall()
+
+
+def _visible(
+    conn: sqlite3.Connection, chat_id: int, rows: list[Any]
+) -> tuple[list[Any], int | None]:
+    """`visible_messages` over the chat's message rows `rows`."""
     first = dict(
         conn.execute(
             "SELECT r.message_id, min(r.id) FROM replies r JOIN messages m "
@@ -136,7 +152,7 @@ def visible_messages(conn: sqlite3.Connection, chat_id: int) -> tuple[list[Any],
     for row in rows:
         if row[6] is not None and row[6] != current:
             continue
-        shown.append(row[:6])
+        shown.append(row)
         if row[0] in first:
             current = int(row[5]) if row[5] is not None else int(first[row[0]])
     return shown, current
@@ -151,12 +167,19 @@ def _followed(branches: tuple[ReplyRecord, ...], branch_id: int | None) -> Reply
 
 
 def _load_replies(
-    conn: sqlite3.Connection, path: Path, chat_id: int, shown: set[int]
+    conn: sqlite3.Connection,
+    path: Path,
+    chat_id: int,
+    shown: set[int],
+    after: dict[int, int | None],
 ) -> dict[int, tuple[ReplyRecord, ...]]:
-    """Every branch of the replies of a chat's turns `shown`, keyed by message id,
-    oldest first per turn.
+    """Every branch of the replies of a chat's turns, keyed by message id, oldest
+    first per turn.
 
-    A turn's branches share its number (`ReplyRecord.number`); `branch` numbers them.
+    A turn's branches share its number (`ReplyRecord.number`): its place among the
+    generated turns on screen (`shown`), or for a turn off screen, among those of
+    the continuation it is on (following `after`, each turn's `after_reply_id`).
+    `branch` numbers a turn's branches.
     """
     rows = conn.execute(
         "SELECT r.id, r.message_id, r.model_path, r.model_size, r.model_sha256, r.seed, "
@@ -167,10 +190,13 @@ def _load_replies(
         (chat_id,),
     ).fetchall()
     replies: dict[int, tuple[ReplyRecord, ...]] = {}
+    turn_of: dict[int, int] = {}  # reply id -> its message id
+    numbers: dict[int, int] = {}  # message id -> its reply number
     for row in rows:
         reply_id, message_id = int(row[0]), int(row[1])
-        if message_id not in shown:
-            continue
+        turn_of[reply_id] = message_id
+        if message_id not in numbers:
+            numbers[message_id] = _number(message_id, shown, after, turn_of, numbers)
         tokens = tuple(
             int(t[0])
             for t in conn.execute(
@@ -191,7 +217,7 @@ def _load_replies(
         siblings = replies.get(message_id, ())
         record = ReplyRecord(
             id=reply_id,
-            number=len(replies) + (0 if siblings else 1),
+            number=numbers[message_id],
             message_id=message_id,
             model=ModelRef(str(row[2]), int(row[3]), str(row[4])),
             seed=int(row[5]),
@@ -214,6 +240,22 @@ def _load_replies(
         )
         replies[message_id] = (*siblings, record)
     return replies
+
+
+def _number(
+    message_id: int,
+    shown: set[int],
+    after: dict[int, int | None],
+    turn_of: dict[int, int],
+    numbers: dict[int, int],
+) -> int:
+    """The reply number of a generated turn (the turns before it numbered already)."""
+    if message_id in shown:
+        return 1 + sum(1 for turn in numbers if turn in shown)
+    previous = after.get(message_id)
+    if previous is None or previous not in turn_of:
+        return 1
+    return numbers[turn_of[previous]] + 1
 
 
 def load_steps(conn: sqlite3.Connection, path: Path, reply: ReplyRecord) -> dict[int, Step]:

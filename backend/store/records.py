@@ -171,7 +171,9 @@ class MessageRecord:
     """One turn of a stored chat; assistant turns that were generated carry a reply.
 
     `reply` is the branch the conversation follows (its text is `content`);
-    `branches` holds every branch of the turn (the reply tree), oldest first.
+    `branches` holds every branch of the turn (the reply tree), oldest first;
+    `after_reply_id` is the branch of the previous generated turn this turn was
+    added after (None before the chat's first generated turn).
     """
 
     id: int
@@ -181,6 +183,7 @@ class MessageRecord:
     created: datetime
     reply: ReplyRecord | None = None
     branches: tuple[ReplyRecord, ...] = ()
+    after_reply_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +196,9 @@ class ChatRecord:
         created: When it was created.
         updated: When it last changed.
         model: The model it was started with (None if not recorded).
-        messages: Its turns in order.
+        messages: Its turns on screen in order: those along the branches it follows.
+        hidden: Its stored turns off screen, in order: continuations of branches of
+            earlier replies the chat no longer follows.
     """
 
     id: int
@@ -202,6 +207,12 @@ class ChatRecord:
     updated: datetime
     model: ModelRef | None
     messages: tuple[MessageRecord, ...]
+    hidden: tuple[MessageRecord, ...] = ()
+
+    @property
+    def stored_messages(self) -> tuple[MessageRecord, ...]:
+        """Every stored turn, on screen or not, in position order."""
+        return tuple(sorted(self.messages + self.hidden, key=lambda m: m.position))
 
     @property
     def replies(self) -> tuple[ReplyRecord, ...]:

@@ -9,13 +9,13 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 
-from backend.store.store import ChatRecord, ReplyRecord
+from backend.store.store import ChatRecord, MessageRecord, ReplyRecord
 from sampling.errors import SamplescopeError
 from tui.cli.store_access import add_db_flag, open_store
 from tui.cli.tree import tree_json
 from tui.display import local_time
 
-EXPORT_VERSION = 2
+EXPORT_VERSION = 3
 
 
 class ExportError(SamplescopeError):
@@ -28,8 +28,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "export",
         help="export a saved chat as Markdown or JSON",
         description="Write a saved chat (see `samplescope history`) as Markdown (the "
-        "conversation with each reply's model, seed and settings) or JSON (everything "
-        "stored: token ids, settings changes, stats).",
+        "conversation on screen, with each reply's model, seed and settings) or JSON "
+        "(everything stored: every turn and reply branch, including turns off screen "
+        "under a branch the chat no longer follows, token ids, settings changes, stats).",
     )
     parser.add_argument("chat_id", type=int, metavar="CHAT_ID", help="the chat's id")
     parser.add_argument("--format", choices=("md", "json"), default="md", help="default md")
@@ -72,8 +73,26 @@ def _reply_json(reply: ReplyRecord) -> dict[str, object]:
     }
 
 
+def _message_json(message: MessageRecord) -> dict[str, object]:
+    return {
+        "id": message.id,
+        "position": message.position,
+        "role": message.role,
+        "content": message.content,
+        "created": message.created.isoformat(),
+        "after_reply_id": message.after_reply_id,
+        "reply": None if message.reply is None else _reply_json(message.reply),
+        "branches": [_reply_json(branch) for branch in message.branches],
+    }
+
+
 def chat_to_json(chat: ChatRecord) -> dict[str, object]:
-    """Everything stored about a chat, as JSON-ready data."""
+    """Everything stored about a chat, as JSON-ready data.
+
+    "messages" holds the turns on screen; "hidden_messages" the stored turns off
+    screen (continuations of branches the chat no longer follows). Each turn's
+    "after_reply_id" and each branch's "parent" rebuild the whole tree.
+    """
     return {
         "samplescope_export": EXPORT_VERSION,
         "id": chat.id,
@@ -81,17 +100,8 @@ def chat_to_json(chat: ChatRecord) -> dict[str, object]:
         "created": chat.created.isoformat(),
         "updated": chat.updated.isoformat(),
         "model": None if chat.model is None else asdict(chat.model),
-        "messages": [
-            {
-                "position": m.position,
-                "role": m.role,
-                "content": m.content,
-                "created": m.created.isoformat(),
-                "reply": None if m.reply is None else _reply_json(m.reply),
-                "branches": [_reply_json(branch) for branch in m.branches],
-            }
-            for m in chat.messages
-        ],
+        "messages": [_message_json(message) for message in chat.messages],
+        "hidden_messages": [_message_json(message) for message in chat.hidden],
         "tree": tree_json(chat),
     }
 

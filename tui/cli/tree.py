@@ -15,9 +15,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "tree",
         help="list the branches of a saved chat's replies",
         description="Each reply of a saved chat is a tree of branches: the first reply, and "
-        "branches forking from a token of another (`samplescope branch`). Lists every branch: "
-        "its id, reply, parent, fork position (from 1), tokens and finish reason; * marks "
-        "the branch the conversation follows.",
+        "branches forking from a token of another (`samplescope branch`). Lists every branch "
+        "of every stored turn, including turns that continue a branch of an earlier reply "
+        "the chat no longer follows (not on screen): its id, reply, parent, fork position "
+        "(from 1), tokens, finish reason, and the branch of the previous reply its turn "
+        "continues; * marks the branches on screen, + the branch an off-screen turn follows.",
     )
     parser.add_argument("chat_id", type=int, metavar="CHAT_ID", help="the chat's id")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -26,9 +28,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def tree_json(chat: ChatRecord) -> list[dict[str, object]]:
-    """Every branch of the chat, reply by reply, oldest first."""
+    """Every branch of every stored turn of the chat, turn by turn, oldest first.
+
+    "shown": the branch is on screen; "followed": its turn follows it (on screen
+    or not); "turn_shown": its turn is on screen; "after_reply_id": the branch of
+    the previous generated turn its turn continues.
+    """
+    on_screen = {message.id for message in chat.messages}
     rows: list[dict[str, object]] = []
-    for message in chat.messages:
+    for message in chat.stored_messages:
+        followed = None if message.reply is None else message.reply.id
         for branch in message.branches:
             rows.append(
                 {
@@ -39,7 +48,11 @@ def tree_json(chat: ChatRecord) -> list[dict[str, object]]:
                     "tokens": len(branch.token_ids),
                     "finish_reason": branch.finish_reason,
                     "mode": branch.mode,
-                    "shown": message.reply is not None and message.reply.id == branch.id,
+                    "shown": message.id in on_screen and followed == branch.id,
+                    "followed": followed == branch.id,
+                    "turn_shown": message.id in on_screen,
+                    "message_id": message.id,
+                    "after_reply_id": message.after_reply_id,
                 }
             )
     return rows
@@ -59,9 +72,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"chat {chat.id} {chat.title!r}")
     for row in rows:
         fork = "root" if row["parent"] is None else f"from {row['parent']} at token {row['at']}"
-        mark = "*" if row["shown"] else " "
+        mark = "*" if row["shown"] else "+" if row["followed"] else " "
+        after = "" if row["after_reply_id"] is None else f", after branch {row['after_reply_id']}"
+        hidden = "" if row["turn_shown"] else " (not on screen)"
         print(
             f"{mark} reply {row['reply']} branch {row['id']}: {fork}, {row['tokens']} tokens, "
-            f"{row['finish_reason']}"
+            f"{row['finish_reason']}{after}{hidden}"
         )
     return 0
