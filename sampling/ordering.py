@@ -129,19 +129,30 @@ def descending_bands(logits: FloatArray, maximum: float, temperature: float) -> 
     """
     upper = np.inf
     for edge in _BAND_EDGES:
-        lower = maximum - edge * temperature
-        with np.errstate(over="ignore"):  # an edge beyond float32 rounds to -inf
-            mask = logits >= lower
+        lower = edge_below(logits, maximum - edge * temperature)
+        mask = logits >= lower
         if upper != np.inf:
             mask &= logits < upper
         band = np.flatnonzero(mask)
         if band.size:
             yield sort_descending(logits, band)
         upper = lower
-    with np.errstate(over="ignore"):
-        band = np.flatnonzero(~(logits >= upper))
+    band = np.flatnonzero(~(logits >= upper))
     if band.size:
         yield sort_descending(logits, band)
+
+
+_LOWEST_FLOAT32 = float(np.finfo(np.float32).min)
+
+
+def edge_below(logits: FloatArray, edge: float) -> float:
+    """`edge` as float32 logits compare with it: -inf when it lies below float32's range.
+
+    (numpy would round it to -inf there too, with an overflow warning.)
+    """
+    if edge < _LOWEST_FLOAT32 and logits.dtype == np.float32:
+        return -np.inf
+    return edge
 
 
 def prefix_reaching(
@@ -186,7 +197,6 @@ _BUCKETS_PER_UNIT = 16
 _BUCKET_COUNT = 16 * 64
 
 
-@np.errstate(over="ignore")  # edges and gaps beyond float32 round to ±inf
 def token_at_mass(
     logits: FloatArray,
     maximum: float,
@@ -209,13 +219,27 @@ def token_at_mass(
         target: u times the total mass.
         workspace: Scratch buffers.
     """
-    head = np.flatnonzero(logits >= maximum - _BAND_EDGES[0] * temperature)
+    head = np.flatnonzero(logits >= edge_below(logits, maximum - _BAND_EDGES[0] * temperature))
     if head.size <= _PARTITION_ABOVE:
         ordered = sort_descending(logits, head)
         cumulative = np.cumsum(probs[ordered])
         position = int(np.searchsorted(cumulative, target, side="right"))
         if position < ordered.size:
             return int(ordered[position])
+    with np.errstate(over="ignore"):  # gaps beyond float32 round to inf: the last bucket
+        return _token_in_bucket(logits, maximum, temperature, probs, target, workspace)
+
+
+def _token_in_bucket(
+    logits: FloatArray,
+    maximum: float,
+    temperature: float,
+    probs: npt.NDArray[np.float64],
+    target: float,
+    workspace: Workspace,
+) -> int:
+    """`token_at_mass` past the head band: a histogram of the mass over buckets of
+    (max - logit) / T, then a sort of the one bucket that holds the target."""
     size = logits.shape[0]
     scaled = np.subtract(maximum, logits, out=workspace.array("bucket-f", size, logits.dtype))
     scaled *= _BUCKETS_PER_UNIT / temperature
