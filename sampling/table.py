@@ -59,7 +59,7 @@ def candidate_table(
             column.flags.writeable = False
         ids, before, after = ids[:rows].copy(), before[:rows].copy(), after[:rows].copy()
         logits = logits[:rows].copy()
-    kept_rows = after > 0.0
+    kept_rows = after.astype(bool)  # probabilities are never NaN or negative
     removed_by = _removed_by(penalized, logits, ids, kept, kept_rows)
     for array in (ids, logits, before, after, kept_rows):
         array.flags.writeable = False
