@@ -10,8 +10,10 @@ so one process holds both. Every mode of `samplescope bench --only sampler` that
 both revisions know runs on 48 real logit vectors of the default model and 48 flat
 ones. Each vector is written into one reused buffer (as the app hands the sampler a
 view of llama.cpp's buffer) and then sampled by both revisions, in alternating
-order, so that the machine's load falls on both alike. A figure is the mean over
-vectors of the median over rounds; the ratio is new / old.
+order, so that the machine's load falls on both alike; each round makes both
+samplers afresh, in alternating order, since where their scratch buffers land moves
+the figures by a few per cent. A figure is the mean over vectors of the median over
+rounds; the ratio is new / old.
 
 Run it alone: another process on the same cores makes both sides slower, unevenly.
 """
@@ -104,11 +106,15 @@ def compare(
     rows = []
     old_modes, new_modes = modes(old), modes(new)
     for name, (old_settings, history) in old_modes.items():
-        samplers = (old.Sampler(old_settings), new.Sampler(new_modes[name][0]))
-        times: list[list[list[int]]] = [[[] for _ in logits] for _ in samplers]
+        times: list[list[list[int]]] = [[[] for _ in logits] for _ in range(2)]
         for round_index in range(rounds):
-            for sampler in samplers:
-                sampler.reset()
+            # Fresh samplers each round, made in alternating order: where their scratch
+            # buffers land (which side is made first) moves a step by a few per cent.
+            if round_index % 2 == 0:
+                samplers = (old.Sampler(old_settings), new.Sampler(new_modes[name][0]))
+            else:
+                newer = new.Sampler(new_modes[name][0])
+                samplers = (old.Sampler(old_settings), newer)
             for index, vector in enumerate(logits):
                 view[:] = vector
                 order = (0, 1) if (round_index + index) % 2 == 0 else (1, 0)
