@@ -90,6 +90,17 @@ async def send_message(pilot: Pilot[Any], app: SamplescopeApp, text: str) -> Fin
     return await nth_reply_finished(pilot, app, count + 1)
 
 
+async def reopen_chat(pilot: Pilot[Any], app: SamplescopeApp) -> None:
+    """Start a new chat, then open the most recent saved one again (ctrl+o, enter)."""
+    from tui.screens.history import HistoryScreen
+
+    await pilot.press("ctrl+n")
+    await pilot.press("ctrl+o")
+    await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen))
+    await pilot.press("enter")
+    await wait_until(pilot, lambda: not isinstance(app.screen, HistoryScreen))
+
+
 class HostApp(App[None]):
     """Opens one compare screen and keeps its result."""
 

@@ -6,7 +6,7 @@ from backend.chat.events import FinishedEvent, GenerationEvent
 from backend.chat.protocol import ChatMessage
 from backend.store.recorder import ChatRecorder
 from tui.chat.conversation import Conversation
-from tui.chat.reply_view import Reply
+from tui.chat.reply import Reply
 from tui.chat.view import ChatView
 from tui.widgets.status_line import StatusState
 

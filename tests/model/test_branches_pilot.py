@@ -8,12 +8,11 @@ from textual.widgets import OptionList
 
 from backend.chat.llama_backend import LlamaBackend
 from backend.store.store import ChatStore
-from tests.helpers import nth_reply_finished, send_message, wait_until
+from tests.helpers import nth_reply_finished, reopen_chat, send_message, wait_until
 from tui.app import SamplescopeApp
 from tui.chat.alternatives import AlternativesScreen
 from tui.chat.reply_view import FORK_MARK, ReplyView
 from tui.chat.transcript import Transcript
-from tui.screens.history import HistoryScreen
 from tui.widgets.prob_panel import ProbPanel
 
 pytestmark = pytest.mark.anyio
@@ -119,11 +118,7 @@ async def test_a_reopened_chat_is_inspectable_and_branchable(
     async with app.run_test(size=SIZE) as pilot:
         first = await send_message(pilot, app, "Name three colours.")
         live_steps = [t.step for t in app.replies[-1].tokens]
-        await pilot.press("ctrl+n")
-        await pilot.press("ctrl+o")
-        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen))
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: not isinstance(app.screen, HistoryScreen))
+        await reopen_chat(pilot, app)
 
         # The reply is back with every step's record: the panel shows them.
         [reply] = app.replies

@@ -14,11 +14,10 @@ from backend.chat.llama_backend import LlamaBackend
 from backend.store.store import ChatStore
 from sampling.records import Step
 from sampling.settings import DEFAULT_CHAT_SETTINGS
-from tests.helpers import nth_reply_finished, send_message, wait_until
+from tests.helpers import nth_reply_finished, reopen_chat, send_message, wait_until
 from tui.app import SamplescopeApp
 from tui.chat.alternatives import AlternativesScreen
 from tui.chat.transcript import Transcript
-from tui.screens.history import HistoryScreen
 from tui.widgets.slider import Slider
 
 pytestmark = pytest.mark.anyio
@@ -154,11 +153,7 @@ async def test_whatif_on_a_reopened_chat_goes_through_replay_and_reproduces_the_
     async with app.run_test(size=SIZE) as pilot:
         await send_message(pilot, app, "Name three colours.")
         live = app.replies[-1].tokens[INDEX].step
-        await pilot.press("ctrl+n")
-        await pilot.press("ctrl+o")
-        await wait_until(pilot, lambda: isinstance(app.screen, HistoryScreen))
-        await pilot.press("enter")
-        await wait_until(pilot, lambda: not isinstance(app.screen, HistoryScreen))
+        await reopen_chat(pilot, app)
         assert len(app.replies) == 1
 
         whatif = app.chat.whatif

@@ -84,6 +84,6 @@ def test_every_way_a_reply_ends_but_eos_has_a_label() -> None:
     from typing import get_args
 
     from backend.chat.events import FinishReason
-    from tui.chat.reply_view import FINISH_LABELS
+    from tui.chat.reply import FINISH_LABELS
 
     assert set(get_args(FinishReason)) - {"eos"} == set(FINISH_LABELS)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
+from textual.pilot import Pilot
 
 from tests.helpers import wait_until
 from tests.tui.test_tui_snapshots import SIZE, TOP_P_SETTINGS, fake_backend, make_app, send
+from tui.app import SamplescopeApp
 from tui.chat.transcript import Transcript
 
 pytestmark = pytest.mark.anyio
@@ -59,14 +63,19 @@ async def test_w_needs_a_selected_token_and_a_step_beyond_memory_needs_a_saved_c
         assert not whatif.active
 
 
+async def whatif_on_the_last_token(pilot: Pilot[Any], app: SamplescopeApp) -> None:
+    """Send a message, wait for the reply, then what-if on its last token."""
+    await send(pilot, app, "hello there")
+    await wait_until(pilot, lambda: not app.generating and bool(app.finished))
+    await pilot.press("ctrl+t", "left", "w")
+    await pilot.pause()
+    assert app.chat.whatif.active
+
+
 async def test_a_reply_starting_leaves_what_if() -> None:
     app = make_app(fake_backend(), max_tokens=20, settings=TOP_P_SETTINGS)
     async with app.run_test(size=SIZE) as pilot:
-        await send(pilot, app, "hello there")
-        await wait_until(pilot, lambda: not app.generating and bool(app.finished))
-        await pilot.press("ctrl+t", "left", "w")
-        await pilot.pause()
-        assert app.chat.whatif.active
+        await whatif_on_the_last_token(pilot, app)
         app.action_regenerate()
         await pilot.pause()
         assert not app.chat.whatif.active
@@ -78,11 +87,7 @@ async def test_a_reply_starting_leaves_what_if() -> None:
 async def test_a_new_chat_leaves_what_if() -> None:
     app = make_app(fake_backend(), max_tokens=20, settings=TOP_P_SETTINGS)
     async with app.run_test(size=SIZE) as pilot:
-        await send(pilot, app, "hello there")
-        await wait_until(pilot, lambda: not app.generating and bool(app.finished))
-        await pilot.press("ctrl+t", "left", "w")
-        await pilot.pause()
-        assert app.chat.whatif.active
+        await whatif_on_the_last_token(pilot, app)
         await pilot.press("ctrl+n")
         await pilot.pause()
         assert not app.chat.whatif.active and app.query_one("#probs").display

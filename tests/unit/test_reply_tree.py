@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tui.chat.branches import branch_label, divergence, fork_counts, sibling
-from tui.chat.reply_view import Reply
+from tui.chat.reply import Reply
 
 
 def _branch(parent: Reply | None, fork_at: int | None, length: int) -> Reply:

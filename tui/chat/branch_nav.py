@@ -13,7 +13,7 @@ from typing import Protocol
 from backend.store.store import ChatRecord, StoreError
 from tui.chat.branches import branch_label, divergence, sibling
 from tui.chat.conversation import Conversation
-from tui.chat.reply_view import Reply
+from tui.chat.reply import Reply
 
 ONE_BRANCH = (
     "This reply has one branch: Enter on a token picks an alternative, ctrl+r "

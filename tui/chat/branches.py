@@ -6,10 +6,7 @@ branch forks from token `fork_at` of its `parent`. Pure functions, no widget.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # the reply view draws the forks: it imports this module
-    from tui.chat.reply_view import Reply
+from tui.chat.reply import Reply
 
 
 def _path(reply: Reply) -> list[Reply]:

@@ -15,8 +15,8 @@ from backend.chat.run_state import Steer
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatRecord
 from sampling.settings import SamplerSettings
+from tui.chat.reply import Reply
 from tui.chat.reply_job import ReplyJob, StoreErrorNotices
-from tui.chat.reply_view import Reply
 
 
 class Conversation:

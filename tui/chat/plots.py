@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from backend.chat.protocol import LiveSettings
 from tui.chat.conversation import Conversation
-from tui.chat.reply_view import Reply
+from tui.chat.reply import Reply
 from tui.chat.transcript import Transcript
 from tui.widgets.tail_plot import TAIL_RANKS, TailPlot
 from tui.widgets.timeline import ReplyTimeline

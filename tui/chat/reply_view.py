@@ -9,7 +9,6 @@ also maps a mouse click to the token under it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import ClassVar
 
 from rich.cells import cell_len
@@ -21,9 +20,8 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
-from backend.chat.events import TokenEvent
-from sampling.settings import SamplerSettings
 from tui.chat.branches import fork_counts
+from tui.chat.reply import FINISH_LABELS, Reply
 from tui.display import display_text
 from tui.widgets.token_look import PLAIN, TokenMarks, styled_runs
 from tui.widgets.token_text import token_text
@@ -37,52 +35,6 @@ _CHUNK = re.compile(r"\s*\S+|\s+")
 _NO_TOKEN = -1
 GROW = 8
 GUTTER = 2  # "▌ " before each line
-FINISH_LABELS = {
-    "cancelled": "stopped",
-    "error": "error",
-    "max_tokens": "max tokens",
-    "context_full": "context full",
-}
-"""What the transcript and the status line say of each way a reply ends but "eos"."""
-
-
-@dataclass(eq=False)
-class Reply:
-    """The state of one assistant reply (owned by the app's handlers).
-
-    Attributes:
-        seed: The seed it was generated with.
-        settings: The settings in force when it started.
-        tokens: The sampled tokens so far.
-        finished: Why it ended, or "" while it runs.
-        error: The error text if it ended in an error.
-        turn: Its assistant turn's index in the conversation's messages.
-        branch_id: Its id in the chat store (None: not saved).
-        parent: The branch it forks from (None: the turn's first reply).
-        fork_at: The index of its first own token (tokens before are the parent's).
-        tree: Every branch of its turn, oldest first, itself included (one list,
-            shared by the branches).
-    """
-
-    seed: int
-    settings: SamplerSettings
-    tokens: list[TokenEvent] = field(default_factory=list)
-    finished: str = ""
-    error: str = ""
-    turn: int = -1
-    branch_id: int | None = None
-    parent: Reply | None = None
-    fork_at: int | None = None
-    tree: list[Reply] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        if self not in self.tree:
-            self.tree.append(self)
-
-    @property
-    def text(self) -> str:
-        """The reply's text so far."""
-        return "".join(token.text for token in self.tokens)
 
 
 # One run of text on a line: (text, token index or _NO_TOKEN, extra style or None).

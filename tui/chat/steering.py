@@ -9,8 +9,8 @@ from textual.app import App
 from backend.chat.protocol import LiveSettings
 from tui.chat.alternatives import Alternative, AlternativesScreen
 from tui.chat.conversation import Conversation
+from tui.chat.reply import Reply
 from tui.chat.reply_job import ReplyJob
-from tui.chat.reply_view import Reply
 from tui.widgets.token_text import TokenPieces
 
 

@@ -11,7 +11,7 @@ from backend.chat.events import TokenEvent
 from backend.llama.utf8 import Utf8Stream
 from backend.store.store import ChatRecord, ChatStore, MessageRecord, ReplyRecord
 from sampling.records import Step
-from tui.chat.reply_view import Reply
+from tui.chat.reply import Reply
 from tui.widgets.token_text import TokenBytes, TokenPieces
 
 

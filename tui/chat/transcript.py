@@ -13,7 +13,8 @@ from textual.widgets import Static
 
 from backend.store.store import ChatRecord
 from tui.chat.branches import branch_label
-from tui.chat.reply_view import FINISH_LABELS, Reply, ReplyView
+from tui.chat.reply import FINISH_LABELS, Reply
+from tui.chat.reply_view import ReplyView
 from tui.display import display_text
 from tui.widgets.token_look import TokenMarks
 

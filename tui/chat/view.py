@@ -33,8 +33,8 @@ from tui.chat.branch_nav import move_branch
 from tui.chat.conversation import Conversation
 from tui.chat.live_status import PAINT_PHASES, status_changes
 from tui.chat.plots import ChatPlots
+from tui.chat.reply import FINISH_LABELS, Reply
 from tui.chat.reply_job import ReplyJob
-from tui.chat.reply_view import FINISH_LABELS, Reply
 from tui.chat.runner import GenerationRunner
 from tui.chat.steering import ask_alternative
 from tui.chat.stored import stored_replies

@@ -18,6 +18,7 @@ kept), so a mirostat step need not reproduce.
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -36,8 +37,8 @@ from sampling.errors import SamplescopeError
 from sampling.records import Step
 from sampling.sampler import Sampler
 from tui.chat.alternatives import Alternative, AlternativesScreen
+from tui.chat.reply import Reply
 from tui.chat.reply_job import REPLY_COLUMN
-from tui.chat.reply_view import Reply
 from tui.chat.runner import GenerationRunner
 from tui.chat.steering import SteeringHost, start_branch
 from tui.chat.whatif_panel import WhatIfPanel
@@ -112,6 +113,7 @@ class WhatIf:
         """Where the step's logits came from: "memory", "replay", or "nowhere: why"."""
         self._given: StepInput | None = None
         self._job: ReplayJob | None = None
+        self._shown: tuple[object, ...] | None = None
         host.live.step_sink = self.keeper.keep
 
     @property
@@ -153,7 +155,7 @@ class WhatIf:
         """Turn what-if off (False: it was not on)."""
         if self.target is None:
             return False
-        self.target = self.step = self._given = self._job = None
+        self.target = self.step = self._given = self._job = self._shown = None
         self.panel.display = False
         self.probs.display = True
         self.host.app.refresh_bindings()
@@ -185,6 +187,11 @@ class WhatIf:
             return
         stored = replies[number].tokens[index].step
         live = self.host.live.current
+        # The chat view calls this on every redraw: recompute only what changed.
+        shown = (self.target, stored, live, self._given, self._job, self.source)
+        if self._shown is not None and all(map(operator.is_, shown, self._shown)):
+            return
+        self._shown = shown
         status = "recomputing… (replay)" if self._job is not None else f"from {self.source}"
         if self._given is not None:
             backend = self.host.runner.backend
