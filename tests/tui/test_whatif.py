@@ -91,3 +91,18 @@ async def test_a_new_chat_leaves_what_if() -> None:
         await pilot.press("ctrl+n")
         await pilot.pause()
         assert not app.chat.whatif.active and app.query_one("#probs").display
+
+
+async def test_a_redraw_with_nothing_changed_does_not_recompute_the_step() -> None:
+    app = make_app(fake_backend(), max_tokens=20, settings=TOP_P_SETTINGS)
+    async with app.run_test(size=SIZE) as pilot:
+        await whatif_on_the_last_token(pilot, app)
+        whatif = app.chat.whatif
+        step = whatif.step
+        assert step is not None
+        app.flush_now()
+        assert whatif.step is step
+        app._apply("top_k", 3)
+        await pilot.pause()
+        assert whatif.step is not step and whatif.step is not None
+        assert whatif.step.n_kept <= 3
