@@ -20,7 +20,7 @@ from backend.chat.protocol import ChatBackend, ChatMessage
 from sampling.errors import SettingsError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tests.fake_backend import FakeBackend
-from tests.helpers import HostApp, token_ids_of, wait_done
+from tests.helpers import HostApp, token_ids_of, wait_done, wait_until
 from tui.compare.column_text import ColumnText
 from tui.compare.columns import (
     CompareColumn,
@@ -383,7 +383,8 @@ def test_snapshot_two_columns_with_a_selected_token(snap_compare: Any) -> None:
         assert app.compare_screen is not None
         await wait_done(pilot, app.compare_screen)
         await pilot.press("2", "right")
-        await pilot.pause()
+        views = app.compare_screen.column_views
+        await wait_until(pilot, lambda: views[1].cursor is not None)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 

@@ -126,6 +126,13 @@ async def test_the_app_makes_new_controls_live_and_refuses_bad_values() -> None:
         assert app.live.current.repeat_last_n == DEFAULT_CHAT_SETTINGS.repeat_last_n
 
 
+def _shown_in(panel: SamplingPanel, focused: Widget | None) -> bool:
+    """Whether `focused` is a control of `panel` inside its visible region."""
+    if focused is None or panel not in focused.ancestors_with_self:
+        return False
+    return panel.content_region.contains_region(focused.region)
+
+
 async def test_at_80x24_the_panel_scrolls_and_each_focused_control_is_visible() -> None:
     app = SamplescopeApp(FakeBackend(), cursor_blink=False)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -139,11 +146,17 @@ async def test_at_80x24_the_panel_scrolls_and_each_focused_control_is_visible() 
         app.action_focus_sampling()
         order = [spec.name for _, specs in group_specs() for spec in specs]
         seen: list[str] = []
+        previous = None
         while len(seen) < len(order):
-            await pilot.pause()
-            focused = app.focused
-            assert focused is not None and panel in focused.ancestors_with_self
-            assert panel.content_region.contains_region(focused.region)
+            # Wait for the tab to move the focus and the control to be scrolled into
+            # view (on a loaded machine Pilot's pause can end before either happened).
+            await wait_until(
+                pilot,
+                lambda before=previous: app.focused is not before and _shown_in(panel, app.focused),
+                timeout=10,
+            )
+            focused = previous = app.focused
+            assert focused is not None
             field = _field_of(focused)
             if field is not None and field not in seen:
                 seen.append(field)

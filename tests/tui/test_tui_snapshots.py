@@ -7,6 +7,7 @@ look at them before committing.
 from __future__ import annotations
 
 from textual.pilot import Pilot
+from textual.widgets import OptionList
 
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import FakeBackend
@@ -33,6 +34,20 @@ async def send(pilot: Pilot[object], app: SamplescopeApp, text: str) -> None:
     """Wait for the model, type `text` and press Enter."""
     await wait_until(pilot, lambda: app.ready)
     await pilot.press(*text, "enter")
+
+
+async def open_alternatives(pilot: Pilot[object], app: SamplescopeApp, back: int) -> None:
+    """Select the token `back` places before the last, press Enter, and wait until its
+    alternatives are listed with the keyboard on them.
+
+    Pilot's pause between keys ends when the process looks idle (little CPU time used
+    while it sleeps): on a loaded machine it ends early, so a key must not depend on
+    a screen that is still being pushed; wait for it instead."""
+    await pilot.press("ctrl+t", *["left"] * back)
+    tokens = len(app.replies[-1].tokens)
+    await wait_until(pilot, lambda: app.cursor == (len(app.replies) - 1, tokens - 1 - back))
+    await pilot.press("enter")
+    await wait_until(pilot, lambda: isinstance(app.focused, OptionList))
 
 
 def test_empty_app(snap_compare: object) -> None:
@@ -81,7 +96,7 @@ def test_selected_past_token(snap_compare: object) -> None:
         await send(pilot, app, "hello there")
         await wait_until(pilot, lambda: not app.generating and bool(app.finished))
         await pilot.press("ctrl+t", "left", "left", "left", "left", "left")
-        await pilot.pause()
+        await wait_until(pilot, lambda: app.cursor == (0, len(app.replies[-1].tokens) - 6))
 
     assert snap_compare(app, terminal_size=SIZE, run_before=select)  # type: ignore[operator]
 
@@ -93,8 +108,7 @@ def test_alternatives_of_a_past_token(snap_compare: object) -> None:
     async def alternatives(pilot: Pilot[object]) -> None:
         await send(pilot, app, "hello there")
         await wait_until(pilot, lambda: not app.generating and bool(app.finished))
-        await pilot.press("ctrl+t", "left", "left", "left", "left", "left", "enter")
-        await pilot.pause()
+        await open_alternatives(pilot, app, 5)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=alternatives)  # type: ignore[operator]
 
@@ -131,9 +145,10 @@ def test_fork_marker(snap_compare: object) -> None:
         await send(pilot, app, "hello there")
         await wait_until(pilot, lambda: not app.generating and bool(app.finished))
         # The fifth token from the end: its second candidate makes a second branch.
-        await pilot.press("ctrl+t", "left", "left", "left", "left", "enter", "down", "enter")
+        await open_alternatives(pilot, app, 4)
+        await pilot.press("down", "enter")
         await wait_until(pilot, lambda: len(app.finished) == 2 and not app.generating)
         await pilot.press("ctrl+t")
-        await pilot.pause()
+        await wait_until(pilot, lambda: app.cursor == (0, len(app.replies[-1].tokens) - 1))
 
     assert snap_compare(app, terminal_size=SIZE, run_before=branch)  # type: ignore[operator]

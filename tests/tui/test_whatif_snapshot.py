@@ -17,6 +17,8 @@ def test_whatif_with_top_k_moved(snap_compare: object) -> None:
         await send(pilot, app, "hello there")
         await wait_until(pilot, lambda: not app.generating and bool(app.finished))
         await pilot.press("ctrl+t", "left", "left", "left", "left", "left", "w")
+        last = len(app.replies[-1].tokens) - 1
+        await wait_until(pilot, lambda: app.chat.whatif.target == (0, last - 5))
         await wait_until(pilot, lambda: app.chat.whatif.step is not None)
         app.query_one("#slider-top_k", Slider).focus()
         await pilot.press("right", "right", "right")

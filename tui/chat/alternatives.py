@@ -93,7 +93,7 @@ class AlternativesScreen(ModalScreen[Alternative | None]):
     def on_mount(self) -> None:
         options = self.query_one(OptionList)
         options.highlighted = self.highlighted
-        options.focus()
+        self.set_focus(options)  # at once, not after the messages already queued
 
     def action_close(self) -> None:
         """Close without choosing."""

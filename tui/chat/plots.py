@@ -91,7 +91,7 @@ class ChatPlots:
         """Put the token cursor on token `index` of the timeline's reply (a click)."""
         number = self.timeline.reply_number
         if number is not None and number < len(self.conversation.replies):
-            self.transcript.focus()
+            self.transcript.screen.set_focus(self.transcript)
             self.transcript.select(number, index)
 
     def draw(self, streaming: bool = False) -> None:

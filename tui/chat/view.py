@@ -250,8 +250,8 @@ class ChatView(Vertical):
         move_branch(self, message.delta)
 
     def focus_input(self) -> None:
-        """Focus the message box."""
-        self._prompt.focus()
+        """Focus the message box (at once: the next key goes there)."""
+        self.screen.set_focus(self._prompt)
 
     def show_settings(self, settings: SamplerSettings) -> None:
         """Show the settings in force on the sampling panel."""
@@ -263,8 +263,11 @@ class ChatView(Vertical):
         self._sampling.focus_first()
 
     def enter_token_cursor(self) -> None:
-        """Enter token-cursor mode on the latest token."""
-        self._transcript.focus()
+        """Enter token-cursor mode on the latest token.
+
+        The focus moves at once, not after the messages already queued (Textual's
+        `focus()`): the keys that follow, ← → typed straight after, move the cursor."""
+        self.screen.set_focus(self._transcript)
         if self.cursor is None:
             self._transcript.action_move_token(1_000_000)
 

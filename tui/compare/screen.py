@@ -311,10 +311,10 @@ class CompareScreen(Screen[CompareResult | None]):
         self.query_one(CompareCurves).cycle(self.column_views)
 
     def action_focus_column(self, column: int) -> None:
-        """Focus column `column` (keys 1–4)."""
+        """Focus column `column` (keys 1–4), at once: the next key goes to it."""
         views = self.column_views
         if column < len(views):
-            views[column].focus()
+            self.set_focus(views[column])
 
     async def action_close(self) -> None:
         """Stop generating and go back to the chat without a result."""

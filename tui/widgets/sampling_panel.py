@@ -152,8 +152,8 @@ class SamplingPanel(Vertical):
         self.app.push_screen(ValueEntryScreen(slider.label, slider.format_value(), hint), done)
 
     def focus_first(self) -> None:
-        """Focus the first control."""
-        self.query(Slider).first().focus()
+        """Focus the first control (at once: the next key goes to it)."""
+        self.screen.set_focus(self.query(Slider).first())
 
 
 def _temperature_last_for(order: tuple[str, ...]) -> bool | None:
