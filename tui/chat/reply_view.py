@@ -98,13 +98,15 @@ class ReplyView(Widget):
         tokens = self.reply.tokens
         if self._laid_out == len(tokens) and self.reply.finished == self._finished_shown:
             return  # nothing new
+        if self._placeholder:
+            self._relayout()  # the "…" placeholder goes
+            return
         first_dirty = len(self._lines) - 1
         for index in range(self._laid_out, len(tokens)):
             self._place_token(index)
         self._laid_out = len(tokens)
-        if self.reply.finished != self._finished_shown or self._placeholder:
-            self._relayout()  # the end marks (or the "…" placeholder) change
-            return
+        if self.reply.finished != self._finished_shown:
+            self._place_finish()  # the end marks follow the last token
         for y in range(first_dirty, len(self._lines)):
             self._strips.pop(y, None)
         if self._height() != self.size.height:

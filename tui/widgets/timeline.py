@@ -121,6 +121,10 @@ class ReplyTimeline(Vertical):
         """Which reply is shown (its number in the conversation), or None."""
         self._tokens: Sequence[TokenEvent] = ()
         self._shown_count = -1
+        self._values = np.empty((3, 0), dtype=np.float64)
+        """Per token read so far: chosen probability, entropy, kept count (rows)."""
+        self._read = 0  # tokens of `_tokens` whose values are in `_values`
+        self._changed: list[int] = []  # tokens read where a setting changed
         self._cursor: int | None = None
         self._width = 0
         self._columns: list[int] = []
@@ -165,10 +169,31 @@ class ReplyTimeline(Vertical):
         same = number == self.reply_number and tokens is self._tokens
         if same and len(tokens) == self._shown_count and cursor == self._cursor:
             return
+        if tokens is not self._tokens or len(tokens) < self._read:
+            self._read = 0  # another reply (or branch): read it afresh
+            self._changed = []
         self.reply_number = number
         self._tokens = tokens
         self._cursor = cursor
         self._draw()
+
+    def _read_new(self) -> None:
+        """Take the values of the tokens that arrived since the last draw: a redraw
+        while a reply streams reads each token once, not the whole reply again."""
+        tokens, start = self._tokens, self._read
+        count = len(tokens)
+        if count > self._values.shape[1]:
+            grown = np.empty((3, max(count, 2 * self._values.shape[1], 64)), dtype=np.float64)
+            grown[:, :start] = self._values[:, :start]
+            self._values = grown
+        for index in range(start, count):
+            step = tokens[index].step
+            self._values[:, index] = (step.prob, step.entropy, step.n_kept)
+            if index > 0:
+                before = tokens[index - 1].step.settings
+                if step.settings is not before and step.settings != before:
+                    self._changed.append(index)
+        self._read = count
 
     def on_resize(self, event: events.Resize) -> None:
         width = max(1, self.content_region.width - LABEL_WIDTH)
@@ -183,9 +208,8 @@ class ReplyTimeline(Vertical):
         bounds = bucket_bounds(count, self._width)
         self._columns = [int(b) for b in bounds[:-1]]
         spread = self._spread = max(1, min(MAX_SPREAD, self._width // max(count, 1)))
-        probs = np.fromiter((t.step.prob for t in tokens), np.float64, count)
-        entropy = np.fromiter((t.step.entropy for t in tokens), np.float64, count)
-        kept = np.fromiter((t.step.n_kept for t in tokens), np.float64, count)
+        self._read_new()
+        probs, entropy, kept = self._values[:, :count]
         for series, values, lowest in (
             (self._prob, probs, True),
             (self._entropy, entropy, False),
@@ -200,15 +224,7 @@ class ReplyTimeline(Vertical):
         marks = self._marks
         marks.tokens = [i for i in self._columns for _ in range(spread)]
         marks.styles.width = max(1, len(marks.tokens))
-        marks.changes = sorted(
-            {
-                x
-                for i in range(1, count)
-                if tokens[i].step.settings is not tokens[i - 1].step.settings
-                and tokens[i].step.settings != tokens[i - 1].step.settings
-                and (x := self.x_of(i)) is not None
-            }
-        )
+        marks.changes = sorted({x for i in self._changed if (x := self.x_of(i)) is not None})
         marks.cursor = None if self._cursor is None else self.x_of(self._cursor)
         marks.refresh()
         self._update_title(probs, entropy, bounds)
