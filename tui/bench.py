@@ -160,7 +160,7 @@ def format_tui_bench(result: dict[str, Any]) -> str:
     )
     return "\n".join(
         [
-            f"decode tok/s, bare generate vs in the app (panels visible), "
+            f"decode tok/s, bare generate vs in the app (panels visible, chat saved), "
             f"{result['threads']} threads, {result['tokens'][0]} tokens, rounds bare/app: {rounds}",
             f"median: bare {result['bare_median_tps']:.1f}, app {result['app_median_tps']:.1f}, "
             f"ratio {result['ratio']:.3f} (target >= 0.95)",
