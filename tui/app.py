@@ -20,29 +20,29 @@ from textual.screen import Screen
 from textual.widgets import Footer
 
 from backend.chat.completion import Mode, mode_for_backend
-from backend.chat.protocol import ChatBackend, LiveSettings
+from backend.chat.events import FinishedEvent, GenerationEvent
+from backend.chat.protocol import ChatBackend, ChatMessage, LiveSettings
 from backend.config.config import Config
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatStore, StoreError
 from sampling.errors import SettingsError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tui.app_config import resolve_app_config
-from tui.bindings import APP_BINDINGS
 from tui.chat.conversation import Conversation
 from tui.chat.loading import BackendFailed, BackendReady, load_backend
 from tui.chat.mode_switch import switch_mode
+from tui.chat.reply import Reply
 from tui.chat.runner import GIL_SWITCH_INTERVAL, GenerationRunner
 from tui.chat.setting_input import TextEncoder, typed_value
 from tui.chat.steering import regenerate, start_branch
 from tui.chat.view import ChatView
-from tui.chat.whatif_keys import WhatIfKeys
-from tui.chat_state import ChatState
 from tui.compare.command import CompareCommands, CompareContext, last_user_turn, open_compare
 from tui.compare.result import CompareResult
 from tui.paste_driver import paste_safe_driver
 from tui.screens.help import HelpScreen
 from tui.screens.history import HistoryScreen
 from tui.widgets.sampling_panel import SamplingPanel
+from tui.widgets.status_line import StatusState
 from tui.widgets.token_text import TokenPieces
 
 # Actions that change the conversation: not while another screen (compare,
@@ -55,8 +55,35 @@ _CHAT_ACTIONS = frozenset(
 
 NEW_SEED_RANGE = 100_000
 
+# The app's keys, shown in the footer. Each binding has an id (its action's name) so
+# that the config file's [keys] table can move it (`App.set_keymap`).
+APP_BINDINGS: tuple[Binding, ...] = (
+    Binding("escape", "stop", "stop", id="stop"),
+    Binding("ctrl+r", "regenerate", "regen", id="regenerate"),
+    Binding("ctrl+n", "new_chat", "new chat", id="new_chat"),
+    Binding("ctrl+o", "history", "chats", id="history"),
+    Binding("ctrl+y", "copy_reply", "copy", id="copy_reply"),
+    Binding("ctrl+g", "new_seed", "new seed", id="new_seed"),
+    Binding("ctrl+l", "toggle_colour", "colour", id="toggle_colour"),
+    Binding("ctrl+t", "token_cursor", "tokens", id="token_cursor"),
+    # Letters: the message box takes them while it has focus. The token cursor's
+    # footer shows `w`; `b` shows while what-if is on.
+    Binding("w", "whatif", "what if", show=False, id="whatif"),
+    Binding("b", "whatif_branch", "branch", id="whatif_branch"),
+    # priority: over the input's ctrl+d
+    Binding("ctrl+d", "compare", "compare", priority=True, id="compare"),
+    Binding("f2", "focus_sampling", "sliders", id="focus_sampling"),
+    Binding("f3", "focus_input", "input", show=False, id="focus_input"),
+    Binding("f4", "plot('timeline')", "timeline", id="timeline"),
+    Binding("f5", "plot('tail')", "tail", id="tail"),
+    Binding("f6", "toggle_mode", "mode", id="toggle_mode"),
+    Binding("f1", "help", "help", id="help"),
+    # Textual's own ctrl+q has no id; this copy lets [keys] add a quit key.
+    Binding("ctrl+q", "quit", "quit", show=False, priority=True, id="quit"),
+)
 
-class SamplescopeApp(WhatIfKeys, ChatState, App[None]):
+
+class SamplescopeApp(App[None]):
     """The chat app.
 
     Args:
@@ -207,6 +234,56 @@ class SamplescopeApp(WhatIfKeys, ChatState, App[None]):
         """Free the model once no generation uses it (call after `run` returns)."""
         self.runner.close_backend(timeout)
 
+    # -- the chat's state (tests and benchmarks read it here) ---------------------
+
+    @property
+    def messages(self) -> list[ChatMessage]:
+        """The conversation."""
+        return self.conversation.messages
+
+    @property
+    def replies(self) -> list[Reply]:
+        """This session's replies, with their tokens."""
+        return self.conversation.replies
+
+    @property
+    def generating(self) -> bool:
+        """Whether a chat reply is running."""
+        return self.chat.generating
+
+    @property
+    def finished(self) -> list[FinishedEvent]:
+        """Every FinishedEvent of a chat reply handled, in order."""
+        return self.conversation.finished
+
+    @property
+    def event_log(self) -> list[GenerationEvent] | None:
+        """Set to a list to record every event of the current reply handled."""
+        return self.chat.event_log
+
+    @event_log.setter
+    def event_log(self, log: list[GenerationEvent] | None) -> None:
+        self.chat.event_log = log
+
+    @property
+    def recorder(self) -> ChatRecorder | None:
+        """Saves the conversation as it happens (None: nothing is saved)."""
+        return self.conversation.recorder
+
+    @property
+    def status(self) -> StatusState:
+        """What the status line shows."""
+        return self.chat.status
+
+    @property
+    def cursor(self) -> tuple[int, int] | None:
+        """The selected past token (reply, token), or None."""
+        return self.chat.cursor
+
+    def flush_now(self) -> None:
+        """Draw what is pending now rather than at the next tick (tests, snapshots)."""
+        self.chat.flush_now()
+
     # -- actions -----------------------------------------------------------------
 
     def action_stop(self) -> None:
@@ -278,6 +355,14 @@ class SamplescopeApp(WhatIfKeys, ChatState, App[None]):
     def action_token_cursor(self) -> None:
         """Enter token-cursor mode on the latest token."""
         self.chat.enter_token_cursor()
+
+    def action_whatif(self) -> None:
+        """What-if on the selected past token (again: off)."""
+        self.chat.whatif.toggle(self.chat.cursor)
+
+    def action_whatif_branch(self) -> None:
+        """Branch from the what-if step with the token it shows drawn."""
+        self.chat.whatif.branch()
 
     def action_focus_sampling(self) -> None:
         """Focus the first slider."""

@@ -4,7 +4,8 @@
   holds for imports made for type checking only, too.
 - No import cycles at run time, between modules or between subpackages.
 - No package is named in a string across layers (an import the checks cannot see).
-- No module over 400 lines.
+- Modules are split by concept, not by count: a module (test files included) past
+  400 lines is listed in a warning, one past 600 fails.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import ast
 import re
 import sys
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 STDLIB = set(sys.stdlib_module_names)
 PACKAGES = ("sampling", "backend", "tui")
 LAYER = {"sampling": 0, "backend": 1, "tui": 2}
-MAX_LINES = 400
+WARN_LINES = 400
+MAX_LINES = 600
 DOTTED = re.compile(r"(sampling|backend|tui|tests)(\.\w+)+")
 
 
@@ -184,13 +187,25 @@ def test_no_package_is_named_in_a_string_across_layers() -> None:
     assert offenders == {}
 
 
-def test_no_module_is_over_400_lines() -> None:
-    long = {
-        name: count
-        for name, path in modules().items()
-        if (count := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+def line_counts(root: Path = ROOT) -> dict[str, int]:
+    """Lines of every module of the three packages and of every test file, by path."""
+    paths = [*modules(root).values(), *sorted((root / "tests").rglob("*.py"))]
+    return {
+        str(path.relative_to(root)): len(path.read_text(encoding="utf-8").splitlines())
+        for path in paths
     }
-    assert long == {}
+
+
+def test_no_module_is_over_600_lines_and_those_over_400_are_named() -> None:
+    counts = line_counts()
+    long = {path: count for path, count in counts.items() if count > WARN_LINES}
+    if long:
+        listed = ", ".join(f"{path} ({count})" for path, count in sorted(long.items()))
+        warnings.warn(
+            f"over {WARN_LINES} lines (one concept each? split only by concept): {listed}",
+            stacklevel=1,
+        )
+    assert {path: count for path, count in long.items() if count > MAX_LINES} == {}
 
 
 # --- the checks themselves catch what they are for ----------------------------------
@@ -235,3 +250,10 @@ def test_checker_sees_a_package_in_a_string(tmp_path: Path) -> None:
     text = '"""Mentions `tui.assets` in prose."""\nFILES = "tui.assets"\n'
     root = _tree(tmp_path, {"backend/presets.py": text})
     assert strings_naming_packages(root / "backend/presets.py") == {"tui.assets"}
+
+
+def test_line_counts_take_the_test_files_too(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path, {"sampling/a.py": "x = 1\n" * 3, "tests/unit/test_b.py": "y = 2\n" * 601}
+    )
+    assert line_counts(root) == {"sampling/a.py": 3, "tests/unit/test_b.py": 601}

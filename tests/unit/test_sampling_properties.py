@@ -1,90 +1,19 @@
-"""Properties of the sampler on random logits and settings (hypothesis), the random
-stream's behaviour, empirical frequencies, and the fast paths against a slow
-full-sort reference written here."""
+"""Properties of the sampler on random logits and settings (hypothesis): the
+distribution, the kept set, the record, and the fast paths against a slow full-sort
+reference written here. The random stream has its own file (test_sampling_stream)."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from sampling import Sampler, SamplerSettings, probabilities
-
-PROPERTY_SETTINGS = settings(
-    max_examples=150,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
-
-# --- strategies -----------------------------------------------------------------
-
-TIE_VALUES = [0.0, 1.0, -1.0, 2.5, 2.5, -3.25]
-
-
-@st.composite
-def logit_arrays(draw: st.DrawFn, max_size: int = 300) -> np.ndarray:
-    """1-D float32/float64 logits with ties, some -inf, sometimes +inf; one finite."""
-    dtype = draw(st.sampled_from([np.float32, np.float64]))
-    size = draw(st.integers(1, max_size))
-    spread = draw(st.sampled_from([1.0, 5.0, 30.0]))
-    seed = draw(st.integers(0, 2**32 - 1))
-    rng = np.random.default_rng(seed)
-    values = rng.normal(size=size) * spread
-    # Ties: some entries copied from a small pool.
-    if draw(st.booleans()):
-        picks = rng.random(size) < 0.5
-        values[picks] = rng.choice(TIE_VALUES, size=int(picks.sum()))
-    if draw(st.booleans()):
-        values[rng.random(size) < 0.3] = -np.inf
-    if size > 1 and draw(st.integers(0, 9)) == 0:
-        values[rng.integers(0, size, size=draw(st.integers(1, 2)))] = np.inf
-    if not np.isfinite(values).any() and not np.isposinf(values).any():
-        values[int(rng.integers(0, size))] = draw(st.sampled_from([0.0, -5.0, 7.0]))
-    return values.astype(dtype)
-
-
-@st.composite
-def sampler_settings(draw: st.DrawFn) -> SamplerSettings:
-    """Valid settings, the off values often."""
-    temperature = draw(
-        st.one_of(
-            st.sampled_from([0.0, 1e-7, 0.1, 0.5, 0.8, 1.0, 1.5, 3.0]),
-            st.floats(0.05, 5.0),
-        )
-    )
-    top_k = draw(st.one_of(st.just(0), st.integers(1, 8), st.integers(1, 400)))
-    top_p = draw(st.one_of(st.just(1.0), st.sampled_from([0.5, 0.9, 0.95]), st.floats(0.01, 1.0)))
-    min_p = draw(st.one_of(st.just(0.0), st.sampled_from([0.05, 0.1]), st.floats(0.0, 0.99)))
-    penalize = draw(st.booleans())
-    return SamplerSettings(
-        temperature=temperature,
-        top_k=top_k,
-        top_p=top_p,
-        top_p_scope=draw(st.sampled_from(["kept", "vocab"])),
-        min_p=min_p,
-        repeat_penalty=draw(st.sampled_from([1.0, 1.1, 2.0, 0.7])) if penalize else 1.0,
-        repeat_last_n=draw(st.sampled_from([1, 4, 64])) if penalize else 0,
-        frequency_penalty=draw(st.sampled_from([0.0, 0.3, -0.2])) if penalize else 0.0,
-        presence_penalty=draw(st.sampled_from([0.0, 0.5, -0.5])) if penalize else 0.0,
-        temperature_last=draw(st.booleans()),
-        draw=draw(st.sampled_from(["inverse_cdf", "gumbel"])),
-        rng=draw(st.sampled_from(["pcg64", "xorshift128"])),
-        seed=draw(st.integers(0, 2**64 - 1)),
-    )
-
-
-@st.composite
-def cases(draw: st.DrawFn, max_size: int = 300) -> tuple[np.ndarray, SamplerSettings, list[int]]:
-    logits = draw(logit_arrays(max_size))
-    chosen = draw(sampler_settings())
-    history = draw(st.lists(st.integers(0, logits.shape[0] - 1), max_size=12))
-    return logits, chosen, history
-
+from tests.unit.sampling_strategies import PROPERTY_SETTINGS, cases
 
 # --- a slow reference: full sort, written out -----------------------------------
 
@@ -299,116 +228,6 @@ def test_n_kept_counts_the_nonzero_probabilities(
         assert candidate.kept == (candidate.prob_after > 0)
 
 
-@PROPERTY_SETTINGS
-@given(cases(max_size=60), st.integers(2, 8))
-def test_same_seed_same_tokens(
-    case: tuple[np.ndarray, SamplerSettings, list[int]], steps: int
-) -> None:
-    logits, chosen, history = case
-    first, second = Sampler(chosen), Sampler(chosen)
-    rows = [np.roll(logits, i) for i in range(steps)]
-    a = [first.sample(row, history) for row in rows]
-    b = [second.sample(row, history) for row in rows]
-    assert [s.token_id for s in a] == [s.token_id for s in b]
-    assert [s.draw for s in a] == [s.draw for s in b]
-
-
-@PROPERTY_SETTINGS
-@given(cases(max_size=60), st.integers(2, 8))
-def test_swapping_in_equal_settings_keeps_the_stream(
-    case: tuple[np.ndarray, SamplerSettings, list[int]], steps: int
-) -> None:
-    logits, chosen, history = case
-    plain, swapped = Sampler(chosen), Sampler(chosen)
-    for i in range(steps):
-        row = np.roll(logits, i)
-        swapped.settings = replace(chosen)  # a new, equal-valued object
-        assert swapped.settings is not chosen
-        a, b = plain.sample(row, history), swapped.sample(row, history)
-        assert (a.token_id, a.draw) == (b.token_id, b.draw)
-
-
-@PROPERTY_SETTINGS
-@given(logit_arrays(max_size=60), sampler_settings(), sampler_settings())
-def test_swapping_settings_does_not_reseed(
-    logits: np.ndarray, first: SamplerSettings, other: SamplerSettings
-) -> None:
-    # Same generator and an inverse-CDF draw on both: one uniform per token, so the
-    # uniforms continue the same sequence whatever the filters and the seed field.
-    first = first.with_changes(temperature=max(first.temperature, 0.5), draw="inverse_cdf")
-    other = other.with_changes(
-        temperature=max(other.temperature, 0.5), draw="inverse_cdf", rng=first.rng
-    )
-    plain, swapping = Sampler(first), Sampler(first)
-    plain_draws, swapping_draws = [], []
-    for i in range(6):
-        swapping.settings = other if i % 2 else first
-        plain_draws.append(plain.sample(logits).draw)
-        swapping_draws.append(swapping.sample(logits).draw)
-    assert plain_draws == swapping_draws
-
-
-@PROPERTY_SETTINGS
-@given(cases(max_size=60), st.integers(1, 5))
-def test_reset_restarts_the_stream(
-    case: tuple[np.ndarray, SamplerSettings, list[int]], steps: int
-) -> None:
-    logits, chosen, history = case
-    sampler = Sampler(chosen)
-    first = [(s.token_id, s.draw) for s in (sampler.sample(logits, history) for _ in range(steps))]
-    sampler.reset()
-    again = [(s.token_id, s.draw) for s in (sampler.sample(logits, history) for _ in range(steps))]
-    assert first == again
-
-
-def test_reset_uses_the_current_seed() -> None:
-    logits = np.array([2.0, 1.5, 1.0, 0.5, 0.0, -1.0], dtype=np.float32)
-    sampler = Sampler(SamplerSettings(seed=1))
-    sampler.sample(logits)
-    sampler.settings = SamplerSettings(seed=2)
-    sampler.reset()
-    fresh = Sampler(SamplerSettings(seed=2))
-    assert [sampler.sample(logits).draw for _ in range(5)] == [
-        fresh.sample(logits).draw for _ in range(5)
-    ]
-
-
-# --- empirical frequencies --------------------------------------------------------
-
-FREQUENCY_LOGITS = np.array([2.0, 1.5, 1.0, 0.5, 0.0, -1.0], dtype=np.float32)
-# The 0.9999 quantile of chi-square with 5 degrees of freedom is about 25.7.
-CHI2_LIMIT_5_DF = 25.7
-
-
-@pytest.mark.parametrize(
-    ("draw", "rng"),
-    [
-        ("inverse_cdf", "pcg64"),
-        ("gumbel", "pcg64"),
-        ("inverse_cdf", "xorshift128"),
-        ("gumbel", "xorshift128"),
-    ],
-)
-@pytest.mark.parametrize(
-    "extra",
-    [{}, {"top_k": 4, "temperature": 0.8}],
-    ids=["all", "top_k_4"],
-)
-def test_empirical_frequencies_match(draw: str, rng: str, extra: dict[str, Any]) -> None:
-    chosen = SamplerSettings(draw=draw, rng=rng, seed=2024, **extra)  # type: ignore[arg-type]
-    expected = probabilities(FREQUENCY_LOGITS, chosen)
-    sampler = Sampler(chosen, n_candidates=1)
-    draws = 12000
-    counts = np.bincount(
-        [sampler.sample(FREQUENCY_LOGITS).token_id for _ in range(draws)], minlength=6
-    )
-    assert (counts[expected == 0] == 0).all()  # cut tokens never drawn
-    live = expected > 0
-    chi2 = float((((counts - draws * expected) ** 2)[live] / (draws * expected[live])).sum())
-    assert chi2 < CHI2_LIMIT_5_DF
-    np.testing.assert_allclose(counts / draws, expected, atol=0.02)
-
-
 # --- a realistic vocabulary: fast paths against the full-sort reference -----------
 
 VOCAB = 49152
@@ -523,46 +342,6 @@ def test_large_vocabulary_draws_match_inverse_cdf_by_hand(
             continue  # within rounding of a boundary: either neighbour is right
         assert step.token_id == int(order[position]), f"draw {i}, u={step.draw}"
         assert step.prob == pytest.approx(expected[step.token_id], rel=1e-9)
-
-
-# --- seeds and candle's bugs we do not copy ----------------------------------------
-
-
-def test_every_seed_has_its_own_stream() -> None:
-    logits = np.zeros(1000, dtype=np.float32)
-    seeds = [0, 1, 2, 2**32, 2**32 + 1, 2**64 - 1]
-    draws = [Sampler(SamplerSettings(seed=s)).sample(logits).draw for s in seeds]
-    assert len(set(draws)) == len(seeds)
-    # Over 1000 equally likely tokens, different uniforms pick different tokens.
-    tokens = [Sampler(SamplerSettings(seed=s)).sample(logits).token_id for s in seeds]
-    assert len(set(tokens)) == len(seeds)
-    xorshift = [
-        Sampler(SamplerSettings(seed=s, rng="xorshift128")).sample(logits).draw
-        for s in (0, 2, 3, 2**32 - 1)
-    ]
-    assert len(set(xorshift)) == 4  # run.c's generator: the low 32 bits count
-
-
-def test_small_seeds_differ_under_2_32() -> None:
-    # candle's Metal set_seed made every seed below 2**32 the same stream.
-    logits = np.zeros(100, dtype=np.float32)
-    firsts = {Sampler(SamplerSettings(seed=s)).sample(logits).draw for s in (7, 42, 299792458)}
-    assert len(firsts) == 3
-
-
-@pytest.mark.parametrize("rng", ["pcg64", "xorshift128"])
-def test_gumbel_is_reproducible_with_a_seed(rng: str) -> None:
-    # candle's Gumbel-softmax ignores the seed; ours does not.
-    logits = np.array([2.0, 1.5, 1.0, 0.5, 0.0, -1.0], dtype=np.float32)
-    chosen = SamplerSettings(draw="gumbel", seed=42, rng=rng)  # type: ignore[arg-type]
-    a = Sampler(chosen)
-    b = Sampler(chosen)
-    first = [a.sample(logits).token_id for _ in range(64)]
-    second = [b.sample(logits).token_id for _ in range(64)]
-    assert first == second
-    assert len(set(first)) >= 3  # and it does sample
-    other = Sampler(chosen.with_changes(seed=43))
-    assert [other.sample(logits).token_id for _ in range(64)] != first
 
 
 FILTER_COMBINATIONS = [
