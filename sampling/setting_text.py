@@ -27,6 +27,34 @@ SAMPLER_NAMES: tuple[str, ...] = (
 )
 """Every name the chain's order may hold: llama.cpp's `--samplers` names, in its default order."""
 
+LLAMA_CPP_ORDER: tuple[str, ...] = (
+    "penalties",
+    "dry",
+    "top_n_sigma",
+    "top_k",
+    "typ_p",
+    "top_p",
+    "min_p",
+    "xtc",
+    "temperature",
+)
+"""llama.cpp's default chain (`common_params_sampling.samplers`), temperature last: the
+order new chats and `generate` start from (`DEFAULT_CHAT_SETTINGS`)."""
+
+TEMPERATURE_FIRST_ORDER: tuple[str, ...] = (
+    "penalties",
+    "dry",
+    "temperature",
+    "top_n_sigma",
+    "top_k",
+    "typ_p",
+    "top_p",
+    "min_p",
+    "xtc",
+)
+"""The order `SamplerSettings()` runs: the temperature before every filter (candle,
+Hugging Face), so presets that name no order mean what they always meant."""
+
 LOGITS_SAMPLERS: tuple[str, ...] = ("penalties", "dry")
 """The samplers that rewrite logits before their order is read: they come first."""
 

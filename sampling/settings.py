@@ -6,11 +6,10 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
 from sampling.errors import SettingsError
+from sampling.setting_text import LLAMA_CPP_ORDER, TEMPERATURE_FIRST_ORDER
 from sampling.spec import (
     GREEDY_TEMPERATURE,
-    LOGITS_SAMPLERS,
     MAX_SEED,
-    SAMPLER_NAMES,
     SETTINGS,
     SETTINGS_BY_NAME,
     SettingSpec,
@@ -28,6 +27,7 @@ __all__ = [
     "DEFAULT_CHAT_SETTINGS",
     "GREEDY_TEMPERATURE",
     "MAX_SEED",
+    "USUAL_ORDERS",
     "DrawMethod",
     "RngName",
     "SamplerSettings",
@@ -57,7 +57,8 @@ class SamplerSettings:
         repeat_last_n: How many recent tokens (prompt included) the penalties see.
         frequency_penalty: Subtract count * frequency_penalty from a seen token's logit.
         presence_penalty: Subtract presence_penalty from every seen token's logit.
-        temperature_last: Apply temperature after the filters (llama.cpp's order).
+        temperature_last: Run "temperature" last whatever its place in `samplers`
+            (off: it runs where `samplers` puts it).
         draw: "inverse_cdf" (one uniform per token) or seeded "gumbel" max.
         rng: "pcg64" (numpy) or "xorshift128" (run.c's generator, id-order roulette).
         seed: The generator's seed, 0 to 2**64 - 1.
@@ -80,8 +81,10 @@ class SamplerSettings:
         dynatemp_exponent: The entropy's exponent in the dynamic temperature.
         logit_bias: (token id, bias) pairs in id order, added to the logits before
             anything else; -inf bans the token.
-        samplers: The chain's order (llama.cpp's `--samplers` names); a name left
-            out does not run. See `order` for where "temperature" runs.
+        samplers: The chain's order, exactly as it runs (llama.cpp's `--samplers`
+            names); a name left out does not run. The default runs the temperature
+            before the filters; `DEFAULT_CHAT_SETTINGS` holds llama.cpp's chain.
+            Only `temperature_last` moves anything (see `order`).
     """
 
     temperature: float = 1.0
@@ -112,7 +115,7 @@ class SamplerSettings:
     dynatemp_range: float = 0.0
     dynatemp_exponent: float = 1.0
     logit_bias: tuple[tuple[int, float], ...] = ()
-    samplers: tuple[str, ...] = SAMPLER_NAMES
+    samplers: tuple[str, ...] = TEMPERATURE_FIRST_ORDER
 
     def __post_init__(self) -> None:
         for spec in SETTINGS:
@@ -147,24 +150,16 @@ class SamplerSettings:
 
     @property
     def order(self) -> tuple[str, ...]:
-        """The order the chain runs.
+        """The order the chain runs: `samplers` as given, with "temperature" moved last
+        when `temperature_last` is on.
 
-        An order the user gave runs as given, "temperature" moved last by
-        `temperature_last`. The default order (llama.cpp's) places "temperature" by
-        `temperature_last` alone: first of the samplers that read the order when it
-        is off (samplescope's default since its first release, so that every stored
-        chat replays token for token), last when it is on (llama.cpp's chain).
+        Nothing else is read: the order never depends on which names samplescope
+        knows, so a stored reply replays in the order it ran.
         """
         samplers = self.samplers
-        if "temperature" not in samplers:
+        if not self.temperature_last or "temperature" not in samplers:
             return samplers
-        others = tuple(name for name in samplers if name != "temperature")
-        if self.temperature_last:
-            return (*others, "temperature")
-        if samplers != SAMPLER_NAMES:
-            return samplers
-        logits = tuple(name for name in others if name in LOGITS_SAMPLERS)
-        return (*logits, "temperature", *(name for name in others if name not in LOGITS_SAMPLERS))
+        return (*(name for name in samplers if name != "temperature"), "temperature")
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> SamplerSettings:
@@ -201,9 +196,21 @@ def _check_spec_matches_fields() -> None:
 _check_spec_matches_fields()
 
 DEFAULT_CHAT_SETTINGS = SamplerSettings(
-    temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_last_n=64, seed=42
+    temperature=0.8,
+    top_k=40,
+    top_p=0.95,
+    min_p=0.05,
+    repeat_last_n=64,
+    seed=42,
+    samplers=LLAMA_CPP_ORDER,
 )
-"""What the chat app and `generate` start from: llama.cpp's defaults."""
+"""What the chat app and `generate` start from: llama.cpp's defaults and its default
+chain, the temperature last."""
+
+
+USUAL_ORDERS = (TEMPERATURE_FIRST_ORDER, LLAMA_CPP_ORDER)
+"""Orders the active summary leaves unnamed: the temperature first, or llama.cpp's chain
+(then "t-last" says so)."""
 
 
 def settings_summary(settings: SamplerSettings, style: SummaryStyle = "active") -> str:
@@ -247,8 +254,13 @@ def _active_part(spec: SettingSpec, settings: SamplerSettings) -> str | None:
         return None
     if spec.name in ("top_p_scope", "repeat_last_n"):  # inside top_p's and repeat_penalty's
         return None
-    if spec.name == "samplers":  # shown only when it differs from llama.cpp's order
-        return None if value == SAMPLER_NAMES else f"order={spec.format(value)}"
+    if spec.name == "samplers":  # the order that runs, unless one of the two usual ones
+        order = settings.order
+        return None if order in USUAL_ORDERS else f"order={spec.format(order)}"
+    if spec.name == "temperature_last":  # llama.cpp's chain is "t-last"; others name the order
+        return (
+            spec.summary_key if settings.order == LLAMA_CPP_ORDER and not settings.greedy else None
+        )
     if spec.name == "dry_sequence_breakers":  # shown only when changed
         return (
             None

@@ -18,7 +18,7 @@ from sampling.setting_spec import (
     SettingValue,
     SliderRange,
 )
-from sampling.setting_text import LOGITS_SAMPLERS, SAMPLER_NAMES
+from sampling.setting_text import LOGITS_SAMPLERS, SAMPLER_NAMES, TEMPERATURE_FIRST_ORDER
 
 __all__ = ["DISPLAY_ORDER", "GREEDY_TEMPERATURE", "GROUPS", "LOGITS_SAMPLERS", "MAX_SEED"]
 __all__ += ["SAMPLER_NAMES", "SCALAR_KINDS", "SETTINGS", "SETTINGS_BY_NAME", "SettingKind"]
@@ -372,7 +372,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
         "samplers",
         "order",
-        default=SAMPLER_NAMES,
+        default=TEMPERATURE_FIRST_ORDER,
         group="order",
         label="order",
         help='the chain order, e.g. "top_k;temperature;min_p" (llama.cpp --samplers names)',

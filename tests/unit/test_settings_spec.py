@@ -301,8 +301,8 @@ def test_set_refuses_a_bad_value_naming_the_field() -> None:
     ("settings", "active", "fixed"),
     [
         (
-            DEFAULT_CHAT_SETTINGS,
-            "t=0.8 k=40 p=0.95 min_p=0.05",
+            DEFAULT_CHAT_SETTINGS,  # llama.cpp's chain: the temperature last
+            "t=0.8 k=40 p=0.95 min_p=0.05 t-last",
             "T 0.80 · k 40 · p 0.95 · min-p 0.05 · rep 1.00×64",
         ),
         (
@@ -333,6 +333,18 @@ def test_set_refuses_a_bad_value_naming_the_field() -> None:
             "T 1.00 · k 0 · p 1.00 · min-p 0.00 · rep 1.30×0",
         ),
         (SamplerSettings(top_k=1_000_000), "t=1 k=1000000", None),
+        # The temperature first names no order; any other order is named as it runs.
+        (
+            DEFAULT_CHAT_SETTINGS.with_changes(samplers=SamplerSettings().samplers),
+            "t=0.8 k=40 p=0.95 min_p=0.05",
+            None,
+        ),
+        (
+            SamplerSettings(samplers=("top_k", "temperature"), temperature_last=True),
+            "t=1 order=top_k;temperature",
+            None,
+        ),
+        (SamplerSettings(samplers=("penalties", "min_p")), "t=1 order=penalties;min_p", None),
     ],
 )
 def test_settings_summary_in_both_styles(
