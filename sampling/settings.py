@@ -80,11 +80,14 @@ class SamplerSettings:
             normalised entropy; 0.0 is off.
         dynatemp_exponent: The entropy's exponent in the dynamic temperature.
         logit_bias: (token id, bias) pairs in id order, added to the logits before
-            anything else; -inf bans the token.
+            anything else; -inf bans the token. Also given as a {id: bias} dict,
+            pairs in any order, or text "42=+2;17=-inf" (held as the pairs in id
+            order; a token given twice is an error).
         samplers: The chain's order, exactly as it runs (llama.cpp's `--samplers`
             names); a name left out does not run. The default runs the temperature
             before the filters; `DEFAULT_CHAT_SETTINGS` holds llama.cpp's chain.
-            Only `temperature_last` moves anything (see `order`).
+            Only `temperature_last` moves anything (see `order`). Also given as text
+            "top_k;temperature" or a list.
     """
 
     temperature: float = 1.0
@@ -119,12 +122,21 @@ class SamplerSettings:
 
     def __post_init__(self) -> None:
         for spec in SETTINGS:
-            value = getattr(self, spec.name)
+            given = getattr(self, spec.name)
+            value = given
+            if not spec.is_scalar:
+                if spec.accepts(given):
+                    continue
+                # The natural spellings: samplers="top_k;temperature",
+                # logit_bias={42: 2.0} or "42=+2;17=-inf", lists for tuples.
+                value = spec.coerce(given)
+                object.__setattr__(self, spec.name, value)
             try:
-                spec.check(value)
-            except OverflowError:
-                # An integer too large for a float (10**400 as a temperature).
-                raise SettingsError(spec.name, value, spec.expected) from None
+                accepted = spec.accepts(value)
+            except OverflowError:  # an integer too large for a float (10**400 as a temperature)
+                accepted = False
+            if not accepted:
+                raise SettingsError(spec.name, given, spec.expected)
 
     @property
     def greedy(self) -> bool:

@@ -115,11 +115,11 @@ def bad_values(spec: SettingSpec) -> list[object]:
     if spec.kind == "choice":
         return ["nope", str(spec.default).upper(), None, True]
     if spec.kind == "order":
-        return [("top_k", "top_k"), ("top_k", "penalties"), ("nope",), ["top_k"], "top_k"]
+        return [("top_k", "top_k"), ("top_k", "penalties"), ("nope",), ["top_k", "top_k"], 3]
     if spec.kind == "bias":
-        return [((1, 2),), ((2, 1.0), (1, 1.0)), ((-1, 1.0),), ((1, math.inf),), [(1, 1.0)]]
+        return [((1, "2"),), ((1.5, 1.0),), ((-1, 1.0),), ((1, math.inf),), [(1, math.nan)], 42]
     if spec.kind == "texts":
-        return [("",), (1,), ["a"], "a"]
+        return [("",), (1,), [""], 7]
     values: list[object] = [True, None, "1", [1]]
     if spec.kind == "int":
         values += [1.0, 2.5]
