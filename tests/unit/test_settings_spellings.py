@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sampling.errors import SettingsError
-from sampling.setting_text import LOGITS_SAMPLERS, SAMPLER_NAMES, format_bias
+from sampling.registry import LOGITS_SAMPLERS, SAMPLER_NAMES
+from sampling.setting_text import format_bias
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 
 INF = float("-inf")
