@@ -1,4 +1,10 @@
-"""The sampler's settings: one frozen, validated record."""
+"""The sampler's settings: one frozen, validated record, and `SETTINGS` in its order.
+
+Each field is a setting some unit of the registry declares (`sampling.registry`),
+typed here for the type checker; at import, the fields must equal the declared
+settings, name for name and default for default. The field order is the order
+`SETTINGS` lists them in, which the flags, the summary and the forms follow.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +12,10 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
 from sampling.errors import SettingsError
-from sampling.spec import (
-    GREEDY_TEMPERATURE,
-    LOGITS_SAMPLERS,
-    MAX_SEED,
-    SAMPLER_NAMES,
-    SETTINGS,
-    SETTINGS_BY_NAME,
-    SettingSpec,
-)
+from sampling.registry import CHAT_ORDER, DECLARED_SETTINGS, TEMPERATURE_FIRST_ORDER
+from sampling.samplers.top_p import TopPScope
+from sampling.setting_spec import GREEDY_TEMPERATURE, MAX_SEED, SettingSpec
 
-TopPScope = Literal["kept", "vocab"]
 DrawMethod = Literal["inverse_cdf", "gumbel"]
 RngName = Literal["pcg64", "xorshift128"]
 #: "active": only what is switched on, e.g. "t=0.8 k=40 p=0.95 min_p=0.05".
@@ -28,6 +27,9 @@ __all__ = [
     "DEFAULT_CHAT_SETTINGS",
     "GREEDY_TEMPERATURE",
     "MAX_SEED",
+    "SETTINGS",
+    "SETTINGS_BY_NAME",
+    "USUAL_ORDERS",
     "DrawMethod",
     "RngName",
     "SamplerSettings",
@@ -39,7 +41,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class SamplerSettings:
-    """Every knob of the sampler, validated on construction against `sampling.spec`.
+    """Every knob of the sampler, validated on construction against its declared spec.
 
     The defaults are the "off" values: `SamplerSettings()` samples the model's own
     distribution at temperature 1. The app's starting point (llama.cpp's defaults) is
@@ -57,7 +59,8 @@ class SamplerSettings:
         repeat_last_n: How many recent tokens (prompt included) the penalties see.
         frequency_penalty: Subtract count * frequency_penalty from a seen token's logit.
         presence_penalty: Subtract presence_penalty from every seen token's logit.
-        temperature_last: Apply temperature after the filters (llama.cpp's order).
+        temperature_last: Run "temperature" last whatever its place in `samplers`
+            (off: it runs where `samplers` puts it).
         draw: "inverse_cdf" (one uniform per token) or seeded "gumbel" max.
         rng: "pcg64" (numpy) or "xorshift128" (run.c's generator, id-order roulette).
         seed: The generator's seed, 0 to 2**64 - 1.
@@ -79,9 +82,14 @@ class SamplerSettings:
             normalised entropy; 0.0 is off.
         dynatemp_exponent: The entropy's exponent in the dynamic temperature.
         logit_bias: (token id, bias) pairs in id order, added to the logits before
-            anything else; -inf bans the token.
-        samplers: The chain's order (llama.cpp's `--samplers` names); a name left
-            out does not run. See `order` for where "temperature" runs.
+            anything else; -inf bans the token. Also given as a {id: bias} dict,
+            pairs in any order, or text "42=+2;17=-inf" (held as the pairs in id
+            order; a token given twice is an error).
+        samplers: The chain's order, exactly as it runs (llama.cpp's `--samplers`
+            names); a name left out does not run. The default runs the temperature
+            before the filters; `DEFAULT_CHAT_SETTINGS` holds llama.cpp's chain.
+            Only `temperature_last` moves anything (see `order`). Also given as text
+            "top_k;temperature" or a list.
     """
 
     temperature: float = 1.0
@@ -112,16 +120,25 @@ class SamplerSettings:
     dynatemp_range: float = 0.0
     dynatemp_exponent: float = 1.0
     logit_bias: tuple[tuple[int, float], ...] = ()
-    samplers: tuple[str, ...] = SAMPLER_NAMES
+    samplers: tuple[str, ...] = TEMPERATURE_FIRST_ORDER
 
     def __post_init__(self) -> None:
         for spec in SETTINGS:
-            value = getattr(self, spec.name)
+            given = getattr(self, spec.name)
+            value = given
+            if not spec.is_scalar:
+                if spec.accepts(given):
+                    continue
+                # The natural spellings: samplers="top_k;temperature",
+                # logit_bias={42: 2.0} or "42=+2;17=-inf", lists for tuples.
+                value = spec.coerce(given)
+                object.__setattr__(self, spec.name, value)
             try:
-                spec.check(value)
-            except OverflowError:
-                # An integer too large for a float (10**400 as a temperature).
-                raise SettingsError(spec.name, value, spec.expected) from None
+                accepted = spec.accepts(value)
+            except OverflowError:  # an integer too large for a float (10**400 as a temperature)
+                accepted = False
+            if not accepted:
+                raise SettingsError(spec.name, given, spec.expected)
 
     @property
     def greedy(self) -> bool:
@@ -147,24 +164,16 @@ class SamplerSettings:
 
     @property
     def order(self) -> tuple[str, ...]:
-        """The order the chain runs.
+        """The order the chain runs: `samplers` as given, with "temperature" moved last
+        when `temperature_last` is on.
 
-        An order the user gave runs as given, "temperature" moved last by
-        `temperature_last`. The default order (llama.cpp's) places "temperature" by
-        `temperature_last` alone: first of the samplers that read the order when it
-        is off (samplescope's default since its first release, so that every stored
-        chat replays token for token), last when it is on (llama.cpp's chain).
+        Nothing else is read: the order never depends on which names samplescope
+        knows, so a stored reply replays in the order it ran.
         """
         samplers = self.samplers
-        if "temperature" not in samplers:
+        if not self.temperature_last or "temperature" not in samplers:
             return samplers
-        others = tuple(name for name in samplers if name != "temperature")
-        if self.temperature_last:
-            return (*others, "temperature")
-        if samplers != SAMPLER_NAMES:
-            return samplers
-        logits = tuple(name for name in others if name in LOGITS_SAMPLERS)
-        return (*logits, "temperature", *(name for name in others if name not in LOGITS_SAMPLERS))
+        return (*(name for name in samplers if name != "temperature"), "temperature")
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> SamplerSettings:
@@ -184,26 +193,50 @@ class SamplerSettings:
         return cls(**typed)
 
 
+_DECLARED: dict[str, SettingSpec] = {spec.name: spec for spec in DECLARED_SETTINGS}
+
+SETTINGS: tuple[SettingSpec, ...] = tuple(
+    _DECLARED[f.name] for f in fields(SamplerSettings) if f.name in _DECLARED
+)
+"""One declared setting per `SamplerSettings` field, in field order."""
+
+SETTINGS_BY_NAME: dict[str, SettingSpec] = {spec.name: spec for spec in SETTINGS}
+
+
 def _check_spec_matches_fields() -> None:
-    """Fail at import if a field has no spec entry (it would go unvalidated).
+    """Fail at import if a field has no declared setting, or a setting no field.
 
     Raises:
-        RuntimeError: The spec's names, order or defaults differ from the fields'.
+        RuntimeError: The declared settings' names or defaults differ from the fields'.
     """
-    declared = [(spec.name, spec.default) for spec in SETTINGS]
-    actual = [(f.name, f.default) for f in fields(SamplerSettings)]
+    declared = sorted((spec.name, repr(spec.default)) for spec in DECLARED_SETTINGS)
+    actual = sorted((f.name, repr(f.default)) for f in fields(SamplerSettings))
     if declared != actual:
+        missing = sorted(set(declared) - set(actual))
+        extra = sorted(set(actual) - set(declared))
         raise RuntimeError(
-            f"sampling.spec.SETTINGS {declared} does not match SamplerSettings {actual}"
+            "SamplerSettings' fields do not match the settings the registry declares:"
+            f" declared but no such field {missing}; field but not declared {extra}"
         )
 
 
 _check_spec_matches_fields()
 
 DEFAULT_CHAT_SETTINGS = SamplerSettings(
-    temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_last_n=64, seed=42
+    temperature=0.8,
+    top_k=40,
+    top_p=0.95,
+    min_p=0.05,
+    repeat_last_n=64,
+    seed=42,
+    samplers=CHAT_ORDER,
 )
-"""What the chat app and `generate` start from: llama.cpp's defaults."""
+"""What the chat app and `generate` start from: llama.cpp's defaults and its default
+chain, the temperature last."""
+
+USUAL_ORDERS = (TEMPERATURE_FIRST_ORDER, CHAT_ORDER)
+"""Orders the active summary leaves unnamed: the temperature first, or llama.cpp's chain
+(then "t-last" says so)."""
 
 
 def settings_summary(settings: SamplerSettings, style: SummaryStyle = "active") -> str:
@@ -247,8 +280,11 @@ def _active_part(spec: SettingSpec, settings: SamplerSettings) -> str | None:
         return None
     if spec.name in ("top_p_scope", "repeat_last_n"):  # inside top_p's and repeat_penalty's
         return None
-    if spec.name == "samplers":  # shown only when it differs from llama.cpp's order
-        return None if value == SAMPLER_NAMES else f"order={spec.format(value)}"
+    if spec.name == "samplers":  # the order that runs, unless one of the two usual ones
+        order = settings.order
+        return None if order in USUAL_ORDERS else f"order={spec.format(order)}"
+    if spec.name == "temperature_last":  # llama.cpp's chain is "t-last"; others name the order
+        return spec.summary_key if settings.order == CHAT_ORDER and not settings.greedy else None
     if spec.name == "dry_sequence_breakers":  # shown only when changed
         return (
             None

@@ -3,7 +3,7 @@
 Every database starts at version 0 (empty) and is brought to `SCHEMA_VERSION` by
 running each migration in order, each in its own transaction together with the new
 `user_version`, so a crash mid-migration leaves the previous version intact. A new
-database therefore takes the same path as an old one: v0 → v1 → v2.
+database therefore takes the same path as an old one: v0 → v1 → … → v5.
 
 Version history:
     1: chats, messages, replies, reply_tokens, settings_changes.
@@ -25,14 +25,32 @@ Version history:
        along the branches it follows, so a branch made from an earlier reply starts a
        new continuation while the turns after the old branch stay stored under it.
        Backfilled from the branches each turn followed.
+    5: every stored settings JSON names the exact order its reply ran with: `samplers`
+       is rewritten to the order the rule before version 5 ran (that rule placed the
+       temperature by comparing `samplers` with the list of known names, so adding a
+       name would have changed how old replies replay; the list is frozen in
+       `_V4_SAMPLER_NAMES`). replies.decoding: how the reply was decoded, as JSON
+       (e.g. in lockstep with which sibling sequences); NULL means decoded alone, one
+       sequence — every reply before version 5. reply_tokens.piece: the text each
+       token added, so storing a token is one new row: a reply's text is written
+       when it finishes, and an unfinished reply's is its text at the start (a
+       branch's shared text; for replies of earlier versions, the text kept so far)
+       followed by the pieces (NULL for tokens stored before version 5 or copied
+       from a parent). `messages` is rebuilt (ids and rows kept) so that branch_id
+       and after_reply_id reference replies(id), ON DELETE SET NULL; references to
+       replies that no longer exist become NULL.
+
+The current schema is written out in `schema.sql` (a test checks it against a new
+database and against databases migrated from each earlier version).
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _V1 = """
 CREATE TABLE chats (
@@ -168,11 +186,100 @@ def _v4(conn: sqlite3.Connection) -> None:
             current[chat_id] = branch_id if branch_id is not None else first[message_id]
 
 
+_V4_SAMPLER_NAMES = (
+    "penalties",
+    "dry",
+    "top_n_sigma",
+    "top_k",
+    "typ_p",
+    "top_p",
+    "min_p",
+    "xtc",
+    "temperature",
+)
+"""The order names known up to version 4, in the order the rule compared against."""
+
+_V4_LOGITS_SAMPLERS = ("penalties", "dry")
+"""Up to version 4: the samplers placed before the temperature in the default order."""
+
+
+def order_before_v5(values: dict[str, object]) -> list[str]:
+    """The order a settings JSON of version 4 or earlier ran with.
+
+    A missing `samplers` was the default list. The temperature moved last with
+    `temperature_last`; otherwise the default list ran it right after the logits
+    samplers, and any other list ran as given.
+    """
+    stored = values.get("samplers", _V4_SAMPLER_NAMES)
+    samplers = [str(name) for name in stored] if isinstance(stored, list | tuple) else []
+    if "temperature" not in samplers:
+        return samplers
+    others = [name for name in samplers if name != "temperature"]
+    if values.get("temperature_last") is True:
+        return [*others, "temperature"]
+    if tuple(samplers) != _V4_SAMPLER_NAMES:
+        return samplers
+    logits = [name for name in others if name in _V4_LOGITS_SAMPLERS]
+    rest = [name for name in others if name not in _V4_LOGITS_SAMPLERS]
+    return [*logits, "temperature", *rest]
+
+
+_V5_MESSAGES = """
+CREATE TABLE messages_v5 (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,  -- ids are never reused
+    chat_id INTEGER NOT NULL REFERENCES chats(id) ON DELETE CASCADE,
+    position INTEGER NOT NULL,            -- 0-based order within the chat
+    role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant')),
+    content TEXT NOT NULL,                -- a reply's: its followed branch's, once finished
+    created REAL NOT NULL,
+    branch_id INTEGER REFERENCES replies(id) ON DELETE SET NULL,  -- NULL: the first reply
+    after_reply_id INTEGER REFERENCES replies(id) ON DELETE SET NULL,
+    UNIQUE (chat_id, position)
+);
+UPDATE messages SET branch_id = NULL WHERE branch_id NOT IN (SELECT id FROM replies);
+UPDATE messages SET after_reply_id = NULL
+    WHERE after_reply_id NOT IN (SELECT id FROM replies);
+INSERT INTO messages_v5 (id, chat_id, position, role, content, created, branch_id,
+    after_reply_id)
+    SELECT id, chat_id, position, role, content, created, branch_id, after_reply_id
+    FROM messages;
+DROP TABLE messages;
+ALTER TABLE messages_v5 RENAME TO messages;
+ALTER TABLE reply_tokens ADD COLUMN piece TEXT;
+ALTER TABLE replies ADD COLUMN decoding TEXT
+"""
+
+
+def _v5(conn: sqlite3.Connection) -> None:
+    """Write each stored order as it ran; add replies.decoding and reply_tokens.piece;
+    rebuild messages with its references to replies."""
+    rows = conn.execute("SELECT reply_id, from_index, settings FROM settings_changes").fetchall()
+    for reply_id, from_index, text in rows:
+        try:
+            values = json.loads(text)
+        except ValueError:
+            continue  # unreadable either way: loading the reply names it
+        if not isinstance(values, dict):
+            continue
+        values["samplers"] = order_before_v5(values)
+        conn.execute(
+            "UPDATE settings_changes SET settings = ? WHERE reply_id = ? AND from_index = ?",
+            (json.dumps(values, sort_keys=True), reply_id, from_index),
+        )
+    # Message ids are never reused: the rebuilt table keeps the old one's counter.
+    sequence = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").fetchone()
+    _run_script(conn, _V5_MESSAGES)
+    if sequence is not None:
+        conn.execute("DELETE FROM sqlite_sequence WHERE name = 'messages'")
+        conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('messages', ?)", sequence)
+
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: lambda conn: _run_script(conn, _V1),
     2: lambda conn: _run_script(conn, _V2),
     3: lambda conn: _run_script(conn, _V3),
     4: _v4,
+    5: _v5,
 }
 """Migration to version N (from N - 1)."""
 

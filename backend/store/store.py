@@ -5,12 +5,12 @@ the generation thread may write tokens while the UI thread reads the chat list; 
 connection is opened with `check_same_thread=False` for that reason.
 
 Durability: `ReplyWriter.append_token` commits each token in its own transaction,
-together with the reply's growing text (kept in the assistant message's `content`).
+with the text it adds (the reply's whole text is written when it finishes).
 In WAL mode with synchronous=NORMAL a commit is in the OS's hands once it returns, so
 killing the process mid-reply loses at most the token in flight (a power cut may lose
 the last few commits, never corrupt the file). A reply that never reached `finish`
-loads with finish reason "interrupted" and its text so far — no detokenizer is needed
-to read a chat back.
+loads with finish reason "interrupted" and its text so far, built from its tokens'
+stored text — no detokenizer is needed to read a chat back.
 
 Typical use (see `ChatStore.begin_reply`):
 
@@ -275,6 +275,7 @@ class ChatStore:
         n_batch: int | None = None,
         mode: str = "chat",
         fork: Fork | None = None,
+        decoding: str | None = None,
     ) -> ReplyWriter:
         """Start recording a generated reply: an empty assistant turn plus its record.
 
@@ -291,18 +292,20 @@ class ChatStore:
             fork: Record a new branch of an existing reply instead of a new turn:
                 its first `fork.at` tokens are the parent's (stored now), the writer
                 takes tokens from index `fork.at` on.
+            decoding: How it is decoded, as JSON (None: alone, one sequence).
 
         Returns:
             The writer to feed tokens and the finish to.
         """
         now = self._now()
+        limits = (max_tokens, n_ctx, n_batch)
         with self._transaction("start a reply") as conn:
             if fork is None:
                 message_id = self._insert_message(conn, chat_id, "assistant", "", now)
             else:
                 message_id = fork.parent.message_id
             reply_id = store_branches.insert_reply(
-                conn, message_id, model, settings, (max_tokens, n_ctx, n_batch), now, mode, fork
+                conn, message_id, model, settings, limits, now, mode, fork, decoding
             )
             if fork is not None:
                 store_branches.start_branch(conn, chat_id, reply_id, fork, now)
@@ -314,7 +317,6 @@ class ChatStore:
             reply_id,
             settings,
             start=0 if fork is None else fork.at,
-            follow=fork is None or fork.follow,
         )
 
     def follow_branch(self, chat_id: int, reply_id: int) -> None:

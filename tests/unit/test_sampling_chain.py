@@ -25,7 +25,12 @@ from sampling.chain import (
 from sampling.engine import Candidates, Kept
 from sampling.logits import checked_logits
 from sampling.penalties import History
-from sampling.samplers import MinP, Penalties, Temperature, TopK, TopP
+from sampling.registry import LLAMA_CPP_ORDER, LOGITS_SAMPLERS, SAMPLER_NAMES, UNITS
+from sampling.samplers.min_p import MinP
+from sampling.samplers.penalties import Penalties
+from sampling.samplers.temperature import Temperature
+from sampling.samplers.top_k import TopK
+from sampling.samplers.top_p import TopP
 from sampling.workspace import Workspace
 from tests.golden import LOGITS, TOL, renormalised, softmax
 
@@ -54,30 +59,53 @@ def dense(kept: Kept, size: int) -> np.ndarray:
 # --- registry and orders ----------------------------------------------------------
 
 
+LLAMA_CPP_CHAIN = (
+    "penalties",
+    "dry",
+    "top_n_sigma",
+    "top_k",
+    "typ_p",
+    "top_p",
+    "min_p",
+    "xtc",
+    "temperature",
+)
+"""llama.cpp's default `--samplers` chain (common/common.h), the names and their order."""
+
+
 def test_registry_uses_llama_cpp_sampler_names() -> None:
-    assert tuple(SAMPLERS) == (
-        "penalties",
-        "dry",
-        "top_n_sigma",
-        "top_k",
-        "typ_p",
-        "top_p",
-        "min_p",
-        "xtc",
-        "temperature",
-    )
+    # llama.cpp's chain, in its order, among the names an order may hold.
+    assert [name for name in SAMPLER_NAMES if name in LLAMA_CPP_CHAIN] == list(LLAMA_CPP_CHAIN)
     for name, unit_type in SAMPLERS.items():
-        assert unit_type.name == name
-    kinds = {name: unit_type.kind for name, unit_type in SAMPLERS.items()}
-    assert kinds.pop("penalties") == "logits" and kinds.pop("dry") == "logits"
-    assert set(kinds.values()) == {"candidates"}
+        assert unit_type.name == name and unit_type.in_order
+    # The logits units lead the registry's order, as an order must have them.
+    kinds = [SAMPLERS[name].kind for name in SAMPLER_NAMES]
+    assert kinds == sorted(kinds, key=lambda kind: kind != "logits")
+    assert tuple(n for n in SAMPLER_NAMES if SAMPLERS[n].kind == "logits") == LOGITS_SAMPLERS
+    assert {"penalties", "dry"} <= set(LOGITS_SAMPLERS)
+    outside = {unit.name for unit in UNITS if not unit.in_order}
+    assert outside >= {"logit_bias", "mirostat"}
 
 
-def test_the_default_order_places_temperature_by_temperature_last() -> None:
-    llama = ("penalties", "dry", "top_n_sigma", "top_k", "typ_p", "top_p", "min_p", "xtc")
-    assert SamplerSettings().samplers == (*llama, "temperature")
-    assert order_of(SamplerSettings()) == ("penalties", "dry", "temperature", *llama[2:])
-    assert order_of(SamplerSettings(temperature_last=True)) == (*llama, "temperature")
+def test_the_order_is_samplers_as_given_with_temperature_last_moving_it_last() -> None:
+    def llama_names(order: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(name for name in order if name in LLAMA_CPP_CHAIN)
+
+    llama = LLAMA_CPP_CHAIN[:-1]
+    first = ("penalties", "dry", "temperature", *llama[2:])
+    # Presets naming no order: the temperature first, before every filter.
+    assert llama_names(SamplerSettings().samplers) == first
+    assert order_of(SamplerSettings()) == SamplerSettings().samplers
+    assert llama_names(order_of(SamplerSettings(temperature_last=True))) == LLAMA_CPP_CHAIN
+    # New chats run llama.cpp's chain, the temperature last (and anything llama.cpp
+    # lacks, off, in the registry's order).
+    assert llama_names(DEFAULT_CHAT_SETTINGS.samplers) == LLAMA_CPP_CHAIN
+    assert LLAMA_CPP_ORDER == LLAMA_CPP_CHAIN
+    assert order_of(DEFAULT_CHAT_SETTINGS) == DEFAULT_CHAT_SETTINGS.samplers
+    assert DEFAULT_CHAT_SETTINGS.samplers[-1] == "temperature"
+    assert not DEFAULT_CHAT_SETTINGS.temperature_last
+    # The full list of names runs as given: no comparison with the known names.
+    assert order_of(SamplerSettings(samplers=SAMPLER_NAMES)) == SAMPLER_NAMES
     custom = ("top_k", "temperature", "min_p")
     assert order_of(SamplerSettings(samplers=custom)) == custom
     assert order_of(SamplerSettings(samplers=custom, temperature_last=True)) == (
@@ -91,7 +119,11 @@ def test_the_default_order_places_temperature_by_temperature_last() -> None:
     ("settings", "names"),
     [
         (SamplerSettings(), ("temperature",)),
-        (DEFAULT_CHAT_SETTINGS, ("temperature", "top_k", "top_p", "min_p")),
+        (DEFAULT_CHAT_SETTINGS, ("top_k", "top_p", "min_p", "temperature")),
+        (
+            DEFAULT_CHAT_SETTINGS.with_changes(samplers=SamplerSettings().samplers),
+            ("temperature", "top_k", "top_p", "min_p"),
+        ),
         (
             DEFAULT_CHAT_SETTINGS.with_changes(repeat_penalty=1.1, temperature_last=True),
             ("penalties", "top_k", "top_p", "min_p", "temperature"),

@@ -14,10 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from sampling import Sampler, SamplerSettings, probabilities
+from sampling import Sampler, SamplerSettings, probabilities, setting_text
 from sampling.errors import SettingsError
-from sampling.rewriters import dry_penalties
-from sampling.setting_text import parse_bias, parse_order, parse_texts
+from sampling.registry import LOGITS_SAMPLERS, SAMPLER_NAMES
+from sampling.samplers.dry import dry_penalties
+from sampling.setting_text import parse_bias, parse_texts
 from tests.golden import LOGITS, TOL, renormalised, softmax
 
 P = softmax(LOGITS)
@@ -125,6 +126,11 @@ def test_the_order_changes_what_xtc_sees() -> None:
 # --- the text forms ------------------------------------------------------------------
 
 
+def parse_order(text: str) -> tuple[str, ...]:
+    """An order's text read against the registry's names."""
+    return setting_text.parse_order(text, SAMPLER_NAMES, LOGITS_SAMPLERS)
+
+
 def test_orders_read_like_llama_cpp_samplers_flag() -> None:
     assert parse_order("top_k;temperature;min_p") == ("top_k", "temperature", "min_p")
     assert parse_order("top-k, temp ,nucleus,typ") == ("top_k", "temperature", "top_p", "typ_p")
@@ -134,7 +140,9 @@ def test_orders_read_like_llama_cpp_samplers_flag() -> None:
 
 
 def test_biases_and_breakers_read_back() -> None:
-    assert parse_bias("42=+2;17=-inf,42=1") == ((17, -math.inf), (42, 1.0))
+    assert parse_bias("42=+2;17=-inf") == ((17, -math.inf), (42, 2.0))
+    with pytest.raises(ValueError, match="token 42 is given twice"):
+        parse_bias("42=+2;17=-inf,42=1")
     with pytest.raises(ValueError, match="token text"):
         parse_bias("hello=-inf")
     with pytest.raises(ValueError, match="not a number"):

@@ -21,8 +21,8 @@ FIELDS = [f.name for f in fields(SamplerSettings)]
 NUMBERS = [spec for spec in SETTINGS if spec.is_number]
 SWITCHES = [spec for spec in SETTINGS if spec.is_scalar and not spec.is_number]
 SEVERAL = [spec for spec in SETTINGS if not spec.is_scalar]
-#: A valid value other than the default for every field: what the round trips set.
-CHANGED: dict[str, object] = {
+#: A valid value other than the default for some fields (the others: `changed_value`).
+CHOSEN: dict[str, object] = {
     "temperature": 0.25,
     "top_k": 7,
     "top_p": 0.5,
@@ -55,6 +55,28 @@ CHANGED: dict[str, object] = {
 }
 
 
+def changed_value(spec: SettingSpec) -> object:
+    """A valid value other than the default, read off the spec of a setting."""
+    if spec.kind in ("bool", "choice"):
+        return next(value for value in spec.choice_values if value != spec.default)
+    if spec.kind == "texts":
+        return ("\n", "a,b")
+    if spec.kind == "bias":
+        return ((17, -math.inf), (42, 2.0))
+    if spec.kind == "order":
+        return tuple(reversed([str(n) for n in spec.choice_values if n not in spec.leading]))
+    assert spec.slider is not None
+    candidates = (*spec.variations, spec.slider.soft_max, spec.slider.soft_min)
+    return next(value for value in candidates if value != spec.default and spec.accepts(value))
+
+
+#: A valid value other than the default for every field: what the round trips set.
+CHANGED: dict[str, object] = {
+    spec.name: CHOSEN[spec.name] if spec.name in CHOSEN else changed_value(spec)
+    for spec in SETTINGS
+}
+
+
 def ids(spec: SettingSpec) -> str:
     return spec.name
 
@@ -73,6 +95,9 @@ def test_every_field_has_one_spec_in_field_order_with_its_default() -> None:
     defaults = SamplerSettings()
     assert {s.name: s.default for s in SETTINGS} == {n: getattr(defaults, n) for n in FIELDS}
     assert sorted(CHANGED) == sorted(FIELDS)
+    for spec in SETTINGS:  # the value read off a spec is valid and not the default
+        value = changed_value(spec)
+        assert spec.accepts(value) and value != spec.default, spec.name
 
 
 def test_display_order_lists_numbers_then_switches_each_in_field_order() -> None:
@@ -99,7 +124,8 @@ def test_off_default_and_slider_limits_are_valid_values(spec: SettingSpec) -> No
         for limit in (slider.hard_min, slider.soft_min, slider.soft_max, slider.hard_max):
             assert spec.accepts(int(limit) if spec.kind == "int" else limit), limit
     elif not spec.is_scalar:
-        assert spec.slider is None and not spec.choices
+        # An order's choices are the sampler names it may hold, each with its label.
+        assert spec.slider is None and bool(spec.choices) == (spec.kind == "order")
         assert spec.parse(spec.format(spec.default)) == spec.default
     else:
         assert spec.slider is None and len(spec.choices) >= 2
@@ -115,11 +141,11 @@ def bad_values(spec: SettingSpec) -> list[object]:
     if spec.kind == "choice":
         return ["nope", str(spec.default).upper(), None, True]
     if spec.kind == "order":
-        return [("top_k", "top_k"), ("top_k", "penalties"), ("nope",), ["top_k"], "top_k"]
+        return [("top_k", "top_k"), ("top_k", "penalties"), ("nope",), ["top_k", "top_k"], 3]
     if spec.kind == "bias":
-        return [((1, 2),), ((2, 1.0), (1, 1.0)), ((-1, 1.0),), ((1, math.inf),), [(1, 1.0)]]
+        return [((1, "2"),), ((1.5, 1.0),), ((-1, 1.0),), ((1, math.inf),), [(1, math.nan)], 42]
     if spec.kind == "texts":
-        return [("",), (1,), ["a"], "a"]
+        return [("",), (1,), [""], 7]
     values: list[object] = [True, None, "1", [1]]
     if spec.kind == "int":
         values += [1.0, 2.5]
@@ -301,8 +327,8 @@ def test_set_refuses_a_bad_value_naming_the_field() -> None:
     ("settings", "active", "fixed"),
     [
         (
-            DEFAULT_CHAT_SETTINGS,
-            "t=0.8 k=40 p=0.95 min_p=0.05",
+            DEFAULT_CHAT_SETTINGS,  # llama.cpp's chain: the temperature last
+            "t=0.8 k=40 p=0.95 min_p=0.05 t-last",
             "T 0.80 · k 40 · p 0.95 · min-p 0.05 · rep 1.00×64",
         ),
         (
@@ -333,6 +359,18 @@ def test_set_refuses_a_bad_value_naming_the_field() -> None:
             "T 1.00 · k 0 · p 1.00 · min-p 0.00 · rep 1.30×0",
         ),
         (SamplerSettings(top_k=1_000_000), "t=1 k=1000000", None),
+        # The temperature first names no order; any other order is named as it runs.
+        (
+            DEFAULT_CHAT_SETTINGS.with_changes(samplers=SamplerSettings().samplers),
+            "t=0.8 k=40 p=0.95 min_p=0.05",
+            None,
+        ),
+        (
+            SamplerSettings(samplers=("top_k", "temperature"), temperature_last=True),
+            "t=1 order=top_k;temperature",
+            None,
+        ),
+        (SamplerSettings(samplers=("penalties", "min_p")), "t=1 order=penalties;min_p", None),
     ],
 )
 def test_settings_summary_in_both_styles(
