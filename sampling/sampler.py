@@ -2,24 +2,46 @@
 
 from __future__ import annotations
 
-import math
 import time
+from collections.abc import Hashable
+from dataclasses import dataclass
 
 import numpy as np
 
+from sampling.candidates import Candidates
 from sampling.chain import Chain, build_chain
-from sampling.engine import Candidates, Float64Array, Kept
+from sampling.engine import Float64Array, Kept
 from sampling.logits import FloatArray, checked_logits
 from sampling.ordering import token_at_mass
 from sampling.penalties import History
 from sampling.records import Step
 from sampling.rng import UniformSource, make_source
+from sampling.samplers.mirostat import Mirostat, MirostatState
+from sampling.samplers.unit import UnitState
 from sampling.settings import SamplerSettings
 from sampling.table import candidate_table
 from sampling.vocabulary import Vocabulary
 from sampling.workspace import Workspace
 
 DEFAULT_CANDIDATES = 20
+
+
+@dataclass(frozen=True, slots=True)
+class SamplerState:
+    """Everything a `Sampler` carries from one token to the next, frozen.
+
+    `Sampler.restore` puts it back: sampling on from there gives exactly the tokens
+    (and records) that sampling on from the moment it was taken gave.
+
+    Attributes:
+        settings: The settings in force.
+        sources: Each generator started so far, by kind, with its position.
+        units: Each unit's state, by name (units without state left out).
+    """
+
+    settings: SamplerSettings
+    sources: tuple[tuple[str, int, Hashable], ...]
+    units: tuple[tuple[str, UnitState], ...]
 
 
 def probabilities(
@@ -46,11 +68,11 @@ def probabilities(
     Raises:
         LogitsError: The logits or the history cannot be sampled from.
     """
-    candidates = Candidates(*checked_logits(logits), history, Workspace())
-    candidates.vocabulary = vocabulary
-    if settings.mirostat:
-        candidates.mirostat_mu = 2.0 * settings.mirostat_tau if mirostat_mu is None else mirostat_mu
-    kept = build_chain(settings).run(candidates)
+    candidates = Candidates(*checked_logits(logits), history, Workspace(), vocabulary)
+    chain = build_chain(settings)
+    if mirostat_mu is not None:
+        chain.restore([(Mirostat.name, MirostatState(settings.mirostat, mirostat_mu))])
+    kept = chain.run(candidates)
     if kept.ids is None:
         return kept.probs
     result = np.zeros(candidates.logits.shape[0], dtype=np.float64)
@@ -91,10 +113,9 @@ class Sampler:
         The tail plot sets it while shown: deeper ranks cost a partial sort per
         token, which a hidden plot should not make every token pay."""
         self._chain: Chain = build_chain(settings)
-        self._sources: dict[str, UniformSource] = {}
+        self._sources: dict[str, tuple[int, UniformSource]] = {}
         self._workspace = Workspace()
         self.vocabulary = vocabulary
-        self._mu: float | None = None
 
     @property
     def settings(self) -> SamplerSettings:
@@ -105,17 +126,15 @@ class Sampler:
     def settings(self, settings: SamplerSettings) -> None:
         if not isinstance(settings, SamplerSettings):
             raise TypeError(f"settings must be SamplerSettings, not {type(settings).__name__}")
-        self._chain = build_chain(settings)
-        if settings.mirostat != self._settings.mirostat:
-            self._mu = None  # another mirostat (or none): it starts afresh
+        # Each unit keeps its state (mirostat's mu) across the change.
+        self._chain = build_chain(settings, previous=self._chain)
         self._settings = settings
 
     @property
     def mirostat_mu(self) -> float | None:
         """Mirostat's state mu for the next step (None when mirostat is off)."""
-        if not self._settings.mirostat:
-            return None
-        return 2.0 * self._settings.mirostat_tau if self._mu is None else self._mu
+        mirostat = self._chain.held.get(Mirostat.name)
+        return mirostat.mu if isinstance(mirostat, Mirostat) else None
 
     @property
     def chain(self) -> Chain:
@@ -123,17 +142,36 @@ class Sampler:
         return self._chain
 
     def reset(self) -> None:
-        """Re-seed the generator from `settings.seed`; restart mirostat's mu."""
+        """Re-seed the generator from `settings.seed`; restart every unit's state."""
         self._sources.clear()
-        self._mu = None
+        self._chain.reset()
+
+    def state(self) -> SamplerState:
+        """A frozen snapshot of the settings, the generators' positions and the units'
+        states (what `restore` puts back, e.g. to rewind a reply)."""
+        sources = tuple(
+            (kind, seed, source.position) for kind, (seed, source) in self._sources.items()
+        )
+        return SamplerState(self._settings, sources, self._chain.state)
+
+    def restore(self, state: SamplerState) -> None:
+        """Go back to a snapshot `state` gave: the next token is the one that followed it."""
+        self._settings = state.settings
+        self._chain = build_chain(state.settings)
+        self._chain.restore(state.units)
+        self._sources.clear()
+        for kind, seed, position in state.sources:
+            source = make_source(kind, seed)
+            source.seek(position)
+            self._sources[kind] = (seed, source)
 
     def _source(self) -> UniformSource:
         kind = self._settings.rng
-        source = self._sources.get(kind)
-        if source is None:
-            source = make_source(kind, self._settings.seed)
-            self._sources[kind] = source
-        return source
+        started = self._sources.get(kind)
+        if started is None:
+            started = (self._settings.seed, make_source(kind, self._settings.seed))
+            self._sources[kind] = started
+        return started[1]
 
     def sample(self, logits: object, history: History = ()) -> Step:
         """Choose the next token.
@@ -152,13 +190,12 @@ class Sampler:
         started = time.perf_counter_ns()
         settings = self._settings
         chain = self._chain
-        candidates = Candidates(*checked_logits(logits, self.vocab_size), history, self._workspace)
-        candidates.vocabulary = self.vocabulary
-        mu = None
-        if settings.mirostat:
-            mu = candidates.mirostat_mu = self.mirostat_mu
-        if 0.0 < settings.xtc_probability < 1.0 and settings.xtc_threshold <= 0.5:
-            candidates.xtc_roll = self._source().uniform()
+        candidates = Candidates(
+            *checked_logits(logits, self.vocab_size), history, self._workspace, self.vocabulary
+        )
+        mu = self.mirostat_mu if settings.mirostat else None
+        if chain.drawing:
+            chain.begin(self._source())
         kept = chain.run(candidates)
         penalized = candidates.logits
         maximum = candidates.maximum
@@ -175,9 +212,8 @@ class Sampler:
             token_id, prob = _inverse_cdf(
                 kept, penalized, maximum, candidates.temperature, draw, self._workspace
             )
-        if mu is not None and not chain.greedy:
-            # mu moves toward the target surprise: mu -= eta * (-log2 p - tau).
-            self._mu = mu - settings.mirostat_eta * (-math.log2(prob) - settings.mirostat_tau)
+        if not chain.greedy:
+            chain.accept(token_id, prob)
         table, entropy, tail = candidate_table(
             penalized, maximum, kept, self.n_candidates, self._workspace, self.tail_ranks
         )
@@ -192,7 +228,7 @@ class Sampler:
             elapsed_us=(time.perf_counter_ns() - started) / 1000.0,
             settings=settings,
             temperature=settings.temperature if chain.greedy else kept.temperature,
-            mirostat_mu=candidates.mirostat_mu,
+            mirostat_mu=mu,
             tail=tail,
         )
 
