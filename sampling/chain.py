@@ -10,18 +10,19 @@ logit bias by a plain temperature and itself.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from sampling.engine import Kept, greedy_kept
 from sampling.errors import SettingsError
-from sampling.registry import ORDER_SETTING, SAMPLERS, UNITS
+from sampling.plugins import PluginFailure, PluginGuard, is_plugin
+from sampling.registry import SAMPLERS, UNITS_BY_NAME
 from sampling.samplers.logit_bias import LogitBias
 from sampling.samplers.mirostat import Mirostat
 from sampling.samplers.temperature import Temperature
-from sampling.samplers.unit import SamplerUnit, Stateless, UnitState
-from sampling.settings import SamplerSettings
+from sampling.samplers.unit import RunningUnit, Stateless, UnitState
+from sampling.settings import SETTINGS_BY_NAME, SamplerSettings
 
 if TYPE_CHECKING:
     from sampling.candidates import Candidates
@@ -62,11 +63,11 @@ class Chain:
     """
 
     order: tuple[str, ...]
-    units: tuple[SamplerUnit, ...]
+    units: tuple[RunningUnit, ...]
     greedy: bool
-    held: Mapping[str, SamplerUnit] = field(default_factory=dict)
-    drawing: tuple[SamplerUnit, ...] = ()
-    accepting: tuple[SamplerUnit, ...] = ()
+    held: Mapping[str, RunningUnit] = field(default_factory=dict)
+    drawing: tuple[RunningUnit, ...] = ()
+    accepting: tuple[RunningUnit, ...] = ()
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -87,14 +88,35 @@ class Chain:
         return candidates.distribution()
 
     def accept(self, token: int, prob: float) -> None:
-        """Tell the units that ran which token was drawn, with its probability."""
+        """Tell the units that ran which token was drawn, with its probability.
+
+        Raises:
+            PluginFailure: A plugin failed (every other unit heard the token).
+        """
+        failed: PluginFailure | None = None
         for unit in self.accepting:
-            unit.accept(token, prob)
+            try:
+                unit.accept(token, prob)
+            except PluginFailure as failure:
+                failed = failed or failure
+        if failed is not None:
+            raise failed
 
     def reset(self) -> None:
         """Start every unit's state afresh."""
         for unit in self.held.values():
             unit.reset()
+
+    def without(self, name: str) -> Chain:
+        """The same chain (the very same units) with the unit `name` left out."""
+        held = {key: unit for key, unit in self.held.items() if key != name}
+        return replace(
+            self,
+            units=tuple(unit for unit in self.units if unit.name != name),
+            held=held,
+            drawing=tuple(unit for unit in self.drawing if unit.name != name),
+            accepting=tuple(unit for unit in self.accepting if unit.name != name),
+        )
 
     @property
     def state(self) -> tuple[tuple[str, UnitState], ...]:
@@ -111,7 +133,10 @@ class Chain:
 
 
 def build_chain(
-    settings: SamplerSettings, order: Sequence[str] | None = None, previous: Chain | None = None
+    settings: SamplerSettings,
+    order: Sequence[str] | None = None,
+    previous: Chain | None = None,
+    leave_out: Collection[str] = (),
 ) -> Chain:
     """The chain of units for some settings.
 
@@ -120,6 +145,7 @@ def build_chain(
         order: Unit names in the order to run them; `order_of(settings)` when None.
         previous: The chain these settings replace: each unit takes over the state
             of the unit of its name there (what of it still holds).
+        leave_out: Units not to build (plugins switched off for the reply).
 
     Raises:
         SettingsError: The order names an unknown unit, names one twice, or puts a
@@ -127,8 +153,17 @@ def build_chain(
     """
     names = checked_order(order_of(settings) if order is None else order)
     greedy = settings.greedy
-    held: dict[str, SamplerUnit] = {}
-    for unit_type in UNITS:
+    held: dict[str, RunningUnit] = {}
+    for unit_type in UNITS_BY_NAME.values():
+        if unit_type.name in leave_out:
+            continue
+        if is_plugin(unit_type.name):
+            if unit_type.name not in names:
+                continue  # a plugin is built only where the order runs it
+            guard = PluginGuard.build(unit_type, settings)
+            if guard is not None:
+                held[unit_type.name] = guard
+            continue
         built = unit_type.from_settings(settings)
         if built is not None:
             held[unit_type.name] = built
@@ -136,7 +171,7 @@ def build_chain(
         for name, unit in held.items():
             if (before := previous.held.get(name)) is not None:
                 unit.restore(before.state)
-    units: list[SamplerUnit] = []
+    units: list[RunningUnit] = []
     bias = held.get(LogitBias.name)
     if bias is not None:
         units.append(bias)
@@ -164,7 +199,7 @@ def checked_order(order: Sequence[str]) -> tuple[str, ...]:
     if isinstance(order, str):
         raise SettingsError("samplers", order, "a sequence of sampler names, not one string")
     names = tuple(order)
-    problem = ORDER_SETTING.order_problem(names)
+    problem = SETTINGS_BY_NAME["samplers"].order_problem(names)
     if problem is not None:
         raise SettingsError("samplers", names, problem)
     return names
