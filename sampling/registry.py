@@ -51,36 +51,6 @@ plugin's own name)."""
 SAMPLER_NAMES: tuple[str, ...] = tuple(SAMPLERS)
 """Every name the chain's order may hold: llama.cpp's `--samplers` names, in its default order."""
 
-LLAMA_CPP_ORDER: tuple[str, ...] = (
-    "penalties",
-    "dry",
-    "top_n_sigma",
-    "top_k",
-    "typ_p",
-    "top_p",
-    "min_p",
-    "xtc",
-    "temperature",
-)
-"""llama.cpp's default chain (`common_params_sampling.samplers`), temperature last: the
-order new chats and `generate` start from (`DEFAULT_CHAT_SETTINGS`). A literal, never
-derived from the registry: registering a unit must not change a stored order."""
-
-TEMPERATURE_FIRST_ORDER: tuple[str, ...] = (
-    "penalties",
-    "dry",
-    "temperature",
-    "top_n_sigma",
-    "top_k",
-    "typ_p",
-    "top_p",
-    "min_p",
-    "xtc",
-)
-"""The order `SamplerSettings()` runs: the temperature before every filter (candle,
-Hugging Face), so presets that name no order mean what they always meant. A literal,
-like `LLAMA_CPP_ORDER`."""
-
 LOGITS_SAMPLERS: tuple[str, ...] = tuple(
     name for name, unit in SAMPLERS.items() if unit.kind == "logits"
 )
@@ -131,6 +101,35 @@ DRAW_SETTINGS: tuple[SettingSpec, ...] = (
     ),
 )
 """The draw's own settings: they belong to the sampler, not to a unit of the chain."""
+
+LLAMA_CPP_ORDER: tuple[str, ...] = (
+    "penalties",
+    "dry",
+    "top_n_sigma",
+    "top_k",
+    "typ_p",
+    "top_p",
+    "min_p",
+    "xtc",
+    "temperature",
+)
+"""llama.cpp's default chain (`common_params_sampling.samplers`), the temperature last."""
+
+CHAT_ORDER: tuple[str, ...] = (
+    *(name for name in SAMPLER_NAMES if name != "temperature"),
+    "temperature",
+)
+"""The order new chats and `generate` start from (`DEFAULT_CHAT_SETTINGS`): every name
+in the registry's order, the temperature last. Without samplers llama.cpp lacks (off
+by default), it is `LLAMA_CPP_ORDER`."""
+
+TEMPERATURE_FIRST_ORDER: tuple[str, ...] = (
+    *LOGITS_SAMPLERS,
+    "temperature",
+    *(name for name in SAMPLER_NAMES if name not in LOGITS_SAMPLERS and name != "temperature"),
+)
+"""The order `SamplerSettings()` runs: the temperature before every filter (candle,
+Hugging Face), so presets that name no order mean what they always meant."""
 
 ORDER_SETTING = SettingSpec(
     "samplers",

@@ -12,11 +12,7 @@ from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from sampling.errors import SettingsError
-from sampling.registry import (
-    DECLARED_SETTINGS,
-    LLAMA_CPP_ORDER,
-    TEMPERATURE_FIRST_ORDER,
-)
+from sampling.registry import CHAT_ORDER, DECLARED_SETTINGS, TEMPERATURE_FIRST_ORDER
 from sampling.samplers.top_p import TopPScope
 from sampling.setting_spec import GREEDY_TEMPERATURE, MAX_SEED, SettingSpec, SettingValue
 
@@ -295,13 +291,12 @@ DEFAULT_CHAT_SETTINGS = SamplerSettings(
     min_p=0.05,
     repeat_last_n=64,
     seed=42,
-    samplers=LLAMA_CPP_ORDER,
+    samplers=CHAT_ORDER,
 )
 """What the chat app and `generate` start from: llama.cpp's defaults and its default
 chain, the temperature last."""
 
-
-USUAL_ORDERS = (TEMPERATURE_FIRST_ORDER, LLAMA_CPP_ORDER)
+USUAL_ORDERS = (TEMPERATURE_FIRST_ORDER, CHAT_ORDER)
 """Orders the active summary leaves unnamed: the temperature first, or llama.cpp's chain
 (then "t-last" says so)."""
 
@@ -351,9 +346,7 @@ def _active_part(spec: SettingSpec, settings: SamplerSettings) -> str | None:
         order = settings.order
         return None if order in USUAL_ORDERS else f"order={spec.format(order)}"
     if spec.name == "temperature_last":  # llama.cpp's chain is "t-last"; others name the order
-        return (
-            spec.summary_key if settings.order == LLAMA_CPP_ORDER and not settings.greedy else None
-        )
+        return spec.summary_key if settings.order == CHAT_ORDER and not settings.greedy else None
     if spec.name == "dry_sequence_breakers":  # shown only when changed
         return (
             None
