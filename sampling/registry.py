@@ -11,8 +11,6 @@ checks so at import.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from sampling.samplers.dry import Dry
 from sampling.samplers.logit_bias import LogitBias
 from sampling.samplers.min_p import MinP
@@ -43,10 +41,12 @@ UNITS: tuple[type[SamplerUnit], ...] = (
 """Every built-in unit: those an order may name, in llama.cpp's default order, then
 those that run outside the order."""
 
-UNITS_BY_NAME: Mapping[str, type[SamplerUnit]] = {unit.name: unit for unit in UNITS}
+UNITS_BY_NAME: dict[str, type[SamplerUnit]] = {unit.name: unit for unit in UNITS}
+"""Every unit by name: the built-in ones, then any plugin (`sampling.plugins`)."""
 
-SAMPLERS: Mapping[str, type[SamplerUnit]] = {unit.name: unit for unit in UNITS if unit.in_order}
-"""Every unit an order may name, by its name (llama.cpp's `--samplers` names)."""
+SAMPLERS: dict[str, type[SamplerUnit]] = {unit.name: unit for unit in UNITS if unit.in_order}
+"""Every unit an order may name, by its name (llama.cpp's `--samplers` names; a
+plugin's own name)."""
 
 SAMPLER_NAMES: tuple[str, ...] = tuple(SAMPLERS)
 """Every name the chain's order may hold: llama.cpp's `--samplers` names, in its default order."""
@@ -150,7 +150,7 @@ DECLARED_SETTINGS: tuple[SettingSpec, ...] = (
 )
 """Every setting the units and the draw declare (`SamplerSettings` orders them)."""
 
-GROUP_TITLES: Mapping[str, str] = {
+GROUP_TITLES: dict[str, str] = {
     "core": "core",
     "order": "chain order",
     **{group: title for unit in UNITS for group, title in unit.group_titles.items()},
@@ -164,10 +164,10 @@ GROUPS: tuple[str, ...] = (
 )
 """The panel's groups of settings: the core, the units' groups in registry order, the order."""
 
-LABELS: Mapping[str, str] = {unit.name: unit.label for unit in UNITS}
+LABELS: dict[str, str] = {unit.name: unit.label for unit in UNITS}
 """Each unit's name on the probability panel's bars."""
 
-ROW_LABELS: Mapping[str, str] = {unit.name: unit.row_label for unit in UNITS}
+ROW_LABELS: dict[str, str] = {unit.name: unit.row_label for unit in UNITS}
 """Each unit's name on a candidate row it removed."""
 
 

@@ -2,24 +2,49 @@
 
 from __future__ import annotations
 
-import math
 import time
+from collections.abc import Hashable
+from dataclasses import dataclass
 
 import numpy as np
 
+from sampling.candidates import Candidates
 from sampling.chain import Chain, build_chain
-from sampling.engine import Candidates, Float64Array, Kept
+from sampling.engine import Float64Array, Kept
 from sampling.logits import FloatArray, checked_logits
 from sampling.ordering import token_at_mass
 from sampling.penalties import History
+from sampling.plugins import PluginFailure
 from sampling.records import Step
 from sampling.rng import UniformSource, make_source
+from sampling.samplers.mirostat import Mirostat, MirostatState
+from sampling.samplers.unit import UnitState
 from sampling.settings import SamplerSettings
 from sampling.table import candidate_table
 from sampling.vocabulary import Vocabulary
 from sampling.workspace import Workspace
 
 DEFAULT_CANDIDATES = 20
+
+
+@dataclass(frozen=True, slots=True)
+class SamplerState:
+    """Everything a `Sampler` carries from one token to the next, frozen.
+
+    `Sampler.restore` puts it back: sampling on from there gives exactly the tokens
+    (and records) that sampling on from the moment it was taken gave.
+
+    Attributes:
+        settings: The settings in force.
+        sources: Each generator started so far, by kind, with its position.
+        units: Each unit's state, by name (units without state left out).
+        switched_off: Each sampler plugin switched off for the reply, with why.
+    """
+
+    settings: SamplerSettings
+    sources: tuple[tuple[str, int, Hashable], ...]
+    units: tuple[tuple[str, UnitState], ...]
+    switched_off: tuple[tuple[str, str], ...] = ()
 
 
 def probabilities(
@@ -46,11 +71,11 @@ def probabilities(
     Raises:
         LogitsError: The logits or the history cannot be sampled from.
     """
-    candidates = Candidates(*checked_logits(logits), history, Workspace())
-    candidates.vocabulary = vocabulary
-    if settings.mirostat:
-        candidates.mirostat_mu = 2.0 * settings.mirostat_tau if mirostat_mu is None else mirostat_mu
-    kept = build_chain(settings).run(candidates)
+    candidates = Candidates(*checked_logits(logits), history, Workspace(), vocabulary)
+    chain = build_chain(settings)
+    if mirostat_mu is not None:
+        chain.restore([(Mirostat.name, MirostatState(settings.mirostat, mirostat_mu))])
+    kept = chain.run(candidates)
     if kept.ids is None:
         return kept.probs
     result = np.zeros(candidates.logits.shape[0], dtype=np.float64)
@@ -90,11 +115,12 @@ class Sampler:
 
         The tail plot sets it while shown: deeper ranks cost a partial sort per
         token, which a hidden plot should not make every token pay."""
-        self._chain: Chain = build_chain(settings)
-        self._sources: dict[str, UniformSource] = {}
+        self._switched_off: dict[str, str] = {}
+        self._notes: list[str] = []
+        self._chain: Chain = self._build(settings, None)
+        self._sources: dict[str, tuple[int, UniformSource]] = {}
         self._workspace = Workspace()
         self.vocabulary = vocabulary
-        self._mu: float | None = None
 
     @property
     def settings(self) -> SamplerSettings:
@@ -105,17 +131,34 @@ class Sampler:
     def settings(self, settings: SamplerSettings) -> None:
         if not isinstance(settings, SamplerSettings):
             raise TypeError(f"settings must be SamplerSettings, not {type(settings).__name__}")
-        self._chain = build_chain(settings)
-        if settings.mirostat != self._settings.mirostat:
-            self._mu = None  # another mirostat (or none): it starts afresh
+        # Each unit keeps its state (mirostat's mu) across the change.
+        self._chain = self._build(settings, self._chain)
         self._settings = settings
+
+    @property
+    def switched_off(self) -> dict[str, str]:
+        """Each sampler plugin switched off for this reply, with the message saying why."""
+        return dict(self._switched_off)
+
+    def _build(self, settings: SamplerSettings, previous: Chain | None) -> Chain:
+        """The chain for `settings`, leaving out the plugins switched off (and any
+        whose building fails, which is switched off too)."""
+        while True:
+            try:
+                return build_chain(settings, previous=previous, leave_out=self._switched_off)
+            except PluginFailure as failure:
+                self._note(failure)
+
+    def _note(self, failure: PluginFailure) -> None:
+        """Switch a failed plugin off for the reply, keeping its message for the step."""
+        self._switched_off[failure.name] = str(failure)
+        self._notes.append(str(failure))
 
     @property
     def mirostat_mu(self) -> float | None:
         """Mirostat's state mu for the next step (None when mirostat is off)."""
-        if not self._settings.mirostat:
-            return None
-        return 2.0 * self._settings.mirostat_tau if self._mu is None else self._mu
+        mirostat = self._chain.held.get(Mirostat.name)
+        return mirostat.mu if isinstance(mirostat, Mirostat) else None
 
     @property
     def chain(self) -> Chain:
@@ -123,17 +166,47 @@ class Sampler:
         return self._chain
 
     def reset(self) -> None:
-        """Re-seed the generator from `settings.seed`; restart mirostat's mu."""
+        """Re-seed the generator from `settings.seed`; restart every unit's state and
+        switch the plugins switched off on again (a new reply)."""
         self._sources.clear()
-        self._mu = None
+        if self._switched_off:
+            self._switched_off.clear()
+            self._chain = self._build(self._settings, None)
+        try:
+            self._chain.reset()
+        except PluginFailure as failure:
+            self._note(failure)
+            self._chain = self._chain.without(failure.name)
+
+    def state(self) -> SamplerState:
+        """A frozen snapshot of the settings, the generators' positions and the units'
+        states (what `restore` puts back, e.g. to rewind a reply)."""
+        sources = tuple(
+            (kind, seed, source.position) for kind, (seed, source) in self._sources.items()
+        )
+        return SamplerState(
+            self._settings, sources, self._chain.state, tuple(self._switched_off.items())
+        )
+
+    def restore(self, state: SamplerState) -> None:
+        """Go back to a snapshot `state` gave: the next token is the one that followed it."""
+        self._settings = state.settings
+        self._switched_off = dict(state.switched_off)
+        self._chain = self._build(state.settings, None)
+        self._chain.restore(state.units)
+        self._sources.clear()
+        for kind, seed, position in state.sources:
+            source = make_source(kind, seed)
+            source.seek(position)
+            self._sources[kind] = (seed, source)
 
     def _source(self) -> UniformSource:
         kind = self._settings.rng
-        source = self._sources.get(kind)
-        if source is None:
-            source = make_source(kind, self._settings.seed)
-            self._sources[kind] = source
-        return source
+        started = self._sources.get(kind)
+        if started is None:
+            started = (self._settings.seed, make_source(kind, self._settings.seed))
+            self._sources[kind] = started
+        return started[1]
 
     def sample(
         self, logits: object, history: History = (), *, uniform: float | None = None
@@ -156,15 +229,19 @@ class Sampler:
         """
         started = time.perf_counter_ns()
         settings = self._settings
-        chain = self._chain
-        candidates = Candidates(*checked_logits(logits, self.vocab_size), history, self._workspace)
-        candidates.vocabulary = self.vocabulary
-        mu = None
-        if settings.mirostat:
-            mu = candidates.mirostat_mu = self.mirostat_mu
-        if 0.0 < settings.xtc_probability < 1.0 and settings.xtc_threshold <= 0.5:
-            candidates.xtc_roll = self._source().uniform()
-        kept = chain.run(candidates)
+        checked = checked_logits(logits, self.vocab_size)
+        mu = self.mirostat_mu if settings.mirostat else None
+        if self._chain.drawing:
+            self._begin()
+        while True:  # a plugin that fails is switched off and the step run again
+            chain = self._chain
+            candidates = Candidates(*checked, history, self._workspace, self.vocabulary)
+            try:
+                kept = chain.run(candidates)
+                break
+            except PluginFailure as failure:
+                self._note(failure)
+                self._chain = chain.without(failure.name)
         penalized = candidates.logits
         maximum = candidates.maximum
         draw: float | None = None
@@ -180,9 +257,12 @@ class Sampler:
             token_id, prob = _inverse_cdf(
                 kept, penalized, maximum, candidates.temperature, draw, self._workspace
             )
-        if mu is not None and not chain.greedy:
-            # mu moves toward the target surprise: mu -= eta * (-log2 p - tau).
-            self._mu = mu - settings.mirostat_eta * (-math.log2(prob) - settings.mirostat_tau)
+        if chain.accepting and not chain.greedy:
+            try:
+                chain.accept(token_id, prob)
+            except PluginFailure as failure:
+                self._note(failure)
+                self._chain = chain.without(failure.name)
         table, entropy, tail = candidate_table(
             penalized, maximum, kept, self.n_candidates, self._workspace, self.tail_ranks
         )
@@ -197,9 +277,26 @@ class Sampler:
             elapsed_us=(time.perf_counter_ns() - started) / 1000.0,
             settings=settings,
             temperature=settings.temperature if chain.greedy else kept.temperature,
-            mirostat_mu=candidates.mirostat_mu,
+            mirostat_mu=mu,
             tail=tail,
+            notes=self._take_notes(),
         )
+
+    def _begin(self) -> None:
+        """Hand the generator to the units that draw from it."""
+        try:
+            self._chain.begin(self._source())
+        except PluginFailure as failure:
+            self._note(failure)
+            self._chain = self._chain.without(failure.name)
+
+    def _take_notes(self) -> tuple[str, ...]:
+        """The messages since the last step (none, nearly always)."""
+        if not self._notes:
+            return ()
+        notes = tuple(self._notes)
+        self._notes.clear()
+        return notes
 
     def _gumbel(self, kept: Kept) -> tuple[int, float]:
         """Gumbel-max over the kept tokens, with noise from the seeded generator.
