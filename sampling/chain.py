@@ -11,22 +11,48 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sampling.engine import Candidates, Kept, greedy_kept
+from sampling.epsilon_cutoff import EpsilonCutoff
 from sampling.errors import SettingsError
+from sampling.eta_cutoff import EtaCutoff
 from sampling.filters import Mirostat, TopNSigma, Typical, Xtc
+from sampling.min_tokens import MinTokens
 from sampling.rewriters import Dry, LogitBias
 from sampling.samplers import MinP, Penalties, SamplerUnit, Temperature, TopK, TopP
 from sampling.setting_text import order_problem
 from sampling.settings import SamplerSettings
+from sampling.smoothing import Smoothing
+from sampling.tail_free import TailFree
+from sampling.top_a import TopA
 
 SAMPLERS: Mapping[str, type[SamplerUnit]] = {
     unit.name: unit
-    for unit in (Penalties, Dry, TopNSigma, TopK, Typical, TopP, MinP, Xtc, Temperature)
+    for unit in (
+        Penalties,
+        Dry,
+        TopNSigma,
+        TopK,
+        Typical,
+        TopP,
+        MinP,
+        Xtc,
+        Temperature,
+        EpsilonCutoff,
+        EtaCutoff,
+        TailFree,
+        TopA,
+        Smoothing,
+    )
 }
 """Every sampler unit an order may name, by its name (llama.cpp's `--samplers` names).
 
-Two more run outside the order, as in llama.cpp's common sampler: `LogitBias`
-always first, and `Mirostat`, which (when on) replaces the whole order after the
-logit bias by a plain temperature and itself."""
+Three more run outside the order, as in llama.cpp's common sampler: `LogitBias`
+always first (then `MinTokens`, a ban of the same kind), and `Mirostat`, which
+(when on) replaces the whole order after the logit bias by a plain temperature and
+itself. The order may also name "adaptive_p", which is no unit here: it reshapes
+the distribution the chain ends with and draws from it (the sampler keeps its
+state, `sampling.adaptive_p`), so it always runs last."""
+
+ADAPTIVE_P = "adaptive_p"
 
 FILTER_ORDER: tuple[str, ...] = ("top_k", "top_p", "min_p")
 """The filters, in the order both of today's chains run them."""
@@ -52,11 +78,14 @@ class Chain:
             included).
         units: The units that are on, in order.
         greedy: Temperature 0: only the "logits" units run, and the argmax is kept.
+        adaptive: Whether adaptive-p reshapes the final distribution and draws from it
+            (named in the order, its target not negative, not greedy, no mirostat).
     """
 
     order: tuple[str, ...]
     units: tuple[SamplerUnit, ...]
     greedy: bool
+    adaptive: bool = False
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -68,7 +97,7 @@ class Chain:
         for unit in self.units:
             unit.apply(candidates)
         if self.greedy:
-            return greedy_kept(candidates.argmax)
+            return greedy_kept(candidates.argmax, tuple(candidates.bans))
         return candidates.distribution()
 
 
@@ -86,21 +115,24 @@ def build_chain(settings: SamplerSettings, order: Sequence[str] | None = None) -
     names = checked_order(order_of(settings) if order is None else order)
     greedy = settings.greedy
     units: list[SamplerUnit] = []
-    bias = LogitBias.from_settings(settings)
-    if bias is not None:
-        units.append(bias)
+    for outside in (LogitBias.from_settings(settings), MinTokens.from_settings(settings)):
+        if outside is not None:
+            units.append(outside)
     if settings.mirostat:
         if not greedy:
             units += [Temperature(settings.temperature), Mirostat(settings.mirostat)]
         return Chain(names, tuple(units), greedy)
     for name in names:
+        if name == ADAPTIVE_P:
+            continue
         unit_type = SAMPLERS[name]
         if greedy and unit_type.kind != "logits":
             continue  # at temperature 0 only the argmax counts: nothing to filter
         unit = unit_type.from_settings(settings)
         if unit is not None:
             units.append(unit)
-    return Chain(names, tuple(units), greedy)
+    adaptive = ADAPTIVE_P in names and settings.adaptive_target >= 0.0 and not greedy
+    return Chain(names, tuple(units), greedy, adaptive)
 
 
 def checked_order(order: Sequence[str]) -> tuple[str, ...]:

@@ -51,6 +51,8 @@ class Kept:
         cuts: Each cut in turn: the sampler's name, the ids it kept, and whether
             they were a prefix of the order.
         temperature: The temperature the probabilities were computed at.
+        bans: Each ban (-inf logits): the banning sampler's name and the ids it banned.
+        underflow_by: Who zeroed a finite logit no cut removed ("temperature", "smoothing").
     """
 
     ids: IdArray | None
@@ -61,10 +63,15 @@ class Kept:
     prefix: bool = True
     cuts: tuple[Cut, ...] = ()
     temperature: float = 1.0
+    bans: tuple[Ban, ...] = ()
+    underflow_by: str = "temperature"
 
 
 Cut = tuple[str, IdArray, bool]
 """One cut: the sampler's name, the ids it kept (in order), whether a prefix of the order."""
+
+Ban = tuple[str, tuple[int, ...]]
+"""One ban: the sampler's name and the token ids it set to -inf."""
 
 
 class Candidates:
@@ -91,12 +98,23 @@ class Candidates:
         xtc_roll: XTC's coin for this step, in [0, 1): XTC applies unless it is
             above `xtc_probability` (0.0, the default, always applies).
         vocabulary: The model's token texts, for DRY's sequence breakers, or None.
+        generated: How many tokens the reply has so far (min_tokens).
+        end_of_generation: The model's end-of-generation token ids (min_tokens).
+        bans: Each ban so far (see `Kept.bans`).
+        before: The logits and maximum the record's "before" column reads, when a unit
+            reshaped the logits after the order was first read (smoothing); None when
+            that is `logits` itself.
+        underflow_by: See `Kept.underflow_by`.
     """
 
     __slots__ = (
         "argmax",
+        "bans",
+        "before",
         "cut_by",
         "cuts",
+        "end_of_generation",
+        "generated",
         "history",
         "ids",
         "logits",
@@ -105,6 +123,7 @@ class Candidates:
         "prefix",
         "ranked",
         "temperature",
+        "underflow_by",
         "vocabulary",
         "weights_memo",
         "workspace",
@@ -133,6 +152,11 @@ class Candidates:
         self.mirostat_mu: float | None = None
         self.xtc_roll = 0.0
         self.vocabulary: object | None = None
+        self.generated = 0
+        self.end_of_generation: tuple[int, ...] = ()
+        self.bans: list[Ban] = []
+        self.before: tuple[FloatArray, float] | None = None
+        self.underflow_by = "temperature"
         self.weights_memo: tuple[object, object, float, Float64Array] | None = None
 
     @property
@@ -222,6 +246,8 @@ class Candidates:
             self.prefix,
             tuple(self.cuts),
             self.temperature,
+            tuple(self.bans),
+            self.underflow_by,
         )
 
 
@@ -300,10 +326,10 @@ _CERTAIN = np.ones(1)
 _CERTAIN.flags.writeable = False
 
 
-def greedy_kept(argmax: int) -> Kept:
-    """The kept set at temperature 0: the argmax alone."""
+def greedy_kept(argmax: int, bans: tuple[Ban, ...] = ()) -> Kept:
+    """The kept set at temperature 0: the argmax alone (`bans`: as `Kept.bans`)."""
     ids = np.array([argmax], dtype=np.intp)
-    return Kept(ids, _CERTAIN, "greedy", 1, None, True, (("greedy", ids, True),), 0.0)
+    return Kept(ids, _CERTAIN, "greedy", 1, None, True, (("greedy", ids, True),), 0.0, bans)
 
 
 def entropy_and_normaliser(

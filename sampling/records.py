@@ -7,17 +7,25 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from sampling.setting_text import SAMPLER_NAMES
+from sampling.setting_text import ORDER_NAMES
 from sampling.settings import SamplerSettings
 
 CutBy = str
 """A sampler's name in the record: one of `CUT_NAMES`."""
 
-CUT_NAMES: tuple[str, ...] = ("none", "greedy", "logit_bias", *SAMPLER_NAMES, "mirostat")
+CUT_NAMES: tuple[str, ...] = (
+    "none",
+    "greedy",
+    "logit_bias",
+    "min_tokens",
+    *ORDER_NAMES,
+    "mirostat",
+)
 """Every name `Step.cut_by` and `CandidateTable.removed_by` may hold ("" aside): "none"
-when nothing was cut, "greedy" at temperature 0, "logit_bias" for a ban (-inf),
-"temperature" for a token whose probability underflowed to 0 at a low temperature
-(or a dynamic temperature of 0), and otherwise the sampler that removed it."""
+when nothing was cut, "greedy" at temperature 0, "logit_bias" or "min_tokens" for a
+ban (-inf), "temperature" for a token whose probability underflowed to 0 at a low
+temperature (or a dynamic temperature of 0), "smoothing" for one that underflowed
+once smoothing reshaped the logits, and otherwise the sampler that removed it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +121,8 @@ class Step:
             None when mirostat is off.
         tail: The top ranks' probabilities beyond the table, or None when they were
             not recorded.
+        adapted_target: The target adaptive-p reshaped this step's distribution
+            around (from its moving average before the step), or None when it is off.
     """
 
     token_id: int
@@ -127,6 +137,7 @@ class Step:
     temperature: float = 1.0
     mirostat_mu: float | None = None
     tail: RankTail | None = field(default=None, compare=False, repr=False)
+    adapted_target: float | None = None
 
     @property
     def candidates(self) -> tuple[Candidate, ...]:

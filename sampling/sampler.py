@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 
 import numpy as np
 
+from sampling.adaptive_p import AdaptiveP
 from sampling.chain import Chain, build_chain
 from sampling.engine import Candidates, Float64Array, Kept
 from sampling.logits import FloatArray, checked_logits
@@ -29,6 +31,9 @@ def probabilities(
     *,
     vocabulary: Vocabulary | None = None,
     mirostat_mu: float | None = None,
+    adapted_target: float | None = None,
+    generated: int = 0,
+    end_of_generation: Sequence[int] = (),
 ) -> Float64Array:
     """The exact distribution a draw uses: float64 over the whole vocabulary.
 
@@ -42,15 +47,26 @@ def probabilities(
         vocabulary: The model's token texts, for DRY's sequence breakers (without
             it no token breaks a repeat).
         mirostat_mu: Mirostat's state; 2 * mirostat_tau (its start) when None.
+        adapted_target: The target adaptive-p reshapes around (a step's record); a
+            fresh adaptive-p's (the target itself) when None.
+        generated: How many tokens the reply has so far (min_tokens).
+        end_of_generation: The model's end-of-generation token ids (min_tokens).
 
     Raises:
         LogitsError: The logits or the history cannot be sampled from.
     """
-    candidates = Candidates(*checked_logits(logits), history, Workspace())
+    workspace = Workspace()
+    candidates = Candidates(*checked_logits(logits), history, workspace)
     candidates.vocabulary = vocabulary
+    candidates.generated = generated
+    candidates.end_of_generation = tuple(end_of_generation)
     if settings.mirostat:
         candidates.mirostat_mu = 2.0 * settings.mirostat_tau if mirostat_mu is None else mirostat_mu
-    kept = build_chain(settings).run(candidates)
+    chain = build_chain(settings)
+    kept = chain.run(candidates)
+    if chain.adaptive:
+        adaptive = AdaptiveP(settings.adaptive_target, settings.adaptive_decay)
+        kept = adaptive.apply(kept, candidates.logits, workspace, adapted_target)
     if kept.ids is None:
         return kept.probs
     result = np.zeros(candidates.logits.shape[0], dtype=np.float64)
@@ -63,13 +79,21 @@ class Sampler:
 
     One sampler owns one random generator. `settings` may be replaced between
     tokens (live sliders) without touching the random stream; `reset()` re-seeds
-    it from `settings.seed` and restarts mirostat's mu at 2 * tau.
+    it from `settings.seed`, restarts mirostat's mu at 2 * tau and adaptive-p's
+    moving average, and starts a new reply (min_tokens counts from 0).
+
+    Adaptive-p's moving average follows llama.cpp's: it takes a step's drawn token
+    only once that token is accepted, which `accept(token)` says, or else the next
+    `sample` sees it at the end of its history; a step followed by another token
+    (forced, or edited) leaves the average as it was.
 
     Args:
         settings: The sampler's settings.
         vocab_size: When given, logits of another length are an error.
         n_candidates: How many top tokens each step's record lists.
         vocabulary: The model's token texts, for DRY's sequence breakers.
+        end_of_generation: The model's end-of-generation token ids, which
+            min_tokens bans (a vocabulary's `eog_ids` when not given).
     """
 
     def __init__(
@@ -79,6 +103,7 @@ class Sampler:
         vocab_size: int | None = None,
         n_candidates: int = DEFAULT_CANDIDATES,
         vocabulary: Vocabulary | None = None,
+        end_of_generation: Sequence[int] | None = None,
     ) -> None:
         if not isinstance(settings, SamplerSettings):
             raise TypeError(f"settings must be SamplerSettings, not {type(settings).__name__}")
@@ -94,7 +119,15 @@ class Sampler:
         self._sources: dict[str, UniformSource] = {}
         self._workspace = Workspace()
         self.vocabulary = vocabulary
+        if end_of_generation is None:
+            end_of_generation = getattr(vocabulary, "eog_ids", ())
+        self.end_of_generation: tuple[int, ...] = tuple(end_of_generation)
+        self.generated = 0
+        """How many tokens the reply has so far: min_tokens bans the end until it is
+        `min_tokens`. Each `sample` counts one; a caller that starts mid-reply (a
+        given prefix, a what-if of step n) sets it."""
         self._mu: float | None = None
+        self._adaptive: AdaptiveP | None = None
 
     @property
     def settings(self) -> SamplerSettings:
@@ -108,6 +141,11 @@ class Sampler:
         self._chain = build_chain(settings)
         if settings.mirostat != self._settings.mirostat:
             self._mu = None  # another mirostat (or none): it starts afresh
+        if self._adaptive is not None and not self._chain.adaptive:
+            self._adaptive = None  # switched off: it starts afresh when back on
+        elif self._adaptive is not None:
+            # A live change keeps the moving average of what was drawn so far.
+            self._adaptive.retune(settings.adaptive_target, settings.adaptive_decay)
         self._settings = settings
 
     @property
@@ -122,10 +160,31 @@ class Sampler:
         """The units each step runs, built from the settings in force."""
         return self._chain
 
+    @property
+    def adapted_target(self) -> float | None:
+        """The target adaptive-p uses next (None when it is off)."""
+        if not self._chain.adaptive:
+            return None
+        return self._adaptive_state().current_target
+
     def reset(self) -> None:
-        """Re-seed the generator from `settings.seed`; restart mirostat's mu."""
+        """Re-seed the generator; restart mirostat's mu, adaptive-p and the reply's count."""
         self._sources.clear()
         self._mu = None
+        self._adaptive = None
+        self.generated = 0
+
+    def accept(self, token: int) -> None:
+        """The token the sequence took at the last step (adaptive-p's moving average)."""
+        if self._adaptive is not None:
+            self._adaptive.accept(token)
+
+    def _adaptive_state(self) -> AdaptiveP:
+        state = self._adaptive
+        if state is None:
+            settings = self._settings
+            state = self._adaptive = AdaptiveP(settings.adaptive_target, settings.adaptive_decay)
+        return state
 
     def _source(self) -> UniformSource:
         kind = self._settings.rng
@@ -154,12 +213,23 @@ class Sampler:
         chain = self._chain
         candidates = Candidates(*checked_logits(logits, self.vocab_size), history, self._workspace)
         candidates.vocabulary = self.vocabulary
+        candidates.generated = self.generated
+        candidates.end_of_generation = self.end_of_generation
+        adaptive = self._adaptive
+        if adaptive is not None and adaptive.pending_token is not None:
+            # The last step's token, if the history took it, is accepted now.
+            adaptive.accept(int(history[-1]) if len(history) else None)
         mu = None
         if settings.mirostat:
             mu = candidates.mirostat_mu = self.mirostat_mu
         if 0.0 < settings.xtc_probability < 1.0 and settings.xtc_threshold <= 0.5:
             candidates.xtc_roll = self._source().uniform()
         kept = chain.run(candidates)
+        adapted: float | None = None
+        if chain.adaptive:
+            adaptive = self._adaptive_state()
+            adapted = adaptive.current_target
+            kept = adaptive.apply(kept, candidates.logits, self._workspace)
         penalized = candidates.logits
         maximum = candidates.maximum
         draw: float | None = None
@@ -178,6 +248,11 @@ class Sampler:
         if mu is not None and not chain.greedy:
             # mu moves toward the target surprise: mu -= eta * (-log2 p - tau).
             self._mu = mu - settings.mirostat_eta * (-math.log2(prob) - settings.mirostat_tau)
+        if adapted is not None:
+            self._adaptive_state().drawn(token_id)
+        self.generated += 1
+        if candidates.before is not None:  # smoothing reshaped them: the record shows before
+            penalized, maximum = candidates.before
         table, entropy, tail = candidate_table(
             penalized, maximum, kept, self.n_candidates, self._workspace, self.tail_ranks
         )
@@ -194,6 +269,7 @@ class Sampler:
             temperature=settings.temperature if chain.greedy else kept.temperature,
             mirostat_mu=candidates.mirostat_mu,
             tail=tail,
+            adapted_target=adapted,
         )
 
     def _gumbel(self, kept: Kept) -> tuple[int, float]:

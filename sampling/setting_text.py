@@ -25,13 +25,35 @@ SAMPLER_NAMES: tuple[str, ...] = (
     "xtc",
     "temperature",
 )
-"""Every name the chain's order may hold: llama.cpp's `--samplers` names, in its default order."""
+"""llama.cpp's `--samplers` names, in its default order: the default chain."""
+
+EXTRA_SAMPLER_NAMES: tuple[str, ...] = (
+    "epsilon_cutoff",
+    "eta_cutoff",
+    "tfs",
+    "top_a",
+    "smoothing",
+    "adaptive_p",
+)
+"""The samplers llama.cpp's default chain lacks (KoboldCpp's, text-generation-webui's,
+Hugging Face's, and llama.cpp's adaptive-p, which it runs only when named)."""
+
+ORDER_NAMES: tuple[str, ...] = (*SAMPLER_NAMES, *EXTRA_SAMPLER_NAMES)
+"""Every name the chain's order may hold."""
 
 LOGITS_SAMPLERS: tuple[str, ...] = ("penalties", "dry")
 """The samplers that rewrite logits before their order is read: they come first."""
 
-_ALIASES: dict[str, str] = {"nucleus": "top_p", "temp": "temperature", "typ": "typ_p"}
-for _name in SAMPLER_NAMES:
+_ALIASES: dict[str, str] = {
+    "nucleus": "top_p",
+    "temp": "temperature",
+    "typ": "typ_p",
+    "tail_free": "tfs",
+    "tfs_z": "tfs",
+    "quadratic_sampling": "smoothing",
+    "adaptive-p": "adaptive_p",
+}
+for _name in ORDER_NAMES:
     _ALIASES[_name] = _name
     _ALIASES[_name.replace("_", "-")] = _name
     _ALIASES[_name.replace("_", "")] = _name
@@ -50,8 +72,8 @@ def order_problem(value: object) -> str | None:
         return "a tuple of sampler names"
     reading: str | None = None
     for position, name in enumerate(value):
-        if not isinstance(name, str) or name not in SAMPLER_NAMES:
-            return f"names among {', '.join(SAMPLER_NAMES)}; {name!r} is not one"
+        if not isinstance(name, str) or name not in ORDER_NAMES:
+            return f"names among {', '.join(ORDER_NAMES)}; {name!r} is not one"
         if name in value[:position]:
             return f"each sampler once; {name!r} comes twice"
         if name in LOGITS_SAMPLERS and reading is not None:

@@ -81,7 +81,21 @@ class SamplerSettings:
         logit_bias: (token id, bias) pairs in id order, added to the logits before
             anything else; -inf bans the token.
         samplers: The chain's order (llama.cpp's `--samplers` names); a name left
-            out does not run. See `order` for where "temperature" runs.
+            out does not run. See `order` for where "temperature" runs, and where
+            the default order runs the samplers llama.cpp's default chain lacks.
+        top_a: Keep tokens with p >= top_a * p_max² (KoboldCpp); 0.0 is off.
+        tfs: Tail-free sampling's z (KoboldCpp's `tfs`); 1.0 is off.
+        epsilon_cutoff: Keep tokens with p >= epsilon (Hugging Face's
+            `epsilon_cutoff`, a probability); 0.0 is off.
+        eta_cutoff: Keep tokens with p >= min(eta, sqrt(eta) * exp(-entropy))
+            (Hugging Face's `eta_cutoff`); 0.0 is off.
+        smoothing_factor: Quadratic sampling's factor (text-generation-webui); 0.0
+            is off.
+        smoothing_curve: Quadratic sampling's curve, from 1 (plain quadratic) to 3.
+        adaptive_target: Adaptive-p's target probability (llama.cpp); negative is off.
+        adaptive_decay: Adaptive-p's moving-average decay, 0 to 0.99.
+        min_tokens: Ban the end-of-generation tokens until the reply has this many
+            tokens; 0 is off.
     """
 
     temperature: float = 1.0
@@ -113,6 +127,15 @@ class SamplerSettings:
     dynatemp_exponent: float = 1.0
     logit_bias: tuple[tuple[int, float], ...] = ()
     samplers: tuple[str, ...] = SAMPLER_NAMES
+    top_a: float = 0.0
+    tfs: float = 1.0
+    epsilon_cutoff: float = 0.0
+    eta_cutoff: float = 0.0
+    smoothing_factor: float = 0.0
+    smoothing_curve: float = 1.0
+    adaptive_target: float = -1.0
+    adaptive_decay: float = 0.9
+    min_tokens: int = 0
 
     def __post_init__(self) -> None:
         for spec in SETTINGS:
@@ -154,17 +177,59 @@ class SamplerSettings:
         `temperature_last` alone: first of the samplers that read the order when it
         is off (samplescope's default since its first release, so that every stored
         chat replays token for token), last when it is on (llama.cpp's chain).
+
+        The default order also runs each sampler llama.cpp's default chain lacks
+        once it is switched on: the cutoffs (epsilon, eta, tail-free, top-a, in
+        text-generation-webui's order) just before min-p, smoothing right after
+        the temperature, adaptive-p last. A "smoothing" right after "temperature"
+        moves with it. Adaptive-p draws the token, so it runs last wherever it is
+        named.
         """
-        samplers = self.samplers
+        default = self.samplers == SAMPLER_NAMES
+        samplers = self._default_with_extras() if default else self.samplers
         if "temperature" not in samplers:
             return samplers
-        others = tuple(name for name in samplers if name != "temperature")
+        at = samplers.index("temperature")
+        block: tuple[str, ...] = ("temperature",)
+        if samplers[at + 1 : at + 2] == ("smoothing",):
+            block = ("temperature", "smoothing")
+        others = tuple(name for name in samplers if name not in block)
+        last = tuple(name for name in others if name == "adaptive_p")
+        others = tuple(name for name in others if name != "adaptive_p")
         if self.temperature_last:
-            return (*others, "temperature")
-        if samplers != SAMPLER_NAMES:
+            return (*others, *block, *last)
+        if not default:
             return samplers
         logits = tuple(name for name in others if name in LOGITS_SAMPLERS)
-        return (*logits, "temperature", *(name for name in others if name not in LOGITS_SAMPLERS))
+        rest = tuple(name for name in others if name not in LOGITS_SAMPLERS)
+        return (*logits, *block, *rest, *last)
+
+    def _default_with_extras(self) -> tuple[str, ...]:
+        """llama.cpp's default order with the samplers it lacks that are switched on."""
+        cutoffs = tuple(
+            name
+            for name, on in (
+                ("epsilon_cutoff", self.epsilon_cutoff > 0.0),
+                ("eta_cutoff", self.eta_cutoff > 0.0),
+                ("tfs", self.tfs < 1.0),
+                ("top_a", self.top_a > 0.0),
+            )
+            if on
+        )
+        smoothing = self.smoothing_factor > 0.0
+        adaptive = self.adaptive_target >= 0.0
+        if not (cutoffs or smoothing or adaptive):
+            return SAMPLER_NAMES
+        order: list[str] = []
+        for name in SAMPLER_NAMES:
+            if name == "min_p":
+                order += cutoffs
+            order.append(name)
+            if name == "temperature" and smoothing:
+                order.append("smoothing")
+        if adaptive:
+            order.append("adaptive_p")
+        return tuple(order)
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> SamplerSettings:

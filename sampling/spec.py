@@ -9,6 +9,7 @@ compare view's fields and `--set` keys, and `settings_summary` (in
 
 from __future__ import annotations
 
+from sampling.extra_settings import EXTRA_SETTINGS
 from sampling.setting_spec import (
     GREEDY_TEMPERATURE,
     MAX_SEED,
@@ -18,13 +19,14 @@ from sampling.setting_spec import (
     SettingValue,
     SliderRange,
 )
-from sampling.setting_text import LOGITS_SAMPLERS, SAMPLER_NAMES
+from sampling.setting_text import LOGITS_SAMPLERS, ORDER_NAMES, SAMPLER_NAMES
 
 __all__ = ["DISPLAY_ORDER", "GREEDY_TEMPERATURE", "GROUPS", "LOGITS_SAMPLERS", "MAX_SEED"]
 __all__ += ["SAMPLER_NAMES", "SCALAR_KINDS", "SETTINGS", "SETTINGS_BY_NAME", "SettingKind"]
-__all__ += ["SettingSpec", "SettingValue", "SliderRange", "find_setting"]
+__all__ += ["ORDER_NAMES", "SettingSpec", "SettingValue", "SliderRange", "find_setting"]
 
-GROUPS = ("core", "penalties", "dry", "xtc", "typical", "dynatemp", "mirostat", "bias", "order")
+GROUPS = ("core", "penalties", "dry", "xtc", "typical", "cutoffs", "smoothing", "dynatemp")
+GROUPS += ("mirostat", "adaptive", "bias", "order")
 """The panel's groups of settings, in the order it shows them."""
 
 
@@ -377,6 +379,7 @@ SETTINGS: tuple[SettingSpec, ...] = (
         label="order",
         help='the chain order, e.g. "top_k;temperature;min_p" (llama.cpp --samplers names)',
     ),
+    *EXTRA_SETTINGS,
 )
 """One entry per `SamplerSettings` field, in field order."""
 

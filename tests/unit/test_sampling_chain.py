@@ -65,6 +65,11 @@ def test_registry_uses_llama_cpp_sampler_names() -> None:
         "min_p",
         "xtc",
         "temperature",
+        "epsilon_cutoff",
+        "eta_cutoff",
+        "tfs",
+        "top_a",
+        "smoothing",
     )
     for name, unit_type in SAMPLERS.items():
         assert unit_type.name == name

@@ -1,0 +1,131 @@
+"""The settings of the samplers llama.cpp's default chain lacks, declared once each.
+
+Top-a and tail-free (KoboldCpp), epsilon and eta cutoff (Hugging Face), smoothing
+(text-generation-webui's quadratic sampling), adaptive-p (llama.cpp, which runs it
+only when named) and min_tokens (llama-cpp-python, tabbyAPI). Every one is off by
+default, so that a reply made before they existed replays as it ran.
+`sampling.spec.SETTINGS` ends with these.
+"""
+
+from __future__ import annotations
+
+from sampling.setting_spec import SettingSpec, SliderRange
+
+EXTRA_SETTINGS: tuple[SettingSpec, ...] = (
+    SettingSpec(
+        "top_a",
+        "float",
+        default=0.0,
+        off=0.0,
+        group="cutoffs",
+        label="top-a",
+        help="keep p >= top_a * p_max**2 (KoboldCpp); 0 is off",
+        minimum=0.0,
+        maximum=1.0,
+        slider=SliderRange(0.0, 1.0, hard_min=0.0, hard_max=1.0, fine=0.01, coarse=0.05),
+    ),
+    SettingSpec(
+        "tfs",
+        "float",
+        default=1.0,
+        off=1.0,
+        group="cutoffs",
+        label="tail-free z",
+        help="tail-free sampling: keep the head up to where the curve flattens; 1 is off",
+        minimum=0.0,
+        maximum=1.0,
+        slider=SliderRange(0.0, 1.0, hard_min=0.0, hard_max=1.0, fine=0.01, coarse=0.05),
+    ),
+    SettingSpec(
+        "epsilon_cutoff",
+        "float",
+        default=0.0,
+        off=0.0,
+        group="cutoffs",
+        label="epsilon cut",
+        help="keep p >= epsilon (a probability, as Hugging Face's; 3e-4 .. 9e-4); 0 is off",
+        minimum=0.0,
+        maximum=1.0,
+        maximum_open=True,
+        slider=SliderRange(0.0, 0.01, hard_min=0.0, hard_max=0.99, fine=1e-4, coarse=1e-3),
+        short_key="eps",
+    ),
+    SettingSpec(
+        "eta_cutoff",
+        "float",
+        default=0.0,
+        off=0.0,
+        group="cutoffs",
+        label="eta cut",
+        help="keep p >= min(eta, sqrt(eta) * exp(-entropy)) (Hugging Face's); 0 is off",
+        minimum=0.0,
+        maximum=1.0,
+        maximum_open=True,
+        slider=SliderRange(0.0, 0.01, hard_min=0.0, hard_max=0.99, fine=1e-4, coarse=1e-3),
+        short_key="eta_cut",
+    ),
+    SettingSpec(
+        "smoothing_factor",
+        "float",
+        default=0.0,
+        off=0.0,
+        group="smoothing",
+        label="smoothing",
+        help="quadratic sampling's factor, after the temperature; 0 is off",
+        minimum=0.0,
+        slider=SliderRange(0.0, 2.0, hard_min=0.0, hard_max=100.0, fine=0.01, coarse=0.1),
+        short_key="smooth",
+    ),
+    SettingSpec(
+        "smoothing_curve",
+        "float",
+        default=1.0,
+        group="smoothing",
+        label="smooth curve",
+        help="quadratic sampling's curve: 1 is the plain quadratic, up to 3",
+        minimum=1.0,
+        maximum=3.0,
+        slider=SliderRange(1.0, 3.0, hard_min=1.0, hard_max=3.0, fine=0.01, coarse=0.25),
+        short_key="smooth_curve",
+        needs="smoothing_factor",
+    ),
+    SettingSpec(
+        "adaptive_target",
+        "float",
+        default=-1.0,
+        off=-1.0,
+        off_below=0.0,
+        group="adaptive",
+        label="adaptive-p",
+        help="adaptive-p (llama.cpp): draw tokens near this probability; negative is off",
+        minimum=-1.0,
+        maximum=1.0,
+        slider=SliderRange(-1.0, 1.0, hard_min=-1.0, hard_max=1.0, fine=0.01, coarse=0.05),
+        short_key="adaptive",
+    ),
+    SettingSpec(
+        "adaptive_decay",
+        "float",
+        default=0.9,
+        group="adaptive",
+        label="adapt. decay",
+        help="adaptive-p: the moving average's decay (history ~ 1/(1-decay) tokens)",
+        minimum=0.0,
+        maximum=0.99,
+        slider=SliderRange(0.0, 0.99, hard_min=0.0, hard_max=0.99, fine=0.01, coarse=0.05),
+        short_key="adaptive_decay",
+        needs="adaptive_target",
+    ),
+    SettingSpec(
+        "min_tokens",
+        "int",
+        default=0,
+        off=0,
+        group="bias",
+        label="min tokens",
+        help="ban the end-of-generation tokens until the reply has this many; 0 is off",
+        minimum=0,
+        slider=SliderRange(0, 512, hard_min=0, hard_max=1_000_000, fine=1, coarse=16),
+    ),
+)
+"""One entry per field, in the order `SamplerSettings` ends with them."""

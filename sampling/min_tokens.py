@@ -1,0 +1,87 @@
+"""Min tokens: ban the end-of-generation tokens until a reply has N tokens.
+
+As llama-cpp-python's `MinTokensLogitsProcessor` (llama_cpp/llama.py: the EOS
+token's score set to -inf while fewer than `min_tokens` tokens were generated) and
+tabbyAPI's `min_tokens` (the stop tokens banned until then), over every
+end-of-generation token of the model (`llama_vocab_is_eog`), not just EOS. It runs
+outside the order, right after the logit bias; a banned token shows as cut by
+"min_tokens". 0 is off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+import numpy as np
+
+from sampling.engine import Candidates
+from sampling.errors import LogitsError
+from sampling.logits import FloatArray
+from sampling.settings import SamplerSettings
+
+UnitKind = Literal["logits", "candidates"]
+
+
+def end_of_generation_ban(
+    logits: FloatArray, end_of_generation: Sequence[int], generated: int, min_tokens: int
+) -> FloatArray:
+    """The logits with every end-of-generation token at -inf while `generated < min_tokens`.
+
+    Args:
+        logits: The logits (never modified).
+        end_of_generation: The model's end-of-generation token ids.
+        generated: How many tokens the reply has so far.
+        min_tokens: How many it must have before it may end.
+
+    Returns:
+        A banned copy, or `logits` itself when nothing is banned.
+    """
+    ids = [token for token in end_of_generation if 0 <= token < logits.shape[0]]
+    if generated >= min_tokens or not ids:
+        return logits
+    banned = logits.copy()
+    banned[np.asarray(ids, dtype=np.intp)] = -np.inf
+    return banned
+
+
+@dataclass(frozen=True, slots=True)
+class MinTokens:
+    """Ban the end-of-generation tokens while the reply is shorter than `count`.
+
+    Attributes:
+        count: The reply's minimum length in tokens (> 0).
+    """
+
+    name: ClassVar[str] = "min_tokens"
+    kind: ClassVar[UnitKind] = "logits"
+    count: int
+
+    @classmethod
+    def from_settings(cls, settings: SamplerSettings) -> MinTokens | None:
+        """Built when min_tokens is on (> 0)."""
+        return cls(settings.min_tokens) if settings.min_tokens > 0 else None
+
+    def apply(self, candidates: Candidates) -> None:
+        """Replace the logits by a copy with the end-of-generation tokens banned.
+
+        Raises:
+            LogitsError: The ban leaves no token to sample.
+        """
+        logits = candidates.logits
+        banned = end_of_generation_ban(
+            logits, candidates.end_of_generation, candidates.generated, self.count
+        )
+        if banned is logits:
+            return
+        if candidates.argmax in candidates.end_of_generation:
+            argmax = int(np.argmax(banned))
+            maximum = float(banned[argmax])
+            if maximum == -np.inf:
+                raise LogitsError("min_tokens bans every token that is left: nothing to sample")
+            candidates.argmax = argmax
+            candidates.maximum = maximum
+        candidates.logits = banned
+        candidates.bans.append((self.name, tuple(candidates.end_of_generation)))
+        candidates.cut_by = self.name

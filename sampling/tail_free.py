@@ -1,0 +1,89 @@
+"""Tail-free sampling: cut where the sorted distribution's curve flattens (`tfs_z`).
+
+KoboldCpp's `sample_tail_free` (gpttype_adapter.cpp; llama.cpp's own until it
+dropped the sampler): with the kept set's probabilities p_0 >= p_1 >= ... in
+descending order, the second differences d_i = |(p_i - p_{i+1}) - (p_{i+1} -
+p_{i+2})| for i = 0 .. n-3, normalised to sum to 1 (all equal to 1/(n-2) when their
+sum is at most 1e-6); the kept set is the first i tokens for the first i >= 1
+(`min_keep` 1) at which the running sum of the d's exceeds z. z >= 1, or at most
+two tokens, keeps everything. The probabilities are those of the kept set at the
+temperature reached so far. Over a whole vocabulary that means sorting all of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from sampling.engine import Candidates, weights_of
+from sampling.filters import ordered_ids
+from sampling.settings import SamplerSettings
+
+UnitKind = Literal["logits", "candidates"]
+
+_FLAT_CURVE = 1e-6
+"""At most this much total curvature: the second differences count as equal."""
+
+
+def tail_free_count(probs: npt.NDArray[np.float64], z: float) -> int:
+    """How many tokens tail-free sampling keeps of a distribution in descending order.
+
+    Args:
+        probs: The kept set's probabilities (summing to 1), most probable first.
+        z: The share of the curvature to keep, in (0, 1).
+
+    Returns:
+        The length of the kept prefix, at least 1.
+    """
+    size = int(probs.shape[0])
+    if z >= 1.0 or size <= 2:
+        return size
+    first = probs[:-1] - probs[1:]
+    second = np.abs(first[:-1] - first[1:])
+    total = float(second.sum())
+    if total > _FLAT_CURVE:
+        second /= total
+    else:
+        second = np.full(second.shape[0], 1.0 / second.shape[0])
+    cumulative = np.cumsum(second)
+    # The first i >= 1 with cumulative[i] > z keeps i tokens; none keeps them all.
+    above = np.flatnonzero(cumulative[1:] > z)
+    return int(above[0]) + 1 if above.size else size
+
+
+@dataclass(frozen=True, slots=True)
+class TailFree:
+    """Keep the head of the order up to where its curvature's running share passes z.
+
+    Attributes:
+        z: The share, in (0, 1).
+    """
+
+    name: ClassVar[str] = "tfs"
+    kind: ClassVar[UnitKind] = "candidates"
+    z: float
+
+    @classmethod
+    def from_settings(cls, settings: SamplerSettings) -> TailFree | None:
+        """Built when tfs is on (< 1)."""
+        return cls(settings.tfs) if settings.tfs < 1.0 else None
+
+    def apply(self, candidates: Candidates) -> None:
+        """Cut the kept set where the tail begins."""
+        if candidates.ids is not None:
+            ids = candidates.ids
+            weights = candidates.kept_weights()
+            probs = weights / float(weights.sum())
+            keep = tail_free_count(probs, self.z)
+            if keep < ids.shape[0]:
+                candidates.cut(ids[:keep], self.name, weights=weights[:keep])
+            return
+        ordered = ordered_ids(candidates)
+        weights = weights_of(candidates.logits, candidates.maximum, candidates.temperature, ordered)
+        probs = weights / float(weights.sum())
+        keep = tail_free_count(probs, self.z)
+        if keep < ordered.shape[0]:
+            candidates.cut(ordered[:keep], self.name, ordered, weights=weights[:keep])

@@ -1,0 +1,63 @@
+"""Top-a: keep the tokens with p >= a * p_max² (KoboldCpp, text-generation-webui).
+
+KoboldCpp's `sample_top_a` (gpttype_adapter.cpp): softmax the candidates, then keep
+them in descending order until the first whose probability is below
+`a * maxprob * maxprob` (at least one token, `min_keep` 1); a <= 0 is off.
+text-generation-webui's `TopALogitsWarper` (modules/sampler_hijack.py) removes the
+same tokens, `probs < probs_max * probs_max * top_a`. The probabilities are those
+of the kept set at the temperature reached so far, as every filter reads them here.
+A peaked step (large p_max) cuts hard; a flat one keeps many tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from sampling.engine import Candidates
+from sampling.settings import SamplerSettings
+from sampling.weight_floor import cut_below_weight, kept_normaliser
+
+UnitKind = Literal["logits", "candidates"]
+
+
+def top_a_count(probs: npt.NDArray[np.float64], a: float) -> int:
+    """How many tokens top-a keeps of a distribution sorted in descending order.
+
+    Args:
+        probs: The kept set's probabilities (summing to 1), most probable first.
+        a: The factor, in (0, 1].
+
+    Returns:
+        The length of the kept prefix: the tokens with p >= a * p_max², at least 1.
+    """
+    threshold = a * float(probs[0]) * float(probs[0])
+    return max(1, int(np.count_nonzero(probs >= threshold)))
+
+
+@dataclass(frozen=True, slots=True)
+class TopA:
+    """Keep the tokens with p >= a * p_max².
+
+    With weights w_i = exp((x_i - top) / T) and their sum Z, p_i = w_i / Z and
+    p_max = 1 / Z: the floor on the weights is a / Z.
+
+    Attributes:
+        a: The factor, in (0, 1].
+    """
+
+    name: ClassVar[str] = "top_a"
+    kind: ClassVar[UnitKind] = "candidates"
+    a: float
+
+    @classmethod
+    def from_settings(cls, settings: SamplerSettings) -> TopA | None:
+        """Built when top_a is on (> 0)."""
+        return cls(settings.top_a) if settings.top_a > 0.0 else None
+
+    def apply(self, candidates: Candidates) -> None:
+        """Cut the kept set to the tokens with p >= a * p_max²."""
+        cut_below_weight(candidates, self.name, self.a / kept_normaliser(candidates))
