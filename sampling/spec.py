@@ -25,8 +25,8 @@ __all__ = ["DISPLAY_ORDER", "GREEDY_TEMPERATURE", "GROUPS", "LOGITS_SAMPLERS", "
 __all__ += ["SAMPLER_NAMES", "SCALAR_KINDS", "SETTINGS", "SETTINGS_BY_NAME", "SettingKind"]
 __all__ += ["ORDER_NAMES", "SettingSpec", "SettingValue", "SliderRange", "find_setting"]
 
-GROUPS = ("core", "penalties", "dry", "xtc", "typical", "cutoffs", "smoothing", "dynatemp")
-GROUPS += ("mirostat", "adaptive", "bias", "order")
+_SHOWN = ("core", "penalties", "dry", "xtc", "typical", "cutoffs", "smoothing", "dynatemp")
+GROUPS: tuple[str, ...] = (*_SHOWN, "mirostat", "adaptive", "bias", "order")
 """The panel's groups of settings, in the order it shows them."""
 
 
