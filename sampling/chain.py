@@ -1,58 +1,30 @@
 """The chain: sampler units in order, built once whenever the settings change.
 
 The order is data: a tuple of unit names (llama.cpp's `--samplers` names) looked up
-in `SAMPLERS`, the settings' `samplers` as `SamplerSettings.order` places the
-temperature in it (see there). `build_chain` also takes any other order.
+in the registry's `SAMPLERS`, the settings' `samplers` as `SamplerSettings.order`
+places the temperature in it (see there). `build_chain` also takes any other order.
+Three units run outside the order, as in llama.cpp's common sampler: `LogitBias`
+always first (then `MinTokens`, a ban of the same kind), and `Mirostat`, which
+(when on) replaces the whole order after the logit bias by a plain temperature and
+itself. `AdaptiveP` draws the token, so wherever an order names it, it runs last
+and reshapes the distribution the chain ends with.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sampling.engine import Candidates, Kept, greedy_kept
-from sampling.epsilon_cutoff import EpsilonCutoff
 from sampling.errors import SettingsError
-from sampling.eta_cutoff import EtaCutoff
-from sampling.filters import Mirostat, TopNSigma, Typical, Xtc
-from sampling.min_tokens import MinTokens
-from sampling.rewriters import Dry, LogitBias
-from sampling.samplers import MinP, Penalties, SamplerUnit, Temperature, TopK, TopP
-from sampling.setting_text import order_problem
+from sampling.registry import ORDER_SETTING, SAMPLERS
+from sampling.samplers.adaptive_p import AdaptiveP
+from sampling.samplers.logit_bias import LogitBias
+from sampling.samplers.min_tokens import MinTokens
+from sampling.samplers.mirostat import Mirostat
+from sampling.samplers.temperature import Temperature
+from sampling.samplers.unit import SamplerUnit
 from sampling.settings import SamplerSettings
-from sampling.smoothing import Smoothing
-from sampling.tail_free import TailFree
-from sampling.top_a import TopA
-
-SAMPLERS: Mapping[str, type[SamplerUnit]] = {
-    unit.name: unit
-    for unit in (
-        Penalties,
-        Dry,
-        TopNSigma,
-        TopK,
-        Typical,
-        TopP,
-        MinP,
-        Xtc,
-        Temperature,
-        EpsilonCutoff,
-        EtaCutoff,
-        TailFree,
-        TopA,
-        Smoothing,
-    )
-}
-"""Every sampler unit an order may name, by its name (llama.cpp's `--samplers` names).
-
-Three more run outside the order, as in llama.cpp's common sampler: `LogitBias`
-always first (then `MinTokens`, a ban of the same kind), and `Mirostat`, which
-(when on) replaces the whole order after the logit bias by a plain temperature and
-itself. The order may also name "adaptive_p", which is no unit here: it reshapes
-the distribution the chain ends with and draws from it (the sampler keeps its
-state, `sampling.adaptive_p`), so it always runs last."""
-
-ADAPTIVE_P = "adaptive_p"
 
 FILTER_ORDER: tuple[str, ...] = ("top_k", "top_p", "min_p")
 """The filters, in the order both of today's chains run them."""
@@ -78,14 +50,16 @@ class Chain:
             included).
         units: The units that are on, in order.
         greedy: Temperature 0: only the "logits" units run, and the argmax is kept.
-        adaptive: Whether adaptive-p reshapes the final distribution and draws from it
-            (named in the order, its target not negative, not greedy, no mirostat).
     """
 
     order: tuple[str, ...]
     units: tuple[SamplerUnit, ...]
     greedy: bool
-    adaptive: bool = False
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether adaptive-p reshapes the final distribution (and its state moves)."""
+        return bool(self.units) and self.units[-1].name == AdaptiveP.name
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -98,7 +72,11 @@ class Chain:
             unit.apply(candidates)
         if self.greedy:
             return greedy_kept(candidates.argmax, tuple(candidates.bans))
-        return candidates.distribution()
+        kept = candidates.distribution()
+        adaptive = candidates.adaptive
+        if adaptive is None:
+            return kept
+        return adaptive.apply(kept, candidates.logits, candidates.workspace)
 
 
 def build_chain(settings: SamplerSettings, order: Sequence[str] | None = None) -> Chain:
@@ -122,17 +100,15 @@ def build_chain(settings: SamplerSettings, order: Sequence[str] | None = None) -
         if not greedy:
             units += [Temperature(settings.temperature), Mirostat(settings.mirostat)]
         return Chain(names, tuple(units), greedy)
+    last: list[SamplerUnit] = []
     for name in names:
-        if name == ADAPTIVE_P:
-            continue
         unit_type = SAMPLERS[name]
         if greedy and unit_type.kind != "logits":
             continue  # at temperature 0 only the argmax counts: nothing to filter
         unit = unit_type.from_settings(settings)
         if unit is not None:
-            units.append(unit)
-    adaptive = ADAPTIVE_P in names and settings.adaptive_target >= 0.0 and not greedy
-    return Chain(names, tuple(units), greedy, adaptive)
+            (last if name == AdaptiveP.name else units).append(unit)
+    return Chain(names, (*units, *last), greedy)
 
 
 def checked_order(order: Sequence[str]) -> tuple[str, ...]:
@@ -144,7 +120,7 @@ def checked_order(order: Sequence[str]) -> tuple[str, ...]:
     if isinstance(order, str):
         raise SettingsError("samplers", order, "a sequence of sampler names, not one string")
     names = tuple(order)
-    problem = order_problem(names)
+    problem = ORDER_SETTING.order_problem(names)
     if problem is not None:
         raise SettingsError("samplers", names, problem)
     return names

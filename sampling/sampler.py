@@ -8,7 +8,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from sampling.adaptive_p import AdaptiveP
 from sampling.chain import Chain, build_chain
 from sampling.engine import Candidates, Float64Array, Kept
 from sampling.logits import FloatArray, checked_logits
@@ -16,6 +15,7 @@ from sampling.ordering import token_at_mass
 from sampling.penalties import History
 from sampling.records import Step
 from sampling.rng import UniformSource, make_source
+from sampling.samplers.adaptive_p import AdaptiveState
 from sampling.settings import SamplerSettings
 from sampling.table import candidate_table
 from sampling.vocabulary import Vocabulary
@@ -63,10 +63,10 @@ def probabilities(
     if settings.mirostat:
         candidates.mirostat_mu = 2.0 * settings.mirostat_tau if mirostat_mu is None else mirostat_mu
     chain = build_chain(settings)
+    if chain.adaptive and adapted_target is not None:
+        candidates.adaptive = AdaptiveState(settings.adaptive_target, settings.adaptive_decay)
+        candidates.adaptive.pinned = adapted_target
     kept = chain.run(candidates)
-    if chain.adaptive:
-        adaptive = AdaptiveP(settings.adaptive_target, settings.adaptive_decay)
-        kept = adaptive.apply(kept, candidates.logits, workspace, adapted_target)
     if kept.ids is None:
         return kept.probs
     result = np.zeros(candidates.logits.shape[0], dtype=np.float64)
@@ -127,7 +127,7 @@ class Sampler:
         `min_tokens`. Each `sample` counts one; a caller that starts mid-reply (a
         given prefix, a what-if of step n) sets it."""
         self._mu: float | None = None
-        self._adaptive: AdaptiveP | None = None
+        self._adaptive: AdaptiveState | None = None
 
     @property
     def settings(self) -> SamplerSettings:
@@ -179,11 +179,12 @@ class Sampler:
         if self._adaptive is not None:
             self._adaptive.accept(token)
 
-    def _adaptive_state(self) -> AdaptiveP:
+    def _adaptive_state(self) -> AdaptiveState:
         state = self._adaptive
         if state is None:
             settings = self._settings
-            state = self._adaptive = AdaptiveP(settings.adaptive_target, settings.adaptive_decay)
+            state = AdaptiveState(settings.adaptive_target, settings.adaptive_decay)
+            self._adaptive = state
         return state
 
     def _source(self) -> UniformSource:
@@ -224,12 +225,11 @@ class Sampler:
             mu = candidates.mirostat_mu = self.mirostat_mu
         if 0.0 < settings.xtc_probability < 1.0 and settings.xtc_threshold <= 0.5:
             candidates.xtc_roll = self._source().uniform()
-        kept = chain.run(candidates)
         adapted: float | None = None
         if chain.adaptive:
-            adaptive = self._adaptive_state()
-            adapted = adaptive.current_target
-            kept = adaptive.apply(kept, candidates.logits, self._workspace)
+            candidates.adaptive = self._adaptive_state()
+            adapted = candidates.adaptive.current_target
+        kept = chain.run(candidates)
         penalized = candidates.logits
         maximum = candidates.maximum
         draw: float | None = None

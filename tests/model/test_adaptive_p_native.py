@@ -27,10 +27,10 @@ import pytest
 
 from backend.bench.sampler import capture_real_logits
 from sampling import SamplerSettings
-from sampling.adaptive_p import AdaptiveP
 from sampling.chain import build_chain
 from sampling.engine import Candidates
 from sampling.logits import checked_logits
+from sampling.samplers.adaptive_p import AdaptiveState
 from sampling.workspace import Workspace
 
 Logits = npt.NDArray[np.float32]
@@ -85,13 +85,14 @@ class Native:
 
 
 def ours_step(
-    state: AdaptiveP, settings: SamplerSettings, logits: Logits, workspace: Workspace
+    state: AdaptiveState, settings: SamplerSettings, logits: Logits, workspace: Workspace
 ) -> npt.NDArray[np.float64]:
     """Our chain's kept set, reshaped by the adaptive-p state, over the vocabulary."""
     candidates = Candidates(*checked_logits(logits), (), workspace)
+    candidates.adaptive = state
     chain = build_chain(settings)
     assert chain.adaptive
-    kept = state.apply(chain.run(candidates), candidates.logits, workspace)
+    kept = chain.run(candidates)
     if kept.ids is None:
         return kept.probs.copy()
     probs = np.zeros(logits.shape[0])
@@ -145,7 +146,7 @@ def test_adaptive_p_matches_llama_cpp_step_by_step(
     real_logits: list[Logits], name: str, settings: SamplerSettings, before: Any
 ) -> None:
     native = Native(before(), settings.adaptive_target, settings.adaptive_decay)
-    ours = AdaptiveP(settings.adaptive_target, settings.adaptive_decay)
+    ours = AdaptiveState(settings.adaptive_target, settings.adaptive_decay)
     workspace = Workspace()
     moved = 0
     # Over a whole vocabulary llama.cpp sums 49152 float32 terms in turn, twice: its
@@ -184,8 +185,8 @@ def test_llama_cpp_ignores_an_accepted_token_it_did_not_draw(real_logits: list[L
     """
     settings = CHAINS[1][1]
     native = Native(CHAINS[1][2](), settings.adaptive_target, settings.adaptive_decay)
-    ours = AdaptiveP(settings.adaptive_target, settings.adaptive_decay)
-    wrong = AdaptiveP(settings.adaptive_target, settings.adaptive_decay)
+    ours = AdaptiveState(settings.adaptive_target, settings.adaptive_decay)
+    wrong = AdaptiveState(settings.adaptive_target, settings.adaptive_decay)
     workspace = Workspace()
     try:
         expected, drawn = native.step(real_logits[0])

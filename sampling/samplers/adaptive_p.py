@@ -28,14 +28,51 @@ whole vocabulary's tail shares a large part of the mass.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
-from sampling.engine import Kept
+from sampling.engine import Candidates, Kept
 from sampling.logits import FloatArray
+from sampling.samplers.unit import UnitKind
+from sampling.setting_spec import SettingSpec, SliderRange
 from sampling.workspace import Workspace
+
+if TYPE_CHECKING:
+    from sampling.settings import SamplerSettings
+
+SETTINGS = (
+    SettingSpec(
+        "adaptive_target",
+        "float",
+        default=-1.0,
+        off=-1.0,
+        off_below=0.0,
+        group="adaptive",
+        label="adaptive-p",
+        help="adaptive-p (llama.cpp): draw tokens near this probability; negative is off",
+        minimum=-1.0,
+        maximum=1.0,
+        slider=SliderRange(-1.0, 1.0, hard_min=-1.0, hard_max=1.0, fine=0.01, coarse=0.05),
+        short_key="adaptive",
+    ),
+    SettingSpec(
+        "adaptive_decay",
+        "float",
+        default=0.9,
+        group="adaptive",
+        label="adapt. decay",
+        help="adaptive-p: the moving average's decay (history ~ 1/(1-decay) tokens)",
+        minimum=0.0,
+        maximum=0.99,
+        slider=SliderRange(0.0, 0.99, hard_min=0.0, hard_max=0.99, fine=0.01, coarse=0.05),
+        short_key="adaptive_decay",
+        needs="adaptive_target",
+    ),
+)
 
 DISTRIBUTION_WIDTH = 0.3
 PEAK_LOGIT = 5.0
@@ -92,7 +129,7 @@ def adaptive_probs(
     return result
 
 
-class AdaptiveP:
+class AdaptiveState:
     """Adaptive-p's state and its three steps (apply, the draw's record, accept).
 
     Args:
@@ -105,6 +142,8 @@ class AdaptiveP:
         self.decay = min(max(decay, 0.0), MAX_DECAY)
         self.weighted_sum = 0.0
         self.total_weight = 0.0
+        self.pinned: float | None = None
+        """A recorded step's adapted target, used instead of the average's (what-if)."""
         self._pending: tuple[int, float] | None = None
         self._original: Kept | None = None
         self.reset()
@@ -117,6 +156,8 @@ class AdaptiveP:
     @property
     def current_target(self) -> float:
         """The adapted target the next apply uses."""
+        if self.pinned is not None:
+            return self.pinned
         return adapted_target(self.target, self.weighted_sum, self.total_weight)
 
     @property
@@ -136,9 +177,7 @@ class AdaptiveP:
         self._pending = None
         self._original = None
 
-    def apply(
-        self, kept: Kept, logits: FloatArray, workspace: Workspace, target: float | None = None
-    ) -> Kept:
+    def apply(self, kept: Kept, logits: FloatArray, workspace: Workspace) -> Kept:
         """The distribution to draw from: `kept` transformed around the adapted target.
 
         Args:
@@ -146,13 +185,12 @@ class AdaptiveP:
             logits: The logits it was computed from (a -inf logit stays out).
             workspace: Scratch buffers (the result of a whole-vocabulary step lives in
                 one, valid until the next step).
-            target: The adapted target to use (a recorded step's); the state's when None.
         """
         self._original = kept
         self._pending = None
         if not self.on:
             return kept
-        adapted = self.current_target if target is None else target
+        adapted = self.current_target
         if kept.ids is None:
             size = logits.shape[0]
             shaped = adaptive_logits(
@@ -193,3 +231,39 @@ class AdaptiveP:
             return
         self.weighted_sum = pending[1] + self.decay * self.weighted_sum
         self.total_weight = 1.0 + self.decay * self.total_weight
+
+
+@dataclass(frozen=True, slots=True)
+class AdaptiveP:
+    """Adaptive-p in the chain: it reshapes the distribution the chain ends with.
+
+    Wherever an order names it, it runs last (it draws the token). Its state lives
+    in an `AdaptiveState` the sampler keeps from step to step and hands over as
+    `Candidates.adaptive`; without one (a single step), a fresh state is used.
+
+    Attributes:
+        target: The target probability, in [0, 1].
+        decay: The moving average's decay.
+    """
+
+    name: ClassVar[str] = "adaptive_p"
+    kind: ClassVar[UnitKind] = "candidates"
+    in_order: ClassVar[bool] = True
+    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    group_titles: ClassVar[Mapping[str, str]] = {"adaptive": "adaptive-p"}
+    label: ClassVar[str] = "adapt-p"
+    row_label: ClassVar[str] = "adapt"
+    target: float
+    decay: float
+
+    @classmethod
+    def from_settings(cls, settings: SamplerSettings) -> AdaptiveP | None:
+        """Built when adaptive_target is on (not negative)."""
+        if settings.adaptive_target < 0.0:
+            return None
+        return cls(settings.adaptive_target, settings.adaptive_decay)
+
+    def apply(self, candidates: Candidates) -> None:
+        """Ask for the final distribution to be reshaped (the chain does it last)."""
+        if candidates.adaptive is None:
+            candidates.adaptive = AdaptiveState(self.target, self.decay)

@@ -15,17 +15,37 @@ so far.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from sampling.engine import Candidates
-from sampling.settings import SamplerSettings
+from sampling.samplers.unit import UnitKind
+from sampling.setting_spec import SettingSpec, SliderRange
 from sampling.weight_floor import cut_below_weight, kept_normaliser_and_entropy
 
-UnitKind = Literal["logits", "candidates"]
+if TYPE_CHECKING:
+    from sampling.settings import SamplerSettings
+
+SETTINGS = (
+    SettingSpec(
+        "eta_cutoff",
+        "float",
+        default=0.0,
+        off=0.0,
+        group="cutoffs",
+        label="eta cut",
+        help="keep p >= min(eta, sqrt(eta) * exp(-entropy)) (Hugging Face's); 0 is off",
+        minimum=0.0,
+        maximum=1.0,
+        maximum_open=True,
+        slider=SliderRange(0.0, 0.01, hard_min=0.0, hard_max=0.99, fine=1e-4, coarse=1e-3),
+        short_key="eta_cut",
+    ),
+)
 
 
 def eta(epsilon: float, entropy: float) -> float:
@@ -49,6 +69,11 @@ class EtaCutoff:
 
     name: ClassVar[str] = "eta_cutoff"
     kind: ClassVar[UnitKind] = "candidates"
+    in_order: ClassVar[bool] = True
+    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    group_titles: ClassVar[Mapping[str, str]] = {"cutoffs": "cutoffs: top-a · tail-free · ε · η"}
+    label: ClassVar[str] = "eta"
+    row_label: ClassVar[str] = "eta"
     epsilon: float
 
     @classmethod

@@ -12,17 +12,34 @@ temperature reached so far. Over a whole vocabulary that means sorting all of it
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
-from sampling.engine import Candidates, weights_of
-from sampling.filters import ordered_ids
-from sampling.settings import SamplerSettings
+from sampling.engine import Candidates, ordered_ids, weights_of
+from sampling.samplers.unit import UnitKind
+from sampling.setting_spec import SettingSpec, SliderRange
 
-UnitKind = Literal["logits", "candidates"]
+if TYPE_CHECKING:
+    from sampling.settings import SamplerSettings
+
+SETTINGS = (
+    SettingSpec(
+        "tfs",
+        "float",
+        default=1.0,
+        off=1.0,
+        group="cutoffs",
+        label="tail-free z",
+        help="tail-free sampling: keep the head up to where the curve flattens; 1 is off",
+        minimum=0.0,
+        maximum=1.0,
+        slider=SliderRange(0.0, 1.0, hard_min=0.0, hard_max=1.0, fine=0.01, coarse=0.05),
+    ),
+)
 
 _FLAT_CURVE = 1e-6
 """At most this much total curvature: the second differences count as equal."""
@@ -64,6 +81,11 @@ class TailFree:
 
     name: ClassVar[str] = "tfs"
     kind: ClassVar[UnitKind] = "candidates"
+    in_order: ClassVar[bool] = True
+    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    group_titles: ClassVar[Mapping[str, str]] = {"cutoffs": "cutoffs: top-a · tail-free · ε · η"}
+    label: ClassVar[str] = "tfs"
+    row_label: ClassVar[str] = "tfs"
     z: float
 
     @classmethod

@@ -13,17 +13,37 @@ temperature reached so far.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from sampling.engine import Candidates
-from sampling.settings import SamplerSettings
+from sampling.samplers.unit import UnitKind
+from sampling.setting_spec import SettingSpec, SliderRange
 from sampling.weight_floor import cut_below_weight, kept_normaliser
 
-UnitKind = Literal["logits", "candidates"]
+if TYPE_CHECKING:
+    from sampling.settings import SamplerSettings
+
+SETTINGS = (
+    SettingSpec(
+        "epsilon_cutoff",
+        "float",
+        default=0.0,
+        off=0.0,
+        group="cutoffs",
+        label="epsilon cut",
+        help="keep p >= epsilon (a probability, as Hugging Face's; 3e-4 .. 9e-4); 0 is off",
+        minimum=0.0,
+        maximum=1.0,
+        maximum_open=True,
+        slider=SliderRange(0.0, 0.01, hard_min=0.0, hard_max=0.99, fine=1e-4, coarse=1e-3),
+        short_key="eps",
+    ),
+)
 
 
 def cutoff_count(probs: npt.NDArray[np.float64], cutoff: float) -> int:
@@ -50,6 +70,11 @@ class EpsilonCutoff:
 
     name: ClassVar[str] = "epsilon_cutoff"
     kind: ClassVar[UnitKind] = "candidates"
+    in_order: ClassVar[bool] = True
+    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    group_titles: ClassVar[Mapping[str, str]] = {"cutoffs": "cutoffs: top-a · tail-free · ε · η"}
+    label: ClassVar[str] = "epsilon"
+    row_label: ClassVar[str] = "eps"
     epsilon: float
 
     @classmethod

@@ -19,16 +19,47 @@ above 3 the tokens just under the top climb above it.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from sampling.engine import Candidates, scaled_gaps
-from sampling.settings import SamplerSettings
+from sampling.samplers.unit import UnitKind
+from sampling.setting_spec import SettingSpec, SliderRange
 
-UnitKind = Literal["logits", "candidates"]
+if TYPE_CHECKING:
+    from sampling.settings import SamplerSettings
+
+SETTINGS = (
+    SettingSpec(
+        "smoothing_factor",
+        "float",
+        default=0.0,
+        off=0.0,
+        group="smoothing",
+        label="smoothing",
+        help="quadratic sampling's factor, after the temperature; 0 is off",
+        minimum=0.0,
+        slider=SliderRange(0.0, 2.0, hard_min=0.0, hard_max=100.0, fine=0.01, coarse=0.1),
+        short_key="smooth",
+    ),
+    SettingSpec(
+        "smoothing_curve",
+        "float",
+        default=1.0,
+        group="smoothing",
+        label="smooth curve",
+        help="quadratic sampling's curve: 1 is the plain quadratic, up to 3",
+        minimum=1.0,
+        maximum=3.0,
+        slider=SliderRange(1.0, 3.0, hard_min=1.0, hard_max=3.0, fine=0.01, coarse=0.25),
+        short_key="smooth_curve",
+        needs="smoothing_factor",
+    ),
+)
 
 SMOOTHING_CURVE_RANGE = (1.0, 3.0)
 """The curves whose transform keeps the order of the tokens."""
@@ -74,6 +105,11 @@ class Smoothing:
 
     name: ClassVar[str] = "smoothing"
     kind: ClassVar[UnitKind] = "candidates"
+    in_order: ClassVar[bool] = True
+    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    group_titles: ClassVar[Mapping[str, str]] = {"smoothing": "smoothing: quadratic sampling"}
+    label: ClassVar[str] = "smooth"
+    row_label: ClassVar[str] = "smooth"
     factor: float
     curve: float
 

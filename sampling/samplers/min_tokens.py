@@ -10,18 +10,34 @@ outside the order, right after the logit bias; a banned token shows as cut by
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from sampling.engine import Candidates
 from sampling.errors import LogitsError
 from sampling.logits import FloatArray
-from sampling.settings import SamplerSettings
+from sampling.samplers.unit import UnitKind
+from sampling.setting_spec import SettingSpec, SliderRange
 
-UnitKind = Literal["logits", "candidates"]
+if TYPE_CHECKING:
+    from sampling.settings import SamplerSettings
+
+SETTINGS = (
+    SettingSpec(
+        "min_tokens",
+        "int",
+        default=0,
+        off=0,
+        group="min_tokens",
+        label="min tokens",
+        help="ban the end-of-generation tokens until the reply has this many; 0 is off",
+        minimum=0,
+        slider=SliderRange(0, 512, hard_min=0, hard_max=1_000_000, fine=1, coarse=16),
+    ),
+)
 
 
 def end_of_generation_ban(
@@ -56,6 +72,11 @@ class MinTokens:
 
     name: ClassVar[str] = "min_tokens"
     kind: ClassVar[UnitKind] = "logits"
+    in_order: ClassVar[bool] = False
+    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    group_titles: ClassVar[Mapping[str, str]] = {"min_tokens": "min tokens: no early end"}
+    label: ClassVar[str] = "min-tok"
+    row_label: ClassVar[str] = "mintok"
     count: int
 
     @classmethod

@@ -11,17 +11,35 @@ A peaked step (large p_max) cuts hard; a flat one keeps many tokens.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from sampling.engine import Candidates
-from sampling.settings import SamplerSettings
+from sampling.samplers.unit import UnitKind
+from sampling.setting_spec import SettingSpec, SliderRange
 from sampling.weight_floor import cut_below_weight, kept_normaliser
 
-UnitKind = Literal["logits", "candidates"]
+if TYPE_CHECKING:
+    from sampling.settings import SamplerSettings
+
+SETTINGS = (
+    SettingSpec(
+        "top_a",
+        "float",
+        default=0.0,
+        off=0.0,
+        group="cutoffs",
+        label="top-a",
+        help="keep p >= top_a * p_max**2 (KoboldCpp); 0 is off",
+        minimum=0.0,
+        maximum=1.0,
+        slider=SliderRange(0.0, 1.0, hard_min=0.0, hard_max=1.0, fine=0.01, coarse=0.05),
+    ),
+)
 
 
 def top_a_count(probs: npt.NDArray[np.float64], a: float) -> int:
@@ -51,6 +69,11 @@ class TopA:
 
     name: ClassVar[str] = "top_a"
     kind: ClassVar[UnitKind] = "candidates"
+    in_order: ClassVar[bool] = True
+    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    group_titles: ClassVar[Mapping[str, str]] = {"cutoffs": "cutoffs: top-a · tail-free · ε · η"}
+    label: ClassVar[str] = "top-a"
+    row_label: ClassVar[str] = "top-a"
     a: float
 
     @classmethod
