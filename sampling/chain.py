@@ -93,13 +93,17 @@ def build_chain(settings: SamplerSettings, order: Sequence[str] | None = None) -
     names = checked_order(order_of(settings) if order is None else order)
     greedy = settings.greedy
     units: list[SamplerUnit] = []
-    for outside in (LogitBias.from_settings(settings), MinTokens.from_settings(settings)):
-        if outside is not None:
-            units.append(outside)
+    bias = LogitBias.from_settings(settings)
+    if bias is not None:
+        units.append(bias)
+    ban = MinTokens.from_settings(settings)
     if settings.mirostat:
+        if ban is not None:
+            units.append(ban)
         if not greedy:
             units += [Temperature(settings.temperature), Mirostat(settings.mirostat)]
         return Chain(names, tuple(units), greedy)
+    reading: list[SamplerUnit] = []
     last: list[SamplerUnit] = []
     for name in names:
         unit_type = SAMPLERS[name]
@@ -107,8 +111,11 @@ def build_chain(settings: SamplerSettings, order: Sequence[str] | None = None) -
             continue  # at temperature 0 only the argmax counts: nothing to filter
         unit = unit_type.from_settings(settings)
         if unit is not None:
-            (last if name == AdaptiveP.name else units).append(unit)
-    return Chain(names, (*units, *last), greedy)
+            group = units if unit_type.kind == "logits" else reading
+            (last if name == AdaptiveP.name else group).append(unit)
+    # min_tokens bans after the rewrites of the logits, so that the record reads them
+    # from before the ban (a -inf stays -inf through them anyway).
+    return Chain(names, (*units, *([ban] if ban else []), *reading, *last), greedy)
 
 
 def checked_order(order: Sequence[str]) -> tuple[str, ...]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -119,9 +120,7 @@ class Sampler:
         self._sources: dict[str, UniformSource] = {}
         self._workspace = Workspace()
         self.vocabulary = vocabulary
-        if end_of_generation is None:
-            end_of_generation = getattr(vocabulary, "eog_ids", ())
-        self.end_of_generation: tuple[int, ...] = tuple(end_of_generation)
+        self._end_of_generation = None if end_of_generation is None else tuple(end_of_generation)
         self.generated = 0
         """How many tokens the reply has so far: min_tokens bans the end until it is
         `min_tokens`. Each `sample` counts one; a caller that starts mid-reply (a
@@ -159,6 +158,26 @@ class Sampler:
     def chain(self) -> Chain:
         """The units each step runs, built from the settings in force."""
         return self._chain
+
+    @property
+    def end_of_generation(self) -> tuple[int, ...]:
+        """The end-of-generation token ids min_tokens bans (the vocabulary's `eog_ids`,
+        read once, when none were given)."""
+        if self._end_of_generation is None:
+            self._end_of_generation = tuple(getattr(self.vocabulary, "eog_ids", ()))
+        return self._end_of_generation
+
+    def resume(self, generated: int, adapted_target: float | None = None) -> None:
+        """Continue a reply at its step `generated` (a what-if, a branch).
+
+        Args:
+            generated: How many tokens the reply has: min_tokens counts from there.
+            adapted_target: A recorded step's adaptive-p target, which the next step
+                uses instead of the moving average's (None: the average's).
+        """
+        self.generated = generated
+        if adapted_target is not None and self._chain.adaptive:
+            self._adaptive_state().pinned = adapted_target
 
     @property
     def adapted_target(self) -> float | None:
@@ -214,8 +233,9 @@ class Sampler:
         chain = self._chain
         candidates = Candidates(*checked_logits(logits, self.vocab_size), history, self._workspace)
         candidates.vocabulary = self.vocabulary
-        candidates.generated = self.generated
-        candidates.end_of_generation = self.end_of_generation
+        if settings.min_tokens > 0:
+            candidates.generated = self.generated
+            candidates.end_of_generation = self.end_of_generation
         adaptive = self._adaptive
         if adaptive is not None and adaptive.pending_token is not None:
             # The last step's token, if the history took it, is accepted now.
@@ -251,10 +271,13 @@ class Sampler:
         if adapted is not None:
             self._adaptive_state().drawn(token_id)
         self.generated += 1
-        if candidates.before is not None:  # smoothing reshaped them: the record shows before
+        shown = kept
+        if candidates.before is not None:  # a ban or smoothing came after: show before it
             penalized, maximum = candidates.before
+            if candidates.bans:  # the banned rows stand among the kept ones
+                shown = replace(kept, prefix=False, ranked=None)
         table, entropy, tail = candidate_table(
-            penalized, maximum, kept, self.n_candidates, self._workspace, self.tail_ranks
+            penalized, maximum, shown, self.n_candidates, self._workspace, self.tail_ranks
         )
         return Step(
             token_id=token_id,

@@ -63,7 +63,7 @@ def candidate_table(
     kept_rows = after.astype(bool)  # probabilities are never NaN or negative
     removed_by = _removed_by(penalized, logits, ids, kept, kept_rows)
     if kept.bans:
-        removed_by = _banned_rows_named(removed_by, logits, ids, kept)
+        removed_by = _banned_rows_named(removed_by, ids, kept_rows, kept)
     for array in (ids, logits, before, after, kept_rows):
         array.flags.writeable = False
     return CandidateTable(ids, logits, before, after, kept_rows, removed_by), entropy, tail
@@ -113,11 +113,14 @@ def _removed_by(
 
 
 def _banned_rows_named(
-    names: tuple[str, ...], logits: np.ndarray, ids: IdArray, kept: Kept
+    names: tuple[str, ...], ids: IdArray, kept_rows: np.ndarray, kept: Kept
 ) -> tuple[str, ...]:
-    """`names` with each row a recorded ban holds named by it, whatever cut it later."""
+    """`names` with each row a recorded ban holds named by it, whatever cut it later.
+
+    (A min_tokens ban's rows are read before the ban: their logits are finite.)
+    """
     renamed = list(names)
-    for row in np.flatnonzero(logits == -np.inf).tolist():
+    for row in np.flatnonzero(~kept_rows).tolist():
         for name, banned in kept.bans:
             if int(ids[row]) in banned:
                 renamed[row] = name

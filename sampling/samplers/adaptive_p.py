@@ -143,7 +143,8 @@ class AdaptiveState:
         self.weighted_sum = 0.0
         self.total_weight = 0.0
         self.pinned: float | None = None
-        """A recorded step's adapted target, used instead of the average's (what-if)."""
+        """A recorded step's adapted target, which the next apply uses instead of the
+        average's (a what-if of that step); used once."""
         self._pending: tuple[int, float] | None = None
         self._original: Kept | None = None
         self.reset()
@@ -191,6 +192,7 @@ class AdaptiveState:
         if not self.on:
             return kept
         adapted = self.current_target
+        self.pinned = None
         if kept.ids is None:
             size = logits.shape[0]
             shaped = adaptive_logits(

@@ -4,8 +4,10 @@ As llama-cpp-python's `MinTokensLogitsProcessor` (llama_cpp/llama.py: the EOS
 token's score set to -inf while fewer than `min_tokens` tokens were generated) and
 tabbyAPI's `min_tokens` (the stop tokens banned until then), over every
 end-of-generation token of the model (`llama_vocab_is_eog`), not just EOS. It runs
-outside the order, right after the logit bias; a banned token shows as cut by
-"min_tokens". 0 is off.
+outside the order, after the units that rewrite the logits (a -inf stays -inf
+through any penalty, so where it runs does not change the distribution). The record
+reads the logits from before the ban: a banned token keeps its row, with its
+probability before and 0 after, cut by "min_tokens". 0 is off.
 """
 
 from __future__ import annotations
@@ -96,6 +98,8 @@ class MinTokens:
         )
         if banned is logits:
             return
+        if candidates.before is None:  # the record shows the banned tokens before the ban
+            candidates.before = (logits, candidates.maximum)
         if candidates.argmax in candidates.end_of_generation:
             argmax = int(np.argmax(banned))
             maximum = float(banned[argmax])

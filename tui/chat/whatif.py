@@ -198,6 +198,7 @@ class WhatIf:
             vocabulary = backend.runtime if isinstance(backend, LlamaBackend) else None
             try:
                 sampler = Sampler(live, vocab_size=len(self._given.logits), vocabulary=vocabulary)
+                sampler.resume(index, stored.adapted_target if stored is not None else None)
                 self.step = sampler.sample(self._given.logits, self._given.history)
             except SamplescopeError as error:
                 self.step = None
