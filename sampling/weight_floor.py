@@ -44,7 +44,9 @@ def kept_normaliser_and_entropy(candidates: Candidates) -> tuple[float, float]:
     """Z and the entropy (nats) of the kept set's distribution at its temperature.
 
     H = log Z - sum(w_i * g_i) / Z with g_i = (x_i - top) / T; a token of weight 0
-    (a -inf logit, or one far below the top) adds nothing.
+    (a -inf logit, or one far below the top) adds nothing. The products are summed
+    by numpy, not a BLAS dot: a float64 dot over a vocabulary wakes BLAS's threads,
+    which cost milliseconds on a busy machine.
     """
     if candidates.ids is None:
         logits = candidates.logits
@@ -64,9 +66,10 @@ def kept_normaliser_and_entropy(candidates: Candidates) -> tuple[float, float]:
         weights = np.exp(gaps)
     total = float(weights.sum())
     with np.errstate(invalid="ignore"):  # 0 * -inf for a -inf logit: NaN, redone below
-        weighted = float(np.dot(weights, gaps))
+        products = np.multiply(weights, gaps, out=gaps)
+    weighted = float(products.sum())
     if weighted != weighted:
-        weighted = float(np.dot(weights, np.where(weights > 0.0, gaps, 0.0)))
+        weighted = float(np.nansum(products))  # exactly the 0 * -inf products are NaN
     return total, max(0.0, math.log(total) - weighted / total)
 
 

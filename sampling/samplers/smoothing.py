@@ -66,27 +66,34 @@ SMOOTHING_CURVE_RANGE = (1.0, 3.0)
 
 
 def smoothed_gaps(
-    gaps: npt.NDArray[np.float64], factor: float, curve: float
+    gaps: npt.NDArray[np.float64],
+    factor: float,
+    curve: float,
+    scratch: npt.NDArray[np.float64] | None = None,
 ) -> npt.NDArray[np.float64]:
     """The transform of gaps d = (x - top) / T (<= 0), in place: -k f d² + s f d³.
 
-    A gap of -inf (a banned token) stays -inf.
+    A gap of -inf (a banned token) stays -inf: a term whose coefficient is 0 is left
+    out rather than multiplied (0 * inf would be NaN).
 
     Args:
         gaps: The gaps below the top, float64; overwritten by the result.
         factor: The smoothing factor f (> 0).
         curve: The smoothing curve, in [1, 3].
+        scratch: An array of the same length to work in (a fresh one when None).
     """
     k = (3.0 - curve) / 2.0
     s = (curve - 1.0) / 2.0
-    with np.errstate(over="ignore", invalid="ignore"):
-        squared = gaps * gaps
-        result = np.multiply(squared, -k * factor)
-        if s != 0.0:
-            result += s * factor * squared * gaps
-    # A -inf gap gives -inf, or NaN where a zero k meets an infinite square.
-    result[np.isnan(result)] = -math.inf
-    np.copyto(gaps, result)
+    with np.errstate(over="ignore"):
+        squared = np.multiply(gaps, gaps, out=scratch)
+        if s == 0.0:
+            np.multiply(squared, -k * factor, out=gaps)
+            return gaps
+        np.multiply(gaps, squared, out=gaps)
+        gaps *= s * factor
+        if k != 0.0:
+            squared *= -k * factor
+            gaps += squared
     return gaps
 
 
@@ -97,6 +104,7 @@ class Smoothing:
     The logits become top + T * g((x - top) / T), g the transform above, so that the
     units after it (reading (x - top) / T) see g, and the top token keeps its logit.
     The record's "before" column still reads the logits from before the transform.
+
 
     Attributes:
         factor: The smoothing factor (> 0).
@@ -128,15 +136,22 @@ class Smoothing:
         if candidates.before is None:
             candidates.before = (logits, candidates.maximum)
         candidates.underflow_by = self.name
+        workspace = candidates.workspace
+        size = logits.shape[0]
         if ids is None:
             top = candidates.maximum
-            gaps = scaled_gaps(logits, top, temperature, None)
-            shaped = smoothed_gaps(gaps, self.factor, self.curve)
+            gaps = scaled_gaps(
+                logits, top, temperature, None, workspace.array("smoothed", size, np.float64)
+            )
+            shaped = smoothed_gaps(
+                gaps, self.factor, self.curve, workspace.array("smoothing", size, np.float64)
+            )
         else:
             top = candidates.top
             gaps = scaled_gaps(logits, top, temperature, ids)
             kept = smoothed_gaps(gaps, self.factor, self.curve)
-            shaped = np.full(logits.shape[0], -math.inf)
+            shaped = workspace.array("smoothed", size, np.float64)
+            shaped.fill(-math.inf)
             shaped[ids] = kept
         with np.errstate(over="ignore"):  # far below the top at a high T: -inf, weight 0
             shaped *= temperature

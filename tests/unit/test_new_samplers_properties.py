@@ -17,6 +17,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from sampling import Sampler, SamplerSettings, probabilities
+from sampling.samplers.tail_free import head_count, tail_free_count
 from tests.unit.test_sampling_properties import PROPERTY_SETTINGS, descending_order, logit_arrays
 
 Reference = Callable[[list[float]], list[float]]
@@ -234,3 +235,21 @@ def test_min_tokens_bans_exactly_the_end_tokens_while_the_reply_is_short(
     others = plain.copy()
     others[list(ends)] = 0.0
     np.testing.assert_allclose(probs, others / others.sum(), rtol=1e-9, atol=1e-15)
+
+
+@PROPERTY_SETTINGS
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(50, 3000),
+    st.sampled_from([1.0, 3.0, 8.0]),
+    st.floats(0.0, 0.999),
+    st.integers(5, 60),
+)
+def test_tail_free_from_the_head_alone_agrees_with_the_whole_sort(
+    seed: int, size: int, spread: float, z: float, head: int
+) -> None:
+    probs = np.sort(np.random.default_rng(seed).standard_normal(size) * spread)[::-1]
+    probs = np.exp(probs - probs[0])
+    probs /= probs.sum()
+    counted = head_count(probs[: min(head, size)], z)
+    assert counted is None or counted == tail_free_count(probs, z)
