@@ -301,9 +301,11 @@ class FakeBackend:
         stats = replace(
             stats,
             ttft_ms=((first_token_at or end) - start) * 1000.0,
-            decode_tokens=len(reply),
+            decode_tokens=len(reply) - len(steer.prefix),
             decode_ms=decode_ms,
-            decode_tps=len(reply) / (decode_ms / 1000.0) if decode_ms > 0 else 0.0,
+            decode_tps=(len(reply) - len(steer.prefix)) / (decode_ms / 1000.0)
+            if decode_ms > 0
+            else 0.0,
         )
         yield from self._finish(reason, stats, start, tuple(reply), "".join(text_parts), sampler_us)
 

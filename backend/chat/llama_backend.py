@@ -271,6 +271,7 @@ class LlamaBackend:
         if cancelled:
             return False
         # ---- the given start of the reply: decoded alone, as generate decoded it ----
+        run.given = len(steer.prefix)
         for token in steer.prefix:
             if len(rt.cache) >= rt.n_ctx:
                 raise SamplescopeError(f"the given tokens overflow the context of {rt.n_ctx}")

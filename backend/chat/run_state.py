@@ -69,11 +69,13 @@ class RunState:
     token_ids: list[int] = field(default_factory=list)
     text: list[str] = field(default_factory=list)
     cached_tokens: int | None = None
+    given: int = 0
+    """Of `token_ids`, how many lead in given (a branch's parent tokens), not sampled."""
 
     def stats(self) -> GenerationStats:
         now = time.perf_counter()
         decode_ms = 0.0 if self.decode_started is None else (now - self.decode_started) * 1000
-        n = len(self.token_ids)
+        n = len(self.token_ids) - self.given
         return GenerationStats(
             prompt_tokens=self.prompt_tokens,
             prefilled_tokens=self.prefilled,

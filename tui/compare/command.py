@@ -22,6 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 from textual.app import App
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from backend.chat.completion import Mode
 from backend.chat.protocol import ChatBackend, ChatMessage
 from sampling.errors import SamplescopeError
 from sampling.settings import SamplerSettings
@@ -54,6 +55,7 @@ class CompareContext:
         on_result: Called with the promoted column, or None when the view is closed.
         pieces: Shows any token id for the probability panel (the app's).
         max_tokens: Tokens per column at most.
+        mode: The chat's mode ("completion": the columns continue the document).
     """
 
     model: GenerationRunner | ChatBackend
@@ -62,6 +64,7 @@ class CompareContext:
     on_result: Callable[[CompareResult | None], None]
     pieces: TokenPieces | None = None
     max_tokens: int = DEFAULT_MAX_TOKENS
+    mode: Mode = "chat"
 
 
 @runtime_checkable
@@ -163,6 +166,7 @@ def open_compare(
         presets=presets,
         max_tokens=context.max_tokens,
         pieces=context.pieces,
+        mode=context.mode,
     )
     app.push_screen(screen, context.on_result)
     return screen
