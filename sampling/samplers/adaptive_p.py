@@ -29,19 +29,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
-from sampling.engine import Candidates, Kept
+from sampling.candidates import Candidates
+from sampling.engine import Kept
 from sampling.logits import FloatArray
-from sampling.samplers.unit import UnitKind
+from sampling.samplers.unit import UnitKind, UnitState
 from sampling.setting_spec import SettingSpec, SliderRange
 from sampling.workspace import Workspace
 
 if TYPE_CHECKING:
+    from sampling.rng import UniformSource
     from sampling.settings import SamplerSettings
 
 SETTINGS = (
@@ -129,56 +131,93 @@ def adaptive_probs(
     return result
 
 
-class AdaptiveState:
-    """Adaptive-p's state and its three steps (apply, the draw's record, accept).
+@dataclass(frozen=True, slots=True)
+class AdaptiveSnapshot:
+    """Adaptive-p's state between steps (what `AdaptiveP.state` gives).
 
-    Args:
-        target: The target probability (negative: off; clamped to [0, 1] when used).
-        decay: The moving average's decay (clamped to [0, 0.99]).
+    Attributes:
+        weighted_sum: sum(p_i * decay^i) over the tokens taken.
+        total_weight: sum(decay^i).
+        pending: The token the last draw chose and its original probability, until
+            the sequence takes a token (or None).
+        pinned: A recorded step's adapted target the next step uses, or None.
     """
 
-    def __init__(self, target: float, decay: float) -> None:
-        self.target = target
-        self.decay = min(max(decay, 0.0), MAX_DECAY)
-        self.weighted_sum = 0.0
-        self.total_weight = 0.0
-        self.pinned: float | None = None
-        """A recorded step's adapted target, which the next apply uses instead of the
-        average's (a what-if of that step); used once."""
-        self._pending: tuple[int, float] | None = None
-        self._original: Kept | None = None
+    weighted_sum: float
+    total_weight: float
+    pending: tuple[int, float] | None = None
+    pinned: float | None = None
+
+
+@dataclass(slots=True)
+class AdaptiveP:
+    """Adaptive-p: reshape the distribution the chain ends with, steered by its average.
+
+    Wherever an order names it, it runs last: the chain hands it the final
+    distribution (`reshape`) and the sampler draws from what it returns. The draw's
+    token is remembered (`accept`, llama.cpp's apply recording its selection); the
+    moving average takes it only once the sequence does, which the next step's
+    history shows (`apply`), or `take` says.
+
+    Attributes:
+        target: The target probability, in [0, 1].
+        decay: The moving average's decay, in [0, 0.99].
+    """
+
+    name: ClassVar[str] = "adaptive_p"
+    kind: ClassVar[UnitKind] = "candidates"
+    in_order: ClassVar[bool] = True
+    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    group_titles: ClassVar[Mapping[str, str]] = {"adaptive": "adaptive-p"}
+    label: ClassVar[str] = "adapt-p"
+    row_label: ClassVar[str] = "adapt"
+    draws: ClassVar[bool] = False
+    target: float
+    decay: float
+    weighted_sum: float = field(default=0.0, compare=False)
+    total_weight: float = field(default=0.0, compare=False)
+    pending: tuple[int, float] | None = field(default=None, compare=False)
+    pinned: float | None = field(default=None, compare=False)
+    """A recorded step's adapted target, which the next step uses instead of the
+    average's (a what-if of that step); used once."""
+    last_target: float | None = field(default=None, compare=False)
+    """The adapted target the last `reshape` used (for the step's record)."""
+    _original: Kept | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        self.decay = min(max(self.decay, 0.0), MAX_DECAY)
         self.reset()
 
-    @property
-    def on(self) -> bool:
-        """Whether the transform applies (a negative target turns it off)."""
-        return self.target >= 0.0
+    @classmethod
+    def from_settings(cls, settings: SamplerSettings) -> AdaptiveP | None:
+        """Built when adaptive_target is on (not negative)."""
+        if settings.adaptive_target < 0.0:
+            return None
+        return cls(settings.adaptive_target, settings.adaptive_decay)
 
     @property
     def current_target(self) -> float:
-        """The adapted target the next apply uses."""
+        """The adapted target the next step uses."""
         if self.pinned is not None:
             return self.pinned
         return adapted_target(self.target, self.weighted_sum, self.total_weight)
 
     @property
     def pending_token(self) -> int | None:
-        """The token the last apply's draw chose, until accepted (or None)."""
-        return None if self._pending is None else self._pending[0]
+        """The token the last draw chose, until the sequence takes one (or None)."""
+        return None if self.pending is None else self.pending[0]
 
-    def retune(self, target: float, decay: float) -> None:
-        """New parameters (a live change): the moving average so far is kept."""
-        self.target = target
-        self.decay = min(max(decay, 0.0), MAX_DECAY)
+    def begin(self, source: UniformSource) -> None:
+        """Nothing to draw: the sampler draws the token."""
+        del source
 
-    def reset(self) -> None:
-        """The state of a fresh sampler: as if every earlier token had the target."""
-        self.weighted_sum = self.target / (1.0 - self.decay)
-        self.total_weight = 1.0 / (1.0 - self.decay)
-        self._pending = None
-        self._original = None
+    def apply(self, candidates: Candidates) -> None:
+        """Settle the last draw against the token the history took (see `take`)."""
+        if self.pending is not None:
+            history = candidates.history
+            self.take(int(history[-1]) if len(history) else None)
 
-    def apply(self, kept: Kept, logits: FloatArray, workspace: Workspace) -> Kept:
+    def reshape(self, kept: Kept, logits: FloatArray, workspace: Workspace) -> Kept:
         """The distribution to draw from: `kept` transformed around the adapted target.
 
         Args:
@@ -188,10 +227,8 @@ class AdaptiveState:
                 one, valid until the next step).
         """
         self._original = kept
-        self._pending = None
-        if not self.on:
-            return kept
-        adapted = self.current_target
+        self.pending = None
+        adapted = self.last_target = self.current_target
         self.pinned = None
         if kept.ids is None:
             size = logits.shape[0]
@@ -210,62 +247,50 @@ class AdaptiveState:
         shaped /= float(shaped.sum())
         return replace(kept, probs=shaped, n_kept=int(np.count_nonzero(shaped)))
 
-    def drawn(self, token: int) -> None:
-        """Remember the token drawn from the last apply's distribution, and its original p."""
+    def accept(self, token: int, prob: float) -> None:
+        """Remember the token drawn from the last reshape, and its original probability."""
+        del prob  # its probability after the reshape: the average wants the original
         original = self._original
         self._original = None
-        if original is None or not self.on:
+        if original is None:
             return
         if original.ids is None:
-            prob = float(original.probs[token])
-        else:
-            position = np.flatnonzero(original.ids == token)
-            if position.size == 0:
-                return
-            prob = float(original.probs[int(position[0])])
-        self._pending = (token, prob)
+            self.pending = (token, float(original.probs[token]))
+            return
+        position = np.flatnonzero(original.ids == token)
+        if position.size:
+            self.pending = (token, float(original.probs[int(position[0])]))
 
-    def accept(self, token: int | None) -> None:
-        """The token the sequence took: the average moves only if it is the drawn one."""
-        pending = self._pending
-        self._pending = None
+    def take(self, token: int | None) -> None:
+        """The token the sequence took (llama.cpp's accept): the average moves only
+        if it is the one the last draw chose; the draw is forgotten either way."""
+        pending = self.pending
+        self.pending = None
         if pending is None or pending[0] != token:
             return
         self.weighted_sum = pending[1] + self.decay * self.weighted_sum
         self.total_weight = 1.0 + self.decay * self.total_weight
 
+    def reset(self) -> None:
+        """As llama.cpp starts: as if every earlier token had had the target."""
+        self.weighted_sum = self.target / (1.0 - self.decay)
+        self.total_weight = 1.0 / (1.0 - self.decay)
+        self.pending = None
+        self.pinned = None
+        self._original = None
 
-@dataclass(frozen=True, slots=True)
-class AdaptiveP:
-    """Adaptive-p in the chain: it reshapes the distribution the chain ends with.
+    @property
+    def state(self) -> AdaptiveSnapshot:
+        """The moving average, the pending draw and a pinned target."""
+        return AdaptiveSnapshot(self.weighted_sum, self.total_weight, self.pending, self.pinned)
 
-    Wherever an order names it, it runs last (it draws the token). Its state lives
-    in an `AdaptiveState` the sampler keeps from step to step and hands over as
-    `Candidates.adaptive`; without one (a single step), a fresh state is used.
-
-    Attributes:
-        target: The target probability, in [0, 1].
-        decay: The moving average's decay.
-    """
-
-    name: ClassVar[str] = "adaptive_p"
-    kind: ClassVar[UnitKind] = "candidates"
-    in_order: ClassVar[bool] = True
-    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
-    group_titles: ClassVar[Mapping[str, str]] = {"adaptive": "adaptive-p"}
-    label: ClassVar[str] = "adapt-p"
-    row_label: ClassVar[str] = "adapt"
-    target: float
-    decay: float
-
-    @classmethod
-    def from_settings(cls, settings: SamplerSettings) -> AdaptiveP | None:
-        """Built when adaptive_target is on (not negative)."""
-        if settings.adaptive_target < 0.0:
-            return None
-        return cls(settings.adaptive_target, settings.adaptive_decay)
-
-    def apply(self, candidates: Candidates) -> None:
-        """Ask for the final distribution to be reshaped (the chain does it last)."""
-        if candidates.adaptive is None:
-            candidates.adaptive = AdaptiveState(self.target, self.decay)
+    def restore(self, state: UnitState) -> None:
+        """Take the average of an earlier adaptive-p (a live change of target or decay
+        keeps it); start afresh from anything else."""
+        if isinstance(state, AdaptiveSnapshot):
+            self.weighted_sum = state.weighted_sum
+            self.total_weight = state.total_weight
+            self.pending = state.pending
+            self.pinned = state.pinned
+        else:
+            self.reset()

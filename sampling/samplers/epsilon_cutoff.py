@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from sampling.engine import Candidates
-from sampling.samplers.unit import UnitKind
+from sampling.candidates import Candidates
+from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 from sampling.weight_floor import cut_below_weight, kept_normaliser
 
@@ -61,7 +61,7 @@ def cutoff_count(probs: npt.NDArray[np.float64], cutoff: float) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class EpsilonCutoff:
+class EpsilonCutoff(Stateless):
     """Keep the tokens with p >= epsilon (the floor on the weights: epsilon * Z).
 
     Attributes:

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from sampling.engine import Candidates
-from sampling.samplers.unit import UnitKind
+from sampling.candidates import Candidates
+from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 from sampling.weight_floor import cut_below_weight, kept_normaliser_and_entropy
 
@@ -60,7 +60,7 @@ def entropy_of(probs: npt.NDArray[np.float64]) -> float:
 
 
 @dataclass(frozen=True, slots=True)
-class EtaCutoff:
+class EtaCutoff(Stateless):
     """Keep the tokens with p >= eta (the floor on the weights: eta * Z).
 
     Attributes:

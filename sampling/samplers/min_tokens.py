@@ -13,18 +13,19 @@ probability before and 0 after, cut by "min_tokens". 0 is off.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
-from sampling.engine import Candidates
+from sampling.candidates import Candidates
 from sampling.errors import LogitsError
 from sampling.logits import FloatArray
-from sampling.samplers.unit import UnitKind
+from sampling.samplers.unit import UnitKind, UnitState
 from sampling.setting_spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
+    from sampling.rng import UniformSource
     from sampling.settings import SamplerSettings
 
 SETTINGS = (
@@ -64,12 +65,26 @@ def end_of_generation_ban(
     return banned
 
 
-@dataclass(frozen=True, slots=True)
+@runtime_checkable
+class EndOfGeneration(Protocol):
+    """A vocabulary that knows its end-of-generation tokens (the runtime does)."""
+
+    @property
+    def eog_ids(self) -> tuple[int, ...]:
+        """Every end-of-generation token id."""
+        ...
+
+
+@dataclass(slots=True)
 class MinTokens:
     """Ban the end-of-generation tokens while the reply is shorter than `count`.
 
+    Its state is how many tokens the reply has: each step it applies counts one (a
+    what-if or a branch of step n starts it at n, `restore`).
+
     Attributes:
         count: The reply's minimum length in tokens (> 0).
+        end_of_generation: The tokens it bans; the vocabulary's `eog_ids` when empty.
     """
 
     name: ClassVar[str] = "min_tokens"
@@ -79,12 +94,19 @@ class MinTokens:
     group_titles: ClassVar[Mapping[str, str]] = {"min_tokens": "min tokens: no early end"}
     label: ClassVar[str] = "min-tok"
     row_label: ClassVar[str] = "mintok"
+    draws: ClassVar[bool] = False
     count: int
+    end_of_generation: tuple[int, ...] = ()
+    generated: int = field(default=0, compare=False)
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> MinTokens | None:
         """Built when min_tokens is on (> 0)."""
         return cls(settings.min_tokens) if settings.min_tokens > 0 else None
+
+    def begin(self, source: UniformSource) -> None:
+        """Nothing to draw."""
+        del source
 
     def apply(self, candidates: Candidates) -> None:
         """Replace the logits by a copy with the end-of-generation tokens banned.
@@ -92,15 +114,19 @@ class MinTokens:
         Raises:
             LogitsError: The ban leaves no token to sample.
         """
+        ends = self.end_of_generation
+        vocabulary = candidates.vocabulary
+        if not ends and isinstance(vocabulary, EndOfGeneration):
+            ends = self.end_of_generation = vocabulary.eog_ids
+        generated = self.generated
+        self.generated += 1
         logits = candidates.logits
-        banned = end_of_generation_ban(
-            logits, candidates.end_of_generation, candidates.generated, self.count
-        )
+        banned = end_of_generation_ban(logits, ends, generated, self.count)
         if banned is logits:
             return
         if candidates.before is None:  # the record shows the banned tokens before the ban
             candidates.before = (logits, candidates.maximum)
-        if candidates.argmax in candidates.end_of_generation:
+        if candidates.argmax in ends:
             argmax = int(np.argmax(banned))
             maximum = float(banned[argmax])
             if maximum == -np.inf:
@@ -108,5 +134,22 @@ class MinTokens:
             candidates.argmax = argmax
             candidates.maximum = maximum
         candidates.logits = banned
-        candidates.bans.append((self.name, tuple(candidates.end_of_generation)))
+        candidates.bans.append((self.name, ends))
         candidates.cut_by = self.name
+
+    def accept(self, token: int, prob: float) -> None:
+        """Nothing to learn from the token (each step counts once, in `apply`)."""
+        del token, prob
+
+    def reset(self) -> None:
+        """A new reply: no tokens yet."""
+        self.generated = 0
+
+    @property
+    def state(self) -> int:
+        """How many tokens the reply has."""
+        return self.generated
+
+    def restore(self, state: UnitState) -> None:
+        """Take the reply's length from a state of min_tokens; start afresh otherwise."""
+        self.generated = state if isinstance(state, int) else 0

@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from sampling.engine import Candidates, scaled_gaps
-from sampling.samplers.unit import UnitKind
+from sampling.candidates import Candidates
+from sampling.engine import scaled_gaps
+from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
@@ -98,7 +99,7 @@ def smoothed_gaps(
 
 
 @dataclass(frozen=True, slots=True)
-class Smoothing:
+class Smoothing(Stateless):
     """Quadratic sampling: reshape the kept set's logits around their top.
 
     The logits become top + T * g((x - top) / T), g the transform above, so that the

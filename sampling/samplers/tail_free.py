@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from sampling.engine import Candidates, ordered_ids, vocabulary_weights, weights_of
+from sampling.candidates import Candidates
+from sampling.engine import vocabulary_weights, weights_of
 from sampling.ordering import IdArray, descending_bands
-from sampling.samplers.unit import UnitKind
+from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
@@ -108,7 +109,7 @@ def head_count(head: npt.NDArray[np.float64], z: float) -> int | None:
 
 
 @dataclass(frozen=True, slots=True)
-class TailFree:
+class TailFree(Stateless):
     """Keep the head of the order up to where its curvature's running share passes z.
 
     Attributes:
@@ -162,7 +163,7 @@ class TailFree:
             if head is not None:
                 candidates.cut(ordered[:head], self.name, ordered, weights=weights[:head])
                 return
-        ordered = ordered_ids(candidates)
+        ordered = candidates.ordered()
         weights = weights_of(logits, maximum, temperature, ordered)
         keep = tail_free_count(weights / float(weights.sum()), self.z)
         if keep < ordered.shape[0]:

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from sampling.engine import Candidates
-from sampling.samplers.unit import UnitKind
+from sampling.candidates import Candidates
+from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 from sampling.weight_floor import cut_below_weight, kept_normaliser
 
@@ -57,7 +57,7 @@ def top_a_count(probs: npt.NDArray[np.float64], a: float) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class TopA:
+class TopA(Stateless):
     """Keep the tokens with p >= a * p_max².
 
     With weights w_i = exp((x_i - top) / T) and their sum Z, p_i = w_i / Z and

@@ -27,10 +27,10 @@ import pytest
 
 from backend.bench.sampler import capture_real_logits
 from sampling import SamplerSettings
-from sampling.chain import build_chain
-from sampling.engine import Candidates
+from sampling.candidates import Candidates
+from sampling.chain import Chain, build_chain
 from sampling.logits import checked_logits
-from sampling.samplers.adaptive_p import AdaptiveState
+from sampling.samplers.adaptive_p import AdaptiveP
 from sampling.workspace import Workspace
 
 Logits = npt.NDArray[np.float32]
@@ -84,14 +84,9 @@ class Native:
             llama_cpp.llama_sampler_free(sampler)
 
 
-def ours_step(
-    state: AdaptiveState, settings: SamplerSettings, logits: Logits, workspace: Workspace
-) -> npt.NDArray[np.float64]:
-    """Our chain's kept set, reshaped by the adaptive-p state, over the vocabulary."""
+def ours_step(chain: Chain, logits: Logits, workspace: Workspace) -> npt.NDArray[np.float64]:
+    """Our chain's final distribution (adaptive-p's reshape), over the vocabulary."""
     candidates = Candidates(*checked_logits(logits), (), workspace)
-    candidates.adaptive = state
-    chain = build_chain(settings)
-    assert chain.adaptive
     kept = chain.run(candidates)
     if kept.ids is None:
         return kept.probs.copy()
@@ -109,6 +104,13 @@ def float32_first_step(logits: Logits, target: float) -> npt.NDArray[np.float32]
     weights = np.exp(shaped - shaped.max())
     result: npt.NDArray[np.float32] = weights / np.cumsum(weights, dtype=np.float32)[-1]
     return result
+
+
+def adaptive_of(chain: Chain) -> AdaptiveP:
+    """The chain's adaptive-p unit (it keeps the state from step to step)."""
+    adaptive = chain.adaptive
+    assert adaptive is not None
+    return adaptive
 
 
 CHAINS: list[tuple[str, SamplerSettings, Any]] = [
@@ -146,7 +148,8 @@ def test_adaptive_p_matches_llama_cpp_step_by_step(
     real_logits: list[Logits], name: str, settings: SamplerSettings, before: Any
 ) -> None:
     native = Native(before(), settings.adaptive_target, settings.adaptive_decay)
-    ours = AdaptiveState(settings.adaptive_target, settings.adaptive_decay)
+    chain = build_chain(settings)
+    ours = adaptive_of(chain)
     workspace = Workspace()
     moved = 0
     # Over a whole vocabulary llama.cpp sums 49152 float32 terms in turn, twice: its
@@ -156,19 +159,19 @@ def test_adaptive_p_matches_llama_cpp_step_by_step(
     try:
         for index, logits in enumerate(real_logits):
             expected, drawn = native.step(logits)
-            actual = ours_step(ours, settings, logits, workspace)
+            actual = ours_step(chain, logits, workspace)
             assert np.array_equal(np.flatnonzero(actual), np.flatnonzero(expected)), index
             np.testing.assert_allclose(actual, expected, rtol=rtol, atol=1e-7, err_msg=f"{index}")
             if whole and index == 0:  # the whole difference is llama.cpp's float32 rounding
                 replica = float32_first_step(logits, settings.adaptive_target)
                 np.testing.assert_allclose(replica, expected, rtol=1e-5)
-            ours.drawn(drawn)
+            ours.accept(drawn, float(expected[drawn]))  # the draw: remembered, pending
             taken = drawn
             if index in OTHER_TOKEN_AT:  # forced: any other token
                 taken = (drawn + 1) % logits.shape[0]
             before_accept = ours.current_target
             native.accept(taken)
-            ours.accept(taken)
+            ours.take(taken)
             if taken != drawn:
                 assert ours.current_target == before_accept
             moved += ours.current_target != before_accept
@@ -185,29 +188,29 @@ def test_llama_cpp_ignores_an_accepted_token_it_did_not_draw(real_logits: list[L
     """
     settings = CHAINS[1][1]
     native = Native(CHAINS[1][2](), settings.adaptive_target, settings.adaptive_decay)
-    ours = AdaptiveState(settings.adaptive_target, settings.adaptive_decay)
-    wrong = AdaptiveState(settings.adaptive_target, settings.adaptive_decay)
+    ours_chain, wrong_chain = build_chain(settings), build_chain(settings)
+    ours, wrong = adaptive_of(ours_chain), adaptive_of(wrong_chain)
     workspace = Workspace()
     try:
         expected, drawn = native.step(real_logits[0])
-        for state in (ours, wrong):
-            ours_step(state, settings, real_logits[0], workspace)
+        for chain in (ours_chain, wrong_chain):
+            ours_step(chain, real_logits[0], workspace)
         forced = (
             int(np.argsort(-expected)[1])
             if int(np.argmax(expected)) == drawn
             else int(np.argmax(expected))
         )
-        ours.drawn(drawn)
-        wrong.drawn(forced)  # as if the average took whatever token was accepted
+        ours.accept(drawn, float(expected[drawn]))
+        wrong.accept(forced, float(expected[forced]))  # as if it took any accepted token
         native.accept(forced)
-        ours.accept(forced)
-        wrong.accept(forced)
+        ours.take(forced)
+        wrong.take(forced)
         expected, _ = native.step(real_logits[1])
         np.testing.assert_allclose(
-            ours_step(ours, settings, real_logits[1], workspace), expected, rtol=2e-4, atol=1e-7
+            ours_step(ours_chain, real_logits[1], workspace), expected, rtol=2e-4, atol=1e-7
         )
         assert not np.allclose(
-            ours_step(wrong, settings, real_logits[1], workspace), expected, rtol=2e-4, atol=1e-7
+            ours_step(wrong_chain, real_logits[1], workspace), expected, rtol=2e-4, atol=1e-7
         )
     finally:
         native.free()

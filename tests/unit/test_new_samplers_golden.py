@@ -234,7 +234,9 @@ def test_adaptive_p_moving_average_over_steps() -> None:
         weighted_sum = P[step.token_id] + 0.5 * weighted_sum
         total_weight = 1.0 + 0.5 * total_weight
         history.append(step.token_id)
-    sampler.accept(history[-1])  # the last draw counts once accepted
+    unit = sampler.chain.adaptive
+    assert unit is not None
+    unit.take(history[-1])  # the last draw counts once the sequence takes it
     assert sampler.adapted_target == pytest.approx(
         min(max(0.8 - weighted_sum / total_weight, 0.0), 1.0), abs=1e-15
     )
@@ -247,7 +249,9 @@ def test_adaptive_p_keeps_its_average_when_another_token_is_taken() -> None:
     forced = (step.token_id + 1) % len(LOGITS)
     after_forced = sampler.sample(np.array(LOGITS), [forced])  # not the drawn token
     assert after_forced.adapted_target == pytest.approx(0.4, abs=1e-15)
-    sampler.accept(after_forced.token_id)  # said explicitly: the average moves
+    unit = sampler.chain.adaptive
+    assert unit is not None
+    unit.take(after_forced.token_id)  # said explicitly: the average moves
     moved = (0.4 / 0.5 * 0.5 + P[after_forced.token_id]) / (1.0 + 0.5 / 0.5)
     assert sampler.adapted_target == pytest.approx(0.8 - moved, abs=1e-15)
 
