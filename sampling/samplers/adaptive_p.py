@@ -93,7 +93,10 @@ def adapted_target(target: float, weighted_sum: float, total_weight: float) -> f
 
 
 def adaptive_logits(
-    probs: Float64Array, target: float, out: Float64Array | None = None
+    probs: Float64Array,
+    target: float,
+    out: Float64Array | None = None,
+    scratch: Float64Array | None = None,
 ) -> Float64Array:
     """5 - 10 * d² / (1 + d) with d = |p - target| / 0.3, for each probability.
 
@@ -101,11 +104,12 @@ def adaptive_logits(
         probs: The original probabilities.
         target: The adapted target.
         out: Where to write (a fresh array when None); may be `probs` itself.
+        scratch: An array of the same length to work in (a fresh one when None).
     """
     distance = np.subtract(probs, target, out=out)
     np.abs(distance, out=distance)
     distance /= DISTRIBUTION_WIDTH
-    denominator = distance + 1.0
+    denominator = np.add(distance, 1.0, out=scratch)
     np.multiply(distance, distance, out=distance)
     distance /= denominator
     distance *= -SHARPNESS
@@ -233,7 +237,10 @@ class AdaptiveP:
         if kept.ids is None:
             size = logits.shape[0]
             shaped = adaptive_logits(
-                kept.probs, adapted, workspace.array("adaptive", size, np.float64)
+                kept.probs,
+                adapted,
+                workspace.array("adaptive", size, np.float64),
+                workspace.array("adaptive-scratch", size, np.float64),
             )
             if kept.n_kept < size:
                 shaped[np.isneginf(logits)] = -math.inf
