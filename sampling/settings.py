@@ -12,7 +12,11 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
 from sampling.errors import SettingsError
-from sampling.registry import DECLARED_SETTINGS, LOGITS_SAMPLERS, SAMPLER_NAMES
+from sampling.registry import (
+    DECLARED_SETTINGS,
+    LLAMA_CPP_ORDER,
+    TEMPERATURE_FIRST_ORDER,
+)
 from sampling.samplers.top_p import TopPScope
 from sampling.setting_spec import GREEDY_TEMPERATURE, MAX_SEED, SettingSpec
 
@@ -29,6 +33,7 @@ __all__ = [
     "MAX_SEED",
     "SETTINGS",
     "SETTINGS_BY_NAME",
+    "USUAL_ORDERS",
     "DrawMethod",
     "RngName",
     "SamplerSettings",
@@ -58,7 +63,8 @@ class SamplerSettings:
         repeat_last_n: How many recent tokens (prompt included) the penalties see.
         frequency_penalty: Subtract count * frequency_penalty from a seen token's logit.
         presence_penalty: Subtract presence_penalty from every seen token's logit.
-        temperature_last: Apply temperature after the filters (llama.cpp's order).
+        temperature_last: Run "temperature" last whatever its place in `samplers`
+            (off: it runs where `samplers` puts it).
         draw: "inverse_cdf" (one uniform per token) or seeded "gumbel" max.
         rng: "pcg64" (numpy) or "xorshift128" (run.c's generator, id-order roulette).
         seed: The generator's seed, 0 to 2**64 - 1.
@@ -80,10 +86,16 @@ class SamplerSettings:
             normalised entropy; 0.0 is off.
         dynatemp_exponent: The entropy's exponent in the dynamic temperature.
         logit_bias: (token id, bias) pairs in id order, added to the logits before
-            anything else; -inf bans the token.
-        samplers: The chain's order (llama.cpp's `--samplers` names); a name left
-            out does not run. See `order` for where "temperature" runs, and where
-            the default order runs the samplers llama.cpp's default chain lacks.
+            anything else; -inf bans the token. Also given as a {id: bias} dict,
+            pairs in any order, or text "42=+2;17=-inf" (held as the pairs in id
+            order; a token given twice is an error).
+        samplers: The chain's order, exactly as it runs (llama.cpp's `--samplers`
+            names); a name left out does not run. The default runs the temperature
+            before the filters; `DEFAULT_CHAT_SETTINGS` holds llama.cpp's chain.
+            Only `temperature_last` moves anything (see `order`). Also given as text
+            "top_k;temperature" or a list.
+            Switching on a sampler llama.cpp's default chain lacks adds its name
+            when the order lacks it (see `with_switched_on`).
         top_a: Keep tokens with p >= top_a * p_max² (KoboldCpp); 0.0 is off.
         tfs: Tail-free sampling's z (KoboldCpp's `tfs`); 1.0 is off.
         epsilon_cutoff: Keep tokens with p >= epsilon (Hugging Face's
@@ -127,7 +139,7 @@ class SamplerSettings:
     dynatemp_range: float = 0.0
     dynatemp_exponent: float = 1.0
     logit_bias: tuple[tuple[int, float], ...] = ()
-    samplers: tuple[str, ...] = SAMPLER_NAMES
+    samplers: tuple[str, ...] = TEMPERATURE_FIRST_ORDER
     top_a: float = 0.0
     tfs: float = 1.0
     epsilon_cutoff: float = 0.0
@@ -140,12 +152,24 @@ class SamplerSettings:
 
     def __post_init__(self) -> None:
         for spec in SETTINGS:
-            value = getattr(self, spec.name)
+            given = getattr(self, spec.name)
+            value = given
+            if not spec.is_scalar:
+                if spec.accepts(given):
+                    continue
+                # The natural spellings: samplers="top_k;temperature",
+                # logit_bias={42: 2.0} or "42=+2;17=-inf", lists for tuples.
+                value = spec.coerce(given)
+                object.__setattr__(self, spec.name, value)
             try:
-                spec.check(value)
-            except OverflowError:
-                # An integer too large for a float (10**400 as a temperature).
-                raise SettingsError(spec.name, value, spec.expected) from None
+                accepted = spec.accepts(value)
+            except OverflowError:  # an integer too large for a float (10**400 as a temperature)
+                accepted = False
+            if not accepted:
+                raise SettingsError(spec.name, given, spec.expected)
+        order = with_switched_on(self)
+        if order != self.samplers:
+            object.__setattr__(self, "samplers", order)
 
     @property
     def greedy(self) -> bool:
@@ -171,66 +195,23 @@ class SamplerSettings:
 
     @property
     def order(self) -> tuple[str, ...]:
-        """The order the chain runs.
+        """The order the chain runs: `samplers` as given, with "temperature" moved last
+        when `temperature_last` is on.
 
-        An order the user gave runs as given, "temperature" moved last by
-        `temperature_last`. The default order (llama.cpp's) places "temperature" by
-        `temperature_last` alone: first of the samplers that read the order when it
-        is off (samplescope's default since its first release, so that every stored
-        chat replays token for token), last when it is on (llama.cpp's chain).
-
-        The default order also runs each sampler llama.cpp's default chain lacks
-        once it is switched on: the cutoffs (epsilon, eta, tail-free, top-a, in
-        text-generation-webui's order) just before min-p, smoothing right after
-        the temperature, adaptive-p last. A "smoothing" right after "temperature"
-        moves with it. Adaptive-p draws the token, so it runs last wherever it is
-        named.
+        Nothing else is read: the order never depends on which names samplescope
+        knows, so a stored reply replays in the order it ran. A "smoothing" right
+        after "temperature" moves with it (it reshapes what the temperature gives).
         """
-        default = self.samplers == SAMPLER_NAMES
-        samplers = self._default_with_extras() if default else self.samplers
-        if "temperature" not in samplers:
+        samplers = self.samplers
+        if not self.temperature_last or "temperature" not in samplers:
             return samplers
         at = samplers.index("temperature")
-        block: tuple[str, ...] = ("temperature",)
-        if samplers[at + 1 : at + 2] == ("smoothing",):
-            block = ("temperature", "smoothing")
-        others = tuple(name for name in samplers if name not in block)
-        last = tuple(name for name in others if name == "adaptive_p")
-        others = tuple(name for name in others if name != "adaptive_p")
-        if self.temperature_last:
-            return (*others, *block, *last)
-        if not default:
-            return samplers
-        logits = tuple(name for name in others if name in LOGITS_SAMPLERS)
-        rest = tuple(name for name in others if name not in LOGITS_SAMPLERS)
-        return (*logits, *block, *rest, *last)
-
-    def _default_with_extras(self) -> tuple[str, ...]:
-        """llama.cpp's default order with the samplers it lacks that are switched on."""
-        cutoffs = tuple(
-            name
-            for name, on in (
-                ("epsilon_cutoff", self.epsilon_cutoff > 0.0),
-                ("eta_cutoff", self.eta_cutoff > 0.0),
-                ("tfs", self.tfs < 1.0),
-                ("top_a", self.top_a > 0.0),
-            )
-            if on
+        block = (
+            samplers[at : at + 2]
+            if samplers[at + 1 : at + 2] == ("smoothing",)
+            else ("temperature",)
         )
-        smoothing = self.smoothing_factor > 0.0
-        adaptive = self.adaptive_target >= 0.0
-        if not (cutoffs or smoothing or adaptive):
-            return SAMPLER_NAMES
-        order: list[str] = []
-        for name in SAMPLER_NAMES:
-            if name == "min_p":
-                order += cutoffs
-            order.append(name)
-            if name == "temperature" and smoothing:
-                order.append("smoothing")
-        if adaptive:
-            order.append("adaptive_p")
-        return tuple(order)
+        return (*(name for name in samplers if name not in block), *block)
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> SamplerSettings:
@@ -260,6 +241,45 @@ SETTINGS: tuple[SettingSpec, ...] = tuple(
 SETTINGS_BY_NAME: dict[str, SettingSpec] = {spec.name: spec for spec in SETTINGS}
 
 
+_CUTOFFS = ("epsilon_cutoff", "eta_cutoff", "tfs", "top_a")
+"""The cutoffs llama.cpp's default chain lacks, in text-generation-webui's order."""
+
+
+def with_switched_on(settings: SamplerSettings) -> tuple[str, ...]:
+    """`settings.samplers` with the name of each sampler llama.cpp's default chain
+    lacks that the settings switch on, where the order lacks it.
+
+    A cutoff (epsilon, eta, tail-free, top-a) goes before the first of min-p, XTC
+    and the temperature the order holds; smoothing right after the temperature;
+    adaptive-p last (it draws the token). The stored order then names every sampler
+    that ran, and an order that already names one keeps it where it is.
+    """
+    samplers = settings.samplers
+    on = {
+        "epsilon_cutoff": settings.epsilon_cutoff > 0.0,
+        "eta_cutoff": settings.eta_cutoff > 0.0,
+        "tfs": settings.tfs < 1.0,
+        "top_a": settings.top_a > 0.0,
+        "smoothing": settings.smoothing_factor > 0.0,
+        "adaptive_p": settings.adaptive_target >= 0.0,
+    }
+    missing = [name for name, is_on in on.items() if is_on and name not in samplers]
+    if not missing:
+        return samplers
+    order = list(samplers)
+    cutoffs = [name for name in _CUTOFFS if name in missing]
+    if cutoffs:
+        before = next((n for n in ("min_p", "xtc", "temperature") if n in order), None)
+        at = order.index(before) if before is not None else len(order)
+        order[at:at] = cutoffs
+    if "smoothing" in missing:
+        at = order.index("temperature") + 1 if "temperature" in order else len(order)
+        order.insert(at, "smoothing")
+    if "adaptive_p" in missing:
+        order.append("adaptive_p")
+    return tuple(order)
+
+
 def _check_spec_matches_fields() -> None:
     """Fail at import if a field has no declared setting, or a setting no field.
 
@@ -280,9 +300,21 @@ def _check_spec_matches_fields() -> None:
 _check_spec_matches_fields()
 
 DEFAULT_CHAT_SETTINGS = SamplerSettings(
-    temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_last_n=64, seed=42
+    temperature=0.8,
+    top_k=40,
+    top_p=0.95,
+    min_p=0.05,
+    repeat_last_n=64,
+    seed=42,
+    samplers=LLAMA_CPP_ORDER,
 )
-"""What the chat app and `generate` start from: llama.cpp's defaults."""
+"""What the chat app and `generate` start from: llama.cpp's defaults and its default
+chain, the temperature last."""
+
+
+USUAL_ORDERS = (TEMPERATURE_FIRST_ORDER, LLAMA_CPP_ORDER)
+"""Orders the active summary leaves unnamed: the temperature first, or llama.cpp's chain
+(then "t-last" says so)."""
 
 
 def settings_summary(settings: SamplerSettings, style: SummaryStyle = "active") -> str:
@@ -326,8 +358,13 @@ def _active_part(spec: SettingSpec, settings: SamplerSettings) -> str | None:
         return None
     if spec.name in ("top_p_scope", "repeat_last_n"):  # inside top_p's and repeat_penalty's
         return None
-    if spec.name == "samplers":  # shown only when it differs from llama.cpp's order
-        return None if value == SAMPLER_NAMES else f"order={spec.format(value)}"
+    if spec.name == "samplers":  # the order that runs, unless one of the two usual ones
+        order = settings.order
+        return None if order in USUAL_ORDERS else f"order={spec.format(order)}"
+    if spec.name == "temperature_last":  # llama.cpp's chain is "t-last"; others name the order
+        return (
+            spec.summary_key if settings.order == LLAMA_CPP_ORDER and not settings.greedy else None
+        )
     if spec.name == "dry_sequence_breakers":  # shown only when changed
         return (
             None

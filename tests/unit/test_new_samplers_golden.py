@@ -17,6 +17,8 @@ import numpy as np
 import pytest
 
 from sampling import Sampler, SamplerSettings, probabilities
+from sampling.chain import build_chain
+from sampling.registry import LLAMA_CPP_ORDER, TEMPERATURE_FIRST_ORDER
 from tests.golden import LOGITS, TOL, renormalised, softmax
 
 P = softmax(LOGITS)
@@ -270,3 +272,41 @@ def test_min_tokens_bans_the_end_until_the_reply_has_n_tokens() -> None:
     assert [step.token_id for step in steps] == [1, 1, 0]  # greedy: the ban holds twice
     names = {c.token_id: c.removed_by for c in steps[0].candidates}
     assert names[0] == "min_tokens" and names[3] == "min_tokens" and names[1] == ""
+
+
+# --- where switching one on puts its name --------------------------------------------------
+
+
+def test_switching_a_sampler_on_adds_its_name_where_its_tool_runs_it() -> None:
+    on = {"top_a": 0.2, "eta_cutoff": 2e-3, "smoothing_factor": 0.5, "adaptive_target": 0.4}
+    first = SamplerSettings(**on)
+    assert first.samplers == (
+        "penalties",
+        "dry",
+        "temperature",
+        "smoothing",
+        "top_n_sigma",
+        "top_k",
+        "typ_p",
+        "top_p",
+        "eta_cutoff",
+        "top_a",
+        "min_p",
+        "xtc",
+        "adaptive_p",
+    )
+    assert (
+        tuple(n for n in first.samplers if n in TEMPERATURE_FIRST_ORDER) == TEMPERATURE_FIRST_ORDER
+    )
+    last = SamplerSettings(samplers=LLAMA_CPP_ORDER, **on)
+    assert last.samplers[-5:] == ("min_p", "xtc", "temperature", "smoothing", "adaptive_p")
+    assert last.samplers[6:8] == ("eta_cutoff", "top_a")
+    # An order that names one keeps it where it is; one without an anchor appends.
+    given = SamplerSettings(top_a=0.2, samplers=("top_a", "temperature"))
+    assert given.samplers == ("top_a", "temperature")
+    assert SamplerSettings(tfs=0.9, samplers=("top_k",)).samplers == ("top_k", "tfs")
+    # Switched off again, the name stays and the unit does not run.
+    off = first.with_changes(top_a=0.0)
+    assert "top_a" in off.samplers and "top_a" not in build_chain(off).names
+    # Every stored order of a reply made before these samplers is left as it was.
+    assert SamplerSettings().samplers == TEMPERATURE_FIRST_ORDER
