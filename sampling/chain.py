@@ -7,25 +7,27 @@ Three units run outside the order, as in llama.cpp's common sampler: `LogitBias`
 always first, `MinTokens` (a ban) after the units that rewrite the logits, and
 `Mirostat`, which (when on) replaces the whole order after the logit bias by a
 plain temperature and itself. `AdaptiveP` draws the token, so wherever an order
-names it, it runs last and reshapes the distribution the chain ends with.
+names it, it runs last and reshapes the distribution the chain ends with; smoothing
+runs right after the temperature when both run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from sampling.engine import Kept, greedy_kept
 from sampling.errors import SettingsError
-from sampling.registry import ORDER_SETTING, SAMPLERS, UNITS
+from sampling.plugins import PluginFailure, PluginGuard, is_plugin
+from sampling.registry import SAMPLERS, UNITS_BY_NAME
 from sampling.samplers.adaptive_p import AdaptiveP
 from sampling.samplers.logit_bias import LogitBias
 from sampling.samplers.min_tokens import MinTokens
 from sampling.samplers.mirostat import Mirostat
 from sampling.samplers.temperature import Temperature
-from sampling.samplers.unit import SamplerUnit, Stateless, UnitState
-from sampling.settings import SamplerSettings
+from sampling.samplers.unit import RunningUnit, Stateless, UnitState
+from sampling.settings import SETTINGS_BY_NAME, SamplerSettings
 
 if TYPE_CHECKING:
     from sampling.candidates import Candidates
@@ -66,11 +68,11 @@ class Chain:
     """
 
     order: tuple[str, ...]
-    units: tuple[SamplerUnit, ...]
+    units: tuple[RunningUnit, ...]
     greedy: bool
-    held: Mapping[str, SamplerUnit] = field(default_factory=dict)
-    drawing: tuple[SamplerUnit, ...] = ()
-    accepting: tuple[SamplerUnit, ...] = ()
+    held: Mapping[str, RunningUnit] = field(default_factory=dict)
+    drawing: tuple[RunningUnit, ...] = ()
+    accepting: tuple[RunningUnit, ...] = ()
 
     @property
     def adaptive(self) -> AdaptiveP | None:
@@ -101,14 +103,50 @@ class Chain:
         return adaptive.reshape(kept, candidates.logits, candidates.workspace)
 
     def accept(self, token: int, prob: float) -> None:
-        """Tell the units that ran which token was drawn, with its probability."""
+        """Tell the units that ran which token was drawn, with its probability.
+
+        Raises:
+            PluginFailure: A plugin failed (every other unit heard the token).
+        """
+        failed: PluginFailure | None = None
         for unit in self.accepting:
-            unit.accept(token, prob)
+            try:
+                unit.accept(token, prob)
+            except PluginFailure as failure:
+                failed = failed or failure
+        if failed is not None:
+            raise failed
+
+    def continue_reply(
+        self, generated: int | None, adapted_target: float | None, ends: tuple[int, ...]
+    ) -> None:
+        """Hand min_tokens the reply's length and the tokens it bans, and adaptive-p a
+        recorded step's target (None, or no tokens: leave as it is)."""
+        ban = self.held.get(MinTokens.name)
+        if isinstance(ban, MinTokens):
+            if generated is not None:
+                ban.generated, ban.step = generated, None
+            if ends:
+                ban.end_of_generation = ends
+        adaptive = self.held.get(AdaptiveP.name)
+        if adapted_target is not None and isinstance(adaptive, AdaptiveP):
+            adaptive.pinned = adapted_target
 
     def reset(self) -> None:
         """Start every unit's state afresh."""
         for unit in self.held.values():
             unit.reset()
+
+    def without(self, name: str) -> Chain:
+        """The same chain (the very same units) with the unit `name` left out."""
+        held = {key: unit for key, unit in self.held.items() if key != name}
+        return replace(
+            self,
+            units=tuple(unit for unit in self.units if unit.name != name),
+            held=held,
+            drawing=tuple(unit for unit in self.drawing if unit.name != name),
+            accepting=tuple(unit for unit in self.accepting if unit.name != name),
+        )
 
     @property
     def state(self) -> tuple[tuple[str, UnitState], ...]:
@@ -125,7 +163,10 @@ class Chain:
 
 
 def build_chain(
-    settings: SamplerSettings, order: Sequence[str] | None = None, previous: Chain | None = None
+    settings: SamplerSettings,
+    order: Sequence[str] | None = None,
+    previous: Chain | None = None,
+    leave_out: Collection[str] = (),
 ) -> Chain:
     """The chain of units for some settings.
 
@@ -134,6 +175,7 @@ def build_chain(
         order: Unit names in the order to run them; `order_of(settings)` when None.
         previous: The chain these settings replace: each unit takes over the state
             of the unit of its name there (what of it still holds).
+        leave_out: Units not to build (plugins switched off for the reply).
 
     Raises:
         SettingsError: The order names an unknown unit, names one twice, or puts a
@@ -141,8 +183,17 @@ def build_chain(
     """
     names = checked_order(order_of(settings) if order is None else order)
     greedy = settings.greedy
-    held: dict[str, SamplerUnit] = {}
-    for unit_type in UNITS:
+    held: dict[str, RunningUnit] = {}
+    for unit_type in UNITS_BY_NAME.values():
+        if unit_type.name in leave_out:
+            continue
+        if is_plugin(unit_type.name):
+            if unit_type.name not in names:
+                continue  # a plugin is built only where the order runs it
+            guard = PluginGuard.build(unit_type, settings)
+            if guard is not None:
+                held[unit_type.name] = guard
+            continue
         built = unit_type.from_settings(settings)
         if built is not None:
             held[unit_type.name] = built
@@ -150,7 +201,7 @@ def build_chain(
         for name, unit in held.items():
             if (before := previous.held.get(name)) is not None:
                 unit.restore(before.state)
-    units: list[SamplerUnit] = []
+    units: list[RunningUnit] = []
     bias = held.get(LogitBias.name)
     if bias is not None:
         units.append(bias)
@@ -161,8 +212,8 @@ def build_chain(
         if not greedy:
             units += [Temperature(settings.temperature), mirostat]
     else:
-        reading: list[SamplerUnit] = []
-        last: list[SamplerUnit] = []
+        reading: list[RunningUnit] = []
+        last: list[RunningUnit] = []
         for name in names:
             found = held.get(name)
             if found is None or (greedy and found.kind != "logits"):
@@ -171,6 +222,12 @@ def build_chain(
                 last.append(found)  # it draws: last, wherever the order names it
             else:
                 (units if found.kind == "logits" else reading).append(found)
+        # Smoothing reshapes what the temperature gives: it runs right after it.
+        smoothing = next((u for u in reading if u.name == "smoothing"), None)
+        temperature = next((u for u in reading if u.name == "temperature"), None)
+        if smoothing is not None and temperature is not None:
+            reading.remove(smoothing)
+            reading.insert(reading.index(temperature) + 1, smoothing)
         # min_tokens bans after the rewrites of the logits, so that the record reads
         # them from before the ban (a -inf stays -inf through them anyway).
         units += [*([ban] if ban is not None else []), *reading, *last]
@@ -188,7 +245,7 @@ def checked_order(order: Sequence[str]) -> tuple[str, ...]:
     if isinstance(order, str):
         raise SettingsError("samplers", order, "a sequence of sampler names, not one string")
     names = tuple(order)
-    problem = ORDER_SETTING.order_problem(names)
+    problem = SETTINGS_BY_NAME["samplers"].order_problem(names)
     if problem is not None:
         raise SettingsError("samplers", names, problem)
     return names

@@ -2,8 +2,7 @@
 
 `UNITS` lists every built-in unit (`sampling.samplers`), those an order may name in
 llama.cpp's default order, then the two that run outside it. From it come the
-names an order may hold (`ORDER_NAMES`), llama.cpp's default order
-(`SAMPLER_NAMES`), the units that must lead it
+names an order may hold (`SAMPLER_NAMES`), the units that must lead it
 (`LOGITS_SAMPLERS`), every declared setting (`DECLARED_SETTINGS`: the units' own
 and the draw's), the panel's groups and their titles, and each unit's labels on
 the probability panel. `SamplerSettings` holds one field per declared setting and
@@ -11,8 +10,6 @@ checks so at import.
 """
 
 from __future__ import annotations
-
-from collections.abc import Mapping
 
 from sampling.samplers.adaptive_p import AdaptiveP
 from sampling.samplers.dry import Dry
@@ -35,82 +32,41 @@ from sampling.samplers.unit import SamplerUnit
 from sampling.samplers.xtc import Xtc
 from sampling.setting_spec import MAX_SEED, SettingSpec, SliderRange
 
-DEFAULT_CHAIN_UNITS: tuple[type[SamplerUnit], ...] = (
+UNITS: tuple[type[SamplerUnit], ...] = (
     Penalties,
     Dry,
     TopNSigma,
     TopK,
     Typical,
     TopP,
-    MinP,
-    Xtc,
-    Temperature,
-)
-"""llama.cpp's default chain, in its order: the default order names exactly these."""
-
-EXTRA_UNITS: tuple[type[SamplerUnit], ...] = (
     EpsilonCutoff,
     EtaCutoff,
     TailFree,
     TopA,
+    MinP,
+    Xtc,
+    Temperature,
     Smoothing,
     AdaptiveP,
-)
-"""Units an order may name that llama.cpp's default chain lacks. The default order runs
-each once it is switched on (see `SamplerSettings.order`); their settings' off
-values leave every reply made before them as it ran."""
-
-UNITS: tuple[type[SamplerUnit], ...] = (
-    *DEFAULT_CHAIN_UNITS,
     Mirostat,
     LogitBias,
-    *EXTRA_UNITS,
     MinTokens,
 )
-"""Every built-in unit: llama.cpp's default chain in its order, the units that run
-outside the order (mirostat, the logit bias and min_tokens, a ban), and the units an
-order may name beyond llama.cpp's default chain."""
+"""Every built-in unit: those an order may name, in llama.cpp's default order with the
+samplers it lacks where their tools run them (the cutoffs before min-p, in
+text-generation-webui's order; smoothing, which the chain runs right after the
+temperature wherever the order names it; adaptive-p, which draws, last), then those
+that run outside the order."""
 
-UNITS_BY_NAME: Mapping[str, type[SamplerUnit]] = {unit.name: unit for unit in UNITS}
+UNITS_BY_NAME: dict[str, type[SamplerUnit]] = {unit.name: unit for unit in UNITS}
+"""Every unit by name: the built-in ones, then any plugin (`sampling.plugins`)."""
 
-SAMPLERS: Mapping[str, type[SamplerUnit]] = {unit.name: unit for unit in UNITS if unit.in_order}
-"""Every unit an order may name, by its name (llama.cpp's `--samplers` names)."""
+SAMPLERS: dict[str, type[SamplerUnit]] = {unit.name: unit for unit in UNITS if unit.in_order}
+"""Every unit an order may name, by its name (llama.cpp's `--samplers` names; a
+plugin's own name)."""
 
-SAMPLER_NAMES: tuple[str, ...] = tuple(unit.name for unit in DEFAULT_CHAIN_UNITS)
-"""llama.cpp's `--samplers` names, in its default order: the default order."""
-
-ORDER_NAMES: tuple[str, ...] = tuple(SAMPLERS)
-"""Every name the chain's order may hold: the default order's, then the extra units'."""
-
-LLAMA_CPP_ORDER: tuple[str, ...] = (
-    "penalties",
-    "dry",
-    "top_n_sigma",
-    "top_k",
-    "typ_p",
-    "top_p",
-    "min_p",
-    "xtc",
-    "temperature",
-)
-"""llama.cpp's default chain (`common_params_sampling.samplers`), temperature last: the
-order new chats and `generate` start from (`DEFAULT_CHAT_SETTINGS`). A literal, never
-derived from the registry: registering a unit must not change a stored order."""
-
-TEMPERATURE_FIRST_ORDER: tuple[str, ...] = (
-    "penalties",
-    "dry",
-    "temperature",
-    "top_n_sigma",
-    "top_k",
-    "typ_p",
-    "top_p",
-    "min_p",
-    "xtc",
-)
-"""The order `SamplerSettings()` runs: the temperature before every filter (candle,
-Hugging Face), so presets that name no order mean what they always meant. A literal,
-like `LLAMA_CPP_ORDER`."""
+SAMPLER_NAMES: tuple[str, ...] = tuple(SAMPLERS)
+"""Every name the chain's order may hold: llama.cpp's `--samplers` names, in its default order."""
 
 LOGITS_SAMPLERS: tuple[str, ...] = tuple(
     name for name, unit in SAMPLERS.items() if unit.kind == "logits"
@@ -121,7 +77,7 @@ CUT_NAMES: tuple[str, ...] = (
     "none",
     "greedy",
     *(unit.name for unit in UNITS if not unit.in_order and unit.kind == "logits"),
-    *ORDER_NAMES,
+    *SAMPLER_NAMES,
     *(unit.name for unit in UNITS if not unit.in_order and unit.kind != "logits"),
 )
 """Every name `Step.cut_by` and `CandidateTable.removed_by` may hold ("" aside): "none"
@@ -164,6 +120,35 @@ DRAW_SETTINGS: tuple[SettingSpec, ...] = (
 )
 """The draw's own settings: they belong to the sampler, not to a unit of the chain."""
 
+LLAMA_CPP_ORDER: tuple[str, ...] = (
+    "penalties",
+    "dry",
+    "top_n_sigma",
+    "top_k",
+    "typ_p",
+    "top_p",
+    "min_p",
+    "xtc",
+    "temperature",
+)
+"""llama.cpp's default chain (`common_params_sampling.samplers`), the temperature last."""
+
+CHAT_ORDER: tuple[str, ...] = (
+    *(name for name in SAMPLER_NAMES if name != "temperature"),
+    "temperature",
+)
+"""The order new chats and `generate` start from (`DEFAULT_CHAT_SETTINGS`): every name
+in the registry's order, the temperature last. Without samplers llama.cpp lacks (off
+by default), it is `LLAMA_CPP_ORDER`."""
+
+TEMPERATURE_FIRST_ORDER: tuple[str, ...] = (
+    *LOGITS_SAMPLERS,
+    "temperature",
+    *(name for name in SAMPLER_NAMES if name not in LOGITS_SAMPLERS and name != "temperature"),
+)
+"""The order `SamplerSettings()` runs: the temperature before every filter (candle,
+Hugging Face), so presets that name no order mean what they always meant."""
+
 ORDER_SETTING = SettingSpec(
     "samplers",
     "order",
@@ -183,7 +168,7 @@ DECLARED_SETTINGS: tuple[SettingSpec, ...] = (
 )
 """Every setting the units and the draw declare (`SamplerSettings` orders them)."""
 
-GROUP_TITLES: Mapping[str, str] = {
+GROUP_TITLES: dict[str, str] = {
     "core": "core",
     "order": "chain order",
     **{group: title for unit in UNITS for group, title in unit.group_titles.items()},
@@ -197,10 +182,10 @@ GROUPS: tuple[str, ...] = (
 )
 """The panel's groups of settings: the core, the units' groups in registry order, the order."""
 
-LABELS: Mapping[str, str] = {unit.name: unit.label for unit in UNITS}
+LABELS: dict[str, str] = {unit.name: unit.label for unit in UNITS}
 """Each unit's name on the probability panel's bars."""
 
-ROW_LABELS: Mapping[str, str] = {unit.name: unit.row_label for unit in UNITS}
+ROW_LABELS: dict[str, str] = {unit.name: unit.row_label for unit in UNITS}
 """Each unit's name on a candidate row it removed."""
 
 

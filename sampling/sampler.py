@@ -14,10 +14,10 @@ from sampling.engine import Float64Array, Kept
 from sampling.logits import FloatArray, checked_logits
 from sampling.ordering import token_at_mass
 from sampling.penalties import History
+from sampling.plugins import PluginFailure
 from sampling.records import Step
 from sampling.rng import UniformSource, make_source
 from sampling.samplers.adaptive_p import AdaptiveP
-from sampling.samplers.min_tokens import MinTokens
 from sampling.samplers.mirostat import Mirostat, MirostatState
 from sampling.samplers.unit import UnitState
 from sampling.settings import SamplerSettings
@@ -39,11 +39,13 @@ class SamplerState:
         settings: The settings in force.
         sources: Each generator started so far, by kind, with its position.
         units: Each unit's state, by name (units without state left out).
+        switched_off: Each sampler plugin switched off for the reply, with why.
     """
 
     settings: SamplerSettings
     sources: tuple[tuple[str, int, Hashable], ...]
     units: tuple[tuple[str, UnitState], ...]
+    switched_off: tuple[tuple[str, str], ...] = ()
 
 
 def probabilities(
@@ -81,7 +83,7 @@ def probabilities(
     chain = build_chain(settings)
     if mirostat_mu is not None:
         chain.restore([(Mirostat.name, MirostatState(settings.mirostat, mirostat_mu))])
-    _continue(chain, generated, adapted_target, tuple(end_of_generation))
+    chain.continue_reply(generated, adapted_target, tuple(end_of_generation))
     kept = chain.run(candidates)
     if kept.ids is None:
         return kept.probs
@@ -130,8 +132,9 @@ class Sampler:
         The tail plot sets it while shown: deeper ranks cost a partial sort per
         token, which a hidden plot should not make every token pay."""
         self._ends = tuple(end_of_generation)
-        self._chain: Chain = build_chain(settings)
-        _continue(self._chain, 0, None, self._ends)
+        self._switched_off: dict[str, str] = {}
+        self._notes: list[str] = []
+        self._chain: Chain = self._build(settings, None)
         self._sources: dict[str, tuple[int, UniformSource]] = {}
         self._workspace = Workspace()
         self.vocabulary = vocabulary
@@ -146,9 +149,30 @@ class Sampler:
         if not isinstance(settings, SamplerSettings):
             raise TypeError(f"settings must be SamplerSettings, not {type(settings).__name__}")
         # Each unit keeps its state (mirostat's mu) across the change.
-        self._chain = build_chain(settings, previous=self._chain)
-        _continue(self._chain, None, None, self._ends)
+        self._chain = self._build(settings, self._chain)
         self._settings = settings
+
+    @property
+    def switched_off(self) -> dict[str, str]:
+        """Each sampler plugin switched off for this reply, with the message saying why."""
+        return dict(self._switched_off)
+
+    def _build(self, settings: SamplerSettings, previous: Chain | None) -> Chain:
+        """The chain for `settings`, leaving out the plugins switched off (and any
+        whose building fails, which is switched off too)."""
+        while True:
+            try:
+                chain = build_chain(settings, previous=previous, leave_out=self._switched_off)
+            except PluginFailure as failure:
+                self._note(failure)
+                continue
+            chain.continue_reply(None, None, self._ends)
+            return chain
+
+    def _note(self, failure: PluginFailure) -> None:
+        """Switch a failed plugin off for the reply, keeping its message for the step."""
+        self._switched_off[failure.name] = str(failure)
+        self._notes.append(str(failure))
 
     @property
     def mirostat_mu(self) -> float | None:
@@ -170,7 +194,7 @@ class Sampler:
             adapted_target: A recorded step's adaptive-p target, which the next step
                 uses instead of the moving average's (None: the average's).
         """
-        _continue(self._chain, generated, adapted_target, self._ends)
+        self._chain.continue_reply(generated, adapted_target, self._ends)
 
     @property
     def chain(self) -> Chain:
@@ -178,9 +202,17 @@ class Sampler:
         return self._chain
 
     def reset(self) -> None:
-        """Re-seed the generator from `settings.seed`; restart every unit's state."""
+        """Re-seed the generator from `settings.seed`; restart every unit's state and
+        switch the plugins switched off on again (a new reply)."""
         self._sources.clear()
-        self._chain.reset()
+        if self._switched_off:
+            self._switched_off.clear()
+            self._chain = self._build(self._settings, None)
+        try:
+            self._chain.reset()
+        except PluginFailure as failure:
+            self._note(failure)
+            self._chain = self._chain.without(failure.name)
 
     def state(self) -> SamplerState:
         """A frozen snapshot of the settings, the generators' positions and the units'
@@ -188,14 +220,16 @@ class Sampler:
         sources = tuple(
             (kind, seed, source.position) for kind, (seed, source) in self._sources.items()
         )
-        return SamplerState(self._settings, sources, self._chain.state)
+        return SamplerState(
+            self._settings, sources, self._chain.state, tuple(self._switched_off.items())
+        )
 
     def restore(self, state: SamplerState) -> None:
         """Go back to a snapshot `state` gave: the next token is the one that followed it."""
         self._settings = state.settings
-        self._chain = build_chain(state.settings)
+        self._switched_off = dict(state.switched_off)
+        self._chain = self._build(state.settings, None)
         self._chain.restore(state.units)
-        _continue(self._chain, None, None, self._ends)
         self._sources.clear()
         for kind, seed, position in state.sources:
             source = make_source(kind, seed)
@@ -231,14 +265,19 @@ class Sampler:
         """
         started = time.perf_counter_ns()
         settings = self._settings
-        chain = self._chain
-        candidates = Candidates(
-            *checked_logits(logits, self.vocab_size), history, self._workspace, self.vocabulary
-        )
+        checked = checked_logits(logits, self.vocab_size)
         mu = self.mirostat_mu if settings.mirostat else None
-        if chain.drawing:
-            chain.begin(self._source())
-        kept = chain.run(candidates)
+        if self._chain.drawing:
+            self._begin()
+        while True:  # a plugin that fails is switched off and the step run again
+            chain = self._chain
+            candidates = Candidates(*checked, history, self._workspace, self.vocabulary)
+            try:
+                kept = chain.run(candidates)
+                break
+            except PluginFailure as failure:
+                self._note(failure)
+                self._chain = chain.without(failure.name)
         penalized = candidates.logits
         maximum = candidates.maximum
         draw: float | None = None
@@ -254,8 +293,12 @@ class Sampler:
             token_id, prob = _inverse_cdf(
                 kept, penalized, maximum, candidates.temperature, draw, self._workspace
             )
-        if not chain.greedy:
-            chain.accept(token_id, prob)
+        if chain.accepting and not chain.greedy:
+            try:
+                chain.accept(token_id, prob)
+            except PluginFailure as failure:
+                self._note(failure)
+                self._chain = chain.without(failure.name)
         adaptive = chain.adaptive
         shown = kept
         if candidates.before is not None:  # a ban or smoothing came after: show before it
@@ -278,8 +321,25 @@ class Sampler:
             temperature=settings.temperature if chain.greedy else kept.temperature,
             mirostat_mu=mu,
             tail=tail,
+            notes=self._take_notes(),
             adapted_target=None if adaptive is None else adaptive.last_target,
         )
+
+    def _begin(self) -> None:
+        """Hand the generator to the units that draw from it."""
+        try:
+            self._chain.begin(self._source())
+        except PluginFailure as failure:
+            self._note(failure)
+            self._chain = self._chain.without(failure.name)
+
+    def _take_notes(self) -> tuple[str, ...]:
+        """The messages since the last step (none, nearly always)."""
+        if not self._notes:
+            return ()
+        notes = tuple(self._notes)
+        self._notes.clear()
+        return notes
 
     def _gumbel(self, kept: Kept) -> tuple[int, float]:
         """Gumbel-max over the kept tokens, with noise from the seeded generator.
@@ -334,22 +394,3 @@ def _roulette_in_id_order(kept: Kept, uniform: float) -> tuple[int, float]:
         position = int(np.flatnonzero(probs)[-1])  # u * total rounded past the end
     token_id = position if ids is None else int(ids[position])
     return token_id, float(probs[position])
-
-
-def _continue(
-    chain: Chain,
-    generated: int | None,
-    adapted_target: float | None,
-    end_of_generation: tuple[int, ...],
-) -> None:
-    """Hand min_tokens the reply's length and its tokens, and adaptive-p a recorded
-    target (None: leave as it is)."""
-    ban = chain.held.get(MinTokens.name)
-    if isinstance(ban, MinTokens):
-        if generated is not None:
-            ban.generated = generated
-        if end_of_generation:
-            ban.end_of_generation = end_of_generation
-    adaptive = chain.held.get(AdaptiveP.name)
-    if adapted_target is not None and isinstance(adaptive, AdaptiveP):
-        adaptive.pinned = adapted_target

@@ -10,7 +10,7 @@ fields and `--set` keys, and `settings_summary` (in `sampling.settings`).
 
 from __future__ import annotations
 
-from sampling.registry import GROUP_TITLES, GROUPS, LOGITS_SAMPLERS, ORDER_NAMES, SAMPLER_NAMES
+from sampling.registry import GROUP_TITLES, GROUPS, LOGITS_SAMPLERS, SAMPLER_NAMES
 from sampling.setting_spec import (
     GREEDY_TEMPERATURE,
     MAX_SEED,
@@ -25,14 +25,15 @@ from sampling.settings import SETTINGS, SETTINGS_BY_NAME
 __all__ = ["DISPLAY_ORDER", "GREEDY_TEMPERATURE", "GROUPS", "GROUP_TITLES", "LOGITS_SAMPLERS"]
 __all__ += ["MAX_SEED"]
 __all__ += ["SAMPLER_NAMES", "SCALAR_KINDS", "SETTINGS", "SETTINGS_BY_NAME", "SettingKind"]
-__all__ += ["ORDER_NAMES", "SettingSpec", "SettingValue", "SliderRange", "find_setting"]
+__all__ += ["SettingSpec", "SettingValue", "SliderRange", "find_setting"]
 
 
-DISPLAY_ORDER: tuple[SettingSpec, ...] = tuple(s for s in SETTINGS if s.is_number) + tuple(
+DISPLAY_ORDER: list[SettingSpec] = [s for s in SETTINGS if s.is_number] + [
     s for s in SETTINGS if s.is_scalar and not s.is_number
-)
+]
 """Numbers first, then switches, each in field order: how the panel and forms list the
-one-valued settings (the order, biases and breakers have their own editors)."""
+one-valued settings (the order, biases and breakers have their own editors). A
+plugin's settings join each part (`sampling.plugins`)."""
 
 
 def find_setting(key: str) -> SettingSpec | None:

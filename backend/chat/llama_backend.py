@@ -208,6 +208,8 @@ class LlamaBackend:
             text = "" if eog else stream.feed(rt.token_bytes(token))
             if text:
                 run.text.append(text)
+            for note in step.notes:  # a sampler plugin switched off for the reply
+                yield NoticeEvent(note)
             yield TokenEvent(index=index, step=step, text=text, piece=rt.shown_piece(token))
             if eog:
                 return flush(run, stream, "eos")

@@ -79,8 +79,11 @@ class EndOfGeneration(Protocol):
 class MinTokens:
     """Ban the end-of-generation tokens while the reply is shorter than `count`.
 
-    Its state is how many tokens the reply has: each step it applies counts one (a
-    what-if or a branch of step n starts it at n, `restore`).
+    Its state is how many tokens the reply has. Each step counts one when it begins
+    (`begin`, which the sampler calls once a step, before any unit applies and
+    whether or not the temperature is 0; it draws nothing), so a step run again
+    (a plugin switched off) is not counted twice; a what-if or a branch of step n
+    starts it at n (`Sampler.resume`).
 
     Attributes:
         count: The reply's minimum length in tokens (> 0).
@@ -94,10 +97,13 @@ class MinTokens:
     group_titles: ClassVar[Mapping[str, str]] = {"min_tokens": "min tokens: no early end"}
     label: ClassVar[str] = "min-tok"
     row_label: ClassVar[str] = "mintok"
-    draws: ClassVar[bool] = False
+    draws: ClassVar[bool] = True  # for `begin`: it takes no draw
     count: int
     end_of_generation: tuple[int, ...] = ()
     generated: int = field(default=0, compare=False)
+    step: int | None = field(default=None, compare=False)
+    """The reply's length at the step begun (None: no step begun, as for
+    `probabilities`, which reads `generated`)."""
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> MinTokens | None:
@@ -105,8 +111,10 @@ class MinTokens:
         return cls(settings.min_tokens) if settings.min_tokens > 0 else None
 
     def begin(self, source: UniformSource) -> None:
-        """Nothing to draw."""
+        """A step begins: it counts one more token of the reply (nothing is drawn)."""
         del source
+        self.step = self.generated
+        self.generated += 1
 
     def apply(self, candidates: Candidates) -> None:
         """Replace the logits by a copy with the end-of-generation tokens banned.
@@ -118,8 +126,7 @@ class MinTokens:
         vocabulary = candidates.vocabulary
         if not ends and isinstance(vocabulary, EndOfGeneration):
             ends = self.end_of_generation = vocabulary.eog_ids
-        generated = self.generated
-        self.generated += 1
+        generated = self.generated if self.step is None else self.step
         logits = candidates.logits
         banned = end_of_generation_ban(logits, ends, generated, self.count)
         if banned is logits:
@@ -144,6 +151,7 @@ class MinTokens:
     def reset(self) -> None:
         """A new reply: no tokens yet."""
         self.generated = 0
+        self.step = None
 
     @property
     def state(self) -> int:
@@ -153,3 +161,4 @@ class MinTokens:
     def restore(self, state: UnitState) -> None:
         """Take the reply's length from a state of min_tokens; start afresh otherwise."""
         self.generated = state if isinstance(state, int) else 0
+        self.step = None

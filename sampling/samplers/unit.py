@@ -103,6 +103,50 @@ class SamplerUnit(Protocol):
         ...
 
 
+class RunningUnit(Protocol):
+    """A unit as a chain runs it: a built-in unit, or a plugin behind its guard."""
+
+    @property
+    def name(self) -> str:
+        """Its name."""
+        ...
+
+    @property
+    def kind(self) -> UnitKind:
+        """ "logits" or "candidates"."""
+        ...
+
+    @property
+    def draws(self) -> bool:
+        """Whether it draws from the generator each step."""
+        ...
+
+    def begin(self, source: UniformSource) -> None:
+        """As `SamplerUnit.begin`."""
+        ...
+
+    def apply(self, candidates: Candidates) -> None:
+        """As `SamplerUnit.apply`."""
+        ...
+
+    def accept(self, token: int, prob: float) -> None:
+        """As `SamplerUnit.accept`."""
+        ...
+
+    def reset(self) -> None:
+        """As `SamplerUnit.reset`."""
+        ...
+
+    @property
+    def state(self) -> UnitState:
+        """As `SamplerUnit.state`."""
+        ...
+
+    def restore(self, state: UnitState) -> None:
+        """As `SamplerUnit.restore`."""
+        ...
+
+
 class Stateless:
     """The interface's answers for a unit that keeps nothing between steps."""
 

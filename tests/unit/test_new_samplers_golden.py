@@ -18,7 +18,8 @@ import pytest
 
 from sampling import Sampler, SamplerSettings, probabilities
 from sampling.chain import build_chain
-from sampling.registry import LLAMA_CPP_ORDER, TEMPERATURE_FIRST_ORDER
+from sampling.registry import CHAT_ORDER, LLAMA_CPP_ORDER, TEMPERATURE_FIRST_ORDER
+from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tests.golden import LOGITS, TOL, renormalised, softmax
 
 P = softmax(LOGITS)
@@ -176,7 +177,8 @@ def test_smoothing_at_half_flattens_the_head_written_out() -> None:
     expected = softmax(shaped)
     assert [round(p, 4) for p in expected] == [0.3378, 0.2981, 0.2049, 0.1097, 0.0457, 0.0038]
     settings = SamplerSettings(smoothing_factor=0.5)  # the default order: after temperature
-    assert settings.order[:4] == ("penalties", "dry", "temperature", "smoothing")
+    running = build_chain(settings).names  # right after the temperature, as it runs
+    assert running == ("temperature", "smoothing")
     assert_table(probabilities(np.array(LOGITS), settings), expected)
 
 
@@ -277,27 +279,28 @@ def test_min_tokens_bans_the_end_until_the_reply_has_n_tokens() -> None:
 # --- where switching one on puts its name --------------------------------------------------
 
 
-def test_switching_a_sampler_on_adds_its_name_where_its_tool_runs_it() -> None:
+def test_the_default_orders_name_the_new_samplers_where_their_tools_run_them() -> None:
+    assert TEMPERATURE_FIRST_ORDER[-3:] == ("xtc", "smoothing", "adaptive_p")
+    assert CHAT_ORDER[-3:] == ("smoothing", "adaptive_p", "temperature")
+    # Smoothing runs right after the temperature, and adaptive-p last, either way.
+    on = {"smoothing_factor": 0.5, "adaptive_target": 0.3, "top_k": 5}
+    for order in (TEMPERATURE_FIRST_ORDER, CHAT_ORDER):
+        names = build_chain(SamplerSettings(samplers=order, **on)).names
+        assert names[names.index("temperature") :][:2] == ("temperature", "smoothing")
+        assert names[-1] == "adaptive_p"
+    cutoffs = ("epsilon_cutoff", "eta_cutoff", "tfs", "top_a", "min_p")
+    for order in (TEMPERATURE_FIRST_ORDER, CHAT_ORDER):
+        at = order.index("epsilon_cutoff")
+        assert order[at : at + 5] == cutoffs
+    # Without them (all off), new chats run exactly llama.cpp's chain.
+    off = DEFAULT_CHAT_SETTINGS.with_changes(top_a=0.0)
+    ran = ("top_k", "top_p", "min_p", "temperature")  # penalties at 1.0 are off
+    assert tuple(unit.name for unit in build_chain(off).units) == ran
+    assert tuple(n for n in CHAT_ORDER if n in LLAMA_CPP_ORDER) == LLAMA_CPP_ORDER
+
+
+def test_switching_a_sampler_on_adds_its_name_to_an_order_that_lacks_it() -> None:
     on = {"top_a": 0.2, "eta_cutoff": 2e-3, "smoothing_factor": 0.5, "adaptive_target": 0.4}
-    first = SamplerSettings(**on)
-    assert first.samplers == (
-        "penalties",
-        "dry",
-        "temperature",
-        "smoothing",
-        "top_n_sigma",
-        "top_k",
-        "typ_p",
-        "top_p",
-        "eta_cutoff",
-        "top_a",
-        "min_p",
-        "xtc",
-        "adaptive_p",
-    )
-    assert (
-        tuple(n for n in first.samplers if n in TEMPERATURE_FIRST_ORDER) == TEMPERATURE_FIRST_ORDER
-    )
     last = SamplerSettings(samplers=LLAMA_CPP_ORDER, **on)
     assert last.samplers[-5:] == ("min_p", "xtc", "temperature", "smoothing", "adaptive_p")
     assert last.samplers[6:8] == ("eta_cutoff", "top_a")
@@ -306,7 +309,5 @@ def test_switching_a_sampler_on_adds_its_name_where_its_tool_runs_it() -> None:
     assert given.samplers == ("top_a", "temperature")
     assert SamplerSettings(tfs=0.9, samplers=("top_k",)).samplers == ("top_k", "tfs")
     # Switched off again, the name stays and the unit does not run.
-    off = first.with_changes(top_a=0.0)
+    off = last.with_changes(top_a=0.0)
     assert "top_a" in off.samplers and "top_a" not in build_chain(off).names
-    # Every stored order of a reply made before these samplers is left as it was.
-    assert SamplerSettings().samplers == TEMPERATURE_FIRST_ORDER

@@ -17,7 +17,7 @@ from tui.cli.main import build_parser
 from tui.cli.settings_flags import add_settings_flags, settings_from_args
 from tui.compare.columns import DEFAULT_VARIATIONS, VARIABLE_FIELDS, coerce_value
 
-FIELDS = [f.name for f in fields(SamplerSettings)]
+FIELDS = [f.name for f in fields(SamplerSettings) if f.name != "extra"]
 NUMBERS = [spec for spec in SETTINGS if spec.is_number]
 SWITCHES = [spec for spec in SETTINGS if spec.is_scalar and not spec.is_number]
 SEVERAL = [spec for spec in SETTINGS if not spec.is_scalar]

@@ -66,6 +66,11 @@ class ChainOrder(Widget, can_focus=True):
         self._cursor = 0
 
     @property
+    def names(self) -> tuple[str, ...]:
+        """Every sampler the chain may hold, in the editor's default order."""
+        return self._names
+
+    @property
     def value(self) -> tuple[str, ...]:
         """The samplers that are on, in order."""
         return tuple(name for name, on in self._rows if on)

@@ -15,40 +15,38 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sampling.registry import LABELS, UNITS
-from sampling.registry import ROW_LABELS as REGISTRY_ROW_LABELS
+from sampling.registry import ROW_LABELS as UNIT_ROW_LABELS
 
 BANS: frozenset[str] = frozenset(
     unit.name for unit in UNITS if unit.kind == "logits" and not unit.in_order
 )
 """The `removed_by` of a banned token (-inf): the logit bias, min_tokens."""
 
-SAMPLER_LABELS: dict[str, str] = {
-    **LABELS,
+OTHER_LABELS: dict[str, str] = {
     "typical_p": LABELS["typ_p"],
     "mirostat_v2": LABELS["mirostat"],
     "greedy": "greedy",
     "none": "none",
 }
-"""How each sampler is named on the bars (at most 8 cells): each unit's own label,
-the names older records may hold, and the two cut names that are no unit's."""
+"""Names on the bars besides each unit's own label (the registry's, a plugin's
+included): the names older records may hold, and the two cut names no unit has."""
 
-
-ROW_LABELS: dict[str, str] = {
-    **REGISTRY_ROW_LABELS,
-    "typical_p": REGISTRY_ROW_LABELS["typ_p"],
-    "mirostat_v2": REGISTRY_ROW_LABELS["mirostat"],
+OTHER_ROW_LABELS: dict[str, str] = {
+    "typical_p": UNIT_ROW_LABELS["typ_p"],
+    "mirostat_v2": UNIT_ROW_LABELS["mirostat"],
 }
-"""Shorter names where a row says which sampler removed it (at most 6 cells)."""
+"""Row names besides each unit's own (older records' names)."""
 
 
 def row_label(name: str) -> str:
     """A sampler's name on a removed row, at most 6 cells: "typ-p", "xtc", "ban"."""
-    return ROW_LABELS.get(name, sampler_label(name))[:6]
+    label = UNIT_ROW_LABELS.get(name) or OTHER_ROW_LABELS.get(name) or sampler_label(name)
+    return label[:6]
 
 
 def sampler_label(name: str) -> str:
-    """A sampler's name on the bars: "top-k", "typical", "xtc", "ban"."""
-    return SAMPLER_LABELS.get(name, name.replace("_", "-"))
+    """A sampler's name on the bars (at most 8 cells): "top-k", "typical", "xtc", "ban"."""
+    return LABELS.get(name) or OTHER_LABELS.get(name) or name.replace("_", "-")
 
 
 @dataclass(frozen=True, slots=True)
