@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sampling.engine import (
+    Ban,
     Cut,
     Float64Array,
     Kept,
@@ -67,10 +68,16 @@ class Candidates:
         cut_by: The last unit that removed tokens.
         prefix: Whether the kept set is a prefix of the order.
         cuts: Every cut so far (see `Kept.cuts`).
+        bans: Each ban so far (`Kept.bans`).
+        before: The logits and maximum the record reads when min_tokens or smoothing
+            changed them after the rewrites, else None.
+        underflow_by: As `Kept.underflow_by`.
     """
 
     __slots__ = (
         "argmax",
+        "bans",
+        "before",
         "cut_by",
         "cuts",
         "history",
@@ -80,6 +87,7 @@ class Candidates:
         "prefix",
         "ranked",
         "temperature",
+        "underflow_by",
         "vocabulary",
         "weights_memo",
         "workspace",
@@ -106,6 +114,9 @@ class Candidates:
         self.cut_by: CutBy = "none"
         self.prefix = True
         self.cuts: list[Cut] = []
+        self.bans: list[Ban] = []
+        self.before: tuple[FloatArray, float] | None = None
+        self.underflow_by = "temperature"
         self.weights_memo: tuple[object, object, float, Float64Array] | None = None
 
     # --- the kept set, one view -------------------------------------------------------
@@ -382,4 +393,6 @@ class Candidates:
             self.prefix,
             tuple(self.cuts),
             self.temperature,
+            tuple(self.bans),
+            self.underflow_by,
         )

@@ -3,9 +3,12 @@
 The order is data: a tuple of unit names (llama.cpp's `--samplers` names) looked up
 in the registry's `SAMPLERS`, the settings' `samplers` as `SamplerSettings.order`
 places the temperature in it (see there). `build_chain` also takes any other order.
-Two units run outside the order, as in llama.cpp's common sampler: `LogitBias`
-always first, and `Mirostat`, which (when on) replaces the whole order after the
-logit bias by a plain temperature and itself.
+Three units run outside the order, as in llama.cpp's common sampler: `LogitBias`
+always first, `MinTokens` (a ban) after the units that rewrite the logits, and
+`Mirostat`, which (when on) replaces the whole order after the logit bias by a
+plain temperature and itself. `AdaptiveP` draws the token, so wherever an order
+names it, it runs last and reshapes the distribution the chain ends with; smoothing
+runs right after the temperature when both run.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from sampling.engine import Kept, greedy_kept
 from sampling.errors import SettingsError
 from sampling.plugins import PluginFailure, PluginGuard, is_plugin
 from sampling.registry import SAMPLERS, UNITS_BY_NAME
+from sampling.samplers.adaptive_p import AdaptiveP
 from sampling.samplers.logit_bias import LogitBias
+from sampling.samplers.min_tokens import MinTokens
 from sampling.samplers.mirostat import Mirostat
 from sampling.samplers.temperature import Temperature
 from sampling.samplers.unit import RunningUnit, Stateless, UnitState
@@ -70,6 +75,12 @@ class Chain:
     accepting: tuple[RunningUnit, ...] = ()
 
     @property
+    def adaptive(self) -> AdaptiveP | None:
+        """Adaptive-p when it ends the chain (it reshapes the final distribution)."""
+        last = self.units[-1] if self.units else None
+        return last if isinstance(last, AdaptiveP) else None
+
+    @property
     def names(self) -> tuple[str, ...]:
         """The names of the units that run."""
         return tuple(unit.name for unit in self.units)
@@ -84,8 +95,12 @@ class Chain:
         for unit in self.units:
             unit.apply(candidates)
         if self.greedy:
-            return greedy_kept(candidates.argmax)
-        return candidates.distribution()
+            return greedy_kept(candidates.argmax, tuple(candidates.bans))
+        kept = candidates.distribution()
+        adaptive = self.adaptive
+        if adaptive is None:
+            return kept
+        return adaptive.reshape(kept, candidates.logits, candidates.workspace)
 
     def accept(self, token: int, prob: float) -> None:
         """Tell the units that ran which token was drawn, with its probability.
@@ -101,6 +116,21 @@ class Chain:
                 failed = failed or failure
         if failed is not None:
             raise failed
+
+    def continue_reply(
+        self, generated: int | None, adapted_target: float | None, ends: tuple[int, ...]
+    ) -> None:
+        """Hand min_tokens the reply's length and the tokens it bans, and adaptive-p a
+        recorded step's target (None, or no tokens: leave as it is)."""
+        ban = self.held.get(MinTokens.name)
+        if isinstance(ban, MinTokens):
+            if generated is not None:
+                ban.generated, ban.step = generated, None
+            if ends:
+                ban.end_of_generation = ends
+        adaptive = self.held.get(AdaptiveP.name)
+        if adapted_target is not None and isinstance(adaptive, AdaptiveP):
+            adaptive.pinned = adapted_target
 
     def reset(self) -> None:
         """Start every unit's state afresh."""
@@ -175,16 +205,32 @@ def build_chain(
     bias = held.get(LogitBias.name)
     if bias is not None:
         units.append(bias)
+    ban = held.get(MinTokens.name)
     mirostat = held.get(Mirostat.name)
     if mirostat is not None:
+        units += [ban] if ban is not None else []
         if not greedy:
             units += [Temperature(settings.temperature), mirostat]
     else:
+        reading: list[RunningUnit] = []
+        last: list[RunningUnit] = []
         for name in names:
             found = held.get(name)
             if found is None or (greedy and found.kind != "logits"):
                 continue  # at temperature 0 only the argmax counts: nothing to filter
-            units.append(found)
+            if isinstance(found, AdaptiveP):
+                last.append(found)  # it draws: last, wherever the order names it
+            else:
+                (units if found.kind == "logits" else reading).append(found)
+        # Smoothing reshapes what the temperature gives: it runs right after it.
+        smoothing = next((u for u in reading if u.name == "smoothing"), None)
+        temperature = next((u for u in reading if u.name == "temperature"), None)
+        if smoothing is not None and temperature is not None:
+            reading.remove(smoothing)
+            reading.insert(reading.index(temperature) + 1, smoothing)
+        # min_tokens bans after the rewrites of the logits, so that the record reads
+        # them from before the ban (a -inf stays -inf through them anyway).
+        units += [*([ban] if ban is not None else []), *reading, *last]
     drawing = tuple(unit for unit in held.values() if unit.draws)
     accepting = tuple(unit for unit in units if not isinstance(unit, Stateless))
     return Chain(names, tuple(units), greedy, held, drawing, accepting)

@@ -44,6 +44,8 @@ class Kept:
         cuts: Each cut in turn: the sampler's name, the ids it kept, and whether
             they were a prefix of the order.
         temperature: The temperature the probabilities were computed at.
+        bans: Each ban (-inf logits): the banning sampler's name and the ids it banned.
+        underflow_by: Who zeroed a finite logit no cut removed ("temperature", "smoothing").
     """
 
     ids: IdArray | None
@@ -54,10 +56,15 @@ class Kept:
     prefix: bool = True
     cuts: tuple[Cut, ...] = ()
     temperature: float = 1.0
+    bans: tuple[Ban, ...] = ()
+    underflow_by: str = "temperature"
 
 
 Cut = tuple[str, IdArray, bool]
 """One cut: the sampler's name, the ids it kept (in order), whether a prefix of the order."""
+
+Ban = tuple[str, tuple[int, ...]]
+"""One ban: the sampler's name and the token ids it set to -inf."""
 
 
 def weights_of(
@@ -135,7 +142,7 @@ _CERTAIN = np.ones(1)
 _CERTAIN.flags.writeable = False
 
 
-def greedy_kept(argmax: int) -> Kept:
-    """The kept set at temperature 0: the argmax alone."""
+def greedy_kept(argmax: int, bans: tuple[Ban, ...] = ()) -> Kept:
+    """The kept set at temperature 0: the argmax alone (`bans`: as `Kept.bans`)."""
     ids = np.array([argmax], dtype=np.intp)
-    return Kept(ids, _CERTAIN, "greedy", 1, None, True, (("greedy", ids, True),), 0.0)
+    return Kept(ids, _CERTAIN, "greedy", 1, None, True, (("greedy", ids, True),), 0.0, bans)

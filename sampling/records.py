@@ -109,6 +109,8 @@ class Step:
             not recorded.
         notes: What went wrong on this step and was dealt with: each sampler plugin
             switched off for the rest of the reply, naming it and its error.
+        adapted_target: The target adaptive-p reshaped this step's distribution
+            around (from its moving average before the step), or None when it is off.
     """
 
     token_id: int
@@ -124,6 +126,7 @@ class Step:
     mirostat_mu: float | None = None
     tail: RankTail | None = field(default=None, compare=False, repr=False)
     notes: tuple[str, ...] = field(default=(), compare=False)
+    adapted_target: float | None = None
 
     @property
     def candidates(self) -> tuple[Candidate, ...]:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable
-from dataclasses import dataclass
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -17,6 +17,7 @@ from sampling.penalties import History
 from sampling.plugins import PluginFailure
 from sampling.records import Step
 from sampling.rng import UniformSource, make_source
+from sampling.samplers.adaptive_p import AdaptiveP
 from sampling.samplers.mirostat import Mirostat, MirostatState
 from sampling.samplers.unit import UnitState
 from sampling.settings import SamplerSettings
@@ -54,6 +55,9 @@ def probabilities(
     *,
     vocabulary: Vocabulary | None = None,
     mirostat_mu: float | None = None,
+    adapted_target: float | None = None,
+    generated: int = 0,
+    end_of_generation: Sequence[int] = (),
 ) -> Float64Array:
     """The exact distribution a draw uses: float64 over the whole vocabulary.
 
@@ -67,6 +71,10 @@ def probabilities(
         vocabulary: The model's token texts, for DRY's sequence breakers (without
             it no token breaks a repeat).
         mirostat_mu: Mirostat's state; 2 * mirostat_tau (its start) when None.
+        adapted_target: The target adaptive-p reshapes around (a step's record); a
+            fresh adaptive-p's (the target itself) when None.
+        generated: How many tokens the reply has so far (min_tokens).
+        end_of_generation: The tokens min_tokens bans (else the vocabulary's).
 
     Raises:
         LogitsError: The logits or the history cannot be sampled from.
@@ -75,6 +83,7 @@ def probabilities(
     chain = build_chain(settings)
     if mirostat_mu is not None:
         chain.restore([(Mirostat.name, MirostatState(settings.mirostat, mirostat_mu))])
+    chain.continue_reply(generated, adapted_target, tuple(end_of_generation))
     kept = chain.run(candidates)
     if kept.ids is None:
         return kept.probs
@@ -90,11 +99,17 @@ class Sampler:
     tokens (live sliders) without touching the random stream; `reset()` re-seeds
     it from `settings.seed` and restarts mirostat's mu at 2 * tau.
 
+    Adaptive-p's moving average follows llama.cpp's: it takes a step's drawn token
+    only once the sequence takes it, which the next `sample` sees at the end of its
+    history (a token forced instead leaves the average as it was).
+
     Args:
         settings: The sampler's settings.
         vocab_size: When given, logits of another length are an error.
         n_candidates: How many top tokens each step's record lists.
-        vocabulary: The model's token texts, for DRY's sequence breakers.
+        vocabulary: The model's token texts, for DRY's sequence breakers (and its
+            `eog_ids`, which min_tokens bans).
+        end_of_generation: The tokens min_tokens bans, instead of the vocabulary's.
     """
 
     def __init__(
@@ -104,6 +119,7 @@ class Sampler:
         vocab_size: int | None = None,
         n_candidates: int = DEFAULT_CANDIDATES,
         vocabulary: Vocabulary | None = None,
+        end_of_generation: Sequence[int] = (),
     ) -> None:
         if not isinstance(settings, SamplerSettings):
             raise TypeError(f"settings must be SamplerSettings, not {type(settings).__name__}")
@@ -115,6 +131,7 @@ class Sampler:
 
         The tail plot sets it while shown: deeper ranks cost a partial sort per
         token, which a hidden plot should not make every token pay."""
+        self._ends = tuple(end_of_generation)
         self._switched_off: dict[str, str] = {}
         self._notes: list[str] = []
         self._chain: Chain = self._build(settings, None)
@@ -145,9 +162,12 @@ class Sampler:
         whose building fails, which is switched off too)."""
         while True:
             try:
-                return build_chain(settings, previous=previous, leave_out=self._switched_off)
+                chain = build_chain(settings, previous=previous, leave_out=self._switched_off)
             except PluginFailure as failure:
                 self._note(failure)
+                continue
+            chain.continue_reply(None, None, self._ends)
+            return chain
 
     def _note(self, failure: PluginFailure) -> None:
         """Switch a failed plugin off for the reply, keeping its message for the step."""
@@ -159,6 +179,22 @@ class Sampler:
         """Mirostat's state mu for the next step (None when mirostat is off)."""
         mirostat = self._chain.held.get(Mirostat.name)
         return mirostat.mu if isinstance(mirostat, Mirostat) else None
+
+    @property
+    def adapted_target(self) -> float | None:
+        """The target adaptive-p uses at the next step (None when it is off)."""
+        adaptive = self._chain.held.get(AdaptiveP.name)
+        return adaptive.current_target if isinstance(adaptive, AdaptiveP) else None
+
+    def resume(self, generated: int, adapted_target: float | None = None) -> None:
+        """Continue a reply at its step `generated` (a what-if, a branch).
+
+        Args:
+            generated: How many tokens the reply has: min_tokens counts from there.
+            adapted_target: A recorded step's adaptive-p target, which the next step
+                uses instead of the moving average's (None: the average's).
+        """
+        self._chain.continue_reply(generated, adapted_target, self._ends)
 
     @property
     def chain(self) -> Chain:
@@ -263,8 +299,14 @@ class Sampler:
             except PluginFailure as failure:
                 self._note(failure)
                 self._chain = chain.without(failure.name)
+        adaptive = chain.adaptive
+        shown = kept
+        if candidates.before is not None:  # a ban or smoothing came after: show before it
+            penalized, maximum = candidates.before
+            if candidates.bans:  # the banned rows stand among the kept ones
+                shown = replace(kept, prefix=False, ranked=None)
         table, entropy, tail = candidate_table(
-            penalized, maximum, kept, self.n_candidates, self._workspace, self.tail_ranks
+            penalized, maximum, shown, self.n_candidates, self._workspace, self.tail_ranks
         )
         return Step(
             token_id=token_id,
@@ -280,6 +322,7 @@ class Sampler:
             mirostat_mu=mu,
             tail=tail,
             notes=self._take_notes(),
+            adapted_target=None if adaptive is None else adaptive.last_target,
         )
 
     def _begin(self) -> None:

@@ -15,6 +15,7 @@ from sampling.errors import SettingsError
 from sampling.registry import CHAT_ORDER, DECLARED_SETTINGS, TEMPERATURE_FIRST_ORDER
 from sampling.samplers.top_p import TopPScope
 from sampling.setting_spec import GREEDY_TEMPERATURE, MAX_SEED, SettingSpec, SettingValue
+from sampling.switched_on import with_switched_on
 
 DrawMethod = Literal["inverse_cdf", "gumbel"]
 RngName = Literal["pcg64", "xorshift128"]
@@ -81,6 +82,19 @@ class SamplerSettings:
         dynatemp_range: Dynamic temperature: temperature +- range by the kept set's
             normalised entropy; 0.0 is off.
         dynatemp_exponent: The entropy's exponent in the dynamic temperature.
+        top_a: Keep tokens with p >= top_a * p_max² (KoboldCpp); 0.0 is off.
+        tfs: Tail-free sampling's z (KoboldCpp's `tfs`); 1.0 is off.
+        epsilon_cutoff: Keep tokens with p >= epsilon (Hugging Face's
+            `epsilon_cutoff`, a probability); 0.0 is off.
+        eta_cutoff: Keep tokens with p >= min(eta, sqrt(eta) * exp(-entropy))
+            (Hugging Face's `eta_cutoff`); 0.0 is off.
+        smoothing_factor: Quadratic sampling's factor (text-generation-webui); 0.0
+            is off.
+        smoothing_curve: Quadratic sampling's curve, from 1 (plain quadratic) to 3.
+        adaptive_target: Adaptive-p's target probability (llama.cpp); negative is off.
+        adaptive_decay: Adaptive-p's moving-average decay, 0 to 0.99.
+        min_tokens: Ban the end-of-generation tokens until the reply has this many
+            tokens; 0 is off.
         logit_bias: (token id, bias) pairs in id order, added to the logits before
             anything else; -inf bans the token. Also given as a {id: bias} dict,
             pairs in any order, or text "42=+2;17=-inf" (held as the pairs in id
@@ -90,6 +104,8 @@ class SamplerSettings:
             before the filters; `DEFAULT_CHAT_SETTINGS` holds llama.cpp's chain.
             Only `temperature_last` moves anything (see `order`). Also given as text
             "top_k;temperature" or a list.
+            Switching on a sampler llama.cpp's default chain lacks adds its name
+            when the order lacks it (see `with_switched_on`).
         extra: The settings sampler plugins declare (`sampling.plugins`), as (name,
             value) pairs sorted by name, those at their default left out. Each reads
             as an attribute of its name too, and `with_changes`, `to_dict` and
@@ -123,6 +139,15 @@ class SamplerSettings:
     mirostat_eta: float = 0.1
     dynatemp_range: float = 0.0
     dynatemp_exponent: float = 1.0
+    top_a: float = 0.0
+    tfs: float = 1.0
+    epsilon_cutoff: float = 0.0
+    eta_cutoff: float = 0.0
+    smoothing_factor: float = 0.0
+    smoothing_curve: float = 1.0
+    adaptive_target: float = -1.0
+    adaptive_decay: float = 0.9
+    min_tokens: int = 0
     logit_bias: tuple[tuple[int, float], ...] = ()
     samplers: tuple[str, ...] = TEMPERATURE_FIRST_ORDER
     extra: tuple[tuple[str, SettingValue], ...] = ()
@@ -146,6 +171,9 @@ class SamplerSettings:
                 accepted = False
             if not accepted:
                 raise SettingsError(spec.name, given, spec.expected)
+        order = with_switched_on(self)
+        if order != self.samplers:
+            object.__setattr__(self, "samplers", order)
 
     if not TYPE_CHECKING:  # the type checker sees the fields alone
 

@@ -176,6 +176,7 @@ class LlamaBackend:
         rt = self.runtime
         steer = steer or Steer()
         sampler = Sampler(live.current, vocab_size=rt.n_vocab, vocabulary=rt)
+        sampler.resume(len(steer.prefix))
         stream = Utf8Stream()
         ready = yield from self._prepare(run, messages, max_tokens, cancel, raw, steer, stream)
         if not ready:

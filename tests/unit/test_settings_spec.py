@@ -51,7 +51,28 @@ CHOSEN: dict[str, object] = {
     "dynatemp_range": 0.5,
     "dynatemp_exponent": 2.0,
     "logit_bias": ((17, -math.inf), (42, 2.0)),
-    "samplers": ("penalties", "top_k", "temperature", "min_p"),
+    # Every sampler CHANGED switches on is named: switching one on adds a missing name.
+    "samplers": (
+        "penalties",
+        "top_k",
+        "temperature",
+        "smoothing",
+        "epsilon_cutoff",
+        "eta_cutoff",
+        "tfs",
+        "top_a",
+        "min_p",
+        "adaptive_p",
+    ),
+    "top_a": 0.25,
+    "tfs": 0.95,
+    "epsilon_cutoff": 0.0005,
+    "eta_cutoff": 0.002,
+    "smoothing_factor": 0.5,
+    "smoothing_curve": 2.0,
+    "adaptive_target": 0.5,
+    "adaptive_decay": 0.5,
+    "min_tokens": 16,
 }
 
 
