@@ -176,6 +176,7 @@ class LlamaBackend:
         rt = self.runtime
         steer = steer or Steer()
         sampler = Sampler(live.current, vocab_size=rt.n_vocab, vocabulary=rt)
+        sampler.resume(len(steer.prefix))
         stream = Utf8Stream()
         ready = yield from self._prepare(run, messages, max_tokens, cancel, raw, steer, stream)
         if not ready:
@@ -207,6 +208,8 @@ class LlamaBackend:
             text = "" if eog else stream.feed(rt.token_bytes(token))
             if text:
                 run.text.append(text)
+            for note in step.notes:  # a sampler plugin switched off for the reply
+                yield NoticeEvent(note)
             yield TokenEvent(index=index, step=step, text=text, piece=rt.shown_piece(token))
             if eog:
                 return flush(run, stream, "eos")

@@ -127,6 +127,7 @@ class LlamaRuntime:
         self._piece_cache: dict[tuple[int, bool], bytes] = {}
         self._shown_cache: dict[int, str] = {}
         self._special: list[int] | None = None
+        self._eog_ids: tuple[int, ...] | None = None
         self.cache: list[int] = []  # the tokens the KV cache holds, position by position
         # Where the llama_decode batch that computed each cached position began: a
         # token's logits and KV depend on the batch it was computed in.
@@ -161,6 +162,13 @@ class LlamaRuntime:
     def is_eog(self, token: int) -> bool:
         """Whether `token` ends a generation (eos, eot, <|im_end|>, ...)."""
         return bool(llama_cpp.llama_vocab_is_eog(self._vocab, token))
+
+    @property
+    def eog_ids(self) -> tuple[int, ...]:
+        """Every end-of-generation token id (what min_tokens bans), found once."""
+        if self._eog_ids is None:
+            self._eog_ids = tuple(t for t in range(self.n_vocab) if self.is_eog(t))
+        return self._eog_ids
 
     @property
     def bos(self) -> int:

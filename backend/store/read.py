@@ -11,6 +11,7 @@ from typing import Any
 from backend.chat.events import GenerationStats
 from backend.store.records import (
     INTERRUPTED,
+    SAMPLER_FILES_KEY,
     ChatRecord,
     ChatSummary,
     MessageRecord,
@@ -21,6 +22,7 @@ from backend.store.records import (
 )
 from backend.store.steps import StepLayout, unpack_step
 from sampling.errors import SettingsError
+from sampling.plugins import files_problem
 from sampling.records import Step
 from sampling.settings import SamplerSettings
 
@@ -324,6 +326,10 @@ def _parse_settings(path: Path, text: str, reply_id: int) -> SamplerSettings:
         values = json.loads(text)
         if not isinstance(values, dict):
             raise ValueError("not a JSON object")
+        used = values.pop(SAMPLER_FILES_KEY, {})
+        problem = files_problem(used) if isinstance(used, dict) else "bad sampler_files"
+        if problem is not None:
+            raise StoreError(f"chat database {path}: reply {reply_id} cannot run again: {problem}")
         return SamplerSettings.from_dict(values)
     except (ValueError, TypeError, SettingsError) as error:
         raise StoreError(

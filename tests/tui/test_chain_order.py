@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from textual.app import App, ComposeResult
+from textual.geometry import Size
 from textual.pilot import Pilot
 
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
@@ -178,3 +179,14 @@ async def test_moving_the_temperature_runs_the_order_as_shown(temperature_last: 
         wanted = [("temperature_last", False)] if temperature_last else []
         assert host.asked == [*wanted, ("samplers", moved)]
         assert host.settings.order == moved and chain.value == moved
+
+
+def test_a_long_order_shows_a_window_of_rows_that_follows_the_cursor() -> None:
+    names = tuple(f"unit_{i}" for i in range(12))
+    chain = ChainOrder("samplers", "order", names, names)
+    assert chain.get_content_height(Size(80, 40), Size(80, 40), 60) == 8
+    for _ in range(10):
+        chain.action_cursor(1)
+    shown = chain.render().plain.splitlines()
+    assert len(shown) == 8 and shown[-1].strip().startswith("11. unit_10")
+    assert chain.value == names  # every row is still there, on

@@ -15,6 +15,7 @@ from sampling import (
     SettingsError,
     probabilities,
 )
+from sampling.candidates import Candidates
 from sampling.chain import (
     DEFAULT_ORDER,
     SAMPLERS,
@@ -22,7 +23,7 @@ from sampling.chain import (
     build_chain,
     order_of,
 )
-from sampling.engine import Candidates, Kept
+from sampling.engine import Kept
 from sampling.logits import checked_logits
 from sampling.penalties import History
 from sampling.registry import LLAMA_CPP_ORDER, LOGITS_SAMPLERS, SAMPLER_NAMES, UNITS
