@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from backend.chat.events import FinishedEvent
-from backend.chat.llama_backend import LlamaBackend
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.config.model_path import resolve_model_path
+from backend.session.llama_backend import LlamaBackend
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 
 PROMPT = "Write a long story about a lighthouse keeper and a storm."

@@ -17,9 +17,11 @@ from dataclasses import dataclass
 from backend.chat.compare import first_divergence
 from backend.chat.completion import as_document
 from backend.chat.events import FinishedEvent, NoticeEvent, TokenEvent
-from backend.chat.protocol import ChatBackend, ChatMessage, LiveSettings
-from backend.chat.run_state import Steer
+from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.session.backend import SessionBackend
+from backend.session.run import Steer
 from backend.store.records import ChatRecord, ReplyRecord, StoreError
+from backend.store.replay_cache import prepare_cache
 from sampling.errors import SamplescopeError
 from sampling.settings import SamplerSettings
 
@@ -97,7 +99,7 @@ def branch_steer(reply: ReplyRecord) -> dict[str, Steer]:
 
 
 def replay(
-    backend: ChatBackend,
+    backend: SessionBackend,
     chat: ChatRecord,
     reply: ReplyRecord,
     *,
@@ -105,7 +107,7 @@ def replay(
 ) -> ReplayResult:
     """Regenerate `reply` of `chat` on `backend` and compare its tokens.
 
-    The backend's KV cache is reset, then (on a `LlamaBackend`) rebuilt the way the
+    The backend's memory is reset, then rebuilt the way the
     original session built it when the reply started from a warm cache (see
     `backend.store.replay_cache`): llama.cpp computes a token decoded alone slightly
     differently from one in a prefill batch, enough to change sampled tokens. The
@@ -122,15 +124,7 @@ def replay(
         change.from_index: change.settings for change in reply.settings_changes
     }
     live = LiveSettings(reply.settings_at(0))
-    notices: list[str] = []
-    from backend.chat.llama_backend import LlamaBackend
-
-    if isinstance(backend, LlamaBackend):
-        from backend.store.replay_cache import prepare_cache
-
-        notices += prepare_cache(backend, chat, reply)
-    else:
-        backend.reset()
+    notices = prepare_cache(backend, chat, reply)
     stored = len(reply.token_ids)
     stop = threading.Event()
     replayed: list[int] = list(reply.token_ids[: reply.fork_at or 0])

@@ -3,7 +3,7 @@
 Both rebuild exactly what the sampler saw at step `index` of a branch: the KV cache
 as the reply's generation started from (`backend.store.replay_cache`), then the
 prompt prefilled and the branch's earlier tokens decoded one at a time, as
-`LlamaBackend.generate` does (`LlamaBackend.step_input`). So the logits are the
+the generation loop does (`SessionBackend.step_input`). So the logits are the
 generation's own, and with the step's own settings the recomputed probabilities are
 the stored ones.
 
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from backend.chat.events import FinishedEvent, NoticeEvent, TokenEvent
-from backend.chat.llama_backend import LlamaBackend
 from backend.chat.protocol import LiveSettings
-from backend.chat.run_state import Steer, StepInput
+from backend.session.backend import SessionBackend
+from backend.session.run import Steer, StepInput
 from backend.store.branches import Fork, lineage
 from backend.store.records import ChatRecord, ReplyRecord, StoreError
 from backend.store.replay import prompt_messages
@@ -113,7 +113,7 @@ def _limit(reply: ReplyRecord) -> int:
 
 
 def rebuild_step(
-    backend: LlamaBackend, chat: ChatRecord, reply: ReplyRecord, index: int
+    backend: SessionBackend, chat: ChatRecord, reply: ReplyRecord, index: int
 ) -> tuple[StepInput, tuple[str, ...]]:
     """What the sampler saw at step `index` of a branch: its logits and history,
     rebuilt through the replay path (nothing is generated).
@@ -135,7 +135,7 @@ def rebuild_step(
 
 
 def recompute(
-    backend: LlamaBackend,
+    backend: SessionBackend,
     chat: ChatRecord,
     reply: ReplyRecord,
     index: int,
@@ -152,7 +152,7 @@ def recompute(
         SamplescopeError: The step's input cannot be rebuilt.
     """
     given, notices = rebuild_step(backend, chat, reply, index)
-    sampler = Sampler(settings, vocab_size=backend.info.n_vocab, vocabulary=backend.runtime)
+    sampler = Sampler(settings, vocab_size=backend.info.n_vocab, vocabulary=backend.model)
     step = sampler.sample(given.logits, given.history)
     return step, notices
 
@@ -176,7 +176,7 @@ def pick_token(step: Step, choice: Choice, value: int | None) -> int | None:
 
 
 def make_branch(
-    backend: LlamaBackend,
+    backend: SessionBackend,
     store: ChatStore,
     chat: ChatRecord,
     reply: ReplyRecord,
@@ -195,7 +195,7 @@ def make_branch(
     """
     notices = list(prepare_cache(backend, chat, reply))
     prefix = reply.token_ids[:index]
-    head = b"".join(backend.runtime.token_bytes(t) for t in prefix)
+    head = b"".join(backend.model.token_bytes(t) for t in prefix)
     last_turn = chat.messages[-1].id == reply.message_id
     model = store.model_ref(backend.info.path)
     writer = store.begin_reply(

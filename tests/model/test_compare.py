@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from backend.chat.compare import ColumnEvent, compare, first_divergence
+from backend.chat.compare import ColumnEvent, first_divergence
 from backend.chat.events import FinishedEvent, TokenEvent
-from backend.chat.llama_backend import LlamaBackend
 from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.session.compare import compare
+from backend.session.llama_backend import LlamaBackend
 from sampling.settings import SamplerSettings
 from tests.helpers import last_chunk
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from backend.chat.completion import Mode
 from backend.chat.events import FinishedEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
-from backend.chat.run_state import Steer
+from backend.session.run import Steer
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatRecord
 from sampling.settings import SamplerSettings

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from backend.chat.protocol import ChatBackend
+from backend.session.backend import SessionBackend
 from tui.chat.conversation import Conversation
 
 PAINT_PHASES = ("reply", "probs", "reply", "probs", "reply", "probs", "reply", "status")
@@ -14,7 +14,7 @@ status 1/8) to keep each update small."""
 
 
 def status_changes(
-    backend: ChatBackend | None,
+    backend: SessionBackend | None,
     conversation: Conversation,
     generating: bool,
     first_token_at: float | None,

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from backend.chat.compare import ColumnEvent
 from backend.chat.completion import Mode, as_document
 from backend.chat.events import FinishedEvent, GenerationEvent, GenerationStats, NoticeEvent
-from backend.chat.protocol import ChatBackend, ChatMessage, LiveSettings
-from backend.chat.run_state import Steer
+from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.session.backend import SessionBackend
+from backend.session.run import Steer
 from backend.store.recorder import ChatRecorder
 
 REPLY_COLUMN = 0
@@ -66,12 +67,14 @@ class ReplyJob:
     steer: Steer | None = None
     fork: tuple[int | None, int] | None = None
 
-    def __call__(self, backend: ChatBackend, cancel: threading.Event) -> Iterator[ColumnEvent]:
+    def __call__(self, backend: SessionBackend, cancel: threading.Event) -> Iterator[ColumnEvent]:
         """Generate the reply (worker thread); every event, tagged as column 0."""
         for event in self._events(backend, cancel):
             yield ColumnEvent(REPLY_COLUMN, event)
 
-    def _events(self, backend: ChatBackend, cancel: threading.Event) -> Iterator[GenerationEvent]:
+    def _events(
+        self, backend: SessionBackend, cancel: threading.Event
+    ) -> Iterator[GenerationEvent]:
         recorder = self.recorder
         try:
             if self.reset:
@@ -91,7 +94,7 @@ class ReplyJob:
                 max_tokens=self.max_tokens,
                 cancel=cancel,
                 raw=completion,
-                **({} if self.steer is None else {"steer": self.steer}),
+                steer=self.steer,
             ):
                 if recorder is not None and not recorder.record(event):
                     yield from self._store_notice(recorder)

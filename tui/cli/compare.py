@@ -14,8 +14,9 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from backend.chat.compare import compare, first_divergence
+from backend.chat.compare import first_divergence
 from backend.chat.events import FinishedEvent, NoticeEvent, TokenEvent
+from backend.session.compare import compare
 from sampling.errors import SamplescopeError
 from sampling.settings import SamplerSettings, settings_summary
 from sampling.spec import SETTINGS, SETTINGS_BY_NAME, find_setting

@@ -32,7 +32,7 @@ from tui.cli.store_access import add_db_flag, open_store
 from tui.cli.text_input import read_stdin
 
 if TYPE_CHECKING:
-    from backend.chat.llama_backend import LlamaBackend
+    from backend.session.llama_backend import LlamaBackend
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -22,7 +22,8 @@ from typing import Any, Protocol, runtime_checkable
 from textual.app import App
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from backend.chat.protocol import ChatBackend, ChatMessage
+from backend.chat.protocol import ChatMessage
+from backend.session.backend import SessionBackend
 from sampling.errors import SamplescopeError
 from sampling.settings import SamplerSettings
 from tui.chat.runner import GenerationRunner
@@ -56,7 +57,7 @@ class CompareContext:
         max_tokens: Tokens per column at most.
     """
 
-    model: GenerationRunner | ChatBackend
+    model: GenerationRunner | SessionBackend
     messages: Sequence[ChatMessage]
     settings: SamplerSettings
     on_result: Callable[[CompareResult | None], None]

@@ -11,8 +11,7 @@ same seed gives the same tokens (each column's sampler is seeded afresh).
 from __future__ import annotations
 
 import secrets
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import ClassVar
 
 from rich.text import Text
@@ -24,7 +23,6 @@ from textual.dom import DOMNode
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from backend.chat.compare import ColumnEvent, compare
 from backend.chat.events import (
     FinishedEvent,
     GenerationEvent,
@@ -33,7 +31,9 @@ from backend.chat.events import (
     PrefillProgress,
     TokenEvent,
 )
-from backend.chat.protocol import ChatBackend, ChatMessage
+from backend.chat.protocol import ChatMessage
+from backend.session.backend import SessionBackend
+from backend.session.compare import CompareJob
 from sampling.errors import SamplescopeError
 from sampling.settings import SamplerSettings
 from tui.chat.alternatives import Alternative, AlternativesScreen
@@ -97,7 +97,7 @@ class CompareScreen(Screen[CompareResult | None]):
 
     def __init__(
         self,
-        model: GenerationRunner | ChatBackend,
+        model: GenerationRunner | SessionBackend,
         messages: Sequence[ChatMessage],
         columns: Sequence[SamplerSettings | CompareColumn],
         seed: int,
@@ -222,12 +222,7 @@ class CompareScreen(Screen[CompareResult | None]):
         self._show_detail(None)
         settings = [self.column_settings(i) for i in range(len(self._columns))]
         self._update_title()
-        messages, max_tokens = list(self._messages), self._max_tokens
-
-        def job(backend: ChatBackend, cancel: threading.Event) -> Iterator[ColumnEvent]:
-            return compare(backend, messages, settings, max_tokens=max_tokens, cancel=cancel)
-
-        self._runner.start(job, self)
+        self._runner.start(CompareJob(list(self._messages), settings, self._max_tokens), self)
 
     async def _stop_run(self) -> None:
         """Cancel the running generation and wait until its thread let go of the model."""
