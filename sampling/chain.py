@@ -1,32 +1,26 @@
 """The chain: sampler units in order, built once whenever the settings change.
 
 The order is data: a tuple of unit names (llama.cpp's `--samplers` names) looked up
-in `SAMPLERS`, the settings' `samplers` as `SamplerSettings.order` places the
-temperature in it (see there). `build_chain` also takes any other order.
+in the registry's `SAMPLERS`, the settings' `samplers` as `SamplerSettings.order`
+places the temperature in it (see there). `build_chain` also takes any other order.
+Two units run outside the order, as in llama.cpp's common sampler: `LogitBias`
+always first, and `Mirostat`, which (when on) replaces the whole order after the
+logit bias by a plain temperature and itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sampling.engine import Candidates, Kept, greedy_kept
 from sampling.errors import SettingsError
-from sampling.filters import Mirostat, TopNSigma, Typical, Xtc
-from sampling.rewriters import Dry, LogitBias
-from sampling.samplers import MinP, Penalties, SamplerUnit, Temperature, TopK, TopP
-from sampling.setting_text import order_problem
+from sampling.registry import ORDER_SETTING, SAMPLERS
+from sampling.samplers.logit_bias import LogitBias
+from sampling.samplers.mirostat import Mirostat
+from sampling.samplers.temperature import Temperature
+from sampling.samplers.unit import SamplerUnit
 from sampling.settings import SamplerSettings
-
-SAMPLERS: Mapping[str, type[SamplerUnit]] = {
-    unit.name: unit
-    for unit in (Penalties, Dry, TopNSigma, TopK, Typical, TopP, MinP, Xtc, Temperature)
-}
-"""Every sampler unit an order may name, by its name (llama.cpp's `--samplers` names).
-
-Two more run outside the order, as in llama.cpp's common sampler: `LogitBias`
-always first, and `Mirostat`, which (when on) replaces the whole order after the
-logit bias by a plain temperature and itself."""
 
 FILTER_ORDER: tuple[str, ...] = ("top_k", "top_p", "min_p")
 """The filters, in the order both of today's chains run them."""
@@ -112,7 +106,7 @@ def checked_order(order: Sequence[str]) -> tuple[str, ...]:
     if isinstance(order, str):
         raise SettingsError("samplers", order, "a sequence of sampler names, not one string")
     names = tuple(order)
-    problem = order_problem(names)
+    problem = ORDER_SETTING.order_problem(names)
     if problem is not None:
         raise SettingsError("samplers", names, problem)
     return names

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from sampling.errors import LogitsError
 from sampling.logits import within_float64_span
-from sampling.settings import SamplerSettings
+
+if TYPE_CHECKING:
+    from sampling.settings import SamplerSettings
 
 History = Sequence[int] | npt.NDArray[np.integer]
 

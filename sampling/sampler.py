@@ -135,13 +135,18 @@ class Sampler:
             self._sources[kind] = source
         return source
 
-    def sample(self, logits: object, history: History = ()) -> Step:
+    def sample(
+        self, logits: object, history: History = (), *, uniform: float | None = None
+    ) -> Step:
         """Choose the next token.
 
         Args:
             logits: One score per vocabulary token (never modified).
             history: Token ids so far, prompt included; the penalties see the last
                 `repeat_last_n` of them.
+            uniform: Draw with this uniform in [0, 1) instead of the generator's next
+                one (what-if: a past step's randomness under other settings). A
+                Gumbel draw, which needs one variate per token, ignores it.
 
         Returns:
             The step's record.
@@ -168,10 +173,10 @@ class Sampler:
         elif settings.draw == "gumbel":
             token_id, prob = self._gumbel(kept)
         elif settings.rng == "xorshift128":
-            draw = self._source().uniform()
+            draw = self._source().uniform() if uniform is None else uniform
             token_id, prob = _roulette_in_id_order(kept, draw)
         else:
-            draw = self._source().uniform()
+            draw = self._source().uniform() if uniform is None else uniform
             token_id, prob = _inverse_cdf(
                 kept, penalized, maximum, candidates.temperature, draw, self._workspace
             )

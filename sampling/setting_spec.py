@@ -15,11 +15,11 @@ from typing import Any, Literal
 from sampling.errors import SettingsError
 from sampling.setting_text import (
     accepts_bias,
-    accepts_order,
     accepts_texts,
     format_bias,
     format_order,
     format_texts,
+    order_problem,
     parse_bias,
     parse_order,
     parse_texts,
@@ -77,7 +77,9 @@ class SettingSpec:
         minimum_open: Whether `minimum` itself is invalid.
         maximum: The highest valid number, or None for no upper bound.
         maximum_open: Whether `maximum` itself is invalid.
-        choices: For "bool" and "choice": each valid value and the text shown for it.
+        choices: For "bool" and "choice": each valid value and the text shown for it;
+            for "order": each sampler an order may name, and its label.
+        leading: For "order": the samplers that must come before every other.
         slider: For numbers: the slider's span, limits and steps.
         short_key: Its key in `--set "t=0.8"` and in the active summary (default: name).
         short_flag: Its one-letter flag ("-t"), if any.
@@ -103,6 +105,7 @@ class SettingSpec:
     maximum: float | None = None
     maximum_open: bool = False
     choices: tuple[tuple[SettingValue, str], ...] = ()
+    leading: tuple[str, ...] = ()
     slider: SliderRange | None = None
     short_key: str | None = None
     short_flag: str | None = None
@@ -153,7 +156,7 @@ class SettingSpec:
         if self.kind == "bool":
             return "true or false"
         if self.kind == "order":
-            return "sampler names separated by ';' or ',' (penalties and dry first)"
+            return f"sampler names separated by ';' or ',' ({' and '.join(self.leading)} first)"
         if self.kind == "bias":
             return "token=bias pairs such as '42=+2;17=-inf' (ids at least 0, bias finite or -inf)"
         if self.kind == "texts":
@@ -191,7 +194,7 @@ class SettingSpec:
         if self.kind == "bool":
             return isinstance(value, bool)
         if self.kind == "order":
-            return accepts_order(value)
+            return self.order_problem(value) is None
         if self.kind == "bias":
             return accepts_bias(value)
         if self.kind == "texts":
@@ -206,6 +209,11 @@ class SettingSpec:
         elif not isinstance(value, int | float) or not math.isfinite(value):
             return False
         return self._in_range(value)
+
+    def order_problem(self, value: object) -> str | None:
+        """For "order": why `value` is not a valid order, or None when it is."""
+        names = [str(name) for name in self.choice_values]
+        return order_problem(value, names, self.leading)
 
     def _in_range(self, value: float) -> bool:
         low, high = self.minimum, self.maximum
@@ -234,9 +242,11 @@ class SettingSpec:
         if self.kind == "choice":
             return stripped
         if self.kind in ("order", "bias", "texts"):
-            reader = {"order": parse_order, "bias": parse_bias, "texts": parse_texts}[self.kind]
             try:
-                return reader(text)
+                if self.kind == "order":
+                    names = [str(name) for name in self.choice_values]
+                    return parse_order(text, names, self.leading)
+                return parse_bias(text) if self.kind == "bias" else parse_texts(text)
             except ValueError as error:
                 raise SettingsError(self.name, text, f"{self.expected}: {error}") from None
         if self.kind == "bool":

@@ -1,6 +1,6 @@
 """The several-valued settings: the chain's order, logit biases and DRY's breakers.
 
-Each has a check (`accepts_*`), a reader of its text form (`parse_*`, raising
+Each has a check (`accepts_*`, `order_problem`), a reader of its text form (`parse_*`, raising
 `ValueError` with a one-line reason) and a writer (`format_*`) that the reader
 reads back. The text forms follow llama.cpp's flags where it has one:
 `--samplers "top_k;temperature;min_p"` (also comma-separated, with its aliases such
@@ -14,73 +14,62 @@ import math
 import re
 from collections.abc import Sequence
 
-SAMPLER_NAMES: tuple[str, ...] = (
-    "penalties",
-    "dry",
-    "top_n_sigma",
-    "top_k",
-    "typ_p",
-    "top_p",
-    "min_p",
-    "xtc",
-    "temperature",
-)
-"""Every name the chain's order may hold: llama.cpp's `--samplers` names, in its default order."""
-
-LOGITS_SAMPLERS: tuple[str, ...] = ("penalties", "dry")
-"""The samplers that rewrite logits before their order is read: they come first."""
-
 _ALIASES: dict[str, str] = {"nucleus": "top_p", "temp": "temperature", "typ": "typ_p"}
-for _name in SAMPLER_NAMES:
-    _ALIASES[_name] = _name
-    _ALIASES[_name.replace("_", "-")] = _name
-    _ALIASES[_name.replace("_", "")] = _name
+"""Words llama.cpp also reads as a sampler's name, besides its spellings with dashes
+or without underscores."""
 
 BiasPairs = tuple[tuple[int, float], ...]
 
 
-def canonical_sampler(name: str) -> str | None:
-    """The `--samplers` name a user's word means ("Top-K" → "top_k"), or None."""
-    return _ALIASES.get(name.strip().lower())
+def canonical_sampler(name: str, names: Sequence[str]) -> str | None:
+    """The one of `names` a user's word means ("Top-K" → "top_k"), or None."""
+    word = name.strip().lower()
+    for known in names:
+        if word in (known, known.replace("_", "-"), known.replace("_", "")):
+            return known
+    alias = _ALIASES.get(word)
+    return alias if alias in names else None
 
 
-def order_problem(value: object) -> str | None:
-    """Why `value` is not a valid chain order, or None when it is."""
+def order_problem(value: object, names: Sequence[str], leading: Sequence[str]) -> str | None:
+    """Why `value` is not a valid chain order, or None when it is.
+
+    Args:
+        value: The order.
+        names: Every name an order may hold.
+        leading: The names that must come before every other (the samplers that
+            rewrite the logits before their order is read).
+    """
     if not isinstance(value, tuple):
         return "a tuple of sampler names"
     reading: str | None = None
     for position, name in enumerate(value):
-        if not isinstance(name, str) or name not in SAMPLER_NAMES:
-            return f"names among {', '.join(SAMPLER_NAMES)}; {name!r} is not one"
+        if not isinstance(name, str) or name not in names:
+            return f"names among {', '.join(names)}; {name!r} is not one"
         if name in value[:position]:
             return f"each sampler once; {name!r} comes twice"
-        if name in LOGITS_SAMPLERS and reading is not None:
+        if name in leading and reading is not None:
             return f"{name!r} before every sampler that reads the order; it comes after {reading!r}"
-        if name not in LOGITS_SAMPLERS and reading is None:
+        if name not in leading and reading is None:
             reading = name
     return None
 
 
-def accepts_order(value: object) -> bool:
-    """Whether `value` is a valid chain order (see `order_problem`)."""
-    return order_problem(value) is None
-
-
-def parse_order(text: str) -> tuple[str, ...]:
+def parse_order(text: str, names: Sequence[str], leading: Sequence[str]) -> tuple[str, ...]:
     """Read "top_k;temperature;min_p" (or comma-separated) as canonical names.
 
     Raises:
         ValueError: A word names no sampler, or the order is invalid.
     """
     words = [word for word in re.split(r"[;,]", text) if word.strip()]
-    names: list[str] = []
+    found: list[str] = []
     for word in words:
-        name = canonical_sampler(word)
+        name = canonical_sampler(word, names)
         if name is None:
             raise ValueError(f"{word.strip()!r} is not a sampler")
-        names.append(name)
-    order = tuple(names)
-    problem = order_problem(order)
+        found.append(name)
+    order = tuple(found)
+    problem = order_problem(order, names, leading)
     if problem is not None:
         raise ValueError(f"expected {problem}")
     return order

@@ -1,4 +1,10 @@
-"""The sampler's settings: one frozen, validated record."""
+"""The sampler's settings: one frozen, validated record, and `SETTINGS` in its order.
+
+Each field is a setting some unit of the registry declares (`sampling.registry`),
+typed here for the type checker; at import, the fields must equal the declared
+settings, name for name and default for default. The field order is the order
+`SETTINGS` lists them in, which the flags, the summary and the forms follow.
+"""
 
 from __future__ import annotations
 
@@ -6,17 +12,10 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
 from sampling.errors import SettingsError
-from sampling.spec import (
-    GREEDY_TEMPERATURE,
-    LOGITS_SAMPLERS,
-    MAX_SEED,
-    SAMPLER_NAMES,
-    SETTINGS,
-    SETTINGS_BY_NAME,
-    SettingSpec,
-)
+from sampling.registry import DECLARED_SETTINGS, LOGITS_SAMPLERS, SAMPLER_NAMES
+from sampling.samplers.top_p import TopPScope
+from sampling.setting_spec import GREEDY_TEMPERATURE, MAX_SEED, SettingSpec
 
-TopPScope = Literal["kept", "vocab"]
 DrawMethod = Literal["inverse_cdf", "gumbel"]
 RngName = Literal["pcg64", "xorshift128"]
 #: "active": only what is switched on, e.g. "t=0.8 k=40 p=0.95 min_p=0.05".
@@ -28,6 +27,8 @@ __all__ = [
     "DEFAULT_CHAT_SETTINGS",
     "GREEDY_TEMPERATURE",
     "MAX_SEED",
+    "SETTINGS",
+    "SETTINGS_BY_NAME",
     "DrawMethod",
     "RngName",
     "SamplerSettings",
@@ -39,7 +40,7 @@ __all__ = [
 
 @dataclass(frozen=True, slots=True)
 class SamplerSettings:
-    """Every knob of the sampler, validated on construction against `sampling.spec`.
+    """Every knob of the sampler, validated on construction against its declared spec.
 
     The defaults are the "off" values: `SamplerSettings()` samples the model's own
     distribution at temperature 1. The app's starting point (llama.cpp's defaults) is
@@ -184,17 +185,30 @@ class SamplerSettings:
         return cls(**typed)
 
 
+_DECLARED: dict[str, SettingSpec] = {spec.name: spec for spec in DECLARED_SETTINGS}
+
+SETTINGS: tuple[SettingSpec, ...] = tuple(
+    _DECLARED[f.name] for f in fields(SamplerSettings) if f.name in _DECLARED
+)
+"""One declared setting per `SamplerSettings` field, in field order."""
+
+SETTINGS_BY_NAME: dict[str, SettingSpec] = {spec.name: spec for spec in SETTINGS}
+
+
 def _check_spec_matches_fields() -> None:
-    """Fail at import if a field has no spec entry (it would go unvalidated).
+    """Fail at import if a field has no declared setting, or a setting no field.
 
     Raises:
-        RuntimeError: The spec's names, order or defaults differ from the fields'.
+        RuntimeError: The declared settings' names or defaults differ from the fields'.
     """
-    declared = [(spec.name, spec.default) for spec in SETTINGS]
-    actual = [(f.name, f.default) for f in fields(SamplerSettings)]
+    declared = sorted((spec.name, repr(spec.default)) for spec in DECLARED_SETTINGS)
+    actual = sorted((f.name, repr(f.default)) for f in fields(SamplerSettings))
     if declared != actual:
+        missing = sorted(set(declared) - set(actual))
+        extra = sorted(set(actual) - set(declared))
         raise RuntimeError(
-            f"sampling.spec.SETTINGS {declared} does not match SamplerSettings {actual}"
+            "SamplerSettings' fields do not match the settings the registry declares:"
+            f" declared but no such field {missing}; field but not declared {extra}"
         )
 
 

@@ -320,6 +320,7 @@ class SamplescopeApp(WhatIfKeys, ChatState, App[None]):
             on_result=self.adopt_compare_result,
             pieces=self.pieces,
             max_tokens=self.max_tokens,
+            mode=self.conversation.mode,
         )
 
     def adopt_compare_result(self, result: CompareResult | None) -> None:

@@ -154,7 +154,7 @@ class Lane:
     def stats(self, now: float, cached_tokens: int | None) -> GenerationStats:
         """Its figures at `now`."""
         decode_ms = 0.0 if self.decode_started is None else (now - self.decode_started) * 1000
-        n = len(self.token_ids)
+        n = len(self.token_ids) - self.given  # the tokens it sampled, not those given
         ttft = None if self.first_token_at is None else self.first_token_at - self.started
         return GenerationStats(
             prompt_tokens=self.prompt_tokens,

@@ -140,20 +140,24 @@ def recompute(
     reply: ReplyRecord,
     index: int,
     settings: SamplerSettings,
+    uniform: float | None = None,
 ) -> tuple[Step, tuple[str, ...]]:
     """Step `index` of a branch recomputed under `settings` (nothing is generated).
 
+    Args:
+        uniform: The uniform to draw with: the stored step's own (the same
+            randomness under other settings), or None for the first of a fresh stream.
+
     Returns:
         (the step's record: candidates, kept count, cut; its `token_id` is what
-        these settings would draw on a fresh stream, not the stored choice;
-        notices about rebuilding the cache).
+        these settings draw with `uniform`; notices about rebuilding the cache).
 
     Raises:
         SamplescopeError: The step's input cannot be rebuilt.
     """
     given, notices = rebuild_step(backend, chat, reply, index)
     sampler = Sampler(settings, vocab_size=backend.info.n_vocab, vocabulary=backend.model)
-    step = sampler.sample(given.logits, given.history)
+    step = sampler.sample(given.logits, given.history, uniform=uniform)
     return step, notices
 
 

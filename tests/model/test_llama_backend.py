@@ -21,6 +21,7 @@ from backend.chat.events import (
 from backend.chat.protocol import ChatBackend, ChatMessage, LiveSettings
 from backend.session.llama_backend import LlamaBackend
 from backend.session.model import BatchEntry
+from backend.session.run import Steer
 from sampling.penalties import penalty_window
 from sampling.sampler import Sampler
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
@@ -84,6 +85,22 @@ def test_event_order_and_stats(backend: LlamaBackend) -> None:
     assert "".join(t.text for t in tokens) == finished.text
     assert tuple(t.step.token_id for t in tokens) == finished.token_ids
     assert backend.context_used == len(backend.session.memory.tokens())
+
+
+def test_a_branch_counts_only_the_tokens_it_generated(backend: LlamaBackend) -> None:
+    """A branch from token 20 of a reply: its stats count the tokens it sampled, not the
+    parent's it was given (a decode rate over those read many times too fast)."""
+    _, parent = run(backend, QUESTION, max_tokens=24)
+    assert len(parent.token_ids) == 24
+    steer = Steer(parent.token_ids[:20])
+    events, branch = run(backend, QUESTION, max_tokens=24, steer=steer)
+    sampled = [e for e in events if isinstance(e, TokenEvent)]
+    assert [t.index for t in sampled] == [20, 21, 22, 23]
+    assert branch.token_ids[:20] == parent.token_ids[:20] and len(branch.token_ids) == 24
+    stats = branch.stats
+    assert stats.decode_tokens == len(sampled) == 4
+    assert stats.decode_tps == pytest.approx(4 / (stats.decode_ms / 1000))
+    assert backend.context_used == len(backend.session.memory.tokens()) == stats.cached_tokens
 
 
 def test_greedy_stops_on_end_of_generation(backend: LlamaBackend) -> None:

@@ -13,6 +13,7 @@ import pytest
 
 from backend.session.llama_backend import LlamaBackend
 from backend.store.replay import replay
+from backend.store.steer import recompute, settings_for
 from backend.store.store import ChatStore
 from tui.cli.main import main
 
@@ -100,6 +101,8 @@ def test_whatif_with_the_steps_own_settings_reproduces_the_stored_probabilities(
         chat = store.load_chat(chat_id)
         stored = store.load_steps(chat, chat.replies[0])[position - 1]
     assert out["token_id"] == result["token_ids"][position - 1] == stored.token_id
+    # The step's own uniform under its own settings draws the stored token.
+    assert out["u"] == stored.draw is not None and out["drawn"] == stored.token_id
     assert (out["n_kept"], out["cut_by"]) == (stored.n_kept, stored.cut_by)
     ids = [c["token_id"] for c in out["candidates"]]
     assert ids == [int(t) for t in stored.table.token_ids]
@@ -113,6 +116,30 @@ def test_whatif_with_the_steps_own_settings_reproduces_the_stored_probabilities(
     assert stored.token_id in ids[: stored.n_kept]
 
 
+def test_whatif_with_own_settings_draws_the_stored_token_at_every_step(
+    saved: tuple[Path, dict[str, Any]],
+) -> None:
+    """The randomness stays: every step's own uniform, under its own settings, on the
+    rebuilt logits draws the token the reply has (a sampled reply, temperature > 0)."""
+    db, result = saved
+    with ChatStore(db) as store:
+        chat = store.load_chat(result["chat_id"])
+        reply = chat.replies[0]
+        steps = store.load_steps(chat, reply)
+    assert reply.settings_at(0).temperature > 0 and len(steps) == len(reply.token_ids) == 24
+    backend = LlamaBackend.load(result["model"], n_threads=1, n_ctx=1024, n_batch=64)
+    try:
+        drawn = []
+        for index in range(len(reply.token_ids)):
+            own = settings_for(chat, reply, index)
+            step, _ = recompute(backend, chat, reply, index, own, steps[index].draw)
+            drawn.append(step.token_id)
+            assert step.draw == steps[index].draw is not None, index
+    finally:
+        backend.close()
+    assert drawn == list(reply.token_ids)
+
+
 def test_whatif_under_other_settings_changes_the_cut_not_the_logits(
     saved: tuple[Path, dict[str, Any]], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -122,6 +149,13 @@ def test_whatif_under_other_settings_changes_the_cut_not_the_logits(
     greedy = run_json(capsys, [*base, "-t", "0"])
     wide = run_json(capsys, [*base, "--top-k", "0", "--top-p", "1", "--min-p", "0"])
     assert (greedy["n_kept"], greedy["cut_by"]) == (1, "greedy")
+    # The same uniform, other settings: greedy takes the argmax; all tokens kept, the
+    # uniform walks the wider distribution (at least as far down the ranks).
+    assert greedy["u"] == own["u"] is not None
+    assert greedy["drawn"] == greedy["candidates"][0]["token_id"]
+    ranks = [c["token_id"] for c in wide["candidates"]]
+    if wide["drawn"] in ranks and own["drawn"] in ranks:
+        assert ranks.index(wide["drawn"]) >= ranks.index(own["drawn"])
     assert [c["before"] for c in greedy["candidates"]] == [c["before"] for c in own["candidates"]]
     assert wide["n_kept"] > own["n_kept"] or own["n_kept"] >= 40
     assert greedy["candidates"][0]["after"] == 1.0

@@ -64,6 +64,8 @@ async def test_whatif_with_the_steps_own_settings_reproduces_it_and_a_slider_rec
         step = await whatif_at(pilot, app, INDEX)
         assert whatif.source == "memory"
         assert_same_step(step, stored)
+        # The step's own uniform, under its own settings, draws the stored token.
+        assert (step.draw, step.token_id) == (stored.draw, stored.token_id)
         assert step.n_kept == llama_backend.info.n_vocab and step.cut_by == "none"
         assert "the step's own settings" in str(whatif.panel.header.render())
 
@@ -73,6 +75,7 @@ async def test_whatif_with_the_steps_own_settings_reproduces_it_and_a_slider_rec
         await wait_until(pilot, lambda: app.live.current.top_k == 3)
         moved = whatif.step
         assert moved is not None and moved.n_kept <= 3 and moved.cut_by == "top_k"
+        assert moved.draw == stored.draw  # the same randomness under other settings
         assert np.array_equal(moved.table.prob_before, stored.table.prob_before)
         assert "top_k 0→3" in str(whatif.panel.header.render())
         assert not app.generating and len(app.finished) == 1  # nothing was generated

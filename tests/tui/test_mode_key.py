@@ -1,13 +1,20 @@
-"""f6 switches the chat between chat mode and completion mode, with a notice."""
+"""Completion mode: f6 switches to it and back, and compare continues the document too."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from typing import Any
+
 import pytest
 
+from backend.chat.events import GenerationEvent
+from backend.chat.protocol import ChatMessage, LiveSettings
 from tests.fake_backend import FakeBackend
-from tests.helpers import send_message, wait_until
+from tests.helpers import send_message, wait_done, wait_until
 from tui.app import SamplescopeApp
 from tui.chat.mode_switch import MODE_NOTICES
+from tui.compare.command import open_compare
+from tui.compare.screen import CompareScreen
 
 pytestmark = pytest.mark.anyio
 
@@ -25,3 +32,33 @@ async def test_f6_switches_between_chat_and_completion_mode() -> None:
         await pilot.press("f6")
         assert app.conversation.mode == "chat"
         assert MODE_NOTICES["chat"] in [n.message for n in app._notifications]
+
+
+class PromptRecorder(FakeBackend):
+    """A fake that records what each generation was given: (messages, raw)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.prompts: list[tuple[list[ChatMessage], bool]] = []
+
+    def generate(  # type: ignore[override]
+        self, messages: Sequence[ChatMessage], settings: LiveSettings, **kwargs: Any
+    ) -> Iterator[GenerationEvent]:
+        self.prompts.append((list(messages), bool(kwargs.get("raw", False))))
+        return super().generate(messages, settings, **kwargs)
+
+
+async def test_compare_in_completion_mode_continues_the_document_as_the_reply_does() -> None:
+    fake = PromptRecorder()
+    app = SamplescopeApp(fake, max_tokens=4, cursor_blink=False, mode="completion")
+    async with app.run_test(size=(120, 36)) as pilot:
+        await send_message(pilot, app, "Once upon a time")
+        assert app.conversation.mode == "completion"
+        reply_prompt = fake.prompts[-1]
+        assert reply_prompt == ([ChatMessage("user", "Once upon a time")], True)
+        screen = open_compare(app)
+        assert isinstance(screen, CompareScreen)
+        await wait_done(pilot, screen)
+        columns = fake.prompts[1:]
+        assert len(columns) == len(screen.columns) >= 2
+        assert all(prompt == reply_prompt for prompt in columns)

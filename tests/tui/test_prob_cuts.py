@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sampling.registry import UNITS
 from tui.widgets.prob_cuts import CutItem, Item, RowItem, layout_rows, row_label
 
 
@@ -66,15 +67,6 @@ def test_nothing_cut_and_everything_shown_kept() -> None:
 
 
 def test_row_labels_fit_the_number_column() -> None:
-    for name in (
-        "top_k",
-        "typ_p",
-        "top_n_sigma",
-        "xtc",
-        "dry",
-        "mirostat",
-        "logit_bias",
-        "x_y_z_w",
-    ):
+    for name in (*(unit.name for unit in UNITS), "x_y_z_w"):
         assert len(row_label(name)) <= 6
     assert row_label("logit_bias") == "ban"

@@ -1,7 +1,12 @@
-"""The status line's phase indicator."""
+"""The status line: its phase indicator, and a branch's figures in the app."""
 
 from __future__ import annotations
 
+import pytest
+
+from tests.helpers import wait_until
+from tests.tui.test_tui_snapshots import SIZE, TOP_P_SETTINGS, fake_backend, make_app, send
+from tui.chat.steering import start_branch
 from tui.widgets.status_line import StatusLine
 
 
@@ -29,3 +34,29 @@ def test_decode_and_idle_figures() -> None:
 def test_where_the_layers_are_is_shown_only_when_not_here() -> None:
     assert " m  2 threads · 2 RPC servers · ctx 0/4096 " in rendered(placement="2 RPC servers")
     assert "RPC" not in rendered() and " m  2 threads · ctx 0/4096 " in rendered()
+
+
+@pytest.mark.anyio
+async def test_a_branch_counts_only_the_tokens_it_generated() -> None:
+    """A branch from token 10: the live count and rate, the reply's figures, and the
+    context count are the branch's own (its 10 given tokens are not sampled again)."""
+    fake = fake_backend(min_reply_tokens=40)
+    app = make_app(fake, max_tokens=30, settings=TOP_P_SETTINGS)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, app, "hello there")
+        await wait_until(pilot, lambda: not app.generating and bool(app.finished))
+        fake.pause_after_tokens = 15
+        start_branch(app.chat, 10, None)
+        await wait_until(pilot, fake.paused.is_set)
+        await wait_until(pilot, lambda: len(app.replies[-1].tokens) == 15)
+        app.flush_now()
+        assert app.status.phase == "decode" and app.status.decode_tokens == 5
+        assert "· 5 tokens" in app.query_one(StatusLine).render().plain
+        fake.resume.set()
+        await wait_until(pilot, lambda: not app.generating and len(app.finished) == 2)
+        branch, stats = app.replies[-1], app.finished[-1].stats
+        assert len(branch.tokens) == 30 and stats.decode_tokens == 20
+        assert app.status.last_tps == stats.decode_tps
+        assert stats.decode_tps == pytest.approx(20 / (stats.decode_ms / 1000))
+        prompt = fake.tokenize(app.messages[:-1])
+        assert app.status.ctx_used == fake.context_used == len(prompt) + 30

@@ -106,3 +106,32 @@ async def test_a_redraw_with_nothing_changed_does_not_recompute_the_step() -> No
         await pilot.pause()
         assert whatif.step is not step and whatif.step is not None
         assert whatif.step.n_kept <= 3
+
+
+async def test_what_if_with_the_steps_own_settings_draws_the_stored_token() -> None:
+    """The step's own uniform is reused: under its own settings every step of a sampled
+    reply draws the stored token; under other settings, what that randomness picks."""
+    app = make_app(fake_backend(), max_tokens=20, settings=TOP_P_SETTINGS)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, app, "hello there")
+        await wait_until(pilot, lambda: not app.generating and bool(app.finished))
+        reply = app.replies[-1]
+        assert app.live.current.temperature > 0 and len(reply.tokens) > 5
+        whatif = app.chat.whatif
+        drawn = []
+        for index, token in enumerate(reply.tokens):
+            app.query_one(Transcript).select(0, index)
+            app.action_whatif()
+            await pilot.pause()
+            assert whatif.target == (0, index) and whatif.step is not None
+            assert whatif.step.draw == token.step.draw is not None
+            drawn.append(whatif.step.token_id)
+            app.action_whatif()
+        assert drawn == [token.step.token_id for token in reply.tokens]
+
+        app.query_one(Transcript).select(0, 3)
+        app.action_whatif()
+        app._apply("temperature", 0.0)  # greedy: the argmax, whatever the uniform
+        await pilot.pause()
+        step = whatif.step
+        assert step is not None and step.token_id == int(step.table.token_ids[0])

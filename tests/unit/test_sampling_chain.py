@@ -25,7 +25,12 @@ from sampling.chain import (
 from sampling.engine import Candidates, Kept
 from sampling.logits import checked_logits
 from sampling.penalties import History
-from sampling.samplers import MinP, Penalties, Temperature, TopK, TopP
+from sampling.registry import LOGITS_SAMPLERS, SAMPLER_NAMES, UNITS
+from sampling.samplers.min_p import MinP
+from sampling.samplers.penalties import Penalties
+from sampling.samplers.temperature import Temperature
+from sampling.samplers.top_k import TopK
+from sampling.samplers.top_p import TopP
 from sampling.workspace import Workspace
 from tests.golden import LOGITS, TOL, renormalised, softmax
 
@@ -54,23 +59,32 @@ def dense(kept: Kept, size: int) -> np.ndarray:
 # --- registry and orders ----------------------------------------------------------
 
 
+LLAMA_CPP_CHAIN = (
+    "penalties",
+    "dry",
+    "top_n_sigma",
+    "top_k",
+    "typ_p",
+    "top_p",
+    "min_p",
+    "xtc",
+    "temperature",
+)
+"""llama.cpp's default `--samplers` chain (common/common.h), the names and their order."""
+
+
 def test_registry_uses_llama_cpp_sampler_names() -> None:
-    assert tuple(SAMPLERS) == (
-        "penalties",
-        "dry",
-        "top_n_sigma",
-        "top_k",
-        "typ_p",
-        "top_p",
-        "min_p",
-        "xtc",
-        "temperature",
-    )
+    # llama.cpp's chain, in its order, among the names an order may hold.
+    assert [name for name in SAMPLER_NAMES if name in LLAMA_CPP_CHAIN] == list(LLAMA_CPP_CHAIN)
     for name, unit_type in SAMPLERS.items():
-        assert unit_type.name == name
-    kinds = {name: unit_type.kind for name, unit_type in SAMPLERS.items()}
-    assert kinds.pop("penalties") == "logits" and kinds.pop("dry") == "logits"
-    assert set(kinds.values()) == {"candidates"}
+        assert unit_type.name == name and unit_type.in_order
+    # The logits units lead the registry's order, as an order must have them.
+    kinds = [SAMPLERS[name].kind for name in SAMPLER_NAMES]
+    assert kinds == sorted(kinds, key=lambda kind: kind != "logits")
+    assert tuple(n for n in SAMPLER_NAMES if SAMPLERS[n].kind == "logits") == LOGITS_SAMPLERS
+    assert {"penalties", "dry"} <= set(LOGITS_SAMPLERS)
+    outside = {unit.name for unit in UNITS if not unit.in_order}
+    assert outside >= {"logit_bias", "mirostat"}
 
 
 def test_the_default_order_places_temperature_by_temperature_last() -> None:

@@ -14,10 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from sampling import Sampler, SamplerSettings, probabilities
+from sampling import Sampler, SamplerSettings, probabilities, setting_text
 from sampling.errors import SettingsError
-from sampling.rewriters import dry_penalties
-from sampling.setting_text import parse_bias, parse_order, parse_texts
+from sampling.registry import LOGITS_SAMPLERS, SAMPLER_NAMES
+from sampling.samplers.dry import dry_penalties
+from sampling.setting_text import parse_bias, parse_texts
 from tests.golden import LOGITS, TOL, renormalised, softmax
 
 P = softmax(LOGITS)
@@ -123,6 +124,11 @@ def test_the_order_changes_what_xtc_sees() -> None:
 
 
 # --- the text forms ------------------------------------------------------------------
+
+
+def parse_order(text: str) -> tuple[str, ...]:
+    """An order's text read against the registry's names."""
+    return setting_text.parse_order(text, SAMPLER_NAMES, LOGITS_SAMPLERS)
 
 
 def test_orders_read_like_llama_cpp_samplers_flag() -> None:

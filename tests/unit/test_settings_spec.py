@@ -21,8 +21,8 @@ FIELDS = [f.name for f in fields(SamplerSettings)]
 NUMBERS = [spec for spec in SETTINGS if spec.is_number]
 SWITCHES = [spec for spec in SETTINGS if spec.is_scalar and not spec.is_number]
 SEVERAL = [spec for spec in SETTINGS if not spec.is_scalar]
-#: A valid value other than the default for every field: what the round trips set.
-CHANGED: dict[str, object] = {
+#: A valid value other than the default for some fields (the others: `changed_value`).
+CHOSEN: dict[str, object] = {
     "temperature": 0.25,
     "top_k": 7,
     "top_p": 0.5,
@@ -55,6 +55,28 @@ CHANGED: dict[str, object] = {
 }
 
 
+def changed_value(spec: SettingSpec) -> object:
+    """A valid value other than the default, read off the spec of a setting."""
+    if spec.kind in ("bool", "choice"):
+        return next(value for value in spec.choice_values if value != spec.default)
+    if spec.kind == "texts":
+        return ("\n", "a,b")
+    if spec.kind == "bias":
+        return ((17, -math.inf), (42, 2.0))
+    if spec.kind == "order":
+        return tuple(reversed([str(n) for n in spec.choice_values if n not in spec.leading]))
+    assert spec.slider is not None
+    candidates = (*spec.variations, spec.slider.soft_max, spec.slider.soft_min)
+    return next(value for value in candidates if value != spec.default and spec.accepts(value))
+
+
+#: A valid value other than the default for every field: what the round trips set.
+CHANGED: dict[str, object] = {
+    spec.name: CHOSEN[spec.name] if spec.name in CHOSEN else changed_value(spec)
+    for spec in SETTINGS
+}
+
+
 def ids(spec: SettingSpec) -> str:
     return spec.name
 
@@ -73,6 +95,9 @@ def test_every_field_has_one_spec_in_field_order_with_its_default() -> None:
     defaults = SamplerSettings()
     assert {s.name: s.default for s in SETTINGS} == {n: getattr(defaults, n) for n in FIELDS}
     assert sorted(CHANGED) == sorted(FIELDS)
+    for spec in SETTINGS:  # the value read off a spec is valid and not the default
+        value = changed_value(spec)
+        assert spec.accepts(value) and value != spec.default, spec.name
 
 
 def test_display_order_lists_numbers_then_switches_each_in_field_order() -> None:
@@ -99,7 +124,8 @@ def test_off_default_and_slider_limits_are_valid_values(spec: SettingSpec) -> No
         for limit in (slider.hard_min, slider.soft_min, slider.soft_max, slider.hard_max):
             assert spec.accepts(int(limit) if spec.kind == "int" else limit), limit
     elif not spec.is_scalar:
-        assert spec.slider is None and not spec.choices
+        # An order's choices are the sampler names it may hold, each with its label.
+        assert spec.slider is None and bool(spec.choices) == (spec.kind == "order")
         assert spec.parse(spec.format(spec.default)) == spec.default
     else:
         assert spec.slider is None and len(spec.choices) >= 2

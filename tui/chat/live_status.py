@@ -17,6 +17,7 @@ def status_changes(
     backend: SessionBackend | None,
     conversation: Conversation,
     generating: bool,
+    generated: int,
     first_token_at: float | None,
     last_token_at: float | None,
 ) -> dict[str, object]:
@@ -26,6 +27,8 @@ def status_changes(
         backend: The loaded backend, or None before a model is loaded.
         conversation: The chat (its last reply is the one streaming).
         generating: Whether a reply is running.
+        generated: Tokens the running reply sampled so far (a branch's tokens before
+            its fork were given, not sampled: they do not count).
         first_token_at: When the running reply's first token arrived (clock seconds).
         last_token_at: When its latest token arrived.
 
@@ -33,11 +36,10 @@ def status_changes(
         The `StatusLine.update` keyword arguments to apply.
     """
     changes: dict[str, object] = {}
-    replies = conversation.replies
     if backend is not None and not conversation.reset_pending:
         changes["ctx_used"] = backend.context_used
-    if generating and replies:
-        count = len(replies[-1].tokens)
+    if generating:
+        count = generated
         changes["decode_tokens"] = count
         first, last = first_token_at, last_token_at
         if count > 1 and first is not None and last is not None and last > first:

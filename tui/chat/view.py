@@ -90,6 +90,7 @@ class ChatView(Vertical):
         self._ticks = 0
         self._first_token_at: float | None = None
         self._last_token_at: float | None = None
+        self._generated = 0  # tokens the running reply sampled (not a branch's given ones)
         self._probs_note = ""
         """What the probability panel says when no reply of this session has a token."""
         self._transcript = Transcript(id="transcript")
@@ -186,6 +187,7 @@ class ChatView(Vertical):
         self._transcript.add_reply(reply)
         self.generating = True
         self._first_token_at = self._last_token_at = None
+        self._generated = 0
         self._status.update(phase="prefill", prefill_done=0, prefill_total=0, note="")
         self.runner.start(job, self)
 
@@ -314,6 +316,7 @@ class ChatView(Vertical):
             if self._first_token_at is None:
                 self._first_token_at = now
             self._last_token_at = now
+            self._generated += 1
             self.conversation.replies[-1].tokens.append(event)
             self.pieces.learn(event)
             self._dirty = True
@@ -385,6 +388,7 @@ class ChatView(Vertical):
                 self.runner.backend,
                 self.conversation,
                 self.generating,
+                self._generated,
                 self._first_token_at,
                 self._last_token_at,
             )

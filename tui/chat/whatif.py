@@ -6,10 +6,12 @@ it. The step's own logits and history come from memory for the current reply's
 latest steps (`backend.session.step_logits.StepLogits`, fed by the generating thread),
 else they are rebuilt once through the replay path on the model's worker thread
 ("recomputing…"; `backend.store.steer.rebuild_step`); either way later changes are
-computed from them on the UI thread, a fresh sampler for each (the draw is the first
-of the current seed's stream, as a branch from there draws). `b` lists the step's
-candidates under those settings, the drawn one (▶) first in line: the one chosen
-starts a branch from there. Esc, or a reply starting, leaves.
+computed from them on the UI thread, a fresh sampler for each. The draw reuses the
+step's own uniform: the randomness stays, the settings change (as in compare), so
+with the step's own settings it draws the stored token. A step without a uniform (a
+greedy or Gumbel draw, a forced token) draws the first of the current seed's stream.
+`b` lists the step's candidates under those settings, the drawn one (▶) first in
+line: the one chosen starts a branch from there. Esc, or a reply starting, leaves.
 
 Penalties and DRY see the history before the step (the prompt and the reply's
 earlier tokens), as the sampler did. Mirostat starts afresh (its running μ is not
@@ -195,7 +197,8 @@ class WhatIf:
             vocabulary = backend.model if backend is not None else None
             try:
                 sampler = Sampler(live, vocab_size=len(self._given.logits), vocabulary=vocabulary)
-                self.step = sampler.sample(self._given.logits, self._given.history)
+                given = self._given
+                self.step = sampler.sample(given.logits, given.history, uniform=stored.draw)
             except SamplescopeError as error:
                 self.step = None
                 status = f"cannot recompute: {error}"
@@ -204,8 +207,8 @@ class WhatIf:
 
     def branch(self) -> None:
         """`b`: the step's candidates under the current settings, the one drawn (▶)
-        highlighted; the one chosen (or a re-sample, which draws ▶ again) starts a
-        branch from there."""
+        highlighted; the one chosen (a re-sample takes ▶: the step's randomness under
+        these settings) starts a branch from there."""
         if self.target is None or self.step is None:
             self.host.notify("What if (w) on a past token first.")
             return
@@ -220,7 +223,8 @@ class WhatIf:
 
         def chosen(choice: Alternative | None) -> None:
             if choice is not None:
-                start_branch(self.host, index, choice.token, number)
+                token = step.token_id if choice.token is None else choice.token
+                start_branch(self.host, index, token, number)
 
         title = f"what if at reply {number + 1} token {index + 1}"
         screen = AlternativesScreen(step, title, self.host.pieces, highlighted=row)

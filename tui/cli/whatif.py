@@ -38,11 +38,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
-def step_json(step: Step, stored: int, pieces: list[str]) -> dict[str, object]:
-    """The `--json` object: the stored choice and the recomputed candidates."""
+def step_json(
+    step: Step, stored: int, uniform: float | None, pieces: list[str]
+) -> dict[str, object]:
+    """The `--json` object: the stored choice, the step's uniform (`u`; null when it drew
+    none: greedy, Gumbel, a forced token), the token that uniform draws under the given
+    settings (`drawn`; without one, the first of a fresh stream's), the candidates."""
     table = step.table
     return {
         "token_id": stored,
+        "drawn": step.token_id,
+        "u": uniform,
         "candidates": [
             {
                 "token_id": int(table.token_ids[i]),
@@ -64,23 +70,30 @@ def run(args: argparse.Namespace) -> int:
     """Recompute and print the step."""
     with open_store(args) as store:
         target = find_target(store, args)
+        own = store.load_steps(target.chat, target.reply).get(target.index)
     backend = load_for(target, args)
     try:
         target = with_text_bias(target, args, backend)
-        step, notices = recompute(backend, target.chat, target.reply, target.index, target.settings)
+        uniform = None if own is None else own.draw
+        step, notices = recompute(
+            backend, target.chat, target.reply, target.index, target.settings, uniform
+        )
         pieces = [piece_text(backend, int(t)) for t in step.table.token_ids]
         stored = target.reply.token_ids[target.index]
         chosen = piece_text(backend, stored)
+        drawn = piece_text(backend, step.token_id)
     finally:
         backend.close()
     for notice in notices:
         print(f"note: {notice}", file=sys.stderr)
     if args.json:
-        print(json.dumps(step_json(step, stored, pieces), ensure_ascii=False))
+        print(json.dumps(step_json(step, stored, uniform, pieces), ensure_ascii=False))
         return 0
     print(
         f"reply {target.reply.number} token {args.at}: stored {stored} {chosen!r}; "
-        f"{settings_summary(target.settings)}: {step.n_kept} kept, cut by {step.cut_by}"
+        f"{settings_summary(target.settings)}: {step.n_kept} kept, cut by {step.cut_by}, "
+        f"draws {step.token_id} {drawn!r}"
+        + ("" if uniform is None else f" (the step's u {uniform:.4f})")
     )
     for rank, (token, text) in enumerate(zip(step.table.token_ids, pieces, strict=True), 1):
         mark = "*" if int(token) == stored else " "

@@ -22,6 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 from textual.app import App
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
+from backend.chat.completion import Mode
 from backend.chat.protocol import ChatMessage
 from backend.session.backend import SessionBackend
 from sampling.errors import SamplescopeError
@@ -55,6 +56,7 @@ class CompareContext:
         on_result: Called with the promoted column, or None when the view is closed.
         pieces: Shows any token id for the probability panel (the app's).
         max_tokens: Tokens per column at most.
+        mode: The chat's mode ("completion": the columns continue the document).
     """
 
     model: GenerationRunner | SessionBackend
@@ -63,6 +65,7 @@ class CompareContext:
     on_result: Callable[[CompareResult | None], None]
     pieces: TokenPieces | None = None
     max_tokens: int = DEFAULT_MAX_TOKENS
+    mode: Mode = "chat"
 
 
 @runtime_checkable
@@ -164,6 +167,7 @@ def open_compare(
         presets=presets,
         max_tokens=context.max_tokens,
         pieces=context.pieces,
+        mode=context.mode,
     )
     app.push_screen(screen, context.on_result)
     return screen

@@ -23,6 +23,7 @@ from textual.dom import DOMNode
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from backend.chat.completion import Mode, as_document
 from backend.chat.events import (
     FinishedEvent,
     GenerationEvent,
@@ -78,6 +79,8 @@ class CompareScreen(Screen[CompareResult | None]):
         max_tokens: Tokens per column at most.
         pieces: Shows any token id for the probability panel (the app's; default:
             the pieces of the tokens seen, and the backend's own if it has them).
+        mode: The chat's mode: in "completion" every column continues the
+            conversation as one document, as the chat's reply does.
     """
 
     CSS_PATH = "screen.tcss"
@@ -106,6 +109,7 @@ class CompareScreen(Screen[CompareResult | None]):
         presets: dict[str, SamplerSettings] | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         pieces: TokenPieces | None = None,
+        mode: Mode = "chat",
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
@@ -122,6 +126,7 @@ class CompareScreen(Screen[CompareResult | None]):
         self._base = base if base is not None else self._columns[0].settings
         self._presets = presets
         self._max_tokens = max_tokens
+        self._mode = mode
         if pieces is None:
             backend = self._runner.backend
             own = backend.token_piece if isinstance(backend, TokenPieceSource) else None
@@ -222,7 +227,9 @@ class CompareScreen(Screen[CompareResult | None]):
         self._show_detail(None)
         settings = [self.column_settings(i) for i in range(len(self._columns))]
         self._update_title()
-        self._runner.start(CompareJob(list(self._messages), settings, self._max_tokens), self)
+        raw = self._mode == "completion"
+        messages = as_document(self._messages) if raw else list(self._messages)
+        self._runner.start(CompareJob(messages, settings, self._max_tokens, raw), self)
 
     async def _stop_run(self) -> None:
         """Cancel the running generation and wait until its thread let go of the model."""

@@ -14,31 +14,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sampling.registry import LABELS
+from sampling.registry import ROW_LABELS as REGISTRY_ROW_LABELS
+
 BAN = "logit_bias"
 """The `removed_by` of a token a logit bias of −inf banned."""
 
 SAMPLER_LABELS: dict[str, str] = {
-    "top_k": "top-k",
-    "top_p": "top-p",
-    "min_p": "min-p",
-    "typ_p": "typical",
-    "typical_p": "typical",
-    "top_n_sigma": "top-n-σ",
-    "xtc": "xtc",
-    "dry": "dry",
-    "mirostat": "mirostat",
-    "mirostat_v2": "mirostat",
-    "penalties": "penalties",
-    "temperature": "temp",
-    BAN: "ban",
+    **LABELS,
+    "typical_p": LABELS["typ_p"],
+    "mirostat_v2": LABELS["mirostat"],
     "greedy": "greedy",
     "none": "none",
 }
-"""How each sampler is named on the bars (at most 8 cells)."""
+"""How each sampler is named on the bars (at most 8 cells): each unit's own label,
+the names older records may hold, and the two cut names that are no unit's."""
 
 
-ROW_LABELS: dict[str, str] = {"typ_p": "typ-p", "typical_p": "typ-p", "top_n_sigma": "top-nσ"}
-ROW_LABELS |= {"mirostat": "miro", "mirostat_v2": "miro", "penalties": "pen."}
+ROW_LABELS: dict[str, str] = {
+    **REGISTRY_ROW_LABELS,
+    "typical_p": REGISTRY_ROW_LABELS["typ_p"],
+    "mirostat_v2": REGISTRY_ROW_LABELS["mirostat"],
+}
 """Shorter names where a row says which sampler removed it (at most 6 cells)."""
 
 

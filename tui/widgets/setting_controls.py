@@ -7,6 +7,7 @@ from textual.widget import Widget
 from sampling.settings import SamplerSettings
 from sampling.spec import (
     DISPLAY_ORDER,
+    GROUP_TITLES,
     GROUPS,
     SAMPLER_NAMES,
     SETTINGS,
@@ -22,19 +23,6 @@ from tui.widgets.toggle import Toggle
 CORE_GROUP = "core"
 ORDER_GROUP = "order"
 ORDER_FIELD = "samplers"
-
-#: Each group's title.
-GROUP_TITLES: dict[str, str] = {
-    "core": "core",
-    "penalties": "penalties",
-    "dry": "DRY: repeated sequences",
-    "xtc": "XTC: exclude top choices",
-    "typical": "typical-p · top-n-σ",
-    "dynatemp": "dynamic temperature",
-    "mirostat": "mirostat",
-    "bias": "logit bias",
-    "order": "chain order",
-}
 
 _PLACEHOLDERS = {
     "logit_bias": "hello=-inf; 42=+2",

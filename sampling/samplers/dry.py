@@ -1,81 +1,90 @@
-"""The samplers that rewrite logits before any order is read: logit bias and DRY.
+"""DRY, "Don't Repeat Yourself" (llama.cpp's `dry`, ported there from KoboldCpp).
 
-Both follow llama.cpp (src/llama-sampling.cpp): `LogitBias` adds each bias to its
-token's logit (-inf bans it) and always runs first; `Dry` ("Don't Repeat Yourself",
-ported there from KoboldCpp) penalises every token that would extend a sequence
-already seen in the last `dry_penalty_last_n` tokens by
-multiplier * base ** (repeat length - allowed length), a repeat being cut short by
-a sequence breaker.
+It penalises every token that would extend a sequence already seen in the last
+`dry_penalty_last_n` tokens by multiplier * base ** (repeat length - allowed
+length), a repeat being cut short by a sequence breaker.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from sampling.engine import Candidates
-from sampling.errors import LogitsError
-from sampling.settings import SamplerSettings
-from sampling.vocabulary import BreakerHeads, Vocabulary, breaker_heads
+from sampling.engine import Candidates, replace_logits
+from sampling.samplers.unit import UnitKind
+from sampling.setting_spec import SettingSpec, SliderRange
+from sampling.vocabulary import BreakerHeads, breaker_heads
 
-UnitKind = Literal["logits", "candidates"]
+if TYPE_CHECKING:
+    from sampling.settings import SamplerSettings
+
+SETTINGS = (
+    SettingSpec(
+        "dry_multiplier",
+        "float",
+        default=0.0,
+        off=0.0,
+        group="dry",
+        label="dry mult.",
+        help="DRY: penalise tokens that extend a repeat; 0 is off",
+        minimum=0.0,
+        slider=SliderRange(0.0, 2.0, hard_min=0.0, hard_max=100.0, fine=0.01, coarse=0.1),
+        short_key="dry",
+    ),
+    SettingSpec(
+        "dry_base",
+        "float",
+        default=1.75,
+        group="dry",
+        label="dry base",
+        help="DRY: the penalty grows as base ** (repeat length - allowed length)",
+        minimum=1.0,
+        slider=SliderRange(1.0, 4.0, hard_min=1.0, hard_max=100.0, fine=0.01, coarse=0.25),
+        short_key="dry_base",
+        needs="dry_multiplier",
+    ),
+    SettingSpec(
+        "dry_allowed_length",
+        "int",
+        default=2,
+        group="dry",
+        label="dry allowed",
+        help="DRY: repeats up to this long go unpenalised",
+        minimum=0,
+        slider=SliderRange(0, 20, hard_min=0, hard_max=10_000, fine=1, coarse=4),
+        short_key="dry_len",
+        needs="dry_multiplier",
+    ),
+    SettingSpec(
+        "dry_penalty_last_n",
+        "int",
+        default=64,
+        off=0,
+        group="dry",
+        label="dry last-n",
+        help="DRY: tokens scanned for repeats; -1 is the whole context, 0 is off",
+        minimum=-1,
+        slider=SliderRange(-1, 1024, hard_min=-1, hard_max=1_000_000, fine=1, coarse=64),
+        short_key="dry_n",
+        needs="dry_multiplier",
+    ),
+    SettingSpec(
+        "dry_sequence_breakers",
+        "texts",
+        default=("\n", ":", '"', "*"),
+        group="dry",
+        label="dry breaks",
+        help='DRY: texts that end a repeat (JSON list or comma-separated, "none")',
+        short_key="dry_breakers",
+        needs="dry_multiplier",
+    ),
+)
+
 _FLOAT_MAX_LOG = 88.7228391
-
-
-def _replace_logits(candidates: Candidates, logits: np.ndarray) -> None:
-    """Hand the later units a rewritten copy of the logits, with its new maximum."""
-    argmax = int(np.argmax(logits))
-    maximum = float(logits[argmax])
-    if maximum == -math.inf:
-        raise LogitsError("the logit bias bans every token: nothing is left to sample")
-    candidates.logits = logits
-    candidates.argmax = argmax
-    candidates.maximum = maximum
-
-
-@dataclass(frozen=True, slots=True)
-class LogitBias:
-    """Add a bias to some tokens' logits; -inf bans a token.
-
-    Attributes:
-        token_ids: The biased tokens.
-        biases: Their biases (same order).
-    """
-
-    name: ClassVar[str] = "logit_bias"
-    kind: ClassVar[UnitKind] = "logits"
-    token_ids: tuple[int, ...]
-    biases: tuple[float, ...]
-
-    @classmethod
-    def from_settings(cls, settings: SamplerSettings) -> LogitBias | None:
-        """Built when some token has a bias."""
-        if not settings.logit_bias:
-            return None
-        ids, biases = zip(*settings.logit_bias, strict=True)
-        return cls(tuple(ids), tuple(biases))
-
-    def apply(self, candidates: Candidates) -> None:
-        """Replace the logits by a biased copy.
-
-        Raises:
-            LogitsError: A token id lies outside the vocabulary, or every token is banned.
-        """
-        logits = candidates.logits
-        if self.token_ids[-1] >= logits.shape[0]:
-            raise LogitsError(
-                f"logit bias names token id {self.token_ids[-1]}, outside the vocabulary"
-                f" of {logits.shape[0]} tokens"
-            )
-        biased = logits.copy()
-        ids = np.asarray(self.token_ids, dtype=np.intp)
-        biased[ids] += np.asarray(self.biases, dtype=logits.dtype)
-        _replace_logits(candidates, biased)
-        if any(bias == -math.inf for bias in self.biases):
-            candidates.cut_by = self.name
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +101,11 @@ class Dry:
 
     name: ClassVar[str] = "dry"
     kind: ClassVar[UnitKind] = "logits"
+    in_order: ClassVar[bool] = True
+    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    group_titles: ClassVar[Mapping[str, str]] = {"dry": "DRY: repeated sequences"}
+    label: ClassVar[str] = "dry"
+    row_label: ClassVar[str] = "dry"
     multiplier: float
     base: float
     allowed_length: int
@@ -134,7 +148,7 @@ class Dry:
                 exponent = max_exponent
             penalty = np.float32(self.multiplier * self.base**exponent)
             rewritten[token] -= penalty
-        _replace_logits(candidates, rewritten)
+        replace_logits(candidates, rewritten)
 
 
 def dry_penalties(tokens: list[int], heads: BreakerHeads, allowed_length: int) -> dict[int, int]:
@@ -210,6 +224,3 @@ def dry_penalties(tokens: list[int], heads: BreakerHeads, allowed_length: int) -
         for token, length in longest_by_token.items()
         if () not in heads.get(token, ())
     }
-
-
-__all__ = ["Dry", "LogitBias", "Vocabulary", "dry_penalties"]

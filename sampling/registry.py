@@ -1,0 +1,168 @@
+"""The registry: the one list of sampler units, and everything derived from it.
+
+`UNITS` lists every built-in unit (`sampling.samplers`), those an order may name in
+llama.cpp's default order, then the two that run outside it. From it come the
+names an order may hold (`SAMPLER_NAMES`), the units that must lead it
+(`LOGITS_SAMPLERS`), every declared setting (`DECLARED_SETTINGS`: the units' own
+and the draw's), the panel's groups and their titles, and each unit's labels on
+the probability panel. `SamplerSettings` holds one field per declared setting and
+checks so at import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from sampling.samplers.dry import Dry
+from sampling.samplers.logit_bias import LogitBias
+from sampling.samplers.min_p import MinP
+from sampling.samplers.mirostat import Mirostat
+from sampling.samplers.penalties import Penalties
+from sampling.samplers.temperature import Temperature
+from sampling.samplers.top_k import TopK
+from sampling.samplers.top_n_sigma import TopNSigma
+from sampling.samplers.top_p import TopP
+from sampling.samplers.typical import Typical
+from sampling.samplers.unit import SamplerUnit
+from sampling.samplers.xtc import Xtc
+from sampling.setting_spec import MAX_SEED, SettingSpec, SliderRange
+
+UNITS: tuple[type[SamplerUnit], ...] = (
+    Penalties,
+    Dry,
+    TopNSigma,
+    TopK,
+    Typical,
+    TopP,
+    MinP,
+    Xtc,
+    Temperature,
+    Mirostat,
+    LogitBias,
+)
+"""Every built-in unit: those an order may name, in llama.cpp's default order, then
+those that run outside the order."""
+
+UNITS_BY_NAME: Mapping[str, type[SamplerUnit]] = {unit.name: unit for unit in UNITS}
+
+SAMPLERS: Mapping[str, type[SamplerUnit]] = {unit.name: unit for unit in UNITS if unit.in_order}
+"""Every unit an order may name, by its name (llama.cpp's `--samplers` names)."""
+
+SAMPLER_NAMES: tuple[str, ...] = tuple(SAMPLERS)
+"""Every name the chain's order may hold: llama.cpp's `--samplers` names, in its default order."""
+
+LOGITS_SAMPLERS: tuple[str, ...] = tuple(
+    name for name, unit in SAMPLERS.items() if unit.kind == "logits"
+)
+"""The samplers that rewrite logits before their order is read: they come first."""
+
+CUT_NAMES: tuple[str, ...] = (
+    "none",
+    "greedy",
+    *(unit.name for unit in UNITS if not unit.in_order and unit.kind == "logits"),
+    *SAMPLER_NAMES,
+    *(unit.name for unit in UNITS if not unit.in_order and unit.kind != "logits"),
+)
+"""Every name `Step.cut_by` and `CandidateTable.removed_by` may hold ("" aside): "none"
+when nothing was cut, "greedy" at temperature 0, "logit_bias" for a ban (-inf),
+"temperature" for a token whose probability underflowed to 0 at a low temperature
+(or a dynamic temperature of 0), and otherwise the unit that removed it."""
+
+DRAW_SETTINGS: tuple[SettingSpec, ...] = (
+    SettingSpec(
+        "draw",
+        "choice",
+        default="inverse_cdf",
+        off="inverse_cdf",
+        label="draw",
+        help="how a token is drawn",
+        choices=(("inverse_cdf", "inverse cdf"), ("gumbel", "gumbel")),
+    ),
+    SettingSpec(
+        "rng",
+        "choice",
+        default="pcg64",
+        off="pcg64",
+        label="rng",
+        help="random generator (xorshift128 reproduces run.c)",
+        choices=(("pcg64", "pcg64"), ("xorshift128", "xorshift128")),
+    ),
+    SettingSpec(
+        "seed",
+        "int",
+        default=0,
+        label="seed",
+        help="random seed, 0 .. 2**64-1",
+        minimum=0,
+        maximum=MAX_SEED,
+        slider=SliderRange(0, 99_999, hard_min=0, hard_max=MAX_SEED, fine=1, coarse=1000),
+        short_flag="-s",
+        per_column=False,
+    ),
+)
+"""The draw's own settings: they belong to the sampler, not to a unit of the chain."""
+
+ORDER_SETTING = SettingSpec(
+    "samplers",
+    "order",
+    default=SAMPLER_NAMES,
+    group="order",
+    label="order",
+    help='the chain order, e.g. "top_k;temperature;min_p" (llama.cpp --samplers names)',
+    choices=tuple((name, unit.label) for name, unit in SAMPLERS.items()),
+    leading=LOGITS_SAMPLERS,
+)
+"""The chain's order: the names an order may hold are the registry's."""
+
+DECLARED_SETTINGS: tuple[SettingSpec, ...] = (
+    *(spec for unit in UNITS for spec in unit.specs),
+    *DRAW_SETTINGS,
+    ORDER_SETTING,
+)
+"""Every setting the units and the draw declare (`SamplerSettings` orders them)."""
+
+GROUP_TITLES: Mapping[str, str] = {
+    "core": "core",
+    "order": "chain order",
+    **{group: title for unit in UNITS for group, title in unit.group_titles.items()},
+}
+"""Each panel group's title."""
+
+GROUPS: tuple[str, ...] = (
+    "core",
+    *dict.fromkeys(spec.group for spec in DECLARED_SETTINGS if spec.group not in ("core", "order")),
+    "order",
+)
+"""The panel's groups of settings: the core, the units' groups in registry order, the order."""
+
+LABELS: Mapping[str, str] = {unit.name: unit.label for unit in UNITS}
+"""Each unit's name on the probability panel's bars."""
+
+ROW_LABELS: Mapping[str, str] = {unit.name: unit.row_label for unit in UNITS}
+"""Each unit's name on a candidate row it removed."""
+
+
+def _check_registry() -> None:
+    """Fail at import if two units share a name or a setting, or titles disagree.
+
+    Raises:
+        RuntimeError: Naming the clash.
+    """
+    if len(UNITS_BY_NAME) != len(UNITS):
+        raise RuntimeError(f"two sampler units share a name: {[u.name for u in UNITS]}")
+    seen: dict[str, str] = {}
+    for unit in UNITS:
+        for spec in unit.specs:
+            if spec.name in seen:
+                raise RuntimeError(f"{unit.name} and {seen[spec.name]} both declare {spec.name}")
+            seen[spec.name] = unit.name
+    for unit in UNITS:
+        for group, title in unit.group_titles.items():
+            if GROUP_TITLES[group] != title:
+                raise RuntimeError(f"{unit.name} titles group {group!r} otherwise: {title!r}")
+    untitled = sorted(set(GROUPS) - set(GROUP_TITLES))
+    if untitled:
+        raise RuntimeError(f"panel groups without a title: {untitled}")
+
+
+_check_registry()

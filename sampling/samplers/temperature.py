@@ -1,0 +1,136 @@
+"""Temperature, fixed or dynamic (llama.cpp's `temperature` and its `temp_ext`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from sampling.engine import Candidates, vocabulary_weights, weights_of
+from sampling.samplers.unit import UnitKind
+from sampling.setting_spec import SettingSpec, SliderRange
+
+if TYPE_CHECKING:
+    from sampling.settings import SamplerSettings
+
+SETTINGS = (
+    SettingSpec(
+        "temperature",
+        "float",
+        default=1.0,
+        label="temperature",
+        help="temperature; 0 is greedy",
+        minimum=0.0,
+        slider=SliderRange(0.0, 2.0, hard_min=0.0, hard_max=100.0, fine=0.01, coarse=0.1),
+        short_key="t",
+        short_flag="-t",
+        fixed_key="T",
+        variations=(0.5, 0.8, 1.2, 1.5),
+    ),
+    SettingSpec(
+        "temperature_last",
+        "bool",
+        default=False,
+        off=False,
+        label="temperature",
+        help="apply temperature after the filters",
+        choices=((False, "first"), (True, "last")),
+        summary_key="t-last",
+        needs="temperature",
+    ),
+    SettingSpec(
+        "dynatemp_range",
+        "float",
+        default=0.0,
+        off=0.0,
+        group="dynatemp",
+        label="dynatemp +-",
+        help="dynamic temperature: temperature +- range, by the entropy; 0 is off",
+        minimum=0.0,
+        slider=SliderRange(0.0, 2.0, hard_min=0.0, hard_max=100.0, fine=0.01, coarse=0.1),
+        short_key="dyn",
+    ),
+    SettingSpec(
+        "dynatemp_exponent",
+        "float",
+        default=1.0,
+        group="dynatemp",
+        label="dynatemp exp",
+        help="dynamic temperature: how the normalised entropy maps to it",
+        minimum=0.0,
+        slider=SliderRange(0.0, 4.0, hard_min=0.0, hard_max=100.0, fine=0.01, coarse=0.25),
+        short_key="dyn_exp",
+        needs="dynatemp_range",
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Temperature:
+    """Sets the temperature the later units and the final distribution read at.
+
+    The logits are never divided here: each reader scales (logit - max) by the
+    temperature it finds, so the filters before this unit read temperature 1. With a
+    dynamic range (llama.cpp's `temp_ext`), the temperature is
+    min + (max - min) * (H / log n) ** exponent over [t - range, t + range], H the
+    entropy of the n kept tokens.
+
+    Attributes:
+        temperature: The temperature (> 0: a greedy chain has no such unit).
+        dynamic_range: The dynamic range (0: a fixed temperature).
+        exponent: The dynamic temperature's exponent.
+    """
+
+    name: ClassVar[str] = "temperature"
+    kind: ClassVar[UnitKind] = "candidates"
+    in_order: ClassVar[bool] = True
+    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    group_titles: ClassVar[Mapping[str, str]] = {"dynatemp": "dynamic temperature"}
+    label: ClassVar[str] = "temp"
+    row_label: ClassVar[str] = "temp"
+    temperature: float
+    dynamic_range: float = 0.0
+    exponent: float = 1.0
+
+    @classmethod
+    def from_settings(cls, settings: SamplerSettings) -> Temperature | None:
+        """Built unless the temperature means greedy."""
+        if settings.greedy:
+            return None
+        return cls(settings.temperature, settings.dynatemp_range, settings.dynatemp_exponent)
+
+    def apply(self, candidates: Candidates) -> None:
+        """Read everything from here on at this (or the dynamic) temperature."""
+        if self.dynamic_range <= 0.0:
+            candidates.temperature = self.temperature
+            return
+        logits = candidates.logits
+        ids = candidates.ids
+        size = logits.shape[0] if ids is None else ids.shape[0]
+        if size <= 1:
+            return
+        low = max(0.0, self.temperature - self.dynamic_range)
+        high = self.temperature + self.dynamic_range
+        if ids is None:
+            weights = vocabulary_weights(
+                logits,
+                candidates.maximum,
+                candidates.temperature,
+                candidates.workspace.array("filter-weights", size, np.float64),
+            )
+        else:
+            weights = weights_of(logits, candidates.top, candidates.temperature, ids)
+        probs = weights / weights.sum()
+        nonzero = probs[probs > 0.0]
+        entropy = float(-np.sum(nonzero * np.log(nonzero)))
+        dynamic = low + (high - low) * (entropy / math.log(size)) ** self.exponent
+        if dynamic <= 0.0:  # llama.cpp keeps the top token alone
+            candidates.cut(
+                np.array([candidates.argmax], dtype=np.intp) if ids is None else ids[:1],
+                self.name,
+            )
+            return
+        candidates.temperature = candidates.temperature * dynamic

@@ -1,0 +1,64 @@
+"""Top-k: keep the k most probable tokens (llama.cpp's `top_k`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from sampling.engine import Candidates
+from sampling.ordering import top_ids
+from sampling.samplers.unit import UnitKind
+from sampling.setting_spec import SettingSpec, SliderRange
+
+if TYPE_CHECKING:
+    from sampling.settings import SamplerSettings
+
+SETTINGS = (
+    SettingSpec(
+        "top_k",
+        "int",
+        default=0,
+        off=0,
+        label="top-k",
+        help="keep the k most probable tokens; 0 is off",
+        minimum=0,
+        slider=SliderRange(0, 100, hard_min=0, hard_max=1_000_000, fine=1, coarse=10),
+        short_key="k",
+        short_flag="-k",
+        fixed_key="k",
+        variations=(1, 10, 40, 0),
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TopK:
+    """Keep the k most probable tokens (the same at any temperature).
+
+    Attributes:
+        k: How many tokens to keep (> 0).
+    """
+
+    name: ClassVar[str] = "top_k"
+    kind: ClassVar[UnitKind] = "candidates"
+    in_order: ClassVar[bool] = True
+    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    group_titles: ClassVar[Mapping[str, str]] = {}
+    label: ClassVar[str] = "top-k"
+    row_label: ClassVar[str] = "top-k"
+    k: int
+
+    @classmethod
+    def from_settings(cls, settings: SamplerSettings) -> TopK | None:
+        """Built when top_k is on (> 0)."""
+        return cls(settings.top_k) if settings.top_k > 0 else None
+
+    def apply(self, candidates: Candidates) -> None:
+        """Keep the first k of the order."""
+        ids = candidates.ids
+        if ids is None:
+            if self.k < candidates.logits.shape[0]:
+                candidates.cut(top_ids(candidates.logits, self.k), "top_k")
+        elif ids.shape[0] > self.k:
+            candidates.cut(ids[: self.k], "top_k")

@@ -1,0 +1,78 @@
+"""Top-n-sigma: keep the logits within n standard deviations of the top.
+
+llama.cpp's `top_n_sigma` (src/llama-sampling.cpp): the deviation is taken over
+the kept, finite logits; the kept set is a prefix of the order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from sampling.engine import Candidates
+from sampling.ordering import sort_descending
+from sampling.samplers.unit import UnitKind
+from sampling.setting_spec import SettingSpec, SliderRange
+
+if TYPE_CHECKING:
+    from sampling.settings import SamplerSettings
+
+SETTINGS = (
+    SettingSpec(
+        "top_n_sigma",
+        "float",
+        default=-1.0,
+        off=-1.0,
+        off_at_or_below=0.0,
+        group="typical",
+        label="top-n-sigma",
+        help="keep logits within n standard deviations of the top; <= 0 is off",
+        minimum=-1.0,
+        slider=SliderRange(-1.0, 5.0, hard_min=-1.0, hard_max=100.0, fine=0.05, coarse=0.5),
+        short_key="nsigma",
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TopNSigma:
+    """Keep logits at least max - n * std (std over the kept, finite logits).
+
+    Attributes:
+        n: How many standard deviations below the top (> 0).
+    """
+
+    name: ClassVar[str] = "top_n_sigma"
+    kind: ClassVar[UnitKind] = "candidates"
+    in_order: ClassVar[bool] = True
+    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    group_titles: ClassVar[Mapping[str, str]] = {"typical": "typical-p · top-n-σ"}
+    label: ClassVar[str] = "top-n-σ"
+    row_label: ClassVar[str] = "top-nσ"
+    n: float
+
+    @classmethod
+    def from_settings(cls, settings: SamplerSettings) -> TopNSigma | None:
+        """Built when top_n_sigma is on (> 0)."""
+        return cls(settings.top_n_sigma) if settings.top_n_sigma > 0.0 else None
+
+    def apply(self, candidates: Candidates) -> None:
+        """Cut the kept set to the logits within n standard deviations of the top."""
+        logits = candidates.logits
+        ids = candidates.ids
+        values = logits if ids is None else logits[ids]
+        if values.shape[0] <= 1:
+            return
+        finite = values[np.isfinite(values)].astype(np.float64)
+        bound = float(finite.max()) - self.n * float(finite.std())
+        if ids is not None:
+            keep = int(np.count_nonzero(values >= bound))  # a prefix: ids are in order
+            if keep < ids.shape[0]:
+                candidates.cut(ids[:keep], self.name)
+            return
+        band = np.flatnonzero(logits >= bound)
+        if band.shape[0] < logits.shape[0]:
+            candidates.cut(sort_descending(logits, band), self.name)

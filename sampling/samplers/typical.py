@@ -1,0 +1,115 @@
+"""Locally typical sampling (llama.cpp's `typ_p`): keep the tokens whose surprise is
+nearest the entropy, up to mass p. The kept set need not be a prefix of the order."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+import numpy.typing as npt
+
+from sampling.engine import Candidates, ordered_ids, scaled_gaps
+from sampling.ordering import stable_argsort
+from sampling.samplers.unit import UnitKind
+from sampling.setting_spec import SettingSpec, SliderRange
+
+if TYPE_CHECKING:
+    from sampling.settings import SamplerSettings
+
+SETTINGS = (
+    SettingSpec(
+        "typical_p",
+        "float",
+        default=1.0,
+        off=1.0,
+        group="typical",
+        label="typical-p",
+        help="locally typical: keep the tokens nearest the entropy up to mass p; 1 is off",
+        minimum=0.0,
+        maximum=1.0,
+        slider=SliderRange(0.0, 1.0, hard_min=0.0, hard_max=1.0, fine=0.01, coarse=0.05),
+        short_key="typ",
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Typical:
+    """Locally typical sampling: keep the tokens whose surprise is nearest the entropy.
+
+    Attributes:
+        p: The mass to keep, in [0, 1).
+    """
+
+    name: ClassVar[str] = "typ_p"
+    kind: ClassVar[UnitKind] = "candidates"
+    in_order: ClassVar[bool] = True
+    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    group_titles: ClassVar[Mapping[str, str]] = {"typical": "typical-p · top-n-σ"}
+    label: ClassVar[str] = "typical"
+    row_label: ClassVar[str] = "typ-p"
+    p: float
+
+    @classmethod
+    def from_settings(cls, settings: SamplerSettings) -> Typical | None:
+        """Built when typical_p is on (< 1)."""
+        return cls(settings.typical_p) if settings.typical_p < 1.0 else None
+
+    def apply(self, candidates: Candidates) -> None:
+        """Keep the most typical tokens until their mass exceeds p."""
+        if candidates.ids is None:
+            logits = candidates.logits
+            if logits.shape[0] < 2:
+                return
+            workspace = candidates.workspace
+            gaps = workspace.array("typical-gaps", logits.shape[0], np.float64)
+            scaled_gaps(logits, candidates.maximum, candidates.temperature, None, gaps)
+            probs, scores = _typicality(
+                gaps, workspace.array("typical-probs", logits.shape[0], np.float64)
+            )
+            best = int(np.argmin(scores))
+            if probs[best] > self.p and int(np.count_nonzero(scores == scores[best])) == 1:
+                # A peaked step: the most typical token alone exceeds p; no sort needed.
+                # (Tied scores are ordered by logit, which this shortcut does not read.)
+                candidates.cut(np.array([best], dtype=np.intp), self.name, prefix=False)
+                return
+            ids = ordered_ids(candidates)
+            probs, scores = probs[ids], scores[ids]
+        else:
+            ids = candidates.ids
+            gaps = scaled_gaps(candidates.logits, candidates.top, candidates.temperature, ids)
+            probs, scores = _typicality(gaps, np.empty(ids.shape[0]))
+        by_typicality = stable_argsort(scores)
+        cumulative = np.cumsum(probs[by_typicality])
+        keep = int(np.searchsorted(cumulative, self.p, side="right")) + 1
+        if keep >= ids.shape[0]:
+            if candidates.ids is None and ids is not candidates.ranked:
+                candidates.ranked = ids
+            return
+        kept = ids[np.sort(by_typicality[:keep])]
+        candidates.cut(kept, self.name, ids if candidates.ids is None else None, prefix=False)
+
+
+def _typicality(
+    gaps: npt.NDArray[np.float64], probs: npt.NDArray[np.float64]
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """The probabilities and typicality scores |surprise - entropy| of some tokens.
+
+    `gaps` are (logit - top) / T; they are overwritten by the scores, and `probs`
+    (of the same length) receives the probabilities: large temporaries cost page
+    faults. A token's surprise -log p is log Z - gap, with no logarithm per token;
+    one of probability 0 (or a -inf logit) scores above every other.
+    """
+    np.exp(gaps, out=probs)
+    total = float(probs.sum())
+    probs /= total
+    surprise = np.subtract(math.log(total), gaps, out=gaps)
+    with np.errstate(invalid="ignore"):  # 0 * inf for a -inf logit: NaN, redone below
+        entropy = float(np.dot(probs, surprise))
+    if entropy != entropy:
+        entropy = float(np.dot(probs, np.where(probs > 0.0, surprise, 0.0)))
+    surprise -= entropy
+    return probs, np.abs(surprise, out=surprise)
