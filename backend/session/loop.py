@@ -23,6 +23,7 @@ import threading
 from collections.abc import Callable, Generator, Iterator, Sequence
 
 from backend.chat.events import (
+    Decoding,
     FinishReason,
     GenerationEvent,
     NoticeEvent,
@@ -104,6 +105,8 @@ class Generation:
         self.cancel = cancel
         self.steer = steer
         started = session.clock()
+        self.start_settings = tuple(live.current for live in lives)
+        """Each sequence's settings at the start (what a lockstep reply records)."""
         self.lanes = [
             Lane(
                 column,
@@ -302,5 +305,8 @@ class Generation:
         memory = self.session.memory
         # What the memory holds now is what a later reply starts from: replay needs it.
         cached = len(memory.tokens(lane.seq)) if not memory.model.lost else 0
+        decoding = None
+        if len(self.lanes) > 1:
+            decoding = Decoding(lane.column, self.start_settings)
         yield lane.column, PhaseEvent("done")
-        yield lane.column, lane.finished(self.session.clock(), cached, error)
+        yield lane.column, lane.finished(self.session.clock(), cached, error, decoding)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from backend.chat.events import FinishedEvent, FinishReason, GenerationStats
+from backend.chat.events import Decoding, FinishedEvent, FinishReason, GenerationStats
 from backend.chat.protocol import LiveSettings
 from backend.llama.utf8 import Utf8Stream
 from backend.session.sampler_state import SamplerState, restore, snapshot
@@ -169,7 +169,11 @@ class Lane:
         )
 
     def finished(
-        self, now: float, cached_tokens: int | None, error: str | None = None
+        self,
+        now: float,
+        cached_tokens: int | None,
+        error: str | None = None,
+        decoding: Decoding | None = None,
     ) -> FinishedEvent:
         """Its FinishedEvent (`reason` must be set)."""
         assert self.reason is not None
@@ -182,6 +186,7 @@ class Lane:
             text="".join(self.texts) + tail,
             token_ids=tuple(self.token_ids),
             error=error,
+            decoding=decoding,
         )
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from backend.chat.compare import first_divergence
 from backend.chat.completion import as_document
-from backend.chat.events import FinishedEvent, NoticeEvent, TokenEvent
+from backend.chat.events import Decoding, FinishedEvent, NoticeEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.backend import SessionBackend
 from backend.session.run import Steer
@@ -104,6 +104,7 @@ def replay(
     reply: ReplyRecord,
     *,
     on_token: Callable[[TokenEvent], None] | None = None,
+    decoding: Decoding | None = None,
 ) -> ReplayResult:
     """Regenerate `reply` of `chat` on `backend` and compare its tokens.
 
@@ -114,6 +115,10 @@ def replay(
     generation runs with the recorded max_tokens (prompt fitting depends on it) and
     stops once as many tokens as were stored came out, so an interrupted or
     cancelled reply is compared on the part that exists.
+
+    A reply decoded in lockstep with siblings (`decoding`, a compare column) is
+    rebuilt the same way: every sibling runs again beside it, each with its settings,
+    since a token's logits depend on the batch it was decoded in.
 
     Raises:
         ReplayError: The reply has no tokens, or the generation ended in an error.
@@ -130,15 +135,25 @@ def replay(
     replayed: list[int] = list(reply.token_ids[: reply.fork_at or 0])
     finished: FinishedEvent | None = None
     max_tokens = max(reply.max_tokens or stored, stored)
-    events = backend.generate(
+    lives, column, steer = [live], 0, branch_steer(reply)
+    if decoding is not None:
+        column = decoding.column
+        lives = [LiveSettings(settings) for settings in decoding.columns]
+        lives[column] = live
+        # A column made the reply of its turn is a branch from its first token, drawn
+        # by its own sampler: nothing is forced, or its siblings would be too.
+        steer = {} if not reply.fork_at else steer
+    generation = backend.generate_many(
         prompt_messages(chat, reply),
-        live,
+        lives,
         max_tokens=max_tokens,
         cancel=stop,
         raw=reply.mode == "completion",
-        **branch_steer(reply),
+        **steer,
     )
-    for event in events:
+    for at, event in generation:
+        if at != column:
+            continue
         if isinstance(event, TokenEvent):
             replayed.append(event.step.token_id)
             upcoming = schedule.get(event.index + 1)
