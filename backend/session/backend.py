@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
-from backend.chat.events import FinishedEvent, GenerationEvent
+from backend.chat.events import Decoding, FinishedEvent, GenerationEvent
 from backend.chat.prompt import PromptBuilder
 from backend.chat.protocol import ChatMessage, LiveSettings, ModelInfo
 from backend.chat.template import ChatTemplate
@@ -170,28 +170,38 @@ class SessionBackend:
         *,
         max_tokens: int = 512,
         raw: bool = False,
+        decoding: Decoding | None = None,
     ) -> StepInput:
         """What the sampler saw at token `len(prefix)` of a reply to `messages`.
 
         The memory is built exactly as `generate` builds it (reuse, prefill in the
         same chunks, each earlier token decoded alone), so the logits are the ones the
-        sampler saw when the reply was generated on the same memory.
+        sampler saw when the reply was generated on the same memory. A reply decoded in
+        lockstep (`decoding`) is rebuilt in lockstep: every sibling samples again beside
+        it up to the step, as they did (its own tokens come out as `prefix` again).
 
         Raises:
             SamplescopeError: The prompt or the tokens cannot be fed.
         """
         kept: list[StepInput] = []
+        index = len(prefix)
 
-        def keep(index: int, logits: object, history: Sequence[int]) -> None:
-            kept.append(StepInput(np.array(logits, dtype=np.float32), tuple(history)))
+        def keep(at: int, logits: object, history: Sequence[int]) -> None:
+            if at == index:
+                kept.append(StepInput(np.array(logits, dtype=np.float32), tuple(history)))
 
-        live = LiveSettings(SamplerSettings(temperature=0.0))
-        live.step_sink = keep
+        if decoding is None:
+            lives, steer = [LiveSettings(SamplerSettings(temperature=0.0))], Steer(tuple(prefix))
+            column = 0
+        else:
+            lives = [LiveSettings(settings) for settings in decoding.columns]
+            column, steer = decoding.column, Steer()
+        lives[column].step_sink = keep
         generation = self.session.generation(
             lambda: self.fit_prompt(messages, max_tokens, raw),
-            [live],
-            max_tokens=len(prefix) + 1,
-            steer=Steer(tuple(prefix)),
+            lives,
+            max_tokens=index + 1,
+            steer=steer,
         )
         for _, event in generation:
             if isinstance(event, FinishedEvent) and event.error:

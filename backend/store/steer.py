@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from backend.chat.events import FinishedEvent, NoticeEvent, TokenEvent
+from backend.chat.events import Decoding, FinishedEvent, NoticeEvent, TokenEvent
 from backend.chat.protocol import LiveSettings
 from backend.session.backend import SessionBackend
 from backend.session.run import Steer, StepInput
@@ -113,10 +113,15 @@ def _limit(reply: ReplyRecord) -> int:
 
 
 def rebuild_step(
-    backend: SessionBackend, chat: ChatRecord, reply: ReplyRecord, index: int
+    backend: SessionBackend,
+    chat: ChatRecord,
+    reply: ReplyRecord,
+    index: int,
+    decoding: Decoding | None = None,
 ) -> tuple[StepInput, tuple[str, ...]]:
     """What the sampler saw at step `index` of a branch: its logits and history,
-    rebuilt through the replay path (nothing is generated).
+    rebuilt through the replay path (nothing is generated), in lockstep with its
+    siblings when it was decoded so (`decoding`).
 
     Returns:
         (the step's input; notices about rebuilding the cache).
@@ -130,6 +135,7 @@ def rebuild_step(
         reply.token_ids[:index],
         max_tokens=_limit(reply),
         raw=reply.mode == "completion",
+        decoding=decoding,
     )
     return given, notices
 

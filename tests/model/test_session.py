@@ -15,6 +15,7 @@ from backend.session.llama_backend import LlamaBackend
 from backend.session.model import BatchEntry
 from backend.store.replay import replay
 from backend.store.store import ChatStore
+from sampling.sampler import Sampler
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tests.tiny_models import spm_vocab, write_tiny_llama
 
@@ -200,3 +201,25 @@ def test_lockstep_columns_replay_on_a_model_whose_batched_logits_differ(
         tiny.close()
     print("tiny (identical in lockstep, identical alone):", results)
     assert all(identical for identical, _ in results)
+
+
+def test_a_lockstep_step_is_rebuilt_in_lockstep_for_what_if(backend: LlamaBackend) -> None:
+    """What-if on a compare column: rebuilt beside its siblings, the step under its own
+    settings and its own uniform draws the stored token at the stored probability."""
+    tokens: list[TokenEvent] = []
+    decoding: Decoding | None = None
+    for item in compare(backend, QUESTION, COLUMNS, max_tokens=30):
+        if item.column == 2 and isinstance(item.event, TokenEvent):
+            tokens.append(item.event)
+        elif item.column == 2 and isinstance(item.event, FinishedEvent):
+            decoding = item.event.decoding
+    assert decoding is not None
+    ids = [t.step.token_id for t in tokens]
+    for index in (5, 17, 29):
+        backend.reset()
+        given = backend.step_input(QUESTION, ids[:index], max_tokens=30, decoding=decoding)
+        stored = tokens[index].step
+        again = Sampler(COLUMNS[2], vocab_size=backend.info.n_vocab).sample(
+            given.logits, given.history, uniform=stored.draw
+        )
+        assert (again.token_id, again.prob) == (stored.token_id, stored.prob)
