@@ -149,12 +149,22 @@ class ChatRecorder:
         """The stored id of the reply recorded last (None: it was not recorded)."""
         return self._writer.reply_id if self._writer is not None else None
 
-    def begin_branch(self, parent_id: int | None, at: int, settings: SamplerSettings) -> bool:
-        """Open a branch of stored reply `parent_id` from its token `at` (the turn follows it).
+    def begin_branch(
+        self,
+        parent_id: int | None,
+        at: int,
+        settings: SamplerSettings,
+        *,
+        text: str = "",
+        follow: bool = True,
+    ) -> bool:
+        """Open a branch of stored reply `parent_id` from its token `at`.
 
         The parent is kept in the store (see `backend.store.branches`); the branch's
-        record takes tokens from index `at` on. The turn stays counted as stored.
-        A parent that was not recorded (None) has no recorded branch either.
+        record takes tokens from index `at` on, its text starting with `text` (the
+        parent's before the fork); the turn follows it when `follow`. The turn stays
+        counted as stored. A parent that was not recorded (None) has no recorded
+        branch either.
         """
         self._writer = None
         if self.error is not None:
@@ -177,7 +187,7 @@ class ChatRecorder:
                 n_ctx=self.n_ctx,
                 n_batch=self.n_batch,
                 mode=parent.mode,
-                fork=Fork(parent, at, ""),
+                fork=Fork(parent, at, text, follow=follow),
             )
         except StoreError as error:
             return self._fail(error)

@@ -16,11 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from backend.chat.events import Decoding, FinishedEvent, NoticeEvent, TokenEvent
+from backend.chat.events import Decoding, FinishedEvent, NoticeEvent
 from backend.chat.protocol import LiveSettings
 from backend.session.backend import SessionBackend
 from backend.session.run import Steer, StepInput
-from backend.store.branches import Fork, lineage
+from backend.store.branches import lineage
+from backend.store.recorded import recorded
+from backend.store.recorder import ChatRecorder
 from backend.store.records import ChatRecord, ReplyRecord, StoreError
 from backend.store.replay import prompt_messages
 from backend.store.replay_cache import prepare_cache
@@ -206,36 +208,36 @@ def make_branch(
     notices = list(prepare_cache(backend, chat, reply))
     prefix = reply.token_ids[:index]
     head = b"".join(backend.model.token_bytes(t) for t in prefix)
-    last_turn = chat.messages[-1].id == reply.message_id
-    model = store.model_ref(backend.info.path)
-    writer = store.begin_reply(
-        chat.id,
-        model,
+    info = backend.info
+    recorder = ChatRecorder(store, info.path, n_ctx=info.n_ctx, n_batch=info.n_batch)
+    recorder.open_chat(chat.id)
+    recorder.begin_branch(
+        reply.id,
+        index,
         settings,
-        max_tokens=_limit(reply),
-        n_ctx=backend.info.n_ctx,
-        n_batch=backend.info.n_batch,
-        mode=reply.mode,
-        fork=Fork(reply, index, head.decode("utf-8", errors="ignore"), follow=last_turn),
+        text=head.decode("utf-8", errors="ignore"),
+        follow=chat.messages[-1].id == reply.message_id,  # the chat's last turn
     )
+    if recorder.error is not None:
+        raise StoreError(recorder.error)
     finished: FinishedEvent | None = None
-    for event in backend.generate(
+    events = backend.generate(
         prompt_messages(chat, reply),
         LiveSettings(settings),
         max_tokens=_limit(reply),
         raw=reply.mode == "completion",
         steer=Steer(tuple(prefix), force),
-    ):
-        if isinstance(event, TokenEvent):
-            writer.append(event)
-        elif isinstance(event, NoticeEvent):
+    )
+    for event in recorded(events, recorder):
+        if isinstance(event, NoticeEvent):
             notices.append(event.message)
         elif isinstance(event, FinishedEvent):
             finished = event
-            writer.finish_event(event)
+    if recorder.error is not None:
+        raise StoreError(recorder.error)
     if finished is None or finished.reason == "error":
         error = "no result" if finished is None else finished.error
         raise SteerError(f"the branch could not be generated: {error}")
     again = store.load_chat(chat.id)
-    branch = next(b for b in siblings_of(again, reply) if b.id == writer.reply_id)
+    branch = next(b for b in siblings_of(again, reply) if b.id == recorder.reply_id)
     return BranchResult(branch, reply, index, tuple(notices))

@@ -12,11 +12,12 @@ from backend.chat.completion import Mode
 from backend.chat.events import FinishedEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.run import Steer
+from backend.store.recorded import StoreErrorNotices, recorded
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatRecord
 from sampling.settings import SamplerSettings
 from tui.chat.reply import Reply
-from tui.chat.reply_job import ReplyJob, StoreErrorNotices
+from tui.chat.reply_job import ReplyJob
 
 
 class Conversation:
@@ -189,9 +190,8 @@ class Conversation:
             if recorder is not None:
                 recorder.begin_reply(question, settings, max_tokens, self.mode)
         if recorder is not None:
-            for token in tokens:
-                recorder.record(token)
-            recorder.record(finished)
+            for _ in recorded([*tokens, finished], recorder):
+                pass
             reply.branch_id = recorder.reply_id
         return reply
 

@@ -17,25 +17,11 @@ from backend.chat.events import FinishedEvent, GenerationEvent, GenerationStats,
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.backend import SessionBackend
 from backend.session.run import Steer
+from backend.store.recorded import StoreErrorNotices, recorded
 from backend.store.recorder import ChatRecorder
 
 REPLY_COLUMN = 0
 """The column a chat reply's events are tagged with (the runner's jobs are columns)."""
-
-
-class StoreErrorNotices:
-    """Turns the recorder's errors into notices, each one once across replies."""
-
-    def __init__(self) -> None:
-        self._shown: str | None = None
-
-    def notice(self, recorder: ChatRecorder) -> NoticeEvent | None:
-        """A notice for the recorder's error if it was not shown yet."""
-        error = recorder.error
-        if error is None or error == self._shown:
-            return None
-        self._shown = error
-        return NoticeEvent(f"This chat is not being saved: {error}")
 
 
 @dataclass(frozen=True)
@@ -88,17 +74,15 @@ class ReplyJob:
                     recorder.begin_branch(*self.fork, self.live.current)
                 yield from self._store_notice(recorder)
             completion = self.mode == "completion"
-            for event in backend.generate(
+            events = backend.generate(
                 as_document(self.messages) if completion else self.messages,
                 self.live,
                 max_tokens=self.max_tokens,
                 cancel=cancel,
                 raw=completion,
                 steer=self.steer,
-            ):
-                if recorder is not None and not recorder.record(event):
-                    yield from self._store_notice(recorder)
-                yield event
+            )
+            yield from recorded(events, recorder, self.notices)
         except Exception as error:  # the contract says errors come as events; be safe
             failed = FinishedEvent("error", GenerationStats(), "", (), error=str(error))
             if recorder is not None:
