@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from backend.chat.compare import ColumnEvent
+from backend.chat.completion import Mode, as_document
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.backend import SessionBackend
 from sampling.settings import SamplerSettings
@@ -70,24 +71,26 @@ class CompareJob:
         messages: The conversation (ending with a user turn).
         settings_list: One settings record per column.
         max_tokens: The reply length limit of every column.
-        raw: Feed the last message without the chat template.
+        mode: "chat", or "completion": the conversation is one document, continued
+            as the chat's reply continues it.
         sequential: One column after the other instead of in lockstep.
     """
 
     messages: Sequence[ChatMessage]
     settings_list: Sequence[SamplerSettings]
     max_tokens: int
-    raw: bool = False
+    mode: Mode = "chat"
     sequential: bool = False
 
     def __call__(self, backend: SessionBackend, cancel: threading.Event) -> Iterator[ColumnEvent]:
         """Run the comparison (the model's thread)."""
+        raw = self.mode == "completion"
         return compare(
             backend,
-            self.messages,
+            as_document(self.messages) if raw else self.messages,
             self.settings_list,
             max_tokens=self.max_tokens,
             cancel=cancel,
-            raw=self.raw,
+            raw=raw,
             sequential=self.sequential,
         )

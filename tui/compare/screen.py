@@ -23,7 +23,7 @@ from textual.dom import DOMNode
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from backend.chat.completion import Mode, as_document
+from backend.chat.completion import Mode
 from backend.chat.events import (
     FinishedEvent,
     GenerationEvent,
@@ -227,9 +227,8 @@ class CompareScreen(Screen[CompareResult | None]):
         self._show_detail(None)
         settings = [self.column_settings(i) for i in range(len(self._columns))]
         self._update_title()
-        raw = self._mode == "completion"
-        messages = as_document(self._messages) if raw else list(self._messages)
-        self._runner.start(CompareJob(messages, settings, self._max_tokens, raw), self)
+        job = CompareJob(list(self._messages), settings, self._max_tokens, self._mode)
+        self._runner.start(job, self)
 
     async def _stop_run(self) -> None:
         """Cancel the running generation and wait until its thread let go of the model."""
