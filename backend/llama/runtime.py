@@ -13,6 +13,7 @@ through `llama_log_set` (see `backend.llama.log`).
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -33,7 +34,6 @@ from backend.llama.context import (
 from backend.llama.ggml_devices import require_rpc
 from backend.llama.pieces import visible_piece
 from backend.llama.rpc import Endpoint, probe_all
-from backend.llama.threads import check_thread_count, default_threads
 
 __all__ = ["LlamaError", "LlamaRuntime", "RuntimeOptions", "check_thread_count", "default_threads"]
 
@@ -47,6 +47,27 @@ def _init_backend() -> None:
         if not _backend_ready:
             llama_cpp.llama_backend_init()
             _backend_ready = True
+
+
+def default_threads() -> int:
+    """All cores: measured on 2 cores, decode runs faster on 2 threads than on 1."""
+    return max(1, os.cpu_count() or 1)
+
+
+def check_thread_count(n_threads: int) -> None:
+    """Raise unless `n_threads` is between 1 and the number of cores.
+
+    More threads than cores only make ggml's threads wait on each other: with
+    thousands, a step takes minutes and the reply seems to hang.
+
+    Raises:
+        LlamaError: The count is out of that range; the message gives the range.
+    """
+    cores = default_threads()
+    if not 1 <= n_threads <= cores:
+        raise LlamaError(
+            f"invalid thread count {n_threads}: expected 1 to {cores} (the cores of this machine)"
+        )
 
 
 @dataclass(frozen=True, slots=True)
