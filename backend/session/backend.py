@@ -40,6 +40,7 @@ class SessionBackend:
         template: Its chat template.
         info: What the status line shows about it.
         clock: The time source of the generations' figures.
+        template_notice: Why `template` is not the model's own (None: it is).
     """
 
     def __init__(
@@ -49,9 +50,12 @@ class SessionBackend:
         info: ModelInfo,
         *,
         clock: Callable[[], float] = clock_now,
+        template_notice: str | None = None,
     ) -> None:
         self.model = model
         self.template = template
+        self.template_notice = template_notice
+        """Why the template is not the model's own (None when it is)."""
         self.prompt = PromptBuilder(model, template)
         self.session = Session(model, clock)
         self._info = info
@@ -65,6 +69,15 @@ class SessionBackend:
     def context_used(self) -> int:
         """Tokens the chat's sequence holds in the model's memory."""
         return len(self.session.memory.tokens())
+
+    @property
+    def has_own_template(self) -> bool:
+        """Whether the template is the model's own."""
+        return self.template_notice is None
+
+    def special_texts(self) -> list[str]:
+        """The texts of the vocabulary's special tokens."""
+        return self.model.special_texts()
 
     def reset(self) -> None:
         """Forget the memory (a new chat)."""

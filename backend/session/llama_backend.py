@@ -30,8 +30,7 @@ class LlamaBackend(SessionBackend):
     def __init__(self, runtime: LlamaRuntime, log_path: Path | None = None) -> None:
         self.runtime = runtime
         self.log_path = log_path
-        template, self.template_notice = model_template(runtime)
-        """The chat template, and why it is not the GGUF's own when it is not."""
+        template, notice = model_template(runtime)
         name = runtime.meta("general.name") or runtime.path.stem
         info = ModelInfo(
             name=name,
@@ -42,7 +41,7 @@ class LlamaBackend(SessionBackend):
             n_batch=runtime.n_batch,
             placement=runtime.placement,
         )
-        super().__init__(runtime, template, info)
+        super().__init__(runtime, template, info, template_notice=notice)
 
     @classmethod
     def load(
