@@ -51,6 +51,36 @@ SAMPLERS: Mapping[str, type[SamplerUnit]] = {unit.name: unit for unit in UNITS i
 SAMPLER_NAMES: tuple[str, ...] = tuple(SAMPLERS)
 """Every name the chain's order may hold: llama.cpp's `--samplers` names, in its default order."""
 
+LLAMA_CPP_ORDER: tuple[str, ...] = (
+    "penalties",
+    "dry",
+    "top_n_sigma",
+    "top_k",
+    "typ_p",
+    "top_p",
+    "min_p",
+    "xtc",
+    "temperature",
+)
+"""llama.cpp's default chain (`common_params_sampling.samplers`), temperature last: the
+order new chats and `generate` start from (`DEFAULT_CHAT_SETTINGS`). A literal, never
+derived from the registry: registering a unit must not change a stored order."""
+
+TEMPERATURE_FIRST_ORDER: tuple[str, ...] = (
+    "penalties",
+    "dry",
+    "temperature",
+    "top_n_sigma",
+    "top_k",
+    "typ_p",
+    "top_p",
+    "min_p",
+    "xtc",
+)
+"""The order `SamplerSettings()` runs: the temperature before every filter (candle,
+Hugging Face), so presets that name no order mean what they always meant. A literal,
+like `LLAMA_CPP_ORDER`."""
+
 LOGITS_SAMPLERS: tuple[str, ...] = tuple(
     name for name, unit in SAMPLERS.items() if unit.kind == "logits"
 )
@@ -105,7 +135,7 @@ DRAW_SETTINGS: tuple[SettingSpec, ...] = (
 ORDER_SETTING = SettingSpec(
     "samplers",
     "order",
-    default=SAMPLER_NAMES,
+    default=TEMPERATURE_FIRST_ORDER,
     group="order",
     label="order",
     help='the chain order, e.g. "top_k;temperature;min_p" (llama.cpp --samplers names)',

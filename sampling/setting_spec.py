@@ -19,6 +19,7 @@ from sampling.setting_text import (
     format_bias,
     format_order,
     format_texts,
+    normal_bias,
     order_problem,
     parse_bias,
     parse_order,
@@ -156,9 +157,15 @@ class SettingSpec:
         if self.kind == "bool":
             return "true or false"
         if self.kind == "order":
-            return f"sampler names separated by ';' or ',' ({' and '.join(self.leading)} first)"
+            return (
+                "sampler names as 'top_k;temperature' (';' or ',') or a tuple of them, "
+                f"each once, {' and '.join(self.leading)} first"
+            )
         if self.kind == "bias":
-            return "token=bias pairs such as '42=+2;17=-inf' (ids at least 0, bias finite or -inf)"
+            return (
+                "token=bias pairs such as '42=+2;17=-inf', a {42: 2.0} dict or (id, bias) "
+                "pairs in any order (ids at least 0, each once; bias finite or -inf)"
+            )
         if self.kind == "texts":
             return "non-empty texts, as a JSON list or separated by ','"
         if self.kind == "choice":
@@ -275,18 +282,21 @@ class SettingSpec:
         """A typed text parsed (see `parse`), an integer for a float made a float.
 
         A list (read from JSON or TOML) becomes the tuple a several-valued kind
-        holds. Anything else is returned as it is, for `SamplerSettings` to judge.
+        holds; a logit bias may also be a {token id: bias} dict or pairs in any order
+        (they are put in id order). Anything else is returned as it is, for
+        `SamplerSettings` to judge.
+
+        Raises:
+            SettingsError: A text cannot be read, or a logit bias names a token twice.
         """
         if isinstance(value, str):
             return self.parse(value)
+        if self.kind == "bias":
+            try:
+                return normal_bias(value)
+            except ValueError as error:
+                raise SettingsError(self.name, value, f"{self.expected}: {error}") from None
         if isinstance(value, list | tuple) and not self.is_scalar:
-            if self.kind == "bias":
-                return tuple(
-                    (pair[0], float(pair[1]))
-                    if isinstance(pair, list | tuple) and len(pair) == 2
-                    else pair
-                    for pair in value
-                )
             return tuple(value)
         if self.kind == "float" and isinstance(value, int) and not isinstance(value, bool):
             return float(value)

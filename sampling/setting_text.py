@@ -92,7 +92,7 @@ def bias_problem(value: object) -> str | None:
         if isinstance(token, bool) or not isinstance(token, int) or token < 0:
             return f"token ids at least 0; {token!r} is not one"
         if token <= previous:
-            return "each token once, in increasing id order"
+            return f"each token once, in increasing id order; {token!r} is out of order"
         if isinstance(bias, bool) or not isinstance(bias, float):
             return f"a float bias; {bias!r} is not one"
         if not (math.isfinite(bias) or bias == -math.inf):
@@ -138,10 +138,10 @@ def bias_entries(text: str) -> list[tuple[str | int, float]]:
 
 
 def bias_pairs(entries: Sequence[tuple[int, float]]) -> BiasPairs:
-    """Token id → bias pairs in id order; a token given twice keeps its last bias.
+    """Token id → bias pairs in id order, from pairs in any order.
 
     Raises:
-        ValueError: A bias is +inf or NaN, or an id is negative.
+        ValueError: A bias is +inf or NaN, an id is negative, or a token is given twice.
     """
     merged: dict[int, float] = {}
     for token, bias in entries:
@@ -149,8 +149,44 @@ def bias_pairs(entries: Sequence[tuple[int, float]]) -> BiasPairs:
             raise ValueError(f"token id {token} is negative")
         if not (math.isfinite(bias) or bias == -math.inf):
             raise ValueError(f"bias {bias} for token {token} is not finite or -inf")
+        if token in merged:
+            raise ValueError(f"token {token} is given twice")
         merged[token] = float(bias)
     return tuple(sorted(merged.items()))
+
+
+def normal_bias(value: object) -> object:
+    """A logit bias given as a {id: bias} dict or (id, bias) pairs in any order, as
+    the id-ordered pairs `SamplerSettings` holds (an integer bias made a float).
+
+    Anything that is not such a mapping or sequence of pairs comes back as it is, for
+    `bias_problem` to name.
+
+    Raises:
+        ValueError: A token id is given twice (the message names it).
+    """
+    if isinstance(value, dict):
+        items: list[object] = list(value.items())
+    elif isinstance(value, list | tuple):
+        items = list(value)
+    else:
+        return value
+    pairs: list[tuple[object, object]] = []
+    for item in items:
+        if not (isinstance(item, list | tuple) and len(item) == 2):
+            return value
+        token, bias = item
+        if isinstance(bias, int) and not isinstance(bias, bool):
+            bias = float(bias)
+        pairs.append((token, bias))
+    by_id: dict[int, object] = {}
+    for token, bias in pairs:
+        if isinstance(token, bool) or not isinstance(token, int):
+            return tuple(pairs)  # not an id: `bias_problem` names it
+        if token in by_id:
+            raise ValueError(f"token {token} is given twice")
+        by_id[token] = bias
+    return tuple(sorted(by_id.items()))
 
 
 def parse_bias(text: str) -> BiasPairs:

@@ -12,7 +12,11 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Literal
 
 from sampling.errors import SettingsError
-from sampling.registry import DECLARED_SETTINGS, LOGITS_SAMPLERS, SAMPLER_NAMES
+from sampling.registry import (
+    DECLARED_SETTINGS,
+    LLAMA_CPP_ORDER,
+    TEMPERATURE_FIRST_ORDER,
+)
 from sampling.samplers.top_p import TopPScope
 from sampling.setting_spec import GREEDY_TEMPERATURE, MAX_SEED, SettingSpec
 
@@ -29,6 +33,7 @@ __all__ = [
     "MAX_SEED",
     "SETTINGS",
     "SETTINGS_BY_NAME",
+    "USUAL_ORDERS",
     "DrawMethod",
     "RngName",
     "SamplerSettings",
@@ -58,7 +63,8 @@ class SamplerSettings:
         repeat_last_n: How many recent tokens (prompt included) the penalties see.
         frequency_penalty: Subtract count * frequency_penalty from a seen token's logit.
         presence_penalty: Subtract presence_penalty from every seen token's logit.
-        temperature_last: Apply temperature after the filters (llama.cpp's order).
+        temperature_last: Run "temperature" last whatever its place in `samplers`
+            (off: it runs where `samplers` puts it).
         draw: "inverse_cdf" (one uniform per token) or seeded "gumbel" max.
         rng: "pcg64" (numpy) or "xorshift128" (run.c's generator, id-order roulette).
         seed: The generator's seed, 0 to 2**64 - 1.
@@ -80,9 +86,14 @@ class SamplerSettings:
             normalised entropy; 0.0 is off.
         dynatemp_exponent: The entropy's exponent in the dynamic temperature.
         logit_bias: (token id, bias) pairs in id order, added to the logits before
-            anything else; -inf bans the token.
-        samplers: The chain's order (llama.cpp's `--samplers` names); a name left
-            out does not run. See `order` for where "temperature" runs.
+            anything else; -inf bans the token. Also given as a {id: bias} dict,
+            pairs in any order, or text "42=+2;17=-inf" (held as the pairs in id
+            order; a token given twice is an error).
+        samplers: The chain's order, exactly as it runs (llama.cpp's `--samplers`
+            names); a name left out does not run. The default runs the temperature
+            before the filters; `DEFAULT_CHAT_SETTINGS` holds llama.cpp's chain.
+            Only `temperature_last` moves anything (see `order`). Also given as text
+            "top_k;temperature" or a list.
     """
 
     temperature: float = 1.0
@@ -113,16 +124,25 @@ class SamplerSettings:
     dynatemp_range: float = 0.0
     dynatemp_exponent: float = 1.0
     logit_bias: tuple[tuple[int, float], ...] = ()
-    samplers: tuple[str, ...] = SAMPLER_NAMES
+    samplers: tuple[str, ...] = TEMPERATURE_FIRST_ORDER
 
     def __post_init__(self) -> None:
         for spec in SETTINGS:
-            value = getattr(self, spec.name)
+            given = getattr(self, spec.name)
+            value = given
+            if not spec.is_scalar:
+                if spec.accepts(given):
+                    continue
+                # The natural spellings: samplers="top_k;temperature",
+                # logit_bias={42: 2.0} or "42=+2;17=-inf", lists for tuples.
+                value = spec.coerce(given)
+                object.__setattr__(self, spec.name, value)
             try:
-                spec.check(value)
-            except OverflowError:
-                # An integer too large for a float (10**400 as a temperature).
-                raise SettingsError(spec.name, value, spec.expected) from None
+                accepted = spec.accepts(value)
+            except OverflowError:  # an integer too large for a float (10**400 as a temperature)
+                accepted = False
+            if not accepted:
+                raise SettingsError(spec.name, given, spec.expected)
 
     @property
     def greedy(self) -> bool:
@@ -148,24 +168,16 @@ class SamplerSettings:
 
     @property
     def order(self) -> tuple[str, ...]:
-        """The order the chain runs.
+        """The order the chain runs: `samplers` as given, with "temperature" moved last
+        when `temperature_last` is on.
 
-        An order the user gave runs as given, "temperature" moved last by
-        `temperature_last`. The default order (llama.cpp's) places "temperature" by
-        `temperature_last` alone: first of the samplers that read the order when it
-        is off (samplescope's default since its first release, so that every stored
-        chat replays token for token), last when it is on (llama.cpp's chain).
+        Nothing else is read: the order never depends on which names samplescope
+        knows, so a stored reply replays in the order it ran.
         """
         samplers = self.samplers
-        if "temperature" not in samplers:
+        if not self.temperature_last or "temperature" not in samplers:
             return samplers
-        others = tuple(name for name in samplers if name != "temperature")
-        if self.temperature_last:
-            return (*others, "temperature")
-        if samplers != SAMPLER_NAMES:
-            return samplers
-        logits = tuple(name for name in others if name in LOGITS_SAMPLERS)
-        return (*logits, "temperature", *(name for name in others if name not in LOGITS_SAMPLERS))
+        return (*(name for name in samplers if name != "temperature"), "temperature")
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> SamplerSettings:
@@ -215,9 +227,21 @@ def _check_spec_matches_fields() -> None:
 _check_spec_matches_fields()
 
 DEFAULT_CHAT_SETTINGS = SamplerSettings(
-    temperature=0.8, top_k=40, top_p=0.95, min_p=0.05, repeat_last_n=64, seed=42
+    temperature=0.8,
+    top_k=40,
+    top_p=0.95,
+    min_p=0.05,
+    repeat_last_n=64,
+    seed=42,
+    samplers=LLAMA_CPP_ORDER,
 )
-"""What the chat app and `generate` start from: llama.cpp's defaults."""
+"""What the chat app and `generate` start from: llama.cpp's defaults and its default
+chain, the temperature last."""
+
+
+USUAL_ORDERS = (TEMPERATURE_FIRST_ORDER, LLAMA_CPP_ORDER)
+"""Orders the active summary leaves unnamed: the temperature first, or llama.cpp's chain
+(then "t-last" says so)."""
 
 
 def settings_summary(settings: SamplerSettings, style: SummaryStyle = "active") -> str:
@@ -261,8 +285,13 @@ def _active_part(spec: SettingSpec, settings: SamplerSettings) -> str | None:
         return None
     if spec.name in ("top_p_scope", "repeat_last_n"):  # inside top_p's and repeat_penalty's
         return None
-    if spec.name == "samplers":  # shown only when it differs from llama.cpp's order
-        return None if value == SAMPLER_NAMES else f"order={spec.format(value)}"
+    if spec.name == "samplers":  # the order that runs, unless one of the two usual ones
+        order = settings.order
+        return None if order in USUAL_ORDERS else f"order={spec.format(order)}"
+    if spec.name == "temperature_last":  # llama.cpp's chain is "t-last"; others name the order
+        return (
+            spec.summary_key if settings.order == LLAMA_CPP_ORDER and not settings.greedy else None
+        )
     if spec.name == "dry_sequence_breakers":  # shown only when changed
         return (
             None

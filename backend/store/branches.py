@@ -48,17 +48,19 @@ def insert_reply(
     now: float,
     mode: str,
     fork: Fork | None,
+    decoding: str | None = None,
 ) -> int:
     """Insert a reply's row and its first settings; returns its id.
 
     Args:
         limits: (max_tokens, n_ctx, n_batch) as `ChatStore.begin_reply` takes them.
+        decoding: How it is decoded, as JSON (None: alone, one sequence).
     """
     max_tokens, n_ctx, n_batch = limits
     cursor = conn.execute(
         "INSERT INTO replies (message_id, model_path, model_size, model_sha256, seed, "
-        "rng, max_tokens, n_ctx, n_batch, created, mode, parent_id, fork_at, text) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "rng, max_tokens, n_ctx, n_batch, created, mode, parent_id, fork_at, text, decoding) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             message_id,
             model.path,
@@ -74,6 +76,7 @@ def insert_reply(
             None if fork is None else fork.parent.id,
             None if fork is None else fork.at,
             "" if fork is None else fork.text,
+            decoding,
         ),
     )
     reply_id = int(cursor.lastrowid or 0)

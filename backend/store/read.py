@@ -184,7 +184,8 @@ def _load_replies(
     rows = conn.execute(
         "SELECT r.id, r.message_id, r.model_path, r.model_size, r.model_sha256, r.seed, "
         "r.rng, r.max_tokens, r.finish_reason, r.error, r.stats, r.created, r.finished, "
-        "coalesce(r.text, m.content), r.n_ctx, r.n_batch, r.parent_id, r.fork_at, r.mode "
+        "coalesce(r.text, m.content), r.n_ctx, r.n_batch, r.parent_id, r.fork_at, r.mode, "
+        "r.decoding "
         "FROM replies r JOIN messages m ON r.message_id = m.id "
         "WHERE m.chat_id = ? ORDER BY m.position, r.id",
         (chat_id,),
@@ -237,6 +238,7 @@ def _load_replies(
             fork_at=None if row[17] is None else int(row[17]),
             mode=str(row[18]),
             branch=len(siblings) + 1,
+            decoding=None if row[19] is None else str(row[19]),
         )
         replies[message_id] = (*siblings, record)
     return replies

@@ -127,6 +127,8 @@ class ReplyRecord:
             the parent's); None for a turn's first reply.
         mode: "chat" (the chat template) or "completion" (plain text continued).
         branch: 1-based number of this branch within its turn, in creation order.
+        decoding: How it was decoded, as JSON (e.g. in lockstep with which sibling
+            sequences); None: alone, one sequence.
     """
 
     id: int
@@ -150,6 +152,7 @@ class ReplyRecord:
     fork_at: int | None = None
     mode: str = "chat"
     branch: int = 1
+    decoding: str | None = None
 
     @property
     def interrupted(self) -> bool:

@@ -3,7 +3,7 @@
 Every database starts at version 0 (empty) and is brought to `SCHEMA_VERSION` by
 running each migration in order, each in its own transaction together with the new
 `user_version`, so a crash mid-migration leaves the previous version intact. A new
-database therefore takes the same path as an old one: v0 → v1 → v2.
+database therefore takes the same path as an old one: v0 → v1 → … → v5.
 
 Version history:
     1: chats, messages, replies, reply_tokens, settings_changes.
@@ -25,14 +25,22 @@ Version history:
        along the branches it follows, so a branch made from an earlier reply starts a
        new continuation while the turns after the old branch stay stored under it.
        Backfilled from the branches each turn followed.
+    5: every stored settings JSON names the exact order its reply ran with: `samplers`
+       is rewritten to the order the rule before version 5 ran (that rule placed the
+       temperature by comparing `samplers` with the list of known names, so adding a
+       name would have changed how old replies replay; the list is frozen in
+       `_V4_SAMPLER_NAMES`). replies.decoding: how the reply was decoded, as JSON
+       (e.g. in lockstep with which sibling sequences); NULL means decoded alone, one
+       sequence — every reply before version 5.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _V1 = """
 CREATE TABLE chats (
@@ -168,11 +176,68 @@ def _v4(conn: sqlite3.Connection) -> None:
             current[chat_id] = branch_id if branch_id is not None else first[message_id]
 
 
+_V4_SAMPLER_NAMES = (
+    "penalties",
+    "dry",
+    "top_n_sigma",
+    "top_k",
+    "typ_p",
+    "top_p",
+    "min_p",
+    "xtc",
+    "temperature",
+)
+"""The order names known up to version 4, in the order the rule compared against."""
+
+_V4_LOGITS_SAMPLERS = ("penalties", "dry")
+"""Up to version 4: the samplers placed before the temperature in the default order."""
+
+
+def order_before_v5(values: dict[str, object]) -> list[str]:
+    """The order a settings JSON of version 4 or earlier ran with.
+
+    A missing `samplers` was the default list. The temperature moved last with
+    `temperature_last`; otherwise the default list ran it right after the logits
+    samplers, and any other list ran as given.
+    """
+    stored = values.get("samplers", _V4_SAMPLER_NAMES)
+    samplers = [str(name) for name in stored] if isinstance(stored, list | tuple) else []
+    if "temperature" not in samplers:
+        return samplers
+    others = [name for name in samplers if name != "temperature"]
+    if values.get("temperature_last") is True:
+        return [*others, "temperature"]
+    if tuple(samplers) != _V4_SAMPLER_NAMES:
+        return samplers
+    logits = [name for name in others if name in _V4_LOGITS_SAMPLERS]
+    rest = [name for name in others if name not in _V4_LOGITS_SAMPLERS]
+    return [*logits, "temperature", *rest]
+
+
+def _v5(conn: sqlite3.Connection) -> None:
+    """Write each stored order as it ran; add replies.decoding."""
+    rows = conn.execute("SELECT reply_id, from_index, settings FROM settings_changes").fetchall()
+    for reply_id, from_index, text in rows:
+        try:
+            values = json.loads(text)
+        except ValueError:
+            continue  # unreadable either way: loading the reply names it
+        if not isinstance(values, dict):
+            continue
+        values["samplers"] = order_before_v5(values)
+        conn.execute(
+            "UPDATE settings_changes SET settings = ? WHERE reply_id = ? AND from_index = ?",
+            (json.dumps(values, sort_keys=True), reply_id, from_index),
+        )
+    conn.execute("ALTER TABLE replies ADD COLUMN decoding TEXT")
+
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: lambda conn: _run_script(conn, _V1),
     2: lambda conn: _run_script(conn, _V2),
     3: lambda conn: _run_script(conn, _V3),
     4: _v4,
+    5: _v5,
 }
 """Migration to version N (from N - 1)."""
 

@@ -275,6 +275,7 @@ class ChatStore:
         n_batch: int | None = None,
         mode: str = "chat",
         fork: Fork | None = None,
+        decoding: str | None = None,
     ) -> ReplyWriter:
         """Start recording a generated reply: an empty assistant turn plus its record.
 
@@ -291,18 +292,20 @@ class ChatStore:
             fork: Record a new branch of an existing reply instead of a new turn:
                 its first `fork.at` tokens are the parent's (stored now), the writer
                 takes tokens from index `fork.at` on.
+            decoding: How it is decoded, as JSON (None: alone, one sequence).
 
         Returns:
             The writer to feed tokens and the finish to.
         """
         now = self._now()
+        limits = (max_tokens, n_ctx, n_batch)
         with self._transaction("start a reply") as conn:
             if fork is None:
                 message_id = self._insert_message(conn, chat_id, "assistant", "", now)
             else:
                 message_id = fork.parent.message_id
             reply_id = store_branches.insert_reply(
-                conn, message_id, model, settings, (max_tokens, n_ctx, n_batch), now, mode, fork
+                conn, message_id, model, settings, limits, now, mode, fork, decoding
             )
             if fork is not None:
                 store_branches.start_branch(conn, chat_id, reply_id, fork, now)

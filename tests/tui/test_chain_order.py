@@ -6,7 +6,7 @@ import pytest
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from sampling.spec import SAMPLER_NAMES
 from tests.fake_backend import FakeBackend
 from tests.helpers import type_message, wait_until
@@ -107,9 +107,9 @@ async def send_message_and_wait_paused(
 class PanelHost(App[None]):
     """The sampling panel alone; it keeps every `SettingChanged` and applies it."""
 
-    def __init__(self) -> None:
+    def __init__(self, settings: SamplerSettings = DEFAULT_CHAT_SETTINGS) -> None:
         super().__init__()
-        self.settings = DEFAULT_CHAT_SETTINGS
+        self.settings = settings
         self.asked: list[tuple[str, object]] = []
 
     def compose(self) -> ComposeResult:
@@ -129,7 +129,7 @@ async def test_the_panel_posts_the_order_as_a_setting_change() -> None:
         chain.focus()
         start = DEFAULT_CHAT_SETTINGS.order
         assert chain.value == start
-        await pilot.press("down", "down", "down", "down", "shift+up")  # top_k one up
+        await pilot.press(*["down"] * start.index("top_k"), "shift+up")  # top_k one up
         await pilot.press("down", "space")  # the sampler now after top_k switched off
         await pilot.pause()
         moved = list(start)
@@ -163,25 +163,19 @@ async def test_a_change_of_order_mid_reply_applies_from_the_next_token() -> None
         assert all(s.cut_by != "top_k" for s in steps[5:])
 
 
-async def test_moving_the_temperature_sets_temperature_last_so_the_order_runs_as_shown() -> None:
-    host = PanelHost()
+@pytest.mark.parametrize("temperature_last", [False, True])
+async def test_moving_the_temperature_runs_the_order_as_shown(temperature_last: bool) -> None:
+    host = PanelHost(DEFAULT_CHAT_SETTINGS.with_changes(temperature_last=temperature_last))
     async with host.run_test(size=(80, 30)) as pilot:
         host.query_one(SamplingPanel).open_group("order")
         chain = host.query_one(ChainOrder)
         chain.focus()
-        start = DEFAULT_CHAT_SETTINGS.order
-        at = start.index("temperature")
-        moves = len(start) - 1 - at
-        await pilot.press(*["down"] * at, *["shift+down"] * moves)  # temperature to the end
+        start = host.settings.order
+        assert start == SAMPLER_NAMES  # llama.cpp's chain, temperature last
+        await pilot.press(*["down"] * start.index("temperature"), "shift+up")
         await pilot.pause()
-        assert host.settings.order == SAMPLER_NAMES  # llama.cpp's chain, temperature last
-        assert host.settings.temperature_last is True
-        assert ("temperature_last", True) in host.asked
-        assert chain.value == SAMPLER_NAMES
-        await pilot.press("shift+up")  # one up again: temperature_last must go off
-        await pilot.pause()
-        assert host.asked[-2:] == [
-            ("temperature_last", False),
-            ("samplers", (*SAMPLER_NAMES[:-2], "temperature", SAMPLER_NAMES[-2])),
-        ]
-        assert host.settings.order == host.asked[-1][1]
+        moved = (*SAMPLER_NAMES[:-2], "temperature", SAMPLER_NAMES[-2])
+        # temperature_last on would move it back last: the panel switches it off first.
+        wanted = [("temperature_last", False)] if temperature_last else []
+        assert host.asked == [*wanted, ("samplers", moved)]
+        assert host.settings.order == moved and chain.value == moved

@@ -93,7 +93,7 @@ def test_columns_varying_rejects_bad_input() -> None:
 
 def test_settings_summary_names_what_is_on() -> None:
     assert settings_summary(SamplerSettings(temperature=0.0, top_k=5)) == "greedy k=5"
-    assert settings_summary(DEFAULT_CHAT_SETTINGS) == "t=0.8 k=40 p=0.95 min_p=0.05"
+    assert settings_summary(DEFAULT_CHAT_SETTINGS) == "t=0.8 k=40 p=0.95 min_p=0.05 t-last"
     penalised = SamplerSettings(repeat_penalty=1.3, repeat_last_n=64, draw="gumbel")
     assert settings_summary(penalised) == "t=1 rep=1.3/64 gumbel"
 

@@ -9,7 +9,7 @@ import pytest
 from backend.chat.compare import first_divergence
 from backend.chat.protocol import ChatMessage
 from backend.config.presets import PresetError, load_presets
-from sampling.settings import SamplerSettings
+from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tui.resources import shipped_presets
 
 QUESTION = [ChatMessage("user", "Write one sentence about cats.")]
@@ -38,6 +38,7 @@ def test_the_shipped_presets_include_seed_000s_five_modes() -> None:
         0.05,
     )
     assert defaults.repeat_last_n == 64
+    assert defaults == DEFAULT_CHAT_SETTINGS.with_changes(seed=0)  # its chain too
     assert len(presets) >= 8
 
 

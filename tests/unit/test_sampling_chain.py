@@ -87,11 +87,19 @@ def test_registry_uses_llama_cpp_sampler_names() -> None:
     assert outside >= {"logit_bias", "mirostat"}
 
 
-def test_the_default_order_places_temperature_by_temperature_last() -> None:
+def test_the_order_is_samplers_as_given_with_temperature_last_moving_it_last() -> None:
     llama = ("penalties", "dry", "top_n_sigma", "top_k", "typ_p", "top_p", "min_p", "xtc")
-    assert SamplerSettings().samplers == (*llama, "temperature")
-    assert order_of(SamplerSettings()) == ("penalties", "dry", "temperature", *llama[2:])
+    first = ("penalties", "dry", "temperature", *llama[2:])
+    assert SamplerSettings().samplers == first  # presets naming no order: temperature first
+    assert order_of(SamplerSettings()) == first
     assert order_of(SamplerSettings(temperature_last=True)) == (*llama, "temperature")
+    # New chats run llama.cpp's chain exactly, the temperature last.
+    assert DEFAULT_CHAT_SETTINGS.samplers == (*llama, "temperature")
+    assert order_of(DEFAULT_CHAT_SETTINGS) == (*llama, "temperature")
+    assert not DEFAULT_CHAT_SETTINGS.temperature_last
+    # The full list of names runs as given: no comparison with the known names.
+    assert order_of(SamplerSettings(samplers=SAMPLER_NAMES)) == SAMPLER_NAMES
+    assert order_of(SamplerSettings(samplers=first, temperature_last=True))[-1] == "temperature"
     custom = ("top_k", "temperature", "min_p")
     assert order_of(SamplerSettings(samplers=custom)) == custom
     assert order_of(SamplerSettings(samplers=custom, temperature_last=True)) == (
@@ -105,7 +113,11 @@ def test_the_default_order_places_temperature_by_temperature_last() -> None:
     ("settings", "names"),
     [
         (SamplerSettings(), ("temperature",)),
-        (DEFAULT_CHAT_SETTINGS, ("temperature", "top_k", "top_p", "min_p")),
+        (DEFAULT_CHAT_SETTINGS, ("top_k", "top_p", "min_p", "temperature")),
+        (
+            DEFAULT_CHAT_SETTINGS.with_changes(samplers=SamplerSettings().samplers),
+            ("temperature", "top_k", "top_p", "min_p"),
+        ),
         (
             DEFAULT_CHAT_SETTINGS.with_changes(repeat_penalty=1.1, temperature_last=True),
             ("penalties", "top_k", "top_p", "min_p", "temperature"),

@@ -140,7 +140,9 @@ def test_orders_read_like_llama_cpp_samplers_flag() -> None:
 
 
 def test_biases_and_breakers_read_back() -> None:
-    assert parse_bias("42=+2;17=-inf,42=1") == ((17, -math.inf), (42, 1.0))
+    assert parse_bias("42=+2;17=-inf") == ((17, -math.inf), (42, 2.0))
+    with pytest.raises(ValueError, match="token 42 is given twice"):
+        parse_bias("42=+2;17=-inf,42=1")
     with pytest.raises(ValueError, match="token text"):
         parse_bias("hello=-inf")
     with pytest.raises(ValueError, match="not a number"):

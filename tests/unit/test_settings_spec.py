@@ -141,11 +141,11 @@ def bad_values(spec: SettingSpec) -> list[object]:
     if spec.kind == "choice":
         return ["nope", str(spec.default).upper(), None, True]
     if spec.kind == "order":
-        return [("top_k", "top_k"), ("top_k", "penalties"), ("nope",), ["top_k"], "top_k"]
+        return [("top_k", "top_k"), ("top_k", "penalties"), ("nope",), ["top_k", "top_k"], 3]
     if spec.kind == "bias":
-        return [((1, 2),), ((2, 1.0), (1, 1.0)), ((-1, 1.0),), ((1, math.inf),), [(1, 1.0)]]
+        return [((1, "2"),), ((1.5, 1.0),), ((-1, 1.0),), ((1, math.inf),), [(1, math.nan)], 42]
     if spec.kind == "texts":
-        return [("",), (1,), ["a"], "a"]
+        return [("",), (1,), [""], 7]
     values: list[object] = [True, None, "1", [1]]
     if spec.kind == "int":
         values += [1.0, 2.5]
@@ -327,8 +327,8 @@ def test_set_refuses_a_bad_value_naming_the_field() -> None:
     ("settings", "active", "fixed"),
     [
         (
-            DEFAULT_CHAT_SETTINGS,
-            "t=0.8 k=40 p=0.95 min_p=0.05",
+            DEFAULT_CHAT_SETTINGS,  # llama.cpp's chain: the temperature last
+            "t=0.8 k=40 p=0.95 min_p=0.05 t-last",
             "T 0.80 · k 40 · p 0.95 · min-p 0.05 · rep 1.00×64",
         ),
         (
@@ -359,6 +359,18 @@ def test_set_refuses_a_bad_value_naming_the_field() -> None:
             "T 1.00 · k 0 · p 1.00 · min-p 0.00 · rep 1.30×0",
         ),
         (SamplerSettings(top_k=1_000_000), "t=1 k=1000000", None),
+        # The temperature first names no order; any other order is named as it runs.
+        (
+            DEFAULT_CHAT_SETTINGS.with_changes(samplers=SamplerSettings().samplers),
+            "t=0.8 k=40 p=0.95 min_p=0.05",
+            None,
+        ),
+        (
+            SamplerSettings(samplers=("top_k", "temperature"), temperature_last=True),
+            "t=1 order=top_k;temperature",
+            None,
+        ),
+        (SamplerSettings(samplers=("penalties", "min_p")), "t=1 order=penalties;min_p", None),
     ],
 )
 def test_settings_summary_in_both_styles(

@@ -12,7 +12,7 @@ from textual.widgets import Collapsible
 
 from sampling.errors import SettingsError
 from sampling.settings import SamplerSettings
-from sampling.spec import SAMPLER_NAMES, SETTINGS_BY_NAME
+from sampling.spec import SETTINGS_BY_NAME
 from tui.screens.entry import ValueEntryScreen
 from tui.widgets.chain_order import ChainOrder
 from tui.widgets.setting_controls import (
@@ -115,8 +115,8 @@ class SamplingPanel(Vertical):
     def _on_order(self, event: ChainOrder.Changed) -> None:
         """Ask for the order; first for the `temperature_last` it needs to run as shown.
 
-        `temperature_last` places the temperature (see `SamplerSettings.order`): on,
-        it runs last whatever the order; off, llama.cpp's default order runs it first.
+        `temperature_last` on runs the temperature last whatever the order (see
+        `SamplerSettings.order`), so an order with the temperature elsewhere switches it off.
         """
         event.stop()
         order = event.order
@@ -158,10 +158,6 @@ class SamplingPanel(Vertical):
 
 def _temperature_last_for(order: tuple[str, ...]) -> bool | None:
     """The `temperature_last` under which `order` runs as given (None: either does)."""
-    if "temperature" not in order:
-        return None
-    if order == SAMPLER_NAMES:
-        return True  # with it off, this (the default) order runs the temperature first
-    if order[-1] != "temperature":
+    if "temperature" in order and order[-1] != "temperature":
         return False  # with it on, the temperature would run last
     return None

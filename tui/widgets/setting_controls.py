@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.widget import Widget
 
-from sampling.settings import SamplerSettings
+from sampling.settings import USUAL_ORDERS, SamplerSettings
 from sampling.spec import (
     DISPLAY_ORDER,
     GROUP_TITLES,
@@ -54,7 +54,8 @@ def group_title(group: str, on: bool) -> str:
 
 
 def group_is_on(group: str, settings: SamplerSettings) -> bool:
-    """Whether a setting of the group changes the sampling (the order: changed at all).
+    """Whether a setting of the group changes the sampling (the order: neither the
+    temperature first nor llama.cpp's chain).
 
     A setting that only serves others (a window such as `repeat_last_n`, which
     `repeat_penalty` needs) counts only when one of those is on too.
@@ -62,7 +63,7 @@ def group_is_on(group: str, settings: SamplerSettings) -> bool:
     specs = [spec for spec in SETTINGS if spec.group == group]
     for spec in specs:
         if spec.name == ORDER_FIELD:
-            if getattr(settings, spec.name) != spec.default:
+            if settings.order not in USUAL_ORDERS:
                 return True
             continue
         if not _is_on(spec, settings):
