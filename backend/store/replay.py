@@ -98,13 +98,26 @@ def branch_steer(reply: ReplyRecord) -> dict[str, Steer]:
     return {"steer": Steer(reply.token_ids[:at], reply.token_ids[at])}
 
 
+def decoding_of(reply: ReplyRecord) -> Decoding | None:
+    """How the reply was decoded when beside siblings (None: alone).
+
+    Raises:
+        ReplayError: The record cannot be read.
+    """
+    if reply.decoding is None:
+        return None
+    try:
+        return Decoding.from_json(reply.decoding)
+    except ValueError as error:
+        raise ReplayError(f"reply {reply.number}: {error}") from None
+
+
 def replay(
     backend: SessionBackend,
     chat: ChatRecord,
     reply: ReplyRecord,
     *,
     on_token: Callable[[TokenEvent], None] | None = None,
-    decoding: Decoding | None = None,
 ) -> ReplayResult:
     """Regenerate `reply` of `chat` on `backend` and compare its tokens.
 
@@ -116,15 +129,16 @@ def replay(
     stops once as many tokens as were stored came out, so an interrupted or
     cancelled reply is compared on the part that exists.
 
-    A reply decoded in lockstep with siblings (`decoding`, a compare column) is
-    rebuilt the same way: every sibling runs again beside it, each with its settings,
-    since a token's logits depend on the batch it was decoded in.
+    A reply decoded in lockstep with siblings (its recorded `decoding`: a compare
+    column) is rebuilt the same way: every sibling runs again beside it, each with its
+    settings, since a token's logits depend on the batch it was decoded in.
 
     Raises:
         ReplayError: The reply has no tokens, or the generation ended in an error.
     """
     if not reply.token_ids:
         raise ReplayError(f"reply {reply.number} has no tokens to replay")
+    decoding = decoding_of(reply)
     schedule: dict[int, SamplerSettings] = {
         change.from_index: change.settings for change in reply.settings_changes
     }

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from backend.chat.events import Decoding, FinishedEvent, NoticeEvent
+from backend.chat.events import FinishedEvent, NoticeEvent
 from backend.chat.protocol import LiveSettings
 from backend.session.backend import SessionBackend
 from backend.session.run import Steer, StepInput
@@ -24,7 +24,7 @@ from backend.store.branches import lineage
 from backend.store.recorded import recorded
 from backend.store.recorder import ChatRecorder
 from backend.store.records import ChatRecord, ReplyRecord, StoreError
-from backend.store.replay import prompt_messages
+from backend.store.replay import decoding_of, prompt_messages
 from backend.store.replay_cache import prepare_cache
 from backend.store.store import ChatStore
 from sampling.errors import SamplescopeError
@@ -115,15 +115,11 @@ def _limit(reply: ReplyRecord) -> int:
 
 
 def rebuild_step(
-    backend: SessionBackend,
-    chat: ChatRecord,
-    reply: ReplyRecord,
-    index: int,
-    decoding: Decoding | None = None,
+    backend: SessionBackend, chat: ChatRecord, reply: ReplyRecord, index: int
 ) -> tuple[StepInput, tuple[str, ...]]:
     """What the sampler saw at step `index` of a branch: its logits and history,
     rebuilt through the replay path (nothing is generated), in lockstep with its
-    siblings when it was decoded so (`decoding`).
+    siblings when it was decoded so (its recorded `decoding`).
 
     Returns:
         (the step's input; notices about rebuilding the cache).
@@ -137,7 +133,7 @@ def rebuild_step(
         reply.token_ids[:index],
         max_tokens=_limit(reply),
         raw=reply.mode == "completion",
-        decoding=decoding,
+        decoding=decoding_of(reply),
     )
     return given, notices
 

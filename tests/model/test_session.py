@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -143,8 +144,9 @@ def test_logits_in_a_lockstep_batch_can_differ_from_decoding_alone(
 def columns_replayed(
     backend: LlamaBackend, store: ChatStore, model_path: Path, raw: bool
 ) -> list[tuple[bool, bool]]:
-    """Compare's four columns in lockstep, each stored as a reply, then replayed: with
-    its decoding record (in lockstep again) and alone. (identical?, identical alone?)"""
+    """Compare's four columns in lockstep, each stored as a reply with its decoding
+    record, then replayed: as recorded (in lockstep again) and as if decoded alone.
+    Returns (identical?, identical alone?) per column."""
     backend.reset()
     messages = [ChatMessage("user", "Once upon a time, in a small village,")] if raw else QUESTION
     ends: dict[int, FinishedEvent] = {}
@@ -170,14 +172,16 @@ def columns_replayed(
             n_ctx=backend.info.n_ctx,
             n_batch=backend.info.n_batch,
             mode="completion" if raw else "chat",
+            decoding=finished.decoding.to_json(),
         )
         for event in tokens[column]:
             writer.append(event)
         writer.finish_event(finished)
         record = store.load_chat(chat)
         reply = record.replies[-1]
-        again = replay(backend, record, reply, decoding=finished.decoding)
-        alone = replay(backend, record, reply)
+        assert reply.decoding is not None
+        again = replay(backend, record, reply)
+        alone = replay(backend, record, replace(reply, decoding=None))
         results.append((again.identical, alone.identical))
     return results
 

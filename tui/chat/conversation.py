@@ -181,14 +181,16 @@ class Conversation:
             self.replies[-1] = reply
             self.messages[old.turn] = ChatMessage("assistant", finished.text)
             if recorder is not None:
-                recorder.begin_branch(old.branch_id, 0, settings)
+                recorder.begin_branch(old.branch_id, 0, settings, decoding=finished.decoding)
         else:
             reply.turn = len(self.messages)
             self.replies.append(reply)
             question = list(self.messages)
             self.messages.append(ChatMessage("assistant", finished.text))
             if recorder is not None:
-                recorder.begin_reply(question, settings, max_tokens, self.mode)
+                recorder.begin_reply(
+                    question, settings, max_tokens, self.mode, decoding=finished.decoding
+                )
         if recorder is not None:
             for _ in recorded([*tokens, finished], recorder):
                 pass
