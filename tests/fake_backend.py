@@ -379,12 +379,19 @@ class FakeBackend(SessionBackend):
         cancel: threading.Event | None = None,
         raw: bool = False,
         steer: Steer | None = None,
+        rewindable: bool = False,
     ) -> Generation:
         """`SessionBackend.generate_many`, the model told the cancel flag (its pauses
         and delays end when it is set)."""
         self.fake.cancel = cancel
         return super().generate_many(
-            messages, lives, max_tokens=max_tokens, cancel=cancel, raw=raw, steer=steer
+            messages,
+            lives,
+            max_tokens=max_tokens,
+            cancel=cancel,
+            raw=raw,
+            steer=steer,
+            rewindable=rewindable,
         )
 
 

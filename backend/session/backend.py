@@ -127,16 +127,19 @@ class SessionBackend:
         cancel: threading.Event | None = None,
         raw: bool = False,
         steer: Steer | None = None,
+        rewindable: bool = False,
     ) -> Generation:
         """Replies to `messages`, one per settings, in lockstep (one decode per step for
         every live sequence); iterate it for (column, event) pairs, each column's
-        events as `generate` yields them. Column 0 decodes into the chat's sequence."""
+        events as `generate` yields them. Column 0 decodes into the chat's sequence.
+        `rewindable`: the generation can be rewound (`Generation.rewind`)."""
         return self.session.generation(
             lambda: self.fit_prompt(messages, max_tokens, raw),
             lives,
             max_tokens=max_tokens,
             cancel=cancel,
             steer=steer,
+            rewindable=rewindable,
         )
 
     def fit_prompt(

@@ -71,6 +71,7 @@ class Lane:
         sampler: Its sampler (its own random stream).
         started: When the generation started (the clock's reading).
         given: How many tokens at the start were given (a steer's prefix).
+        rewindable: Keep the sampler's state before every token (what rewind needs).
     """
 
     column: int
@@ -79,6 +80,8 @@ class Lane:
     sampler: Sampler
     started: float
     given: int = 0
+    rewindable: bool = False
+    """Whether its sampler's state is kept before every token (what rewind needs)."""
     prompt_tokens: int = 0
     prefilled: int = 0
     prefill_ms: float = 0.0
@@ -115,7 +118,8 @@ class Lane:
         if current is not sampler.settings:
             sampler.settings = current
         sampler.tail_ranks = self.live.tail_ranks
-        self.states.append(snapshot(sampler))
+        if self.rewindable:
+            self.states.append(snapshot(sampler))
         step = sampler.sample(logits, history)
         sink = self.live.step_sink
         if sink is not None:
@@ -136,6 +140,8 @@ class Lane:
             RewindError: Fewer than `count` tokens were sampled, or the lane ended.
         """
         sampled = len(self.states)
+        if not self.rewindable:
+            raise RewindError("this generation keeps no sampler states: start it rewindable")
         if self.reason is not None:
             raise RewindError(f"sequence {self.column} has ended ({self.reason})")
         if not 1 <= count <= sampled:

@@ -85,8 +85,8 @@ def prompt_messages(chat: ChatRecord, reply: ReplyRecord) -> list[ChatMessage]:
     return as_document(turns) if reply.mode == "completion" else turns
 
 
-def branch_steer(reply: ReplyRecord) -> dict[str, Steer]:
-    """For a branch: the `generate` keyword that starts it like the original did.
+def branch_steer(reply: ReplyRecord) -> Steer | None:
+    """For a branch: the steer that starts it like the original did (None: none).
 
     The parent's tokens before the fork are given; the token at the fork is forced
     (whether it was chosen or drawn, the sampler drew one uniform there, so the
@@ -94,8 +94,8 @@ def branch_steer(reply: ReplyRecord) -> dict[str, Steer]:
     """
     at = reply.fork_at
     if at is None or at >= len(reply.token_ids):
-        return {}
-    return {"steer": Steer(reply.token_ids[:at], reply.token_ids[at])}
+        return None
+    return Steer(reply.token_ids[:at], reply.token_ids[at])
 
 
 def decoding_of(reply: ReplyRecord) -> Decoding | None:
@@ -156,14 +156,14 @@ def replay(
         lives[column] = live
         # A column made the reply of its turn is a branch from its first token, drawn
         # by its own sampler: nothing is forced, or its siblings would be too.
-        steer = {} if not reply.fork_at else steer
+        steer = None if not reply.fork_at else steer
     generation = backend.generate_many(
         prompt_messages(chat, reply),
         lives,
         max_tokens=max_tokens,
         cancel=stop,
         raw=reply.mode == "completion",
-        **steer,
+        steer=steer,
     )
     for at, event in generation:
         if at != column:

@@ -52,7 +52,7 @@ def test_rewind_then_decode_again_gives_the_same_logits_and_tokens(
     seen: list[tuple[int, np.ndarray]] = []
     live = LiveSettings(settings)
     live.step_sink = lambda i, logits, _: seen.append((i, np.array(logits)))
-    generation = backend.generate_many(QUESTION, [live], max_tokens=24)
+    generation = backend.generate_many(QUESTION, [live], max_tokens=24, rewindable=True)
     finished: FinishedEvent | None = None
     rewound = False
     for _, event in generation:
@@ -74,7 +74,9 @@ def test_rewind_then_decode_again_gives_the_same_logits_and_tokens(
 def test_rewinding_to_the_prompt_computes_its_last_chunk_again(backend: LlamaBackend) -> None:
     straight = list(backend.generate(QUESTION, LiveSettings(SEEDED), max_tokens=6))[-1]
     backend.reset()
-    generation = backend.generate_many(QUESTION, [LiveSettings(SEEDED)], max_tokens=6)
+    generation = backend.generate_many(
+        QUESTION, [LiveSettings(SEEDED)], max_tokens=6, rewindable=True
+    )
     events: list[GenerationEvent] = []
     for _, event in generation:
         events.append(event)

@@ -48,7 +48,7 @@ def test_rewind_then_decode_again_gives_what_never_going_there_gives(
     seen: list[tuple[int, np.ndarray]] = []
     live = LiveSettings(settings)
     live.step_sink = lambda i, logits, _: seen.append((i, np.array(logits)))
-    generation = backend.generate_many(QUESTION, [live], max_tokens=30)
+    generation = backend.generate_many(QUESTION, [live], max_tokens=30, rewindable=True)
     events: list[tuple[int, GenerationEvent]] = []
     rewound = False
     for column, event in generation:
@@ -70,7 +70,9 @@ def test_rewinding_to_the_prompt_prefills_its_last_chunk_again() -> None:
     backend = FakeBackend(prefill_chunk=4)
     straight = list(backend.generate(QUESTION, LiveSettings(SEEDED), max_tokens=8))[-1]
     backend.reset()
-    generation = backend.generate_many(QUESTION, [LiveSettings(SEEDED)], max_tokens=8)
+    generation = backend.generate_many(
+        QUESTION, [LiveSettings(SEEDED)], max_tokens=8, rewindable=True
+    )
     events = []
     for column, event in generation:
         events.append((column, event))
@@ -80,7 +82,9 @@ def test_rewinding_to_the_prompt_prefills_its_last_chunk_again() -> None:
 
 
 def test_a_rewind_past_what_was_sampled_is_refused() -> None:
-    generation = FakeBackend().generate_many(QUESTION, [LiveSettings(SEEDED)], max_tokens=8)
+    generation = FakeBackend().generate_many(
+        QUESTION, [LiveSettings(SEEDED)], max_tokens=8, rewindable=True
+    )
     for _, event in generation:
         if isinstance(event, TokenEvent) and event.index == 1:
             with pytest.raises(RewindError, match="sampled 2"):
@@ -111,7 +115,7 @@ def test_a_lockstep_column_rewound_alone_ends_as_it_would_have() -> None:
     settings = [SEEDED, SEEDED.with_changes(seed=8)]
     straight = list(compare(FakeBackend(), QUESTION, settings, max_tokens=30))
     generation: Generation = FakeBackend().generate_many(
-        QUESTION, [LiveSettings(s) for s in settings], max_tokens=30
+        QUESTION, [LiveSettings(s) for s in settings], max_tokens=30, rewindable=True
     )
     events = []
     done = False
@@ -134,3 +138,11 @@ def test_the_other_sequences_leave_the_memory_after_a_lockstep_run() -> None:
         first.token_ids[:-1]
     )
     assert backend.session.memory.cells_used == backend.context_used
+
+
+def test_a_generation_not_started_rewindable_refuses_to_rewind() -> None:
+    generation = FakeBackend().generate_many(QUESTION, [LiveSettings(SEEDED)], max_tokens=4)
+    for _, event in generation:
+        if isinstance(event, TokenEvent) and event.index == 2:
+            with pytest.raises(RewindError, match="rewindable"):
+                generation.rewind(0, 1)
