@@ -195,6 +195,7 @@ class Generation:
         if recovered is not None:
             memory.clear()
             yield from self._each(NoticeEvent(recovered))
+        memory.drop_others()
         prompt, notices = self.prompt()
         for notice in notices:
             yield from self._each(NoticeEvent(notice))

@@ -205,6 +205,12 @@ class Memory:
             self.model.seq_rm(seq, -1, -1)
             del self._tokens[seq], self._starts[seq], self._shared[seq]
 
+    def drop_others(self) -> None:
+        """Forget every sequence but 0 (what a generation left that was not run to
+        its end)."""
+        for seq in [s for s in self._tokens if s]:
+            self.drop(seq)
+
     def reuse(self, prompt: list[int]) -> int:
         """Keep the longest cached prefix of `prompt` in sequence 0, less what must be
         computed again.

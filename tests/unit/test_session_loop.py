@@ -146,3 +146,16 @@ def test_a_generation_not_started_rewindable_refuses_to_rewind() -> None:
         if isinstance(event, TokenEvent) and event.index == 2:
             with pytest.raises(RewindError, match="rewindable"):
                 generation.rewind(0, 1)
+
+
+def test_a_lockstep_run_left_halfway_is_cleared_by_the_next_generation() -> None:
+    backend = FakeBackend()
+    lives = [LiveSettings(SEEDED), LiveSettings(SEEDED.with_changes(seed=2))]
+    events = iter(backend.generate_many(QUESTION, lives, max_tokens=20))
+    for _, event in events:
+        if isinstance(event, TokenEvent) and event.index == 5:
+            break  # the consumer walks away: sequence 1 is still held
+    assert backend.session.memory.cells_used > backend.context_used
+    finished = list(backend.generate(QUESTION, LiveSettings(SEEDED), max_tokens=3))[-1]
+    assert isinstance(finished, FinishedEvent) and finished.reason == "max_tokens"
+    assert backend.session.memory.cells_used == backend.context_used
