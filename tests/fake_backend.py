@@ -271,9 +271,8 @@ class FakeModel:
         """Forget every sequence."""
         self._seqs.clear()
 
-    def recover(self) -> str | None:
-        """Never lost."""
-        return None
+    def recover(self) -> None:
+        """Never lost: nothing to do."""
 
     # ---- hooks --------------------------------------------------------------------
 

@@ -268,19 +268,13 @@ class LlamaRuntime:
         """Whether the context is gone (an RPC server failed); `recover` restores it."""
         return self._context.lost
 
-    def recover(self) -> str | None:
-        """Load the model through the RPC servers again when the context was lost.
-
-        Returns:
-            The notice to show when it reconnected, else None.
+    def recover(self) -> None:
+        """Load the model through the RPC servers again (its context was lost).
 
         Raises:
             RpcError: A server still cannot be reached (named in the message).
         """
-        if not self._context.lost:
-            return None
         self._context.reconnect()
-        return "the RPC connection was lost: loading the model through the servers"
 
     def decode(self, batch: Sequence[BatchToken]) -> None:
         """Decode one batch (at most n_batch entries); logits for each sequence's last.

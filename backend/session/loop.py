@@ -41,6 +41,8 @@ from sampling.sampler import Sampler
 Event = tuple[int, GenerationEvent]
 """An event of one column of a generation."""
 
+LOST_NOTICE = "the model's memory was lost (an RPC connection failed): loading the model again"
+
 PromptSource = Callable[[], tuple[list[int], list[str]]]
 """Gives the prompt's tokens and notices about fitting it (may raise)."""
 
@@ -191,10 +193,10 @@ class Generation:
             raise SamplescopeError(
                 f"invalid token id {steer.force}: expected 0 .. {model.n_vocab - 1}"
             )
-        recovered = model.recover()
-        if recovered is not None:
+        if model.lost:
+            yield from self._each(NoticeEvent(LOST_NOTICE))
             memory.clear()
-            yield from self._each(NoticeEvent(recovered))
+            model.recover()
         memory.drop_others()
         prompt, notices = self.prompt()
         for notice in notices:

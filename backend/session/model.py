@@ -118,7 +118,10 @@ class Model(Protocol):
         """Whether the memory is gone (an RPC server failed): every sequence is empty."""
         ...
 
-    def recover(self) -> str | None:
-        """Make a model whose memory was lost usable again (an RPC server failed):
-        returns what to tell the user when it did something, else None."""
+    def recover(self) -> None:
+        """Make a model whose memory was lost usable again (with an empty memory).
+
+        Raises:
+            SamplescopeError: It cannot be (the message says why).
+        """
         ...
