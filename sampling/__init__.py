@@ -4,7 +4,7 @@ from sampling import modes
 from sampling.errors import LogitsError, SamplescopeError, SettingsError
 from sampling.penalties import penalized_logits
 from sampling.records import Candidate, CutBy, Step
-from sampling.sampler import Sampler, probabilities
+from sampling.sampler import Sampler, SamplerState, probabilities
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings, settings_summary
 from sampling.spec import SETTINGS, SETTINGS_BY_NAME, SettingSpec
 
@@ -17,6 +17,7 @@ __all__ = [
     "LogitsError",
     "Sampler",
     "SamplerSettings",
+    "SamplerState",
     "SamplescopeError",
     "SettingSpec",
     "SettingsError",

@@ -1,16 +1,9 @@
-"""What the chain works on and what it hands the draw.
+"""What the chain hands the draw, and the weights every reader takes.
 
-`Candidates` is one step's working state, the counterpart of llama.cpp's
-`llama_token_data_array`: the (penalised) logits, the temperature the next unit
-reads them at, and the kept set. The kept set is held as "the whole vocabulary"
-until something is cut, then as token ids in the one order every unit reads
-(descending logit, ties by lower id). Most filters keep a prefix of that order
-(top-k, top-p, min-p, top-n-sigma, mirostat): as long as only they cut, the kept
-set is the first `n_kept` tokens of the order, which the record and the draw use
-as a fast path. XTC (which drops the head) and typical-p keep some other subset,
-still in that order; `Candidates.prefix` says which case holds. Each cut is logged,
-so that the record can name the sampler that removed each of its rows. `Kept` is
-the distribution the chain ends with.
+`Kept` is the distribution the chain ends with (`sampling.candidates.Candidates`
+builds it). The weights exp((logit - top) / T) are taken in float64, by the same
+arithmetic wherever they are read, so that two readers of one token agree to the
+last bit.
 """
 
 from __future__ import annotations
@@ -22,12 +15,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from sampling.errors import LogitsError
-from sampling.ordering import FloatArray, IdArray, sort_descending
-from sampling.workspace import Workspace
+from sampling.ordering import FloatArray, IdArray
 
 if TYPE_CHECKING:
-    from sampling.penalties import History
     from sampling.records import CutBy
 
 Float64Array = npt.NDArray[np.float64]
@@ -54,6 +44,8 @@ class Kept:
         cuts: Each cut in turn: the sampler's name, the ids it kept, and whether
             they were a prefix of the order.
         temperature: The temperature the probabilities were computed at.
+        bans: Each ban (-inf logits): the banning sampler's name and the ids it banned.
+        underflow_by: Who zeroed a finite logit no cut removed ("temperature", "smoothing").
     """
 
     ids: IdArray | None
@@ -64,194 +56,15 @@ class Kept:
     prefix: bool = True
     cuts: tuple[Cut, ...] = ()
     temperature: float = 1.0
+    bans: tuple[Ban, ...] = ()
+    underflow_by: str = "temperature"
 
 
 Cut = tuple[str, IdArray, bool]
 """One cut: the sampler's name, the ids it kept (in order), whether a prefix of the order."""
 
-
-class Candidates:
-    """One step's working state, changed in place by each unit of the chain.
-
-    Built afresh every step and dropped with it, so that nothing of a step (the
-    caller's logits, a penalised copy of them) outlives it.
-
-    Attributes:
-        logits: The logits; the "logits" units (penalties) replace them with a
-            rewritten copy, never changing the caller's array.
-        maximum: The logits' (finite) maximum.
-        argmax: Its lowest index.
-        history: Token ids so far, for the penalties.
-        workspace: Scratch buffers, kept from step to step by the sampler.
-        temperature: The temperature later units and the final distribution read
-            the logits at: 1 until the temperature unit sets it.
-        ids: The kept set in descending order, or None for the whole vocabulary.
-        ranked: What the first cut sorted: the longest known prefix of the order.
-        cut_by: The last unit that removed tokens.
-        prefix: Whether the kept set is a prefix of the order.
-        cuts: Every cut so far (see `Kept.cuts`).
-        mirostat_mu: Mirostat's mu for this step (the sampler's state), or None.
-        xtc_roll: XTC's coin for this step, in [0, 1): XTC applies unless it is
-            above `xtc_probability` (0.0, the default, always applies).
-        vocabulary: The model's token texts, for DRY's sequence breakers, or None.
-    """
-
-    __slots__ = (
-        "argmax",
-        "cut_by",
-        "cuts",
-        "history",
-        "ids",
-        "logits",
-        "maximum",
-        "mirostat_mu",
-        "prefix",
-        "ranked",
-        "temperature",
-        "vocabulary",
-        "weights_memo",
-        "workspace",
-        "xtc_roll",
-    )
-
-    def __init__(
-        self,
-        logits: FloatArray,
-        maximum: float,
-        argmax: int,
-        history: History,
-        workspace: Workspace,
-    ) -> None:
-        self.logits = logits
-        self.maximum = maximum
-        self.argmax = argmax
-        self.history = history
-        self.workspace = workspace
-        self.temperature = 1.0
-        self.ids: IdArray | None = None
-        self.ranked: IdArray | None = None
-        self.cut_by: CutBy = "none"
-        self.prefix = True
-        self.cuts: list[Cut] = []
-        self.mirostat_mu: float | None = None
-        self.xtc_roll = 0.0
-        self.vocabulary: object | None = None
-        self.weights_memo: tuple[object, object, float, Float64Array] | None = None
-
-    @property
-    def top(self) -> float:
-        """The kept set's highest logit: the maximum, unless XTC or typical-p removed it.
-
-        Weights of kept tokens are taken against it, so that they cannot all
-        underflow when the kept set lies far below a removed head.
-        """
-        ids = self.ids
-        return self.maximum if ids is None else float(self.logits[ids[0]])
-
-    def kept_weights(self) -> Float64Array:
-        """exp((logit - top) / temperature) of the kept set (which must be cut), in order.
-
-        Taken from the memo when a unit already computed them for this very kept set,
-        logits and temperature (the filters and the final distribution each need
-        them); never write to the array returned.
-        """
-        ids = self.ids
-        assert ids is not None
-        memo = self.weights_memo
-        if (
-            memo is not None
-            and memo[1] is ids
-            and memo[0] is self.logits
-            and memo[2] == self.temperature
-        ):
-            return memo[3]
-        weights = weights_of(self.logits, self.top, self.temperature, ids)
-        self.weights_memo = (self.logits, ids, self.temperature, weights)
-        return weights
-
-    def cut(
-        self,
-        ids: IdArray,
-        by: CutBy,
-        ranked: IdArray | None = None,
-        *,
-        prefix: bool = True,
-        weights: Float64Array | None = None,
-    ) -> None:
-        """Keep only `ids`, a subset of the kept set in order, cut by the unit `by`.
-
-        Args:
-            ids: The new kept set, in order.
-            by: The unit's name, for the record.
-            ranked: A longer prefix of the order the unit sorted on the way, if any.
-            prefix: Whether `ids` is a prefix of the current kept set (a filter by
-                rank or by probability); False for XTC and typical-p.
-            weights: The new kept set's weights as `kept_weights` gives them, when
-                the unit has them (remembered for the next reader).
-        """
-        if weights is not None:
-            self.weights_memo = (self.logits, ids, self.temperature, weights)
-        if prefix and self.prefix and self.ranked is None:
-            # The first prefix cut holds the longest prefix: later ones only shorten it.
-            self.ranked = ids if ranked is None else ranked
-        elif ranked is not None and self.ranked is None:
-            self.ranked = ranked
-        self.prefix = self.prefix and prefix
-        self.ids = ids
-        self.cut_by = by
-        self.cuts.append((by, ids, prefix))
-
-    def distribution(self) -> Kept:
-        """The kept tokens' probabilities at the temperature the chain reached."""
-        ids = self.ids
-        if ids is None:
-            size = self.logits.shape[0]
-            weights = vocabulary_weights(
-                self.logits,
-                self.maximum,
-                self.temperature,
-                self.workspace.array("weights", size, np.float64),
-            )
-            weights /= weights.sum()
-        else:
-            kept_weights = self.kept_weights()
-            weights = kept_weights / kept_weights.sum()
-        return Kept(
-            ids,
-            weights,
-            self.cut_by,
-            int(np.count_nonzero(weights)),
-            self.ranked,
-            self.prefix,
-            tuple(self.cuts),
-            self.temperature,
-        )
-
-
-def ordered_ids(candidates: Candidates) -> IdArray:
-    """The kept set in order, the whole vocabulary sorted when nothing was cut yet."""
-    if candidates.ids is not None:
-        return candidates.ids
-    size = candidates.logits.shape[0]
-    ranked = candidates.ranked
-    if ranked is not None and ranked.shape[0] == size:
-        return ranked
-    return sort_descending(candidates.logits, np.arange(size))
-
-
-def replace_logits(candidates: Candidates, logits: FloatArray) -> None:
-    """Hand the later units a rewritten copy of the logits, with its new maximum.
-
-    Raises:
-        LogitsError: Every logit is -inf.
-    """
-    argmax = int(np.argmax(logits))
-    maximum = float(logits[argmax])
-    if maximum == -math.inf:
-        raise LogitsError("the logit bias bans every token: nothing is left to sample")
-    candidates.logits = logits
-    candidates.argmax = argmax
-    candidates.maximum = maximum
+Ban = tuple[str, tuple[int, ...]]
+"""One ban: the sampler's name and the token ids it set to -inf."""
 
 
 def weights_of(
@@ -329,7 +142,7 @@ _CERTAIN = np.ones(1)
 _CERTAIN.flags.writeable = False
 
 
-def greedy_kept(argmax: int) -> Kept:
-    """The kept set at temperature 0: the argmax alone."""
+def greedy_kept(argmax: int, bans: tuple[Ban, ...] = ()) -> Kept:
+    """The kept set at temperature 0: the argmax alone (`bans`: as `Kept.bans`)."""
     ids = np.array([argmax], dtype=np.intp)
-    return Kept(ids, _CERTAIN, "greedy", 1, None, True, (("greedy", ids, True),), 0.0)
+    return Kept(ids, _CERTAIN, "greedy", 1, None, True, (("greedy", ids, True),), 0.0, bans)

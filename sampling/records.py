@@ -107,6 +107,10 @@ class Step:
             None when mirostat is off.
         tail: The top ranks' probabilities beyond the table, or None when they were
             not recorded.
+        notes: What went wrong on this step and was dealt with: each sampler plugin
+            switched off for the rest of the reply, naming it and its error.
+        adapted_target: The target adaptive-p reshaped this step's distribution
+            around (from its moving average before the step), or None when it is off.
     """
 
     token_id: int
@@ -121,6 +125,8 @@ class Step:
     temperature: float = 1.0
     mirostat_mu: float | None = None
     tail: RankTail | None = field(default=None, compare=False, repr=False)
+    notes: tuple[str, ...] = field(default=(), compare=False)
+    adapted_target: float | None = None
 
     @property
     def candidates(self) -> tuple[Candidate, ...]:

@@ -11,14 +11,19 @@ checks so at import.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
+from sampling.samplers.adaptive_p import AdaptiveP
 from sampling.samplers.dry import Dry
+from sampling.samplers.epsilon_cutoff import EpsilonCutoff
+from sampling.samplers.eta_cutoff import EtaCutoff
 from sampling.samplers.logit_bias import LogitBias
 from sampling.samplers.min_p import MinP
+from sampling.samplers.min_tokens import MinTokens
 from sampling.samplers.mirostat import Mirostat
 from sampling.samplers.penalties import Penalties
+from sampling.samplers.smoothing import Smoothing
+from sampling.samplers.tail_free import TailFree
 from sampling.samplers.temperature import Temperature
+from sampling.samplers.top_a import TopA
 from sampling.samplers.top_k import TopK
 from sampling.samplers.top_n_sigma import TopNSigma
 from sampling.samplers.top_p import TopP
@@ -34,52 +39,34 @@ UNITS: tuple[type[SamplerUnit], ...] = (
     TopK,
     Typical,
     TopP,
+    EpsilonCutoff,
+    EtaCutoff,
+    TailFree,
+    TopA,
     MinP,
     Xtc,
     Temperature,
+    Smoothing,
+    AdaptiveP,
     Mirostat,
     LogitBias,
+    MinTokens,
 )
-"""Every built-in unit: those an order may name, in llama.cpp's default order, then
-those that run outside the order."""
+"""Every built-in unit: those an order may name, in llama.cpp's default order with the
+samplers it lacks where their tools run them (the cutoffs before min-p, in
+text-generation-webui's order; smoothing, which the chain runs right after the
+temperature wherever the order names it; adaptive-p, which draws, last), then those
+that run outside the order."""
 
-UNITS_BY_NAME: Mapping[str, type[SamplerUnit]] = {unit.name: unit for unit in UNITS}
+UNITS_BY_NAME: dict[str, type[SamplerUnit]] = {unit.name: unit for unit in UNITS}
+"""Every unit by name: the built-in ones, then any plugin (`sampling.plugins`)."""
 
-SAMPLERS: Mapping[str, type[SamplerUnit]] = {unit.name: unit for unit in UNITS if unit.in_order}
-"""Every unit an order may name, by its name (llama.cpp's `--samplers` names)."""
+SAMPLERS: dict[str, type[SamplerUnit]] = {unit.name: unit for unit in UNITS if unit.in_order}
+"""Every unit an order may name, by its name (llama.cpp's `--samplers` names; a
+plugin's own name)."""
 
 SAMPLER_NAMES: tuple[str, ...] = tuple(SAMPLERS)
 """Every name the chain's order may hold: llama.cpp's `--samplers` names, in its default order."""
-
-LLAMA_CPP_ORDER: tuple[str, ...] = (
-    "penalties",
-    "dry",
-    "top_n_sigma",
-    "top_k",
-    "typ_p",
-    "top_p",
-    "min_p",
-    "xtc",
-    "temperature",
-)
-"""llama.cpp's default chain (`common_params_sampling.samplers`), temperature last: the
-order new chats and `generate` start from (`DEFAULT_CHAT_SETTINGS`). A literal, never
-derived from the registry: registering a unit must not change a stored order."""
-
-TEMPERATURE_FIRST_ORDER: tuple[str, ...] = (
-    "penalties",
-    "dry",
-    "temperature",
-    "top_n_sigma",
-    "top_k",
-    "typ_p",
-    "top_p",
-    "min_p",
-    "xtc",
-)
-"""The order `SamplerSettings()` runs: the temperature before every filter (candle,
-Hugging Face), so presets that name no order mean what they always meant. A literal,
-like `LLAMA_CPP_ORDER`."""
 
 LOGITS_SAMPLERS: tuple[str, ...] = tuple(
     name for name, unit in SAMPLERS.items() if unit.kind == "logits"
@@ -94,9 +81,10 @@ CUT_NAMES: tuple[str, ...] = (
     *(unit.name for unit in UNITS if not unit.in_order and unit.kind != "logits"),
 )
 """Every name `Step.cut_by` and `CandidateTable.removed_by` may hold ("" aside): "none"
-when nothing was cut, "greedy" at temperature 0, "logit_bias" for a ban (-inf),
-"temperature" for a token whose probability underflowed to 0 at a low temperature
-(or a dynamic temperature of 0), and otherwise the unit that removed it."""
+when nothing was cut, "greedy" at temperature 0, "logit_bias" or "min_tokens" for a
+ban (-inf), "temperature" for a token whose probability underflowed to 0 at a low
+temperature (or a dynamic temperature of 0), "smoothing" for one that underflowed
+once smoothing reshaped the logits, and otherwise the unit that removed it."""
 
 DRAW_SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(
@@ -132,6 +120,35 @@ DRAW_SETTINGS: tuple[SettingSpec, ...] = (
 )
 """The draw's own settings: they belong to the sampler, not to a unit of the chain."""
 
+LLAMA_CPP_ORDER: tuple[str, ...] = (
+    "penalties",
+    "dry",
+    "top_n_sigma",
+    "top_k",
+    "typ_p",
+    "top_p",
+    "min_p",
+    "xtc",
+    "temperature",
+)
+"""llama.cpp's default chain (`common_params_sampling.samplers`), the temperature last."""
+
+CHAT_ORDER: tuple[str, ...] = (
+    *(name for name in SAMPLER_NAMES if name != "temperature"),
+    "temperature",
+)
+"""The order new chats and `generate` start from (`DEFAULT_CHAT_SETTINGS`): every name
+in the registry's order, the temperature last. Without samplers llama.cpp lacks (off
+by default), it is `LLAMA_CPP_ORDER`."""
+
+TEMPERATURE_FIRST_ORDER: tuple[str, ...] = (
+    *LOGITS_SAMPLERS,
+    "temperature",
+    *(name for name in SAMPLER_NAMES if name not in LOGITS_SAMPLERS and name != "temperature"),
+)
+"""The order `SamplerSettings()` runs: the temperature before every filter (candle,
+Hugging Face), so presets that name no order mean what they always meant."""
+
 ORDER_SETTING = SettingSpec(
     "samplers",
     "order",
@@ -151,7 +168,7 @@ DECLARED_SETTINGS: tuple[SettingSpec, ...] = (
 )
 """Every setting the units and the draw declare (`SamplerSettings` orders them)."""
 
-GROUP_TITLES: Mapping[str, str] = {
+GROUP_TITLES: dict[str, str] = {
     "core": "core",
     "order": "chain order",
     **{group: title for unit in UNITS for group, title in unit.group_titles.items()},
@@ -165,10 +182,10 @@ GROUPS: tuple[str, ...] = (
 )
 """The panel's groups of settings: the core, the units' groups in registry order, the order."""
 
-LABELS: Mapping[str, str] = {unit.name: unit.label for unit in UNITS}
+LABELS: dict[str, str] = {unit.name: unit.label for unit in UNITS}
 """Each unit's name on the probability panel's bars."""
 
-ROW_LABELS: Mapping[str, str] = {unit.name: unit.row_label for unit in UNITS}
+ROW_LABELS: dict[str, str] = {unit.name: unit.row_label for unit in UNITS}
 """Each unit's name on a candidate row it removed."""
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Protocol
 
 import numpy as np
@@ -27,6 +28,15 @@ class UniformSource(Protocol):
         """Fill `out` with standard exponential variates, in stream order."""
         ...
 
+    @property
+    def position(self) -> Hashable:
+        """Where the stream stands: an immutable value `seek` goes back to."""
+        ...
+
+    def seek(self, position: Hashable) -> None:
+        """Go back (or forward) to a `position` this kind of source gave."""
+        ...
+
 
 class Pcg64Source:
     """numpy's PCG64; every seed from 0 to 2**64 - 1 gives its own stream."""
@@ -45,6 +55,29 @@ class Pcg64Source:
     def exponentials(self, out: npt.NDArray[np.float64]) -> None:
         """Fill `out` with standard exponential variates (numpy's ziggurat)."""
         self._generator.standard_exponential(out=out)
+
+    @property
+    def position(self) -> tuple[int, int, int, int]:
+        """PCG64's state and increment, and its buffered 32-bit half."""
+        state = self._generator.bit_generator.state
+        inner = state["state"]
+        return (
+            int(inner["state"]),
+            int(inner["inc"]),
+            int(state["has_uint32"]),
+            int(state["uinteger"]),
+        )
+
+    def seek(self, position: Hashable) -> None:
+        """Go to a `position` a PCG64 source gave."""
+        assert isinstance(position, tuple) and len(position) == 4
+        state, inc, has_uint32, uinteger = position
+        self._generator.bit_generator.state = {
+            "bit_generator": "PCG64",
+            "state": {"state": state, "inc": inc},
+            "has_uint32": has_uint32,
+            "uinteger": uinteger,
+        }
 
 
 class Xorshift128Source:
@@ -81,6 +114,17 @@ class Xorshift128Source:
         """Fill `out` with -log(1 - u), one uniform per variate."""
         np.log1p(-self.uniforms(out.shape[0]), out=out)
         np.negative(out, out=out)
+
+    @property
+    def position(self) -> tuple[int, int, int, int]:
+        """The four 32-bit words of the state."""
+        return self._state
+
+    def seek(self, position: Hashable) -> None:
+        """Go to a `position` an xorshift128 source gave."""
+        assert isinstance(position, tuple) and len(position) == 4
+        x, y, z, w = position
+        self._state = (int(x), int(y), int(z), int(w))
 
 
 def make_source(kind: str, seed: int) -> UniformSource:

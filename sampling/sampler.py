@@ -2,24 +2,50 @@
 
 from __future__ import annotations
 
-import math
 import time
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from sampling.candidates import Candidates
 from sampling.chain import Chain, build_chain
-from sampling.engine import Candidates, Float64Array, Kept
+from sampling.engine import Float64Array, Kept
 from sampling.logits import FloatArray, checked_logits
 from sampling.ordering import token_at_mass
 from sampling.penalties import History
+from sampling.plugins import PluginFailure
 from sampling.records import Step
 from sampling.rng import UniformSource, make_source
+from sampling.samplers.adaptive_p import AdaptiveP
+from sampling.samplers.mirostat import Mirostat, MirostatState
+from sampling.samplers.unit import UnitState
 from sampling.settings import SamplerSettings
 from sampling.table import candidate_table
 from sampling.vocabulary import Vocabulary
 from sampling.workspace import Workspace
 
 DEFAULT_CANDIDATES = 20
+
+
+@dataclass(frozen=True, slots=True)
+class SamplerState:
+    """Everything a `Sampler` carries from one token to the next, frozen.
+
+    `Sampler.restore` puts it back: sampling on from there gives exactly the tokens
+    (and records) that sampling on from the moment it was taken gave.
+
+    Attributes:
+        settings: The settings in force.
+        sources: Each generator started so far, by kind, with its position.
+        units: Each unit's state, by name (units without state left out).
+        switched_off: Each sampler plugin switched off for the reply, with why.
+    """
+
+    settings: SamplerSettings
+    sources: tuple[tuple[str, int, Hashable], ...]
+    units: tuple[tuple[str, UnitState], ...]
+    switched_off: tuple[tuple[str, str], ...] = ()
 
 
 def probabilities(
@@ -29,6 +55,9 @@ def probabilities(
     *,
     vocabulary: Vocabulary | None = None,
     mirostat_mu: float | None = None,
+    adapted_target: float | None = None,
+    generated: int = 0,
+    end_of_generation: Sequence[int] = (),
 ) -> Float64Array:
     """The exact distribution a draw uses: float64 over the whole vocabulary.
 
@@ -42,15 +71,20 @@ def probabilities(
         vocabulary: The model's token texts, for DRY's sequence breakers (without
             it no token breaks a repeat).
         mirostat_mu: Mirostat's state; 2 * mirostat_tau (its start) when None.
+        adapted_target: The target adaptive-p reshapes around (a step's record); a
+            fresh adaptive-p's (the target itself) when None.
+        generated: How many tokens the reply has so far (min_tokens).
+        end_of_generation: The tokens min_tokens bans (else the vocabulary's).
 
     Raises:
         LogitsError: The logits or the history cannot be sampled from.
     """
-    candidates = Candidates(*checked_logits(logits), history, Workspace())
-    candidates.vocabulary = vocabulary
-    if settings.mirostat:
-        candidates.mirostat_mu = 2.0 * settings.mirostat_tau if mirostat_mu is None else mirostat_mu
-    kept = build_chain(settings).run(candidates)
+    candidates = Candidates(*checked_logits(logits), history, Workspace(), vocabulary)
+    chain = build_chain(settings)
+    if mirostat_mu is not None:
+        chain.restore([(Mirostat.name, MirostatState(settings.mirostat, mirostat_mu))])
+    chain.continue_reply(generated, adapted_target, tuple(end_of_generation))
+    kept = chain.run(candidates)
     if kept.ids is None:
         return kept.probs
     result = np.zeros(candidates.logits.shape[0], dtype=np.float64)
@@ -65,11 +99,17 @@ class Sampler:
     tokens (live sliders) without touching the random stream; `reset()` re-seeds
     it from `settings.seed` and restarts mirostat's mu at 2 * tau.
 
+    Adaptive-p's moving average follows llama.cpp's: it takes a step's drawn token
+    only once the sequence takes it, which the next `sample` sees at the end of its
+    history (a token forced instead leaves the average as it was).
+
     Args:
         settings: The sampler's settings.
         vocab_size: When given, logits of another length are an error.
         n_candidates: How many top tokens each step's record lists.
-        vocabulary: The model's token texts, for DRY's sequence breakers.
+        vocabulary: The model's token texts, for DRY's sequence breakers (and its
+            `eog_ids`, which min_tokens bans).
+        end_of_generation: The tokens min_tokens bans, instead of the vocabulary's.
     """
 
     def __init__(
@@ -79,6 +119,7 @@ class Sampler:
         vocab_size: int | None = None,
         n_candidates: int = DEFAULT_CANDIDATES,
         vocabulary: Vocabulary | None = None,
+        end_of_generation: Sequence[int] = (),
     ) -> None:
         if not isinstance(settings, SamplerSettings):
             raise TypeError(f"settings must be SamplerSettings, not {type(settings).__name__}")
@@ -90,11 +131,13 @@ class Sampler:
 
         The tail plot sets it while shown: deeper ranks cost a partial sort per
         token, which a hidden plot should not make every token pay."""
-        self._chain: Chain = build_chain(settings)
-        self._sources: dict[str, UniformSource] = {}
+        self._ends = tuple(end_of_generation)
+        self._switched_off: dict[str, str] = {}
+        self._notes: list[str] = []
+        self._chain: Chain = self._build(settings, None)
+        self._sources: dict[str, tuple[int, UniformSource]] = {}
         self._workspace = Workspace()
         self.vocabulary = vocabulary
-        self._mu: float | None = None
 
     @property
     def settings(self) -> SamplerSettings:
@@ -105,17 +148,53 @@ class Sampler:
     def settings(self, settings: SamplerSettings) -> None:
         if not isinstance(settings, SamplerSettings):
             raise TypeError(f"settings must be SamplerSettings, not {type(settings).__name__}")
-        self._chain = build_chain(settings)
-        if settings.mirostat != self._settings.mirostat:
-            self._mu = None  # another mirostat (or none): it starts afresh
+        # Each unit keeps its state (mirostat's mu) across the change.
+        self._chain = self._build(settings, self._chain)
         self._settings = settings
+
+    @property
+    def switched_off(self) -> dict[str, str]:
+        """Each sampler plugin switched off for this reply, with the message saying why."""
+        return dict(self._switched_off)
+
+    def _build(self, settings: SamplerSettings, previous: Chain | None) -> Chain:
+        """The chain for `settings`, leaving out the plugins switched off (and any
+        whose building fails, which is switched off too)."""
+        while True:
+            try:
+                chain = build_chain(settings, previous=previous, leave_out=self._switched_off)
+            except PluginFailure as failure:
+                self._note(failure)
+                continue
+            chain.continue_reply(None, None, self._ends)
+            return chain
+
+    def _note(self, failure: PluginFailure) -> None:
+        """Switch a failed plugin off for the reply, keeping its message for the step."""
+        self._switched_off[failure.name] = str(failure)
+        self._notes.append(str(failure))
 
     @property
     def mirostat_mu(self) -> float | None:
         """Mirostat's state mu for the next step (None when mirostat is off)."""
-        if not self._settings.mirostat:
-            return None
-        return 2.0 * self._settings.mirostat_tau if self._mu is None else self._mu
+        mirostat = self._chain.held.get(Mirostat.name)
+        return mirostat.mu if isinstance(mirostat, Mirostat) else None
+
+    @property
+    def adapted_target(self) -> float | None:
+        """The target adaptive-p uses at the next step (None when it is off)."""
+        adaptive = self._chain.held.get(AdaptiveP.name)
+        return adaptive.current_target if isinstance(adaptive, AdaptiveP) else None
+
+    def resume(self, generated: int, adapted_target: float | None = None) -> None:
+        """Continue a reply at its step `generated` (a what-if, a branch).
+
+        Args:
+            generated: How many tokens the reply has: min_tokens counts from there.
+            adapted_target: A recorded step's adaptive-p target, which the next step
+                uses instead of the moving average's (None: the average's).
+        """
+        self._chain.continue_reply(generated, adapted_target, self._ends)
 
     @property
     def chain(self) -> Chain:
@@ -123,17 +202,47 @@ class Sampler:
         return self._chain
 
     def reset(self) -> None:
-        """Re-seed the generator from `settings.seed`; restart mirostat's mu."""
+        """Re-seed the generator from `settings.seed`; restart every unit's state and
+        switch the plugins switched off on again (a new reply)."""
         self._sources.clear()
-        self._mu = None
+        if self._switched_off:
+            self._switched_off.clear()
+            self._chain = self._build(self._settings, None)
+        try:
+            self._chain.reset()
+        except PluginFailure as failure:
+            self._note(failure)
+            self._chain = self._chain.without(failure.name)
+
+    def state(self) -> SamplerState:
+        """A frozen snapshot of the settings, the generators' positions and the units'
+        states (what `restore` puts back, e.g. to rewind a reply)."""
+        sources = tuple(
+            (kind, seed, source.position) for kind, (seed, source) in self._sources.items()
+        )
+        return SamplerState(
+            self._settings, sources, self._chain.state, tuple(self._switched_off.items())
+        )
+
+    def restore(self, state: SamplerState) -> None:
+        """Go back to a snapshot `state` gave: the next token is the one that followed it."""
+        self._settings = state.settings
+        self._switched_off = dict(state.switched_off)
+        self._chain = self._build(state.settings, None)
+        self._chain.restore(state.units)
+        self._sources.clear()
+        for kind, seed, position in state.sources:
+            source = make_source(kind, seed)
+            source.seek(position)
+            self._sources[kind] = (seed, source)
 
     def _source(self) -> UniformSource:
         kind = self._settings.rng
-        source = self._sources.get(kind)
-        if source is None:
-            source = make_source(kind, self._settings.seed)
-            self._sources[kind] = source
-        return source
+        started = self._sources.get(kind)
+        if started is None:
+            started = (self._settings.seed, make_source(kind, self._settings.seed))
+            self._sources[kind] = started
+        return started[1]
 
     def sample(
         self, logits: object, history: History = (), *, uniform: float | None = None
@@ -156,15 +265,19 @@ class Sampler:
         """
         started = time.perf_counter_ns()
         settings = self._settings
-        chain = self._chain
-        candidates = Candidates(*checked_logits(logits, self.vocab_size), history, self._workspace)
-        candidates.vocabulary = self.vocabulary
-        mu = None
-        if settings.mirostat:
-            mu = candidates.mirostat_mu = self.mirostat_mu
-        if 0.0 < settings.xtc_probability < 1.0 and settings.xtc_threshold <= 0.5:
-            candidates.xtc_roll = self._source().uniform()
-        kept = chain.run(candidates)
+        checked = checked_logits(logits, self.vocab_size)
+        mu = self.mirostat_mu if settings.mirostat else None
+        if self._chain.drawing:
+            self._begin()
+        while True:  # a plugin that fails is switched off and the step run again
+            chain = self._chain
+            candidates = Candidates(*checked, history, self._workspace, self.vocabulary)
+            try:
+                kept = chain.run(candidates)
+                break
+            except PluginFailure as failure:
+                self._note(failure)
+                self._chain = chain.without(failure.name)
         penalized = candidates.logits
         maximum = candidates.maximum
         draw: float | None = None
@@ -180,11 +293,20 @@ class Sampler:
             token_id, prob = _inverse_cdf(
                 kept, penalized, maximum, candidates.temperature, draw, self._workspace
             )
-        if mu is not None and not chain.greedy:
-            # mu moves toward the target surprise: mu -= eta * (-log2 p - tau).
-            self._mu = mu - settings.mirostat_eta * (-math.log2(prob) - settings.mirostat_tau)
+        if chain.accepting and not chain.greedy:
+            try:
+                chain.accept(token_id, prob)
+            except PluginFailure as failure:
+                self._note(failure)
+                self._chain = chain.without(failure.name)
+        adaptive = chain.adaptive
+        shown = kept
+        if candidates.before is not None:  # a ban or smoothing came after: show before it
+            penalized, maximum = candidates.before
+            if candidates.bans:  # the banned rows stand among the kept ones
+                shown = replace(kept, prefix=False, ranked=None)
         table, entropy, tail = candidate_table(
-            penalized, maximum, kept, self.n_candidates, self._workspace, self.tail_ranks
+            penalized, maximum, shown, self.n_candidates, self._workspace, self.tail_ranks
         )
         return Step(
             token_id=token_id,
@@ -197,9 +319,27 @@ class Sampler:
             elapsed_us=(time.perf_counter_ns() - started) / 1000.0,
             settings=settings,
             temperature=settings.temperature if chain.greedy else kept.temperature,
-            mirostat_mu=candidates.mirostat_mu,
+            mirostat_mu=mu,
             tail=tail,
+            notes=self._take_notes(),
+            adapted_target=None if adaptive is None else adaptive.last_target,
         )
+
+    def _begin(self) -> None:
+        """Hand the generator to the units that draw from it."""
+        try:
+            self._chain.begin(self._source())
+        except PluginFailure as failure:
+            self._note(failure)
+            self._chain = self._chain.without(failure.name)
+
+    def _take_notes(self) -> tuple[str, ...]:
+        """The messages since the last step (none, nearly always)."""
+        if not self._notes:
+            return ()
+        notes = tuple(self._notes)
+        self._notes.clear()
+        return notes
 
     def _gumbel(self, kept: Kept) -> tuple[int, float]:
         """Gumbel-max over the kept tokens, with noise from the seeded generator.

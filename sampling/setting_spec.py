@@ -74,6 +74,8 @@ class SettingSpec:
         off: The value that switches it off, or None when none does (temperature, seed).
         off_at_or_below: Every value at or below this one is off too (top-n-sigma), or
             None.
+        off_below: Every value below this one is off too (adaptive-p's negative
+            targets), or None.
         minimum: The lowest valid number, or None for no lower bound.
         minimum_open: Whether `minimum` itself is invalid.
         maximum: The highest valid number, or None for no upper bound.
@@ -101,6 +103,7 @@ class SettingSpec:
     group: str = "core"
     off: SettingValue | None = None
     off_at_or_below: float | None = None
+    off_below: float | None = None
     minimum: float | None = None
     minimum_open: bool = False
     maximum: float | None = None
@@ -130,11 +133,11 @@ class SettingSpec:
         """Whether `value` switches this setting off (never, when it has no off value)."""
         if self.off is not None and value == self.off:
             return True
-        return (
-            self.off_at_or_below is not None
-            and isinstance(value, int | float)
-            and value <= self.off_at_or_below
-        )
+        if not isinstance(value, int | float):
+            return False
+        if self.off_below is not None and value < self.off_below:
+            return True
+        return self.off_at_or_below is not None and value <= self.off_at_or_below
 
     @property
     def flag(self) -> str:

@@ -14,7 +14,15 @@ import math
 import re
 from collections.abc import Sequence
 
-_ALIASES: dict[str, str] = {"nucleus": "top_p", "temp": "temperature", "typ": "typ_p"}
+_ALIASES: dict[str, str] = {
+    "nucleus": "top_p",
+    "temp": "temperature",
+    "typ": "typ_p",
+    "tail_free": "tfs",
+    "tfs_z": "tfs",
+    "quadratic_sampling": "smoothing",
+    "adaptive-p": "adaptive_p",
+}
 """Words llama.cpp also reads as a sampler's name, besides its spellings with dashes
 or without underscores."""
 

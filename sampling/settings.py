@@ -9,16 +9,13 @@ settings, name for name and default for default. The field order is the order
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from sampling.errors import SettingsError
-from sampling.registry import (
-    DECLARED_SETTINGS,
-    LLAMA_CPP_ORDER,
-    TEMPERATURE_FIRST_ORDER,
-)
+from sampling.registry import CHAT_ORDER, DECLARED_SETTINGS, TEMPERATURE_FIRST_ORDER
 from sampling.samplers.top_p import TopPScope
-from sampling.setting_spec import GREEDY_TEMPERATURE, MAX_SEED, SettingSpec
+from sampling.setting_spec import GREEDY_TEMPERATURE, MAX_SEED, SettingSpec, SettingValue
+from sampling.switched_on import with_switched_on
 
 DrawMethod = Literal["inverse_cdf", "gumbel"]
 RngName = Literal["pcg64", "xorshift128"]
@@ -85,6 +82,19 @@ class SamplerSettings:
         dynatemp_range: Dynamic temperature: temperature +- range by the kept set's
             normalised entropy; 0.0 is off.
         dynatemp_exponent: The entropy's exponent in the dynamic temperature.
+        top_a: Keep tokens with p >= top_a * p_max² (KoboldCpp); 0.0 is off.
+        tfs: Tail-free sampling's z (KoboldCpp's `tfs`); 1.0 is off.
+        epsilon_cutoff: Keep tokens with p >= epsilon (Hugging Face's
+            `epsilon_cutoff`, a probability); 0.0 is off.
+        eta_cutoff: Keep tokens with p >= min(eta, sqrt(eta) * exp(-entropy))
+            (Hugging Face's `eta_cutoff`); 0.0 is off.
+        smoothing_factor: Quadratic sampling's factor (text-generation-webui); 0.0
+            is off.
+        smoothing_curve: Quadratic sampling's curve, from 1 (plain quadratic) to 3.
+        adaptive_target: Adaptive-p's target probability (llama.cpp); negative is off.
+        adaptive_decay: Adaptive-p's moving-average decay, 0 to 0.99.
+        min_tokens: Ban the end-of-generation tokens until the reply has this many
+            tokens; 0 is off.
         logit_bias: (token id, bias) pairs in id order, added to the logits before
             anything else; -inf bans the token. Also given as a {id: bias} dict,
             pairs in any order, or text "42=+2;17=-inf" (held as the pairs in id
@@ -94,6 +104,12 @@ class SamplerSettings:
             before the filters; `DEFAULT_CHAT_SETTINGS` holds llama.cpp's chain.
             Only `temperature_last` moves anything (see `order`). Also given as text
             "top_k;temperature" or a list.
+            Switching on a sampler llama.cpp's default chain lacks adds its name
+            when the order lacks it (see `with_switched_on`).
+        extra: The settings sampler plugins declare (`sampling.plugins`), as (name,
+            value) pairs sorted by name, those at their default left out. Each reads
+            as an attribute of its name too, and `with_changes`, `to_dict` and
+            `from_dict` treat it like a field.
     """
 
     temperature: float = 1.0
@@ -123,10 +139,22 @@ class SamplerSettings:
     mirostat_eta: float = 0.1
     dynatemp_range: float = 0.0
     dynatemp_exponent: float = 1.0
+    top_a: float = 0.0
+    tfs: float = 1.0
+    epsilon_cutoff: float = 0.0
+    eta_cutoff: float = 0.0
+    smoothing_factor: float = 0.0
+    smoothing_curve: float = 1.0
+    adaptive_target: float = -1.0
+    adaptive_decay: float = 0.9
+    min_tokens: int = 0
     logit_bias: tuple[tuple[int, float], ...] = ()
     samplers: tuple[str, ...] = TEMPERATURE_FIRST_ORDER
+    extra: tuple[tuple[str, SettingValue], ...] = ()
 
     def __post_init__(self) -> None:
+        if self.extra:
+            object.__setattr__(self, "extra", _plugin_values(self.extra))
         for spec in SETTINGS:
             given = getattr(self, spec.name)
             value = given
@@ -143,6 +171,23 @@ class SamplerSettings:
                 accepted = False
             if not accepted:
                 raise SettingsError(spec.name, given, spec.expected)
+        order = with_switched_on(self)
+        if order != self.samplers:
+            object.__setattr__(self, "samplers", order)
+
+    if not TYPE_CHECKING:  # the type checker sees the fields alone
+
+        def __getattr__(self, name: str) -> SettingValue:
+            """A plugin's setting by its name: its value, else its default."""
+            spec = PLUGIN_SETTINGS.get(name)
+            if spec is None:
+                raise AttributeError(f"SamplerSettings has no setting {name!r}")
+            return dict(self.extra).get(name, spec.default)
+
+    def value(self, name: str) -> SettingValue:
+        """Any setting's value by its name (a field, or a plugin's setting)."""
+        value: SettingValue = getattr(self, name)
+        return value
 
     @property
     def greedy(self) -> bool:
@@ -159,12 +204,20 @@ class SamplerSettings:
         )
 
     def with_changes(self, **changes: Any) -> SamplerSettings:
-        """Return a validated copy with some fields changed."""
-        return replace(self, **changes)
+        """Return a validated copy with some fields (or plugins' settings) changed."""
+        plain = {name: value for name, value in changes.items() if name in _FIELD_NAMES}
+        if len(plain) < len(changes):
+            merged = dict(self.extra)
+            merged.update((k, v) for k, v in changes.items() if k not in _FIELD_NAMES)
+            plain["extra"] = tuple(merged.items())
+        return replace(self, **plain)
 
     def to_dict(self) -> dict[str, Any]:
-        """The settings as a plain dict (JSON/TOML friendly)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """The settings as a plain dict (JSON/TOML friendly), plugins' settings that are
+        not at their default included by name."""
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+        values.update(self.extra)
+        return values
 
     @property
     def order(self) -> tuple[str, ...]:
@@ -186,7 +239,7 @@ class SamplerSettings:
         Lists become the tuples the several-valued settings hold; a missing field
         takes its default (which switches every newer sampler off).
         """
-        known = {f.name for f in fields(cls)}
+        known = _FIELD_NAMES | set(PLUGIN_SETTINGS)
         unknown = sorted(set(values) - known)
         if unknown:
             raise SettingsError(unknown[0], values[unknown[0]], f"one of {sorted(known)}")
@@ -194,17 +247,50 @@ class SamplerSettings:
             name: SETTINGS_BY_NAME[name].coerce(value) if isinstance(value, list) else value
             for name, value in values.items()
         }
-        return cls(**typed)
+        return cls().with_changes(**typed)
 
 
 _DECLARED: dict[str, SettingSpec] = {spec.name: spec for spec in DECLARED_SETTINGS}
+_FIELD_NAMES = frozenset(f.name for f in fields(SamplerSettings) if f.name != "extra")
 
-SETTINGS: tuple[SettingSpec, ...] = tuple(
+SETTINGS: list[SettingSpec] = [
     _DECLARED[f.name] for f in fields(SamplerSettings) if f.name in _DECLARED
-)
-"""One declared setting per `SamplerSettings` field, in field order."""
+]
+"""One declared setting per `SamplerSettings` field, in field order, then the settings
+of any plugin (`sampling.plugins` extends it in place)."""
 
 SETTINGS_BY_NAME: dict[str, SettingSpec] = {spec.name: spec for spec in SETTINGS}
+
+PLUGIN_SETTINGS: dict[str, SettingSpec] = {}
+"""The settings plugins declare, by name (`sampling.plugins` fills it)."""
+
+
+def _plugin_values(
+    pairs: tuple[tuple[str, SettingValue], ...],
+) -> tuple[tuple[str, SettingValue], ...]:
+    """Plugins' settings checked, sorted by name, those at their default left out.
+
+    Raises:
+        SettingsError: A name no plugin declares, or a value its spec refuses.
+    """
+    values: dict[str, SettingValue] = {}
+    for pair in pairs:
+        if not (isinstance(pair, tuple) and len(pair) == 2):
+            raise SettingsError("extra", pairs, "(name, value) pairs of plugins' settings")
+        name, value = pair
+        spec = PLUGIN_SETTINGS.get(name)
+        if spec is None:
+            raise SettingsError(
+                str(name), value, "a setting of a loaded sampler plugin (see samplescope samplers)"
+            )
+        value = spec.coerce(value)  # type: ignore[assignment]
+        spec.check(value)
+        values[name] = value
+    return tuple(
+        (name, values[name])
+        for name in sorted(values)
+        if values[name] != PLUGIN_SETTINGS[name].default
+    )
 
 
 def _check_spec_matches_fields() -> None:
@@ -214,7 +300,7 @@ def _check_spec_matches_fields() -> None:
         RuntimeError: The declared settings' names or defaults differ from the fields'.
     """
     declared = sorted((spec.name, repr(spec.default)) for spec in DECLARED_SETTINGS)
-    actual = sorted((f.name, repr(f.default)) for f in fields(SamplerSettings))
+    actual = sorted((f.name, repr(f.default)) for f in fields(SamplerSettings) if f.name != "extra")
     if declared != actual:
         missing = sorted(set(declared) - set(actual))
         extra = sorted(set(actual) - set(declared))
@@ -233,13 +319,12 @@ DEFAULT_CHAT_SETTINGS = SamplerSettings(
     min_p=0.05,
     repeat_last_n=64,
     seed=42,
-    samplers=LLAMA_CPP_ORDER,
+    samplers=CHAT_ORDER,
 )
 """What the chat app and `generate` start from: llama.cpp's defaults and its default
 chain, the temperature last."""
 
-
-USUAL_ORDERS = (TEMPERATURE_FIRST_ORDER, LLAMA_CPP_ORDER)
+USUAL_ORDERS = (TEMPERATURE_FIRST_ORDER, CHAT_ORDER)
 """Orders the active summary leaves unnamed: the temperature first, or llama.cpp's chain
 (then "t-last" says so)."""
 
@@ -289,9 +374,7 @@ def _active_part(spec: SettingSpec, settings: SamplerSettings) -> str | None:
         order = settings.order
         return None if order in USUAL_ORDERS else f"order={spec.format(order)}"
     if spec.name == "temperature_last":  # llama.cpp's chain is "t-last"; others name the order
-        return (
-            spec.summary_key if settings.order == LLAMA_CPP_ORDER and not settings.greedy else None
-        )
+        return spec.summary_key if settings.order == CHAT_ORDER and not settings.greedy else None
     if spec.name == "dry_sequence_breakers":  # shown only when changed
         return (
             None

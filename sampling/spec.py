@@ -28,11 +28,12 @@ __all__ += ["SAMPLER_NAMES", "SCALAR_KINDS", "SETTINGS", "SETTINGS_BY_NAME", "Se
 __all__ += ["SettingSpec", "SettingValue", "SliderRange", "find_setting"]
 
 
-DISPLAY_ORDER: tuple[SettingSpec, ...] = tuple(s for s in SETTINGS if s.is_number) + tuple(
+DISPLAY_ORDER: list[SettingSpec] = [s for s in SETTINGS if s.is_number] + [
     s for s in SETTINGS if s.is_scalar and not s.is_number
-)
+]
 """Numbers first, then switches, each in field order: how the panel and forms list the
-one-valued settings (the order, biases and breakers have their own editors)."""
+one-valued settings (the order, biases and breakers have their own editors). A
+plugin's settings join each part (`sampling.plugins`)."""
 
 
 def find_setting(key: str) -> SettingSpec | None:

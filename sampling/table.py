@@ -62,6 +62,8 @@ def candidate_table(
         logits = logits[:rows].copy()
     kept_rows = after.astype(bool)  # probabilities are never NaN or negative
     removed_by = _removed_by(penalized, logits, ids, kept, kept_rows)
+    if kept.bans:
+        removed_by = _banned_rows_named(removed_by, ids, kept_rows, kept)
     for array in (ids, logits, before, after, kept_rows):
         array.flags.writeable = False
     return CandidateTable(ids, logits, before, after, kept_rows, removed_by), entropy, tail
@@ -92,7 +94,7 @@ def _removed_by(
     underflowed at a low temperature ("temperature").
     """
     if kept.prefix:
-        return _removed_from_prefix(logits, kept, ids.shape[0])
+        return _removed_from_prefix(logits, ids, kept)
     names = [""] * ids.shape[0]
     alive = np.ones(ids.shape[0], dtype=bool)
     for name, cut_ids, is_prefix in kept.cuts:
@@ -106,11 +108,38 @@ def _removed_by(
             names[position] = name
         alive &= member
     for position in np.flatnonzero(alive & ~kept_rows).tolist():
-        names[position] = "logit_bias" if logits[position] == -np.inf else "temperature"
+        names[position] = _zero_row_name(kept, int(ids[position]), float(logits[position]))
     return tuple(names)
 
 
-def _removed_from_prefix(logits: np.ndarray, kept: Kept, rows: int) -> tuple[str, ...]:
+def _banned_rows_named(
+    names: tuple[str, ...], ids: IdArray, kept_rows: np.ndarray, kept: Kept
+) -> tuple[str, ...]:
+    """`names` with each row a recorded ban holds named by it, whatever cut it later.
+
+    (A min_tokens ban's rows are read before the ban: their logits are finite.)
+    """
+    renamed = list(names)
+    for row in np.flatnonzero(~kept_rows).tolist():
+        for name, banned in kept.bans:
+            if int(ids[row]) in banned:
+                renamed[row] = name
+                break
+    return tuple(renamed)
+
+
+def _zero_row_name(kept: Kept, token: int, logit: float) -> str:
+    """Who zeroed a row no cut removed: the ban that holds it (a -inf logit), else the
+    logit bias (a -inf the model gave counts as one), or the underflow's cause."""
+    if logit != -np.inf:
+        return kept.underflow_by
+    for name, banned in kept.bans:
+        if token in banned:
+            return name
+    return "logit_bias"
+
+
+def _removed_from_prefix(logits: np.ndarray, ids: IdArray, kept: Kept) -> tuple[str, ...]:
     """`_removed_by` when every cut kept a prefix: the rows are the order's first N.
 
     Cut c removed the rows from its length up to the previous cut's; rows below
@@ -118,7 +147,7 @@ def _removed_from_prefix(logits: np.ndarray, kept: Kept, rows: int) -> tuple[str
     Built from runs of one name, with no per-row work in the common case.
     """
     runs: list[tuple[str, ...]] = []
-    alive = rows
+    alive = ids.shape[0]
     for name, cut_ids, _ in kept.cuts:
         length = cut_ids.shape[0]
         if length < alive:
@@ -128,11 +157,11 @@ def _removed_from_prefix(logits: np.ndarray, kept: Kept, rows: int) -> tuple[str
     if nonzero < alive:
         runs.append(
             tuple(
-                "logit_bias" if logits[row] == -np.inf else "temperature"
+                _zero_row_name(kept, int(ids[row]), float(logits[row]))
                 for row in range(nonzero, alive)
             )
         )
-    names = ("",) * nonzero
+    names: tuple[str, ...] = ("",) * nonzero
     for run in reversed(runs):
         names += run
     return names

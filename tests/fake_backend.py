@@ -204,6 +204,11 @@ class FakeModel:
         """Id 0 ends a reply."""
         return token == EOS_ID
 
+    @property
+    def eog_ids(self) -> tuple[int, ...]:
+        """Id 0 alone."""
+        return (EOS_ID,)
+
     # ---- decoding -----------------------------------------------------------------
 
     def decode(self, batch: Sequence[BatchEntry]) -> None:

@@ -53,7 +53,7 @@ def copy_package(revision: str | None, name: str, into: Path) -> ModuleType:
         unpacked.mkdir()
         subprocess.run(["tar", "-x", "-C", str(unpacked)], input=archive, check=True)
         (unpacked / "sampling").rename(target)
-    for path in target.glob("*.py"):
+    for path in target.rglob("*.py"):  # the sampler units live in a subpackage
         text = path.read_text()
         text = text.replace("from sampling.", f"from {name}.")
         path.write_text(text.replace("from sampling import", f"from {name} import"))

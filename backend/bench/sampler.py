@@ -3,6 +3,7 @@
 Both sides see the same logits, written into the llama context's logits buffer
 before each timed call (so both read them from a warm cache): llama.cpp's chain
 reads them there through `llama_sampler_sample`, ours through the zero-copy view.
+The rows are `backend.bench.sampler_modes.MODES`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import ctypes
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,27 +20,10 @@ import llama_cpp
 import numpy as np
 import numpy.typing as npt
 
-from sampling import Sampler, SamplerSettings
+from backend.bench.sampler_modes import MODES, BenchMode
+from sampling import Sampler
 
 Logits = npt.NDArray[np.float32]
-
-
-@dataclass(frozen=True, slots=True)
-class BenchMode:
-    """One row: our settings and the native chain that samples the same way.
-
-    Attributes:
-        name: The row's name.
-        settings: Our sampler's settings.
-        native: Builds the llama_sampler chain, given the model's vocabulary pointer.
-        history: Tokens both sides have seen (DRY's repeats); the native chain
-            accepts them once, ours gets them each step.
-    """
-
-    name: str
-    settings: SamplerSettings
-    native: Callable[[Any], Any]
-    history: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,130 +53,6 @@ class BenchRow:
         return self.ours_us / self.native_us
 
 
-def _chain(*samplers: Any) -> Any:
-    chain = llama_cpp.llama_sampler_chain_init(llama_cpp.llama_sampler_chain_default_params())
-    for sampler in samplers:
-        llama_cpp.llama_sampler_chain_add(chain, sampler)
-    return chain
-
-
-def _temp_dist(*filters: Any) -> Callable[[Any], Any]:
-    return lambda _vocab: _chain(
-        *[make() for make in filters],
-        llama_cpp.llama_sampler_init_temp(0.8),
-        llama_cpp.llama_sampler_init_dist(42),
-    )
-
-
-def _then_dist(*makers: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    return lambda vocab: _chain(
-        *[make(vocab) for make in makers], llama_cpp.llama_sampler_init_dist(42)
-    )
-
-
-def _native_dry(vocab: Any) -> Any:
-    breakers = [text.encode() for text in ("\n", ":", '"', "*")]
-    pointers = (ctypes.c_char_p * len(breakers))(*breakers)
-    return llama_cpp.llama_sampler_init_dry(vocab, 0.8, 1.75, 2, 64, pointers, len(breakers))
-
-
-def _native_bias(vocab: Any) -> Any:
-    pairs = (llama_cpp.llama_logit_bias * 2)(
-        llama_cpp.llama_logit_bias(0, float("-inf")), llama_cpp.llama_logit_bias(42, 2.0)
-    )
-    return llama_cpp.llama_sampler_init_logit_bias(llama_cpp.llama_vocab_n_tokens(vocab), 2, pairs)
-
-
-# A history that repeats, for DRY: "1 2 3 4 5" three times then "1 2 3".
-_REPEATS = (*range(1, 6), *range(1, 6), *range(1, 6), 1, 2, 3)
-
-
-MODES: tuple[BenchMode, ...] = (
-    BenchMode(
-        "argmax",
-        SamplerSettings(temperature=0.0),
-        lambda _vocab: _chain(llama_cpp.llama_sampler_init_greedy()),
-    ),
-    BenchMode("all t=0.8", SamplerSettings(temperature=0.8, seed=42), _temp_dist()),
-    BenchMode(
-        "top-k 40",
-        SamplerSettings(temperature=0.8, top_k=40, seed=42),
-        _temp_dist(lambda: llama_cpp.llama_sampler_init_top_k(40)),
-    ),
-    BenchMode(
-        "top-p 0.9",
-        SamplerSettings(temperature=0.8, top_p=0.9, seed=42),
-        _temp_dist(lambda: llama_cpp.llama_sampler_init_top_p(0.9, 1)),
-    ),
-    BenchMode(
-        "top-k 40 + top-p 0.9",
-        SamplerSettings(temperature=0.8, top_k=40, top_p=0.9, seed=42),
-        _temp_dist(
-            lambda: llama_cpp.llama_sampler_init_top_k(40),
-            lambda: llama_cpp.llama_sampler_init_top_p(0.9, 1),
-        ),
-    ),
-    BenchMode(
-        "min-p 0.05",
-        SamplerSettings(temperature=0.8, min_p=0.05, seed=42),
-        _temp_dist(lambda: llama_cpp.llama_sampler_init_min_p(0.05, 1)),
-    ),
-    # llama.cpp has no Gumbel sampler: its peer is its own full-distribution draw.
-    BenchMode(
-        "gumbel (native: all)", SamplerSettings(temperature=0.8, draw="gumbel"), _temp_dist()
-    ),
-    BenchMode(
-        "typical-p 0.9",
-        SamplerSettings(temperature=0.8, typical_p=0.9, seed=42),
-        _temp_dist(lambda: llama_cpp.llama_sampler_init_typical(0.9, 0)),
-    ),
-    BenchMode(
-        "top-n-sigma 1",
-        SamplerSettings(temperature=0.8, top_n_sigma=1.0, seed=42),
-        _temp_dist(lambda: llama_cpp.llama_sampler_init_top_n_sigma(1.0)),
-    ),
-    BenchMode(
-        "xtc 1.0/0.1",
-        SamplerSettings(temperature=0.8, xtc_probability=1.0, xtc_threshold=0.1, seed=42),
-        _temp_dist(lambda: llama_cpp.llama_sampler_init_xtc(1.0, 0.1, 0, 42)),
-    ),
-    BenchMode(
-        "dry 0.8",
-        SamplerSettings(temperature=0.8, dry_multiplier=0.8, seed=42),
-        _then_dist(_native_dry, lambda _v: llama_cpp.llama_sampler_init_temp(0.8)),
-        _REPEATS,
-    ),
-    BenchMode(
-        "mirostat 1",
-        SamplerSettings(temperature=0.8, mirostat=1, seed=42),
-        lambda _vocab: _chain(
-            llama_cpp.llama_sampler_init_temp(0.8),
-            llama_cpp.llama_sampler_init_mirostat(
-                llama_cpp.llama_vocab_n_tokens(_vocab), 42, 5.0, 0.1, 100
-            ),
-        ),
-    ),
-    BenchMode(
-        "mirostat 2",
-        SamplerSettings(temperature=0.8, mirostat=2, seed=42),
-        lambda _vocab: _chain(
-            llama_cpp.llama_sampler_init_temp(0.8),
-            llama_cpp.llama_sampler_init_mirostat_v2(42, 5.0, 0.1),
-        ),
-    ),
-    BenchMode(
-        "dynatemp 0.8+-0.5",
-        SamplerSettings(temperature=0.8, dynatemp_range=0.5, seed=42),
-        _then_dist(lambda _v: llama_cpp.llama_sampler_init_temp_ext(0.8, 0.5, 1.0)),
-    ),
-    BenchMode(
-        "logit bias",
-        SamplerSettings(temperature=0.8, logit_bias=((0, float("-inf")), (42, 2.0)), seed=42),
-        _then_dist(_native_bias, lambda _v: llama_cpp.llama_sampler_init_temp(0.8)),
-    ),
-)
-
-
 class ModelWords:
     """A llama-cpp-python model as a `sampling.vocabulary.Vocabulary` (for DRY)."""
 
@@ -207,6 +67,12 @@ class ModelWords:
     def tokenize(self, text: str, *, special: bool) -> list[int]:
         """Token ids of `text`, no BOS."""
         return list(self._llm.tokenize(text.encode(), add_bos=False, special=special))
+
+    @property
+    def eog_ids(self) -> tuple[int, ...]:
+        """The end-of-generation token ids (what min_tokens bans)."""
+        vocab = llama_cpp.llama_model_get_vocab(self._llm.model)
+        return tuple(t for t in range(self.n_vocab) if llama_cpp.llama_vocab_is_eog(vocab, t))
 
 
 def capture_real_logits(llm: Any, steps: int) -> list[Logits]:

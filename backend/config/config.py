@@ -45,7 +45,8 @@ from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from sampling.spec import SETTINGS_BY_NAME
 
 TOP_LEVEL_KEYS = ("model", "theme", "rpc", "settings", "keys")
-SETTINGS_KEYS = tuple(f.name for f in fields(SamplerSettings))
+SETTINGS_KEYS = tuple(f.name for f in fields(SamplerSettings) if f.name != "extra")
+"""The built-in settings' keys (a loaded sampler plugin's settings are keys too)."""
 
 
 class ConfigError(SamplescopeError):
@@ -185,9 +186,9 @@ def _parse(path: Path, text: str, data: dict[str, Any]) -> Config:
     if not isinstance(settings, dict):
         raise fail(None, "settings", "expected a table: [settings]")
     for key in settings:
-        if key not in SETTINGS_KEYS:
+        if key not in SETTINGS_BY_NAME or key == "extra":
             raise fail(
-                "settings", key, f"unknown setting; expected one of {', '.join(SETTINGS_KEYS)}"
+                "settings", key, f"unknown setting; expected one of {', '.join(SETTINGS_BY_NAME)}"
             )
     try:
         # The order, biases and breakers may be written as text or as TOML arrays.

@@ -154,6 +154,7 @@ class LlamaRuntime:
         self._piece_cache: dict[tuple[int, bool], bytes] = {}
         self._shown_cache: dict[int, str] = {}
         self._special: list[int] | None = None
+        self._eog_ids: tuple[int, ...] | None = None
 
     @property
     def placement(self) -> str:
@@ -184,6 +185,13 @@ class LlamaRuntime:
     def is_eog(self, token: int) -> bool:
         """Whether `token` ends a generation (eos, eot, <|im_end|>, ...)."""
         return bool(llama_cpp.llama_vocab_is_eog(self._vocab, token))
+
+    @property
+    def eog_ids(self) -> tuple[int, ...]:
+        """Every end-of-generation token id (what min_tokens bans), found once."""
+        if self._eog_ids is None:
+            self._eog_ids = tuple(t for t in range(self.n_vocab) if self.is_eog(t))
+        return self._eog_ids
 
     @property
     def bos(self) -> int:

@@ -125,6 +125,8 @@ class Generation:
             )
             for column, live in enumerate(lives)
         ]
+        for lane in self.lanes:
+            lane.sampler.resume(lane.given)  # min_tokens counts the given tokens
 
     @property
     def _cancelled(self) -> bool:

@@ -76,6 +76,11 @@ class Model(Protocol):
         """Whether `token` ends a generation."""
         ...
 
+    @property
+    def eog_ids(self) -> tuple[int, ...]:
+        """Every token that ends a generation (what min_tokens bans)."""
+        ...
+
     # ---- decoding -----------------------------------------------------------------
 
     def decode(self, batch: Sequence[BatchEntry]) -> None:

@@ -17,11 +17,10 @@ import numpy as np
 from backend.chat.events import Decoding, FinishedEvent, FinishReason, GenerationStats
 from backend.chat.protocol import LiveSettings
 from backend.llama.utf8 import Utf8Stream
-from backend.session.sampler_state import SamplerState, restore, snapshot
 from sampling.errors import SamplescopeError
 from sampling.penalties import History
 from sampling.records import Step
-from sampling.sampler import Sampler, probabilities
+from sampling.sampler import Sampler, SamplerState, probabilities
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +118,7 @@ class Lane:
             sampler.settings = current
         sampler.tail_ranks = self.live.tail_ranks
         if self.rewindable:
-            self.states.append(snapshot(sampler))
+            self.states.append(sampler.state())
         step = sampler.sample(logits, history)
         sink = self.live.step_sink
         if sink is not None:
@@ -149,7 +148,7 @@ class Lane:
                 f"cannot rewind {count} tokens: sequence {self.column} sampled {sampled}"
             )
         keep = self.index - count
-        restore(self.sampler, self.states[keep - self.given])
+        self.sampler.restore(self.states[keep - self.given])
         del self.states[keep - self.given :]
         del self.token_ids[keep:], self.texts[keep:]
         self.stream = Utf8Stream()

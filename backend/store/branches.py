@@ -16,7 +16,7 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from backend.store.read import load_steps
+from backend.store.read import load_steps, reply_text
 from backend.store.records import ModelRef, ReplyRecord, StoreError, settings_json
 from sampling.records import Step
 from sampling.settings import SamplerSettings
@@ -111,14 +111,15 @@ def follow(conn: sqlite3.Connection, path: Path, chat_id: int, reply_id: int, no
         StoreError: The chat has no such reply.
     """
     row = conn.execute(
-        "SELECT r.message_id, coalesce(r.text, m.content) FROM replies r "
+        "SELECT r.message_id FROM replies r "
         "JOIN messages m ON r.message_id = m.id WHERE r.id = ? AND m.chat_id = ?",
         (reply_id, chat_id),
     ).fetchone()
     if row is None:
         raise StoreError(f"chat database {path}: chat {chat_id} has no branch {reply_id}")
     conn.execute(
-        "UPDATE messages SET branch_id = ?, content = ? WHERE id = ?", (reply_id, row[1], row[0])
+        "UPDATE messages SET branch_id = ?, content = ? WHERE id = ?",
+        (reply_id, reply_text(conn, reply_id), row[0]),
     )
     conn.execute("UPDATE chats SET updated = ? WHERE id = ?", (now, chat_id))
 

@@ -11,6 +11,7 @@ from typing import Any
 from backend.chat.events import GenerationStats
 from backend.store.records import (
     INTERRUPTED,
+    SAMPLER_FILES_KEY,
     ChatRecord,
     ChatSummary,
     MessageRecord,
@@ -21,6 +22,7 @@ from backend.store.records import (
 )
 from backend.store.steps import StepLayout, unpack_step
 from sampling.errors import SettingsError
+from sampling.plugins import files_problem
 from sampling.records import Step
 from sampling.settings import SamplerSettings
 
@@ -52,7 +54,13 @@ def list_chats(conn: sqlite3.Connection, search: str | None) -> list[ChatSummary
             FROM chats c
             WHERE ?1 IS NULL OR c.title LIKE ?1 ESCAPE '\\' OR EXISTS (
                 SELECT 1 FROM messages m
-                WHERE m.chat_id = c.id AND m.content LIKE ?1 ESCAPE '\\')
+                WHERE m.chat_id = c.id AND m.content LIKE ?1 ESCAPE '\\') OR EXISTS (
+                -- an unfinished reply's text is its start and its tokens' pieces
+                SELECT 1 FROM replies r JOIN messages m ON r.message_id = m.id
+                WHERE m.chat_id = c.id AND r.finished IS NULL
+                    AND coalesce(r.text, '') || coalesce((SELECT group_concat(piece, '')
+                        FROM (SELECT piece FROM reply_tokens t WHERE t.reply_id = r.id
+                            ORDER BY t.idx)), '') LIKE ?1 ESCAPE '\\')
             ORDER BY c.updated DESC, c.id DESC
             """,
         (pattern,),
@@ -88,19 +96,7 @@ def load_chat(conn: sqlite3.Connection, path: Path, chat_id: int) -> ChatRecord:
     shown = {int(row[0]) for row in _visible(conn, chat_id, rows)[0]}
     after = {int(row[0]): None if row[6] is None else int(row[6]) for row in rows}
     branches = _load_replies(conn, path, chat_id, shown, after)
-    turns = [
-        MessageRecord(
-            id=int(row[0]),
-            position=int(row[1]),
-            role=row[2],
-            content=str(row[3]),
-            created=to_datetime(row[4]),
-            reply=_followed(branches.get(int(row[0]), ()), row[5]),
-            branches=branches.get(int(row[0]), ()),
-            after_reply_id=after[int(row[0])],
-        )
-        for row in rows
-    ]
+    turns = [_turn(row, branches.get(int(row[0]), ()), after[int(row[0])]) for row in rows]
     model = ModelRef(str(chat[4]), int(chat[5]), str(chat[6])) if chat[4] is not None else None
     return ChatRecord(
         id=int(chat[0]),
@@ -110,6 +106,22 @@ def load_chat(conn: sqlite3.Connection, path: Path, chat_id: int) -> ChatRecord:
         model=model,
         messages=tuple(turn for turn in turns if turn.id in shown),
         hidden=tuple(turn for turn in turns if turn.id not in shown),
+    )
+
+
+def _turn(row: Any, branches: tuple[ReplyRecord, ...], after: int | None) -> MessageRecord:
+    """One turn from its message row; an unfinished followed branch gives its text so far."""
+    followed = _followed(branches, row[5])
+    unfinished = followed is not None and followed.finished is None
+    return MessageRecord(
+        id=int(row[0]),
+        position=int(row[1]),
+        role=row[2],
+        content=followed.text if followed is not None and unfinished else str(row[3]),
+        created=to_datetime(row[4]),
+        reply=followed,
+        branches=branches,
+        after_reply_id=after,
     )
 
 
@@ -198,13 +210,11 @@ def _load_replies(
         turn_of[reply_id] = message_id
         if message_id not in numbers:
             numbers[message_id] = _number(message_id, shown, after, turn_of, numbers)
-        tokens = tuple(
-            int(t[0])
-            for t in conn.execute(
-                "SELECT token_id FROM reply_tokens WHERE reply_id = ? ORDER BY idx",
-                (reply_id,),
-            )
-        )
+        token_rows = conn.execute(
+            "SELECT token_id, piece FROM reply_tokens WHERE reply_id = ? ORDER BY idx",
+            (reply_id,),
+        ).fetchall()
+        tokens = tuple(int(t[0]) for t in token_rows)
         changes = tuple(
             SettingsChange(int(c[0]), _parse_settings(path, str(c[1]), reply_id))
             for c in conn.execute(
@@ -231,7 +241,7 @@ def _load_replies(
             stats=_parse_stats(row[10]),
             token_ids=tokens,
             settings_changes=changes,
-            text=str(row[13]),
+            text=str(row[13]) if row[12] is not None else _so_far(str(row[13]), token_rows),
             created=to_datetime(row[11]),
             finished=None if row[12] is None else to_datetime(row[12]),
             parent_id=None if row[16] is None else int(row[16]),
@@ -242,6 +252,29 @@ def _load_replies(
         )
         replies[message_id] = (*siblings, record)
     return replies
+
+
+def _so_far(start: str, token_rows: list[Any]) -> str:
+    """An unfinished reply's text: its start (a branch's shared text; for replies of
+    schema 4 and earlier, the text kept so far) and each stored token's piece."""
+    return start + "".join(str(piece) for _, piece in token_rows if piece is not None)
+
+
+def reply_text(conn: sqlite3.Connection, reply_id: int) -> str:
+    """A reply's text: as written when it finished, else built from its tokens so far."""
+    row = conn.execute(
+        "SELECT coalesce(r.text, m.content), r.finished FROM replies r "
+        "JOIN messages m ON r.message_id = m.id WHERE r.id = ?",
+        (reply_id,),
+    ).fetchone()
+    if row is None:
+        return ""
+    if row[1] is not None:
+        return str(row[0])
+    pieces = conn.execute(
+        "SELECT idx, piece FROM reply_tokens WHERE reply_id = ? ORDER BY idx", (reply_id,)
+    ).fetchall()
+    return _so_far(str(row[0]), pieces)
 
 
 def _number(
@@ -293,6 +326,10 @@ def _parse_settings(path: Path, text: str, reply_id: int) -> SamplerSettings:
         values = json.loads(text)
         if not isinstance(values, dict):
             raise ValueError("not a JSON object")
+        used = values.pop(SAMPLER_FILES_KEY, {})
+        problem = files_problem(used) if isinstance(used, dict) else "bad sampler_files"
+        if problem is not None:
+            raise StoreError(f"chat database {path}: reply {reply_id} cannot run again: {problem}")
         return SamplerSettings.from_dict(values)
     except (ValueError, TypeError, SettingsError) as error:
         raise StoreError(

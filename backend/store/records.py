@@ -13,6 +13,7 @@ from pathlib import Path
 from backend.chat.events import GenerationStats
 from backend.chat.protocol import ChatMessage, Role
 from sampling.errors import SamplescopeError
+from sampling.plugins import files_used
 from sampling.settings import SamplerSettings
 
 INTERRUPTED = "interrupted"
@@ -69,9 +70,18 @@ def describe_error(path: Path, error: sqlite3.Error, action: str) -> str:
     return f"chat database {path}: {action} failed: {text}"
 
 
+SAMPLER_FILES_KEY = "sampler_files"
+"""The stored settings' key for the sampler plugins a reply ran: name → file SHA-256."""
+
+
 def settings_json(settings: SamplerSettings) -> str:
-    """Settings as stored: JSON of `to_dict()`, keys sorted."""
-    return json.dumps(settings.to_dict(), sort_keys=True)
+    """Settings as stored: JSON of `to_dict()`, keys sorted, with the SHA-256 of each
+    sampler plugin's file the order runs (under `SAMPLER_FILES_KEY`)."""
+    values = settings.to_dict()
+    used = files_used(settings)
+    if used:
+        values[SAMPLER_FILES_KEY] = used
+    return json.dumps(values, sort_keys=True)
 
 
 def file_sha256(path: Path, chunk_size: int = 1 << 20) -> str:

@@ -31,7 +31,17 @@ Version history:
        name would have changed how old replies replay; the list is frozen in
        `_V4_SAMPLER_NAMES`). replies.decoding: how the reply was decoded, as JSON
        (e.g. in lockstep with which sibling sequences); NULL means decoded alone, one
-       sequence — every reply before version 5.
+       sequence — every reply before version 5. reply_tokens.piece: the text each
+       token added, so storing a token is one new row: a reply's text is written
+       when it finishes, and an unfinished reply's is its text at the start (a
+       branch's shared text; for replies of earlier versions, the text kept so far)
+       followed by the pieces (NULL for tokens stored before version 5 or copied
+       from a parent). `messages` is rebuilt (ids and rows kept) so that branch_id
+       and after_reply_id reference replies(id), ON DELETE SET NULL; references to
+       replies that no longer exist become NULL.
+
+The current schema is written out in `schema.sql` (a test checks it against a new
+database and against databases migrated from each earlier version).
 """
 
 from __future__ import annotations
@@ -214,8 +224,35 @@ def order_before_v5(values: dict[str, object]) -> list[str]:
     return [*logits, "temperature", *rest]
 
 
+_V5_MESSAGES = """
+CREATE TABLE messages_v5 (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,  -- ids are never reused
+    chat_id INTEGER NOT NULL REFERENCES chats(id) ON DELETE CASCADE,
+    position INTEGER NOT NULL,            -- 0-based order within the chat
+    role TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant')),
+    content TEXT NOT NULL,                -- a reply's: its followed branch's, once finished
+    created REAL NOT NULL,
+    branch_id INTEGER REFERENCES replies(id) ON DELETE SET NULL,  -- NULL: the first reply
+    after_reply_id INTEGER REFERENCES replies(id) ON DELETE SET NULL,
+    UNIQUE (chat_id, position)
+);
+UPDATE messages SET branch_id = NULL WHERE branch_id NOT IN (SELECT id FROM replies);
+UPDATE messages SET after_reply_id = NULL
+    WHERE after_reply_id NOT IN (SELECT id FROM replies);
+INSERT INTO messages_v5 (id, chat_id, position, role, content, created, branch_id,
+    after_reply_id)
+    SELECT id, chat_id, position, role, content, created, branch_id, after_reply_id
+    FROM messages;
+DROP TABLE messages;
+ALTER TABLE messages_v5 RENAME TO messages;
+ALTER TABLE reply_tokens ADD COLUMN piece TEXT;
+ALTER TABLE replies ADD COLUMN decoding TEXT
+"""
+
+
 def _v5(conn: sqlite3.Connection) -> None:
-    """Write each stored order as it ran; add replies.decoding."""
+    """Write each stored order as it ran; add replies.decoding and reply_tokens.piece;
+    rebuild messages with its references to replies."""
     rows = conn.execute("SELECT reply_id, from_index, settings FROM settings_changes").fetchall()
     for reply_id, from_index, text in rows:
         try:
@@ -229,7 +266,12 @@ def _v5(conn: sqlite3.Connection) -> None:
             "UPDATE settings_changes SET settings = ? WHERE reply_id = ? AND from_index = ?",
             (json.dumps(values, sort_keys=True), reply_id, from_index),
         )
-    conn.execute("ALTER TABLE replies ADD COLUMN decoding TEXT")
+    # Message ids are never reused: the rebuilt table keeps the old one's counter.
+    sequence = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").fetchone()
+    _run_script(conn, _V5_MESSAGES)
+    if sequence is not None:
+        conn.execute("DELETE FROM sqlite_sequence WHERE name = 'messages'")
+        conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('messages', ?)", sequence)
 
 
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {

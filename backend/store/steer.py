@@ -161,6 +161,7 @@ def recompute(
     """
     given, notices = rebuild_step(backend, chat, reply, index)
     sampler = Sampler(settings, vocab_size=backend.info.n_vocab, vocabulary=backend.model)
+    sampler.resume(index)
     step = sampler.sample(given.logits, given.history, uniform=uniform)
     return step, notices
 

@@ -5,12 +5,12 @@ the generation thread may write tokens while the UI thread reads the chat list; 
 connection is opened with `check_same_thread=False` for that reason.
 
 Durability: `ReplyWriter.append_token` commits each token in its own transaction,
-together with the reply's growing text (kept in the assistant message's `content`).
+with the text it adds (the reply's whole text is written when it finishes).
 In WAL mode with synchronous=NORMAL a commit is in the OS's hands once it returns, so
 killing the process mid-reply loses at most the token in flight (a power cut may lose
 the last few commits, never corrupt the file). A reply that never reached `finish`
-loads with finish reason "interrupted" and its text so far — no detokenizer is needed
-to read a chat back.
+loads with finish reason "interrupted" and its text so far, built from its tokens'
+stored text — no detokenizer is needed to read a chat back.
 
 Typical use (see `ChatStore.begin_reply`):
 
@@ -317,7 +317,6 @@ class ChatStore:
             reply_id,
             settings,
             start=0 if fork is None else fork.at,
-            follow=fork is None or fork.follow,
         )
 
     def follow_branch(self, chat_id: int, reply_id: int) -> None:

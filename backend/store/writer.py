@@ -22,12 +22,15 @@ class ReplyWriter:
     """Records one reply token by token; get one from `ChatStore.begin_reply`.
 
     Each `append_token` is its own committed transaction, so a killed process keeps
-    every token that was appended. Usable from any one thread at a time (typically
-    the generation worker, so the store never lags behind the model).
+    every token that was appended. Its cost does not grow with the reply: a token is
+    one new row holding its id and the text it adds (`reply_tokens.piece`); the
+    reply's text is written once, by `finish` (an unfinished reply's text is its
+    start plus the pieces, built when it is read). Usable from any one thread at a
+    time (typically the generation worker, so the store never lags behind the model).
 
     A branch's writer starts at its fork (`start`: the tokens before it are its
-    parent's) and, unless the conversation follows the branch (`follow`), leaves the
-    turn's message text alone and keeps the text in the reply's own row only.
+    parent's). `finish` writes the text into the turn's message too when the
+    conversation follows the branch then.
     """
 
     def __init__(
@@ -40,7 +43,6 @@ class ReplyWriter:
         settings: SamplerSettings,
         *,
         start: int = 0,
-        follow: bool = True,
     ) -> None:
         self._transaction = transaction
         self._now = now
@@ -49,7 +51,6 @@ class ReplyWriter:
         self.reply_id = reply_id
         self._last_settings = settings
         self._count = start
-        self._follow = follow
         self._layout: StepLayout | None = None
         self._finished = False
 
@@ -78,7 +79,8 @@ class ReplyWriter:
             token_id: The token.
             settings: The settings it was sampled with; stored only when they differ
                 from the previous token's.
-            text: The text it adds to the reply (TokenEvent.text; may be "").
+            text: The text it adds to the reply (TokenEvent.text; may be ""), kept in
+                its row: an unfinished reply's text is built from these.
             step: The sampler's record of the token, stored as a compact row
                 (`backend.store.steps`) for inspecting and what-if after reopening.
 
@@ -95,8 +97,8 @@ class ReplyWriter:
         changed = settings != self._last_settings
         with self._transaction("store a token") as conn:
             conn.execute(
-                "INSERT INTO reply_tokens (reply_id, idx, token_id) VALUES (?, ?, ?)",
-                (self.reply_id, index, int(token_id)),
+                "INSERT INTO reply_tokens (reply_id, idx, token_id, piece) VALUES (?, ?, ?, ?)",
+                (self.reply_id, index, int(token_id), text),
             )
             if changed:
                 # At index 0 this replaces the settings the reply began with: a slider
@@ -118,16 +120,6 @@ class ReplyWriter:
                     "INSERT INTO reply_steps (reply_id, idx, scalars, arrays) VALUES (?, ?, ?, ?)",
                     (self.reply_id, index, scalars, arrays),
                 )
-            if text:
-                conn.execute(
-                    "UPDATE replies SET text = coalesce(text, '') || ? WHERE id = ?",
-                    (text, self.reply_id),
-                )
-                if self._follow:
-                    conn.execute(
-                        "UPDATE messages SET content = content || ? WHERE id = ?",
-                        (text, self.message_id),
-                    )
         self._count += 1
         self._last_settings = settings
 
@@ -150,7 +142,8 @@ class ReplyWriter:
         Args:
             reason: The finish reason (`FinishReason`).
             stats: The generation's figures.
-            text: The whole reply text (replaces the text accumulated per token).
+            text: The whole reply text (the reply's, and the turn's when the
+                conversation follows this branch).
             error: The error message when reason is "error".
             token_ids: All token ids of the reply; any beyond those appended are
                 stored too (with the last settings), earlier ones are not rewritten.
@@ -176,10 +169,12 @@ class ReplyWriter:
                 ),
             )
             conn.execute("UPDATE replies SET text = ? WHERE id = ?", (text, self.reply_id))
-            if self._follow:
-                conn.execute(
-                    "UPDATE messages SET content = ? WHERE id = ?", (text, self.message_id)
-                )
+            # The turn shows the branch it follows: `branch_id`, or (NULL) its first reply.
+            conn.execute(
+                "UPDATE messages SET content = ?1 WHERE id = ?2 AND coalesce(branch_id, "
+                "(SELECT min(id) FROM replies WHERE message_id = ?2)) = ?3",
+                (text, self.message_id, self.reply_id),
+            )
             conn.execute("UPDATE chats SET updated = ? WHERE id = ?", (now, self.chat_id))
         self._count += len(extra)
         self._finished = True

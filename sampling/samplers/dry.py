@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from sampling.engine import Candidates, replace_logits
-from sampling.samplers.unit import UnitKind
+from sampling.candidates import Candidates
+from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 from sampling.vocabulary import BreakerHeads, breaker_heads
 
@@ -88,7 +88,7 @@ _FLOAT_MAX_LOG = 88.7228391
 
 
 @dataclass(frozen=True, slots=True)
-class Dry:
+class Dry(Stateless):
     """DRY: penalise tokens that would extend a repeat of the recent history.
 
     Attributes:
@@ -133,7 +133,7 @@ class Dry:
         vocabulary = candidates.vocabulary
         heads: BreakerHeads = {}
         if vocabulary is not None and self.breakers:
-            heads = breaker_heads(vocabulary, self.breakers)  # type: ignore[arg-type]
+            heads = breaker_heads(vocabulary, self.breakers)
         penalties = dry_penalties(tokens, heads, self.allowed_length)
         if not penalties:
             return
@@ -148,7 +148,7 @@ class Dry:
                 exponent = max_exponent
             penalty = np.float32(self.multiplier * self.base**exponent)
             rewritten[token] -= penalty
-        replace_logits(candidates, rewritten)
+        candidates.replace_logits(rewritten)
 
 
 def dry_penalties(tokens: list[int], heads: BreakerHeads, allowed_length: int) -> dict[int, int]:

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from sampling.engine import Candidates, replace_logits
+from sampling.candidates import Candidates
 from sampling.errors import LogitsError
-from sampling.samplers.unit import UnitKind
+from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ SETTINGS = (
 
 
 @dataclass(frozen=True, slots=True)
-class LogitBias:
+class LogitBias(Stateless):
     """Add a bias to some tokens' logits; -inf bans a token.
 
     Attributes:
@@ -76,6 +76,6 @@ class LogitBias:
         biased = logits.copy()
         ids = np.asarray(self.token_ids, dtype=np.intp)
         biased[ids] += np.asarray(self.biases, dtype=logits.dtype)
-        replace_logits(candidates, biased)
+        candidates.replace_logits(biased)
         if any(bias == -math.inf for bias in self.biases):
             candidates.cut_by = self.name

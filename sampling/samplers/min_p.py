@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-import numpy as np
-
-from sampling.engine import Candidates, weights_of
-from sampling.ordering import sort_descending
-from sampling.samplers.unit import UnitKind
+from sampling.candidates import Candidates
+from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
@@ -34,11 +30,9 @@ SETTINGS = (
     ),
 )
 
-_LARGEST_FLOAT32 = float(np.finfo(np.float32).max)
-
 
 @dataclass(frozen=True, slots=True)
-class MinP:
+class MinP(Stateless):
     """Keep tokens with p >= min_p * p_max (a prefix: the order is by probability).
 
     Attributes:
@@ -61,28 +55,7 @@ class MinP:
 
     def apply(self, candidates: Candidates) -> None:
         """Cut the kept set to the tokens at least min_p as probable as the top one."""
-        logits = candidates.logits
-        maximum = candidates.maximum
-        temperature = candidates.temperature
-        ids = candidates.ids
-        whole_vocabulary = ids is None
-        if ids is None:
-            # p_i / p_max = exp((x_i - max) / T) >= min_p  <=>  x_i >= max + T ln(min_p);
-            # select a little below that bound, then decide exactly in float64.
-            bound = maximum + temperature * math.log(self.min_p)
-            lowest = bound - 1e-3 * (1.0 + abs(bound))
-            if lowest < -_LARGEST_FLOAT32 and logits.dtype == np.float32:
-                lowest = -math.inf  # compared in float32, it would round there anyway
-            band = np.flatnonzero(logits >= lowest)
-            ids = sort_descending(logits, band)
-            ratios = weights_of(logits, maximum, temperature, ids)
-        else:
-            # Against the kept set's own top (XTC or typical-p may have removed the maximum).
-            ratios = candidates.kept_weights()
-        keep = int(np.count_nonzero(ratios >= self.min_p))
-        if keep >= logits.shape[0] or (keep >= ids.shape[0] and not whole_vocabulary):
-            return
-        # Over the whole vocabulary the sorted band is a longer prefix of the order.
-        candidates.cut(
-            ids[:keep], "min_p", ids if whole_vocabulary else None, weights=ratios[:keep]
-        )
+        found = candidates.weights_at_least(self.min_p)
+        if found is not None:
+            kept, ranked, weights = found
+            candidates.cut(kept, self.name, ranked, weights=weights)

@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from sampling.engine import Candidates, vocabulary_weights, weights_of
-from sampling.ordering import top_ids
-from sampling.samplers.unit import UnitKind
+from sampling.candidates import Candidates
+from sampling.samplers.unit import UnitState
 from sampling.setting_spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
+    from sampling.rng import UniformSource
+    from sampling.samplers.unit import UnitKind
     from sampling.settings import SamplerSettings
 
 SETTINGS = (
@@ -66,15 +67,31 @@ MIROSTAT_M = 100
 
 
 @dataclass(frozen=True, slots=True)
+class MirostatState:
+    """Mirostat's state between steps.
+
+    Attributes:
+        version: The mirostat it belongs to (1 or 2): the other starts afresh.
+        mu: mu for the next step, or None before the first draw (2 * tau).
+    """
+
+    version: int
+    mu: float | None
+
+
+@dataclass(slots=True)
 class Mirostat:
     """Mirostat 1 or 2: a kept set sized from the state mu, which each draw updates.
 
     Version 1 keeps the top k, k from mu and the Zipf exponent estimated on the top
     100 probabilities; version 2 keeps the tokens whose surprise (-log2 p) is at
-    most mu. The sampler updates mu after each draw: mu -= eta * (surprise - tau).
+    most mu. After each draw, mu -= eta * (surprise - tau) (`accept`). A change of
+    tau or eta keeps mu; another version starts afresh.
 
     Attributes:
         version: 1 or 2.
+        tau: The target surprise, in bits (mu starts at 2 * tau).
+        eta: The learning rate.
     """
 
     name: ClassVar[str] = "mirostat"
@@ -84,47 +101,65 @@ class Mirostat:
     group_titles: ClassVar[Mapping[str, str]] = {"mirostat": "mirostat"}
     label: ClassVar[str] = "mirostat"
     row_label: ClassVar[str] = "miro"
+    draws: ClassVar[bool] = False
     version: int
+    tau: float = 5.0
+    eta: float = 0.1
+    _mu: float | None = field(default=None, compare=False)
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> Mirostat | None:
         """Built when mirostat is 1 or 2."""
-        return cls(settings.mirostat) if settings.mirostat else None
+        if not settings.mirostat:
+            return None
+        return cls(settings.mirostat, settings.mirostat_tau, settings.mirostat_eta)
+
+    @property
+    def mu(self) -> float:
+        """mu for the next step."""
+        return 2.0 * self.tau if self._mu is None else self._mu
+
+    def begin(self, source: UniformSource) -> None:
+        """Nothing to draw: the sampler draws the token."""
+        del source
 
     def apply(self, candidates: Candidates) -> None:
         """Cut the kept set to the size mu asks for."""
-        mu = candidates.mirostat_mu
-        assert mu is not None, "the sampler sets mu before the chain runs"
-        logits = candidates.logits
-        ids = candidates.ids
-        if ids is None:
-            weights = vocabulary_weights(
-                logits,
-                candidates.maximum,
-                candidates.temperature,
-                candidates.workspace.array("filter-weights", logits.shape[0], np.float64),
-            )
-            total = float(weights.sum())
-        else:
-            weights = weights_of(logits, candidates.top, candidates.temperature, ids)
-            total = float(weights.sum())
-        size = logits.shape[0] if ids is None else ids.shape[0]
+        mu = self.mu
+        weights = candidates.weights()
+        total = float(weights.sum())
+        size = candidates.size
         if self.version == 1:
-            head = top_ids(logits, min(MIROSTAT_M, size)) if ids is None else ids[:MIROSTAT_M]
-            head_probs = (weights[head] if ids is None else weights[: head.shape[0]]) / total
-            keep = _mirostat_k(head_probs, mu, logits.shape[0])
+            head = candidates.head_of(weights, min(MIROSTAT_M, size))
+            keep = _mirostat_k(head / total, mu, candidates.logits.shape[0])
         else:
             with np.errstate(divide="ignore"):
                 surprise = -np.log2(weights / total)
-            if ids is None:
-                keep = int(np.count_nonzero(surprise <= mu))
-            else:
-                above = np.flatnonzero(surprise > mu)
-                keep = int(above[0]) if above.size else size
-            keep = max(keep, 1)
-        if keep >= size:
-            return
-        candidates.cut(top_ids(logits, keep) if ids is None else ids[:keep], self.name)
+            # Surprise grows along the order: the tokens at most mu are a prefix.
+            keep = max(int(np.count_nonzero(surprise <= mu)), 1)
+        if keep < size:
+            candidates.cut(candidates.head(keep), self.name)
+
+    def accept(self, token: int, prob: float) -> None:
+        """mu moves toward the target surprise: mu -= eta * (-log2 p - tau)."""
+        del token
+        self._mu = self.mu - self.eta * (-math.log2(prob) - self.tau)
+
+    def reset(self) -> None:
+        """mu starts again at 2 * tau."""
+        self._mu = None
+
+    @property
+    def state(self) -> MirostatState:
+        """The version and mu."""
+        return MirostatState(self.version, self._mu)
+
+    def restore(self, state: UnitState) -> None:
+        """Take mu from a state of the same version; start afresh from any other."""
+        if isinstance(state, MirostatState) and state.version == self.version:
+            self._mu = state.mu
+        else:
+            self._mu = None
 
 
 def _mirostat_k(probs: np.ndarray, mu: float, n_vocab: int) -> int:

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from sampling.engine import Candidates
+from sampling.candidates import Candidates
 from sampling.penalties import penalized_logits
-from sampling.samplers.unit import UnitKind
+from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
@@ -75,7 +75,7 @@ SETTINGS = (
 
 
 @dataclass(frozen=True, slots=True)
-class Penalties:
+class Penalties(Stateless):
     """Repeat, frequency and presence penalties over the last-n window.
 
     Attributes:

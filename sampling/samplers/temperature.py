@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from sampling.engine import Candidates, vocabulary_weights, weights_of
-from sampling.samplers.unit import UnitKind
+from sampling.candidates import Candidates
+from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ SETTINGS = (
 
 
 @dataclass(frozen=True, slots=True)
-class Temperature:
+class Temperature(Stateless):
     """Sets the temperature the later units and the final distribution read at.
 
     The logits are never divided here: each reader scales (logit - max) by the
@@ -107,30 +107,17 @@ class Temperature:
         if self.dynamic_range <= 0.0:
             candidates.temperature = self.temperature
             return
-        logits = candidates.logits
-        ids = candidates.ids
-        size = logits.shape[0] if ids is None else ids.shape[0]
+        size = candidates.size
         if size <= 1:
             return
         low = max(0.0, self.temperature - self.dynamic_range)
         high = self.temperature + self.dynamic_range
-        if ids is None:
-            weights = vocabulary_weights(
-                logits,
-                candidates.maximum,
-                candidates.temperature,
-                candidates.workspace.array("filter-weights", size, np.float64),
-            )
-        else:
-            weights = weights_of(logits, candidates.top, candidates.temperature, ids)
+        weights = candidates.weights()
         probs = weights / weights.sum()
         nonzero = probs[probs > 0.0]
         entropy = float(-np.sum(nonzero * np.log(nonzero)))
         dynamic = low + (high - low) * (entropy / math.log(size)) ** self.exponent
         if dynamic <= 0.0:  # llama.cpp keeps the top token alone
-            candidates.cut(
-                np.array([candidates.argmax], dtype=np.intp) if ids is None else ids[:1],
-                self.name,
-            )
+            candidates.cut(candidates.head(1), self.name)
             return
         candidates.temperature = candidates.temperature * dynamic

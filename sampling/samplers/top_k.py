@@ -6,9 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from sampling.engine import Candidates
-from sampling.ordering import top_ids
-from sampling.samplers.unit import UnitKind
+from sampling.candidates import Candidates
+from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
@@ -33,7 +32,7 @@ SETTINGS = (
 
 
 @dataclass(frozen=True, slots=True)
-class TopK:
+class TopK(Stateless):
     """Keep the k most probable tokens (the same at any temperature).
 
     Attributes:
@@ -56,9 +55,5 @@ class TopK:
 
     def apply(self, candidates: Candidates) -> None:
         """Keep the first k of the order."""
-        ids = candidates.ids
-        if ids is None:
-            if self.k < candidates.logits.shape[0]:
-                candidates.cut(top_ids(candidates.logits, self.k), "top_k")
-        elif ids.shape[0] > self.k:
-            candidates.cut(ids[: self.k], "top_k")
+        if self.k < candidates.size:
+            candidates.cut(candidates.head(self.k), self.name)

@@ -12,9 +12,8 @@ from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from sampling.engine import Candidates
-from sampling.ordering import sort_descending
-from sampling.samplers.unit import UnitKind
+from sampling.candidates import Candidates
+from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
@@ -38,7 +37,7 @@ SETTINGS = (
 
 
 @dataclass(frozen=True, slots=True)
-class TopNSigma:
+class TopNSigma(Stateless):
     """Keep logits at least max - n * std (std over the kept, finite logits).
 
     Attributes:
@@ -61,18 +60,11 @@ class TopNSigma:
 
     def apply(self, candidates: Candidates) -> None:
         """Cut the kept set to the logits within n standard deviations of the top."""
-        logits = candidates.logits
-        ids = candidates.ids
-        values = logits if ids is None else logits[ids]
+        values = candidates.kept_logits()
         if values.shape[0] <= 1:
             return
         finite = values[np.isfinite(values)].astype(np.float64)
         bound = float(finite.max()) - self.n * float(finite.std())
-        if ids is not None:
-            keep = int(np.count_nonzero(values >= bound))  # a prefix: ids are in order
-            if keep < ids.shape[0]:
-                candidates.cut(ids[:keep], self.name)
-            return
-        band = np.flatnonzero(logits >= bound)
-        if band.shape[0] < logits.shape[0]:
-            candidates.cut(sort_descending(logits, band), self.name)
+        kept = candidates.logits_at_least(bound)
+        if kept is not None:
+            candidates.cut(kept, self.name)

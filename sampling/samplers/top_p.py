@@ -6,11 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-import numpy as np
-
-from sampling.engine import Candidates, vocabulary_weights
-from sampling.ordering import prefix_reaching
-from sampling.samplers.unit import UnitKind
+from sampling.candidates import Candidates
+from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
@@ -49,7 +46,7 @@ SETTINGS = (
 
 
 @dataclass(frozen=True, slots=True)
-class TopP:
+class TopP(Stateless):
     """Keep the shortest prefix whose mass reaches p (the crossing token kept).
 
     Attributes:
@@ -75,35 +72,7 @@ class TopP:
 
     def apply(self, candidates: Candidates) -> None:
         """Cut the kept set to the prefix that reaches p."""
-        logits = candidates.logits
-        maximum = candidates.top
-        temperature = candidates.temperature
-        ids = candidates.ids
-        top_p = self.p
-        if ids is None or self.scope == "vocab":
-            all_weights = vocabulary_weights(
-                logits,
-                maximum,
-                temperature,
-                candidates.workspace.array("filter-weights", logits.shape[0], np.float64),
-            )
-            total = float(all_weights.sum())
-        if ids is None:
-            prefix, ranked = prefix_reaching(
-                logits, maximum, temperature, all_weights, top_p * total
-            )
-            if prefix.shape[0] < logits.shape[0]:
-                candidates.cut(prefix, "top_p", ranked, weights=all_weights[prefix])
-            return
-        weights = candidates.kept_weights()
-        if self.scope == "vocab":
-            # candle's TopKThenTopP: p against the whole vocabulary's mass.
-            if top_p >= float(weights.sum()) / total:
-                return
-        else:
-            total = float(weights.sum())
-        cumulative = np.cumsum(weights)
-        cumulative /= total
-        keep = int(np.searchsorted(cumulative, top_p, side="left")) + 1
-        if keep < ids.shape[0]:
-            candidates.cut(ids[:keep], "top_p", weights=weights[:keep])
+        found = candidates.mass_prefix(self.p, of_vocabulary=self.scope == "vocab")
+        if found is not None:
+            kept, ranked, weights = found
+            candidates.cut(kept, self.name, ranked, weights=weights)

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from sampling.engine import Candidates, ordered_ids, scaled_gaps
+from sampling.candidates import Candidates
 from sampling.ordering import stable_argsort
-from sampling.samplers.unit import UnitKind
+from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ SETTINGS = (
 
 
 @dataclass(frozen=True, slots=True)
-class Typical:
+class Typical(Stateless):
     """Locally typical sampling: keep the tokens whose surprise is nearest the entropy.
 
     Attributes:
@@ -60,37 +60,24 @@ class Typical:
 
     def apply(self, candidates: Candidates) -> None:
         """Keep the most typical tokens until their mass exceeds p."""
-        if candidates.ids is None:
-            logits = candidates.logits
-            if logits.shape[0] < 2:
-                return
-            workspace = candidates.workspace
-            gaps = workspace.array("typical-gaps", logits.shape[0], np.float64)
-            scaled_gaps(logits, candidates.maximum, candidates.temperature, None, gaps)
-            probs, scores = _typicality(
-                gaps, workspace.array("typical-probs", logits.shape[0], np.float64)
-            )
-            best = int(np.argmin(scores))
-            if probs[best] > self.p and int(np.count_nonzero(scores == scores[best])) == 1:
-                # A peaked step: the most typical token alone exceeds p; no sort needed.
-                # (Tied scores are ordered by logit, which this shortcut does not read.)
-                candidates.cut(np.array([best], dtype=np.intp), self.name, prefix=False)
-                return
-            ids = ordered_ids(candidates)
-            probs, scores = probs[ids], scores[ids]
-        else:
-            ids = candidates.ids
-            gaps = scaled_gaps(candidates.logits, candidates.top, candidates.temperature, ids)
-            probs, scores = _typicality(gaps, np.empty(ids.shape[0]))
+        if candidates.size < 2:
+            return
+        probs, scores = _typicality(
+            candidates.gaps("typical-gaps"), candidates.scratch("typical-probs")
+        )
+        best = int(np.argmin(scores))
+        if probs[best] > self.p and int(np.count_nonzero(scores == scores[best])) == 1:
+            # A peaked step: the most typical token alone exceeds p; no sort needed.
+            # (Tied scores are ordered by logit, which this shortcut does not read.)
+            kept = np.array([candidates.token_at(best)], dtype=np.intp)
+            candidates.cut(kept, self.name, prefix=False)
+            return
+        ids, (probs, scores) = candidates.in_order(probs, scores)
         by_typicality = stable_argsort(scores)
         cumulative = np.cumsum(probs[by_typicality])
         keep = int(np.searchsorted(cumulative, self.p, side="right")) + 1
-        if keep >= ids.shape[0]:
-            if candidates.ids is None and ids is not candidates.ranked:
-                candidates.ranked = ids
-            return
-        kept = ids[np.sort(by_typicality[:keep])]
-        candidates.cut(kept, self.name, ids if candidates.ids is None else None, prefix=False)
+        if keep < ids.shape[0]:
+            candidates.cut(ids[np.sort(by_typicality[:keep])], self.name, prefix=False)
 
 
 def _typicality(

@@ -5,16 +5,17 @@ a subset of the order that is not a prefix."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
-from sampling.engine import Candidates, ordered_ids, vocabulary_weights, weights_of
-from sampling.samplers.unit import UnitKind
+from sampling.candidates import Candidates
+from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
+    from sampling.rng import UniformSource
     from sampling.settings import SamplerSettings
 
 SETTINGS = (
@@ -47,11 +48,13 @@ SETTINGS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Xtc:
+@dataclass(slots=True)
+class Xtc(Stateless):
     """Exclude Top Choices: remove every token at least `threshold` probable but the last.
 
-    It applies on a step with chance `probability` (the step's `xtc_roll`).
+    It applies on a step with chance `probability`: each step it rolls a coin from
+    the sampler's generator (`begin`; with `probability` 1 it applies without one),
+    and applies unless the coin is above `probability`. Nothing outlives the step.
 
     Attributes:
         probability: The chance per step, in (0, 1].
@@ -65,8 +68,11 @@ class Xtc:
     group_titles: ClassVar[Mapping[str, str]] = {"xtc": "XTC: exclude top choices"}
     label: ClassVar[str] = "xtc"
     row_label: ClassVar[str] = "xtc"
+    draws: ClassVar[bool] = True
     probability: float
     threshold: float
+    roll: float = field(default=0.0, compare=False)
+    """This step's coin, in [0, 1) (0.0 until a generator is handed: XTC applies)."""
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> Xtc | None:
@@ -75,29 +81,17 @@ class Xtc:
             return None
         return cls(settings.xtc_probability, settings.xtc_threshold)
 
+    def begin(self, source: UniformSource) -> None:
+        """Roll this step's coin (none is needed when XTC always applies)."""
+        if self.probability < 1.0:
+            self.roll = source.uniform()
+
     def apply(self, candidates: Candidates) -> None:
         """Remove the head of the order: the top choices but the least probable of them."""
-        if candidates.xtc_roll > self.probability:
+        if self.roll > self.probability or candidates.size < 2:
             return
-        logits = candidates.logits
-        ids = candidates.ids
-        if ids is None:
-            if logits.shape[0] < 2:
-                return
-            weights = vocabulary_weights(
-                logits,
-                candidates.maximum,
-                candidates.temperature,
-                candidates.workspace.array("filter-weights", logits.shape[0], np.float64),
-            )
-            top = int(np.count_nonzero(weights >= self.threshold * float(weights.sum())))
-        else:
-            if ids.shape[0] < 2:
-                return
-            weights = weights_of(logits, candidates.top, candidates.temperature, ids)
-            top = int(np.count_nonzero(weights >= self.threshold * float(weights.sum())))
+        weights = candidates.weights()
+        top = int(np.count_nonzero(weights >= self.threshold * float(weights.sum())))
         if top < 2:
             return  # one top choice or none: XTC leaves the kept set alone
-        ordered = ordered_ids(candidates)
-        ranked = ordered if ids is None else None
-        candidates.cut(ordered[top - 1 :], self.name, ranked, prefix=False)
+        candidates.cut(candidates.ordered()[top - 1 :], self.name, prefix=False)

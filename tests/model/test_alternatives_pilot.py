@@ -34,15 +34,19 @@ async def test_choosing_an_alternative_forces_it_continues_and_keeps_the_old_bra
         await wait_until(pilot, lambda: isinstance(app.screen, AlternativesScreen))
         options = app.screen.query_one(OptionList)
         assert options.option_count == len(step.table.token_ids) + 1  # + re-sample
-        await pilot.press("down", "enter")  # the second candidate
+        # The most probable candidate the reply did not take.
+        rank = next(
+            rank for rank, token in enumerate(step.table.token_ids) if token != step.token_id
+        )
+        await pilot.press(*["down"] * rank, "enter")
         second = await nth_reply_finished(pilot, app, 2)
-        wanted = int(step.table.token_ids[1])
+        wanted = int(step.table.token_ids[rank])
         assert second.token_ids[:INDEX] == first.token_ids[:INDEX]
         assert second.token_ids[INDEX] == wanted != first.token_ids[INDEX]
         reply = app.replies[-1]
         assert [t.step.token_id for t in reply.tokens] == list(second.token_ids)
         assert [t.index for t in reply.tokens] == list(range(len(reply.tokens)))
-        assert reply.tokens[INDEX].step.prob == pytest.approx(float(step.table.prob_after[1]))
+        assert reply.tokens[INDEX].step.prob == pytest.approx(float(step.table.prob_after[rank]))
         assert app.messages[-1].content == second.text
         assert len(app.replies) == 1 and len(app.finished) == 2
 

@@ -24,6 +24,7 @@ from tui.cli.main import main
 
 GREEDY = SamplerSettings(temperature=0.0)
 FAIL_AT = 7  # the failing reply's token index whose logits are bad (7 tokens stored)
+MAX_TOKENS = 64  # the greedy replies end on end-of-generation well before it
 
 
 def _turn(
@@ -34,9 +35,9 @@ def _turn(
 ) -> FinishedEvent:
     """Ask `text` as the app does: record every event, keep the reply's text."""
     messages.append(ChatMessage("user", text))
-    recorder.begin_reply(messages, GREEDY, 30)
+    recorder.begin_reply(messages, GREEDY, MAX_TOKENS)
     finished = None
-    for event in backend.generate(messages, LiveSettings(GREEDY), max_tokens=30):
+    for event in backend.generate(messages, LiveSettings(GREEDY), max_tokens=MAX_TOKENS):
         assert recorder.record(event), recorder.error
         if isinstance(event, FinishedEvent):
             finished = event

@@ -20,6 +20,8 @@ def test_bench_rows_cover_every_mode_on_real_and_flat_logits(default_model_path:
     ]
     newer = {"typical-p 0.9", "top-n-sigma 1", "xtc 1.0/0.1", "dry 0.8", "mirostat 1"}
     assert newer | {"mirostat 2", "dynatemp 0.8+-0.5", "logit bias"} <= {m.name for m in MODES}
+    lacking = {"top-a 0.2", "tfs 0.95", "epsilon 3e-4", "eta 2e-3", "smoothing 0.5", "min_tokens"}
+    assert {f"{name} vs top-p" for name in lacking} | {"adaptive-p 0.5"} <= {m.name for m in MODES}
     for row in rows:
         # Three steps asked, three sampled by each side; the ratio is of the two times.
         assert row.steps == 3 and 0 <= row.agreed <= 3

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 from textual.app import App, ComposeResult
+from textual.geometry import Size
 from textual.pilot import Pilot
 
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
-from sampling.spec import SAMPLER_NAMES
 from tests.fake_backend import FakeBackend
 from tests.helpers import type_message, wait_until
 from tui.app import SamplescopeApp
@@ -171,11 +171,22 @@ async def test_moving_the_temperature_runs_the_order_as_shown(temperature_last: 
         chain = host.query_one(ChainOrder)
         chain.focus()
         start = host.settings.order
-        assert start == SAMPLER_NAMES  # llama.cpp's chain, temperature last
+        assert start[-1] == "temperature"  # llama.cpp's chain, temperature last
         await pilot.press(*["down"] * start.index("temperature"), "shift+up")
         await pilot.pause()
-        moved = (*SAMPLER_NAMES[:-2], "temperature", SAMPLER_NAMES[-2])
+        moved = (*start[:-2], "temperature", start[-2])
         # temperature_last on would move it back last: the panel switches it off first.
         wanted = [("temperature_last", False)] if temperature_last else []
         assert host.asked == [*wanted, ("samplers", moved)]
         assert host.settings.order == moved and chain.value == moved
+
+
+def test_a_long_order_shows_a_window_of_rows_that_follows_the_cursor() -> None:
+    names = tuple(f"unit_{i}" for i in range(12))
+    chain = ChainOrder("samplers", "order", names, names)
+    assert chain.get_content_height(Size(80, 40), Size(80, 40), 60) == 8
+    for _ in range(10):
+        chain.action_cursor(1)
+    shown = chain.render().plain.splitlines()
+    assert len(shown) == 8 and shown[-1].strip().startswith("11. unit_10")
+    assert chain.value == names  # every row is still there, on

@@ -56,6 +56,15 @@ def test_a_ban_is_on_its_row_and_does_not_move_the_cut() -> None:
     assert _shown(items) == ["0", "1:logit_bias", "2", "-- ✂ top-k · 2 kept", "3"]
 
 
+def test_a_min_tokens_ban_is_on_its_row_like_a_logit_bias_ban() -> None:
+    kept = [False, True, True, False]
+    removed = ["min_tokens", "", "", "min_p"]
+    items = layout_rows(kept, removed, "min_p", 2)
+    assert _shown(items) == ["0:min_tokens", "1", "2", "-- ✂ min-p · 2 kept", "3"]
+    alone = layout_rows([False, True], ["min_tokens", ""], "min_tokens", 9)
+    assert _shown(alone) == ["0:min_tokens", "1", "-- no cut · 9 kept"]
+
+
 def test_nothing_cut_and_everything_shown_kept() -> None:
     assert _shown(layout_rows([True, True], ["", ""], "none", 2)) == [
         "0",

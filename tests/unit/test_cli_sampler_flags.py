@@ -7,7 +7,9 @@ import math
 
 import pytest
 
+from sampling.chain import build_chain
 from sampling.errors import SettingsError
+from sampling.registry import LLAMA_CPP_ORDER
 from sampling.settings import SamplerSettings
 from tui.cli.settings_flags import add_settings_flags, bias_needs_tokenizer, settings_from_args
 
@@ -105,9 +107,12 @@ def test_settings_stored_before_the_newer_samplers_replay_as_they_ran() -> None:
         "seed": 42,
     }
     settings = SamplerSettings.from_dict(old)
-    # Temperature first, as every chat stored then ran (the newer samplers are off).
-    assert settings.order[:3] == ("penalties", "dry", "temperature")
-    assert settings.order[3:] == ("top_n_sigma", "top_k", "typ_p", "top_p", "min_p", "xtc")
+    # Temperature first, as every chat stored then ran (the newer samplers are off:
+    # the order names them, in the registry's order, and they do not run).
+    named = tuple(name for name in settings.order if name in LLAMA_CPP_ORDER)
+    assert named[:3] == ("penalties", "dry", "temperature")
+    assert named[3:] == ("top_n_sigma", "top_k", "typ_p", "top_p", "min_p", "xtc")
+    assert build_chain(settings).names == ("penalties", "temperature", "top_k", "top_p", "min_p")
     assert SamplerSettings.from_dict(json.loads(settings_json(settings))) == settings
     biased = settings.with_changes(logit_bias=((3, -math.inf),), samplers=("top_k", "min_p"))
     assert SamplerSettings.from_dict(json.loads(settings_json(biased))) == biased

@@ -15,6 +15,7 @@ from sampling import (
     SettingsError,
     probabilities,
 )
+from sampling.candidates import Candidates
 from sampling.chain import (
     DEFAULT_ORDER,
     SAMPLERS,
@@ -22,10 +23,10 @@ from sampling.chain import (
     build_chain,
     order_of,
 )
-from sampling.engine import Candidates, Kept
+from sampling.engine import Kept
 from sampling.logits import checked_logits
 from sampling.penalties import History
-from sampling.registry import LOGITS_SAMPLERS, SAMPLER_NAMES, UNITS
+from sampling.registry import LLAMA_CPP_ORDER, LOGITS_SAMPLERS, SAMPLER_NAMES, UNITS
 from sampling.samplers.min_p import MinP
 from sampling.samplers.penalties import Penalties
 from sampling.samplers.temperature import Temperature
@@ -88,18 +89,24 @@ def test_registry_uses_llama_cpp_sampler_names() -> None:
 
 
 def test_the_order_is_samplers_as_given_with_temperature_last_moving_it_last() -> None:
-    llama = ("penalties", "dry", "top_n_sigma", "top_k", "typ_p", "top_p", "min_p", "xtc")
+    def llama_names(order: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(name for name in order if name in LLAMA_CPP_CHAIN)
+
+    llama = LLAMA_CPP_CHAIN[:-1]
     first = ("penalties", "dry", "temperature", *llama[2:])
-    assert SamplerSettings().samplers == first  # presets naming no order: temperature first
-    assert order_of(SamplerSettings()) == first
-    assert order_of(SamplerSettings(temperature_last=True)) == (*llama, "temperature")
-    # New chats run llama.cpp's chain exactly, the temperature last.
-    assert DEFAULT_CHAT_SETTINGS.samplers == (*llama, "temperature")
-    assert order_of(DEFAULT_CHAT_SETTINGS) == (*llama, "temperature")
+    # Presets naming no order: the temperature first, before every filter.
+    assert llama_names(SamplerSettings().samplers) == first
+    assert order_of(SamplerSettings()) == SamplerSettings().samplers
+    assert llama_names(order_of(SamplerSettings(temperature_last=True))) == LLAMA_CPP_CHAIN
+    # New chats run llama.cpp's chain, the temperature last (and anything llama.cpp
+    # lacks, off, in the registry's order).
+    assert llama_names(DEFAULT_CHAT_SETTINGS.samplers) == LLAMA_CPP_CHAIN
+    assert LLAMA_CPP_ORDER == LLAMA_CPP_CHAIN
+    assert order_of(DEFAULT_CHAT_SETTINGS) == DEFAULT_CHAT_SETTINGS.samplers
+    assert DEFAULT_CHAT_SETTINGS.samplers[-1] == "temperature"
     assert not DEFAULT_CHAT_SETTINGS.temperature_last
     # The full list of names runs as given: no comparison with the known names.
     assert order_of(SamplerSettings(samplers=SAMPLER_NAMES)) == SAMPLER_NAMES
-    assert order_of(SamplerSettings(samplers=first, temperature_last=True))[-1] == "temperature"
     custom = ("top_k", "temperature", "min_p")
     assert order_of(SamplerSettings(samplers=custom)) == custom
     assert order_of(SamplerSettings(samplers=custom, temperature_last=True)) == (

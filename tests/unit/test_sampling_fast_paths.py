@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sampling import SamplerSettings, probabilities
-from sampling.engine import Candidates, weights_of
+from sampling.candidates import Candidates
+from sampling.engine import weights_of
 from sampling.entropy import entropy_and_normaliser
 from sampling.ordering import sort_descending, stable_argsort
 from sampling.penalties import _distinct_with_counts, _extremely_penalized, penalized_logits

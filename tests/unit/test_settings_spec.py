@@ -17,7 +17,7 @@ from tui.cli.main import build_parser
 from tui.cli.settings_flags import add_settings_flags, settings_from_args
 from tui.compare.columns import DEFAULT_VARIATIONS, VARIABLE_FIELDS, coerce_value
 
-FIELDS = [f.name for f in fields(SamplerSettings)]
+FIELDS = [f.name for f in fields(SamplerSettings) if f.name != "extra"]
 NUMBERS = [spec for spec in SETTINGS if spec.is_number]
 SWITCHES = [spec for spec in SETTINGS if spec.is_scalar and not spec.is_number]
 SEVERAL = [spec for spec in SETTINGS if not spec.is_scalar]
@@ -51,7 +51,28 @@ CHOSEN: dict[str, object] = {
     "dynatemp_range": 0.5,
     "dynatemp_exponent": 2.0,
     "logit_bias": ((17, -math.inf), (42, 2.0)),
-    "samplers": ("penalties", "top_k", "temperature", "min_p"),
+    # Every sampler CHANGED switches on is named: switching one on adds a missing name.
+    "samplers": (
+        "penalties",
+        "top_k",
+        "temperature",
+        "smoothing",
+        "epsilon_cutoff",
+        "eta_cutoff",
+        "tfs",
+        "top_a",
+        "min_p",
+        "adaptive_p",
+    ),
+    "top_a": 0.25,
+    "tfs": 0.95,
+    "epsilon_cutoff": 0.0005,
+    "eta_cutoff": 0.002,
+    "smoothing_factor": 0.5,
+    "smoothing_curve": 2.0,
+    "adaptive_target": 0.5,
+    "adaptive_decay": 0.5,
+    "min_tokens": 16,
 }
 
 

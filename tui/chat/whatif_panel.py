@@ -9,8 +9,6 @@ the cut and which sampler made it).
 
 from __future__ import annotations
 
-from dataclasses import fields
-
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -18,6 +16,7 @@ from textual.widgets import Static
 
 from sampling.records import Step
 from sampling.settings import SamplerSettings
+from sampling.spec import SETTINGS
 from tui.widgets.prob_panel import ProbPanel
 from tui.widgets.token_text import TokenPieces
 
@@ -33,10 +32,10 @@ def _shown(value: object) -> str:
 def settings_diff(own: SamplerSettings, current: SamplerSettings) -> list[str]:
     """Each setting that differs, as "name own→current", in the settings' order."""
     changes = []
-    for field in fields(SamplerSettings):
-        before, after = getattr(own, field.name), getattr(current, field.name)
+    for spec in SETTINGS:
+        before, after = getattr(own, spec.name), getattr(current, spec.name)
         if before != after:
-            changes.append(f"{field.name} {_shown(before)}→{_shown(after)}")
+            changes.append(f"{spec.name} {_shown(before)}→{_shown(after)}")
     return changes
 
 

@@ -8,24 +8,8 @@ import sys
 from collections.abc import Sequence
 from typing import Protocol
 
+from backend.config.sampler_files import load_sampler_files, split_sampler_files
 from sampling.errors import SamplescopeError
-from tui.cli import (
-    bench,
-    branch,
-    compare,
-    config,
-    dist,
-    encode,
-    export,
-    fwd,
-    generate,
-    history,
-    info,
-    replay,
-    rpc_server,
-    tree,
-    whatif,
-)
 from tui.cli.text_input import TextInputError, check_arguments
 
 
@@ -36,23 +20,46 @@ class CommandModule(Protocol):
     def register(self, subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None: ...
 
 
-COMMAND_MODULES: tuple[CommandModule, ...] = (
-    dist,
-    bench,
-    history,
-    replay,
-    whatif,
-    branch,
-    tree,
-    export,
-    config,
-    info,
-    encode,
-    generate,
-    compare,
-    fwd,
-    rpc_server,
-)
+def command_modules() -> tuple[CommandModule, ...]:
+    """Every command's module, imported here: after the sampler plugins are loaded,
+    so that the tables the commands derive from the settings hold theirs."""
+    from tui.cli import (
+        bench,
+        branch,
+        compare,
+        config,
+        dist,
+        encode,
+        export,
+        fwd,
+        generate,
+        history,
+        info,
+        replay,
+        rpc_server,
+        samplers,
+        tree,
+        whatif,
+    )
+
+    return (
+        dist,
+        bench,
+        history,
+        replay,
+        whatif,
+        branch,
+        tree,
+        export,
+        config,
+        info,
+        encode,
+        generate,
+        compare,
+        fwd,
+        rpc_server,
+        samplers,
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -68,10 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
             "Without a COMMAND, samplescope opens the chat app:\n  "
             + app_usage.replace("\n", "\n  ").rstrip()
             + "\n(`samplescope --model PATH -h` explains each app option.)"
+            + "\nAny command takes --sampler-file PATH (repeatable): your own sampler,"
+            + "\nas the files of the config folder's samplers/ are (`samplescope samplers`)."
         ),
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in COMMAND_MODULES:
+    for module in command_modules():
         module.register(subparsers)
     return parser
 
@@ -94,6 +103,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         check_arguments(args_list)
     except TextInputError as error:
+        print(f"samplescope: {error}", file=sys.stderr)
+        return 2
+    try:
+        args_list, sampler_files = split_sampler_files(args_list)
+        load_sampler_files(sampler_files)
+    except SamplescopeError as error:
         print(f"samplescope: {error}", file=sys.stderr)
         return 2
     parser = build_parser()

@@ -13,6 +13,9 @@ from textual.message import Message
 from textual.widget import Widget
 
 _LABEL_WIDTH = 12
+_WINDOW = 8
+"""At most this many rows show at once; the window follows the cursor (the registry's
+samplers and the plugins outnumber what a small terminal's panel can hold)."""
 _ORDER = Binding.Group("order", compact=True)
 
 
@@ -64,6 +67,12 @@ class ChainOrder(Widget, can_focus=True):
         self._names = tuple(names)
         self._rows: list[tuple[str, bool]] = rows_for(self._names, [], tuple(order))
         self._cursor = 0
+        self._top = 0
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every sampler the chain may hold, in the editor's default order."""
+        return self._names
 
     @property
     def value(self) -> tuple[str, ...]:
@@ -90,7 +99,15 @@ class ChainOrder(Widget, can_focus=True):
     def action_cursor(self, delta: int) -> None:
         """Move the cursor one row up (-1) or down (1)."""
         self._cursor = min(max(self._cursor + delta, 0), len(self._rows) - 1)
+        self._follow()
         self.refresh()
+
+    def _follow(self) -> None:
+        """Scroll the window of rows so that the cursor is in it."""
+        if self._cursor < self._top:
+            self._top = self._cursor
+        elif self._cursor >= self._top + _WINDOW:
+            self._top = self._cursor - _WINDOW + 1
 
     def action_move(self, delta: int) -> None:
         """Move the sampler under the cursor one place up (-1) or down (1)."""
@@ -100,6 +117,7 @@ class ChainOrder(Widget, can_focus=True):
         rows = list(self._rows)
         rows[self._cursor], rows[target] = rows[target], rows[self._cursor]
         self._cursor = target
+        self._follow()
         self._ask(rows)
 
     def action_switch(self) -> None:
@@ -117,31 +135,33 @@ class ChainOrder(Widget, can_focus=True):
             self.post_message(self.Changed(self, self.value))
 
     def on_click(self, event: events.Click) -> None:
-        if 0 <= event.y < len(self._rows):
-            self._cursor = event.y
+        row = event.y + self._top
+        if 0 <= event.y < _WINDOW and row < len(self._rows):
+            self._cursor = row
             self.refresh()
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        return len(self._rows)
+        return min(len(self._rows), _WINDOW)
 
     def render(self) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
         label_style = "bold reverse" if self.has_focus else "bold"
         position = 0
+        shown = range(self._top, self._top + _WINDOW)
         for index, (name, on) in enumerate(self._rows):
-            if index:
+            if on:
+                position += 1
+            if index not in shown:
+                continue
+            if index > self._top:
                 text.append("\n")
-            label = self.label if index == 0 else ""
+            label = self.label if index == self._top else ""
             text.append(
                 f"{label:<{_LABEL_WIDTH}}"[:_LABEL_WIDTH], style=label_style if label else ""
             )
             text.append(" ")
             under_cursor = index == self._cursor and self.has_focus
-            if on:
-                position += 1
-                mark = f"{position:>2}. "
-            else:
-                mark = " ·  "
+            mark = f"{position:>2}. " if on else " ·  "
             style = "bold cyan" if on else "grey50 strike"
             if under_cursor:
                 style = "bold yellow reverse" if on else "yellow reverse strike"

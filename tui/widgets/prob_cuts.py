@@ -5,8 +5,8 @@ removed each of the others, `layout_rows` returns the rows and the cut lines bet
 them. A chain of filters that keep the most probable tokens cuts the tail (one line
 under the last row kept); XTC removes the head (a line over the first row kept,
 pointing up); a sampler that keeps a set that is not a run of rows (typical-p) gets
-one line on top and each removed row names its sampler; a logit-bias ban is shown on
-its own row wherever it is.
+one line on top and each removed row names its sampler; a ban (the logit bias,
+min_tokens) is shown on its own row wherever it is.
 """
 
 from __future__ import annotations
@@ -14,39 +14,39 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sampling.registry import LABELS
-from sampling.registry import ROW_LABELS as REGISTRY_ROW_LABELS
+from sampling.registry import LABELS, UNITS
+from sampling.registry import ROW_LABELS as UNIT_ROW_LABELS
 
-BAN = "logit_bias"
-"""The `removed_by` of a token a logit bias of −inf banned."""
+BANS: frozenset[str] = frozenset(
+    unit.name for unit in UNITS if unit.kind == "logits" and not unit.in_order
+)
+"""The `removed_by` of a banned token (-inf): the logit bias, min_tokens."""
 
-SAMPLER_LABELS: dict[str, str] = {
-    **LABELS,
+OTHER_LABELS: dict[str, str] = {
     "typical_p": LABELS["typ_p"],
     "mirostat_v2": LABELS["mirostat"],
     "greedy": "greedy",
     "none": "none",
 }
-"""How each sampler is named on the bars (at most 8 cells): each unit's own label,
-the names older records may hold, and the two cut names that are no unit's."""
+"""Names on the bars besides each unit's own label (the registry's, a plugin's
+included): the names older records may hold, and the two cut names no unit has."""
 
-
-ROW_LABELS: dict[str, str] = {
-    **REGISTRY_ROW_LABELS,
-    "typical_p": REGISTRY_ROW_LABELS["typ_p"],
-    "mirostat_v2": REGISTRY_ROW_LABELS["mirostat"],
+OTHER_ROW_LABELS: dict[str, str] = {
+    "typical_p": UNIT_ROW_LABELS["typ_p"],
+    "mirostat_v2": UNIT_ROW_LABELS["mirostat"],
 }
-"""Shorter names where a row says which sampler removed it (at most 6 cells)."""
+"""Row names besides each unit's own (older records' names)."""
 
 
 def row_label(name: str) -> str:
     """A sampler's name on a removed row, at most 6 cells: "typ-p", "xtc", "ban"."""
-    return ROW_LABELS.get(name, sampler_label(name))[:6]
+    label = UNIT_ROW_LABELS.get(name) or OTHER_ROW_LABELS.get(name) or sampler_label(name)
+    return label[:6]
 
 
 def sampler_label(name: str) -> str:
-    """A sampler's name on the bars: "top-k", "typical", "xtc", "ban"."""
-    return SAMPLER_LABELS.get(name, name.replace("_", "-"))
+    """A sampler's name on the bars (at most 8 cells): "top-k", "typical", "xtc", "ban"."""
+    return LABELS.get(name) or OTHER_LABELS.get(name) or name.replace("_", "-")
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,11 +92,11 @@ def layout_rows(
     """
     count = len(kept)
     # A ban is drawn on its row; it does not decide where the cut lines go.
-    placed = [i for i in range(count) if removed_by[i] != BAN]
+    placed = [i for i in range(count) if removed_by[i] not in BANS]
     kept_rows = [i for i in placed if kept[i]]
     cut_rows = [i for i in placed if not kept[i]]
     if not cut_rows:
-        if cut_by in ("none", BAN):
+        if cut_by == "none" or cut_by in BANS:
             closing = CutItem(f"no cut · {n_kept} kept", quiet=True)
         else:
             closing = CutItem(f"✂ {sampler_label(cut_by)} below · {n_kept} kept")
@@ -134,5 +134,5 @@ def _rows(
 ) -> list[Item]:
     shown = set(named)
     return [
-        RowItem(i, removed_by[i] if i in shown or removed_by[i] == BAN else "") for i in indices
+        RowItem(i, removed_by[i] if i in shown or removed_by[i] in BANS else "") for i in indices
     ]

@@ -16,7 +16,7 @@ from textual.widget import Widget
 from sampling.records import Candidate, Step
 from sampling.settings import settings_summary
 from sampling.spec import LOGITS_SAMPLERS
-from tui.widgets.prob_cuts import BAN, CutItem, layout_rows, row_label
+from tui.widgets.prob_cuts import BANS, CutItem, layout_rows, row_label
 
 _PIECE_WIDTH = 12
 _NUMBER_WIDTH = 6
@@ -133,7 +133,7 @@ class ProbPanel(Widget):
 
     def _row(self, step: Step, candidate: Candidate, bar_width: int, removed_by: str) -> _Line:
         chosen = candidate.token_id == step.token_id
-        banned = removed_by == BAN
+        banned = removed_by in BANS
         piece_style = "bold yellow" if chosen else ("" if candidate.kept else "grey50")
         if banned:
             piece_style = "grey50 strike"

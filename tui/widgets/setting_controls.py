@@ -9,7 +9,6 @@ from sampling.spec import (
     DISPLAY_ORDER,
     GROUP_TITLES,
     GROUPS,
-    SAMPLER_NAMES,
     SETTINGS,
     SETTINGS_BY_NAME,
     SettingSpec,
@@ -101,7 +100,8 @@ def control_for(spec: SettingSpec, settings: SamplerSettings) -> Widget:
     """
     value = getattr(settings, spec.name)
     if spec.name == ORDER_FIELD:
-        return ChainOrder(spec.name, spec.label, SAMPLER_NAMES, chain_order_of(settings))
+        names = [str(name) for name in spec.choice_values]  # the built-ins, then plugins
+        return ChainOrder(spec.name, spec.label, names, chain_order_of(settings))
     if spec.kind in ("bool", "choice"):
         return Toggle(spec.name, spec.label, spec.choices, value)
     if spec.slider is None:

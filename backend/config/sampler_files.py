@@ -1,0 +1,101 @@
+"""A user's own samplers: Python files that define one sampler unit each.
+
+Every `*.py` file of the config directory's `samplers/` folder is loaded, then each
+file given with `--sampler-file PATH` (repeatable). A file defines its unit as a
+class on the units' interface (see `sampling.plugins`) and names it `SAMPLER`; it is
+registered with the file's path and SHA-256, so that a reply made with it can say
+which file it ran and replay can tell when that file is gone or changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from backend.config.paths import config_dir
+from sampling.plugins import PluginError, PluginOrigin, plugin_origins, register
+
+SAMPLERS_DIRNAME = "samplers"
+SAMPLER_FILE_FLAG = "--sampler-file"
+
+
+def samplers_dir() -> Path:
+    """The folder whose `*.py` files are loaded as samplers: `<config dir>/samplers`."""
+    return config_dir() / SAMPLERS_DIRNAME
+
+
+def split_sampler_files(argv: Sequence[str]) -> tuple[list[str], list[Path]]:
+    """The arguments without `--sampler-file PATH` (or `--sampler-file=PATH`), and the
+    paths those gave, in order.
+
+    Raises:
+        PluginError: The flag is last, with no path after it.
+    """
+    rest: list[str] = []
+    paths: list[Path] = []
+    words = iter(argv)
+    for word in words:
+        if word == SAMPLER_FILE_FLAG:
+            path = next(words, None)
+            if path is None:
+                raise PluginError(f"{SAMPLER_FILE_FLAG} needs a path to a Python file")
+            paths.append(Path(path))
+        elif word.startswith(SAMPLER_FILE_FLAG + "="):
+            paths.append(Path(word.split("=", 1)[1]))
+        else:
+            rest.append(word)
+    return rest, paths
+
+
+def load_sampler_files(paths: Sequence[Path] = ()) -> list[PluginOrigin]:
+    """Load the samplers folder's files, then `paths`; return every plugin's origin.
+
+    Raises:
+        PluginError: A file is missing, cannot run, defines no `SAMPLER`, or its
+            unit cannot be registered; the message names the file.
+    """
+    folder = samplers_dir()
+    found = sorted(folder.glob("*.py")) if folder.is_dir() else []
+    for path in [*found, *paths]:
+        load_sampler_file(path)
+    return list(plugin_origins().values())
+
+
+def load_sampler_file(path: Path) -> PluginOrigin:
+    """Run one sampler file and register the unit it names `SAMPLER`.
+
+    Raises:
+        PluginError: As for `load_sampler_files`.
+    """
+    try:
+        source = path.read_bytes()
+    except OSError as error:
+        raise PluginError(f"sampler plugin {path}: cannot read it ({error.strerror})") from None
+    digest = hashlib.sha256(source).hexdigest()
+    module_name = f"samplescope_sampler_{digest[:16]}"
+    spec = importlib.util.spec_from_loader(module_name, loader=None, origin=str(path))
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    module.__file__ = str(path)
+    sys.modules[module_name] = module  # dataclasses look their module up by name
+    try:
+        exec(compile(source, str(path), "exec"), module.__dict__)
+    except Exception as error:  # the user's code: any error is reported, naming the file
+        del sys.modules[module_name]
+        raise PluginError(f"sampler plugin {path}: {type(error).__name__}: {error}") from error
+    unit = module.__dict__.get("SAMPLER")
+    if not isinstance(unit, type):
+        raise PluginError(f"sampler plugin {path}: it must name its sampler class SAMPLER")
+    register(unit, str(path), digest)
+    return plugin_origins()[str(getattr(unit, "name", ""))]
+
+
+def file_sha256(path: Path) -> str | None:
+    """A file's SHA-256 in hex, or None when it cannot be read."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None

@@ -1,0 +1,342 @@
+"""A user's own sampler units, registered next to the built-in ones.
+
+A plugin unit has the interface of every unit (`sampling.samplers.unit`): it joins
+the names an order may hold, its settings join `SETTINGS` (so they get flags, panel
+controls and compare keys) with their values held in `SamplerSettings.extra`, and
+its cuts carry its name and labels like a built-in's. `register` adds one unit, with
+where it came from (the file and its sha256), before the app derives its tables;
+`unregister` takes it out again.
+
+What a plugin file imports: `Candidates`, `SettingSpec`, `SliderRange` and
+`Stateless` from here.
+"""
+
+from __future__ import annotations
+
+import keyword
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from sampling.candidates import Candidates
+from sampling.errors import SamplescopeError
+from sampling.registry import (
+    GROUP_TITLES,
+    LABELS,
+    LOGITS_SAMPLERS,
+    ROW_LABELS,
+    SAMPLERS,
+    UNITS,
+    UNITS_BY_NAME,
+)
+from sampling.samplers.unit import SamplerUnit, Stateless, UnitState
+from sampling.setting_spec import SettingSpec, SliderRange
+from sampling.settings import PLUGIN_SETTINGS, SETTINGS, SETTINGS_BY_NAME
+from sampling.spec import DISPLAY_ORDER
+
+if TYPE_CHECKING:
+    from sampling.rng import UniformSource
+    from sampling.settings import SamplerSettings
+
+__all__ = ["Candidates", "PluginError", "PluginOrigin", "SettingSpec", "SliderRange"]
+__all__ += ["PluginFailure", "PluginGuard", "Stateless", "is_plugin", "plugin_origins"]
+__all__ += ["files_problem", "files_used", "plugin_units", "register", "unregister"]
+
+_BUILTIN_NAMES = frozenset(unit.name for unit in UNITS)
+_RESERVED_NAMES = frozenset(("none", "greedy", ""))
+_INTERFACE = ("from_settings", "begin", "apply", "accept", "reset", "state", "restore")
+
+
+class PluginError(SamplescopeError, ValueError):
+    """A sampler plugin cannot be used; the message names it and what is wrong."""
+
+
+@dataclass(frozen=True, slots=True)
+class PluginOrigin:
+    """Where a plugin unit came from.
+
+    Attributes:
+        name: The unit's name.
+        path: The file it was defined in.
+        sha256: The file's SHA-256, in hex.
+    """
+
+    name: str
+    path: str
+    sha256: str
+
+
+_ORIGINS: dict[str, PluginOrigin] = {}
+_UNITS: dict[str, type[SamplerUnit]] = {}
+
+
+def plugin_origins() -> Mapping[str, PluginOrigin]:
+    """Every registered plugin unit's origin, by name, in registration order."""
+    return dict(_ORIGINS)
+
+
+def plugin_units() -> tuple[type[SamplerUnit], ...]:
+    """Every registered plugin unit, in registration order."""
+    return tuple(_UNITS.values())
+
+
+def register(unit: type[SamplerUnit], path: str, sha256: str) -> None:
+    """Add a plugin unit (the same file registered again changes nothing).
+
+    Raises:
+        PluginError: The unit lacks part of the interface, its name or a setting's
+            name is taken, or a declaration is malformed.
+    """
+    problem = _problem(unit)
+    if problem is not None:
+        raise PluginError(f"sampler plugin {path}: {problem}")
+    known = _ORIGINS.get(unit.name)
+    if known is not None:
+        if known.sha256 == sha256:
+            return
+        raise PluginError(
+            f"sampler plugin {path}: a sampler named {unit.name!r} came already from {known.path}"
+        )
+    _ORIGINS[unit.name] = PluginOrigin(unit.name, path, sha256)
+    _UNITS[unit.name] = unit
+    _derive()
+
+
+def unregister(name: str) -> None:
+    """Take a plugin unit out again (nothing happens for a name not registered)."""
+    if _ORIGINS.pop(name, None) is not None:
+        del _UNITS[name]
+        _derive()
+
+
+def _problem(unit: type[SamplerUnit]) -> str | None:
+    """What is wrong with a unit's declaration, or None."""
+    name = getattr(unit, "name", None)
+    if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+        return f"its name must be a Python identifier, not {name!r}"
+    if name in _BUILTIN_NAMES or name in _RESERVED_NAMES:
+        return f"{name!r} is the name of a built-in sampler"
+    missing = [part for part in _INTERFACE if not hasattr(unit, part)]
+    if missing:
+        return f"{name} lacks {', '.join(missing)} (derive it from Stateless for the defaults)"
+    if getattr(unit, "kind", None) not in ("logits", "candidates"):
+        return f"{name}'s kind must be 'logits' or 'candidates'"
+    if getattr(unit, "in_order", None) is not True:
+        return f"{name} must set in_order = True (a plugin runs where the order puts it)"
+    for attribute in ("label", "row_label"):
+        if not isinstance(getattr(unit, attribute, None), str):
+            return f"{name}'s {attribute} must be a text"
+    titles = getattr(unit, "group_titles", None)
+    if not isinstance(titles, Mapping):
+        return f"{name}'s group_titles must map each of its groups to a title"
+    specs = getattr(unit, "specs", None)
+    if not isinstance(specs, tuple) or not all(isinstance(s, SettingSpec) for s in specs):
+        return f"{name}'s specs must be a tuple of SettingSpec"
+    for spec in specs:
+        owner = _owner_of(spec.name)
+        if owner is not None and owner != name:
+            return f"setting {spec.name!r} belongs to {owner} already"
+        if spec.kind == "order":
+            return f"setting {spec.name!r}: a plugin cannot declare an order"
+        if not spec.accepts(spec.default):
+            return f"setting {spec.name!r}: its default {spec.default!r} is not valid"
+        if spec.group not in titles and spec.group not in GROUP_TITLES:
+            return f"setting {spec.name!r}: group {spec.group!r} has no title in group_titles"
+    return None
+
+
+def _owner_of(setting: str) -> str | None:
+    """The unit (or "the sampler") that declares a setting, or None."""
+    for unit in (*UNITS, *_UNITS.values()):
+        if any(spec.name == setting for spec in unit.specs):
+            return unit.name
+    return "the sampler" if setting in SETTINGS_BY_NAME or setting == "extra" else None
+
+
+_BUILTIN_SAMPLERS = dict(SAMPLERS)
+_BUILTIN_TITLES = dict(GROUP_TITLES)
+_BUILTIN_SETTINGS = tuple(SETTINGS)
+_BUILTIN_DISPLAY = tuple(DISPLAY_ORDER)
+_BUILTIN_ORDER = SETTINGS_BY_NAME["samplers"]
+
+
+def _derive() -> None:
+    """Rebuild, in place, every table the registry and the settings derive, from the
+    built-in units and the plugins registered now."""
+    plugins = tuple(_UNITS.values())
+    SAMPLERS.clear()
+    SAMPLERS.update(_BUILTIN_SAMPLERS)
+    SAMPLERS.update((unit.name, unit) for unit in plugins)
+    UNITS_BY_NAME.clear()
+    UNITS_BY_NAME.update((unit.name, unit) for unit in (*UNITS, *plugins))
+    LABELS.clear()
+    LABELS.update((unit.name, unit.label) for unit in (*UNITS, *plugins))
+    ROW_LABELS.clear()
+    ROW_LABELS.update((unit.name, unit.row_label) for unit in (*UNITS, *plugins))
+    GROUP_TITLES.clear()
+    GROUP_TITLES.update(_BUILTIN_TITLES)
+    for unit in plugins:
+        GROUP_TITLES.update(unit.group_titles)
+    logits_plugins = tuple(unit.name for unit in plugins if unit.kind == "logits")
+    order = replace(
+        _BUILTIN_ORDER,
+        choices=(*_BUILTIN_ORDER.choices, *((unit.name, unit.label) for unit in plugins)),
+        leading=(*LOGITS_SAMPLERS, *logits_plugins),
+    )
+    plugin_specs = [spec for unit in plugins for spec in unit.specs]
+    SETTINGS[:] = [order if spec.name == "samplers" else spec for spec in _BUILTIN_SETTINGS]
+    SETTINGS.extend(plugin_specs)
+    SETTINGS_BY_NAME.clear()
+    SETTINGS_BY_NAME.update((spec.name, spec) for spec in SETTINGS)
+    PLUGIN_SETTINGS.clear()
+    PLUGIN_SETTINGS.update((spec.name, spec) for spec in plugin_specs)
+    DISPLAY_ORDER[:] = [
+        *_BUILTIN_DISPLAY[: _first_switch()],
+        *(spec for spec in plugin_specs if spec.is_number),
+        *_BUILTIN_DISPLAY[_first_switch() :],
+        *(spec for spec in plugin_specs if spec.is_scalar and not spec.is_number),
+    ]
+
+
+def _first_switch() -> int:
+    """Where the built-in switches start in `DISPLAY_ORDER` (after the numbers)."""
+    return next(
+        (i for i, spec in enumerate(_BUILTIN_DISPLAY) if not spec.is_number),
+        len(_BUILTIN_DISPLAY),
+    )
+
+
+class PluginFailure(SamplescopeError):
+    """A plugin unit failed on a step: it raised, left NaN, or removed every token.
+
+    Attributes:
+        name: The unit's name.
+        problem: What went wrong.
+    """
+
+    def __init__(self, name: str, problem: str) -> None:
+        super().__init__(f"sampler plugin {name} switched off for this reply: {problem}")
+        self.name = name
+        self.problem = problem
+
+
+class PluginGuard:
+    """A plugin unit inside the chain, watched: whatever goes wrong in it becomes a
+    `PluginFailure` naming it, so the sampler can switch it off and go on.
+
+    After it applies, the kept set must hold a token, the logits no NaN, the
+    temperature a positive number, and the kept tokens some probability mass.
+    """
+
+    __slots__ = ("draws", "kind", "name", "unit")
+
+    def __init__(self, unit: SamplerUnit) -> None:
+        self.unit = unit
+        self.name = unit.name
+        self.kind = unit.kind
+        self.draws = unit.draws
+
+    @classmethod
+    def build(cls, unit: type[SamplerUnit], settings: SamplerSettings) -> PluginGuard | None:
+        """The plugin built from the settings, watched (None when they turn it off).
+
+        Raises:
+            PluginFailure: Its `from_settings` raised.
+        """
+        try:
+            built = unit.from_settings(settings)
+        except Exception as error:  # a plugin's error of any kind is reported, named
+            raise PluginFailure(unit.name, f"{type(error).__name__}: {error}") from error
+        return None if built is None else cls(built)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PluginGuard) and other.unit == self.unit
+
+    def __hash__(self) -> int:
+        return hash((PluginGuard, self.name))
+
+    def begin(self, source: UniformSource) -> None:
+        """The plugin's `begin`, watched."""
+        self._watch(lambda: self.unit.begin(source))
+
+    def apply(self, candidates: Candidates) -> None:
+        """The plugin's `apply`, watched, then the candidates checked."""
+        self._watch(lambda: self.unit.apply(candidates))
+        problem = _broken(candidates)
+        if problem is not None:
+            raise PluginFailure(self.name, problem)
+
+    def accept(self, token: int, prob: float) -> None:
+        """The plugin's `accept`, watched."""
+        self._watch(lambda: self.unit.accept(token, prob))
+
+    def reset(self) -> None:
+        """The plugin's `reset`, watched."""
+        self._watch(self.unit.reset)
+
+    @property
+    def state(self) -> UnitState:
+        """The plugin's state."""
+        return self.unit.state
+
+    def restore(self, state: UnitState) -> None:
+        """The plugin's `restore`, watched."""
+        self._watch(lambda: self.unit.restore(state))
+
+    def _watch(self, call: Callable[[], object]) -> None:
+        try:
+            call()
+        except PluginFailure:
+            raise
+        except Exception as error:  # a plugin's error of any kind switches it off
+            raise PluginFailure(self.name, f"{type(error).__name__}: {error}") from error
+
+
+def _broken(candidates: Candidates) -> str | None:
+    """What a plugin left broken in the candidates, or None."""
+    if candidates.size == 0:
+        return "it removed every token"
+    if math.isnan(float(np.max(candidates.logits))):
+        return "it left NaN in the logits"
+    temperature = candidates.temperature
+    if not (math.isfinite(temperature) and temperature > 0.0):
+        return f"it set the temperature to {temperature}"
+    mass = float(candidates.weights().sum())
+    if mass != mass:
+        return "it left NaN in the probabilities"
+    if mass <= 0.0:
+        return "it left the kept tokens no probability"
+    return None
+
+
+def is_plugin(name: str) -> bool:
+    """Whether a unit of this name is a registered plugin."""
+    return name in _ORIGINS
+
+
+def files_used(settings: SamplerSettings) -> dict[str, str]:
+    """Each plugin the settings' order runs, with its file's SHA-256 (what a stored
+    reply keeps, so that replay can tell the file it ran)."""
+    return {name: _ORIGINS[name].sha256 for name in settings.samplers if name in _ORIGINS}
+
+
+def files_problem(used: Mapping[str, str]) -> str | None:
+    """Why a reply that ran the plugins `used` (name → SHA-256) cannot run again here,
+    or None when each is loaded from the very same file content."""
+    for name, sha256 in used.items():
+        origin = _ORIGINS.get(name)
+        if origin is None:
+            return (
+                f"it ran the sampler plugin {name!r} (file SHA-256 {sha256[:12]}…), which is"
+                " not loaded: put its file in the config folder's samplers/ or give"
+                " --sampler-file PATH"
+            )
+        if origin.sha256 != sha256:
+            return (
+                f"it ran the sampler plugin {name!r} from a file with SHA-256 {sha256[:12]}…,"
+                f" but {origin.path} has changed since (SHA-256 {origin.sha256[:12]}…)"
+            )
+    return None

@@ -1,0 +1,265 @@
+"""A user's own sampler: the README's plugin file, loaded as it stands, and plugins that
+fail, switched off for the reply with the step run again without them."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from backend.chat.events import GenerationStats
+from backend.config.sampler_files import load_sampler_file, split_sampler_files
+from backend.store.store import ChatStore, ModelRef, StoreError
+from sampling import Sampler, SamplerSettings, settings_summary
+from sampling.errors import SettingsError
+from sampling.plugins import PluginError, plugin_origins, unregister
+from sampling.registry import LABELS, SAMPLERS, UNITS_BY_NAME
+from sampling.spec import DISPLAY_ORDER, SETTINGS, SETTINGS_BY_NAME
+from tests.golden import LOGITS
+
+ROOT = Path(__file__).resolve().parents[2]
+X = np.asarray(LOGITS, dtype=np.float32)
+
+
+def readme_plugin() -> str:
+    """The first Python block of the README's section "Your own sampler"."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Your own sampler", 1)[1]
+    found = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert found is not None
+    return found.group(1)
+
+
+@pytest.fixture
+def plugin_file(tmp_path: Path) -> Iterator[Path]:
+    """The README's plugin as a file, unregistered again after the test."""
+    path = tmp_path / "top_h.py"
+    path.write_text(readme_plugin(), encoding="utf-8")
+    yield path
+    unregister("top_h")
+
+
+def write_plugin(tmp_path: Path, name: str, apply_body: str) -> Path:
+    """A plugin file whose unit `name` applies `apply_body` (at 8 spaces)."""
+    path = tmp_path / f"{name}.py"
+    path.write_text(
+        f'''
+from dataclasses import dataclass
+
+import numpy as np
+
+from sampling.plugins import Stateless
+
+
+@dataclass(frozen=True)
+class Broken(Stateless):
+    name = "{name}"
+    kind = "candidates"
+    in_order = True
+    specs = ()
+    group_titles = {{}}
+    label = "{name}"
+    row_label = "{name}"
+
+    @classmethod
+    def from_settings(cls, settings):
+        return cls()
+
+    def apply(self, candidates):
+{apply_body}
+
+
+SAMPLER = Broken
+''',
+        encoding="utf-8",
+    )
+    return path
+
+
+def top_h_by_hand(logits: list[float], alpha: float, temperature: float = 1.0) -> int:
+    """How many tokens Top-H keeps, computed term by term."""
+    top = max(logits)
+    weights = [math.exp((x - top) / temperature) for x in logits]
+    total = math.fsum(weights)
+    probs = sorted((w / total for w in weights), reverse=True)
+    bound = alpha * -math.fsum(p * math.log(p) for p in probs)
+    for k in range(1, len(probs) + 1):
+        head = probs[:k]
+        mass = math.fsum(head)
+        entropy = -math.fsum(p / mass * math.log(p / mass) for p in head)
+        if entropy > bound + 1e-12:
+            return max(k - 1, 1)
+    return len(probs)
+
+
+def test_the_readme_plugin_loads_as_it_stands_and_joins_everything(plugin_file: Path) -> None:
+    origin = load_sampler_file(plugin_file)
+    assert origin.name == "top_h" and len(origin.sha256) == 64
+    assert plugin_origins()["top_h"].path == str(plugin_file)
+    assert "top_h" in SAMPLERS and LABELS["top_h"] == "top-h"
+    assert SETTINGS[-1] is SETTINGS_BY_NAME["top_h"] and SETTINGS_BY_NAME["top_h"] in DISPLAY_ORDER
+    assert "top_h" in SETTINGS_BY_NAME["samplers"].choice_values
+    settings = SamplerSettings(samplers=("top_h",)).with_changes(top_h=0.4)
+    assert settings.value("top_h") == 0.4 and settings.extra == (("top_h", 0.4),)
+    assert settings.to_dict()["top_h"] == 0.4
+    assert SamplerSettings.from_dict(settings.to_dict()) == settings
+    assert "top_h=0.4" in settings_summary(settings)
+    assert SETTINGS_BY_NAME["samplers"].parse("top-h;temperature") == ("top_h", "temperature")
+    with pytest.raises(SettingsError, match="top_h"):
+        settings.with_changes(top_h=1.5)
+    load_sampler_file(plugin_file)  # the same file again changes nothing
+    unregister("top_h")
+    assert "top_h" not in SAMPLERS and "top_h" not in SETTINGS_BY_NAME
+    assert [spec.name for spec in SETTINGS][-1] == "samplers"
+    with pytest.raises(SettingsError, match="loaded sampler plugin"):
+        SamplerSettings().with_changes(top_h=0.4)
+
+
+@pytest.mark.parametrize(("alpha", "temperature"), [(0.2, 1.0), (0.4, 1.0), (0.7, 0.5), (0.9, 2.0)])
+def test_top_h_keeps_what_its_paper_keeps(
+    plugin_file: Path, alpha: float, temperature: float
+) -> None:
+    load_sampler_file(plugin_file)
+    settings = SamplerSettings(
+        temperature=temperature, samplers=("temperature", "top_h")
+    ).with_changes(top_h=alpha)
+    step = Sampler(settings, n_candidates=6).sample(X)
+    kept = top_h_by_hand(list(LOGITS), alpha, temperature)
+    assert step.n_kept == kept
+    cut = "top_h" if kept < len(LOGITS) else "none"
+    assert step.cut_by == cut
+    assert step.table.removed_by == tuple([""] * kept + ["top_h"] * (len(LOGITS) - kept))
+
+
+def test_a_plugin_settles_on_a_real_sized_vocabulary(plugin_file: Path) -> None:
+    load_sampler_file(plugin_file)
+    logits = np.random.default_rng(3).normal(0.0, 4.0, 4096).astype(np.float32)
+    settings = SamplerSettings(samplers=("top_k", "top_h")).with_changes(top_h=0.3, top_k=200)
+    step = Sampler(settings).sample(logits)
+    assert 1 <= step.n_kept < 200 and step.cut_by == "top_h" and step.notes == ()
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        ("        raise RuntimeError('no luck')", "RuntimeError: no luck"),
+        ("        candidates.cut(candidates.head(1)[:0], self.name)", "removed every token"),
+        (
+            "        candidates.replace_logits(np.full_like(candidates.logits, np.nan))",
+            "NaN in the logits",
+        ),
+        ("        candidates.temperature = float('nan')", "temperature"),
+    ],
+)
+def test_a_failing_plugin_is_switched_off_for_the_reply_and_the_step_run_again(
+    tmp_path: Path, body: str, problem: str
+) -> None:
+    path = write_plugin(tmp_path, "shaky", body)
+    try:
+        load_sampler_file(path)
+        base = SamplerSettings(top_k=3, seed=5)
+        with_it = Sampler(base.with_changes(samplers=("shaky", "top_k", "temperature")))
+        without = Sampler(base.with_changes(samplers=("top_k", "temperature")))
+        first = with_it.sample(X)
+        assert len(first.notes) == 1
+        assert "sampler plugin shaky switched off" in first.notes[0] and problem in first.notes[0]
+        assert with_it.switched_off.keys() == {"shaky"}
+        expected = [without.sample(X).token_id for _ in range(6)]
+        got = [first.token_id] + [with_it.sample(X).token_id for _ in range(5)]
+        assert got == expected
+        # A settings change keeps it off; a new reply (reset) switches it on again.
+        with_it.settings = with_it.settings.with_changes(top_k=4)
+        assert "shaky" not in with_it.chain.names
+        with_it.reset()
+        assert "shaky" in with_it.chain.names and with_it.switched_off == {}
+    finally:
+        unregister("shaky")
+
+
+def test_a_plugin_that_is_not_one_is_refused_naming_its_file(tmp_path: Path) -> None:
+    cases = {
+        "syntax.py": ("def (", "SyntaxError"),
+        "nothing.py": ("x = 1\n", "SAMPLER"),
+        "builtin.py": (
+            write_plugin(tmp_path, "top_k", "        pass").read_text(),
+            "name of a built-in sampler",
+        ),
+    }
+    for file_name, (text, words) in cases.items():
+        path = tmp_path / file_name
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(PluginError, match=words) as caught:
+            load_sampler_file(path)
+        assert str(path) in str(caught.value)
+    with pytest.raises(PluginError, match="cannot read"):
+        load_sampler_file(tmp_path / "absent.py")
+    assert "top_k" in UNITS_BY_NAME and not plugin_origins()
+
+
+def test_sampler_file_flags_are_taken_out_of_the_arguments() -> None:
+    rest, paths = split_sampler_files(
+        ["--sampler-file", "a.py", "generate", "hi", "--sampler-file=b.py", "-t", "0"]
+    )
+    assert rest == ["generate", "hi", "-t", "0"] and paths == [Path("a.py"), Path("b.py")]
+    with pytest.raises(PluginError, match="needs a path"):
+        split_sampler_files(["--sampler-file"])
+
+
+def test_samplers_command_lists_built_ins_and_plugins(tmp_path: Path) -> None:
+    folder = tmp_path / "config" / "samplers"
+    folder.mkdir(parents=True)
+    (folder / "top_h.py").write_text(readme_plugin(), encoding="utf-8")
+    env = {
+        **os.environ,
+        "SAMPLESCOPE_CONFIG_DIR": str(tmp_path / "config"),
+        "PYTHONPATH": str(ROOT),
+    }
+    command = [sys.executable, "-m", "tui.cli.main", "samplers", "--json"]
+    listed = json.loads(subprocess.run(command, env=env, capture_output=True, check=True).stdout)
+    by_name = {entry["name"]: entry for entry in listed}
+    assert by_name["top_h"]["builtin"] is False and by_name["top_h"]["settings"] == ["top_h"]
+    assert by_name["top_k"] == {"name": "top_k", "builtin": True, "settings": ["top_k"]}
+    assert all(entry["builtin"] for entry in listed if entry["name"] != "top_h")
+    help_text = subprocess.run(
+        [sys.executable, "-m", "tui.cli.main", "generate", "-h"],
+        env=env,
+        capture_output=True,
+        check=True,
+        text=True,
+    ).stdout
+    assert "--top-h" in help_text
+
+
+def test_a_reply_keeps_the_plugin_file_it_ran_and_refuses_without_it(
+    plugin_file: Path, tmp_path: Path
+) -> None:
+    load_sampler_file(plugin_file)
+    model = ModelRef(path="/models/m.gguf", size=1234, sha256="ab" * 32)
+    settings = SamplerSettings(samplers=("top_h", "temperature"), seed=3).with_changes(top_h=0.4)
+    path = tmp_path / "chats.sqlite3"
+    with ChatStore(path) as store:
+        chat = store.new_chat("Plugged", model)
+        store.add_message(chat, "user", "hi")
+        writer = store.begin_reply(chat, model, settings)
+        writer.append_token(0, 11, settings, "Hi")
+        writer.finish("eos", GenerationStats(prompt_tokens=2, decode_tokens=1), "Hi")
+        (reply,) = store.load_chat(chat).replies
+        assert reply.settings_at(0) == settings
+    stored = sqlite3.connect(path).execute("SELECT settings FROM settings_changes").fetchone()[0]
+    assert json.loads(stored)["sampler_files"] == {"top_h": plugin_origins()["top_h"].sha256}
+    unregister("top_h")
+    with ChatStore(path) as store, pytest.raises(StoreError, match=r"'top_h'.*not loaded"):
+        store.load_chat(chat)
+    plugin_file.write_text(readme_plugin() + "\n# changed\n", encoding="utf-8")
+    load_sampler_file(plugin_file)
+    with ChatStore(path) as store, pytest.raises(StoreError, match="has changed since"):
+        store.load_chat(chat)

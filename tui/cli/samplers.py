@@ -1,0 +1,60 @@
+"""`samplescope samplers`: the built-in samplers and the user's own, with their settings."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from backend.config.sampler_files import SAMPLER_FILE_FLAG, samplers_dir
+from sampling.plugins import plugin_origins
+from sampling.registry import UNITS_BY_NAME
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `samplers` to the command line."""
+    parser = subparsers.add_parser(
+        "samplers",
+        help="list the built-in samplers and your own",
+        description=(
+            "List every sampler unit: the built-in ones and the plugins loaded from "
+            f"{samplers_dir()} or given with {SAMPLER_FILE_FLAG} PATH (before the command "
+            "or after it), each with the settings it declares."
+        ),
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="a JSON list of objects with name, builtin, settings (and a plugin's file, sha256)",
+    )
+    parser.set_defaults(func=run)
+
+
+def sampler_list() -> list[dict[str, object]]:
+    """Each sampler unit: its name, whether built in, its settings' names (and for a
+    plugin its file and the file's SHA-256)."""
+    origins = plugin_origins()
+    listed: list[dict[str, object]] = []
+    for name, unit in UNITS_BY_NAME.items():
+        entry: dict[str, object] = {
+            "name": name,
+            "builtin": name not in origins,
+            "settings": [spec.name for spec in unit.specs],
+        }
+        if name in origins:
+            entry["file"] = origins[name].path
+            entry["sha256"] = origins[name].sha256
+        listed.append(entry)
+    return listed
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the samplers, as a table or as JSON."""
+    if args.json:
+        print(json.dumps(sampler_list(), indent=2))
+        return 0
+    origins = plugin_origins()
+    for name, unit in UNITS_BY_NAME.items():
+        kind = f"plugin {origins[name].path}" if name in origins else "built-in"
+        settings = ", ".join(spec.name for spec in unit.specs) or "-"
+        print(f"{name:<14} {kind:<10} {settings}")
+    return 0
