@@ -16,6 +16,9 @@ from tests.fake_backend import EOS_ID, FakeBackend
 QUESTION = [ChatMessage("user", "tell me about the cat")]
 SEEDED = DEFAULT_CHAT_SETTINGS.with_changes(seed=7, repeat_penalty=1.2, repeat_last_n=16)
 MIROSTAT = SamplerSettings(mirostat=2, mirostat_tau=3.0, seed=11)
+ADAPTIVE = SamplerSettings(
+    min_p=0.05, adaptive_target=0.3, min_tokens=25, seed=4, samplers=("min_p", "adaptive_p")
+)
 
 
 def finished_of(events: list[tuple[int, GenerationEvent]], column: int) -> FinishedEvent:
@@ -34,7 +37,9 @@ def test_a_reply_ends_with_the_end_token_as_a_real_model_does() -> None:
     assert tokens[-1].text == "" and "</s>" not in finished.text
 
 
-@pytest.mark.parametrize("settings", [SEEDED, MIROSTAT], ids=["penalties", "mirostat"])
+@pytest.mark.parametrize(
+    "settings", [SEEDED, MIROSTAT, ADAPTIVE], ids=["penalties", "mirostat", "adaptive-p"]
+)
 def test_rewind_then_decode_again_gives_what_never_going_there_gives(
     settings: SamplerSettings,
 ) -> None:
