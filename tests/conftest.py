@@ -21,7 +21,7 @@ hypothesis_settings.register_profile("fuzz-long", max_examples=3000, deadline=No
 hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "samplescope"))
 
 if TYPE_CHECKING:
-    from backend.chat.llama_backend import LlamaBackend
+    from backend.session.llama_backend import LlamaBackend
 
 
 @pytest.fixture(scope="session")
@@ -39,7 +39,7 @@ def llama_backend(
     One thread: the test machine is shared, and an oversubscribed ggml thread pool
     slows down many times over. Tests that depend on the cache reset it first.
     """
-    from backend.chat.llama_backend import LlamaBackend
+    from backend.session.llama_backend import LlamaBackend
 
     log = tmp_path_factory.mktemp("llama-log") / "llama.log"
     backend = LlamaBackend.load(

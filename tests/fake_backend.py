@@ -1,40 +1,37 @@
-"""A deterministic fake model implementing ChatBackend, for UI tests and snapshots.
+"""A deterministic fake `Model` for UI tests and snapshots, and the backend over it.
 
-The fake has a small vocabulary of words. Its logits are derived from a hash of the
-last few token ids, so the same context always gives the same distribution, and the
-distribution is spread enough that top-k / top-p / min-p cutoffs show on screen. The
-token is chosen by the real `sampling.Sampler`, so every `Step` is a real record.
+`FakeModel` implements only the `backend.session.model.Model` protocol: a small
+vocabulary of words whose logits are derived from a hash of the last few token ids
+of a sequence, so the same context always gives the same distribution, spread enough
+that top-k / top-p / min-p cutoffs show on screen. `FakeBackend` is the one
+generation loop (`SessionBackend`) over it, so the app's tests run the real loop and
+the real samplers: every `Step` is a real record, and a reply ends with the
+end-of-generation token as a real model's does.
 
 Hooks for tests: a per-token and per-prefill-chunk delay, and a pause after a given
-number of tokens or prefill chunks (the generator blocks until `resume` is set or
+number of reply tokens or prefill chunks (the model blocks until `resume` is set or
 the generation is cancelled), so a snapshot can catch the app mid-reply.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 import time
 import zlib
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
-from backend.chat.compare import common_prefix
-from backend.chat.events import (
-    FinishedEvent,
-    FinishReason,
-    GenerationEvent,
-    GenerationStats,
-    PhaseEvent,
-    PrefillProgress,
-    TokenEvent,
-)
 from backend.chat.protocol import ChatMessage, LiveSettings, ModelInfo
-from backend.chat.run_state import Steer, forced_step
+from backend.chat.template import ChatTemplate
 from backend.llama.pieces import visible_piece
-from sampling import Sampler
+from backend.session.backend import SessionBackend
+from backend.session.loop import Generation
+from backend.session.model import BatchEntry
+from backend.session.run import Steer
 
 EOS_ID = 0
 
@@ -109,23 +106,42 @@ stays literal."""
 
 _CONTEXT_WINDOW = 3
 _NEWLINE_ID = 36
+_ROLE_IDS = {"system": 37, "user": 38, "assistant": 39}
+_OTHER_ROLE_ID = 40
+_MARKERS = {f"<|{role}|>": token for role, token in _ROLE_IDS.items()}
+_ASSISTANT_START = (_NEWLINE_ID, _ROLE_IDS["assistant"], _NEWLINE_ID)
+
+FAKE_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '\\n<|' + message['role'] + '|>\\n' }}{{ message['content'] }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '\\n<|assistant|>\\n' }}{% endif %}"
+)
+"""Each turn: a newline, its role's marker, a newline, its words; then the
+assistant's marker between newlines."""
+
+_WORDS = re.compile(r"\n|[^\s]+")
 
 
-class FakeBackend:
-    """A deterministic word-level model implementing `ChatBackend`.
+class FakeModel:
+    """A deterministic word-level `Model` (see the module doc).
 
     Args:
-        token_delay: Seconds to sleep before each sampled token.
-        prefill_chunk: Prompt tokens per prefill chunk (like `n_batch`).
+        token_delay: Seconds to sleep before each sampled token's logits.
+        prefill_chunk: Prompt tokens per prefill chunk (`n_batch`).
         prefill_delay: Seconds to sleep per prefill chunk.
-        pause_after_tokens: Block after yielding this many tokens of a reply.
-        pause_after_chunks: Block after yielding this many prefill progress events.
-        clock: Time source for the stats (inject a fake one for fixed figures).
-        n_ctx: The context size reported by `info`.
+        pause_after_tokens: Block when decoding this many tokens of a reply.
+        pause_after_chunks: Block after this many prefill chunks (before the next).
+        n_ctx: The context size.
         min_reply_tokens: End-of-reply is impossible before this many tokens.
         flat_at: The reply token (0-based) whose logits are all equal: a known
             entropy spike and unlikely pick (the plots' tests).
     """
+
+    n_seq_max = 4
+    bos = -1
+    add_bos = False
+    lost = False
 
     def __init__(
         self,
@@ -135,54 +151,212 @@ class FakeBackend:
         prefill_delay: float = 0.0,
         pause_after_tokens: int | None = None,
         pause_after_chunks: int | None = None,
-        clock: Callable[[], float] = time.perf_counter,
         n_ctx: int = 2048,
         min_reply_tokens: int = 12,
         flat_at: int | None = None,
     ) -> None:
         if prefill_chunk < 1:
             raise ValueError(f"prefill_chunk must be >= 1, got {prefill_chunk}")
+        self.n_ctx = n_ctx
+        self.n_vocab = len(FAKE_VOCAB)
+        self.n_batch = prefill_chunk
         self.token_delay = token_delay
-        self.prefill_chunk = prefill_chunk
         self.prefill_delay = prefill_delay
         self.pause_after_tokens = pause_after_tokens
         self.pause_after_chunks = pause_after_chunks
-        self.clock = clock
         self.min_reply_tokens = min_reply_tokens
         self.flat_at = flat_at
         self.paused = threading.Event()
-        """Set while the generator is blocked at a pause point."""
+        """Set while a decode is blocked at a pause point."""
         self.resume = threading.Event()
-        """Set it to let a paused generator go on."""
-        self._info = ModelInfo(
+        """Set it to let a paused decode go on."""
+        self.cancel: threading.Event | None = None
+        """The running generation's cancel flag (a pause ends when it is set)."""
+        self._seqs: dict[int, list[int]] = {}
+        self._rows: list[int] = []
+        self._chunks = 0
+
+    # ---- tokens -------------------------------------------------------------------
+
+    def tokenize(self, text: str, *, special: bool) -> list[int]:
+        """Newlines and words; with `special`, a role marker is its role's token."""
+        if special and text in _MARKERS:
+            return [_MARKERS[text]]
+        return [_NEWLINE_ID if word == "\n" else _word_id(word) for word in _WORDS.findall(text)]
+
+    def token_bytes(self, token: int, *, special: bool = False) -> bytes:
+        """The bytes of a token (the end token's only with `special`)."""
+        if token == EOS_ID and not special:
+            return b""
+        return FAKE_VOCAB[token].encode() if 0 <= token < len(FAKE_VOCAB) else b""
+
+    def shown_piece(self, token: int) -> str:
+        """The visible form of a token (for the probability panel)."""
+        if 0 <= token < len(FAKE_VOCAB):
+            return visible_piece(FAKE_VOCAB[token])
+        return f"#{token}"
+
+    def special_texts(self) -> list[str]:
+        """The role markers."""
+        return list(_MARKERS)
+
+    def is_eog(self, token: int) -> bool:
+        """Id 0 ends a reply."""
+        return token == EOS_ID
+
+    @property
+    def eog_ids(self) -> tuple[int, ...]:
+        """Id 0 alone."""
+        return (EOS_ID,)
+
+    # ---- decoding -----------------------------------------------------------------
+
+    def decode(self, batch: Sequence[BatchEntry]) -> None:
+        """Append the batch's tokens to their sequences: a batch holding several tokens
+        of one sequence is a prefill chunk (a pause after some comes before the next
+        one); a reply's token may pause."""
+        seqs = [entry.seq for entry in batch]
+        prefill = len(batch) > len(set(seqs))
+        if prefill and self._chunks == self.pause_after_chunks:
+            self._pause()
+        for entry in batch:
+            held = self._seqs.setdefault(entry.seq, [])
+            if entry.pos != len(held):
+                raise AssertionError(f"fake: position {entry.pos} after {len(held)} tokens")
+            held.append(entry.token)
+        self._rows = seqs
+        if prefill:
+            self._chunks += 1
+            self._sleep(self.prefill_delay)
+        elif self.pause_after_tokens in {self.reply_index(self._seqs[seq]) for seq in seqs}:
+            self._pause()
+
+    def logits(self, row: int = -1) -> npt.NDArray[np.float32]:
+        """The fake logits of the last batch's row `row` (a fresh array)."""
+        self._sleep(self.token_delay)
+        context = self._seqs[self._rows[row]]
+        values = context_logits(context)
+        index = self.reply_index(context)
+        if index == self.flat_at:
+            values[:] = 0.0
+        if index < self.min_reply_tokens:
+            values[EOS_ID] = -1e4
+        else:
+            values[EOS_ID] = -4.0 + 0.25 * (index - self.min_reply_tokens)
+        return values
+
+    @staticmethod
+    def reply_index(context: Sequence[int]) -> int:
+        """How many tokens follow the last assistant marker (all of them without one)."""
+        for start in range(len(context) - 3, -1, -1):
+            if tuple(context[start : start + 3]) == _ASSISTANT_START:
+                return len(context) - start - 3
+        return len(context)
+
+    # ---- memory -------------------------------------------------------------------
+
+    def seq_rm(self, seq: int, p0: int, p1: int) -> bool:
+        """Drop a sequence's tail (a span in the middle cannot be: False)."""
+        for key in list(self._seqs) if seq < 0 else [seq]:
+            held = self._seqs.setdefault(key, [])
+            if 0 <= p1 < len(held) and p0 > 0:
+                return False
+            del held[max(p0, 0) : None if p1 < 0 else p1]
+        return True
+
+    def seq_cp(self, src: int, dst: int, p0: int, p1: int) -> None:
+        """`dst` holds `src`'s tokens."""
+        self._seqs[dst] = list(self._seqs.get(src, [])[p0 : None if p1 < 0 else p1])
+
+    def seq_shift(self, seq: int, p0: int, p1: int, delta: int) -> bool:
+        """The fake cannot shift positions."""
+        return False
+
+    def clear(self) -> None:
+        """Forget every sequence."""
+        self._seqs.clear()
+
+    def recover(self) -> None:
+        """Never lost: nothing to do."""
+
+    # ---- hooks --------------------------------------------------------------------
+
+    def _pause(self) -> None:
+        self.paused.set()
+        while not self.resume.wait(0.02):
+            if self.cancel is not None and self.cancel.is_set():
+                break
+        self.paused.clear()
+
+    def _sleep(self, seconds: float) -> None:
+        if seconds <= 0:
+            return
+        if self.cancel is None:
+            time.sleep(seconds)
+        else:
+            self.cancel.wait(seconds)
+
+
+def context_logits(context: Sequence[int]) -> npt.NDArray[np.float32]:
+    """The fake logits after `context`: a function of its last few ids only."""
+    key = ",".join(str(i) for i in context[-_CONTEXT_WINDOW:]).encode()
+    seed = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little")
+    rng = np.random.default_rng(seed)
+    values = rng.standard_normal(len(FAKE_VOCAB)) * 2.0
+    # A few strong favourites make the distribution peaked, like a real model's.
+    favourites = rng.choice(np.arange(1, len(FAKE_VOCAB)), size=3, replace=False)
+    values[favourites] += np.array([3.0, 2.2, 1.5])
+    values[EOS_ID] = -4.0
+    return values.astype(np.float32)
+
+
+class FakeBackend(SessionBackend):
+    """The one generation loop over a `FakeModel` (keywords: `FakeModel`'s).
+
+    Args:
+        clock: Time source for the stats (inject a fake one for fixed figures).
+    """
+
+    def __init__(
+        self, *, clock: Callable[[], float] = time.perf_counter, **options: object
+    ) -> None:
+        self.fake = FakeModel(**options)  # type: ignore[arg-type]
+        info = ModelInfo(
             name="fake-words",
             path="<fake>",
-            n_ctx=n_ctx,
+            n_ctx=self.fake.n_ctx,
             n_threads=1,
             n_vocab=len(FAKE_VOCAB),
-            n_batch=prefill_chunk,
+            n_batch=self.fake.n_batch,
         )
-        self._cache: list[int] = []
+        super().__init__(self.fake, ChatTemplate(FAKE_TEMPLATE), info, clock=clock)
 
     @property
-    def info(self) -> ModelInfo:
-        """The fake model's description."""
-        return self._info
+    def paused(self) -> threading.Event:
+        """Set while the model is blocked at a pause point."""
+        return self.fake.paused
 
     @property
-    def context_used(self) -> int:
-        """Tokens held in the fake KV cache."""
-        return len(self._cache)
+    def resume(self) -> threading.Event:
+        """Set it to let a paused model go on."""
+        return self.fake.resume
 
-    def token_piece(self, token_id: int) -> str:
-        """The visible form of a token (for the probability panel)."""
-        if 0 <= token_id < len(FAKE_VOCAB):
-            return visible_piece(FAKE_VOCAB[token_id])
-        return f"#{token_id}"
+    @property
+    def pause_after_tokens(self) -> int | None:
+        """Block when decoding this many tokens of a reply."""
+        return self.fake.pause_after_tokens
+
+    @pause_after_tokens.setter
+    def pause_after_tokens(self, count: int | None) -> None:
+        self.fake.pause_after_tokens = count
 
     def token_bytes(self, token_id: int) -> bytes:
         """The bytes of a token (a saved reply's text, token by token)."""
-        return FAKE_VOCAB[token_id].encode() if 0 < token_id < len(FAKE_VOCAB) else b""
+        return self.fake.token_bytes(token_id)
+
+    def token_piece(self, token_id: int) -> str:
+        """The visible form of a token (for the probability panel)."""
+        return self.fake.shown_piece(token_id)
 
     def encode_text(self, text: str) -> list[int]:
         """The ids of a text made of vocabulary entries, longest entry first (no match: [])."""
@@ -200,160 +374,31 @@ class FakeBackend:
             rest = rest[len(FAKE_VOCAB[match]) :]
         return ids
 
-    def tokenize(self, messages: Sequence[ChatMessage]) -> list[int]:
-        """The fake prompt tokens of a conversation plus the assistant prefix."""
-        ids: list[int] = []
-        for message in messages:
-            ids.extend((_NEWLINE_ID, _role_id(message.role), _NEWLINE_ID))
-            ids.extend(_word_id(word) for word in message.content.split())
-        ids.extend((_NEWLINE_ID, _role_id("assistant"), _NEWLINE_ID))
-        return ids
-
-    def logits(self, context: Sequence[int]) -> np.ndarray:
-        """The fake logits after `context`: a function of its last few ids only."""
-        key = ",".join(str(i) for i in context[-_CONTEXT_WINDOW:]).encode()
-        seed = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little")
-        rng = np.random.default_rng(seed)
-        values = rng.standard_normal(len(FAKE_VOCAB)) * 2.0
-        # A few strong favourites make the distribution peaked, like a real model's.
-        favourites = rng.choice(np.arange(1, len(FAKE_VOCAB)), size=3, replace=False)
-        values[favourites] += np.array([3.0, 2.2, 1.5])
-        values[EOS_ID] = -4.0
-        return values.astype(np.float32)
-
-    def generate(
+    def generate_many(
         self,
         messages: Sequence[ChatMessage],
-        settings: LiveSettings,
+        lives: Sequence[LiveSettings],
         *,
         max_tokens: int = 512,
         cancel: threading.Event | None = None,
         raw: bool = False,
         steer: Steer | None = None,
-    ) -> Iterator[GenerationEvent]:
-        """Generate a reply; see `ChatBackend.generate` (`steer`: `LlamaBackend`'s)."""
-        start = self.clock()
-        prompt = self.tokenize(messages[-1:] if raw else messages)
-        shared = common_prefix(self._cache, prompt)
-        self._cache = self._cache[:shared]
-        todo = len(prompt) - shared
-        stats = GenerationStats(prompt_tokens=len(prompt), prefilled_tokens=todo)
-        yield PhaseEvent("prefill")
-        chunks = 0
-        done = 0
-        while done < todo:
-            if _is_set(cancel):
-                yield from self._finish("cancelled", stats, start, (), "", 0.0)
-                return
-            self._sleep(self.prefill_delay, cancel)
-            done = min(todo, done + self.prefill_chunk)
-            self._cache = prompt[: shared + done]
-            chunks += 1
-            yield PrefillProgress(done=done, total=todo)
-            if self.pause_after_chunks is not None and chunks == self.pause_after_chunks:
-                self._pause(cancel)
-        self._cache = list(prompt)
-        prefill_end = self.clock()
-        stats = replace(stats, prefill_ms=(prefill_end - start) * 1000.0)
-        yield PhaseEvent("decode")
-        sampler = Sampler(settings.current, vocab_size=len(FAKE_VOCAB))
-        steer = steer or Steer()
-        reply: list[int] = list(steer.prefix)
-        self._cache.extend(steer.prefix)
-        text_parts: list[str] = [FAKE_VOCAB[token] for token in steer.prefix]
-        sampler_us = 0.0
-        first_token_at: float | None = None
-        reason: FinishReason = "max_tokens"
-        while len(reply) < max_tokens:
-            if _is_set(cancel):
-                reason = "cancelled"
-                break
-            self._sleep(self.token_delay, cancel)
-            sampler.settings = settings.current
-            sampler.tail_ranks = settings.tail_ranks
-            logits = self.logits(self._cache)
-            if len(reply) == self.flat_at:
-                logits[:] = 0.0
-            if len(reply) < self.min_reply_tokens:
-                logits[EOS_ID] = -1e4
-            else:
-                logits[EOS_ID] = -4.0 + 0.25 * (len(reply) - self.min_reply_tokens)
-            step = sampler.sample(logits, history=self._cache)
-            if len(reply) == len(steer.prefix) and steer.force is not None:
-                step = forced_step(step, steer.force, logits, self._cache)
-            if settings.step_sink is not None:
-                settings.step_sink(len(reply), logits, self._cache)
-            sampler_us += step.elapsed_us
-            if first_token_at is None:
-                first_token_at = self.clock()
-            if step.token_id == EOS_ID:
-                reason = "eos"
-                break
-            reply.append(step.token_id)
-            self._cache.append(step.token_id)
-            text = FAKE_VOCAB[step.token_id]
-            text_parts.append(text)
-            yield TokenEvent(len(reply) - 1, step, text, visible_piece(text))
-            if self.pause_after_tokens is not None and len(reply) == self.pause_after_tokens:
-                self._pause(cancel)
-        end = self.clock()
-        decode_ms = (end - prefill_end) * 1000.0
-        stats = replace(
-            stats,
-            ttft_ms=((first_token_at or end) - start) * 1000.0,
-            decode_tokens=len(reply) - len(steer.prefix),
-            decode_ms=decode_ms,
-            decode_tps=(len(reply) - len(steer.prefix)) / (decode_ms / 1000.0)
-            if decode_ms > 0
-            else 0.0,
+        rewindable: bool = False,
+    ) -> Generation:
+        """`SessionBackend.generate_many`, the model told the cancel flag (its pauses
+        and delays end when it is set)."""
+        self.fake.cancel = cancel
+        return super().generate_many(
+            messages,
+            lives,
+            max_tokens=max_tokens,
+            cancel=cancel,
+            raw=raw,
+            steer=steer,
+            rewindable=rewindable,
         )
-        yield from self._finish(reason, stats, start, tuple(reply), "".join(text_parts), sampler_us)
-
-    def reset(self) -> None:
-        """Forget the fake KV cache."""
-        self._cache = []
-
-    def close(self) -> None:
-        """Nothing to free."""
-
-    def _finish(
-        self,
-        reason: FinishReason,
-        stats: GenerationStats,
-        start: float,
-        reply: tuple[int, ...],
-        text: str,
-        sampler_us: float,
-    ) -> Iterator[GenerationEvent]:
-        del start
-        yield PhaseEvent("done")
-        yield FinishedEvent(reason, replace(stats, sampler_us=sampler_us), text, reply)
-
-    def _pause(self, cancel: threading.Event | None) -> None:
-        self.paused.set()
-        while not self.resume.wait(0.02):
-            if _is_set(cancel):
-                break
-        self.paused.clear()
-
-    @staticmethod
-    def _sleep(seconds: float, cancel: threading.Event | None) -> None:
-        if seconds <= 0:
-            return
-        if cancel is None:
-            time.sleep(seconds)
-        else:
-            cancel.wait(seconds)
-
-
-def _role_id(role: str) -> int:
-    return {"system": 37, "user": 38, "assistant": 39}.get(role, 40)
 
 
 def _word_id(word: str) -> int:
     # Prompt words map onto the vocabulary so the penalties have something to see.
     return 1 + zlib.crc32(word.encode()) % (len(FAKE_VOCAB) - 1)
-
-
-def _is_set(event: threading.Event | None) -> bool:
-    return event is not None and event.is_set()

@@ -21,8 +21,9 @@ from textual.widgets import Footer
 
 from backend.chat.completion import Mode, mode_for_backend
 from backend.chat.events import FinishedEvent, GenerationEvent
-from backend.chat.protocol import ChatBackend, ChatMessage, LiveSettings
+from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.config.config import Config
+from backend.session.backend import SessionBackend
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatStore, StoreError
 from sampling.errors import SettingsError
@@ -109,9 +110,9 @@ class SamplescopeApp(App[None]):
 
     def __init__(
         self,
-        backend: ChatBackend | None = None,
+        backend: SessionBackend | None = None,
         *,
-        backend_factory: Callable[[], ChatBackend] | None = None,
+        backend_factory: Callable[[], SessionBackend] | None = None,
         settings: SamplerSettings = DEFAULT_CHAT_SETTINGS,
         max_tokens: int = 512,
         system_prompt: str | None = None,

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from backend.chat.events import FinishedEvent
-from backend.chat.llama_backend import LlamaBackend
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.config.model_path import resolve_model_path
+from backend.session.llama_backend import LlamaBackend
 from backend.store.store import ChatStore
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 

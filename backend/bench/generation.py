@@ -30,9 +30,9 @@ import llama_cpp
 import numpy as np
 
 from backend.chat.events import FinishedEvent
-from backend.chat.llama_backend import LlamaBackend
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.config.model_path import resolve_model_path
+from backend.session.llama_backend import LlamaBackend
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 
 DECODE_PROMPT = "Write a long story about a lighthouse keeper and a storm."
@@ -171,7 +171,7 @@ kind, model, n_ctx, threads = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sy
 from backend.llama.log import install_llama_log
 install_llama_log(Path(sys.argv[5]))
 if kind == "ours":
-    from backend.chat.llama_backend import LlamaBackend
+    from backend.session.llama_backend import LlamaBackend
     from backend.chat.protocol import ChatMessage, LiveSettings
     from sampling.settings import DEFAULT_CHAT_SETTINGS
     b = LlamaBackend.load(model, n_ctx=n_ctx, n_threads=threads, log_path=sys.argv[5])

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backend.bench.generation import PREFILL_TEXT, _ours_decode, _ours_prefill
-from backend.chat.llama_backend import LlamaBackend
 from backend.llama.rpc import Endpoint
+from backend.session.llama_backend import LlamaBackend
 from sampling.settings import SamplerSettings
 
 

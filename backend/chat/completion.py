@@ -9,7 +9,7 @@ tokenized as plain text and continued; `LlamaBackend.generate(..., raw=True)` fe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, Protocol
 
 from backend.chat.protocol import ChatMessage
 from backend.chat.template import builtin_template_for
@@ -50,19 +50,33 @@ def choose_mode(
     return "chat", None
 
 
-def mode_for_backend(backend: object, requested: Mode | None) -> tuple[Mode, str | None]:
+class TemplatedModel(Protocol):
+    """What choosing a mode needs to know of a loaded model."""
+
+    @property
+    def has_own_template(self) -> bool:
+        """Whether its GGUF carries a chat template."""
+        ...
+
+    @property
+    def template_notice(self) -> str | None:
+        """Why its template is not its GGUF's own (None when it is)."""
+        ...
+
+    def special_texts(self) -> list[str]:
+        """The texts of its vocabulary's special tokens."""
+        ...
+
+
+def mode_for_backend(backend: TemplatedModel, requested: Mode | None) -> tuple[Mode, str | None]:
     """`choose_mode` for a loaded backend, with the template's own notice in chat mode.
 
-    A backend without a GGUF of its own (a test double) counts as a chat model. In
-    chat mode, a model whose GGUF has no template says which built-in one it got.
+    In chat mode, a model whose GGUF has no template says which built-in one it got.
     """
-    runtime = getattr(backend, "runtime", None)
-    if runtime is None:
-        return choose_mode(requested, True, ())
-    has_template = bool(runtime.chat_template())
-    mode, notice = choose_mode(requested, has_template, runtime.special_texts())
+    has_template = backend.has_own_template
+    mode, notice = choose_mode(requested, has_template, backend.special_texts())
     if mode == "chat" and notice is None and not has_template:
-        notice = getattr(backend, "template_notice", None)
+        notice = backend.template_notice
     return mode, notice
 
 

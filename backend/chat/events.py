@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Literal
 
 from sampling.records import Step
+from sampling.settings import SamplerSettings
 
 Phase = Literal["prefill", "decode", "done"]
 FinishReason = Literal["eos", "max_tokens", "context_full", "cancelled", "error"]
@@ -82,6 +84,45 @@ class GenerationStats:
 
 
 @dataclass(frozen=True, slots=True)
+class Decoding:
+    """How a reply was decoded when not alone: in lockstep with siblings, one batch
+    holding a token of every live sequence a step.
+
+    llama.cpp's logits depend on the batch (a token decoded beside others can differ
+    from the same token decoded alone), so a replay rebuilds such a reply by running
+    every sibling again in lockstep, each with its settings.
+
+    Attributes:
+        column: The reply's place among the siblings.
+        columns: Every sibling's settings at the start, in order (its own included).
+    """
+
+    column: int
+    columns: tuple[SamplerSettings, ...]
+
+    def to_json(self) -> str:
+        """The record as stored (`replies.decoding`)."""
+        return json.dumps({"lockstep": self.column, "columns": [s.to_dict() for s in self.columns]})
+
+    @classmethod
+    def from_json(cls, text: str) -> Decoding:
+        """The record from its stored text.
+
+        Raises:
+            ValueError: The text is not such a record.
+        """
+        try:
+            values = json.loads(text)
+            columns = tuple(SamplerSettings.from_dict(v) for v in values["columns"])
+            column = int(values["lockstep"])
+        except (TypeError, KeyError, json.JSONDecodeError) as error:
+            raise ValueError(f"not a decoding record: {text[:60]!r} ({error})") from None
+        if not 0 <= column < len(columns):
+            raise ValueError(f"decoding record: column {column} of {len(columns)}")
+        return cls(column, columns)
+
+
+@dataclass(frozen=True, slots=True)
 class FinishedEvent:
     """The generation ended.
 
@@ -91,6 +132,7 @@ class FinishedEvent:
         text: The whole reply text.
         token_ids: The sampled token ids, in order.
         error: The user-facing error message when `reason` is "error".
+        decoding: How it was decoded when in lockstep with siblings (None: alone).
     """
 
     reason: FinishReason
@@ -98,6 +140,7 @@ class FinishedEvent:
     text: str
     token_ids: tuple[int, ...]
     error: str | None = None
+    decoding: Decoding | None = None
 
 
 GenerationEvent = PhaseEvent | PrefillProgress | TokenEvent | NoticeEvent | FinishedEvent

@@ -30,18 +30,33 @@ class ContextLostError(LlamaError):
     """The context is gone with its KV cache (the child process holding it died)."""
 
 
+class BatchToken(Protocol):
+    """One token of a decode batch: its id, its position, its sequence."""
+
+    @property
+    def token(self) -> int: ...
+
+    @property
+    def pos(self) -> int: ...
+
+    @property
+    def seq(self) -> int: ...
+
+
 class Context(Protocol):
-    """What the runtime needs from a llama context (sequence 0 only).
+    """What the runtime needs from a llama context.
 
     Attributes:
         n_ctx: Context size.
         n_batch: Largest batch.
+        n_seq_max: How many sequences the memory holds.
         placement: Where the layers are: "" here, else e.g. "2 RPC servers".
         lost: The context is gone with its cache (a child process died).
     """
 
     n_ctx: int
     n_batch: int
+    n_seq_max: int
     placement: str
     lost: bool
 
@@ -49,12 +64,22 @@ class Context(Protocol):
         """Create the context again after a loss (empty cache)."""
         ...
 
-    def decode(self, tokens: Sequence[int], start: int) -> int:
-        """Decode `tokens` at positions start..; logits for the last one; llama's code."""
+    def decode(self, tokens: Sequence[int], start: int, seq: int) -> int:
+        """Decode `tokens` of `seq` at positions start..; logits for the last one;
+        llama's code."""
         ...
 
-    def logits(self) -> npt.NDArray[np.float32]:
-        """The last decoded token's logits (valid until the next decode)."""
+    def decode_batch(self, batch: Sequence[BatchToken]) -> int:
+        """Decode tokens of several sequences; logits for each one's last; llama's code."""
+        ...
+
+    def logits(self, row: int) -> npt.NDArray[np.float32]:
+        """The logits of row `row` of the last batch (-1: its last; valid until the
+        next decode)."""
+        ...
+
+    def seq_cp(self, src: int, dst: int, p0: int, p1: int) -> None:
+        """`llama_memory_seq_cp`: `dst` shares positions [p0, p1) of `src`."""
         ...
 
     def seq_rm(self, seq: int, p0: int, p1: int) -> bool:
@@ -103,13 +128,18 @@ def load_model(
     return model
 
 
-def context_params(n_ctx: int, n_batch: int, n_threads: int) -> Any:
-    """The llama_context_params every samplescope context uses."""
+def context_params(n_ctx: int, n_batch: int, n_threads: int, n_seq_max: int = 1) -> Any:
+    """The llama_context_params every samplescope context uses.
+
+    Every sequence shares the context's cells (a unified KV cache): one sequence alone
+    may use all of them, and a prompt copied to another sequence costs no cell.
+    """
     params = llama_cpp.llama_context_default_params()
     params.n_ctx = n_ctx
     params.n_batch = n_batch
     params.n_ubatch = n_batch
-    params.n_seq_max = 1
+    params.n_seq_max = n_seq_max
+    params.kv_unified = True
     params.n_threads = n_threads
     params.n_threads_batch = n_threads
     # The same as llama-cpp-python's Llama default, so greedy results match it.
@@ -125,19 +155,24 @@ class LocalContext:
         n_ctx: Context size.
         n_batch: Largest batch.
         n_threads: Threads for decode and prefill.
+        n_seq_max: How many sequences the memory holds at once.
 
     Raises:
         LlamaError: llama.cpp could not create the context.
     """
 
-    def __init__(self, model: Any, n_ctx: int, n_batch: int, n_threads: int) -> None:
-        ctx = llama_cpp.llama_init_from_model(model, context_params(n_ctx, n_batch, n_threads))
+    def __init__(
+        self, model: Any, n_ctx: int, n_batch: int, n_threads: int, n_seq_max: int = 1
+    ) -> None:
+        params = context_params(n_ctx, n_batch, n_threads, n_seq_max)
+        ctx = llama_cpp.llama_init_from_model(model, params)
         if not ctx:
             raise LlamaError(f"llama.cpp could not create a context of {n_ctx} tokens")
         self._ctx: Any = ctx
         self._memory: Any = llama_cpp.llama_get_memory(ctx)
         self.n_ctx = int(llama_cpp.llama_n_ctx(ctx))
         self.n_batch = n_batch
+        self.n_seq_max = n_seq_max
         self.n_vocab = int(llama_cpp.llama_vocab_n_tokens(llama_cpp.llama_model_get_vocab(model)))
         self._batch: Any = llama_cpp.llama_batch_init(n_batch, 0, 1)
         self.placement = ""
@@ -146,15 +181,16 @@ class LocalContext:
     def reconnect(self) -> None:
         """Nothing to do: an in-process context is never lost."""
 
-    def decode(self, tokens: Sequence[int], start: int) -> int:
-        """Decode `tokens` (at most n_batch) at positions start..; returns llama's code."""
+    def decode(self, tokens: Sequence[int], start: int, seq: int) -> int:
+        """Decode `tokens` (at most n_batch) of `seq` at positions start..; returns
+        llama's code."""
         batch = self._batch
         n = len(tokens)
         if n == 1:  # the decode step's fast path
             batch.token[0] = tokens[0]
             batch.pos[0] = start
             batch.n_seq_id[0] = 1
-            batch.seq_id[0][0] = 0
+            batch.seq_id[0][0] = seq
             batch.logits[0] = 1
         else:
             token_arr, pos_arr = batch.token, batch.pos
@@ -163,15 +199,32 @@ class LocalContext:
                 token_arr[i] = token
                 pos_arr[i] = start + i
                 n_seq[i] = 1
-                seq_ids[i][0] = 0
+                seq_ids[i][0] = seq
                 logits[i] = 0
             logits[n - 1] = 1
         batch.n_tokens = n
         return int(llama_cpp.llama_decode(self._ctx, batch))
 
-    def logits(self) -> npt.NDArray[np.float32]:
-        """A zero-copy view of llama.cpp's logits buffer: the next decode overwrites it."""
-        ptr = llama_cpp.llama_get_logits_ith(self._ctx, -1)
+    def decode_batch(self, entries: Sequence[BatchToken]) -> int:
+        """Decode tokens of several sequences; logits for each one's last entry."""
+        batch = self._batch
+        last: dict[int, int] = {}
+        for i, entry in enumerate(entries):
+            batch.token[i] = entry.token
+            batch.pos[i] = entry.pos
+            batch.n_seq_id[i] = 1
+            batch.seq_id[i][0] = entry.seq
+            batch.logits[i] = 0
+            last[entry.seq] = i
+        for i in last.values():
+            batch.logits[i] = 1
+        batch.n_tokens = len(entries)
+        return int(llama_cpp.llama_decode(self._ctx, batch))
+
+    def logits(self, row: int) -> npt.NDArray[np.float32]:
+        """A zero-copy view of llama.cpp's logits of `row` of the last batch (-1: its
+        last): the next decode overwrites it."""
+        ptr = llama_cpp.llama_get_logits_ith(self._ctx, row)
         if not ptr:
             raise LlamaError("llama.cpp returned no logits")
         return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
@@ -179,6 +232,10 @@ class LocalContext:
     def seq_rm(self, seq: int, p0: int, p1: int) -> bool:
         """Drop positions [p0, p1) of `seq` (-1: every sequence / to the end)."""
         return bool(llama_cpp.llama_memory_seq_rm(self._memory, seq, p0, p1))
+
+    def seq_cp(self, src: int, dst: int, p0: int, p1: int) -> None:
+        """Make `dst` share positions [p0, p1) of `src`."""
+        llama_cpp.llama_memory_seq_cp(self._memory, src, dst, p0, p1)
 
     def seq_add(self, seq: int, p0: int, p1: int, delta: int) -> None:
         """Shift positions [p0, p1) of `seq` by `delta`."""

@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from backend.llama import isolated_child
-from backend.llama.context import ContextLostError, LlamaError
+from backend.llama.context import BatchToken, ContextLostError, LlamaError
 from backend.llama.log import current_log_path
 from backend.llama.rpc import Endpoint, RpcError, probe, probe_all
 
@@ -87,6 +87,7 @@ class ChildContext:
         )
         self._endpoints = tuple(endpoints)
         self.n_batch = n_batch
+        self.n_seq_max = 1  # one sequence: see `decode_batch`
         self.n_ctx = n_ctx
         self.placement = ""
         self.lost = False
@@ -202,9 +203,9 @@ class ChildContext:
 
     # ---- the Context interface ----------------------------------------------------
 
-    def decode(self, tokens: Sequence[int], start: int) -> int:
+    def decode(self, tokens: Sequence[int], start: int, seq: int) -> int:
         """Decode in the child; its logits are copied here when it succeeds."""
-        code = int(self._request("decode", list(tokens), start))
+        code = int(self._request("decode", list(tokens), start, seq))
         if code == 0:
             assert self._conn is not None
             try:
@@ -213,10 +214,18 @@ class ChildContext:
                 raise self._loss(_DOING["decode"]) from None
         return code
 
-    def logits(self) -> npt.NDArray[np.float32]:
+    def decode_batch(self, batch: Sequence[BatchToken]) -> int:
+        """Not offered: a model split across servers holds one sequence."""
+        raise LlamaError("a model split across RPC servers decodes one sequence at a time")
+
+    def logits(self, row: int) -> npt.NDArray[np.float32]:
         """The last decoded token's logits (this process's copy; the next decode
         overwrites it, as llama.cpp's own buffer would be)."""
         return self._logits
+
+    def seq_cp(self, src: int, dst: int, p0: int, p1: int) -> None:
+        """Not offered: a model split across servers holds one sequence."""
+        raise LlamaError("a model split across RPC servers decodes one sequence at a time")
 
     def seq_rm(self, seq: int, p0: int, p1: int) -> bool:
         """`llama_memory_seq_rm` in the child."""

@@ -96,8 +96,8 @@ def serve(conn: Connection, context: LocalContext) -> None:
         op = request[0]
         try:
             if op == "decode":
-                code = context.decode(request[1], request[2])
-                logits = context.logits() if code == 0 else None
+                code = context.decode(request[1], request[2], request[3])
+                logits = context.logits(-1) if code == 0 else None
                 conn.send(("ok", code))
                 if logits is not None:
                     conn.send_bytes(logits.data)

@@ -13,8 +13,9 @@ through `llama_log_set` (see `backend.llama.log`).
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,8 @@ import numpy as np
 import numpy.typing as npt
 
 from backend.llama.context import (
+    BatchToken,
     Context,
-    ContextLostError,
     LlamaError,
     LocalContext,
     load_model,
@@ -33,7 +34,6 @@ from backend.llama.context import (
 from backend.llama.ggml_devices import require_rpc
 from backend.llama.pieces import visible_piece
 from backend.llama.rpc import Endpoint, probe_all
-from backend.llama.threads import check_thread_count, default_threads
 
 __all__ = ["LlamaError", "LlamaRuntime", "RuntimeOptions", "check_thread_count", "default_threads"]
 
@@ -49,6 +49,27 @@ def _init_backend() -> None:
             _backend_ready = True
 
 
+def default_threads() -> int:
+    """All cores: measured on 2 cores, decode runs faster on 2 threads than on 1."""
+    return max(1, os.cpu_count() or 1)
+
+
+def check_thread_count(n_threads: int) -> None:
+    """Raise unless `n_threads` is between 1 and the number of cores.
+
+    More threads than cores only make ggml's threads wait on each other: with
+    thousands, a step takes minutes and the reply seems to hang.
+
+    Raises:
+        LlamaError: The count is out of that range; the message gives the range.
+    """
+    cores = default_threads()
+    if not 1 <= n_threads <= cores:
+        raise LlamaError(
+            f"invalid thread count {n_threads}: expected 1 to {cores} (the cores of this machine)"
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class RuntimeOptions:
     """How to load a model (the `--threads --ctx --batch --gpu-layers --rpc` options).
@@ -57,6 +78,8 @@ class RuntimeOptions:
         n_gpu_layers: Layers offloaded to GPUs or RPC servers; None: none locally, all
             of them when `rpc` names servers (llama.cpp's `-ngl 99 --rpc ...`).
         rpc: RPC servers to split the model across (empty: this machine only).
+        n_seq_max: How many sequences the memory holds at once (lockstep decoding;
+            one with RPC servers).
     """
 
     n_ctx: int = 4096
@@ -64,6 +87,7 @@ class RuntimeOptions:
     n_threads: int | None = None
     n_gpu_layers: int | None = None
     rpc: tuple[Endpoint, ...] = ()
+    n_seq_max: int = 4
 
 
 class LlamaRuntime:
@@ -114,7 +138,9 @@ class LlamaRuntime:
                 )
             else:
                 try:
-                    self._context = LocalContext(model, n_ctx, n_batch, self.n_threads)
+                    self._context = LocalContext(
+                        model, n_ctx, n_batch, self.n_threads, options.n_seq_max
+                    )
                 except LlamaError as error:
                     raise LlamaError(f"{path}: {error}") from None
         except BaseException:
@@ -122,16 +148,13 @@ class LlamaRuntime:
             raise
         self.n_ctx = self._context.n_ctx
         self.n_batch = n_batch
+        self.n_seq_max = self._context.n_seq_max
         self.n_vocab = int(llama_cpp.llama_vocab_n_tokens(self._vocab))
         self._piece_buf = ctypes.create_string_buffer(256)
         self._piece_cache: dict[tuple[int, bool], bytes] = {}
         self._shown_cache: dict[int, str] = {}
         self._special: list[int] | None = None
         self._eog_ids: tuple[int, ...] | None = None
-        self.cache: list[int] = []  # the tokens the KV cache holds, position by position
-        # Where the llama_decode batch that computed each cached position began: a
-        # token's logits and KV depend on the batch it was computed in.
-        self._batch_starts: list[int] = []
 
     @property
     def placement(self) -> str:
@@ -246,131 +269,72 @@ class LlamaRuntime:
             return None
         return bytes(raw).decode("utf-8", errors="replace")
 
-    # ---- the KV cache -------------------------------------------------------------
+    # ---- the Model protocol: decoding and the sequences' memory ---------------------
 
     @property
     def lost(self) -> bool:
-        """Whether the context is gone (an RPC server failed); `reconnect` restores it."""
+        """Whether the context is gone (an RPC server failed); `recover` restores it."""
         return self._context.lost
 
-    def reconnect(self) -> None:
-        """Load the model through the RPC servers again, with an empty cache.
+    def recover(self) -> None:
+        """Load the model through the RPC servers again (its context was lost).
 
         Raises:
             RpcError: A server still cannot be reached (named in the message).
         """
-        self._forget()
         self._context.reconnect()
 
-    def _forget(self) -> None:
-        # The context and its KV cache are gone: so is what the bookkeeping says.
-        self.cache.clear()
-        self._batch_starts.clear()
-
-    def keep(self, n: int) -> int:
-        """Truncate the KV cache to its first `n` tokens; returns how many are kept."""
-        n = max(0, min(n, len(self.cache)))
-        if n == len(self.cache):
-            return n
-        try:
-            if not self._context.seq_rm(-1, n, -1):
-                # A partial removal can fail on some memory types: start over.
-                self._context.clear()
-                n = 0
-        except ContextLostError:
-            self._forget()
-            raise
-        del self.cache[n:]
-        del self._batch_starts[n:]
-        return n
-
-    def remove_span(self, start: int, end: int) -> bool:
-        """Take cache[start:end] out and shift the later tokens back (context shift).
-
-        Returns:
-            False (nothing changed) when the memory cannot shift positions.
-        """
-        if not 0 <= start < end <= len(self.cache):
-            return False
-        try:
-            if not self._context.can_shift() or not self._context.seq_rm(0, start, end):
-                return False
-            self._context.seq_add(0, end, -1, start - end)
-        except ContextLostError:
-            self._forget()
-            raise
-        del self.cache[start:end]
-        # Shifted tokens keep their batch boundaries, moved back with them.
-        shift = end - start
-        self._batch_starts[start:] = [
-            max(start, s - shift) if s >= start else s for s in self._batch_starts[end:]
-        ]
-        return True
-
-    def clear(self) -> None:
-        """Empty the KV cache (nothing to do when the context is lost)."""
-        self._forget()
-        if not self.lost:
-            self._context.clear()
-
-    def batch_of(self, pos: int) -> tuple[int, int]:
-        """The [start, end) positions of the decode batch that computed cache[pos]."""
-        start = self._batch_starts[pos]
-        end = pos + 1
-        while end < len(self._batch_starts) and self._batch_starts[end] == start:
-            end += 1
-        return start, end
-
-    def _decode(self, tokens: list[int]) -> None:
-        start = len(self.cache)
-        try:
-            code = self._context.decode(tokens, start)
-            if code != 0:
-                # Whatever llama.cpp managed to write past the recorded tokens is dropped.
-                if not self._context.seq_rm(-1, start, -1):
-                    self.clear()
-                raise LlamaError(f"llama_decode failed with code {code} at position {start}")
-        except ContextLostError:
-            self._forget()
-            raise
-        self.cache.extend(tokens)
-        self._batch_starts.extend([start] * len(tokens))
-
-    def decode(self, tokens: list[int]) -> None:
-        """Append `tokens` (at most n_batch) to the cache; logits for the last one.
+    def decode(self, batch: Sequence[BatchToken]) -> None:
+        """Decode one batch (at most n_batch entries); logits for each sequence's last.
 
         Raises:
-            LlamaError: llama.cpp failed; the cache is put back as it was.
-            ContextLostError: The context is gone (an RPC server failed); the cache is
-                empty.
+            LlamaError: llama.cpp failed; what it wrote past the batch's start
+                positions is dropped again.
+            ContextLostError: The context is gone (an RPC server failed).
         """
-        n = len(tokens)
+        n = len(batch)
         if n == 0:
             return
         if n > self.n_batch:
             raise LlamaError(f"internal: {n} tokens exceed the batch size {self.n_batch}")
-        if len(self.cache) + n > self.n_ctx:
-            raise LlamaError(f"the context is full ({self.n_ctx} tokens)")
-        self._decode(tokens)
+        first = batch[0]
+        single = all(e.seq == first.seq and e.pos == first.pos + i for i, e in enumerate(batch))
+        if single:
+            code = self._context.decode([e.token for e in batch], first.pos, first.seq)
+        else:
+            code = self._context.decode_batch(batch)
+        if code != 0:
+            starts: dict[int, int] = {}
+            for entry in batch:
+                starts[entry.seq] = min(entry.pos, starts.get(entry.seq, entry.pos))
+            for seq, start in starts.items():
+                if not self._context.seq_rm(seq, start, -1):
+                    self._context.clear()
+            raise LlamaError(f"llama_decode failed with code {code} at position {first.pos}")
 
-    def prefill(self, tokens: list[int]) -> Iterator[int]:
-        """Append a prompt's tokens in n_batch chunks; yields how many are done.
+    def logits(self, row: int = -1) -> npt.NDArray[np.float32]:
+        """The logits of entry `row` of the last batch: a view the next decode overwrites."""
+        return self._context.logits(row)
 
-        The one way every prefill runs (generation and replay alike), so that a
-        cache rebuilt later holds the same numbers.
+    def seq_rm(self, seq: int, p0: int, p1: int) -> bool:
+        """Drop positions [p0, p1) of `seq` (-1: every sequence / to the end)."""
+        return self._context.seq_rm(seq, p0, p1)
 
-        Raises:
-            LlamaError: llama.cpp failed (see `decode`).
-        """
-        for start in range(0, len(tokens), self.n_batch):
-            self.decode(tokens[start : start + self.n_batch])
-            yield min(start + self.n_batch, len(tokens))
+    def seq_cp(self, src: int, dst: int, p0: int, p1: int) -> None:
+        """Make `dst` share positions [p0, p1) of `src`."""
+        self._context.seq_cp(src, dst, p0, p1)
 
-    def decode_one(self, token: int) -> None:
-        """Append one token (the decode step's path)."""
-        if len(self.cache) >= self.n_ctx:
-            raise LlamaError(f"the context is full ({self.n_ctx} tokens)")
-        self._decode([token])
+    def seq_shift(self, seq: int, p0: int, p1: int, delta: int) -> bool:
+        """Move positions [p0, p1) of `seq` by `delta` (False: the memory cannot)."""
+        if not self._context.can_shift():
+            return False
+        self._context.seq_add(seq, p0, p1, delta)
+        return True
+
+    def clear(self) -> None:
+        """Empty the KV cache (nothing to do when the context is lost)."""
+        if not self.lost:
+            self._context.clear()
 
     def probe(self, token: int, pos: int) -> npt.NDArray[np.float32]:
         """Logits (a copy) of `token` fed alone at position `pos` into an empty cache.
@@ -379,16 +343,12 @@ class LlamaRuntime:
         """
         self.clear()
         try:
-            code = self._context.decode([token], pos)
+            code = self._context.decode([token], pos, 0)
             if code != 0:
                 raise LlamaError(f"llama_decode failed with code {code} at position {pos}")
-            return self._context.logits().copy()
+            return self._context.logits(-1).copy()
         finally:
             self.clear()
-
-    def logits(self) -> npt.NDArray[np.float32]:
-        """The last decoded token's logits: a view the next decode overwrites."""
-        return self._context.logits()
 
     def close(self) -> None:
         """Free the context and the model (idempotent)."""
@@ -396,4 +356,3 @@ class LlamaRuntime:
         if self._model is not None:
             llama_cpp.llama_model_free(self._model)
             self._model = None
-        self._forget()

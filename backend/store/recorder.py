@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from backend.chat.events import FinishedEvent, GenerationEvent, TokenEvent
+from backend.chat.events import Decoding, FinishedEvent, GenerationEvent, TokenEvent
 from backend.chat.protocol import ChatMessage
 from backend.store.store import (
     ChatRecord,
@@ -107,6 +107,7 @@ class ChatRecorder:
         settings: SamplerSettings,
         max_tokens: int,
         mode: str = "chat",
+        decoding: Decoding | None = None,
     ) -> bool:
         """Store the turns not stored yet, then open the reply's record.
 
@@ -115,6 +116,7 @@ class ChatRecorder:
             settings: The settings at the start of the reply.
             max_tokens: The generation's token limit.
             mode: "chat" or "completion" (the last message's text continued as is).
+            decoding: How it is decoded when beside siblings (None: alone).
         """
         self._writer = None
         if self.error is not None:
@@ -137,6 +139,7 @@ class ChatRecorder:
                 n_ctx=self.n_ctx,
                 n_batch=self.n_batch,
                 mode=mode,
+                decoding=None if decoding is None else decoding.to_json(),
             )
         except StoreError as error:
             return self._fail(error)
@@ -149,12 +152,24 @@ class ChatRecorder:
         """The stored id of the reply recorded last (None: it was not recorded)."""
         return self._writer.reply_id if self._writer is not None else None
 
-    def begin_branch(self, parent_id: int | None, at: int, settings: SamplerSettings) -> bool:
-        """Open a branch of stored reply `parent_id` from its token `at` (the turn follows it).
+    def begin_branch(
+        self,
+        parent_id: int | None,
+        at: int,
+        settings: SamplerSettings,
+        *,
+        text: str = "",
+        follow: bool = True,
+        decoding: Decoding | None = None,
+    ) -> bool:
+        """Open a branch of stored reply `parent_id` from its token `at`.
 
         The parent is kept in the store (see `backend.store.branches`); the branch's
-        record takes tokens from index `at` on. The turn stays counted as stored.
-        A parent that was not recorded (None) has no recorded branch either.
+        record takes tokens from index `at` on, its text starting with `text` (the
+        parent's before the fork); the turn follows it when `follow`; `decoding` says
+        how it is decoded when beside siblings (None: alone). The turn stays
+        counted as stored. A parent that was not recorded (None) has no recorded
+        branch either.
         """
         self._writer = None
         if self.error is not None:
@@ -177,7 +192,8 @@ class ChatRecorder:
                 n_ctx=self.n_ctx,
                 n_batch=self.n_batch,
                 mode=parent.mode,
-                fork=Fork(parent, at, ""),
+                fork=Fork(parent, at, text, follow=follow),
+                decoding=None if decoding is None else decoding.to_json(),
             )
         except StoreError as error:
             return self._fail(error)

@@ -16,10 +16,12 @@ from dataclasses import dataclass
 
 from backend.chat.compare import first_divergence
 from backend.chat.completion import as_document
-from backend.chat.events import FinishedEvent, NoticeEvent, TokenEvent
-from backend.chat.protocol import ChatBackend, ChatMessage, LiveSettings
-from backend.chat.run_state import Steer
+from backend.chat.events import Decoding, FinishedEvent, NoticeEvent, TokenEvent
+from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.session.backend import SessionBackend
+from backend.session.run import Steer
 from backend.store.records import ChatRecord, ReplyRecord, StoreError
+from backend.store.replay_cache import prepare_cache
 from sampling.errors import SamplescopeError
 from sampling.settings import SamplerSettings
 
@@ -83,8 +85,8 @@ def prompt_messages(chat: ChatRecord, reply: ReplyRecord) -> list[ChatMessage]:
     return as_document(turns) if reply.mode == "completion" else turns
 
 
-def branch_steer(reply: ReplyRecord) -> dict[str, Steer]:
-    """For a branch: the `generate` keyword that starts it like the original did.
+def branch_steer(reply: ReplyRecord) -> Steer | None:
+    """For a branch: the steer that starts it like the original did (None: none).
 
     The parent's tokens before the fork are given; the token at the fork is forced
     (whether it was chosen or drawn, the sampler drew one uniform there, so the
@@ -92,12 +94,26 @@ def branch_steer(reply: ReplyRecord) -> dict[str, Steer]:
     """
     at = reply.fork_at
     if at is None or at >= len(reply.token_ids):
-        return {}
-    return {"steer": Steer(reply.token_ids[:at], reply.token_ids[at])}
+        return None
+    return Steer(reply.token_ids[:at], reply.token_ids[at])
+
+
+def decoding_of(reply: ReplyRecord) -> Decoding | None:
+    """How the reply was decoded when beside siblings (None: alone).
+
+    Raises:
+        ReplayError: The record cannot be read.
+    """
+    if reply.decoding is None:
+        return None
+    try:
+        return Decoding.from_json(reply.decoding)
+    except ValueError as error:
+        raise ReplayError(f"reply {reply.number}: {error}") from None
 
 
 def replay(
-    backend: ChatBackend,
+    backend: SessionBackend,
     chat: ChatRecord,
     reply: ReplyRecord,
     *,
@@ -105,7 +121,7 @@ def replay(
 ) -> ReplayResult:
     """Regenerate `reply` of `chat` on `backend` and compare its tokens.
 
-    The backend's KV cache is reset, then (on a `LlamaBackend`) rebuilt the way the
+    The backend's memory is reset, then rebuilt the way the
     original session built it when the reply started from a warm cache (see
     `backend.store.replay_cache`): llama.cpp computes a token decoded alone slightly
     differently from one in a prefill batch, enough to change sampled tokens. The
@@ -113,38 +129,45 @@ def replay(
     stops once as many tokens as were stored came out, so an interrupted or
     cancelled reply is compared on the part that exists.
 
+    A reply decoded in lockstep with siblings (its recorded `decoding`: a compare
+    column) is rebuilt the same way: every sibling runs again beside it, each with its
+    settings, since a token's logits depend on the batch it was decoded in.
+
     Raises:
         ReplayError: The reply has no tokens, or the generation ended in an error.
     """
     if not reply.token_ids:
         raise ReplayError(f"reply {reply.number} has no tokens to replay")
+    decoding = decoding_of(reply)
     schedule: dict[int, SamplerSettings] = {
         change.from_index: change.settings for change in reply.settings_changes
     }
     live = LiveSettings(reply.settings_at(0))
-    notices: list[str] = []
-    from backend.chat.llama_backend import LlamaBackend
-
-    if isinstance(backend, LlamaBackend):
-        from backend.store.replay_cache import prepare_cache
-
-        notices += prepare_cache(backend, chat, reply)
-    else:
-        backend.reset()
+    notices = prepare_cache(backend, chat, reply)
     stored = len(reply.token_ids)
     stop = threading.Event()
     replayed: list[int] = list(reply.token_ids[: reply.fork_at or 0])
     finished: FinishedEvent | None = None
     max_tokens = max(reply.max_tokens or stored, stored)
-    events = backend.generate(
+    lives, column, steer = [live], 0, branch_steer(reply)
+    if decoding is not None:
+        column = decoding.column
+        lives = [LiveSettings(settings) for settings in decoding.columns]
+        lives[column] = live
+        # A column made the reply of its turn is a branch from its first token, drawn
+        # by its own sampler: nothing is forced, or its siblings would be too.
+        steer = None if not reply.fork_at else steer
+    generation = backend.generate_many(
         prompt_messages(chat, reply),
-        live,
+        lives,
         max_tokens=max_tokens,
         cancel=stop,
         raw=reply.mode == "completion",
-        **branch_steer(reply),
+        steer=steer,
     )
-    for event in events:
+    for at, event in generation:
+        if at != column:
+            continue
         if isinstance(event, TokenEvent):
             replayed.append(event.step.token_id)
             upcoming = schedule.get(event.index + 1)

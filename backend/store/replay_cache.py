@@ -1,4 +1,4 @@
-"""Rebuild a LlamaBackend's KV cache the way the original session built it.
+"""Rebuild a backend's memory the way the original session built it.
 
 llama.cpp computes a token decoded on its own (a batch of one: every sampled token,
 and a one-token prefill chunk) with different kernels than a token inside a longer
@@ -9,10 +9,10 @@ same tokens computed the same way. The reply's stats say how much of its prompt 
 from the cache (prompt_tokens - prefilled_tokens); from that:
 
 - a chain of earlier replies is replayed without sampling: each prompt prefilled in
-  the same way (`LlamaRuntime.prefill`) after keeping what the cache held, then each sampled token
+  the same way (`Memory.prefill`) after keeping what the cache held, then each sampled token
   decoded alone (as many as the reply's stats say the cache held at its end: all but
   the last, unless the reply was cancelled or failed before sampling again) — exactly
-  what `LlamaBackend.generate` did;
+  what the generation loop did;
 - when a reply reused more of its prompt than that chain explains, a generation that
   was discarded (a regenerate: same prompt) had filled the cache: its prompt is
   prefilled the same way and the cache cut back to the recorded length.
@@ -21,7 +21,7 @@ from the cache (prompt_tokens - prefilled_tokens); from that:
 from __future__ import annotations
 
 from backend.chat.completion import document_text
-from backend.chat.llama_backend import MAX_HEADROOM_SHARE, LlamaBackend
+from backend.session.backend import MAX_HEADROOM_SHARE, SessionBackend
 from backend.store.records import ChatRecord, ReplyRecord
 
 
@@ -64,35 +64,36 @@ def decoded_tokens(reply: ReplyRecord) -> tuple[int, ...]:
     return reply.token_ids if cancelled else reply.token_ids[:-1]
 
 
-def prompt_of(backend: LlamaBackend, chat: ChatRecord, reply: ReplyRecord) -> list[int]:
+def prompt_of(backend: SessionBackend, chat: ChatRecord, reply: ReplyRecord) -> list[int]:
     """The prompt tokens `generate` fed for `reply` (same fitting budget)."""
-    rt = backend.runtime
+    model = backend.model
     max_tokens = max(reply.max_tokens or len(reply.token_ids), len(reply.token_ids), 1)
-    budget = rt.n_ctx - min(max_tokens, int(rt.n_ctx * MAX_HEADROOM_SHARE))
+    budget = model.n_ctx - min(max_tokens, int(model.n_ctx * MAX_HEADROOM_SHARE))
     if reply.mode == "completion":  # the document alone, cut as generate cuts it
         prompt = backend.prompt.raw_tokens(document_text(chat.conversation_before(reply)))
-        keep = 1 if prompt and prompt[0] == rt.bos else 0
+        keep = 1 if prompt and prompt[0] == model.bos else 0
         cut = max(0, len(prompt) - budget)
         return prompt[:keep] + prompt[cut + keep :] if cut else prompt
     return backend.prompt.fit(chat.conversation_before(reply), budget).tokens
 
 
-def _prefill(backend: LlamaBackend, tokens: list[int]) -> None:
-    for _ in backend.runtime.prefill(tokens):
+def _prefill(backend: SessionBackend, tokens: list[int]) -> None:
+    for _ in backend.session.memory.prefill(tokens):
         pass
 
 
-def _fill_up(backend: LlamaBackend, prompt: list[int], reply: ReplyRecord) -> tuple[int, str]:
+def _fill_up(backend: SessionBackend, prompt: list[int], reply: ReplyRecord) -> tuple[int, str]:
     """Keep what the cache shares with `prompt`; redo a discarded generation if needed.
 
     Returns:
         (tokens the cache now holds, a notice or "").
     """
-    kept = backend.reuse_cache(prompt)  # the same reuse rule as generate
+    memory = backend.session.memory
+    kept = memory.reuse(prompt)  # the same reuse rule as generate
     target = reused_tokens(reply)
     if kept < target:
         _prefill(backend, prompt[kept:])
-        kept = backend.runtime.keep(target)
+        kept = memory.keep(target)
     stats = reply.stats
     if stats is not None and (stats.prompt_tokens != len(prompt) or kept != target):
         return kept, (
@@ -103,7 +104,7 @@ def _fill_up(backend: LlamaBackend, prompt: list[int], reply: ReplyRecord) -> tu
     return kept, ""
 
 
-def prepare_cache(backend: LlamaBackend, chat: ChatRecord, reply: ReplyRecord) -> list[str]:
+def prepare_cache(backend: SessionBackend, chat: ChatRecord, reply: ReplyRecord) -> list[str]:
     """Reset the cache and rebuild what `reply` started from (see the module doc).
 
     Returns:
@@ -113,7 +114,7 @@ def prepare_cache(backend: LlamaBackend, chat: ChatRecord, reply: ReplyRecord) -
     notices: list[str] = []
     if reused_tokens(reply) == 0:
         return notices
-    rt = backend.runtime
+    memory = backend.session.memory
     for earlier in warm_chain(chat, reply):
         prompt = prompt_of(backend, chat, earlier)
         kept, notice = _fill_up(backend, prompt, earlier)
@@ -121,9 +122,9 @@ def prepare_cache(backend: LlamaBackend, chat: ChatRecord, reply: ReplyRecord) -
             notices.append(notice)
         _prefill(backend, prompt[kept:])
         for token in decoded_tokens(earlier):
-            if len(rt.cache) >= rt.n_ctx:
+            if len(memory.tokens()) >= backend.model.n_ctx:
                 break
-            rt.decode_one(token)
+            memory.append([token])
     _, notice = _fill_up(backend, prompt_of(backend, chat, reply), reply)
     if notice:
         notices.append(notice)

@@ -3,7 +3,7 @@
 Both rebuild exactly what the sampler saw at step `index` of a branch: the KV cache
 as the reply's generation started from (`backend.store.replay_cache`), then the
 prompt prefilled and the branch's earlier tokens decoded one at a time, as
-`LlamaBackend.generate` does (`LlamaBackend.step_input`). So the logits are the
+the generation loop does (`SessionBackend.step_input`). So the logits are the
 generation's own, and with the step's own settings the recomputed probabilities are
 the stored ones.
 
@@ -16,13 +16,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from backend.chat.events import FinishedEvent, NoticeEvent, TokenEvent
-from backend.chat.llama_backend import LlamaBackend
+from backend.chat.events import FinishedEvent, NoticeEvent
 from backend.chat.protocol import LiveSettings
-from backend.chat.run_state import Steer, StepInput
-from backend.store.branches import Fork, lineage
+from backend.session.backend import SessionBackend
+from backend.session.run import Steer, StepInput
+from backend.store.branches import lineage
+from backend.store.recorded import recorded
+from backend.store.recorder import ChatRecorder
 from backend.store.records import ChatRecord, ReplyRecord, StoreError
-from backend.store.replay import prompt_messages
+from backend.store.replay import decoding_of, prompt_messages
 from backend.store.replay_cache import prepare_cache
 from backend.store.store import ChatStore
 from sampling.errors import SamplescopeError
@@ -113,10 +115,11 @@ def _limit(reply: ReplyRecord) -> int:
 
 
 def rebuild_step(
-    backend: LlamaBackend, chat: ChatRecord, reply: ReplyRecord, index: int
+    backend: SessionBackend, chat: ChatRecord, reply: ReplyRecord, index: int
 ) -> tuple[StepInput, tuple[str, ...]]:
     """What the sampler saw at step `index` of a branch: its logits and history,
-    rebuilt through the replay path (nothing is generated).
+    rebuilt through the replay path (nothing is generated), in lockstep with its
+    siblings when it was decoded so (its recorded `decoding`).
 
     Returns:
         (the step's input; notices about rebuilding the cache).
@@ -130,12 +133,13 @@ def rebuild_step(
         reply.token_ids[:index],
         max_tokens=_limit(reply),
         raw=reply.mode == "completion",
+        decoding=decoding_of(reply),
     )
     return given, notices
 
 
 def recompute(
-    backend: LlamaBackend,
+    backend: SessionBackend,
     chat: ChatRecord,
     reply: ReplyRecord,
     index: int,
@@ -156,7 +160,7 @@ def recompute(
         SamplescopeError: The step's input cannot be rebuilt.
     """
     given, notices = rebuild_step(backend, chat, reply, index)
-    sampler = Sampler(settings, vocab_size=backend.info.n_vocab, vocabulary=backend.runtime)
+    sampler = Sampler(settings, vocab_size=backend.info.n_vocab, vocabulary=backend.model)
     sampler.resume(index)
     step = sampler.sample(given.logits, given.history, uniform=uniform)
     return step, notices
@@ -181,7 +185,7 @@ def pick_token(step: Step, choice: Choice, value: int | None) -> int | None:
 
 
 def make_branch(
-    backend: LlamaBackend,
+    backend: SessionBackend,
     store: ChatStore,
     chat: ChatRecord,
     reply: ReplyRecord,
@@ -200,37 +204,37 @@ def make_branch(
     """
     notices = list(prepare_cache(backend, chat, reply))
     prefix = reply.token_ids[:index]
-    head = b"".join(backend.runtime.token_bytes(t) for t in prefix)
-    last_turn = chat.messages[-1].id == reply.message_id
-    model = store.model_ref(backend.info.path)
-    writer = store.begin_reply(
-        chat.id,
-        model,
+    head = b"".join(backend.model.token_bytes(t) for t in prefix)
+    info = backend.info
+    recorder = ChatRecorder(store, info.path, n_ctx=info.n_ctx, n_batch=info.n_batch)
+    recorder.open_chat(chat.id)
+    recorder.begin_branch(
+        reply.id,
+        index,
         settings,
-        max_tokens=_limit(reply),
-        n_ctx=backend.info.n_ctx,
-        n_batch=backend.info.n_batch,
-        mode=reply.mode,
-        fork=Fork(reply, index, head.decode("utf-8", errors="ignore"), follow=last_turn),
+        text=head.decode("utf-8", errors="ignore"),
+        follow=chat.messages[-1].id == reply.message_id,  # the chat's last turn
     )
+    if recorder.error is not None:
+        raise StoreError(recorder.error)
     finished: FinishedEvent | None = None
-    for event in backend.generate(
+    events = backend.generate(
         prompt_messages(chat, reply),
         LiveSettings(settings),
         max_tokens=_limit(reply),
         raw=reply.mode == "completion",
         steer=Steer(tuple(prefix), force),
-    ):
-        if isinstance(event, TokenEvent):
-            writer.append(event)
-        elif isinstance(event, NoticeEvent):
+    )
+    for event in recorded(events, recorder):
+        if isinstance(event, NoticeEvent):
             notices.append(event.message)
         elif isinstance(event, FinishedEvent):
             finished = event
-            writer.finish_event(event)
+    if recorder.error is not None:
+        raise StoreError(recorder.error)
     if finished is None or finished.reason == "error":
         error = "no result" if finished is None else finished.error
         raise SteerError(f"the branch could not be generated: {error}")
     again = store.load_chat(chat.id)
-    branch = next(b for b in siblings_of(again, reply) if b.id == writer.reply_id)
+    branch = next(b for b in siblings_of(again, reply) if b.id == recorder.reply_id)
     return BranchResult(branch, reply, index, tuple(notices))

@@ -13,8 +13,8 @@ import asyncio
 import sys
 from pathlib import Path
 
-from backend.chat.llama_backend import LlamaBackend
 from backend.config.model_path import resolve_model_path
+from backend.session.llama_backend import LlamaBackend
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tests.helpers import nth_reply_finished, type_message
 from tui.app import SamplescopeApp

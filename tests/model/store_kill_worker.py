@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 from backend.chat.events import FinishedEvent, TokenEvent
-from backend.chat.llama_backend import LlamaBackend
 from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.session.llama_backend import LlamaBackend
 from backend.store.store import ChatStore
 from sampling.settings import SamplerSettings
 

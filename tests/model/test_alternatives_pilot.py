@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import OptionList
 
-from backend.chat.llama_backend import LlamaBackend
+from backend.session.llama_backend import LlamaBackend
 from backend.store.store import ChatStore
 from tests.helpers import nth_reply_finished, send_message, wait_until
 from tui.app import SamplescopeApp

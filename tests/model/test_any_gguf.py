@@ -18,10 +18,10 @@ import pytest
 
 from backend.chat.completion import BASE_MODEL_NOTICE
 from backend.chat.events import FinishedEvent
-from backend.chat.llama_backend import LlamaBackend
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.config.paths import CONFIG_DIR_ENV
 from backend.llama.ui_tokenizer import UiTokenizer
+from backend.session.llama_backend import LlamaBackend
 from sampling.settings import SamplerSettings
 from tests.tiny_models import Vocab, bpe_vocab, spm_vocab, write_tiny_llama
 from tui.cli.main import main

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from backend.chat.llama_backend import LlamaBackend
+from backend.session.llama_backend import LlamaBackend
 from backend.store.store import ChatStore
 from tests.helpers import send_message
 from tui.app import SamplescopeApp

@@ -47,3 +47,16 @@ def test_backend_bench_produces_every_row(default_model_path: Path, tmp_path: Pa
         assert float(ratio) == round(row.ratio, 3)
         assert sign == (">=" if row.higher_is_better else "<=") and float(target) == row.target
         assert verdict == ("ok" if row.passed else "MISSED")
+
+
+def test_compare_bench_runs_every_column_to_the_limit_both_ways(default_model_path: Path) -> None:
+    from backend.bench.compare import COLUMNS, format_result, run_compare_bench
+
+    result = run_compare_bench(default_model_path, n_threads=1, max_tokens=6, repeats=1)
+    # The end token is banned: every column ran to the limit, so both ways did the same work.
+    assert result.tokens == (6,) * len(COLUMNS)
+    assert result.lockstep_s > 0 and result.in_turn_s > 0
+    assert math.isclose(result.ratio, result.in_turn_s / result.lockstep_s)
+    assert all(t > 0 for t in (*result.lockstep_tps, *result.in_turn_tps))
+    table = format_result(result)
+    assert f"{result.ratio:.2f}x" in table and "| lockstep |" in table and "| in turn |" in table

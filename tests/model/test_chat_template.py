@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from backend.chat.llama_backend import LlamaBackend
 from backend.chat.prompt import PromptBuilder
 from backend.chat.protocol import ChatMessage
 from backend.chat.template import ChatTemplate
+from backend.session.llama_backend import LlamaBackend
 
 IM_START, IM_END = 1, 2  # SmolLM2's <|im_start|> and <|im_end|>
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-import backend.chat.llama_backend as llama_backend_module
+import backend.session.loop as loop_module
 from backend.chat.events import (
     FinishedEvent,
     GenerationEvent,
@@ -18,9 +18,10 @@ from backend.chat.events import (
     PrefillProgress,
     TokenEvent,
 )
-from backend.chat.llama_backend import LlamaBackend
 from backend.chat.protocol import ChatBackend, ChatMessage, LiveSettings
-from backend.chat.run_state import Steer
+from backend.session.llama_backend import LlamaBackend
+from backend.session.model import BatchEntry
+from backend.session.run import Steer
 from sampling.penalties import penalty_window
 from sampling.sampler import Sampler
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
@@ -83,7 +84,7 @@ def test_event_order_and_stats(backend: LlamaBackend) -> None:
     assert stats.decode_ms > 0 and stats.decode_tps > 0 and stats.sampler_us > 0
     assert "".join(t.text for t in tokens) == finished.text
     assert tuple(t.step.token_id for t in tokens) == finished.token_ids
-    assert backend.context_used == len(backend.runtime.cache)
+    assert backend.context_used == len(backend.session.memory.tokens())
 
 
 def test_a_branch_counts_only_the_tokens_it_generated(backend: LlamaBackend) -> None:
@@ -99,7 +100,7 @@ def test_a_branch_counts_only_the_tokens_it_generated(backend: LlamaBackend) -> 
     stats = branch.stats
     assert stats.decode_tokens == len(sampled) == 4
     assert stats.decode_tps == pytest.approx(4 / (stats.decode_ms / 1000))
-    assert backend.context_used == len(backend.runtime.cache) == stats.cached_tokens
+    assert backend.context_used == len(backend.session.memory.tokens()) == stats.cached_tokens
 
 
 def test_greedy_stops_on_end_of_generation(backend: LlamaBackend) -> None:
@@ -116,14 +117,14 @@ def test_max_tokens_stops_and_the_cache_holds_what_was_fed(backend: LlamaBackend
     assert len(finished.token_ids) == 3
     prompt = backend.tokenize_messages(QUESTION)
     # The last sampled token is not fed (nothing needs its logits).
-    assert backend.runtime.cache == prompt + list(finished.token_ids[:2])
+    assert backend.session.memory.tokens() == prompt + list(finished.token_ids[:2])
 
 
 def test_follow_up_turn_prefills_only_the_new_tokens(backend: LlamaBackend) -> None:
     _, first = run(backend, QUESTION, max_tokens=8)
     follow = [*QUESTION, ChatMessage("assistant", first.text), ChatMessage("user", "And two more?")]
     prompt = backend.tokenize_messages(follow)
-    cached_before = list(backend.runtime.cache)
+    cached_before = list(backend.session.memory.tokens())
     common = next(
         (i for i, (a, b) in enumerate(zip(cached_before, prompt, strict=False)) if a != b),
         min(len(cached_before), len(prompt)),
@@ -179,7 +180,7 @@ def test_cancel_before_the_first_chunk_and_mid_decode(backend: LlamaBackend) -> 
     assert isinstance(finished, FinishedEvent) and finished.reason == "cancelled"
     assert len(finished.token_ids) == 3
     prompt = backend.tokenize_messages(QUESTION)
-    assert backend.runtime.cache == prompt + list(finished.token_ids)
+    assert backend.session.memory.tokens() == prompt + list(finished.token_ids)
     # The cache is consistent: generating again matches a fresh generation.
     _, again = run(backend, QUESTION, max_tokens=6)
     assert again.stats.prefilled_tokens == last_chunk(len(prompt), 64)
@@ -229,7 +230,7 @@ def test_penalties_see_the_prompt(backend: LlamaBackend, monkeypatch: pytest.Mon
             seen.append(penalty_window(history, self.settings).tolist())
             return super().sample(logits, history)
 
-    monkeypatch.setattr(llama_backend_module, "Sampler", Recording)
+    monkeypatch.setattr(loop_module, "Sampler", Recording)
     settings = GREEDY.with_changes(repeat_penalty=1.3, repeat_last_n=16)
     _, finished = run(backend, QUESTION, settings, max_tokens=3)
     prompt = backend.tokenize_messages(QUESTION)
@@ -310,7 +311,7 @@ def test_two_hundred_turns_in_a_tiny_context_never_raise(
         assert notices > 100  # once full, every turn drops old ones
         assert shifted > 100  # and the cache is shifted, not refilled
         # The system prompt is always kept.
-        assert small.runtime.cache[
+        assert small.session.memory.tokens()[
             : len(small.runtime.tokenize("<|im_start|>system\nBe brief.", special=True))
         ] == small.runtime.tokenize("<|im_start|>system\nBe brief.", special=True)
         # A last message longer than the context is cut, not fatal.
@@ -357,21 +358,21 @@ def test_a_llama_failure_mid_decode_ends_in_error_with_a_consistent_cache(
     from backend.llama.runtime import LlamaError
 
     runtime = backend.runtime
-    real = runtime.decode_one
+    real = runtime.decode
     calls = {"n": 0}
 
-    def failing(token: int) -> None:
-        calls["n"] += 1
-        if calls["n"] == 3:
+    def failing(batch: Sequence[BatchEntry]) -> None:
+        calls["n"] += len(batch) == 1
+        if len(batch) == 1 and calls["n"] == 3:
             raise LlamaError("llama_decode failed with code 1 (simulated)")
-        real(token)
+        real(batch)
 
-    monkeypatch.setattr(runtime, "decode_one", failing)
+    monkeypatch.setattr(runtime, "decode", failing)
     events, finished = run(backend, QUESTION, max_tokens=10)
     assert finished.reason == "error" and finished.error and "simulated" in finished.error
     assert len(finished.token_ids) == 3 and events[-2] == PhaseEvent("done")
     prompt = backend.tokenize_messages(QUESTION)
-    assert runtime.cache == prompt + list(finished.token_ids[:2])
+    assert backend.session.memory.tokens() == prompt + list(finished.token_ids[:2])
     # The failed token never reached the cache, and the stats say so (replay reads it).
     assert finished.stats.cached_tokens == len(prompt) + 2
     monkeypatch.undo()
@@ -400,6 +401,6 @@ def test_an_abandoned_generation_leaves_the_cache_usable(backend: LlamaBackend) 
             break
     generation.close()
     prompt = backend.tokenize_messages(QUESTION)
-    assert backend.runtime.cache[: len(prompt)] == prompt
+    assert backend.session.memory.tokens()[: len(prompt)] == prompt
     _, again = run(backend, QUESTION, max_tokens=4)
     assert again.stats.prefilled_tokens == last_chunk(len(prompt), 64)

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import pytest
 
 from backend.chat.events import FinishedEvent, TokenEvent
-from backend.chat.llama_backend import LlamaBackend
 from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.session.llama_backend import LlamaBackend
 from sampling.settings import SamplerSettings
 
 SHORT = [ChatMessage("user", "Reply with the single word: yes.")]

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from backend.chat.events import TokenEvent
-from backend.chat.llama_backend import LlamaBackend
 from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.session.llama_backend import LlamaBackend
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tests.helpers import nth_reply_finished, type_message
 from tui.app import SamplescopeApp

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from backend.chat.events import FinishedEvent, NoticeEvent, TokenEvent
-from backend.chat.llama_backend import LlamaBackend
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.llama.rpc import Endpoint, RpcError
+from backend.session.llama_backend import LlamaBackend
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tui.cli.info import describe_servers
 from tui.cli.rpc_server import LocalServer, free_port, local_servers

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from backend.chat.llama_backend import LlamaBackend
+from backend.session.llama_backend import LlamaBackend
 from backend.store.replay import replay
 from backend.store.steer import recompute, settings_for
 from backend.store.store import ChatStore

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from backend.chat.events import PhaseEvent, PrefillProgress, TokenEvent
-from backend.chat.llama_backend import LlamaBackend
+from backend.session.llama_backend import LlamaBackend
 from tests.helpers import nth_reply_finished, type_message, wait_until
 from tui.app import SamplescopeApp
 from tui.chat.reply_view import ReplyView

@@ -10,7 +10,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import OptionList
 
-from backend.chat.llama_backend import LlamaBackend
+from backend.session.llama_backend import LlamaBackend
 from backend.store.store import ChatStore
 from sampling.records import Step
 from sampling.settings import DEFAULT_CHAT_SETTINGS

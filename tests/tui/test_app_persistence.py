@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
-from backend.chat.events import FinishedEvent, TokenEvent
+from backend.chat.events import Decoding, FinishedEvent, TokenEvent
 from backend.chat.protocol import LiveSettings
 from backend.config.config import Config
 from backend.config.paths import CONFIG_DIR_ENV, CONFIG_FILENAME, DATA_DIR_ENV
@@ -256,13 +256,15 @@ async def test_a_compare_column_used_as_reply_is_a_new_branch(
     app = SamplescopeApp(_fake(tmp_path), max_tokens=8, cursor_blink=False, store=store)
     async with app.run_test(size=SIZE) as pilot:
         first = await send_message(pilot, app, "hello there")
-        # What the compare view hands back for a column (another seed, the same turn).
+        # What the compare view hands back for a column (another seed, the same turn),
+        # generated in lockstep beside the current settings' column.
         settings = app.live.current.with_changes(seed=5)
-        events = list(
-            FakeBackend().generate(app.messages[:-1], LiveSettings(settings), max_tokens=8)
-        )
+        lives = [LiveSettings(app.live.current), LiveSettings(settings)]
+        generation = FakeBackend().generate_many(app.messages[:-1], lives, max_tokens=8)
+        events = [event for column, event in generation if column == 1]
         finished = events[-1]
         assert isinstance(finished, FinishedEvent) and finished.token_ids != first.token_ids
+        assert finished.decoding == Decoding(1, (app.live.current, settings))
         tokens = tuple(e for e in events if isinstance(e, TokenEvent))
         app.adopt_compare_result(CompareResult(1, "seed 5", settings, finished, tokens))
         await pilot.pause()
@@ -271,6 +273,8 @@ async def test_a_compare_column_used_as_reply_is_a_new_branch(
         old, new = turn.branches
         assert (old.token_ids, new.token_ids) == (first.token_ids, finished.token_ids)
         assert (new.parent_id, new.fork_at) == (old.id, 0)
+        # How it was decoded is stored, so a replay rebuilds it beside its sibling.
+        assert old.decoding is None and new.decoding == finished.decoding.to_json()
         assert turn.reply is not None and turn.reply.id == new.id
         assert turn.content == finished.text == app.messages[-1].content
         assert len(app.replies) == 1 and len(app.replies[-1].tree) == 2

@@ -119,4 +119,4 @@ async def test_new_chat_forgets_the_conversation_and_the_cache() -> None:
         await nth_reply_finished(pilot, app, 2)
         progress = [e for e in app.event_log if isinstance(e, PrefillProgress)]
         # The whole prompt is prefilled again: the backend's cache was reset.
-        assert progress[-1].total == len(fake.tokenize(app.messages[:1]))
+        assert progress[-1].total == len(fake.tokenize_messages(app.messages[:1]))

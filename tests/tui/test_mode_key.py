@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
-from backend.chat.events import GenerationEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.session.loop import Generation
 from tests.fake_backend import FakeBackend
 from tests.helpers import send_message, wait_done, wait_until
 from tui.app import SamplescopeApp
@@ -41,11 +41,12 @@ class PromptRecorder(FakeBackend):
         super().__init__()
         self.prompts: list[tuple[list[ChatMessage], bool]] = []
 
-    def generate(  # type: ignore[override]
-        self, messages: Sequence[ChatMessage], settings: LiveSettings, **kwargs: Any
-    ) -> Iterator[GenerationEvent]:
-        self.prompts.append((list(messages), bool(kwargs.get("raw", False))))
-        return super().generate(messages, settings, **kwargs)
+    def generate_many(  # type: ignore[override]
+        self, messages: Sequence[ChatMessage], lives: Sequence[LiveSettings], **kwargs: Any
+    ) -> Generation:
+        for _ in lives:  # one prompt per sequence
+            self.prompts.append((list(messages), bool(kwargs.get("raw", False))))
+        return super().generate_many(messages, lives, **kwargs)
 
 
 async def test_compare_in_completion_mode_continues_the_document_as_the_reply_does() -> None:

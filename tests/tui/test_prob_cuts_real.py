@@ -7,12 +7,12 @@ import math
 from sampling import Sampler
 from sampling.records import Step
 from sampling.settings import SamplerSettings
-from tests.fake_backend import FAKE_VOCAB, FakeBackend
+from tests.fake_backend import FAKE_VOCAB, context_logits
 from tui.widgets.prob_cuts import CutItem, Item, layout_rows
 
 
 def _layout(settings: SamplerSettings) -> tuple[list[Item], Step]:
-    logits = FakeBackend().logits([1, 3, 5])
+    logits = context_logits([1, 3, 5])
     step = Sampler(settings, vocab_size=len(FAKE_VOCAB)).sample(logits, history=[1, 3, 5])
     rows = step.candidates[:20]
     items = layout_rows(
@@ -30,7 +30,7 @@ def test_xtc_on_a_real_record_is_drawn_at_the_head() -> None:
 
 
 def test_a_ban_on_a_real_record_is_listed_even_when_its_row_is_not_shown() -> None:
-    logits = FakeBackend().logits([1, 3, 5])
+    logits = context_logits([1, 3, 5])
     top = int(logits.argmax())
     settings = SamplerSettings(logit_bias=((top, -math.inf),))
     step = Sampler(settings, vocab_size=len(FAKE_VOCAB)).sample(logits, history=[1, 3, 5])

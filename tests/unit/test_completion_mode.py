@@ -55,23 +55,17 @@ def test_the_app_takes_mode_from_its_command_line() -> None:
     assert build_app_parser().parse_args(["--mode", "completion"]).mode == "completion"
 
 
-class _Runtime:
-    """A runtime with no GGUF template and the given special tokens."""
+class _Backend:
+    """A model with no GGUF template and the given special tokens."""
+
+    has_own_template = False
+    template_notice = "uses ChatML's template"
 
     def __init__(self, specials: list[str]) -> None:
         self.specials = specials
 
-    def chat_template(self) -> str:
-        return ""
-
     def special_texts(self) -> list[str]:
         return self.specials
-
-
-class _Backend:
-    def __init__(self, specials: list[str]) -> None:
-        self.runtime = _Runtime(specials)
-        self.template_notice = "uses ChatML's template"
 
 
 def test_a_model_without_a_template_says_which_it_got_or_why_completion() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from backend.chat.step_logits import DEFAULT_BUDGET_BYTES, StepLogits, step_bytes
+from backend.session.step_logits import DEFAULT_BUDGET_BYTES, StepLogits, step_bytes
 
 VOCAB = 49_152  # SmolLM2's vocabulary
 

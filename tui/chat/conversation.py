@@ -11,12 +11,13 @@ from collections.abc import Sequence
 from backend.chat.completion import Mode
 from backend.chat.events import FinishedEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
-from backend.chat.run_state import Steer
+from backend.session.run import Steer
+from backend.store.recorded import StoreErrorNotices, recorded
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatRecord
 from sampling.settings import SamplerSettings
 from tui.chat.reply import Reply
-from tui.chat.reply_job import ReplyJob, StoreErrorNotices
+from tui.chat.reply_job import ReplyJob
 
 
 class Conversation:
@@ -180,18 +181,19 @@ class Conversation:
             self.replies[-1] = reply
             self.messages[old.turn] = ChatMessage("assistant", finished.text)
             if recorder is not None:
-                recorder.begin_branch(old.branch_id, 0, settings)
+                recorder.begin_branch(old.branch_id, 0, settings, decoding=finished.decoding)
         else:
             reply.turn = len(self.messages)
             self.replies.append(reply)
             question = list(self.messages)
             self.messages.append(ChatMessage("assistant", finished.text))
             if recorder is not None:
-                recorder.begin_reply(question, settings, max_tokens, self.mode)
+                recorder.begin_reply(
+                    question, settings, max_tokens, self.mode, decoding=finished.decoding
+                )
         if recorder is not None:
-            for token in tokens:
-                recorder.record(token)
-            recorder.record(finished)
+            for _ in recorded([*tokens, finished], recorder):
+                pass
             reply.branch_id = recorder.reply_id
         return reply
 

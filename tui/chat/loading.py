@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from textual.message import Message
 
-from backend.chat.protocol import ChatBackend
+from backend.session.backend import SessionBackend
 from backend.store.store import ChatStore, StoreError
 from sampling.errors import SamplescopeError
 from tui.widgets.token_text import TextEncoder, TokenBytes, ui_vocabulary
@@ -26,7 +26,7 @@ class BackendReady(Message):
 
     def __init__(
         self,
-        backend: ChatBackend,
+        backend: SessionBackend,
         pieces: Callable[[int], str] | None,
         encode: TextEncoder | None = None,
         token_bytes: TokenBytes | None = None,
@@ -47,7 +47,7 @@ class BackendFailed(Message):
 
 
 def load_backend(
-    load: Callable[[], ChatBackend],
+    load: Callable[[], SessionBackend],
     store: ChatStore | None,
     post: Callable[[Message], object],
 ) -> None:

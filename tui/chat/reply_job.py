@@ -14,27 +14,14 @@ from dataclasses import dataclass, field
 from backend.chat.compare import ColumnEvent
 from backend.chat.completion import Mode, as_document
 from backend.chat.events import FinishedEvent, GenerationEvent, GenerationStats, NoticeEvent
-from backend.chat.protocol import ChatBackend, ChatMessage, LiveSettings
-from backend.chat.run_state import Steer
+from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.session.backend import SessionBackend
+from backend.session.run import Steer
+from backend.store.recorded import StoreErrorNotices, recorded
 from backend.store.recorder import ChatRecorder
 
 REPLY_COLUMN = 0
 """The column a chat reply's events are tagged with (the runner's jobs are columns)."""
-
-
-class StoreErrorNotices:
-    """Turns the recorder's errors into notices, each one once across replies."""
-
-    def __init__(self) -> None:
-        self._shown: str | None = None
-
-    def notice(self, recorder: ChatRecorder) -> NoticeEvent | None:
-        """A notice for the recorder's error if it was not shown yet."""
-        error = recorder.error
-        if error is None or error == self._shown:
-            return None
-        self._shown = error
-        return NoticeEvent(f"This chat is not being saved: {error}")
 
 
 @dataclass(frozen=True)
@@ -66,12 +53,14 @@ class ReplyJob:
     steer: Steer | None = None
     fork: tuple[int | None, int] | None = None
 
-    def __call__(self, backend: ChatBackend, cancel: threading.Event) -> Iterator[ColumnEvent]:
+    def __call__(self, backend: SessionBackend, cancel: threading.Event) -> Iterator[ColumnEvent]:
         """Generate the reply (worker thread); every event, tagged as column 0."""
         for event in self._events(backend, cancel):
             yield ColumnEvent(REPLY_COLUMN, event)
 
-    def _events(self, backend: ChatBackend, cancel: threading.Event) -> Iterator[GenerationEvent]:
+    def _events(
+        self, backend: SessionBackend, cancel: threading.Event
+    ) -> Iterator[GenerationEvent]:
         recorder = self.recorder
         try:
             if self.reset:
@@ -85,17 +74,15 @@ class ReplyJob:
                     recorder.begin_branch(*self.fork, self.live.current)
                 yield from self._store_notice(recorder)
             completion = self.mode == "completion"
-            for event in backend.generate(
+            events = backend.generate(
                 as_document(self.messages) if completion else self.messages,
                 self.live,
                 max_tokens=self.max_tokens,
                 cancel=cancel,
                 raw=completion,
-                **({} if self.steer is None else {"steer": self.steer}),
-            ):
-                if recorder is not None and not recorder.record(event):
-                    yield from self._store_notice(recorder)
-                yield event
+                steer=self.steer,
+            )
+            yield from recorded(events, recorder, self.notices)
         except Exception as error:  # the contract says errors come as events; be safe
             failed = FinishedEvent("error", GenerationStats(), "", (), error=str(error))
             if recorder is not None:

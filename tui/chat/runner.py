@@ -24,7 +24,7 @@ from textual.timer import Timer
 
 from backend.chat.compare import ColumnEvent
 from backend.chat.events import GenerationEvent, TokenEvent
-from backend.chat.protocol import ChatBackend
+from backend.session.backend import SessionBackend
 from sampling.errors import SamplescopeError
 
 FLUSH_HZ = 30.0
@@ -38,7 +38,7 @@ back each time; with the default 5 ms a frame being drawn on the UI thread can s
 it several times per token. 0.5 ms keeps the decode within a few percent of the bare
 loop (see tui/bench.py); the app sets it while it runs."""
 
-Job = Callable[[ChatBackend, threading.Event], Iterable[ColumnEvent]]
+Job = Callable[[SessionBackend, threading.Event], Iterable[ColumnEvent]]
 """What the worker runs: given the backend and the cancel flag, the events to show
 (each tagged with its column; a chat reply is column 0). Runs on the worker thread."""
 
@@ -73,7 +73,7 @@ class GenerationRunner:
         backend: The model, or None until one is loaded (then set `backend`).
     """
 
-    def __init__(self, host: DOMNode, backend: ChatBackend | None = None) -> None:
+    def __init__(self, host: DOMNode, backend: SessionBackend | None = None) -> None:
         self.host = host
         self.backend = backend
         self.running = False
@@ -145,7 +145,7 @@ class GenerationRunner:
     # -- worker thread -------------------------------------------------------------
 
     def _work(
-        self, generation: int, job: Job, backend: ChatBackend, cancel: threading.Event
+        self, generation: int, job: Job, backend: SessionBackend, cancel: threading.Event
     ) -> None:
         error: str | None = None
         try:

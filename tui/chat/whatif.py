@@ -3,7 +3,7 @@
 With a past token selected, `w` shows that step's distribution and cut as the
 current settings would make them, without generating; every setting changed redraws
 it. The step's own logits and history come from memory for the current reply's
-latest steps (`backend.chat.step_logits.StepLogits`, fed by the generating thread),
+latest steps (`backend.session.step_logits.StepLogits`, fed by the generating thread),
 else they are rebuilt once through the replay path on the model's worker thread
 ("recomputing…"; `backend.store.steer.rebuild_step`); either way later changes are
 computed from them on the UI thread, a fresh sampler for each. The draw reuses the
@@ -28,10 +28,9 @@ from typing import Protocol
 
 from backend.chat.compare import ColumnEvent
 from backend.chat.events import GenerationEvent, NoticeEvent
-from backend.chat.llama_backend import LlamaBackend
-from backend.chat.protocol import ChatBackend
-from backend.chat.run_state import StepInput
-from backend.chat.step_logits import StepLogits
+from backend.session.backend import SessionBackend
+from backend.session.run import StepInput
+from backend.session.step_logits import StepLogits
 from backend.store.records import ReplyRecord
 from backend.store.steer import rebuild_step
 from backend.store.store import ChatStore
@@ -74,10 +73,8 @@ class ReplayJob:
     index: int
     given: StepInput | None = field(default=None)
 
-    def __call__(self, backend: ChatBackend, cancel: threading.Event) -> Iterator[ColumnEvent]:
+    def __call__(self, backend: SessionBackend, cancel: threading.Event) -> Iterator[ColumnEvent]:
         """Rebuild the step (worker thread); its notices come as events."""
-        if not isinstance(backend, LlamaBackend):
-            raise SamplescopeError("this model cannot rebuild a past step")
         chat = self.store.load_chat(self.chat_id)
         turns = [m.reply for m in chat.messages if m.reply is not None]
         turn = len(turns) - self.from_end
@@ -197,7 +194,7 @@ class WhatIf:
         status = "recomputing… (replay)" if self._job is not None else f"from {self.source}"
         if self._given is not None:
             backend = self.host.runner.backend
-            vocabulary = backend.runtime if isinstance(backend, LlamaBackend) else None
+            vocabulary = backend.model if backend is not None else None
             try:
                 sampler = Sampler(live, vocab_size=len(self._given.logits), vocabulary=vocabulary)
                 sampler.resume(index, stored.adapted_target)

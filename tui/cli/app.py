@@ -14,7 +14,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from backend.chat.completion import MODES
-from backend.chat.protocol import ChatBackend
 from backend.config.config import (
     load_config_or_default,
     model_with_config,
@@ -22,6 +21,7 @@ from backend.config.config import (
     settings_with_config,
 )
 from backend.llama.rpc import Endpoint, RpcError
+from backend.session.backend import SessionBackend
 from backend.store.store import ChatStore, StoreError
 from sampling.errors import SettingsError
 from sampling.settings import DEFAULT_CHAT_SETTINGS
@@ -64,7 +64,7 @@ def build_app_parser() -> argparse.ArgumentParser:
 
 def backend_factory(
     args: argparse.Namespace, model: str | None = None, rpc: tuple[Endpoint, ...] = ()
-) -> Callable[[], ChatBackend]:
+) -> Callable[[], SessionBackend]:
     """A loader for the model the options name (run on the app's worker thread).
 
     Args:
@@ -74,9 +74,9 @@ def backend_factory(
     """
     chosen = args.model if model is None else model
 
-    def load() -> ChatBackend:
-        from backend.chat.llama_backend import LlamaBackend
+    def load() -> SessionBackend:
         from backend.config.model_path import resolve_model_path
+        from backend.session.llama_backend import LlamaBackend
 
         return LlamaBackend.load(
             resolve_model_path(chosen),

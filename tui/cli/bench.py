@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tui.cli.model_flags import add_rpc_flag, chosen_model_path
 
-PARTS = ("sampler", "backend", "tui", "rpc")
+PARTS = ("sampler", "backend", "compare", "tui", "rpc")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -21,7 +21,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=(
             "sampler: µs per sampled token for each mode, ours (record included) next to "
             "llama.cpp's native sampler chain on the same logits. backend: decode and prefill "
-            "tokens/s against llama-cpp-python's own loop, and peak memory. tui: a reply "
+            "tokens/s against llama-cpp-python's own loop, and peak memory. compare: four "
+            "columns in lockstep against the same columns in turn, wall time and tokens/s "
+            "per column. tui: a reply "
             "streamed through the app against the same generation consumed bare. rpc: decode "
             "and prefill tokens/s with the model split across two loopback rpc-servers (or "
             "--rpc servers) against the same model on this machine."
@@ -62,6 +64,11 @@ def run(args: argparse.Namespace) -> int:
 
         print("\n## backend (best of 3 alternating runs)")
         print(format_backend(run_backend_bench(model_path, n_threads=args.threads)))
+    if "compare" in parts:
+        from backend.bench.compare import format_result, run_compare_bench
+
+        print("\n## compare (four columns, best of 3 alternating runs)")
+        print(format_result(run_compare_bench(model_path, n_threads=args.threads)))
     if "tui" in parts:
         # A fresh process: once a thread has run llama.cpp's OpenMP team, decoding from
         # another thread of the same process is far slower (measured: 140 -> 53 tok/s),

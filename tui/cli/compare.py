@@ -14,8 +14,9 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from backend.chat.compare import compare, first_divergence
+from backend.chat.compare import first_divergence
 from backend.chat.events import FinishedEvent, NoticeEvent, TokenEvent
+from backend.session.compare import compare
 from sampling.errors import SamplescopeError
 from sampling.settings import SamplerSettings, settings_summary
 from sampling.spec import SETTINGS, SETTINGS_BY_NAME, find_setting
@@ -65,6 +66,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--system", default=None, help="a system prompt")
     parser.add_argument("--max-tokens", type=int, default=64, help="reply length (default 64)")
     parser.add_argument("--raw", action="store_true", help="feed PROMPT without the chat template")
+    parser.add_argument(
+        "--sequential",
+        action="store_true",
+        help="generate the columns one after the other (default: in lockstep, one batch a step)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--list-presets", action="store_true", help="list the presets and exit")
     add_model_flags(parser)
@@ -151,7 +157,12 @@ def run(args: argparse.Namespace) -> int:
     finished: list[FinishedEvent | None] = [None for _ in columns]
     try:
         for item in compare(
-            backend, messages, [s for _, s in columns], max_tokens=args.max_tokens, raw=args.raw
+            backend,
+            messages,
+            [s for _, s in columns],
+            max_tokens=args.max_tokens,
+            raw=args.raw,
+            sequential=args.sequential,
         ):
             event = item.event
             if isinstance(event, TokenEvent):

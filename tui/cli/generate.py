@@ -17,6 +17,7 @@ from backend.chat.events import (
     TokenEvent,
 )
 from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.store.recorded import recorded
 from backend.store.recorder import ChatRecorder
 from backend.store.records import StoreError
 from sampling.records import Step
@@ -32,7 +33,7 @@ from tui.cli.store_access import add_db_flag, open_store
 from tui.cli.text_input import read_stdin
 
 if TYPE_CHECKING:
-    from backend.chat.llama_backend import LlamaBackend
+    from backend.session.llama_backend import LlamaBackend
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -123,14 +124,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         if recorder is not None:
             recorder.begin_reply(messages, settings, args.max_tokens, mode)
-        for event in backend.generate(
-            messages,
-            LiveSettings(settings),
-            max_tokens=args.max_tokens,
-            raw=mode == "completion",
-        ):
-            if recorder is not None:
-                recorder.record(event)
+        events = backend.generate(
+            messages, LiveSettings(settings), max_tokens=args.max_tokens, raw=mode == "completion"
+        )
+        for event in recorded(events, recorder):
             if isinstance(event, TokenEvent):
                 if not args.json and event.text:
                     sys.stdout.write(event.text)

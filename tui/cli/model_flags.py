@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from backend.chat.llama_backend import LlamaBackend
     from backend.llama.rpc import Endpoint
+    from backend.session.llama_backend import LlamaBackend
 
 
 RPC_HELP = (
@@ -96,7 +96,7 @@ def load_backend(args: argparse.Namespace) -> LlamaBackend:
         LlamaError: llama.cpp could not load it.
         RpcError: An RPC server is malformed or cannot be reached.
     """
-    from backend.chat.llama_backend import LlamaBackend
+    from backend.session.llama_backend import LlamaBackend
 
     path = chosen_model_path(args.model)
     started = time.perf_counter()

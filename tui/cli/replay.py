@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         chat = store.load_chat(args.chat_id)
         reply = pick_reply(chat, args.reply)
         path = recorded_model(store, reply, args.model)
-    from backend.chat.llama_backend import LlamaBackend  # only now: it loads llama.cpp
+    from backend.session.llama_backend import LlamaBackend  # only now: it loads llama.cpp
 
     # The same context and prefill chunking as the original (both can change tokens).
     backend = LlamaBackend.load(

@@ -22,7 +22,7 @@ from tui.cli.settings_flags import add_settings_flags, bias_needs_tokenizer, set
 from tui.cli.store_access import add_db_flag
 
 if TYPE_CHECKING:
-    from backend.chat.llama_backend import LlamaBackend
+    from backend.session.llama_backend import LlamaBackend
 
 
 def add_step_flags(parser: argparse.ArgumentParser) -> None:
@@ -88,7 +88,7 @@ def find_target(store: ChatStore, args: argparse.Namespace) -> Target:
 
 def load_for(target: Target, args: argparse.Namespace) -> LlamaBackend:
     """The model with the reply's context and prefill chunk size (both change logits)."""
-    from backend.chat.llama_backend import LlamaBackend  # only now: it loads llama.cpp
+    from backend.session.llama_backend import LlamaBackend  # only now: it loads llama.cpp
 
     return LlamaBackend.load(
         target.model_path,

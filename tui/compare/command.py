@@ -23,7 +23,8 @@ from textual.app import App
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from backend.chat.completion import Mode
-from backend.chat.protocol import ChatBackend, ChatMessage
+from backend.chat.protocol import ChatMessage
+from backend.session.backend import SessionBackend
 from sampling.errors import SamplescopeError
 from sampling.settings import SamplerSettings
 from tui.chat.runner import GenerationRunner
@@ -58,7 +59,7 @@ class CompareContext:
         mode: The chat's mode ("completion": the columns continue the document).
     """
 
-    model: GenerationRunner | ChatBackend
+    model: GenerationRunner | SessionBackend
     messages: Sequence[ChatMessage]
     settings: SamplerSettings
     on_result: Callable[[CompareResult | None], None]

@@ -11,8 +11,7 @@ same seed gives the same tokens (each column's sampler is seeded afresh).
 from __future__ import annotations
 
 import secrets
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import ClassVar
 
 from rich.text import Text
@@ -24,8 +23,7 @@ from textual.dom import DOMNode
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from backend.chat.compare import ColumnEvent, compare
-from backend.chat.completion import Mode, as_document
+from backend.chat.completion import Mode
 from backend.chat.events import (
     FinishedEvent,
     GenerationEvent,
@@ -34,7 +32,9 @@ from backend.chat.events import (
     PrefillProgress,
     TokenEvent,
 )
-from backend.chat.protocol import ChatBackend, ChatMessage
+from backend.chat.protocol import ChatMessage
+from backend.session.backend import SessionBackend
+from backend.session.compare import CompareJob
 from sampling.errors import SamplescopeError
 from sampling.settings import SamplerSettings
 from tui.chat.alternatives import Alternative, AlternativesScreen
@@ -100,7 +100,7 @@ class CompareScreen(Screen[CompareResult | None]):
 
     def __init__(
         self,
-        model: GenerationRunner | ChatBackend,
+        model: GenerationRunner | SessionBackend,
         messages: Sequence[ChatMessage],
         columns: Sequence[SamplerSettings | CompareColumn],
         seed: int,
@@ -227,14 +227,7 @@ class CompareScreen(Screen[CompareResult | None]):
         self._show_detail(None)
         settings = [self.column_settings(i) for i in range(len(self._columns))]
         self._update_title()
-        raw, max_tokens = self._mode == "completion", self._max_tokens
-        messages = as_document(self._messages) if raw else list(self._messages)
-
-        def job(backend: ChatBackend, cancel: threading.Event) -> Iterator[ColumnEvent]:
-            return compare(
-                backend, messages, settings, max_tokens=max_tokens, cancel=cancel, raw=raw
-            )
-
+        job = CompareJob(list(self._messages), settings, self._max_tokens, self._mode)
         self._runner.start(job, self)
 
     async def _stop_run(self) -> None:

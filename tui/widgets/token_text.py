@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from backend.chat.events import TokenEvent
-from backend.chat.protocol import ChatBackend
 from backend.llama.pieces import visible_piece
+from backend.session.backend import SessionBackend
 from tui.display import display_text
 
 EMPTY_PIECE = "∅"
@@ -80,7 +80,7 @@ TokenBytes = Callable[[int], bytes]
 
 
 def ui_vocabulary(
-    backend: ChatBackend,
+    backend: SessionBackend,
 ) -> tuple[Callable[[int], str] | None, TextEncoder | None, TokenBytes | None]:
     """Token id → visible piece, text → token ids, token id → bytes, for the UI thread.
 

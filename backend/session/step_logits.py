@@ -24,7 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from backend.chat.run_state import StepInput
+from backend.session.run import StepInput
 
 DEFAULT_BUDGET_BYTES = 64 * 2**20
 """The most the kept steps may take (logits and histories together)."""

@@ -1,0 +1,1 @@
+"""The one generation loop: sequences, prefill, decode, sample, record, rewind."""

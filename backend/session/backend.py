@@ -1,0 +1,227 @@
+"""A conversation in, generation events out: the chat's side of the one loop.
+
+`SessionBackend` turns messages into prompt tokens with a model's chat template
+(fitted to the context) and runs them through `backend.session.loop`: one reply
+(`generate`, the `backend.chat.protocol.ChatBackend` contract), several sequences
+in lockstep (`generate_many`: compare's columns), or a past step's input rebuilt
+(`step_input`: what-if). The llama.cpp backend and the test suite's fake are both a
+`SessionBackend` over their own `Model`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+
+import numpy as np
+
+from backend.chat.events import Decoding, FinishedEvent, GenerationEvent
+from backend.chat.prompt import PromptBuilder
+from backend.chat.protocol import ChatMessage, LiveSettings, ModelInfo
+from backend.chat.template import ChatTemplate
+from backend.session.loop import Generation, Session
+from backend.session.model import Model
+from backend.session.run import Steer, StepInput, clock_now
+from sampling.errors import SamplescopeError
+from sampling.settings import SamplerSettings
+
+#: At most this share of the context is reserved for the reply when fitting a prompt.
+MAX_HEADROOM_SHARE = 0.5
+
+
+class SessionBackend:
+    """A model behind the `ChatBackend` protocol, generating through the one loop.
+
+    Exactly one thread may call `generate` (and every other method but `info`);
+    others may read `info` and set a cancel event.
+
+    Args:
+        model: The model.
+        template: Its chat template.
+        info: What the status line shows about it.
+        clock: The time source of the generations' figures.
+        template_notice: Why `template` is not the model's own (None: it is).
+    """
+
+    def __init__(
+        self,
+        model: Model,
+        template: ChatTemplate,
+        info: ModelInfo,
+        *,
+        clock: Callable[[], float] = clock_now,
+        template_notice: str | None = None,
+    ) -> None:
+        self.model = model
+        self.template = template
+        self.template_notice = template_notice
+        """Why the template is not the model's own (None when it is)."""
+        self.prompt = PromptBuilder(model, template)
+        self.session = Session(model, clock)
+        self._info = info
+
+    @property
+    def info(self) -> ModelInfo:
+        """The loaded model."""
+        return self._info
+
+    @property
+    def context_used(self) -> int:
+        """Tokens the chat's sequence holds in the model's memory."""
+        return len(self.session.memory.tokens())
+
+    @property
+    def has_own_template(self) -> bool:
+        """Whether the template is the model's own."""
+        return self.template_notice is None
+
+    def special_texts(self) -> list[str]:
+        """The texts of the vocabulary's special tokens."""
+        return self.model.special_texts()
+
+    def reset(self) -> None:
+        """Forget the memory (a new chat)."""
+        self.session.memory.clear()
+
+    def close(self) -> None:
+        """Free the model (nothing here; a backend owning one frees it)."""
+
+    def tokenize_messages(self, messages: Sequence[ChatMessage]) -> list[int]:
+        """The prompt tokens `generate` would feed for `messages` (before fitting)."""
+        return self.prompt.tokens(messages)
+
+    # ---- generating ---------------------------------------------------------------
+
+    def generate(
+        self,
+        messages: Sequence[ChatMessage],
+        settings: LiveSettings,
+        *,
+        max_tokens: int = 512,
+        cancel: threading.Event | None = None,
+        raw: bool = False,
+        steer: Steer | None = None,
+    ) -> Iterator[GenerationEvent]:
+        """Generate the assistant's reply to `messages` (see `ChatBackend.generate`).
+
+        `FinishedEvent.token_ids` holds every sampled id, the end-of-generation token
+        included; `text` holds the reply without it.
+
+        `steer` starts the reply with given tokens (`prefix`, decoded as a generation
+        decodes them: no events, but part of the finished text and token ids) and may
+        force the next token (`force`): the branch of a reply from one of its tokens.
+        Token events then count from `len(prefix)`; `max_tokens` counts the prefix.
+        """
+        generation = self.generate_many(
+            messages, [settings], max_tokens=max_tokens, cancel=cancel, raw=raw, steer=steer
+        )
+        for _, event in generation:
+            yield event
+
+    def generate_many(
+        self,
+        messages: Sequence[ChatMessage],
+        lives: Sequence[LiveSettings],
+        *,
+        max_tokens: int = 512,
+        cancel: threading.Event | None = None,
+        raw: bool = False,
+        steer: Steer | None = None,
+        rewindable: bool = False,
+    ) -> Generation:
+        """Replies to `messages`, one per settings, in lockstep (one decode per step for
+        every live sequence); iterate it for (column, event) pairs, each column's
+        events as `generate` yields them. Column 0 decodes into the chat's sequence.
+        `rewindable`: the generation can be rewound (`Generation.rewind`)."""
+        return self.session.generation(
+            lambda: self.fit_prompt(messages, max_tokens, raw),
+            lives,
+            max_tokens=max_tokens,
+            cancel=cancel,
+            steer=steer,
+            rewindable=rewindable,
+        )
+
+    def fit_prompt(
+        self, messages: Sequence[ChatMessage], max_tokens: int, raw: bool
+    ) -> tuple[list[int], list[str]]:
+        """The prompt's tokens, fitted to leave room for the reply, and notices saying
+        what was cut.
+
+        Raises:
+            SamplescopeError: Nothing to answer, or nothing makes it fit.
+        """
+        if not messages:
+            raise SamplescopeError("nothing to answer: the conversation is empty")
+        n_ctx = self.model.n_ctx
+        headroom = min(max_tokens, int(n_ctx * MAX_HEADROOM_SHARE))
+        budget = n_ctx - headroom
+        notices: list[str] = []
+        if raw:
+            prompt = self.prompt.raw_tokens(messages[-1].content)
+            if len(prompt) > budget:
+                cut = len(prompt) - budget
+                # Keep a leading BOS: cut the oldest text after it.
+                keep = 1 if prompt[0] == self.model.bos else 0
+                prompt = prompt[:keep] + prompt[cut + keep :]
+                notices.append(f"cut the oldest {cut} tokens of the prompt to fit the context")
+            return prompt, notices
+        fitted = self.prompt.fit(messages, budget)
+        if fitted.dropped:
+            notices.append(
+                f"dropped the {fitted.dropped} oldest message(s) to fit the context"
+                f" of {n_ctx} tokens (the system prompt is kept)"
+            )
+        if fitted.truncated_tokens:
+            notices.append(
+                f"cut the first {fitted.truncated_tokens} tokens of the last message"
+                f" to fit the context of {n_ctx} tokens"
+            )
+        return fitted.tokens, notices
+
+    def step_input(
+        self,
+        messages: Sequence[ChatMessage],
+        prefix: Sequence[int],
+        *,
+        max_tokens: int = 512,
+        raw: bool = False,
+        decoding: Decoding | None = None,
+    ) -> StepInput:
+        """What the sampler saw at token `len(prefix)` of a reply to `messages`.
+
+        The memory is built exactly as `generate` builds it (reuse, prefill in the
+        same chunks, each earlier token decoded alone), so the logits are the ones the
+        sampler saw when the reply was generated on the same memory. A reply decoded in
+        lockstep (`decoding`) is rebuilt in lockstep: every sibling samples again beside
+        it up to the step, as they did (its own tokens come out as `prefix` again).
+
+        Raises:
+            SamplescopeError: The prompt or the tokens cannot be fed.
+        """
+        kept: list[StepInput] = []
+        index = len(prefix)
+
+        def keep(at: int, logits: object, history: Sequence[int]) -> None:
+            if at == index:
+                kept.append(StepInput(np.array(logits, dtype=np.float32), tuple(history)))
+
+        if decoding is None:
+            lives, steer = [LiveSettings(SamplerSettings(temperature=0.0))], Steer(tuple(prefix))
+            column = 0
+        else:
+            lives = [LiveSettings(settings) for settings in decoding.columns]
+            column, steer = decoding.column, Steer()
+        lives[column].step_sink = keep
+        generation = self.session.generation(
+            lambda: self.fit_prompt(messages, max_tokens, raw),
+            lives,
+            max_tokens=index + 1,
+            steer=steer,
+        )
+        for _, event in generation:
+            if isinstance(event, FinishedEvent) and event.error:
+                raise SamplescopeError(event.error)
+        if not kept:
+            raise SamplescopeError("the step could not be rebuilt")
+        return kept[0]

@@ -1,0 +1,322 @@
+"""The one generation loop: prompt → prefill → decode → sample, for one sequence or many.
+
+Every generation (a chat reply, a compare's columns, the command line, a branch,
+what-if's rebuilt step, a replay) runs here, over the narrow `Model` protocol:
+
+- **prefill**: the prompt goes into sequence 0, reusing what the memory already
+  holds (`Memory.reuse`), in n_batch chunks with progress after each and a cancel
+  check between them; a steer's given tokens follow, each decoded alone;
+- **many sequences in lockstep**: the other sequences share the prompt through
+  `seq_cp`, then every step decodes one token of every live sequence in one batch
+  (one `llama_decode`); each sequence has its own sampler and random stream;
+- **rewind**: between events, `Generation.rewind(column, k)` drops a sequence's last
+  k tokens, from the memory and from its sampler's state, and the loop goes on from
+  there, the dropped position computed again the way it was first computed.
+
+Events come as (column, event) pairs: each column's stream is the
+`backend.chat.protocol.ChatBackend.generate` contract (ending in one FinishedEvent).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Generator, Iterator, Sequence
+
+from backend.chat.events import (
+    Decoding,
+    FinishReason,
+    GenerationEvent,
+    NoticeEvent,
+    PhaseEvent,
+    PrefillProgress,
+    TokenEvent,
+)
+from backend.chat.protocol import LiveSettings
+from backend.session.memory import Memory
+from backend.session.model import Model
+from backend.session.run import Lane, Steer, clock_now
+from sampling.errors import SamplescopeError
+from sampling.sampler import Sampler
+
+Event = tuple[int, GenerationEvent]
+"""An event of one column of a generation."""
+
+LOST_NOTICE = "the model's memory was lost (an RPC connection failed): loading the model again"
+
+PromptSource = Callable[[], tuple[list[int], list[str]]]
+"""Gives the prompt's tokens and notices about fitting it (may raise)."""
+
+
+class Session:
+    """One model and its memory: runs every generation on it (one thread only).
+
+    Args:
+        model: The model.
+        clock: The time source of the figures.
+    """
+
+    def __init__(self, model: Model, clock: Callable[[], float] = clock_now) -> None:
+        self.model = model
+        self.memory = Memory(model)
+        self.clock = clock
+
+    def generation(
+        self,
+        prompt: PromptSource,
+        lives: Sequence[LiveSettings],
+        *,
+        max_tokens: int,
+        cancel: threading.Event | None = None,
+        steer: Steer | None = None,
+        rewindable: bool = False,
+    ) -> Generation:
+        """A generation of `len(lives)` sequences from one prompt (run it by iterating).
+
+        Args:
+            prompt: Gives the prompt's tokens and fitting notices.
+            lives: Each sequence's settings (seeded from them at the start).
+            max_tokens: Stop each sequence after this many tokens (given ones included).
+            cancel: When set, stop within one step or one prefill chunk.
+            steer: Every sequence starts with its given tokens; its forced token is
+                every sequence's first sampled one.
+            rewindable: Keep each sampler's state before every token, so that
+                `Generation.rewind` can go back (about 10 µs a token).
+        """
+        return Generation(self, prompt, lives, max_tokens, cancel, steer or Steer(), rewindable)
+
+
+class Generation:
+    """One run of the loop; iterate for its (column, event) pairs. See the module doc."""
+
+    def __init__(
+        self,
+        session: Session,
+        prompt: PromptSource,
+        lives: Sequence[LiveSettings],
+        max_tokens: int,
+        cancel: threading.Event | None,
+        steer: Steer,
+        rewindable: bool = False,
+    ) -> None:
+        if not lives:
+            raise SamplescopeError("nothing to generate: no sequence asked for")
+        model = session.model
+        if len(lives) > model.n_seq_max:
+            raise SamplescopeError(
+                f"{len(lives)} sequences at once: this model holds {model.n_seq_max}"
+            )
+        self.session = session
+        self.prompt = prompt
+        self.max_tokens = max_tokens
+        self.cancel = cancel
+        self.steer = steer
+        started = session.clock()
+        self.start_settings = tuple(live.current for live in lives)
+        """Each sequence's settings at the start (what a lockstep reply records)."""
+        self.lanes = [
+            Lane(
+                column,
+                column,
+                live,
+                Sampler(live.current, vocab_size=model.n_vocab, vocabulary=model),
+                started,
+                given=len(steer.prefix),
+                rewindable=rewindable,
+            )
+            for column, live in enumerate(lives)
+        ]
+        for lane in self.lanes:
+            lane.sampler.resume(lane.given)  # min_tokens counts the given tokens
+
+    @property
+    def _cancelled(self) -> bool:
+        return self.cancel is not None and self.cancel.is_set()
+
+    def rewind(self, column: int, count: int) -> None:
+        """Drop the last `count` sampled tokens of sequence `column` (between events).
+
+        Its memory is cut back to where the batch that computed the last kept token
+        began, and that batch's tokens are decoded again with the next step, so the
+        logits are the ones the sampler saw there.
+
+        Raises:
+            RewindError: The sequence ended, or sampled fewer tokens.
+        """
+        lane = self.lanes[column]
+        memory = self.session.memory
+        keep = lane.rewind(count, self.session.model.token_bytes)
+        wanted = memory.tokens(lane.seq)[: lane.prompt_tokens] + lane.token_ids
+        wanted = wanted[: lane.prompt_tokens + keep]
+        start, _ = memory.batch_of(len(wanted) - 1, lane.seq)
+        memory.keep(start, lane.seq)
+        lane.pending = wanted[start:]
+        lane.row = None
+
+    def __iter__(self) -> Iterator[Event]:
+        error: str | None = None
+        try:
+            ready = yield from self._prepare()
+            if ready:
+                yield from self._decode()
+            else:
+                self._end_all("cancelled")
+        except SamplescopeError as failure:
+            error = str(failure)
+        except Exception as failure:  # never crash the caller: report it
+            error = f"{type(failure).__name__}: {failure}"
+        if error is not None:
+            self._end_all("error")
+        for lane in self.lanes:
+            yield from self._finish(lane, error if lane.reason == "error" else None)
+        for lane in self.lanes:
+            self.session.memory.drop(lane.seq)
+
+    # ---- the phases ---------------------------------------------------------------
+
+    def _each(self, event: GenerationEvent) -> Iterator[Event]:
+        for lane in self.lanes:
+            yield lane.column, event
+
+    def _prepare(self) -> Generator[Event, None, bool]:
+        """Check, fit and prefill the prompt, decode the given tokens, share them.
+
+        Returns (as the generator's value): False when cancelled during the prefill.
+        """
+        session, steer = self.session, self.steer
+        model, memory = session.model, session.memory
+        if self.max_tokens < 1:
+            raise SamplescopeError(f"invalid max_tokens={self.max_tokens}: expected at least 1")
+        if len(steer.prefix) >= self.max_tokens:
+            raise SamplescopeError(
+                f"a reply of {len(steer.prefix)} given tokens leaves no room under "
+                f"max_tokens={self.max_tokens}"
+            )
+        if steer.force is not None and not 0 <= steer.force < model.n_vocab:
+            raise SamplescopeError(
+                f"invalid token id {steer.force}: expected 0 .. {model.n_vocab - 1}"
+            )
+        if model.lost:
+            yield from self._each(NoticeEvent(LOST_NOTICE))
+            memory.clear()
+            model.recover()
+        memory.drop_others()
+        prompt, notices = self.prompt()
+        for notice in notices:
+            yield from self._each(NoticeEvent(notice))
+        if not prompt:
+            raise SamplescopeError("the prompt is empty")
+        yield from self._each(PhaseEvent("prefill"))
+        prefill_started = session.clock()
+        todo = prompt[memory.reuse(prompt) :]
+        cancelled = self._cancelled
+        if not cancelled:
+            for done in memory.prefill(todo):
+                yield from self._each(PrefillProgress(done=done, total=len(todo)))
+                cancelled = self._cancelled and done < len(todo)
+                if cancelled:
+                    break
+        prefill_ms = (session.clock() - prefill_started) * 1000
+        for lane in self.lanes:
+            lane.prompt_tokens, lane.prefilled, lane.prefill_ms = len(prompt), len(todo), prefill_ms
+        if cancelled:
+            return False
+        # The given start of the reply: decoded alone, as a generation decodes it.
+        for token in steer.prefix:
+            if len(memory.tokens()) >= model.n_ctx:
+                raise SamplescopeError(f"the given tokens overflow the context of {model.n_ctx}")
+            memory.append([token])
+        for lane in self.lanes:
+            for token in steer.prefix:
+                eog = model.is_eog(token)
+                lane.give(token, "" if eog else lane.stream.feed(model.token_bytes(token)))
+            if lane.seq:
+                memory.fork(lane.seq)
+        return True
+
+    def _decode(self) -> Iterator[Event]:
+        session = self.session
+        model, memory = session.model, session.memory
+        yield from self._each(PhaseEvent("decode"))
+        now = session.clock()
+        for lane in self.lanes:
+            lane.decode_started = now
+        while True:
+            if self._cancelled:
+                self._end_all("cancelled")
+                return
+            for lane in self.lanes:
+                if lane.reason is None and lane.row is not None:
+                    yield from self._sample(lane)
+            stepping = [lane for lane in self.lanes if lane.reason is None and lane.pending]
+            if not stepping:
+                return
+            needed = sum(len(lane.pending) for lane in stepping)
+            if memory.cells_used + needed > model.n_ctx:
+                for lane in stepping:
+                    yield (
+                        lane.column,
+                        NoticeEvent(
+                            f"the context of {model.n_ctx} tokens is full: reply cut short"
+                        ),
+                    )
+                    lane.reason = "context_full"
+                    yield from self._finish(lane, None)
+                return
+            memory.step([(lane.seq, token) for lane in stepping for token in lane.pending])
+            row = 0
+            for lane in stepping:
+                row += len(lane.pending)
+                lane.row = row - 1 if len(stepping) > 1 else -1
+                lane.pending = []
+
+    def _sample(self, lane: Lane) -> Iterator[Event]:
+        session = self.session
+        model, memory = session.model, session.memory
+        assert lane.row is not None
+        logits = model.logits(lane.row)
+        index = lane.index
+        force = self.steer.force if index == len(self.steer.prefix) else None
+        step = lane.sample(logits, memory.tokens(lane.seq), force)
+        token = step.token_id
+        if lane.first_token_at is None:
+            lane.first_token_at = session.clock()
+        eog = model.is_eog(token)
+        text = "" if eog else lane.stream.feed(model.token_bytes(token))
+        lane.give(token, text)
+        lane.row = None
+        lane.pending = [token]
+        yield (
+            lane.column,
+            TokenEvent(index=index, step=step, text=text, piece=model.shown_piece(token)),
+        )
+        if lane.row is not None or lane.pending != [token] or lane.index != index + 1:
+            return  # rewound while the event was out
+        if eog:
+            lane.reason = "eos"
+        elif index + 1 >= self.max_tokens:
+            lane.reason = "max_tokens"
+        else:
+            return
+        lane.pending = []
+        yield from self._finish(lane, None)
+
+    # ---- the end ------------------------------------------------------------------
+
+    def _end_all(self, reason: FinishReason) -> None:
+        for lane in self.lanes:
+            if lane.reason is None:
+                lane.reason = reason
+
+    def _finish(self, lane: Lane, error: str | None) -> Iterator[Event]:
+        """The lane's last events (once): its phase "done" and its FinishedEvent."""
+        if lane.row == -2:
+            return
+        lane.row = -2  # reported
+        memory = self.session.memory
+        # What the memory holds now is what a later reply starts from: replay needs it.
+        cached = len(memory.tokens(lane.seq)) if not memory.model.lost else 0
+        decoding = None
+        if len(self.lanes) > 1:
+            decoding = Decoding(lane.column, self.start_settings)
+        yield lane.column, PhaseEvent("done")
+        yield lane.column, lane.finished(self.session.clock(), cached, error, decoding)

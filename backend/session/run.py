@@ -1,0 +1,200 @@
+"""One sequence of a generation: its sampler, its tokens and text, its figures, rewind.
+
+A `Lane` is what the loop (`backend.session.loop`) keeps for each sequence it runs:
+the sampler with its live settings, the tokens and the text they make, the sampler's
+state before each sampled token (to rewind to), and the figures its FinishedEvent
+reports.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from backend.chat.events import Decoding, FinishedEvent, FinishReason, GenerationStats
+from backend.chat.protocol import LiveSettings
+from backend.llama.utf8 import Utf8Stream
+from sampling.errors import SamplescopeError
+from sampling.penalties import History
+from sampling.records import Step
+from sampling.sampler import Sampler, SamplerState, probabilities
+
+
+@dataclass(frozen=True, slots=True)
+class Steer:
+    """How a generation is steered: the reply's given start and a forced next token.
+
+    Attributes:
+        prefix: Tokens the reply starts with (a parent branch's tokens before a fork).
+        force: The token to take at index `len(prefix)` instead of the drawn one.
+    """
+
+    prefix: tuple[int, ...] = ()
+    force: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StepInput:
+    """What the sampler saw at one step: the logits and the token history.
+
+    Attributes:
+        logits: A copy of the step's logits (float32, the vocabulary's length).
+        history: The tokens before the step, prompt included (what penalties see).
+    """
+
+    logits: np.ndarray
+    history: tuple[int, ...]
+
+
+def forced_step(step: Step, token: int, logits: object, history: History) -> Step:
+    """`step` with `token` taken instead of the drawn one, at its probability there."""
+    probs = probabilities(logits, step.settings, history)
+    return replace(step, token_id=token, prob=float(probs[token]), draw=None)
+
+
+class RewindError(SamplescopeError):
+    """A sequence cannot be rewound that far (the message says why)."""
+
+
+@dataclass(slots=True)
+class Lane:
+    """One sequence of a generation and what it has produced so far.
+
+    Attributes:
+        column: Which of the generation's sequences it is (its events' tag).
+        seq: The model's sequence id it decodes into.
+        live: Its settings, read before every token.
+        sampler: Its sampler (its own random stream).
+        started: When the generation started (the clock's reading).
+        given: How many tokens at the start were given (a steer's prefix).
+        rewindable: Keep the sampler's state before every token (what rewind needs).
+    """
+
+    column: int
+    seq: int
+    live: LiveSettings
+    sampler: Sampler
+    started: float
+    given: int = 0
+    rewindable: bool = False
+    """Whether its sampler's state is kept before every token (what rewind needs)."""
+    prompt_tokens: int = 0
+    prefilled: int = 0
+    prefill_ms: float = 0.0
+    first_token_at: float | None = None
+    decode_started: float | None = None
+    sampler_us: float = 0.0
+    token_ids: list[int] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    """The text each token completed (aligned with `token_ids`)."""
+    states: list[SamplerState] = field(default_factory=list)
+    """The sampler's state before each sampled token (index - given)."""
+    stream: Utf8Stream = field(default_factory=Utf8Stream)
+    reason: FinishReason | None = None
+    """Why it ended (None while it runs)."""
+    row: int | None = -1
+    """The row of the last batch holding its next logits (None: to be decoded)."""
+    pending: list[int] = field(default_factory=list)
+    """Tokens to decode into its sequence with the next step."""
+
+    @property
+    def index(self) -> int:
+        """The index the next sampled token gets."""
+        return len(self.token_ids)
+
+    def give(self, token: int, text: str) -> None:
+        """Append a given or sampled token and the text it completed."""
+        self.token_ids.append(token)
+        self.texts.append(text)
+
+    def sample(self, logits: object, history: Sequence[int], force: int | None) -> Step:
+        """Sample the next token (settings read now; `force` taken instead if given)."""
+        current = self.live.current
+        sampler = self.sampler
+        if current is not sampler.settings:
+            sampler.settings = current
+        sampler.tail_ranks = self.live.tail_ranks
+        if self.rewindable:
+            self.states.append(sampler.state())
+        step = sampler.sample(logits, history)
+        sink = self.live.step_sink
+        if sink is not None:
+            sink(self.index, logits, history)
+        if force is not None:
+            step = forced_step(step, force, logits, history)
+        self.sampler_us += step.elapsed_us
+        return step
+
+    def rewind(self, count: int, token_bytes: Callable[[int], bytes]) -> int:
+        """Drop the last `count` sampled tokens: the sampler goes back to its state
+        before the first of them, the text is cut.
+
+        Returns:
+            How many tokens the lane holds now.
+
+        Raises:
+            RewindError: Fewer than `count` tokens were sampled, or the lane ended.
+        """
+        sampled = len(self.states)
+        if not self.rewindable:
+            raise RewindError("this generation keeps no sampler states: start it rewindable")
+        if self.reason is not None:
+            raise RewindError(f"sequence {self.column} has ended ({self.reason})")
+        if not 1 <= count <= sampled:
+            raise RewindError(
+                f"cannot rewind {count} tokens: sequence {self.column} sampled {sampled}"
+            )
+        keep = self.index - count
+        self.sampler.restore(self.states[keep - self.given])
+        del self.states[keep - self.given :]
+        del self.token_ids[keep:], self.texts[keep:]
+        self.stream = Utf8Stream()
+        for token in self.token_ids:
+            self.stream.feed(token_bytes(token))
+        return keep
+
+    def stats(self, now: float, cached_tokens: int | None) -> GenerationStats:
+        """Its figures at `now`."""
+        decode_ms = 0.0 if self.decode_started is None else (now - self.decode_started) * 1000
+        n = len(self.token_ids) - self.given  # the tokens it sampled, not those given
+        ttft = None if self.first_token_at is None else self.first_token_at - self.started
+        return GenerationStats(
+            prompt_tokens=self.prompt_tokens,
+            prefilled_tokens=self.prefilled,
+            prefill_ms=self.prefill_ms,
+            ttft_ms=0.0 if ttft is None else ttft * 1000,
+            decode_tokens=n,
+            decode_ms=decode_ms,
+            decode_tps=n / (decode_ms / 1000) if decode_ms > 0 else 0.0,
+            sampler_us=self.sampler_us,
+            cached_tokens=cached_tokens,
+        )
+
+    def finished(
+        self,
+        now: float,
+        cached_tokens: int | None,
+        error: str | None = None,
+        decoding: Decoding | None = None,
+    ) -> FinishedEvent:
+        """Its FinishedEvent (`reason` must be set)."""
+        assert self.reason is not None
+        # A character cut off by max_tokens or a cancel is dropped (it is unfinished,
+        # not wrong); one left dangling when the model itself stopped shows as U+FFFD.
+        tail = self.stream.flush() if self.reason == "eos" else ""
+        return FinishedEvent(
+            reason=self.reason,
+            stats=self.stats(now, cached_tokens),
+            text="".join(self.texts) + tail,
+            token_ids=tuple(self.token_ids),
+            error=error,
+            decoding=decoding,
+        )
+
+
+def clock_now() -> float:
+    """The default clock of a generation's figures."""
+    return time.perf_counter()
