@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from sampling import Sampler, SamplerSettings, probabilities
 from sampling.samplers.tail_free import head_count, tail_free_count
-from tests.unit.test_sampling_properties import PROPERTY_SETTINGS, descending_order, logit_arrays
+from tests.unit.sampling_strategies import PROPERTY_SETTINGS, logit_arrays
+from tests.unit.test_sampling_properties import descending_order
 
 Reference = Callable[[list[float]], list[float]]
 """The sampler on the kept set's probabilities in descending order: their new values."""
