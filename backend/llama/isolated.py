@@ -43,6 +43,7 @@ LOSS_PROBE_TIMEOUT_S = 1.0
 #: What the child was doing when it was lost, by request.
 _DOING = {
     "decode": "decoding",
+    "decode_all": "scoring",
     "seq_rm": "trimming the cache",
     "seq_add": "shifting the cache",
     "can_shift": "querying the cache",
@@ -94,6 +95,7 @@ class ChildContext:
         self._process: subprocess.Popen[bytes] | None = None
         self._stderr: IO[bytes] | None = None
         self._logits: npt.NDArray[np.float32] = np.zeros(0, dtype=np.float32)
+        self._rows: npt.NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
         self._start()
 
     # ---- the child ----------------------------------------------------------------
@@ -217,6 +219,23 @@ class ChildContext:
         """The last decoded token's logits (this process's copy; the next decode
         overwrites it, as llama.cpp's own buffer would be)."""
         return self._logits
+
+    def decode_all(self, tokens: Sequence[int], start: int) -> int:
+        """Decode in the child with logits for every token; the rows are copied here."""
+        code = int(self._request("decode_all", list(tokens), start))
+        if code == 0:
+            assert self._conn is not None
+            rows = np.empty((len(tokens), self._logits.shape[0]), dtype=np.float32)
+            try:
+                self._conn.recv_bytes_into(rows)
+            except (EOFError, OSError):
+                raise self._loss(_DOING["decode_all"]) from None
+            self._rows = rows
+        return code
+
+    def all_logits(self, n: int) -> npt.NDArray[np.float32]:
+        """The rows of the last `decode_all` (this process's copy)."""
+        return self._rows[:n]
 
     def seq_rm(self, seq: int, p0: int, p1: int) -> bool:
         """`llama_memory_seq_rm` in the child."""

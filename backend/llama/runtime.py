@@ -321,10 +321,10 @@ class LlamaRuntime:
             end += 1
         return start, end
 
-    def _decode(self, tokens: list[int]) -> None:
+    def _decode(self, tokens: list[int], every_row: bool = False) -> None:
         start = len(self.cache)
         try:
-            code = self._context.decode(tokens, start)
+            code = (self._context.decode_all if every_row else self._context.decode)(tokens, start)
             if code != 0:
                 # Whatever llama.cpp managed to write past the recorded tokens is dropped.
                 if not self._context.seq_rm(-1, start, -1):
@@ -336,8 +336,8 @@ class LlamaRuntime:
         self.cache.extend(tokens)
         self._batch_starts.extend([start] * len(tokens))
 
-    def decode(self, tokens: list[int]) -> None:
-        """Append `tokens` (at most n_batch) to the cache; logits for the last one.
+    def decode(self, tokens: list[int], *, every_row: bool = False) -> None:
+        """Append `tokens` (at most n_batch); logits for the last one (all: `every_row`).
 
         Raises:
             LlamaError: llama.cpp failed; the cache is put back as it was.
@@ -351,7 +351,7 @@ class LlamaRuntime:
             raise LlamaError(f"internal: {n} tokens exceed the batch size {self.n_batch}")
         if len(self.cache) + n > self.n_ctx:
             raise LlamaError(f"the context is full ({self.n_ctx} tokens)")
-        self._decode(tokens)
+        self._decode(tokens, every_row)
 
     def prefill(self, tokens: list[int]) -> Iterator[int]:
         """Append a prompt's tokens in n_batch chunks; yields how many are done.
@@ -389,6 +389,10 @@ class LlamaRuntime:
     def logits(self) -> npt.NDArray[np.float32]:
         """The last decoded token's logits: a view the next decode overwrites."""
         return self._context.logits()
+
+    def all_logits(self, n: int) -> npt.NDArray[np.float32]:
+        """The (n, vocabulary) logits of an `every_row` decode of n tokens: a view."""
+        return self._context.all_logits(n)
 
     def close(self) -> None:
         """Free the context and the model (idempotent)."""
