@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from backend.llama.pieces import visible_piece
 from backend.score.text_score import TOP_ALTERNATIVES, ScoreError, TextScore, score_text
+from sampling.records import Step
+from sampling.reply_score import reply_score
 from tui.cli.model_flags import add_model_flags, load_backend
 from tui.cli.text_input import read_stdin
 
@@ -96,6 +101,18 @@ def score_json(score: TextScore) -> dict[str, Any]:
         "window": score.window,
         "stride": score.stride,
         "bos": score.bos,
+    }
+
+
+def reply_score_json(steps: Sequence[Step]) -> dict[str, Any] | None:
+    """`generate --json`'s `score` object: the reply's score from its steps (None for
+    no token; a figure that is not finite, or not recorded, is null)."""
+    score = reply_score(steps)
+    if score is None:
+        return None
+    return {
+        name: None if isinstance(value, float) and not math.isfinite(value) else value
+        for name, value in asdict(score).items()
     }
 
 
