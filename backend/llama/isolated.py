@@ -225,12 +225,13 @@ class ChildContext:
         code = int(self._request("decode_all", list(tokens), start))
         if code == 0:
             assert self._conn is not None
-            rows = np.empty((len(tokens), self._logits.shape[0]), dtype=np.float32)
+            # Flat: `recv_bytes_into` sizes a buffer by its first dimension.
+            flat = np.empty(len(tokens) * self._logits.shape[0], dtype=np.float32)
             try:
-                self._conn.recv_bytes_into(rows)
+                self._conn.recv_bytes_into(flat)
             except (EOFError, OSError):
                 raise self._loss(_DOING["decode_all"]) from None
-            self._rows = rows
+            self._rows = flat.reshape(len(tokens), -1)
         return code
 
     def all_logits(self, n: int) -> npt.NDArray[np.float32]:

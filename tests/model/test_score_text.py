@@ -166,3 +166,27 @@ def test_cli_too_long_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert main(["score", str(path), "--threads", "1", "--ctx", "64"]) == 2
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "give --stride" in error
+
+
+def test_a_model_split_across_rpc_servers_scores_the_same(
+    default_model_path: Path, llama_backend: LlamaBackend, tmp_path: Path
+) -> None:
+    from tui.cli.rpc_server import local_servers
+
+    local = scored(score_text(llama_backend.runtime, LONG, window=48, stride=20))
+    with local_servers(2, threads=1) as servers:
+        split = LlamaBackend.load(
+            default_model_path,
+            n_ctx=2048,
+            n_batch=64,
+            n_threads=1,
+            log_path=tmp_path / "llama.log",
+            rpc=[s.endpoint for s in servers],
+        )
+        try:
+            assert split.info.placement == "2 RPC servers"
+            remote = scored(score_text(split.runtime, LONG, window=48, stride=20))
+        finally:
+            split.close()
+    assert remote.keys() == local.keys()
+    assert max(abs(remote[i] - local[i]) for i in local) < TOLERANCE
