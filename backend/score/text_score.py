@@ -146,7 +146,7 @@ def score_text(
             raise ScoreError(
                 f"invalid stride {stride}: expected 1 to {largest} for a window of {size}"
             )
-        step = stride
+        step = stride if len(tokens) > per_window else 0
     scored: dict[int, tuple[float, int, float, tuple[tuple[int, float], ...]]] = {}
     try:
         for start in _window_starts(len(tokens), per_window, step):

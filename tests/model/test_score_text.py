@@ -16,6 +16,7 @@ import pytest
 
 from backend.chat.llama_backend import LlamaBackend
 from backend.score.text_score import ScoreError, TextScore, score_text
+from tests.tiny_models import spm_vocab, write_tiny_llama
 from tui.cli.main import main
 
 SHORT = "The quick brown fox jumps over the lazy dog. It was a sunny day in Paris, 1889."
@@ -190,3 +191,42 @@ def test_a_model_split_across_rpc_servers_scores_the_same(
             split.close()
     assert remote.keys() == local.keys()
     assert max(abs(remote[i] - local[i]) for i in local) < TOLERANCE
+
+
+def test_with_a_bos_every_window_begins_with_it(tmp_path: Path) -> None:
+    from llama_cpp import Llama
+
+    # A SentencePiece vocabulary: llama.cpp adds a BOS to its texts.
+    path = write_tiny_llama(tmp_path / "tiny.gguf", spm_vocab(600), seed=3)
+    backend = LlamaBackend.load(path, n_ctx=256, n_batch=8, n_threads=1)
+    text = " ".join(["the owl", "hello the sea", "a b c", "the hell"] * 6)
+    try:
+        runtime = backend.runtime
+        assert runtime.add_bos
+        window, stride = 16, 7
+        score = score_text(runtime, text, window=window, stride=stride)
+    finally:
+        backend.close()
+    ids = [t.token_id for t in score.tokens]
+    assert score.bos and len(ids) > 3 * window
+    ours = scored(score)
+    assert sorted(ours) == list(range(len(ids)))  # the first token too, after the BOS
+    llm = Llama(
+        model_path=str(path),
+        n_ctx=256,
+        n_batch=8,
+        n_ubatch=8,
+        n_threads=1,
+        logits_all=True,
+        verbose=False,
+    )
+    try:
+        start, scored_until = 0, 0
+        while scored_until < len(ids):
+            end = min(start + window - 1, len(ids))
+            expected = reference_logprobs(llm, [llm.token_bos(), *ids[start:end]])
+            for index in range(scored_until, end):
+                assert abs(ours[index] - expected[index - start]) < TOLERANCE, index
+            scored_until, start = end, start + stride
+    finally:
+        llm.close()
