@@ -31,3 +31,17 @@ def test_unscorable_file_is_one_line(
 def test_a_folder_is_unreadable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["score", str(tmp_path)]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_stdin_is_read_and_checked(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\xff")))
+    assert main(["score", "-"]) == 2
+    assert "stdin is not valid UTF-8" in capsys.readouterr().err
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
+    assert main(["score", "-"]) == 2
+    assert "the text is empty" in capsys.readouterr().err
