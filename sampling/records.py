@@ -111,6 +111,8 @@ class Step:
             switched off for the rest of the reply, naming it and its error.
         adapted_target: The target adaptive-p reshaped this step's distribution
             around (from its moving average before the step), or None when it is off.
+        logit: The chosen token's logit as the table's rows have theirs (after
+            penalties, before temperature), or None when not recorded (a stored step).
     """
 
     token_id: int
@@ -127,6 +129,7 @@ class Step:
     tail: RankTail | None = field(default=None, compare=False, repr=False)
     notes: tuple[str, ...] = field(default=(), compare=False)
     adapted_target: float | None = None
+    logit: float | None = field(default=None, compare=False)
 
     @property
     def candidates(self) -> tuple[Candidate, ...]:
@@ -143,3 +146,14 @@ class Step:
             )
             for i in range(table.token_ids.shape[0])
         )
+
+    @property
+    def prob_unfiltered(self) -> float | None:
+        """The chosen token's probability at temperature 1 before any filter (the
+        distribution `entropy` measures); None when neither its logit nor a table row
+        records it."""
+        table = self.table
+        if self.logit is not None and table.token_ids.shape[0]:
+            return float(table.prob_before[0] * np.exp(self.logit - table.logits[0]))
+        rows = np.flatnonzero(table.token_ids == self.token_id)
+        return float(table.prob_before[rows[0]]) if rows.size else None

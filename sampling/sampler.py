@@ -323,6 +323,7 @@ class Sampler:
             tail=tail,
             notes=self._take_notes(),
             adapted_target=None if adaptive is None else adaptive.last_target,
+            logit=float(penalized[token_id]),
         )
 
     def _begin(self) -> None:

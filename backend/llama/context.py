@@ -82,6 +82,14 @@ class Context(Protocol):
         """`llama_memory_seq_cp`: `dst` shares positions [p0, p1) of `src`."""
         ...
 
+    def decode_all(self, tokens: Sequence[int], start: int) -> int:
+        """Decode `tokens` at positions start.. with logits for every one; llama's code."""
+        ...
+
+    def all_logits(self, n: int) -> npt.NDArray[np.float32]:
+        """The (n, vocabulary) logits of the last `decode_all` of n tokens, in order."""
+        ...
+
     def seq_rm(self, seq: int, p0: int, p1: int) -> bool:
         """`llama_memory_seq_rm`: drop positions [p0, p1) (-1: to the end)."""
         ...
@@ -184,6 +192,14 @@ class LocalContext:
     def decode(self, tokens: Sequence[int], start: int, seq: int) -> int:
         """Decode `tokens` (at most n_batch) of `seq` at positions start..; returns
         llama's code."""
+        return self._decode(tokens, start, seq, every_row=False)
+
+    def decode_all(self, tokens: Sequence[int], start: int) -> int:
+        """Decode `tokens` (at most n_batch) of sequence 0 with logits for every one
+        (scoring a text)."""
+        return self._decode(tokens, start, 0, every_row=True)
+
+    def _decode(self, tokens: Sequence[int], start: int, seq: int, *, every_row: bool) -> int:
         batch = self._batch
         n = len(tokens)
         if n == 1:  # the decode step's fast path
@@ -193,6 +209,7 @@ class LocalContext:
             batch.seq_id[0][0] = seq
             batch.logits[0] = 1
         else:
+            every = 1 if every_row else 0
             token_arr, pos_arr = batch.token, batch.pos
             n_seq, seq_ids, logits = batch.n_seq_id, batch.seq_id, batch.logits
             for i, token in enumerate(tokens):
@@ -200,7 +217,7 @@ class LocalContext:
                 pos_arr[i] = start + i
                 n_seq[i] = 1
                 seq_ids[i][0] = seq
-                logits[i] = 0
+                logits[i] = every
             logits[n - 1] = 1
         batch.n_tokens = n
         return int(llama_cpp.llama_decode(self._ctx, batch))
@@ -228,6 +245,13 @@ class LocalContext:
         if not ptr:
             raise LlamaError("llama.cpp returned no logits")
         return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
+
+    def all_logits(self, n: int) -> npt.NDArray[np.float32]:
+        """A zero-copy (n, vocabulary) view of the rows of the last `decode_all`."""
+        ptr = llama_cpp.llama_get_logits(self._ctx)
+        if not ptr:
+            raise LlamaError("llama.cpp returned no logits")
+        return np.ctypeslib.as_array(ptr, shape=(n, self.n_vocab))
 
     def seq_rm(self, seq: int, p0: int, p1: int) -> bool:
         """Drop positions [p0, p1) of `seq` (-1: every sequence / to the end)."""

@@ -43,6 +43,7 @@ LOSS_PROBE_TIMEOUT_S = 1.0
 #: What the child was doing when it was lost, by request.
 _DOING = {
     "decode": "decoding",
+    "decode_all": "scoring",
     "seq_rm": "trimming the cache",
     "seq_add": "shifting the cache",
     "can_shift": "querying the cache",
@@ -95,6 +96,7 @@ class ChildContext:
         self._process: subprocess.Popen[bytes] | None = None
         self._stderr: IO[bytes] | None = None
         self._logits: npt.NDArray[np.float32] = np.zeros(0, dtype=np.float32)
+        self._rows: npt.NDArray[np.float32] = np.zeros((0, 0), dtype=np.float32)
         self._start()
 
     # ---- the child ----------------------------------------------------------------
@@ -226,6 +228,24 @@ class ChildContext:
     def seq_cp(self, src: int, dst: int, p0: int, p1: int) -> None:
         """Not offered: a model split across servers holds one sequence."""
         raise LlamaError("a model split across RPC servers decodes one sequence at a time")
+
+    def decode_all(self, tokens: Sequence[int], start: int) -> int:
+        """Decode in the child with logits for every token; the rows are copied here."""
+        code = int(self._request("decode_all", list(tokens), start))
+        if code == 0:
+            assert self._conn is not None
+            # Flat: `recv_bytes_into` sizes a buffer by its first dimension.
+            flat = np.empty(len(tokens) * self._logits.shape[0], dtype=np.float32)
+            try:
+                self._conn.recv_bytes_into(flat)
+            except (EOFError, OSError):
+                raise self._loss(_DOING["decode_all"]) from None
+            self._rows = flat.reshape(len(tokens), -1)
+        return code
+
+    def all_logits(self, n: int) -> npt.NDArray[np.float32]:
+        """The rows of the last `decode_all` (this process's copy)."""
+        return self._rows[:n]
 
     def seq_rm(self, seq: int, p0: int, p1: int) -> bool:
         """`llama_memory_seq_rm` in the child."""

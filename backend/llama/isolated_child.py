@@ -102,6 +102,12 @@ def serve(conn: Connection, context: LocalContext) -> None:
                 if logits is not None:
                     conn.send_bytes(logits.data)
                 continue
+            if op == "decode_all":
+                code = context.decode_all(request[1], request[2])
+                conn.send(("ok", code))
+                if code == 0:
+                    conn.send_bytes(context.all_logits(len(request[1])).data)
+                continue
             if op == "seq_rm":
                 result: Any = context.seq_rm(*request[1:])
             elif op == "seq_add":

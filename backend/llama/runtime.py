@@ -350,6 +350,29 @@ class LlamaRuntime:
         finally:
             self.clear()
 
+    def decode_every_row(self, tokens: Sequence[int], start: int) -> None:
+        """Decode `tokens` (at most n_batch) of sequence 0 at positions start.. with
+        logits for every one (scoring a text; `all_logits` reads them).
+
+        Raises:
+            LlamaError: llama.cpp failed; what it wrote from `start` on is dropped.
+            ContextLostError: The context is gone (an RPC server failed).
+        """
+        n = len(tokens)
+        if n > self.n_batch:
+            raise LlamaError(f"internal: {n} tokens exceed the batch size {self.n_batch}")
+        if start + n > self.n_ctx:
+            raise LlamaError(f"the context is full ({self.n_ctx} tokens)")
+        code = self._context.decode_all(tokens, start)
+        if code != 0:
+            if not self._context.seq_rm(0, start, -1):
+                self._context.clear()
+            raise LlamaError(f"llama_decode failed with code {code} at position {start}")
+
+    def all_logits(self, n: int) -> npt.NDArray[np.float32]:
+        """The (n, vocabulary) logits of a `decode_every_row` of n tokens: a view."""
+        return self._context.all_logits(n)
+
     def close(self) -> None:
         """Free the context and the model (idempotent)."""
         self._context.close()

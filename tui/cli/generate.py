@@ -23,6 +23,7 @@ from backend.store.records import StoreError
 from sampling.records import Step
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tui.cli.model_flags import add_model_flags, load_backend, log
+from tui.cli.score import reply_score_json
 from tui.cli.settings_flags import (
     add_settings_flags,
     bias_needs_tokenizer,
@@ -121,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
     verbose: int = args.verbose
     finished: FinishedEvent | None = None
     recorder = _recorder(args, backend) if args.save else None
+    steps: list[Step] = []
     try:
         if recorder is not None:
             recorder.begin_reply(messages, settings, args.max_tokens, mode)
@@ -129,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
         )
         for event in recorded(events, recorder):
             if isinstance(event, TokenEvent):
+                steps.append(event.step)
                 if not args.json and event.text:
                     sys.stdout.write(event.text)
                     sys.stdout.flush()
@@ -167,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
                     "finish_reason": finished.reason,
                     "error": finished.error,
                     "stats": asdict(finished.stats),
+                    "score": reply_score_json(steps),
                     "model": backend.info.path,
                 },
                 ensure_ascii=False,

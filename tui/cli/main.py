@@ -38,6 +38,7 @@ def command_modules() -> tuple[CommandModule, ...]:
         replay,
         rpc_server,
         samplers,
+        score,
         tree,
         whatif,
     )
@@ -55,6 +56,7 @@ def command_modules() -> tuple[CommandModule, ...]:
         info,
         encode,
         generate,
+        score,
         compare,
         fwd,
         rpc_server,

@@ -1,0 +1,1 @@
+"""How likely a text is to a model: per-token scores and perplexity."""

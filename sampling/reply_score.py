@@ -1,0 +1,69 @@
+"""A reply's score from its recorded steps: how likely it was, before the samplers
+and under the distribution they drew from, and how unsure the model was.
+
+"Raw" is each step's distribution at temperature 1 before any filter: the softmax of
+the logits after penalties, DRY and logit bias (the distribution a step's `entropy`
+measures), which is the model's own distribution when those are off, as they are by
+default. "Sampled" is the distribution the draw used (`Step.prob`). These figures come
+from the decode, token by token; `samplescope score` of the same text scores it in one
+batched pass, and llama.cpp's logits differ between the two.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sampling.records import Step
+
+#: A token less probable than this under the raw distribution counts as unlikely.
+LOW_PROBABILITY = 0.01
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyScore:
+    """How likely a reply was.
+
+    Attributes:
+        n_tokens: Tokens scored (every sampled token, an end-of-generation one included).
+        logprob_raw: Sum of log p_raw(token), nats; None when a step does not record
+            its token's raw probability.
+        logprob_sampled: Sum of log p(token) in the distributions drawn from, nats.
+        perplexity: exp(−logprob_raw / n_tokens); None with `logprob_raw`.
+        mean_entropy: Mean entropy of the raw distributions, nats.
+        low_prob_tokens: Tokens whose raw probability is below `low_prob_below`.
+        low_prob_below: The threshold.
+    """
+
+    n_tokens: int
+    logprob_raw: float | None
+    logprob_sampled: float
+    perplexity: float | None
+    mean_entropy: float
+    low_prob_tokens: int
+    low_prob_below: float
+
+
+def _log(probability: float) -> float:
+    return math.log(probability) if probability > 0.0 else -math.inf
+
+
+def reply_score(
+    steps: Sequence[Step], low_prob_below: float = LOW_PROBABILITY
+) -> ReplyScore | None:
+    """The score of the reply these steps sampled; None for a reply of no token."""
+    if not steps:
+        return None
+    raw = [step.prob_unfiltered for step in steps]
+    known = [p for p in raw if p is not None]
+    logprob_raw = sum(_log(p) for p in known) if len(known) == len(raw) else None
+    return ReplyScore(
+        n_tokens=len(steps),
+        logprob_raw=logprob_raw,
+        logprob_sampled=sum(_log(step.prob) for step in steps),
+        perplexity=None if logprob_raw is None else math.exp(-logprob_raw / len(steps)),
+        mean_entropy=sum(step.entropy for step in steps) / len(steps),
+        low_prob_tokens=sum(1 for p in known if p < low_prob_below),
+        low_prob_below=low_prob_below,
+    )

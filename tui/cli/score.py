@@ -1,0 +1,162 @@
+"""`samplescope score FILE|-`: how likely a text is to the model, token by token."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from backend.llama.pieces import visible_piece
+from backend.score.text_score import TOP_ALTERNATIVES, ScoreError, TextScore, score_text
+from sampling.records import Step
+from sampling.reply_score import reply_score
+from tui.cli.model_flags import add_model_flags, load_backend
+from tui.cli.text_input import read_stdin
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `score` to the command line."""
+    parser = subparsers.add_parser(
+        "score",
+        help="score a text: each token's log-probability, rank, entropy; the perplexity",
+        description=(
+            "Score a text under the model's raw distribution (temperature 1, no filter): "
+            "each token's log-probability, rank (1: the most probable), the entropy of the "
+            "distribution it came from, the most probable alternatives, and the text's "
+            "perplexity. The text is decoded in one batched pass with logits for every "
+            "position (as llama-perplexity does), plain text: no chat template, no special "
+            "markers. A text longer than the context needs --stride: it is then scored in "
+            "windows of --window tokens advancing by --stride, each token after the first "
+            "window with at least window - stride tokens before it."
+        ),
+    )
+    parser.add_argument("file", metavar="FILE", help="a UTF-8 text file; - reads stdin")
+    parser.add_argument(
+        "--window", type=int, default=None, help="tokens per window (default: the context size)"
+    )
+    parser.add_argument(
+        "--stride",
+        type=int,
+        default=None,
+        help="score a long text in windows advancing by this many tokens (default: the "
+        "text must fit in one window)",
+    )
+    parser.add_argument(
+        "--top",
+        type=int,
+        default=TOP_ALTERNATIVES,
+        help=f"alternatives per token (default {TOP_ALTERNATIVES})",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_model_flags(parser, ctx=4096)
+    parser.set_defaults(func=run)
+
+
+def read_text(name: str) -> str:
+    """The text of FILE, or of stdin for "-".
+
+    Raises:
+        ScoreError: The file cannot be read or is not UTF-8 (one line, naming it).
+        TextInputError: Stdin is not UTF-8.
+    """
+    if name == "-":
+        return read_stdin()
+    path = Path(name)
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise ScoreError(f"cannot read {name}: {error.strerror or error}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ScoreError(
+            f"{name} is not valid UTF-8 (byte 0x{data[error.start]:02x} at offset {error.start})"
+        ) from None
+
+
+def score_json(score: TextScore) -> dict[str, Any]:
+    """The `--json` object."""
+    return {
+        "tokens": [
+            {
+                "token_id": token.token_id,
+                "text": token.text,
+                "logprob": token.logprob,
+                "rank": token.rank,
+                "entropy": token.entropy,
+                "top": [
+                    {"token_id": alt.token_id, "text": alt.text, "logprob": alt.logprob}
+                    for alt in token.top
+                ],
+            }
+            for token in score.tokens
+        ],
+        "perplexity": score.perplexity,
+        "logprob": score.logprob,
+        "n_tokens": score.n_tokens,
+        "window": score.window,
+        "stride": score.stride,
+        "bos": score.bos,
+    }
+
+
+def reply_score_json(steps: Sequence[Step]) -> dict[str, Any] | None:
+    """`generate --json`'s `score` object: the reply's score from its steps (None for
+    no token; a figure that is not finite, or not recorded, is null)."""
+    score = reply_score(steps)
+    if score is None:
+        return None
+    return {
+        name: None if isinstance(value, float) and not math.isfinite(value) else value
+        for name, value in asdict(score).items()
+    }
+
+
+def score_lines(score: TextScore) -> list[str]:
+    """The table `samplescope score` prints."""
+    lines = [f"{'#':>5}  {'id':>6}  {'logprob':>9}  {'rank':>6}  {'entropy':>7}  token → top"]
+    for index, token in enumerate(score.tokens):
+        shown = visible_piece(token.text)
+        if token.logprob is None:
+            lines.append(f"{index:>5}  {token.token_id:>6}  {'—':>9}  {'—':>6}  {'—':>7}  {shown}")
+            continue
+        alternatives = " ".join(
+            f"{visible_piece(alt.text)}({alt.logprob:.2f})" for alt in token.top
+        )
+        lines.append(
+            f"{index:>5}  {token.token_id:>6}  {token.logprob:>9.4f}  {token.rank:>6}"
+            f"  {token.entropy:>7.3f}  {shown} → {alternatives}"
+        )
+    windows = (
+        f"windows of {score.window} tokens, stride {score.stride}" if score.stride else "one window"
+    )
+    lines.append(
+        f"{score.n_tokens} tokens scored ({windows}{', BOS first' if score.bos else ''}):"
+        f" logprob {score.logprob:.4f}, perplexity {score.perplexity:.4f}"
+    )
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    """Score the text and print the table or the JSON object."""
+    text = read_text(args.file)
+    if args.top < 0:
+        raise ScoreError(f"invalid --top {args.top}: expected 0 or more")
+    if not text:
+        raise ScoreError("the text is empty: there is nothing to score")
+    backend = load_backend(args)
+    try:
+        score = score_text(
+            backend.runtime, text, window=args.window, stride=args.stride, top_n=args.top
+        )
+    finally:
+        backend.close()
+    if args.json:
+        print(json.dumps(score_json(score), ensure_ascii=False))
+    else:
+        print("\n".join(score_lines(score)))
+    return 0
