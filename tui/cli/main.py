@@ -35,6 +35,7 @@ def command_modules() -> tuple[CommandModule, ...]:
         generate,
         history,
         info,
+        preset,
         replay,
         rpc_server,
         samplers,
@@ -59,6 +60,7 @@ def command_modules() -> tuple[CommandModule, ...]:
         fwd,
         rpc_server,
         samplers,
+        preset,
     )
 
 
