@@ -128,6 +128,7 @@ def subpackage_of(module: str) -> str:
                 "jinja2",
                 "platformdirs",
                 "yaml",
+                "huggingface_hub",
             },
         ),
         (

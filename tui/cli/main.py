@@ -35,6 +35,7 @@ def command_modules() -> tuple[CommandModule, ...]:
         generate,
         history,
         info,
+        models,
         preset,
         replay,
         rpc_server,
@@ -61,6 +62,7 @@ def command_modules() -> tuple[CommandModule, ...]:
         rpc_server,
         samplers,
         preset,
+        models,
     )
 
 
