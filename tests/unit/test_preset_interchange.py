@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from backend.config.llama_server_format import (
     NOT_IN_LLAMA_CPP,
@@ -463,3 +465,69 @@ def test_the_preset_commands(
 
     assert main(["preset", "export", "--format", "completion-json", "-t", "0.5"]) == 0
     assert json.loads(capsys.readouterr().out)["temperature"] == 0.5
+
+
+VALUES: dict[str, list[Any]] = {
+    "temperature": [0.0, 0.3, 0.8, 1.0, 1.7],
+    "top_k": [0, 1, 40, 200],
+    "top_p": [0.5, 0.95, 1.0],
+    "min_p": [0.0, 0.05, 0.3],
+    "repeat_penalty": [1.0, 1.18],
+    "repeat_last_n": [0, 64, 2048],
+    "frequency_penalty": [0.0, 0.5],
+    "presence_penalty": [0.0, -0.5],
+    "temperature_last": [False, True],
+    "seed": [0, 7, 2**32 + 5],
+    "typical_p": [0.8, 1.0],
+    "top_n_sigma": [-1.0, 0.5, 2.0],
+    "xtc_probability": [0.0, 0.5, 1.0],
+    "xtc_threshold": [0.05, 0.1, 0.6],
+    "dry_multiplier": [0.0, 0.8],
+    "dry_base": [1.75, 1.1],
+    "dry_allowed_length": [2, 5],
+    "dry_penalty_last_n": [-1, 0, 256],
+    "dry_sequence_breakers": [(), ("\n",), ("\n", ":", '"', "*"), ("##", " and")],
+    "mirostat": [0, 1, 2],
+    "mirostat_tau": [5.0, 3.5],
+    "mirostat_eta": [0.1, 0.25],
+    "dynatemp_range": [0.0, 0.5],
+    "dynatemp_exponent": [1.0, 2.5],
+    "top_a": [0.0, 0.2],
+    "tfs": [1.0, 0.9],
+    "epsilon_cutoff": [0.0, 0.0003, 0.0009],
+    "eta_cutoff": [0.0, 0.0004, 0.002],
+    "smoothing_factor": [0.0, 0.3],
+    "smoothing_curve": [1.0, 2.0],
+    "adaptive_target": [-1.0, 0.3],
+    "adaptive_decay": [0.9, 0.5],
+    "logit_bias": [(), ((3, 1.5),), ((1, -2.0), (99, 0.25))],
+}
+
+
+@st.composite
+def mapped_settings(draw: st.DrawFn) -> SamplerSettings:
+    changes = {name: draw(st.sampled_from(values)) for name, values in VALUES.items()}
+    changes["temperature"] = max(changes["temperature"], changes["dynatemp_range"])
+    order = draw(st.permutations(list(CHAT_ORDER[2:])))
+    changes["samplers"] = (*CHAT_ORDER[:2], *order)
+    return SamplerSettings(**changes)
+
+
+@given(mapped_settings())
+def test_sillytavern_round_trips_any_settings(settings: SamplerSettings) -> None:
+    preset, _ = export_sillytavern(settings)
+    back = imported_settings(import_sillytavern(json.loads(json.dumps(preset))))
+    assert differing(settings, back, ALL_FIELDS - SILLYTAVERN_LACKS) == {}
+
+
+@given(mapped_settings())
+def test_llama_server_round_trips_any_settings(settings: SamplerSettings) -> None:
+    body, _ = completion_body(settings)
+    words, _ = server_flags(settings)
+    for imported in (
+        import_completion_body(json.loads(json.dumps(body))),
+        import_server_flags(shlex.split(flags_text(words))),
+    ):
+        back = imported_settings(imported)
+        assert differing(settings, back, ALL_FIELDS - LLAMA_CPP_LACKS - {"samplers"}) == {}
+        assert llama_order(back) == llama_order(settings)
