@@ -288,6 +288,9 @@ def effective_toml(
         f"rpc = {_toml_value(format_endpoints(config.rpc))}"
         if config.rpc
         else "# rpc: not set (the model runs on this machine)",
+        f"model_dirs = [{', '.join(_toml_value(d) for d in config.model_dirs)}]"
+        if config.model_dirs
+        else "# model_dirs: not set (`samplescope models` searches the other tools' stores)",
         "",
         "[settings]",
     ]

@@ -5,10 +5,12 @@ it out, with tiny GGUFs (never the network)."""
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
 
+from backend.config.config import ConfigError, effective_toml, load_config
 from backend.config.model_catalog import (
     LocalModel,
     ModelNotFoundError,
@@ -148,6 +150,18 @@ def test_model_accepts_a_name_from_the_list(machine: Path) -> None:
     assert resolve_model_path("nothing.gguf") == Path("nothing.gguf")
     with pytest.raises(ModelNotFoundError):
         resolve_model_path("tiny-Q4_K_M.gguf")
+
+
+def test_model_dirs_in_the_config_file(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('model_dirs = ["~/models", "/srv/gguf"]\n')
+    config = load_config(path)
+    assert config.model_dirs == ("~/models", "/srv/gguf")
+    shown = tomllib.loads(effective_toml(config, model="m.gguf"))
+    assert shown["model_dirs"] == ["~/models", "/srv/gguf"]
+    path.write_text("model_dirs = 3\n")
+    with pytest.raises(ConfigError, match="line 1: model_dirs: expected a list of folders"):
+        load_config(path)
 
 
 def test_the_models_command(machine: Path, capsys: pytest.CaptureFixture[str]) -> None:
