@@ -448,6 +448,10 @@ def test_the_preset_commands(
     assert "  guidance_scale = 1.5 (no counterpart in samplescope)" in out
     assert main(["preset", "import", str(source), "--name", "dyn"]) == 1
     assert "already holds a preset named 'dyn'" in capsys.readouterr().err
+    assert main(["compare", "--list-presets"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[0].startswith("ArgMax ")  # the shipped presets, then the user's
+    assert listed[-1].startswith("dyn ")
 
     assert main(["preset", "export", "--preset", "dyn", "--format", "sillytavern"]) == 0
     captured = capsys.readouterr()
