@@ -21,7 +21,9 @@ from backend.config.preset_interchange import (
     leftover_fields,
     order_from_names,
     plain_number,
+    plugin_leftovers,
 )
+from sampling.registry import LLAMA_CPP_ORDER
 from sampling.settings import SamplerSettings
 
 TOOL = "llama-server"
@@ -70,9 +72,10 @@ SCALAR_FIELDS: tuple[LlamaField, ...] = (
 )
 """The settings llama.cpp holds as one number, in `--help`'s order."""
 
-NOT_IN_LLAMA_CPP = ("epsilon_cutoff", "eta_cutoff", "tfs", "top_a", "smoothing", "adaptive_p")
-"""Names an order may hold that llama.cpp's `--samplers` does not: samplers it lacks,
-and adaptive-p, which llama.cpp runs last whenever `--adaptive-target` is set."""
+LLAMA_CPP_NAMES = frozenset(LLAMA_CPP_ORDER)
+"""The names llama.cpp's `--samplers` knows. The others an order may hold are samplers
+it lacks, sampler plugins, and adaptive-p, which llama.cpp runs last whenever
+`--adaptive-target` is set."""
 
 _UNMAPPED_SETTINGS = (
     "top_p_scope",
@@ -94,12 +97,12 @@ def _unmapped(settings: SamplerSettings) -> list[Unmapped]:
         Unmapped(name, getattr(settings, name), "llama.cpp has no such setting")
         for name in _UNMAPPED_SETTINGS
         if getattr(settings, name) != getattr(defaults, name)
-    ]
+    ] + plugin_leftovers(settings)
 
 
 def llama_order(settings: SamplerSettings) -> tuple[str, ...]:
     """The order that runs (temperature moved last when asked), in llama.cpp's names."""
-    return tuple(name for name in settings.order if name not in NOT_IN_LLAMA_CPP)
+    return tuple(name for name in settings.order if name in LLAMA_CPP_NAMES)
 
 
 def completion_body(settings: SamplerSettings) -> tuple[dict[str, Any], list[Unmapped]]:

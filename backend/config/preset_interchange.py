@@ -18,6 +18,7 @@ from typing import Any
 from sampling.errors import SamplescopeError
 from sampling.registry import LOGITS_SAMPLERS, SAMPLER_NAMES
 from sampling.setting_text import canonical_sampler
+from sampling.settings import SamplerSettings
 
 TEXT_UNITS_PER_PROBABILITY = 1e4
 """text-generation-webui and SillyTavern give epsilon and eta cutoffs in units of
@@ -73,6 +74,12 @@ def leftover_fields(
     """The fields of `data` not among `used`, each listed with `reason`, in file order."""
     taken = set(used)
     return [Unmapped(key, value, reason) for key, value in data.items() if key not in taken]
+
+
+def plugin_leftovers(settings: SamplerSettings) -> list[Unmapped]:
+    """The settings of sampler plugins (no other tool has them), those not at their
+    default."""
+    return [Unmapped(name, value, "a sampler plugin's setting") for name, value in settings.extra]
 
 
 def order_from_names(

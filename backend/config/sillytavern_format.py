@@ -24,6 +24,7 @@ from backend.config.preset_interchange import (
     leftover_fields,
     order_from_names,
     plain_number,
+    plugin_leftovers,
     to_text_units,
 )
 from sampling.settings import SamplerSettings
@@ -197,4 +198,4 @@ def _export_leftovers(settings: SamplerSettings) -> list[Unmapped]:
         Unmapped(name, getattr(settings, name), "no SillyTavern field")
         for name in names
         if getattr(settings, name) != getattr(defaults, name)
-    ]
+    ] + plugin_leftovers(settings)

@@ -20,11 +20,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from backend.config.llama_server_format import (
-    NOT_IN_LLAMA_CPP,
     completion_body,
     flags_text,
     import_completion_body,
     import_server_flags,
+    llama_order,
     server_flags,
 )
 from backend.config.paths import CONFIG_DIR_ENV
@@ -35,9 +35,12 @@ from backend.config.preset_files import (
 )
 from backend.config.preset_interchange import ImportedPreset, PresetFormatError
 from backend.config.presets import PresetError, load_presets
+from backend.config.sampler_files import load_sampler_file
 from backend.config.sillytavern_format import export_sillytavern, import_sillytavern
+from sampling.plugins import unregister
 from sampling.registry import CHAT_ORDER
 from sampling.settings import SamplerSettings
+from tests.unit.test_sampler_plugins import readme_plugin
 from tui.cli.main import main
 
 # SillyTavern's Default.json, field for field, with a few values changed.
@@ -386,10 +389,6 @@ def test_a_ban_goes_to_sillytavern_as_its_strongest_bias() -> None:
     ]
 
 
-def llama_order(settings: SamplerSettings) -> tuple[str, ...]:
-    return tuple(name for name in settings.order if name not in NOT_IN_LLAMA_CPP)
-
-
 @pytest.mark.parametrize("form", ["completion-json", "llama-server"])
 def test_every_setting_llama_cpp_holds_round_trips(form: str) -> None:
     if form == "completion-json":
@@ -535,3 +534,20 @@ def test_llama_server_round_trips_any_settings(settings: SamplerSettings) -> Non
         back = imported_settings(imported)
         assert differing(settings, back, ALL_FIELDS - LLAMA_CPP_LACKS - {"samplers"}) == {}
         assert llama_order(back) == llama_order(settings)
+
+
+def test_a_plugins_setting_and_name_are_listed_not_exported(tmp_path: Path) -> None:
+    plugin = tmp_path / "top_h.py"
+    plugin.write_text(readme_plugin(), encoding="utf-8")
+    load_sampler_file(plugin)
+    try:
+        settings = SamplerSettings(samplers="top_h;top_k;temperature").with_changes(top_h=0.4)
+        for export in (server_flags, completion_body, export_sillytavern):
+            _, unmapped = export(settings)
+            assert [entry.describe() for entry in unmapped] == [
+                "top_h = 0.4 (a sampler plugin's setting)"
+            ]
+        body, _ = completion_body(settings)
+        assert body["samplers"] == ["top_k", "temperature"]
+    finally:
+        unregister("top_h")
