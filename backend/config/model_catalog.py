@@ -166,19 +166,37 @@ def find_models(sources: ModelSources) -> list[LocalModel]:
 
 def find_model(name: str, models: Sequence[LocalModel]) -> LocalModel | None:
     """The model a name means: its full name, else its file's name when only one has
-    it; None when no model has it.
+    it, else llama.cpp's `-hf` form "org/repo[:QUANT]" for a Hugging Face repository's
+    one GGUF (of that quantization); None when no model has it.
 
     Raises:
-        ModelNotFoundError: Several models share that file name.
+        ModelNotFoundError: Several models share that file name, or the repository
+            holds several GGUFs (of that quantization).
     """
     for model in models:
         if model.name == name:
             return model
     matches = [model for model in models if model.name.endswith(f"/{name}")]
+    if not matches:
+        matches = _in_hf_repo(name, models)
     if len(matches) > 1:
         names = ", ".join(model.name for model in matches)
         raise ModelNotFoundError(f"{name!r} names several models: {names}; give the full name")
     return matches[0] if matches else None
+
+
+def _in_hf_repo(name: str, models: Sequence[LocalModel]) -> list[LocalModel]:
+    """The Hugging Face models "org/repo[:QUANT]" names (case-insensitive quantization)."""
+    repo, _, quant = name.partition(":")
+    if repo.count("/") != 1:
+        return []
+    return [
+        model
+        for model in models
+        if model.source == "huggingface"
+        and model.name.startswith(f"{repo}/")
+        and (not quant or model.quantization.lower() == quant.lower())
+    ]
 
 
 def describe(name: str, path: Path, source: str) -> LocalModel:

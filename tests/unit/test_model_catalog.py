@@ -123,7 +123,12 @@ def test_a_name_is_the_full_name_or_a_unique_file_name(tmp_path: Path) -> None:
     assert find_model("absent.gguf", models) is None
     with pytest.raises(ModelNotFoundError, match="names several models"):
         find_model("tiny-Q4_K_M.gguf", models)
-    assert [m.name for m in models if m.name == "org/Tiny-GGUF/tiny-Q4_K_M.gguf"]
+    # llama.cpp's -hf form: a repository's one GGUF, or its one of a quantization.
+    for hf_name in ("org/Tiny-GGUF", "org/Tiny-GGUF:Q4_K_M", "org/Tiny-GGUF:q4_k_m"):
+        found = find_model(hf_name, models)
+        assert found is not None and found.name == "org/Tiny-GGUF/tiny-Q4_K_M.gguf"
+    assert find_model("org/Tiny-GGUF:Q8_0", models) is None
+    assert find_model("org/Other-GGUF", models) is None
 
 
 @pytest.fixture
