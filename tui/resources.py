@@ -39,3 +39,20 @@ def shipped_presets() -> dict[str, SamplerSettings]:
     except OSError as error:
         raise PresetError(f"cannot read the shipped presets file: {error}") from error
     return parse_presets(text, where)
+
+
+def available_presets() -> dict[str, SamplerSettings]:
+    """The shipped presets, then the user's own (`<config dir>/presets.toml`, which
+    `samplescope preset import` adds to); a user's preset of a shipped name wins.
+
+    Raises:
+        PresetError: A presets file is missing (the shipped one) or holds a bad preset.
+    """
+    from backend.config.paths import user_presets_path
+    from backend.config.presets import load_presets
+
+    presets = shipped_presets()
+    user_file = user_presets_path()
+    if user_file.exists():
+        presets.update(load_presets(user_file))
+    return presets

@@ -44,7 +44,7 @@ from sampling.errors import SamplescopeError, SettingsError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from sampling.spec import SETTINGS_BY_NAME
 
-TOP_LEVEL_KEYS = ("model", "theme", "rpc", "settings", "keys")
+TOP_LEVEL_KEYS = ("model", "theme", "rpc", "model_dirs", "settings", "keys")
 SETTINGS_KEYS = tuple(f.name for f in fields(SamplerSettings) if f.name != "extra")
 """The built-in settings' keys (a loaded sampler plugin's settings are keys too)."""
 
@@ -62,6 +62,8 @@ class Config:
         model: The default model path (`~` not yet expanded), or None.
         theme: The Textual theme name, or None (the app's own default).
         rpc: llama.cpp RPC servers to split the model across (empty: this machine).
+        model_dirs: Folders of GGUF files `samplescope models` lists (`~` not yet
+            expanded).
         settings: The sampler settings fields the file sets, as (field, value) pairs.
         keys: Key overrides as (action, key) pairs.
     """
@@ -70,6 +72,7 @@ class Config:
     model: str | None = None
     theme: str | None = None
     rpc: tuple[Endpoint, ...] = ()
+    model_dirs: tuple[str, ...] = ()
     settings: tuple[tuple[str, Any], ...] = ()
     keys: tuple[tuple[str, str], ...] = ()
 
@@ -182,6 +185,12 @@ def _parse(path: Path, text: str, data: dict[str, Any]) -> Config:
         except RpcError as error:
             raise fail(None, "rpc", str(error)) from error
 
+    model_dirs = data.get("model_dirs", [])
+    if not isinstance(model_dirs, list) or not all(
+        isinstance(d, str) and d.strip() for d in model_dirs
+    ):
+        raise fail(None, "model_dirs", f"expected a list of folders in quotes, got {model_dirs!r}")
+
     settings = data.get("settings", {})
     if not isinstance(settings, dict):
         raise fail(None, "settings", "expected a table: [settings]")
@@ -212,6 +221,7 @@ def _parse(path: Path, text: str, data: dict[str, Any]) -> Config:
         model=model,
         theme=theme,
         rpc=rpc,
+        model_dirs=tuple(model_dirs),
         settings=tuple(settings.items()),
         keys=tuple((str(a), str(k)) for a, k in keys.items()),
     )
@@ -278,6 +288,9 @@ def effective_toml(
         f"rpc = {_toml_value(format_endpoints(config.rpc))}"
         if config.rpc
         else "# rpc: not set (the model runs on this machine)",
+        f"model_dirs = [{', '.join(_toml_value(d) for d in config.model_dirs)}]"
+        if config.model_dirs
+        else "# model_dirs: not set (`samplescope models` searches the other tools' stores)",
         "",
         "[settings]",
     ]

@@ -55,14 +55,29 @@ def resolve_model_path(explicit: str | os.PathLike[str] | None) -> Path:
     Returns:
         `explicit` if given, else `$SAMPLESCOPE_MODEL` if set and non-empty, else the
         default model's path (`~` expanded; the file itself is not validated here,
-        see `backend.llama.gguf.validate_gguf`).
+        see `backend.llama.gguf.validate_gguf`). A name that is no file but names a
+        model `samplescope models` lists ("llama3.2:1b", "org/repo/file.gguf") is
+        that model's file.
 
     Raises:
         ModelFileError: Nothing was given and the default model is not installed.
+        ModelNotFoundError: The name is no file and matches several models.
     """
     if explicit is not None and str(explicit) != "":
-        return Path(explicit).expanduser()
+        return _file_or_named(str(explicit))
     from_env = os.environ.get(MODEL_ENV, "")
     if from_env:
-        return Path(from_env).expanduser()
+        return _file_or_named(from_env)
     return default_model_path()
+
+
+def _file_or_named(given: str) -> Path:
+    """The file `given` names, else the model on disk of that name, else the path as
+    given (loading it then reports that it is missing)."""
+    path = Path(given).expanduser()
+    if path.exists():
+        return path
+    from backend.config.model_catalog import find_model, models_on_disk
+
+    model = find_model(given, models_on_disk())
+    return path if model is None else model.path

@@ -48,3 +48,9 @@ def default_config_path() -> Path:
 def rpc_cache_dir() -> Path:
     """Where `samplescope rpc-server --cache` keeps large tensors (not created here)."""
     return Path(platformdirs.user_cache_dir(APP_NAME, appauthor=False)) / "rpc"
+
+
+def user_presets_path() -> Path:
+    """The user's own presets, `<config dir>/presets.toml` (`samplescope preset import`
+    adds to it)."""
+    return config_dir() / "presets.toml"

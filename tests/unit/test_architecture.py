@@ -122,7 +122,17 @@ def subpackage_of(module: str) -> str:
         ("sampling", {"numpy", "sampling"}),
         (
             "backend",
-            {"numpy", "sampling", "backend", "llama_cpp", "tokenizers", "jinja2", "platformdirs"},
+            {
+                "numpy",
+                "sampling",
+                "backend",
+                "llama_cpp",
+                "tokenizers",
+                "jinja2",
+                "platformdirs",
+                "yaml",
+                "huggingface_hub",
+            },
         ),
         (
             "tui",

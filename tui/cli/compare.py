@@ -23,7 +23,7 @@ from sampling.spec import SETTINGS, SETTINGS_BY_NAME, find_setting
 from tui.cli.generate import build_messages, step_line
 from tui.cli.model_flags import add_model_flags, load_backend, log
 from tui.cli.settings_flags import settings_with_user_config
-from tui.resources import shipped_presets
+from tui.resources import available_presets
 
 #: Short keys accepted by --set, besides the settings' own field names.
 SHORT_KEYS = {spec.short_key: spec.name for spec in SETTINGS if spec.short_key}
@@ -111,7 +111,7 @@ def columns_from_args(args: argparse.Namespace) -> list[tuple[str, SamplerSettin
     """The (label, settings) of every column, the seed applied."""
     columns: list[tuple[str, SamplerSettings]] = []
     if args.preset:
-        presets = shipped_presets()
+        presets = available_presets()
         for name in args.preset:
             if name not in presets:
                 raise CompareArgumentError(
@@ -145,7 +145,7 @@ def column_text(pieces: list[str], diverge_at: int | None) -> Text:
 def run(args: argparse.Namespace) -> int:
     """Generate every column and print them."""
     if args.list_presets:
-        for name, settings in shipped_presets().items():
+        for name, settings in available_presets().items():
             print(f"{name:<34} {settings_summary(settings)}")
         return 0
     if args.prompt is None:

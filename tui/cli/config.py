@@ -16,6 +16,7 @@ TEMPLATE = """\
 # model = "~/models/some-model.gguf"     # default model (else the bundled SmolLM2)
 # theme = "textual-dark"                 # a Textual theme name
 # rpc = "10.0.0.2:50052,10.0.0.3:50052"  # split the model across llama.cpp RPC servers
+# model_dirs = ["~/models"]              # more folders of GGUFs for `samplescope models`
 
 [settings]                               # any sampler setting
 # temperature = 0.8

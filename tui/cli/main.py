@@ -35,6 +35,8 @@ def command_modules() -> tuple[CommandModule, ...]:
         generate,
         history,
         info,
+        models,
+        preset,
         replay,
         rpc_server,
         samplers,
@@ -61,6 +63,8 @@ def command_modules() -> tuple[CommandModule, ...]:
         fwd,
         rpc_server,
         samplers,
+        preset,
+        models,
     )
 
 

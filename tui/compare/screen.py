@@ -391,9 +391,9 @@ class CompareScreen(Screen[CompareResult | None]):
     def _load_presets(self) -> dict[str, SamplerSettings]:
         if self._presets is None:
             try:
-                from tui.resources import shipped_presets
+                from tui.resources import available_presets
 
-                self._presets = shipped_presets()
+                self._presets = available_presets()
             except (ImportError, SamplescopeError, OSError) as exc:
                 self.notify(f"presets unavailable: {exc}", severity="warning")
                 self._presets = {}
