@@ -45,9 +45,12 @@ class PacedFake(FakeBackend):
     def __init__(self) -> None:
         super().__init__(token_delay=1.0, min_reply_tokens=LENGTH + 1, clock=StepClock())
         self.permits = threading.Semaphore(0)
+        self.fake._sleep = self._paced  # type: ignore[method-assign]
 
-    def _sleep(self, seconds: float, cancel: threading.Event | None) -> None:  # type: ignore[override]
+    def _paced(self, seconds: float) -> None:
+        """Wait for a permit instead of sleeping (the model's token delay)."""
         while seconds > 0 and not self.permits.acquire(timeout=0.05):
+            cancel = self.fake.cancel
             if cancel is not None and cancel.is_set():
                 return
 
