@@ -58,7 +58,7 @@ def test_raw_logprob_equals_a_token_by_token_decode(
         if isinstance(event, TokenEvent)
     ]
     reply = [step.token_id for step in steps]
-    cache = list(llama_backend.runtime.cache)
+    cache = list(llama_backend.session.memory.tokens())
     prompt = cache[: len(cache) - (len(reply) - 1)]
     assert cache[len(prompt) :] == reply[:-1]
     reference.reset()  # type: ignore[attr-defined]
