@@ -49,6 +49,27 @@ def llama_backend(
     backend.close()
 
 
+@pytest.fixture(scope="module")
+def reference(default_model_path: Path) -> Iterator[object]:
+    """llama-cpp-python's own `Llama` on the default model with every row's logits,
+    in `llama_backend`'s context (batch 64, one thread): an independent computation
+    to check samplescope's figures against."""
+    from llama_cpp import Llama
+
+    llm = Llama(
+        model_path=str(default_model_path),
+        n_ctx=2048,
+        n_batch=64,
+        n_ubatch=64,
+        n_threads=1,
+        n_threads_batch=1,
+        logits_all=True,
+        verbose=False,
+    )
+    yield llm
+    llm.close()
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[ChatStore]:
     """An empty chat database in the test's own folder."""

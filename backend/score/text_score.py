@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from backend.llama.runtime import LlamaRuntime
 from backend.llama.utf8 import Utf8Stream
+from backend.session.llama_backend import LlamaBackend
 from sampling.errors import SamplescopeError
 from sampling.token_scores import perplexity, score_rows
 
@@ -93,7 +94,7 @@ class TextScore:
 
 
 def score_text(
-    runtime: LlamaRuntime,
+    backend: LlamaBackend,
     text: str,
     *,
     window: int | None = None,
@@ -102,10 +103,11 @@ def score_text(
 ) -> TextScore:
     """Score `text` (tokenized as plain text, no special markers) with `runtime`'s model.
 
-    The runtime's KV cache is cleared before and after.
+    The backend's memory is emptied before each window and after (through the
+    backend, so that what its memory says it holds stays true for the next reply).
 
     Args:
-        runtime: The loaded model.
+        backend: The loaded model.
         text: The text.
         window: Tokens per window (default and most: the context size).
         stride: How far windows advance; None: the text must fit in one window.
@@ -116,6 +118,7 @@ def score_text(
             window and no stride was given; a window or stride is out of range.
         LlamaError: llama.cpp failed.
     """
+    runtime = backend.runtime
     tokens = runtime.tokenize(text, special=False)
     if not tokens:
         raise ScoreError("the text is empty: there is nothing to score")
@@ -151,9 +154,9 @@ def score_text(
     try:
         for start in _window_starts(len(tokens), per_window, step):
             end = min(start + per_window, len(tokens))
-            _score_window(runtime, prefix, tokens, start, end, scored, top_n)
+            _score_window(backend, prefix, tokens, start, end, scored, top_n)
     finally:
-        runtime.clear()
+        backend.reset()
     return TextScore(_token_scores(runtime, tokens, scored), size, step, bool(prefix))
 
 
@@ -168,7 +171,7 @@ def _window_starts(n_tokens: int, per_window: int, stride: int) -> list[int]:
 
 
 def _score_window(
-    runtime: LlamaRuntime,
+    backend: LlamaBackend,
     prefix: list[int],
     tokens: list[int],
     start: int,
@@ -177,7 +180,8 @@ def _score_window(
     top_n: int,
 ) -> None:
     """Decode prefix + tokens[start:end] and score the text tokens not yet scored."""
-    runtime.clear()
+    backend.reset()
+    runtime = backend.runtime
     window = prefix + tokens[start:end]
     offset = start - len(prefix)  # text index of window position 0
     for chunk in range(0, len(window), runtime.n_batch):

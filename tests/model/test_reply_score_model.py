@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,25 +20,6 @@ from backend.session.llama_backend import LlamaBackend
 from sampling.reply_score import reply_score
 from sampling.settings import SamplerSettings
 from tui.cli.main import main
-
-
-@pytest.fixture(scope="module")
-def reference(default_model_path: Path) -> Iterator[object]:
-    """llama-cpp-python with the fixture backend's context: batch 64, one thread."""
-    from llama_cpp import Llama
-
-    llm = Llama(
-        model_path=str(default_model_path),
-        n_ctx=2048,
-        n_batch=64,
-        n_ubatch=64,
-        n_threads=1,
-        n_threads_batch=1,
-        logits_all=True,
-        verbose=False,
-    )
-    yield llm
-    llm.close()
 
 
 def test_raw_logprob_equals_a_token_by_token_decode(

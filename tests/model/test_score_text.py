@@ -8,14 +8,15 @@ log-probabilities within 1e-4, window by window when a long text is scored in wi
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.score.text_score import ScoreError, TextScore, score_text
 from backend.session.llama_backend import LlamaBackend
+from sampling.settings import SamplerSettings
 from tests.tiny_models import spm_vocab, write_tiny_llama
 from tui.cli.main import main
 
@@ -30,33 +31,6 @@ LONG = (
     "winter the great clock on the church tower stopped, and nobody could climb to it."
 )
 TOLERANCE = 1e-4
-
-
-@pytest.fixture(autouse=True)
-def forget_the_scored_text(llama_backend: LlamaBackend) -> Iterator[None]:
-    """Scoring empties the shared model's cache behind its memory: start the next
-    test from an empty memory."""
-    yield
-    llama_backend.reset()
-
-
-@pytest.fixture(scope="module")
-def reference(default_model_path: Path) -> Iterator[object]:
-    """llama-cpp-python's Llama with every row's logits, batch 64 like `llama_backend`."""
-    from llama_cpp import Llama
-
-    llm = Llama(
-        model_path=str(default_model_path),
-        n_ctx=2048,
-        n_batch=64,
-        n_ubatch=64,
-        n_threads=1,
-        n_threads_batch=1,
-        logits_all=True,
-        verbose=False,
-    )
-    yield llm
-    llm.close()
 
 
 def reference_logprobs(llm: object, window: list[int]) -> np.ndarray:
@@ -82,7 +56,17 @@ def test_tokens_match_llama_cpp_python(llama_backend: LlamaBackend, reference: o
 def test_short_text_equals_llama_cpp_python(llama_backend: LlamaBackend, reference: object) -> None:
     runtime = llama_backend.runtime
     assert not runtime.add_bos  # SmolLM2: the first token has nothing predicting it
-    score = score_text(runtime, SHORT)
+    held = list(
+        llama_backend.generate(
+            [ChatMessage("user", "Hi.")],
+            LiveSettings(SamplerSettings(temperature=0.0)),
+            max_tokens=4,
+        )
+    )
+    assert held and llama_backend.context_used > 0
+    score = score_text(llama_backend, SHORT)
+    # Scoring went through the backend: its memory says, truly, that nothing is held.
+    assert llama_backend.context_used == 0 == len(llama_backend.session.memory.tokens())
     ids = [t.token_id for t in score.tokens]
     expected = reference_logprobs(reference, ids)
     ours = np.array([t.logprob for t in score.tokens[1:]])
@@ -107,7 +91,7 @@ def test_text_longer_than_a_batch_equals_llama_cpp_python(
     llama_backend: LlamaBackend, reference: object
 ) -> None:
     runtime = llama_backend.runtime
-    score = score_text(runtime, LONG)
+    score = score_text(llama_backend, LONG)
     ids = [t.token_id for t in score.tokens]
     assert len(ids) > runtime.n_batch  # prefilled in two batches of 64
     ours = np.array([t.logprob for t in score.tokens[1:]])
@@ -117,9 +101,8 @@ def test_text_longer_than_a_batch_equals_llama_cpp_python(
 def test_windows_equal_llama_cpp_python_window_by_window(
     llama_backend: LlamaBackend, reference: object
 ) -> None:
-    runtime = llama_backend.runtime
     window, stride = 48, 20
-    score = score_text(runtime, LONG, window=window, stride=stride)
+    score = score_text(llama_backend, LONG, window=window, stride=stride)
     ids = [t.token_id for t in score.tokens]
     assert score.window == window and score.stride == stride
     ours = scored(score)
@@ -135,22 +118,22 @@ def test_windows_equal_llama_cpp_python_window_by_window(
             assert index - start >= min(index, window - stride)  # the context it had
         scored_until, start = end, start + stride
     # Scored in one window, the later tokens see more context: the scores differ.
-    whole = scored(score_text(runtime, LONG))
+    whole = scored(score_text(llama_backend, LONG))
     assert any(abs(whole[i] - ours[i]) > 1e-3 for i in range(window, len(ids)))
 
 
 def test_too_long_without_stride_and_bad_windows(llama_backend: LlamaBackend) -> None:
     runtime = llama_backend.runtime
     with pytest.raises(ScoreError, match="give --stride"):
-        score_text(runtime, LONG, window=32)
+        score_text(llama_backend, LONG, window=32)
     with pytest.raises(ScoreError, match="invalid stride 32"):
-        score_text(runtime, LONG, window=32, stride=32)
+        score_text(llama_backend, LONG, window=32, stride=32)
     with pytest.raises(ScoreError, match="invalid window"):
-        score_text(runtime, LONG, window=runtime.n_ctx + 1)
+        score_text(llama_backend, LONG, window=runtime.n_ctx + 1)
     with pytest.raises(ScoreError, match="empty"):
-        score_text(runtime, "")
+        score_text(llama_backend, "")
     with pytest.raises(ScoreError, match="one token"):
-        score_text(runtime, "The")
+        score_text(llama_backend, "The")
 
 
 def test_cli_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -182,7 +165,7 @@ def test_a_model_split_across_rpc_servers_scores_the_same(
 ) -> None:
     from tui.cli.rpc_server import local_servers
 
-    local = scored(score_text(llama_backend.runtime, LONG, window=48, stride=20))
+    local = scored(score_text(llama_backend, LONG, window=48, stride=20))
     with local_servers(2, threads=1) as servers:
         split = LlamaBackend.load(
             default_model_path,
@@ -194,7 +177,7 @@ def test_a_model_split_across_rpc_servers_scores_the_same(
         )
         try:
             assert split.info.placement == "2 RPC servers"
-            remote = scored(score_text(split.runtime, LONG, window=48, stride=20))
+            remote = scored(score_text(split, LONG, window=48, stride=20))
         finally:
             split.close()
     assert remote.keys() == local.keys()
@@ -212,7 +195,7 @@ def test_with_a_bos_every_window_begins_with_it(tmp_path: Path) -> None:
         runtime = backend.runtime
         assert runtime.add_bos
         window, stride = 16, 7
-        score = score_text(runtime, text, window=window, stride=stride)
+        score = score_text(backend, text, window=window, stride=stride)
     finally:
         backend.close()
     ids = [t.token_id for t in score.tokens]

@@ -150,9 +150,7 @@ def run(args: argparse.Namespace) -> int:
         raise ScoreError("the text is empty: there is nothing to score")
     backend = load_backend(args)
     try:
-        score = score_text(
-            backend.runtime, text, window=args.window, stride=args.stride, top_n=args.top
-        )
+        score = score_text(backend, text, window=args.window, stride=args.stride, top_n=args.top)
     finally:
         backend.close()
     if args.json:
