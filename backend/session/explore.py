@@ -1,0 +1,500 @@
+"""Explore the continuations of a point: a tree of the candidates the chain keeps.
+
+From a point (the end of a prompt, or a token of a reply), the root's children are the
+candidates the sampler chain keeps there, most probable first: at most `width` of
+them, and no more once their probabilities reach `mass` (the child that crosses it is
+kept, as top-p keeps it). Every child above the last level is decoded to give its own
+children, down to `depth` levels; an end-of-generation token is a leaf.
+
+The decoding is the loop's machinery (`backend.session.memory.Memory`): a node's
+sequence shares its parent's memory through `seq_cp` (its parent's last child takes
+the parent's sequence over), and the nodes are decoded in lockstep batches, one token
+per sequence per `llama_decode`, as many at once as the model's sequences allow.
+`lockstep=False` decodes the same nodes one at a time, depth first (the reference the
+bench measures against). The sequences are scheduled so that a tree of depth D always
+fits in D sequences (the point's own and D - 1 more): wider batches when more are free.
+
+Each node's probability is the `prob_after` of its token in the step's record, the
+sampler run on the node's logits and history (prompt, reply and path) with a sampler
+that continues from its parent's step, as a branch forced down that path would. At the
+root it is a fresh sampler resumed at the point, so a root child's probability is what
+"what if" shows as `after` for that candidate at that step.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from backend.chat.compare import common_prefix
+from backend.chat.events import Decoding
+from backend.chat.protocol import ChatMessage
+from backend.session.backend import SessionBackend
+from backend.session.loop import Session
+from backend.session.run import StepInput
+from sampling.errors import SamplescopeError
+from sampling.records import Step
+from sampling.sampler import DEFAULT_CANDIDATES, Sampler, SamplerState
+from sampling.settings import SamplerSettings
+
+#: The most nodes one tree may have (width ** depth beyond it is refused).
+MAX_NODES = 100_000
+
+
+class ExploreError(SamplescopeError):
+    """A tree cannot be explored (the message says why)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TreeShape:
+    """How far a tree grows.
+
+    Attributes:
+        depth: How many levels of tokens below the point (at least 1).
+        width: The most children a node has (at least 1).
+        mass: A node's children stop once their probabilities sum to this (the one
+            crossing it is kept); 1.0: `width` alone decides.
+
+    Raises:
+        ExploreError: A value is out of range.
+    """
+
+    depth: int
+    width: int
+    mass: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.depth < 1:
+            raise ExploreError(f"invalid depth={self.depth}: expected at least 1")
+        if self.width < 1:
+            raise ExploreError(f"invalid width={self.width}: expected at least 1")
+        if not 0.0 < self.mass <= 1.0:
+            raise ExploreError(f"invalid mass={self.mass}: expected 0 < mass <= 1")
+
+    @property
+    def most_nodes(self) -> int:
+        """The most nodes a tree of this shape has (the root left out; counting stops
+        past `MAX_NODES`)."""
+        return _levels(self.width, self.depth)
+
+    @property
+    def most_decoded(self) -> int:
+        """The most nodes decoded: every level but the last (counting stops past
+        `MAX_NODES`)."""
+        return _levels(self.width, self.depth - 1)
+
+
+def _levels(width: int, depth: int) -> int:
+    """width + width² + … + width^depth, or the first partial sum past `MAX_NODES`."""
+    total, level = 0, 1
+    for _ in range(depth):
+        level *= width
+        total += level
+        if total > MAX_NODES:
+            break
+    return total
+
+
+@dataclass(frozen=True, slots=True)
+class TreeNode:
+    """One continuation token and the continuations below it.
+
+    Attributes:
+        token_id: The token.
+        text: Its text (control tokens by name, undecodable bytes replaced).
+        prob: Its probability in the distribution its parent's step draws from.
+        logprob_path: The sum of the natural logs of the probabilities from the point
+            down to this node (the path's log-probability under the chain).
+        children: Its own continuations, most probable first (none for a leaf, an
+            end-of-generation token, or a node a cancel left unexpanded).
+        ends: Whether the token ends a generation.
+    """
+
+    token_id: int
+    text: str
+    prob: float
+    logprob_path: float
+    children: tuple[TreeNode, ...] = ()
+    ends: bool = False
+
+    def walk(self) -> list[TreeNode]:
+        """This node and every node below it, depth first."""
+        nodes = [self]
+        for child in self.children:
+            nodes.extend(child.walk())
+        return nodes
+
+
+@dataclass(frozen=True, slots=True)
+class Tree:
+    """The continuations of a point.
+
+    Attributes:
+        children: The point's continuations, most probable first.
+        history: The tokens before the point (prompt and reply so far).
+        shape: How far it was grown.
+        settings: The sampler settings every node's probabilities come from.
+        decoded: How many nodes were decoded (one token each).
+        decodes: How many `llama_decode` calls that took.
+        elapsed_ms: The time growing the tree took (the point's own rebuild left out).
+        lockstep: Whether nodes were decoded in lockstep batches (else one at a time).
+        complete: False when a cancel stopped it (some nodes left unexpanded).
+    """
+
+    children: tuple[TreeNode, ...]
+    history: tuple[int, ...]
+    shape: TreeShape
+    settings: SamplerSettings
+    decoded: int
+    decodes: int
+    elapsed_ms: float
+    lockstep: bool
+    complete: bool = True
+
+    def nodes(self) -> list[TreeNode]:
+        """Every node, depth first."""
+        return [node for child in self.children for node in child.walk()]
+
+    @property
+    def node_count(self) -> int:
+        """How many nodes the tree has."""
+        return len(self.nodes())
+
+
+@dataclass(eq=False, slots=True)
+class _Node:
+    """A node while the tree grows."""
+
+    token: int
+    prob: float
+    logprob_path: float
+    level: int
+    decodable: bool
+    ends: bool
+    parent: _Node | None = None
+    seq: int | None = None
+    state: SamplerState | None = None
+    """The sampler's state after this node's step (where its children's steps start)."""
+    kids: list[_Node] = field(default_factory=list)
+    remaining: int = 0
+    """How many of its decodable kids are not decoded yet."""
+
+    def frozen(self, text_of: dict[int, str]) -> TreeNode:
+        return TreeNode(
+            self.token,
+            text_of[self.token],
+            self.prob,
+            self.logprob_path,
+            tuple(kid.frozen(text_of) for kid in self.kids),
+            self.ends,
+        )
+
+
+def kept_children(step: Step, shape: TreeShape) -> list[tuple[int, float]]:
+    """The (token, probability) children a step gives: its kept candidates by
+    descending probability (ties: lower id first), at most `width`, stopping once
+    their probabilities reach `mass`."""
+    table = step.table
+    rows = [
+        (float(prob), int(token))
+        for token, prob in zip(table.token_ids, table.prob_after, strict=True)
+        if prob > 0.0
+    ]
+    rows.sort(key=lambda row: (-row[0], row[1]))
+    chosen: list[tuple[int, float]] = []
+    total = 0.0
+    for prob, token in rows:
+        if len(chosen) >= shape.width or total >= shape.mass:
+            break
+        chosen.append((token, prob))
+        total += prob
+    return chosen
+
+
+class _Grower:
+    """Grows one tree on a session whose sequence 0 holds the point's history."""
+
+    def __init__(
+        self,
+        session: Session,
+        settings: SamplerSettings,
+        shape: TreeShape,
+        index: int,
+        lockstep: bool,
+        cancel: threading.Event | None,
+    ) -> None:
+        self.session = session
+        self.model = session.model
+        self.memory = session.memory
+        self.shape = shape
+        self.index = index
+        self.lockstep = lockstep
+        self.cancel = cancel
+        self.sampler = Sampler(
+            settings,
+            vocab_size=self.model.n_vocab,
+            n_candidates=max(DEFAULT_CANDIDATES, shape.width),
+            vocabulary=self.model,
+        )
+        self.free = list(range(self.model.n_seq_max - 1, 0, -1))
+        self.decoded = 0
+        self.decodes = 0
+        self.stopped = False
+
+    # ---- steps --------------------------------------------------------------------
+
+    def expand(self, node: _Node, logits: object, uniform: float | None = None) -> None:
+        """Run the node's step on its logits and make its kids."""
+        sampler = self.sampler
+        if node.parent is not None:
+            assert node.parent.state is not None
+            sampler.restore(node.parent.state)
+        sampler.resume(self.index + node.level)
+        history = self.memory.tokens(0 if node.seq is None else node.seq)
+        step = sampler.sample(logits, history, uniform=uniform)
+        node.state = sampler.state()
+        level = node.level + 1
+        for token, prob in kept_children(step, self.shape):
+            ends = self.model.is_eog(token)
+            kid = _Node(
+                token,
+                prob,
+                node.logprob_path + math.log(prob),
+                level,
+                decodable=level < self.shape.depth and not ends,
+                ends=ends,
+                parent=node,
+            )
+            node.kids.append(kid)
+        node.remaining = sum(kid.decodable for kid in node.kids)
+
+    # ---- sequences ----------------------------------------------------------------
+
+    def release(self, node: _Node) -> None:
+        """Give a node's sequence back (never sequence 0, the point's own)."""
+        if node.seq:
+            self.memory.drop(node.seq)
+            self.free.append(node.seq)
+        node.seq = None
+
+    def new_seqs(self, chunks: Sequence[tuple[_Node, Sequence[_Node]]]) -> int:
+        """How many free sequences decoding these kids takes (a parent's last kid
+        takes the parent's sequence over, the point's excepted)."""
+        count = 0
+        for parent, kids in chunks:
+            takes_over = parent.level > 0 and len(kids) == parent.remaining
+            count += len(kids) - int(takes_over)
+        return count
+
+    def fits(self, chunks: Sequence[tuple[_Node, Sequence[_Node]]]) -> bool:
+        """Whether these kids can be decoded at once and leave enough sequences to
+        finish the levels below them, one node at a time if need be."""
+        kids = sum(len(kids) for _, kids in chunks)
+        if kids > self.model.n_batch:
+            return False
+        level = chunks[0][1][0].level
+        below = self.shape.depth - 1 - level  # decodable levels under the kids
+        return len(self.free) - self.new_seqs(chunks) >= below
+
+    def decode(self, chunks: Sequence[tuple[_Node, Sequence[_Node]]]) -> None:
+        """Decode the kids in one batch, one token per sequence, and expand each."""
+        memory = self.memory
+        batch: list[_Node] = []
+        for parent, kids in chunks:
+            for kid in kids:
+                assert parent.seq is not None
+                parent.remaining -= 1
+                if parent.remaining == 0 and parent.level > 0:
+                    kid.seq = parent.seq  # takes the parent's sequence over
+                    parent.seq = None
+                else:
+                    kid.seq = self.free.pop()
+                    memory.fork(kid.seq, parent.seq)
+                batch.append(kid)
+        memory.step([(kid.seq, kid.token) for kid in batch if kid.seq is not None])
+        self.decodes += 1
+        self.decoded += len(batch)
+        for row, kid in enumerate(batch):
+            self.expand(kid, self.model.logits(row if len(batch) > 1 else -1))
+
+    # ---- the schedule -------------------------------------------------------------
+
+    def grow(self, group: list[_Node]) -> None:
+        """Decode everything below the nodes of `group` (one level, each holding its
+        sequence and knowing its kids), then give their sequences back."""
+        if self.cancel is not None and self.cancel.is_set():
+            self.stopped = True
+        for node in group:
+            if node.remaining == 0 or self.stopped:
+                self.release(node)
+        group = [node for node in group if node.seq is not None]
+        if not group:
+            return
+        everything = [(node, [k for k in node.kids if k.decodable]) for node in group]
+        if self.lockstep and self.fits(everything):
+            self.decode(everything)
+            self.grow([kid for _, kids in everything for kid in kids])
+        elif len(group) > 1:
+            for node in group:
+                self.grow([node])
+        else:
+            parent, todo = everything[0]
+            while todo and not self.stopped:
+                size = 1
+                if self.lockstep:
+                    while size < len(todo) and self.fits([(parent, todo[: size + 1])]):
+                        size += 1
+                chunk, todo = todo[:size], todo[size:]
+                self.decode([(parent, chunk)])
+                self.grow(chunk)
+                if self.cancel is not None and self.cancel.is_set():
+                    self.stopped = True
+            self.release(parent)
+
+
+def grow_tree(
+    session: Session,
+    given: StepInput,
+    settings: SamplerSettings,
+    shape: TreeShape,
+    *,
+    index: int = 0,
+    uniform: float | None = None,
+    lockstep: bool = True,
+    cancel: threading.Event | None = None,
+) -> Tree:
+    """The tree below a point whose history sequence 0 holds.
+
+    Args:
+        session: The model and its memory; sequence 0 holds `given.history`.
+        given: The point's logits and history.
+        settings: The sampler settings every node's step runs under.
+        shape: How far to grow.
+        index: How many reply tokens come before the point (min_tokens counts them).
+        uniform: The uniform the root's step draws with (the stored step's own).
+        lockstep: Decode nodes in lockstep batches (else one at a time).
+        cancel: When set, stop (the nodes not expanded yet stay leaves).
+
+    Raises:
+        ExploreError: The tree would not fit the model's sequences or context.
+        SamplescopeError: The model failed.
+    """
+    model, memory = session.model, session.memory
+    history = tuple(given.history)
+    if list(memory.tokens(0)) != list(history):
+        raise ExploreError("internal: the point's sequence does not hold its history")
+    if shape.most_nodes > MAX_NODES:
+        raise ExploreError(
+            f"a tree of width {shape.width} and depth {shape.depth} has up to "
+            f"{shape.most_nodes} nodes: at most {MAX_NODES} are explored at once"
+        )
+    if shape.depth > model.n_seq_max:
+        raise ExploreError(
+            f"a tree of depth {shape.depth} needs {shape.depth} sequences at once: "
+            f"this model holds {model.n_seq_max}"
+        )
+    cells = len(history) + shape.most_decoded
+    if cells > model.n_ctx:
+        raise ExploreError(
+            f"a tree of width {shape.width} and depth {shape.depth} decodes up to "
+            f"{shape.most_decoded} tokens after the {len(history)} the point holds: "
+            f"{cells} do not fit the context of {model.n_ctx}"
+        )
+    grower = _Grower(session, settings, shape, index, lockstep, cancel)
+    root = _Node(-1, 1.0, 0.0, 0, decodable=True, ends=False, seq=0)
+    started = time.perf_counter()
+    try:
+        grower.expand(root, given.logits, uniform)
+        grower.grow([root])
+    finally:
+        memory.drop_others()
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    tokens = {kid.token for kid in _every(root)}
+    text_of = {
+        token: model.token_bytes(token, special=True).decode("utf-8", "replace") for token in tokens
+    }
+    return Tree(
+        tuple(kid.frozen(text_of) for kid in root.kids),
+        history,
+        shape,
+        settings,
+        grower.decoded,
+        grower.decodes,
+        elapsed_ms,
+        lockstep,
+        complete=not grower.stopped,
+    )
+
+
+def _every(node: _Node) -> list[_Node]:
+    nodes: list[_Node] = []
+    todo = list(node.kids)
+    while todo:
+        kid = todo.pop()
+        nodes.append(kid)
+        todo.extend(kid.kids)
+    return nodes
+
+
+def explore(
+    backend: SessionBackend,
+    messages: Sequence[ChatMessage],
+    prefix: Sequence[int],
+    settings: SamplerSettings,
+    shape: TreeShape,
+    *,
+    max_tokens: int = 512,
+    raw: bool = False,
+    decoding: Decoding | None = None,
+    uniform: float | None = None,
+    lockstep: bool = True,
+    cancel: threading.Event | None = None,
+) -> Tree:
+    """The tree of continuations at token `len(prefix)` of a reply to `messages`.
+
+    The point is rebuilt as what-if rebuilds a step (`SessionBackend.step_input`: the
+    prompt prefilled and the reply's tokens decoded as its generation decoded them),
+    so the root's step is the one the reply's sampler saw. A reply decoded beside
+    siblings (`decoding`) is rebuilt so for the root; the tree then grows from its
+    tokens decoded alone.
+
+    Args:
+        backend: The model.
+        messages: The conversation the reply answers.
+        prefix: The reply's tokens before the point (none: the prompt's end).
+        settings: The sampler settings of every step.
+        shape: How far to grow.
+        max_tokens: The reply's length limit (it decides how the prompt is fitted).
+        raw: Feed the last message without the chat template.
+        decoding: How the reply was decoded beside siblings (None: alone).
+        uniform: The uniform the root's step draws with (the stored step's own).
+        lockstep: Decode nodes in lockstep batches (else one at a time).
+        cancel: When set, stop (the nodes not expanded yet stay leaves).
+
+    Raises:
+        ExploreError: The tree would not fit.
+        SamplescopeError: The point cannot be rebuilt or the model failed.
+    """
+    shape_checked = TreeShape(shape.depth, shape.width, shape.mass)
+    given = backend.step_input(messages, prefix, max_tokens=max_tokens, raw=raw, decoding=decoding)
+    memory = backend.session.memory
+    held = memory.tokens(0)
+    if list(held) != list(given.history):
+        # Rebuilt beside siblings: sequence 0 is another column's. Decode the point's
+        # own tokens alone after what they share (the prompt, at least).
+        kept = memory.keep(common_prefix(held, given.history))
+        for token in given.history[kept:]:
+            memory.append([token])
+    return grow_tree(
+        backend.session,
+        given,
+        settings,
+        shape_checked,
+        index=len(prefix),
+        uniform=uniform,
+        lockstep=lockstep,
+        cancel=cancel,
+    )
