@@ -10,8 +10,10 @@ The decoding is the loop's machinery (`backend.session.memory.Memory`): a node's
 sequence shares its parent's memory through `seq_cp` (its parent's last child takes
 the parent's sequence over), and the nodes are decoded in lockstep batches, one token
 per sequence per `llama_decode`, as many at once as the model's sequences allow.
-`lockstep=False` decodes the same nodes one at a time, depth first (the reference the
-bench measures against). The sequences are scheduled so that a tree of depth D always
+`lockstep=False` decodes the same nodes in the same order, one per `llama_decode` (the
+reference the bench measures against): the memory's cells are then laid out the same,
+which matters because llama.cpp's numbers depend on where a sequence's cells lie, not
+only on how tokens were batched. The sequences are scheduled so that a tree of depth D always
 fits in D sequences (the point's own and D - 1 more): wider batches when more are free.
 
 Each node's probability is the `prob_after` of its token in the step's record, the
@@ -314,11 +316,19 @@ class _Grower:
                     kid.seq = self.free.pop()
                     memory.fork(kid.seq, parent.seq)
                 batch.append(kid)
-        memory.step([(kid.seq, kid.token) for kid in batch if kid.seq is not None])
-        self.decodes += 1
-        self.decoded += len(batch)
-        for row, kid in enumerate(batch):
-            self.expand(kid, self.model.logits(row if len(batch) > 1 else -1))
+        entries = [(kid.seq, kid.token) for kid in batch if kid.seq is not None]
+        if self.lockstep:
+            memory.step(entries)
+            self.decodes += 1
+            self.decoded += len(batch)
+            for row, kid in enumerate(batch):
+                self.expand(kid, self.model.logits(row if len(batch) > 1 else -1))
+            return
+        for entry, kid in zip(entries, batch, strict=True):
+            memory.step([entry])
+            self.decodes += 1
+            self.decoded += 1
+            self.expand(kid, self.model.logits(-1))
 
     # ---- the schedule -------------------------------------------------------------
 
@@ -334,7 +344,7 @@ class _Grower:
         if not group:
             return
         everything = [(node, [k for k in node.kids if k.decodable]) for node in group]
-        if self.lockstep and self.fits(everything):
+        if self.fits(everything):
             self.decode(everything)
             self.grow([kid for _, kids in everything for kid in kids])
         elif len(group) > 1:
@@ -344,9 +354,8 @@ class _Grower:
             parent, todo = everything[0]
             while todo and not self.stopped:
                 size = 1
-                if self.lockstep:
-                    while size < len(todo) and self.fits([(parent, todo[: size + 1])]):
-                        size += 1
+                while size < len(todo) and self.fits([(parent, todo[: size + 1])]):
+                    size += 1
                 chunk, todo = todo[:size], todo[size:]
                 self.decode([(parent, chunk)])
                 self.grow(chunk)

@@ -8,6 +8,7 @@ loop decodes with), takes its chat template from the GGUF, and is otherwise the
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +55,7 @@ class LlamaBackend(SessionBackend):
         n_gpu_layers: int | None = None,
         log_path: str | Path | None = None,
         rpc: Sequence[Endpoint] = (),
+        n_seq_max: int | None = None,
     ) -> LlamaBackend:
         """Validate a GGUF file, route llama.cpp's log to a file, and load the model.
 
@@ -67,6 +69,8 @@ class LlamaBackend(SessionBackend):
             log_path: Where llama.cpp's log goes (None: the default log file).
             rpc: llama.cpp RPC servers to split the model across (its context then
                 lives in a child process: `backend.llama.isolated`).
+            n_seq_max: How many sequences the memory holds at once (None: the
+                runtime's default; an explore tree grows wider batches with more).
 
         Raises:
             ModelFileError: The file is missing, not GGUF, truncated or corrupt.
@@ -80,6 +84,8 @@ class LlamaBackend(SessionBackend):
         validate_gguf(path)  # before llama.cpp reads a byte of it
         log_file = install_llama_log(None if log_path is None else Path(log_path))
         options = RuntimeOptions(n_ctx, n_batch, n_threads, n_gpu_layers, tuple(rpc))
+        if n_seq_max is not None:
+            options = replace(options, n_seq_max=n_seq_max)
         return cls(LlamaRuntime(path, options), log_file)
 
     def close(self) -> None:

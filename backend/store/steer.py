@@ -1,6 +1,7 @@
-"""Steer a saved reply: recompute a past step ("what if") and branch from it.
+"""Steer a saved reply: recompute a past step ("what if"), explore the continuations
+there, and branch from it.
 
-Both rebuild exactly what the sampler saw at step `index` of a branch: the KV cache
+All three rebuild exactly what the sampler saw at step `index` of a branch: the KV cache
 as the reply's generation started from (`backend.store.replay_cache`), then the
 prompt prefilled and the branch's earlier tokens decoded one at a time, as
 the generation loop does (`SessionBackend.step_input`). So the logits are the
@@ -13,12 +14,15 @@ command on the same chat gives the same tokens.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from backend.chat.events import FinishedEvent, NoticeEvent
 from backend.chat.protocol import LiveSettings
 from backend.session.backend import SessionBackend
+from backend.session.explore import Tree, TreeShape, explore
 from backend.session.run import Steer, StepInput
 from backend.store.branches import lineage
 from backend.store.recorded import recorded
@@ -238,3 +242,45 @@ def make_branch(
     again = store.load_chat(chat.id)
     branch = next(b for b in siblings_of(again, reply) if b.id == recorder.reply_id)
     return BranchResult(branch, reply, index, tuple(notices))
+
+
+def explore_step(
+    backend: SessionBackend,
+    chat: ChatRecord,
+    reply: ReplyRecord,
+    index: int,
+    settings: SamplerSettings,
+    shape: TreeShape,
+    *,
+    path: Sequence[int] = (),
+    uniform: float | None = None,
+    lockstep: bool = True,
+    cancel: threading.Event | None = None,
+) -> tuple[Tree, tuple[str, ...]]:
+    """The tree of continuations at step `index` of a branch (nothing is stored).
+
+    The step is rebuilt as `recompute` rebuilds it, so a root child's probability is
+    what-if's `after` for that candidate. `path` goes deeper first: the tree starts
+    after those tokens (decoded alone), at step `index + len(path)`.
+
+    Returns:
+        (the tree; notices about rebuilding the cache).
+
+    Raises:
+        SamplescopeError: The step cannot be rebuilt or the tree does not fit.
+    """
+    notices = tuple(prepare_cache(backend, chat, reply))
+    tree = explore(
+        backend,
+        prompt_messages(chat, reply),
+        (*reply.token_ids[:index], *path),
+        settings,
+        shape,
+        max_tokens=_limit(reply),
+        raw=reply.mode == "completion",
+        decoding=None if path else decoding_of(reply),
+        uniform=uniform,
+        lockstep=lockstep,
+        cancel=cancel,
+    )
+    return tree, notices
