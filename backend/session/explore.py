@@ -44,6 +44,9 @@ from sampling.settings import SamplerSettings
 
 #: The most nodes one tree may have (width ** depth beyond it is refused).
 MAX_NODES = 100_000
+#: Sequences a model loaded for exploring holds (`samplescope explore`, the bench): its
+#: widest lockstep batch is one fewer, and a tree is at most this deep.
+EXPLORE_SEQ_MAX = 64
 
 
 class ExploreError(SamplescopeError):

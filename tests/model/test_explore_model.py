@@ -191,3 +191,18 @@ def test_clear_errors_for_a_bad_chat_position_or_shape(
     assert main([*argv, "--db", str(db), "--threads", "1"]) == 2
     err = capsys.readouterr().err
     assert message in err and err.startswith("samplescope: ") and err.count("\n") == 1
+
+
+def test_the_bench_rows_count_the_same_tree_both_ways(default_model_path: Path) -> None:
+    """A tiny run of `samplescope bench --only explore`'s measurement."""
+    from backend.bench.explore import format_rows, run_explore_bench
+
+    rows = run_explore_bench(
+        default_model_path, n_threads=1, shape=TreeShape(depth=3, width=2), repeats=1
+    )
+    lockstep, alone = rows
+    assert (lockstep.nodes, lockstep.decoded) == (alone.nodes, alone.decoded) == (14, 6)
+    assert (lockstep.decodes, alone.decodes) == (2, 6)
+    assert lockstep.nodes_per_s > 0 and alone.nodes_per_s > 0
+    table = format_rows(rows)
+    assert "| lockstep | 14 | 6 | 2 |" in table and "as fast as one node at a time" in table

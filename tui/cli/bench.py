@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tui.cli.model_flags import add_rpc_flag, chosen_model_path
 
-PARTS = ("sampler", "backend", "compare", "tui", "rpc")
+PARTS = ("sampler", "backend", "compare", "explore", "tui", "rpc")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -23,7 +23,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "llama.cpp's native sampler chain on the same logits. backend: decode and prefill "
             "tokens/s against llama-cpp-python's own loop, and peak memory. compare: four "
             "columns in lockstep against the same columns in turn, wall time and tokens/s "
-            "per column. tui: a reply "
+            "per column. explore: the tree of width 3 and depth 4 in lockstep batches against "
+            "the same nodes one per llama_decode, nodes per second. tui: a reply "
             "streamed through the app against the same generation consumed bare. rpc: decode "
             "and prefill tokens/s with the model split across two loopback rpc-servers (or "
             "--rpc servers) against the same model on this machine."
@@ -69,6 +70,12 @@ def run(args: argparse.Namespace) -> int:
 
         print("\n## compare (four columns, best of 3 alternating runs)")
         print(format_result(run_compare_bench(model_path, n_threads=args.threads)))
+    if "explore" in parts:
+        from backend.bench.explore import format_rows as format_explore
+        from backend.bench.explore import run_explore_bench
+
+        print("\n## explore (width 3, depth 4, best of 3 alternating runs)")
+        print(format_explore(run_explore_bench(model_path, n_threads=args.threads)))
     if "tui" in parts:
         # A fresh process: once a thread has run llama.cpp's OpenMP team, decoding from
         # another thread of the same process is far slower (measured: 140 -> 53 tok/s),

@@ -16,7 +16,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from backend.chat.completion import MODES, as_document, mode_for_backend
-from backend.session.explore import Tree, TreeNode, TreeShape, explore
+from backend.session.explore import EXPLORE_SEQ_MAX, Tree, TreeNode, TreeShape, explore
 from backend.store.steer import explore_step
 from sampling.errors import SamplescopeError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings, settings_summary
@@ -35,10 +35,6 @@ from tui.cli.text_input import read_stdin
 
 if TYPE_CHECKING:
     from backend.session.llama_backend import LlamaBackend
-
-#: Sequences the model's memory holds for a tree (its widest lockstep batch is one
-#: fewer, and a tree is at most this deep).
-EXPLORE_SEQ_MAX = 64
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
