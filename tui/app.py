@@ -30,6 +30,7 @@ from sampling.errors import SettingsError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tui.app_config import resolve_app_config
 from tui.chat.conversation import Conversation
+from tui.chat.explore import open_explore
 from tui.chat.loading import BackendFailed, BackendReady, load_backend
 from tui.chat.mode_switch import switch_mode
 from tui.chat.reply import Reply
@@ -51,7 +52,7 @@ from tui.widgets.token_text import TokenPieces
 _CHAT_ACTIONS = frozenset(
     {"regenerate", "new_chat", "copy_reply", "token_cursor", "history", "compare", "new_seed"}
     | {"toggle_colour", "focus_sampling", "focus_input", "plot", "whatif", "whatif_branch"}
-    | {"toggle_mode"}
+    | {"toggle_mode", "explore"}
 )
 
 NEW_SEED_RANGE = 100_000
@@ -68,9 +69,10 @@ APP_BINDINGS: tuple[Binding, ...] = (
     Binding("ctrl+l", "toggle_colour", "colour", id="toggle_colour"),
     Binding("ctrl+t", "token_cursor", "tokens", id="token_cursor"),
     # Letters: the message box takes them while it has focus. The token cursor's
-    # footer shows `w`; `b` shows while what-if is on.
+    # footer shows `w` and `x`; `b` shows while what-if is on.
     Binding("w", "whatif", "what if", show=False, id="whatif"),
     Binding("b", "whatif_branch", "branch", id="whatif_branch"),
+    Binding("x", "explore", "explore", show=False, id="explore"),
     # priority: over the input's ctrl+d
     Binding("ctrl+d", "compare", "compare", priority=True, id="compare"),
     Binding("f2", "focus_sampling", "sliders", id="focus_sampling"),
@@ -364,6 +366,10 @@ class SamplescopeApp(App[None]):
     def action_whatif_branch(self) -> None:
         """Branch from the what-if step with the token it shows drawn."""
         self.chat.whatif.branch()
+
+    def action_explore(self) -> None:
+        """The tree of continuations at the selected past token."""
+        open_explore(self.chat, self.chat.cursor)
 
     def action_focus_sampling(self) -> None:
         """Focus the first slider."""

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 import threading
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -144,7 +143,8 @@ class Tree:
         settings: The sampler settings every node's probabilities come from.
         decoded: How many nodes were decoded (one token each).
         decodes: How many `llama_decode` calls that took.
-        elapsed_ms: The time growing the tree took (the point's own rebuild left out).
+        elapsed_ms: The time growing the tree took, by the session's clock (the point's
+            own rebuild left out).
         lockstep: Whether nodes were decoded in lockstep batches (else one at a time).
         complete: False when a cancel stopped it (some nodes left unexpanded).
     """
@@ -417,13 +417,13 @@ def grow_tree(
         )
     grower = _Grower(session, settings, shape, index, lockstep, cancel)
     root = _Node(-1, 1.0, 0.0, 0, decodable=True, ends=False, seq=0)
-    started = time.perf_counter()
+    started = session.clock()
     try:
         grower.expand(root, given.logits, uniform)
         grower.grow([root])
     finally:
         memory.drop_others()
-    elapsed_ms = (time.perf_counter() - started) * 1000
+    elapsed_ms = (session.clock() - started) * 1000
     tokens = {kid.token for kid in _every(root)}
     text_of = {
         token: model.token_bytes(token, special=True).decode("utf-8", "replace") for token in tokens

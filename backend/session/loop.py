@@ -191,10 +191,11 @@ class Generation:
                 f"a reply of {len(steer.prefix)} given tokens leaves no room under "
                 f"max_tokens={self.max_tokens}"
             )
-        if steer.force is not None and not 0 <= steer.force < model.n_vocab:
-            raise SamplescopeError(
-                f"invalid token id {steer.force}: expected 0 .. {model.n_vocab - 1}"
-            )
+        for forced in (steer.force, *steer.then):
+            if forced is not None and not 0 <= forced < model.n_vocab:
+                raise SamplescopeError(
+                    f"invalid token id {forced}: expected 0 .. {model.n_vocab - 1}"
+                )
         if model.lost:
             yield from self._each(NoticeEvent(LOST_NOTICE))
             memory.clear()
@@ -275,7 +276,7 @@ class Generation:
         assert lane.row is not None
         logits = model.logits(lane.row)
         index = lane.index
-        force = self.steer.force if index == len(self.steer.prefix) else None
+        force = self.steer.forced_at(index)
         step = lane.sample(logits, memory.tokens(lane.seq), force)
         token = step.token_id
         if lane.first_token_at is None:

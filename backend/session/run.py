@@ -30,10 +30,23 @@ class Steer:
     Attributes:
         prefix: Tokens the reply starts with (a parent branch's tokens before a fork).
         force: The token to take at index `len(prefix)` instead of the drawn one.
+        then: Tokens to take after `force`, one a step, instead of the drawn ones (a
+            path chosen in an explore tree).
     """
 
     prefix: tuple[int, ...] = ()
     force: int | None = None
+    then: tuple[int, ...] = ()
+
+    def forced_at(self, index: int) -> int | None:
+        """The token to take at reply index `index` instead of the drawn one (None: the
+        drawn one)."""
+        at = index - len(self.prefix)
+        if at == 0:
+            return self.force
+        if 0 < at <= len(self.then) and self.force is not None:
+            return self.then[at - 1]
+        return None
 
 
 @dataclass(frozen=True, slots=True)

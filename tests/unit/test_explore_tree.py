@@ -11,9 +11,10 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from backend.chat.events import FinishedEvent
+from backend.chat.events import FinishedEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.explore import ExploreError, Tree, TreeNode, TreeShape, explore
+from backend.session.run import Steer
 from sampling.sampler import Sampler
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tests.fake_backend import EOS_ID, FakeBackend, FakeModel, context_logits
@@ -171,3 +172,18 @@ def test_a_cancel_leaves_a_partial_tree() -> None:
     backend = FakeBackend(prefill_chunk=64)
     tree = explore(backend, QUESTION, (), SETTINGS, TreeShape(depth=3, width=3), cancel=cancel)
     assert not tree.complete and len(tree.children) == 3 and tree.decoded == 0
+
+
+def test_a_chosen_path_is_forced_step_by_step_at_the_trees_probabilities() -> None:
+    backend = FakeBackend(prefill_chunk=64)
+    tree = grown(TreeShape(depth=3, width=3), backend=backend)
+    node = tree.children[2].children[1].children[0]
+    path = (tree.children[2].token_id, tree.children[2].children[1].token_id, node.token_id)
+    steer = Steer((), path[0], path[1:])
+    events = list(backend.generate(QUESTION, LiveSettings(SETTINGS), max_tokens=6, steer=steer))
+    steps = [e.step for e in events if isinstance(e, TokenEvent)]
+    assert tuple(s.token_id for s in steps[:3]) == path and len(steps) == 6
+    assert sum(math.log(s.prob) for s in steps[:3]) == pytest.approx(node.logprob_path, abs=1e-12)
+    bad = Steer((), path[0], (10**6,))
+    finished = list(backend.generate(QUESTION, LiveSettings(SETTINGS), steer=bad))[-1]
+    assert isinstance(finished, FinishedEvent) and "invalid token id 1000000" in str(finished.error)

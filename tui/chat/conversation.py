@@ -70,10 +70,12 @@ class Conversation:
         index: int,
         force: int | None,
         number: int | None = None,
+        then: tuple[int, ...] = (),
     ) -> tuple[Reply, ReplyJob]:
         """A new branch of reply `number` (None: the last) from its token `index`: the
         tokens before it are kept, token `index` is `force` (None: drawn again with the
-        live settings), the rest sampled. It replaces the reply, and cuts the turns
+        live settings), the tokens `then` follow it (forced too: an explore path), the
+        rest sampled. It replaces the reply, and cuts the turns
         after it; the old one stays in the reply's tree (and in the store, with the
         turns after it) as another branch of the turn.
         """
@@ -95,7 +97,7 @@ class Conversation:
         self.replies[number:] = [reply]
         # A fork at the start with nothing forced is a plain generation of the turn.
         steered = index > 0 or force is not None
-        steer = Steer(tuple(token.step.token_id for token in kept), force)
+        steer = Steer(tuple(token.step.token_id for token in kept), force, then)
         job = ReplyJob(
             list(self.messages),
             live,

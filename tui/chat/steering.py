@@ -52,16 +52,21 @@ def ask_alternative(view: SteeringHost, number: int, index: int) -> None:
 
 
 def start_branch(
-    view: SteeringHost, index: int, force: int | None, number: int | None = None
+    view: SteeringHost,
+    index: int,
+    force: int | None,
+    number: int | None = None,
+    then: tuple[int, ...] = (),
 ) -> None:
     """Redo reply `number` (None: the last) from token `index`: the tokens before it
-    kept, token `index` forced (None: drawn again with the live settings), the rest
-    sampled. The old reply stays in the store as another branch of the turn, with the
-    turns after it; the screen follows the new branch (the turns after it are cut)."""
+    kept, token `index` forced (None: drawn again with the live settings) and the
+    tokens `then` after it (an explore path), the rest sampled. The old reply stays
+    in the store as another branch of the turn, with the turns after it; the screen
+    follows the new branch (the turns after it are cut)."""
     if view.generating:
         return
     conversation = view.conversation
-    reply, job = conversation.begin_branch(view.live, view.max_tokens, index, force, number)
+    reply, job = conversation.begin_branch(view.live, view.max_tokens, index, force, number, then)
     view.run_reply(reply, job, replace=True)
 
 
