@@ -11,7 +11,7 @@ the settings recorded for i, on the same random stream.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from backend.chat.compare import first_divergence
@@ -23,6 +23,7 @@ from backend.session.run import Steer
 from backend.store.records import ChatRecord, ReplyRecord, StoreError
 from backend.store.replay_cache import prepare_cache
 from sampling.errors import SamplescopeError
+from sampling.records import Step
 from sampling.settings import SamplerSettings
 
 
@@ -85,17 +86,39 @@ def prompt_messages(chat: ChatRecord, reply: ReplyRecord) -> list[ChatMessage]:
     return as_document(turns) if reply.mode == "completion" else turns
 
 
-def branch_steer(reply: ReplyRecord) -> Steer | None:
+def branch_steer(reply: ReplyRecord, then: tuple[int, ...] = ()) -> Steer | None:
     """For a branch: the steer that starts it like the original did (None: none).
 
     The parent's tokens before the fork are given; the token at the fork is forced
     (whether it was chosen or drawn, the sampler drew one uniform there, so the
-    stream stays aligned).
+    stream stays aligned), and the tokens `then` after it (a path chosen in an
+    explore tree: see `forced_path`).
     """
     at = reply.fork_at
     if at is None or at >= len(reply.token_ids):
         return None
-    return Steer(reply.token_ids[:at], reply.token_ids[at])
+    return Steer(reply.token_ids[:at], reply.token_ids[at], then)
+
+
+def forced_path(reply: ReplyRecord, steps: Mapping[int, Step]) -> tuple[int, ...]:
+    """The tokens a branch forced after its fork token (an explore path), from its
+    stored steps: a forced step keeps no uniform though its settings draw with one.
+
+    Greedy and Gumbel steps draw no uniform either: a run of them is not taken for a
+    forced one (a greedy path is what greedy sampling gives anyway).
+    """
+    at = reply.fork_at
+    if at is None:
+        return ()
+    forced: list[int] = []
+    for index in range(at + 1, len(reply.token_ids)):
+        step = steps.get(index)
+        if step is None or step.draw is not None or step.cut_by == "greedy":
+            break
+        if step.settings.draw == "gumbel":
+            break
+        forced.append(reply.token_ids[index])
+    return tuple(forced)
 
 
 def decoding_of(reply: ReplyRecord) -> Decoding | None:
@@ -118,6 +141,7 @@ def replay(
     reply: ReplyRecord,
     *,
     on_token: Callable[[TokenEvent], None] | None = None,
+    forced: tuple[int, ...] = (),
 ) -> ReplayResult:
     """Regenerate `reply` of `chat` on `backend` and compare its tokens.
 
@@ -128,6 +152,8 @@ def replay(
     generation runs with the recorded max_tokens (prompt fitting depends on it) and
     stops once as many tokens as were stored came out, so an interrupted or
     cancelled reply is compared on the part that exists.
+
+    `forced`: the tokens the branch forced after its fork token (`forced_path`).
 
     A reply decoded in lockstep with siblings (its recorded `decoding`: a compare
     column) is rebuilt the same way: every sibling runs again beside it, each with its
@@ -149,7 +175,7 @@ def replay(
     replayed: list[int] = list(reply.token_ids[: reply.fork_at or 0])
     finished: FinishedEvent | None = None
     max_tokens = max(reply.max_tokens or stored, stored)
-    lives, column, steer = [live], 0, branch_steer(reply)
+    lives, column, steer = [live], 0, branch_steer(reply, forced)
     if decoding is not None:
         column = decoding.column
         lives = [LiveSettings(settings) for settings in decoding.columns]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import threading
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
@@ -15,6 +16,10 @@ from backend.chat.events import FinishedEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.explore import ExploreError, Tree, TreeNode, TreeShape, explore
 from backend.session.run import Steer
+from backend.store.recorder import ChatRecorder
+from backend.store.replay import forced_path, replay
+from backend.store.steer import explore_step
+from backend.store.store import ChatStore
 from sampling.sampler import Sampler
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tests.fake_backend import EOS_ID, FakeBackend, FakeModel, context_logits
@@ -187,3 +192,32 @@ def test_a_chosen_path_is_forced_step_by_step_at_the_trees_probabilities() -> No
     bad = Steer((), path[0], (10**6,))
     finished = list(backend.generate(QUESTION, LiveSettings(SETTINGS), steer=bad))[-1]
     assert isinstance(finished, FinishedEvent) and "invalid token id 1000000" in str(finished.error)
+
+
+def test_a_path_branch_is_stored_and_replays_token_identical(tmp_path: Path) -> None:
+    model = tmp_path / "fake.gguf"
+    model.write_bytes(b"GGUF fake")
+    with ChatStore(tmp_path / "chats.sqlite3") as store:
+        backend = FakeBackend()
+        recorder = ChatRecorder(store, model, n_ctx=2048, n_batch=8)
+        assert recorder.begin_reply(QUESTION, SETTINGS, 16)
+        for event in backend.generate(QUESTION, LiveSettings(SETTINGS), max_tokens=16):
+            recorder.record(event)
+        assert recorder.chat_id is not None
+        chat = store.load_chat(recorder.chat_id)
+        reply = chat.replies[0]
+        tree, _ = explore_step(backend, chat, reply, 3, SETTINGS, TreeShape(depth=3, width=3))
+        first = tree.children[2]
+        path = (first.token_id, first.children[2].token_id, first.children[2].children[1].token_id)
+        assert recorder.begin_branch(reply.id, 3, SETTINGS)
+        steer = Steer(reply.token_ids[:3], path[0], path[1:])
+        live = LiveSettings(SETTINGS)
+        for event in backend.generate(QUESTION, live, max_tokens=16, steer=steer):
+            recorder.record(event)
+        chat = store.load_chat(recorder.chat_id)
+        branch = next(b for m in chat.messages for b in m.branches if b.parent_id == reply.id)
+        assert branch.token_ids[3:6] == path and branch.fork_at == 3
+        assert forced_path(branch, store.load_steps(chat, branch)) == path[1:]
+        assert forced_path(reply, store.load_steps(chat, reply)) == ()
+        assert replay(FakeBackend(), chat, branch, forced=path[1:]).identical
+        assert not replay(FakeBackend(), chat, branch).identical  # only the fork forced

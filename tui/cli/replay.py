@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from backend.errors import ModelFileError
-from backend.store.replay import ReplayResult, pick_reply, replay
+from backend.store.replay import ReplayResult, forced_path, pick_reply, replay
 from backend.store.store import ChatStore, ModelRef, ReplyRecord
 from tui.cli.model_flags import add_rpc_flag, chosen_rpc
 from tui.cli.store_access import add_db_flag, open_store
@@ -108,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
         chat = store.load_chat(args.chat_id)
         reply = pick_reply(chat, args.reply)
         path = recorded_model(store, reply, args.model)
+        forced = forced_path(reply, store.load_steps(chat, reply))
     from backend.session.llama_backend import LlamaBackend  # only now: it loads llama.cpp
 
     # The same context and prefill chunking as the original (both can change tokens).
@@ -119,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         rpc=chosen_rpc(args.rpc),
     )
     try:
-        result = replay(backend, chat, reply)
+        result = replay(backend, chat, reply, forced=forced)
 
         def show_piece(token: int) -> str:
             return backend.runtime.token_bytes(token, special=True).decode("utf-8", "replace")
