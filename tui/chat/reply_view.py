@@ -33,7 +33,7 @@ FORK_MARK = "⋔"
 """Drawn after a token where branches of the reply part, with their number."""
 _CHUNK = re.compile(r"\s*\S+|\s+")
 _NO_TOKEN = -1
-GROW = 8
+GROW = 16
 GUTTER = 2  # "▌ " before each line
 
 
@@ -98,8 +98,9 @@ class ReplyView(Widget):
         tokens = self.reply.tokens
         if self._laid_out == len(tokens) and self.reply.finished == self._finished_shown:
             return  # nothing new
-        if self._placeholder:
-            self._relayout()  # the "…" placeholder goes
+        if self._placeholder:  # the "…" placeholder goes
+            self._relayout(refresh=False)
+            self._refresh_lines(0)
             return
         first_dirty = len(self._lines) - 1
         for index in range(self._laid_out, len(tokens)):
@@ -109,11 +110,14 @@ class ReplyView(Widget):
             self._place_finish()  # the end marks follow the last token
         for y in range(first_dirty, len(self._lines)):
             self._strips.pop(y, None)
+        self._refresh_lines(first_dirty)
+
+    def _refresh_lines(self, first: int) -> None:
+        """Redraw from line `first` on: a layout only when the height changes."""
         if self._height() != self.size.height:
             self.refresh(layout=True)
         else:
-            lines = len(self._lines) - first_dirty
-            self.refresh(Region(0, first_dirty, self.size.width, lines))
+            self.refresh(Region(0, first, self.size.width, len(self._lines) - first))
 
     def plain_text(self) -> str:
         """What is shown, as plain text (tests)."""

@@ -46,12 +46,16 @@ from tui.widgets.timeline import ReplyTimeline
 from tui.widgets.token_text import TokenPieces
 
 STORED_REPLIES_NOTE = "Replies of a saved chat have no per-token record; new replies will."
-PAINT_PHASES = ("reply", "probs", "reply", "probs", "reply", "probs", "reply", "status")
-"""The chat view's turns at each tick of the redraw timer while a reply streams.
+PAINT_EVERY = {"reply": 3, "probs": 6, "status": 12}
+"""While a reply streams, each part is drawn every so many ticks of the redraw timer
+(FLUSH_HZ a second): the transcript 10 times a second, the bars 5, the status 2.5.
 
-Textual repaints the bounding box of all that is dirty; transcript, bars and status
-sit in three corners, so they take turns (transcript FLUSH_HZ/2 a second, bars 3/8,
-status 1/8) to keep each update small."""
+Every repaint takes the UI thread's time from the decode when llama.cpp has as many
+threads as there are cores. Textual renders every widget that a repaint's region
+overlaps over its whole visible area, and the containers overlap any region, so a
+repaint's cost is mostly fixed: the parts due at the same tick are drawn in one
+repaint rather than taking turns, and each part is drawn only as often as a reader
+can follow it."""
 
 
 class ChatView(Vertical):
@@ -360,21 +364,19 @@ class ChatView(Vertical):
             pending()
 
     def paint(self) -> None:
-        """One tick of the redraw timer: one part of the screen (`PAINT_PHASES`)."""
+        """One tick of the redraw timer: the parts due (`PAINT_EVERY`)."""
         if not self._dirty:
             return
         if not self.generating:
             self._redraw()
             return
         self._ticks += 1
-        phase = PAINT_PHASES[self._ticks % len(PAINT_PHASES)]
-        if phase == "reply":
+        if self._ticks % PAINT_EVERY["reply"] == 0:
             self._transcript.sync_last()
-        elif phase == "probs":
-            if self.cursor is None:
-                self._show_latest()
-                self.plots.draw(streaming=True)
-        else:
+        if self._ticks % PAINT_EVERY["probs"] == 0 and self.cursor is None:
+            self._show_latest()
+            self.plots.draw(streaming=True)
+        if self._ticks % PAINT_EVERY["status"] == 0:
             self._update_status()
 
     def flush_now(self) -> None:
