@@ -20,12 +20,13 @@ from backend.config.config import (
     rpc_with_config,
     settings_with_config,
 )
+from backend.config.hf_fetch import HfFetchError
 from backend.llama.rpc import Endpoint, RpcError
 from backend.session.backend import SessionBackend
 from backend.store.store import ChatStore, StoreError
 from sampling.errors import SettingsError
 from sampling.settings import DEFAULT_CHAT_SETTINGS
-from tui.cli.model_flags import add_rpc_flag
+from tui.cli.model_flags import add_hf_flag, add_rpc_flag, model_or_hf
 from tui.cli.settings_flags import add_settings_flags, settings_from_args
 
 if TYPE_CHECKING:
@@ -38,7 +39,13 @@ def build_app_parser() -> argparse.ArgumentParser:
         prog="samplescope",
         description="Open the chat app. Subcommands (samplescope -h) run headless.",
     )
-    parser.add_argument("--model", "-m", default=None, help="a GGUF file (default: SmolLM2-135M)")
+    parser.add_argument(
+        "--model",
+        "-m",
+        default=None,
+        help="a GGUF file or a name `samplescope models` lists (default: SmolLM2-135M)",
+    )
+    add_hf_flag(parser)
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all)")
     parser.add_argument("--ctx", type=int, default=4096, help="context size in tokens")
     parser.add_argument("--batch", type=int, default=256, help="prefill chunk in tokens")
@@ -96,7 +103,10 @@ def build_app(args: argparse.Namespace) -> SamplescopeApp:
     Raises:
         SettingsError: A flag (or the config file under the flags) sets a bad value.
         RpcError: --rpc is malformed.
+        HfFetchError: --hf cannot be downloaded or found in the cache (it is fetched
+            here, before the app takes the terminal, so that its progress bar shows).
     """
+    model = model_or_hf(args.model, args.hf)
     config, problem = load_config_or_default()
     notices = [problem] if problem else []
     settings = settings_from_args(args, settings_with_config(DEFAULT_CHAT_SETTINGS, config))
@@ -110,7 +120,7 @@ def build_app(args: argparse.Namespace) -> SamplescopeApp:
 
     return SamplescopeApp(
         backend_factory=backend_factory(
-            args, model_with_config(args.model, config), rpc_with_config(args.rpc, config)
+            args, model_with_config(model, config), rpc_with_config(args.rpc, config)
         ),
         settings=settings,
         max_tokens=args.max_tokens,
@@ -127,7 +137,7 @@ def run_app(argv: list[str]) -> int:
     args = build_app_parser().parse_args(argv)
     try:
         app = build_app(args)
-    except (SettingsError, RpcError) as error:
+    except (SettingsError, RpcError, HfFetchError) as error:
         print(f"samplescope: {error}", file=sys.stderr)
         return 2
     try:
