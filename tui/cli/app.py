@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from backend.chat.completion import MODES
@@ -21,6 +22,8 @@ from backend.config.config import (
     settings_with_config,
 )
 from backend.config.hf_fetch import HfFetchError
+from backend.config.model_catalog import LocalModel
+from backend.errors import ModelFileError
 from backend.llama.rpc import Endpoint, RpcError
 from backend.session.backend import SessionBackend
 from backend.store.store import ChatStore, StoreError
@@ -97,6 +100,22 @@ def backend_factory(
     return load
 
 
+def models_for_picker() -> list[LocalModel]:
+    """The models `samplescope models` lists, then the bundled default (when installed
+    and not listed already): what the app's model picker offers."""
+    from backend.config.model_catalog import describe, models_on_disk
+    from backend.config.model_path import default_model_path
+
+    models = models_on_disk()
+    try:
+        bundled = default_model_path().resolve()
+    except ModelFileError:
+        return models
+    if all(model.path.resolve() != bundled for model in models):
+        models.append(describe(f"{bundled.name} (bundled)", bundled, "bundled"))
+    return models
+
+
 def build_app(args: argparse.Namespace) -> SamplescopeApp:
     """The app for parsed options: config file applied, the chat store opened.
 
@@ -118,10 +137,15 @@ def build_app(args: argparse.Namespace) -> SamplescopeApp:
             notices.append(f"Chats will not be saved: {error}")
     from tui.app import SamplescopeApp
 
+    rpc = rpc_with_config(args.rpc, config)
+
+    def open_model(path: Path) -> SessionBackend:
+        return backend_factory(args, str(path), rpc)()
+
     return SamplescopeApp(
-        backend_factory=backend_factory(
-            args, model_with_config(model, config), rpc_with_config(args.rpc, config)
-        ),
+        backend_factory=backend_factory(args, model_with_config(model, config), rpc),
+        list_models=models_for_picker,
+        open_model=open_model,
         settings=settings,
         max_tokens=args.max_tokens,
         system_prompt=args.system,
