@@ -170,6 +170,7 @@ class SamplescopeApp(App[None]):
         self._open_model = open_model
         self.switching: str | None = None
         """The name of the model being opened by the picker (None: no switch runs)."""
+        self._first_load = True  # the model given at startup is still loading
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's driver; on Linux one that keeps a paste with escapes whole."""
@@ -227,6 +228,7 @@ class SamplescopeApp(App[None]):
     def _on_backend_ready(self, message: BackendReady) -> None:
         backend = message.backend
         self.runner.backend = backend
+        self._first_load = False
         if self.switching is not None:
             self.switching = None
             self.pieces.forget()
@@ -246,6 +248,7 @@ class SamplescopeApp(App[None]):
 
     @on(BackendFailed)
     def _on_backend_failed(self, message: BackendFailed) -> None:
+        self._first_load = False
         self.chat.show_load_error(message.error)
 
     def action_pick_model(self) -> None:
@@ -253,8 +256,8 @@ class SamplescopeApp(App[None]):
         if self._list_models is None or self._open_model is None:
             self.notify("This app was started with a fixed model.", severity="warning")
             return
-        if self.switching is not None:
-            self.notify(f"{self.switching} is loading.")
+        if self.switching is not None or self._first_load:
+            self.notify(f"{self.switching or 'The model'} is loading.")
             return
         backend = self.runner.backend
         current = None if backend is None else Path(backend.info.path)

@@ -177,3 +177,27 @@ async def test_an_app_with_a_fixed_model_says_so() -> None:
         assert [n.message for n in app._notifications] == [
             "This app was started with a fixed model."
         ]
+
+
+async def test_after_the_first_model_failed_to_load_the_picker_opens_another(
+    tmp_path: Path,
+) -> None:
+    def broken() -> SessionBackend:
+        raise ModelFileError("missing.gguf: no such file")
+
+    app = SamplescopeApp(
+        backend_factory=broken,
+        max_tokens=12,
+        cursor_blink=False,
+        list_models=lambda: listed(tmp_path),
+        open_model=NamedFake,
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.status.phase == "error")
+        assert not app.ready
+        await open_picker(pilot, app)
+        await pilot.press("down", "enter")
+        await wait_until(pilot, lambda: app.ready)
+        assert app.status.model == "second"
+        finished = await send_message(pilot, app, "hello")
+        assert finished.reason in ("stop", "max_tokens") and finished.token_ids
