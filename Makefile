@@ -7,6 +7,15 @@ MODEL_STAMP := $(VENV)/.smollm2-installed
 RPC_STAMP := $(VENV)/.llama-rpc-checked
 ARGS ?=
 
+# The tests share the cores between pytest-xdist workers and llama.cpp's threads: a
+# model a test loads without a thread count gets CORES / TEST_WORKERS threads
+# ($SAMPLESCOPE_THREADS), so that workers × threads = cores (more threads than cores
+# slow ggml down many times over). TEST_WORKERS=0 runs the tests in one process.
+CORES := $(shell nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 2)
+TEST_WORKERS ?= $(CORES)
+TEST_THREADS = $(shell w=$(TEST_WORKERS); if [ "$$w" -gt 0 ] 2>/dev/null; then t=$$(( $(CORES) / w )); else t=$(CORES); fi; [ "$$t" -ge 1 ] && echo $$t || echo 1)
+PYTEST := SAMPLESCOPE_THREADS=$(TEST_THREADS) $(BIN)/python -m pytest -q -n $(TEST_WORKERS)
+
 # llama.cpp's RPC backend (`samplescope rpc-server`, `--rpc`) is a build option of
 # llama-cpp-python; extra CMAKE_ARGS (e.g. -DGGML_CUDA=on) are kept.
 LLAMA_PIN := $(shell grep -o 'llama-cpp-python==[0-9.]*' pyproject.toml)
@@ -46,13 +55,16 @@ $(MODEL_STAMP): | $(BIN)/python
 run: setup
 	$(BIN)/samplescope $(ARGS)
 
+# The model-free tests, then the real-model ones (each file on one worker: a file's
+# model fixtures load once). Exit code 5, no test selected (ARGS="-k ..."), is no failure.
 test: setup
-	$(BIN)/python -m pytest -q $(ARGS)
+	$(PYTEST) tests/unit tests/tui $(ARGS) || [ $$? -eq 5 ]
+	$(PYTEST) --dist loadfile tests/model $(ARGS) || [ $$? -eq 5 ]
 
 # Every test that needs no model: the quick loop while working (both cores: no model
 # thread competes for them here).
 test-fast: setup
-	$(BIN)/python -m pytest -q -n 2 tests/unit tests/tui $(ARGS)
+	$(PYTEST) tests/unit tests/tui $(ARGS)
 
 lint: setup
 	$(BIN)/ruff format --check .

@@ -49,7 +49,12 @@ def build_app_parser() -> argparse.ArgumentParser:
         help="a GGUF file or a name `samplescope models` lists (default: SmolLM2-135M)",
     )
     add_hf_flag(parser)
-    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all)")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="CPU threads (default: $SAMPLESCOPE_THREADS, else all)",
+    )
     parser.add_argument("--ctx", type=int, default=4096, help="context size in tokens")
     parser.add_argument("--batch", type=int, default=256, help="prefill chunk in tokens")
     parser.add_argument(

@@ -81,7 +81,8 @@ def add_model_flags(parser: argparse.ArgumentParser, *, ctx: int = 4096) -> None
         "--threads",
         type=int,
         default=None,
-        help="threads for decode and prefill, at most the cores (default: all cores)",
+        help="threads for decode and prefill, at most the cores"
+        " (default: $SAMPLESCOPE_THREADS, else all cores)",
     )
     group.add_argument(
         "--ctx", type=int, default=ctx, help=f"context size in tokens (default {ctx})"
