@@ -22,7 +22,7 @@ LLAMA_PIN := $(shell grep -o 'llama-cpp-python==[0-9.]*' pyproject.toml)
 LLAMA_CMAKE_ARGS := -DGGML_RPC=ON $(CMAKE_ARGS)
 RPC_CHECK := import sys, llama_cpp; sys.exit(0 if llama_cpp.llama_supports_rpc() else 1)
 
-.PHONY: run test test-fast check bench lint format typecheck setup clean
+.PHONY: run test test-fast check bench lint format typecheck setup clean chromium
 
 setup: $(STAMP) $(RPC_STAMP) $(MODEL_STAMP)
 
@@ -55,9 +55,23 @@ $(MODEL_STAMP): | $(BIN)/python
 run: setup
 	$(BIN)/samplescope $(ARGS)
 
+# The browser test (`samplescope serve`) drives Debian's Chromium through Playwright;
+# nothing is downloaded at run time. Installed here when missing ($SAMPLESCOPE_CHROMIUM
+# names another Chromium).
+CHROMIUM := $(or $(SAMPLESCOPE_CHROMIUM),/usr/bin/chromium)
+chromium:
+	@[ -x "$(CHROMIUM)" ] || { \
+	  echo "no Chromium at $(CHROMIUM): installing Debian's chromium (the browser test drives it)"; \
+	  if command -v apt-get >/dev/null 2>&1; then \
+	    if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO="sudo -n"; fi; \
+	    $$SUDO apt-get update -qq >/dev/null && \
+	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
+	  fi; \
+	  [ -x "$(CHROMIUM)" ] || { echo "cannot install Chromium: install it (Debian: apt-get install chromium) or set SAMPLESCOPE_CHROMIUM to a Chromium binary"; exit 1; }; }
+
 # The model-free tests, then the real-model ones (each file on one worker: a file's
 # model fixtures load once). Exit code 5, no test selected (ARGS="-k ..."), is no failure.
-test: setup
+test: setup chromium
 	$(PYTEST) tests/unit tests/tui $(ARGS) || [ $$? -eq 5 ]
 	$(PYTEST) --dist loadfile tests/model $(ARGS) || [ $$? -eq 5 ]
 

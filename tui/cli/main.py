@@ -41,6 +41,7 @@ def command_modules() -> tuple[CommandModule, ...]:
         rpc_server,
         samplers,
         score,
+        serve,
         tree,
         whatif,
     )
@@ -65,6 +66,7 @@ def command_modules() -> tuple[CommandModule, ...]:
         samplers,
         preset,
         models,
+        serve,
     )
 
 
