@@ -163,3 +163,14 @@ def test_the_command_line_reports_an_uncached_model_offline(
     assert "holds no Q8_0 GGUF of org/Nothing-GGUF" in capsys.readouterr().err
     assert main(["generate", "hi", "--hf", "org/x", "--model", "a.gguf"]) == 2
     assert "give --model or --hf, not both" in capsys.readouterr().err
+
+
+def test_serve_fetches_hf_once_and_hands_each_tab_the_file(hub_env: Path) -> None:
+    from tui.cli.serve import checked_app_args
+
+    with fake_hub({REPO: FILES}) as (endpoint, requests), pytest.MonkeyPatch.context() as env:
+        env.setenv("HF_ENDPOINT", endpoint)
+        args = checked_app_args(["--", "--no-save", "--hf", f"{REPO}:Q8_0", "-t", "0.5"])
+    path = hub_env / f"models--org--Tiny-GGUF/snapshots/{COMMIT}/tiny-Q8_0.gguf"
+    assert args == ["--no-save", "-t", "0.5", "--model", str(path)]
+    assert sum(r.startswith("GET /org") for r in requests) == 1
