@@ -75,7 +75,7 @@ test: setup chromium
 	$(PYTEST) tests/unit tests/tui $(ARGS) || [ $$? -eq 5 ]
 	$(PYTEST) --dist loadfile tests/model $(ARGS) || [ $$? -eq 5 ]
 
-# Every test that needs no model: the quick loop while working (both cores: no model
+# Every test that needs no model: the quick loop while working (every core: no model
 # thread competes for them here).
 test-fast: setup
 	$(PYTEST) tests/unit tests/tui $(ARGS)
