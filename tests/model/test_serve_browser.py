@@ -139,11 +139,20 @@ def test_the_page_loads_and_a_message_gets_the_models_reply(
             # The page shows the app once the app's first bytes arrive.
             page.wait_for_selector("body.-first-byte", timeout=START_SECONDS * 1000)
             page.wait_for_selector("#terminal.-connected", timeout=START_SECONDS * 1000)
-            time.sleep(3)  # the model loads; keys typed before are kept by the app anyway
+            time.sleep(1)
             before = page.screenshot()
             page.focus("textarea.xterm-helper-textarea")  # xterm.js takes the keys there
             page.keyboard.type(PROMPT, delay=20)
-            page.keyboard.press("Enter")
+            # Enter sends once the model is loaded (before, the app keeps the text and
+            # says so): press it until the message is saved as the reply starts.
+            deadline = time.monotonic() + START_SECONDS
+            while ("user", PROMPT) not in saved_turns():
+                assert time.monotonic() < deadline, "the message was never sent"
+                page.keyboard.press("Enter")
+                for _ in range(20):
+                    if ("user", PROMPT) in saved_turns():
+                        break
+                    time.sleep(0.25)
             deadline = time.monotonic() + REPLY_SECONDS
             while ("assistant", reply) not in saved_turns():
                 assert time.monotonic() < deadline, f"no reply saved: {saved_turns()}"
