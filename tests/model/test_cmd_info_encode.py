@@ -37,7 +37,20 @@ def test_info_default_model(capsys: pytest.CaptureFixture[str], default_model_pa
     assert f"file size       93.8 MiB ({default_model_path.stat().st_size} bytes)" in lines
     assert lines[lines.index("chat template") + 1].startswith("{% for message in messages %}")
     template = gguf.metadata["tokenizer.chat_template"]
-    assert isinstance(template, str) and out.rstrip("\n").endswith(template.rstrip("\n"))
+    model_part, devices_part = out.split(
+        f"llama.cpp devices (llama-cpp-python {llama_cpp.__version__})\n"
+    )
+    assert isinstance(template, str) and model_part.rstrip("\n").endswith(template.rstrip("\n"))
+    # the devices llama.cpp sees, each with its memory; the CPU always
+    devices = devices_part.splitlines()
+    *listed, rpc_line, system_line = devices
+    assert any(d.startswith("  CPU  CPU  ") and " free of " in d for d in listed)
+    gpu = any(d.split("  ")[2] in ("GPU", "integrated GPU") for d in listed if "  " in d[2:])
+    assert any(d.startswith("  no GPU in this build: ") for d in listed) is not gpu
+    rpc = "yes" if llama_cpp.llama_supports_rpc() else "no"
+    assert rpc_line == f"  RPC backend: {rpc}"
+    system = llama_cpp.llama_print_system_info().decode().strip().strip("|").strip()
+    assert system_line == f"  system: {system}"
     assert any(line.startswith("tensors         272, ") for line in lines)
     assert any(line.split()[:3] == ["Q4_1", "210", "tensors"] for line in lines)
     assert any(line.split()[:3] == ["Q8_0", "1", "tensor"] for line in lines)

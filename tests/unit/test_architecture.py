@@ -136,7 +136,17 @@ def subpackage_of(module: str) -> str:
         ),
         (
             "tui",
-            {"numpy", "sampling", "backend", "tui", "textual", "textual_plot", "rich", "llama_cpp"},
+            {
+                "numpy",
+                "sampling",
+                "backend",
+                "tui",
+                "textual",
+                "textual_plot",
+                "textual_serve",
+                "rich",
+                "llama_cpp",
+            },
         ),
     ],
 )

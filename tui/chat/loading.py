@@ -50,8 +50,9 @@ def load_backend(
     load: Callable[[], SessionBackend],
     store: ChatStore | None,
     post: Callable[[Message], object],
+    failed: Callable[[str], Message] = BackendFailed,
 ) -> None:
-    """Load the model and post `BackendReady` or `BackendFailed` (worker thread).
+    """Load the model and post `BackendReady` or `failed` (worker thread).
 
     Args:
         load: Loads the model (a `SamplescopeError` it raises is shown as is).
@@ -59,14 +60,15 @@ def load_backend(
             ready (seconds for a big GGUF, then cached), rather than before the first
             reply; a failure shows at the first reply.
         post: Posts a message to the UI thread.
+        failed: The message a failure posts, given its user-facing text.
     """
     try:
         backend = load()
     except SamplescopeError as error:
-        post(BackendFailed(str(error)))
+        post(failed(str(error)))
         return
     except Exception as error:  # an unexpected failure must still be shown, not crash
-        post(BackendFailed(f"{type(error).__name__}: {error}"))
+        post(failed(f"{type(error).__name__}: {error}"))
         return
     post(BackendReady(backend, *ui_vocabulary(backend)))
     if store is not None:

@@ -142,6 +142,17 @@ class GenerationRunner:
             finally:
                 self._backend_lock.release()
 
+    def close_after_use(self, backend: SessionBackend, timeout: float = 10.0) -> bool:
+        """Free a model that no longer is `backend` once the generation that may still
+        use it has stopped (any thread); False when it did not stop within `timeout`."""
+        if not self._backend_lock.acquire(timeout=timeout):
+            return False
+        try:
+            backend.close()
+        finally:
+            self._backend_lock.release()
+        return True
+
     # -- worker thread -------------------------------------------------------------
 
     def _work(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from backend.chat.completion import MODES
@@ -20,12 +21,15 @@ from backend.config.config import (
     rpc_with_config,
     settings_with_config,
 )
+from backend.config.hf_fetch import HfFetchError
+from backend.config.model_catalog import LocalModel
+from backend.errors import ModelFileError
 from backend.llama.rpc import Endpoint, RpcError
 from backend.session.backend import SessionBackend
 from backend.store.store import ChatStore, StoreError
 from sampling.errors import SettingsError
 from sampling.settings import DEFAULT_CHAT_SETTINGS
-from tui.cli.model_flags import add_rpc_flag
+from tui.cli.model_flags import add_hf_flag, add_rpc_flag, model_or_hf
 from tui.cli.settings_flags import add_settings_flags, settings_from_args
 
 if TYPE_CHECKING:
@@ -38,8 +42,19 @@ def build_app_parser() -> argparse.ArgumentParser:
         prog="samplescope",
         description="Open the chat app. Subcommands (samplescope -h) run headless.",
     )
-    parser.add_argument("--model", "-m", default=None, help="a GGUF file (default: SmolLM2-135M)")
-    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: all)")
+    parser.add_argument(
+        "--model",
+        "-m",
+        default=None,
+        help="a GGUF file or a name `samplescope models` lists (default: SmolLM2-135M)",
+    )
+    add_hf_flag(parser)
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="CPU threads (default: $SAMPLESCOPE_THREADS, else all)",
+    )
     parser.add_argument("--ctx", type=int, default=4096, help="context size in tokens")
     parser.add_argument("--batch", type=int, default=256, help="prefill chunk in tokens")
     parser.add_argument(
@@ -90,13 +105,32 @@ def backend_factory(
     return load
 
 
+def models_for_picker() -> list[LocalModel]:
+    """The models `samplescope models` lists, then the bundled default (when installed
+    and not listed already): what the app's model picker offers."""
+    from backend.config.model_catalog import describe, models_on_disk
+    from backend.config.model_path import default_model_path
+
+    models = models_on_disk()
+    try:
+        bundled = default_model_path().resolve()
+    except ModelFileError:
+        return models
+    if all(model.path.resolve() != bundled for model in models):
+        models.append(describe(f"{bundled.name} (bundled)", bundled, "bundled"))
+    return models
+
+
 def build_app(args: argparse.Namespace) -> SamplescopeApp:
     """The app for parsed options: config file applied, the chat store opened.
 
     Raises:
         SettingsError: A flag (or the config file under the flags) sets a bad value.
         RpcError: --rpc is malformed.
+        HfFetchError: --hf cannot be downloaded or found in the cache (it is fetched
+            here, before the app takes the terminal, so that its progress bar shows).
     """
+    model = model_or_hf(args.model, args.hf)
     config, problem = load_config_or_default()
     notices = [problem] if problem else []
     settings = settings_from_args(args, settings_with_config(DEFAULT_CHAT_SETTINGS, config))
@@ -108,10 +142,15 @@ def build_app(args: argparse.Namespace) -> SamplescopeApp:
             notices.append(f"Chats will not be saved: {error}")
     from tui.app import SamplescopeApp
 
+    rpc = rpc_with_config(args.rpc, config)
+
+    def open_model(path: Path) -> SessionBackend:
+        return backend_factory(args, str(path), rpc)()
+
     return SamplescopeApp(
-        backend_factory=backend_factory(
-            args, model_with_config(args.model, config), rpc_with_config(args.rpc, config)
-        ),
+        backend_factory=backend_factory(args, model_with_config(model, config), rpc),
+        list_models=models_for_picker,
+        open_model=open_model,
         settings=settings,
         max_tokens=args.max_tokens,
         system_prompt=args.system,
@@ -127,7 +166,7 @@ def run_app(argv: list[str]) -> int:
     args = build_app_parser().parse_args(argv)
     try:
         app = build_app(args)
-    except (SettingsError, RpcError) as error:
+    except (SettingsError, RpcError, HfFetchError) as error:
         print(f"samplescope: {error}", file=sys.stderr)
         return 2
     try:

@@ -40,7 +40,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=(
             "Read a GGUF file's header (without loading the model) and print its "
             "architecture, sizes, vocabulary, special tokens, chat template and tensor "
-            "types. MODEL (or --model) defaults to $SAMPLESCOPE_MODEL, then to the "
+            "types, then the devices llama.cpp sees (CPU, GPUs) and its build's "
+            "features. MODEL (or --model) defaults to $SAMPLESCOPE_MODEL, then to the "
             "bundled SmolLM2-135M-Instruct."
         ),
     )
@@ -240,12 +241,48 @@ def describe_servers(endpoints: tuple[Endpoint, ...]) -> tuple[list[str], bool]:
     return lines, usable
 
 
+BUILD_HINT = (
+    "no GPU in this build: llama-cpp-python was built from source for the CPU; the"
+    " README's first lines say how to build it for CUDA, Metal or Vulkan (CMAKE_ARGS)"
+)
+
+
+def describe_devices() -> list[str]:
+    """The devices llama.cpp sees here, with their memory, and its build's features."""
+    from backend.llama.ggml_devices import local_devices, rpc_supported, system_info
+
+    devices = local_devices()
+    lines = [f"llama.cpp devices (llama-cpp-python {llama_cpp_version()})"]
+    for device in devices:
+        memory = (
+            f"{_human_bytes(device.free)} free of {_human_bytes(device.total)}"
+            if device.total
+            else "memory not reported"
+        )
+        lines.append(f"  {device.name}  {device.kind}  {device.description}  ({memory})")
+    if not devices:
+        lines.append("  none")
+    if not any(device.kind in ("GPU", "integrated GPU") for device in devices):
+        lines.append(f"  {BUILD_HINT}")
+    lines.append(f"  RPC backend: {'yes' if rpc_supported() else 'no'}")
+    lines.append(f"  system: {system_info()}")
+    return lines
+
+
+def llama_cpp_version() -> str:
+    """The installed llama-cpp-python's version."""
+    import llama_cpp
+
+    return str(getattr(llama_cpp, "__version__", "?"))
+
+
 def run(args: argparse.Namespace) -> int:
-    """Print the model's description (and the RPC servers' memory); 1 if a server is
-    unusable."""
+    """Print the model's description and the devices llama.cpp sees (and the RPC
+    servers' memory); 1 if a server is unusable."""
     endpoints = parse_endpoints(args.rpc) if args.rpc else ()
     gguf = validate_gguf(chosen_model_path(_chosen_model(args)))
     print("\n".join(describe(gguf, all_metadata=args.metadata)))
+    print("\n".join(describe_devices()))
     if not endpoints:
         return 0
     lines, usable = describe_servers(endpoints)

@@ -42,6 +42,7 @@ def command_modules() -> tuple[CommandModule, ...]:
         rpc_server,
         samplers,
         score,
+        serve,
         tree,
         whatif,
     )
@@ -67,6 +68,7 @@ def command_modules() -> tuple[CommandModule, ...]:
         samplers,
         preset,
         models,
+        serve,
     )
 
 

@@ -25,19 +25,64 @@ def add_rpc_flag(parser: Any) -> None:
     parser.add_argument("--rpc", default=None, metavar="HOST:PORT[,...]", help=RPC_HELP)
 
 
+HF_HELP = (
+    "a GGUF from a Hugging Face repository, as llama.cpp's -hf: downloaded into the hub"
+    " cache (QUANT default Q4_K_M, else the first GGUF); offline, the cached copy"
+)
+
+
+def add_hf_flag(parser: Any) -> None:
+    """Add `--hf ORG/REPO[:QUANT]` to a parser or an argument group."""
+    parser.add_argument("--hf", default=None, metavar="ORG/REPO[:QUANT]", help=HF_HELP)
+
+
+def hf_model_path(reference: str) -> Path:
+    """The GGUF `--hf` names: downloaded with a progress bar on stderr, or found in the
+    cache when the hub cannot be asked (said on stderr).
+
+    Raises:
+        HfFetchError: It cannot be named, fetched, or found in the cache.
+    """
+    from backend.config.hf_fetch import fetch_hf_model, parse_hf_ref
+
+    ref = parse_hf_ref(reference)
+    model = fetch_hf_model(ref)
+    if model.note:
+        print(f"samplescope: --hf {ref}: {model.note}", file=sys.stderr)
+    return model.path
+
+
+def model_or_hf(model: str | None, hf: str | None) -> str | None:
+    """`--model`, or the file `--hf` fetches (None: neither was given).
+
+    Raises:
+        HfFetchError: Both were given, or `--hf` cannot be had.
+    """
+    if hf is None:
+        return model
+    if model is not None:
+        from backend.config.hf_fetch import HfFetchError
+
+        raise HfFetchError("give --model or --hf, not both")
+    return str(hf_model_path(hf))
+
+
 def add_model_flags(parser: argparse.ArgumentParser, *, ctx: int = 4096) -> None:
-    """Add `--model --threads --ctx --batch --gpu-layers --rpc --log` and `-v` to a parser."""
+    """Add `--model --hf --threads --ctx --batch --gpu-layers --rpc --log` and `-v` to a parser."""
     group = parser.add_argument_group("model")
     group.add_argument(
         "--model",
         default=None,
-        help="a GGUF file (default: $SAMPLESCOPE_MODEL, the config's model, then SmolLM2)",
+        help="a GGUF file or a name `samplescope models` lists (default: $SAMPLESCOPE_MODEL,"
+        " the config's model, then SmolLM2)",
     )
+    add_hf_flag(group)
     group.add_argument(
         "--threads",
         type=int,
         default=None,
-        help="threads for decode and prefill, at most the cores (default: all cores)",
+        help="threads for decode and prefill, at most the cores"
+        " (default: $SAMPLESCOPE_THREADS, else all cores)",
     )
     group.add_argument(
         "--ctx", type=int, default=ctx, help=f"context size in tokens (default {ctx})"
@@ -98,7 +143,7 @@ def load_backend(args: argparse.Namespace) -> LlamaBackend:
     """
     from backend.session.llama_backend import LlamaBackend
 
-    path = chosen_model_path(args.model)
+    path = chosen_model_path(model_or_hf(args.model, getattr(args, "hf", None)))
     started = time.perf_counter()
     backend = LlamaBackend.load(
         path,

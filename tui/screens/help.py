@@ -32,6 +32,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("f4", "reply timeline; again: with the kept count; again: hidden (click a column)"),
     ("f5", "tail plot: the selected step's probability by rank, log scale, the cut"),
     ("f6", "switch between chat and completion mode (plain text continued)"),
+    ("f7", "open another model on disk; the chat goes on with it"),
     ("tab, shift+tab", "next / previous control"),
     ("← →", "slider: fine step (a toggle: switch)"),
     ("shift+← →, pgup pgdn", "slider: coarse step"),

@@ -131,6 +131,10 @@ class TokenPieces:
         """Any token's bytes (rebuilds a saved reply's tokens), or None."""
         self._known: dict[int, str] = {}
 
+    def forget(self) -> None:
+        """Another model is loaded: the pieces learnt are of the one before."""
+        self._known.clear()
+
     def learn(self, event: TokenEvent) -> None:
         """Remember the piece of a sampled token."""
         self._known[event.step.token_id] = event.piece

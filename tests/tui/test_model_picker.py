@@ -1,0 +1,203 @@
+"""The model picker (f7, and "Open a model" in the command palette): another model
+opens without restarting, the chat goes on, a model that fails to load leaves the
+app as it was. On the fake backend, one per model file."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from textual.widgets import OptionList
+
+from backend.config.model_catalog import LocalModel
+from backend.errors import ModelFileError
+from backend.session.backend import SessionBackend
+from tests.fake_backend import FakeBackend
+from tests.helpers import send_message, type_message, wait_until
+from tui.app import SamplescopeApp
+from tui.screens.model_picker import ModelPickerScreen
+
+pytestmark = pytest.mark.anyio
+
+SIZE = (120, 36)
+
+
+class NamedFake(FakeBackend):
+    """The fake model under a file's name, remembering whether it was freed."""
+
+    def __init__(self, path: Path, **options: object) -> None:
+        super().__init__(**options)
+        self._info = dataclasses.replace(self._info, name=path.stem, path=str(path))
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def listed(tmp_path: Path) -> list[LocalModel]:
+    return [
+        LocalModel("org/First-GGUF/first-Q4_K_M.gguf", tmp_path / "first.gguf", "huggingface",
+                   2_000_000, "Q4_K_M", "llama", 2048, True),
+        LocalModel("llama3.2:1b", tmp_path / "second.gguf", "ollama", 3_000_000, "Q8_0",
+                   "llama", 4096, True),
+        LocalModel("broken.gguf", tmp_path / "broken.gguf", "model_dirs", 10,
+                   problem="not a GGUF file"),
+        LocalModel("fails.gguf", tmp_path / "fails.gguf", "model_dirs", 4_000_000, "F16",
+                   "llama", 512, False),
+    ]  # fmt: skip
+
+
+def make_app(tmp_path: Path, opened: list[Path], **options: object) -> SamplescopeApp:
+    first = NamedFake(tmp_path / "first.gguf", **options)
+
+    def open_model(path: Path) -> SessionBackend:
+        opened.append(path)
+        if path.name == "fails.gguf":
+            raise ModelFileError(f"{path}: not a GGUF file (bad magic)")
+        return NamedFake(path)
+
+    return SamplescopeApp(
+        first,
+        max_tokens=12,
+        cursor_blink=False,
+        list_models=lambda: listed(tmp_path),
+        open_model=open_model,
+    )
+
+
+async def open_picker(pilot: object, app: SamplescopeApp) -> ModelPickerScreen:
+    await pilot.press("f7")  # type: ignore[attr-defined]
+    await wait_until(pilot, lambda: isinstance(app.screen, ModelPickerScreen))  # type: ignore[arg-type]
+    screen = app.screen
+    assert isinstance(screen, ModelPickerScreen)
+    await wait_until(pilot, lambda: screen.models != [])  # type: ignore[arg-type]
+    return screen
+
+
+async def test_f7_opens_a_listed_model_and_the_chat_goes_on(tmp_path: Path) -> None:
+    opened: list[Path] = []
+    app = make_app(tmp_path, opened)
+    async with app.run_test(size=SIZE) as pilot:
+        first = app.runner.backend
+        assert isinstance(first, NamedFake)
+        await send_message(pilot, app, "hello")
+        picker = await open_picker(pilot, app)
+        options = picker.query_one(OptionList)
+        assert options.option_count == 4
+        lines = [str(options.get_option_at_index(i).prompt) for i in range(4)]
+        assert "(loaded)" in lines[0]
+        assert "Q8_0 · llama · ctx 4096 · 3 MB · chat template · ollama" in lines[1]
+        assert "cannot be read: not a GGUF file" in lines[2]
+        assert options.get_option_at_index(2).disabled
+        await pilot.press("down", "enter")
+        await wait_until(pilot, lambda: app.ready and app.switching is None)
+        assert opened == [tmp_path / "second.gguf"]
+        assert app.screen is not picker
+        second = app.runner.backend
+        assert isinstance(second, NamedFake)
+        assert second.info.name == "second"
+        assert first.closed and not second.closed
+        assert app.status.model == "second"
+        # the conversation stays, and the next reply is the new model's
+        assert [m.content for m in app.messages][:1] == ["hello"]
+        finished = await send_message(pilot, app, "and now?")
+        assert finished.reason in ("stop", "max_tokens") and finished.token_ids
+        assert [m.role for m in app.messages] == ["user", "assistant", "user", "assistant"]
+        assert app.messages[0].content == "hello"
+        assert second.context_used > 0
+        assert len(app.replies) == 2
+
+
+async def test_a_model_that_fails_to_load_leaves_the_one_before(tmp_path: Path) -> None:
+    opened: list[Path] = []
+    app = make_app(tmp_path, opened)
+    async with app.run_test(size=SIZE) as pilot:
+        await send_message(pilot, app, "hello")
+        first = app.runner.backend
+        await open_picker(pilot, app)
+        await pilot.press("down", "down", "enter")  # past the disabled row
+        await wait_until(pilot, lambda: app.switching is None and app.ready)
+        assert opened == [tmp_path / "fails.gguf"]
+        assert app.runner.backend is first
+        assert isinstance(first, NamedFake) and not first.closed
+        errors = [n.message for n in app._notifications if n.severity == "error"]
+        assert errors == [
+            f"Could not open fails.gguf: {tmp_path / 'fails.gguf'}: not a GGUF file (bad magic)."
+            " The model before stays."
+        ]
+        finished = await send_message(pilot, app, "still here?")
+        assert finished.reason in ("stop", "max_tokens") and finished.token_ids
+        assert len(app.replies) == 2
+
+
+async def test_picking_a_model_during_a_reply_stops_it_first(tmp_path: Path) -> None:
+    opened: list[Path] = []
+    app = make_app(tmp_path, opened, pause_after_tokens=3)
+    async with app.run_test(size=SIZE) as pilot:
+        first = app.runner.backend
+        assert isinstance(first, NamedFake)
+        await type_message(pilot, app, "hello")
+        await wait_until(pilot, lambda: first.paused.is_set())
+        picker = await open_picker(pilot, app)
+        picker.query_one(OptionList).highlighted = 1
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.ready and app.switching is None)
+        assert not app.generating
+        assert app.finished[-1].reason == "cancelled"
+        assert first.closed
+        assert app.runner.backend is not first
+
+
+async def test_escape_keeps_the_model_and_the_palette_offers_the_picker(tmp_path: Path) -> None:
+    opened: list[Path] = []
+    app = make_app(tmp_path, opened)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.ready)
+        first = app.runner.backend
+        await open_picker(pilot, app)
+        await pilot.press("escape")
+        assert not isinstance(app.screen, ModelPickerScreen)
+        assert app.runner.backend is first and opened == []
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"Open a model")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, ModelPickerScreen))
+
+
+async def test_an_app_with_a_fixed_model_says_so() -> None:
+    app = SamplescopeApp(FakeBackend(), cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.ready)
+        await pilot.press("f7")
+        await pilot.pause()
+        assert not isinstance(app.screen, ModelPickerScreen)
+        assert [n.message for n in app._notifications] == [
+            "This app was started with a fixed model."
+        ]
+
+
+async def test_after_the_first_model_failed_to_load_the_picker_opens_another(
+    tmp_path: Path,
+) -> None:
+    def broken() -> SessionBackend:
+        raise ModelFileError("missing.gguf: no such file")
+
+    app = SamplescopeApp(
+        backend_factory=broken,
+        max_tokens=12,
+        cursor_blink=False,
+        list_models=lambda: listed(tmp_path),
+        open_model=NamedFake,
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.status.phase == "error")
+        assert not app.ready
+        await open_picker(pilot, app)
+        await pilot.press("down", "enter")
+        await wait_until(pilot, lambda: app.ready)
+        assert app.status.model == "second"
+        finished = await send_message(pilot, app, "hello")
+        assert finished.reason in ("stop", "max_tokens") and finished.token_ids

@@ -1,0 +1,99 @@
+"""Presets from the command palette: a SillyTavern file imported (saved, applied, what
+has no counterpart listed) and the live settings exported for other tools."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from backend.config.llama_server_format import completion_body, flags_text, server_flags
+from backend.config.paths import CONFIG_DIR_ENV
+from backend.config.presets import load_presets
+from tests.fake_backend import FakeBackend
+from tests.helpers import wait_until
+from tui.app import SamplescopeApp
+from tui.screens.entry import ValueEntryScreen
+
+pytestmark = pytest.mark.anyio
+
+SIZE = (120, 36)
+PRESET = {"temp": 0.6, "top_k": 25, "top_p": 0.8, "min_p": 0.02, "rep_pen_slope": 1}
+
+
+async def run_command(pilot: object, title: str) -> None:
+    await pilot.press("ctrl+p")  # type: ignore[attr-defined]
+    await pilot.pause()  # type: ignore[attr-defined]
+    await pilot.press(*title)  # type: ignore[attr-defined]
+    await pilot.pause(0.3)  # type: ignore[attr-defined]
+    await pilot.press("enter")  # type: ignore[attr-defined]
+    await pilot.pause()  # type: ignore[attr-defined]
+
+
+async def test_a_sillytavern_file_is_imported_saved_and_applied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CONFIG_DIR_ENV, str(tmp_path / "config"))
+    preset = tmp_path / "Cool.json"
+    preset.write_text(json.dumps(PRESET))
+    app = SamplescopeApp(FakeBackend(), cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.ready)
+        await run_command(pilot, "import a file")
+        assert isinstance(app.screen, ValueEntryScreen)
+        await pilot.press(*str(preset), "enter")
+        await pilot.pause()
+        live = app.live.current
+        assert (live.temperature, live.top_k, live.top_p, live.min_p) == (0.6, 25, 0.8, 0.02)
+        saved = load_presets(tmp_path / "config" / "presets.toml")["Cool"]
+        assert saved == live
+        [message] = [n.message for n in app._notifications]
+        assert message.startswith("Imported the sillytavern preset (saved as preset 'Cool' in ")
+        assert "No counterpart, not imported: rep_pen_slope = 1" in message
+
+        # again: applied, but a second preset of that name is not saved
+        await run_command(pilot, "import a file")
+        await pilot.press(*str(preset), "enter")
+        await pilot.pause()
+        assert "(not saved: " in [n.message for n in app._notifications][-1]
+        text = (tmp_path / "config" / "presets.toml").read_text()
+        assert list(tomllib.loads(text)) == ["Cool"]
+
+
+async def test_a_file_that_is_no_preset_is_reported_and_changes_nothing(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2")
+    app = SamplescopeApp(FakeBackend(), cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.ready)
+        before = app.live.current
+        await run_command(pilot, "import a file")
+        await pilot.press(*str(bad), "enter")
+        await pilot.pause()
+        assert app.live.current == before
+        [note] = list(app._notifications)
+        assert note.severity == "error"
+        assert str(bad) in note.message
+
+
+@pytest.mark.parametrize("form", ["llama-server", "completion-json", "sillytavern"])
+async def test_the_live_settings_are_exported_to_the_clipboard(form: str) -> None:
+    app = SamplescopeApp(FakeBackend(), cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.ready)
+        app.apply_settings(app.live.current.with_changes(temperature=0.55, top_k=7))
+        await run_command(pilot, f"export as {form}")
+        copied = app.clipboard
+        if form == "llama-server":
+            assert copied == flags_text(server_flags(app.live.current)[0])
+            assert "--temp 0.55" in copied and "--top-k 7" in copied
+        elif form == "completion-json":
+            assert json.loads(copied) == completion_body(app.live.current)[0]
+        else:
+            assert json.loads(copied)["temp"] == 0.55
+            assert json.loads(copied)["top_k"] == 7
+        [message] = [n.message for n in app._notifications]
+        assert message.startswith("Copied the settings as ")
+        assert copied in message

@@ -1,0 +1,146 @@
+"""`samplescope serve [--host H] [--port P] [-- APP OPTIONS]`: the app in a web browser.
+
+textual-serve runs the app once per browser tab, each in its own process that loads
+its own model, and carries the screen to the page over a websocket. It listens on
+the loopback address unless asked otherwise: whoever reaches the port can use the
+app and the model, with no password.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import shlex
+import sys
+from collections.abc import Sequence
+
+from sampling.errors import SamplescopeError
+
+LOOPBACK = "127.0.0.1"
+DEFAULT_PORT = 8000
+
+
+class ServeError(SamplescopeError):
+    """`serve` cannot start: its options or the app's are wrong."""
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `serve` to the command line."""
+    parser = subparsers.add_parser(
+        "serve",
+        help="serve the app to a web browser (textual-serve), on loopback unless asked",
+        description=(
+            "Serve the chat app over HTTP: open the address it prints in a browser; each "
+            "tab runs its own app and loads its own model. The app's own options go after"
+            " --, e.g. `samplescope serve --port 8080 -- --model PATH --no-save`."
+        ),
+    )
+    parser.add_argument(
+        "--host",
+        default=LOOPBACK,
+        help=f"the address to listen on (default {LOOPBACK}: this machine only; 0.0.0.0:"
+        " every network, with no password)",
+    )
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"the port (default {DEFAULT_PORT})"
+    )
+    parser.add_argument(
+        "--public-url",
+        default=None,
+        help="the address browsers reach the server by (default http://HOST:PORT)",
+    )
+    parser.add_argument(
+        "app_args",
+        nargs=argparse.REMAINDER,
+        metavar="-- APP OPTIONS",
+        help="the app's options (`samplescope --model PATH -h` lists them)",
+    )
+    parser.set_defaults(func=run)
+
+
+def app_command(app_args: Sequence[str], python: str = sys.executable) -> str:
+    """The shell command textual-serve runs per browser tab: this Python, the app.
+
+    Args:
+        app_args: The app's options (checked already).
+        python: The interpreter to run it with.
+    """
+    return shlex.join([python, "-m", "tui.cli.main", *app_args])
+
+
+def checked_app_args(app_args: Sequence[str]) -> list[str]:
+    """The app's options as each tab gets them: checked once here (a mistake is told
+    now, not in every tab), and `--hf` fetched once and passed on as `--model PATH`.
+
+    Raises:
+        ServeError: The options are not the app's.
+        HfFetchError: `--hf` cannot be had.
+    """
+    from tui.cli.app import build_app_parser
+    from tui.cli.model_flags import model_or_hf
+
+    args = list(app_args)
+    if args[:1] == ["--"]:
+        args = args[1:]
+    parser = build_app_parser()
+    try:
+        parsed, unknown = parser.parse_known_args(args)
+    except SystemExit as error:  # argparse has printed why
+        raise ServeError("the app's options after -- are not valid") from error
+    if unknown:
+        raise ServeError(f"not an option of the app: {' '.join(unknown)}")
+    if parsed.hf is None:
+        return args
+    model = model_or_hf(parsed.model, parsed.hf)
+    return [*_without_hf(args), "--model", str(model)]
+
+
+def _without_hf(args: Sequence[str]) -> list[str]:
+    kept: list[str] = []
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg == "--hf":
+            skip = True
+        elif not arg.startswith("--hf="):
+            kept.append(arg)
+    return kept
+
+
+def is_loopback(host: str) -> bool:
+    """Whether an address is this machine's alone ("localhost", 127.x, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve the app until interrupted."""
+    if not 0 < args.port < 65536:
+        raise ServeError(f"invalid port {args.port}: expected 1 to 65535")
+    app_args = checked_app_args(args.app_args)
+    try:
+        from textual_serve.server import Server
+    except ImportError as error:
+        raise ServeError(
+            f"textual-serve is not installed ({error}): pip install textual-serve"
+        ) from error
+    if not is_loopback(args.host):
+        print(
+            f"samplescope: serving on {args.host}: anyone who reaches port {args.port} can use"
+            " the app and its model (there is no password)",
+            file=sys.stderr,
+        )
+    server = Server(
+        app_command(app_args),
+        host=args.host,
+        port=args.port,
+        title="samplescope",
+        public_url=args.public_url,
+    )
+    server.serve()
+    return 0
