@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from backend.chat.events import Decoding, FinishedEvent, GenerationEvent, TokenEvent
+from backend.chat.events import Decoding, FinishedEvent, GenerationEvent, RewindEvent, TokenEvent
 from backend.chat.protocol import ChatMessage
 from backend.store.store import (
     ChatRecord,
@@ -76,6 +76,8 @@ class ChatRecorder:
         self._writer: ReplyWriter | None = None
         self._last_counted = False  # whether the last reply became a stored turn
         self._branching = False  # whether the open writer records a branch
+        self.ghost_ids: list[int] = []
+        """The ghosts of the reply recorded last (attempts a phrase ban rejected)."""
 
     def _fail(self, error: StoreError) -> bool:
         self.error = str(error)
@@ -119,6 +121,7 @@ class ChatRecorder:
             decoding: How it is decoded when beside siblings (None: alone).
         """
         self._writer = None
+        self.ghost_ids = []
         if self.error is not None:
             return False  # a database that failed once is never written to again
         try:
@@ -172,6 +175,7 @@ class ChatRecorder:
         branch either.
         """
         self._writer = None
+        self.ghost_ids = []
         if self.error is not None:
             return False
         if parent_id is None or self.chat_id is None:
@@ -217,7 +221,9 @@ class ChatRecorder:
         return True
 
     def record(self, event: GenerationEvent) -> bool:
-        """Store a generation event (tokens and the finish; others are ignored).
+        """Store a generation event (tokens, rewinds and the finish; others are ignored).
+
+        A rewind keeps the rejected attempt as a ghost branch (`ghost_ids`).
 
         A reply that finishes with no text is removed again, as the app does not add
         an empty assistant turn to its conversation.
@@ -228,6 +234,8 @@ class ChatRecorder:
         try:
             if isinstance(event, TokenEvent):
                 writer.append(event)
+            elif isinstance(event, RewindEvent):
+                self.ghost_ids.append(writer.rewind(event))
             elif isinstance(event, FinishedEvent):
                 writer.finish_event(event)
                 # A branch's turn is stored and counted already, with its other branches.
