@@ -24,6 +24,7 @@ from backend.store.records import StoreError
 from sampling.records import Step
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tui.cli.ban_flags import add_ban_flags, bans_from_args, config_bans
+from tui.cli.beams import add_beam_flags, run_beams
 from tui.cli.model_flags import add_model_flags, load_backend, log
 from tui.cli.score import reply_score_json
 from tui.cli.settings_flags import (
@@ -74,6 +75,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_db_flag(parser)
     add_settings_flags(parser)
     add_ban_flags(parser)
+    add_beam_flags(parser)
     add_model_flags(parser)
     parser.set_defaults(func=run)
 
@@ -139,6 +141,8 @@ def run(args: argparse.Namespace) -> int:
         log(notice)
     if mode == "completion":
         messages = as_document(messages)
+    if args.beams is not None:
+        return run_beams(args, backend, messages, settings, mode, bans)
     verbose: int = args.verbose
     finished: FinishedEvent | None = None
     recorder = _recorder(args, backend) if args.save else None
