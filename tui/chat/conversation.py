@@ -9,14 +9,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from backend.chat.completion import Mode
-from backend.chat.events import FinishedEvent, TokenEvent
+from backend.chat.events import FinishedEvent, RewindEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.session.phrase_bans import PhraseBans
 from backend.session.run import Steer
 from backend.store.recorded import StoreErrorNotices, recorded
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatRecord
 from sampling.settings import SamplerSettings
-from tui.chat.reply import Reply
+from tui.chat.reply import REJECTED, Reply
 from tui.chat.reply_job import ReplyJob
 
 
@@ -41,6 +42,8 @@ class Conversation:
         """How replies are generated: chat turns, or one document continued."""
         self.reset_pending = False
         """Whether the backend's cache must be forgotten before the next reply."""
+        self.bans = PhraseBans()
+        """Phrases no reply may hold (each reply backtracks away from them)."""
         self._store_notices = StoreErrorNotices()
 
     def ask(self, text: str) -> None:
@@ -59,6 +62,7 @@ class Conversation:
             self._store_notices,
             reset=self.reset_pending,
             mode=self.mode,
+            bans=self.bans,
         )
         self.reset_pending = False  # the job resets the backend before anything else
         return reply, job
@@ -106,6 +110,7 @@ class Conversation:
             mode=self.mode,
             steer=steer if steered else None,
             fork=(old.branch_id, index),
+            bans=self.bans,
         )
         self.reset_pending = False
         return reply, job
@@ -118,6 +123,34 @@ class Conversation:
         if self.recorder is not None:
             self.recorder.follow(branch.branch_id)
 
+    def rewind_reply(self, event: RewindEvent) -> Reply:
+        """The running (last) reply went back to token `event.index`: what it drops
+        becomes a ghost branch forking there (ghosts forking later from the tokens it
+        drops become the new ghost's branches, as in the store).
+
+        Returns:
+            The ghost.
+        """
+        reply = self.replies[-1]
+        at = event.index
+        ghost = Reply(
+            seed=reply.seed,
+            settings=reply.settings,
+            tokens=list(reply.tokens),
+            finished=REJECTED,
+            turn=reply.turn,
+            parent=reply,
+            fork_at=at,
+            tree=reply.tree,
+        )
+        for other in reply.tree:
+            later = (other.fork_at or 0) > at
+            if other.parent is reply and other.is_ghost and other is not ghost and later:
+                other.parent = ghost
+        reply.tokens = reply.tokens[:at]  # a new list: the views read it afresh
+        reply.ghosts.append(ghost)
+        return ghost
+
     def finish_reply(self, event: FinishedEvent) -> Reply:
         """The last reply ended: its text becomes the assistant's turn (if any)."""
         self.finished.append(event)
@@ -126,6 +159,8 @@ class Conversation:
         reply.error = event.error or ""
         if self.recorder is not None:
             reply.branch_id = self.recorder.reply_id
+            for ghost, ghost_id in zip(reply.ghosts, self.recorder.ghost_ids, strict=False):
+                ghost.branch_id = ghost_id
         # A branch keeps its turn even when empty: its other branches are a key away.
         if event.text or reply.parent is not None:
             self.messages.append(ChatMessage("assistant", event.text))

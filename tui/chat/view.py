@@ -24,9 +24,11 @@ from backend.chat.events import (
     NoticeEvent,
     PhaseEvent,
     PrefillProgress,
+    RewindEvent,
     TokenEvent,
 )
 from backend.chat.protocol import ChatBackend, LiveSettings, ModelInfo
+from backend.session.phrase_bans import PhraseBans
 from backend.store.store import ChatRecord
 from sampling.settings import SamplerSettings
 from tui.chat.branch_nav import move_branch
@@ -39,6 +41,7 @@ from tui.chat.steering import ask_alternative
 from tui.chat.stored import stored_replies
 from tui.chat.transcript import Transcript
 from tui.chat.whatif import WhatIf
+from tui.widgets.phrase_bans import PhraseBanControls
 from tui.widgets.prob_panel import ProbPanel
 from tui.widgets.sampling_panel import SamplingPanel
 from tui.widgets.status_line import StatusLine, StatusState
@@ -258,6 +261,16 @@ class ChatView(Vertical):
         """Focus the message box (at once: the next key goes there)."""
         self.screen.set_focus(self._prompt)
 
+    def set_bans(self, bans: PhraseBans) -> None:
+        """Ban phrases from the next reply on, and show them on the sampling panel."""
+        self.conversation.bans = bans
+        self._sampling.show_bans(bans)
+
+    @on(PhraseBanControls.Changed)
+    def _on_bans_changed(self, message: PhraseBanControls.Changed) -> None:
+        message.stop()
+        self.set_bans(message.bans)
+
     def show_settings(self, settings: SamplerSettings) -> None:
         """Show the settings in force on the sampling panel."""
         self._sampling.show(settings)
@@ -327,6 +340,11 @@ class ChatView(Vertical):
             self._generated += 1
             self.conversation.replies[-1].tokens.append(event)
             self.pieces.learn(event)
+            self._dirty = True
+        elif isinstance(event, RewindEvent):
+            self.conversation.rewind_reply(event)
+            self._generated = max(0, self._generated - len(event.token_ids))
+            self._transcript.show_branch(self.conversation.replies[-1])
             self._dirty = True
         elif isinstance(event, PrefillProgress):
             self._status.update(prefill_done=event.done, prefill_total=event.total)
