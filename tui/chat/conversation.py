@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from backend.chat.compare import common_prefix
 from backend.chat.completion import Mode
 from backend.chat.events import FinishedEvent, RewindEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
@@ -17,6 +18,7 @@ from backend.store.recorded import StoreErrorNotices, recorded
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatRecord
 from sampling.settings import SamplerSettings
+from tui.chat.beam_job import BeamJob
 from tui.chat.reply import REJECTED, Reply
 from tui.chat.reply_job import ReplyJob
 
@@ -66,6 +68,47 @@ class Conversation:
         )
         self.reset_pending = False  # the job resets the backend before anything else
         return reply, job
+
+    def begin_beams(
+        self, settings: SamplerSettings, max_tokens: int, width: int, length_penalty: float
+    ) -> tuple[Reply, BeamJob]:
+        """Start the assistant's reply by beam search: the best beam is the reply, the
+        others join its turn's tree when it has finished (`add_beams`)."""
+        reply = Reply(seed=settings.seed, settings=settings, turn=len(self.messages))
+        self.replies.append(reply)
+        job = BeamJob(
+            list(self.messages),
+            settings,
+            max_tokens,
+            width,
+            length_penalty,
+            self.recorder,
+            self._store_notices,
+            reset=self.reset_pending,
+            mode=self.mode,
+        )
+        self.reset_pending = False
+        return reply, job
+
+    def add_beams(self, reply: Reply, job: BeamJob) -> None:
+        """Add the beams other than the best to `reply`'s tree, each a branch of it
+        from the first token where they part (after `finish_reply`)."""
+        reply.branch_id = job.reply_id
+        for beam in job.branches:
+            at = common_prefix(
+                [t.step.token_id for t in reply.tokens], [t.step.token_id for t in beam.tokens]
+            )
+            Reply(
+                seed=reply.seed,
+                settings=reply.settings,
+                tokens=list(beam.tokens),
+                finished=beam.reason,
+                turn=reply.turn,
+                branch_id=beam.branch_id,
+                parent=reply,
+                fork_at=at,
+                tree=reply.tree,
+            )
 
     def begin_branch(
         self,

@@ -15,6 +15,7 @@ from sampling.errors import SettingsError
 from sampling.settings import SamplerSettings
 from sampling.spec import SETTINGS_BY_NAME
 from tui.screens.entry import ValueEntryScreen
+from tui.widgets.beam_controls import BEAM_FIELDS, BeamControls
 from tui.widgets.chain_order import ChainOrder
 from tui.widgets.phrase_bans import BAN_FIELDS, PhraseBanControls
 from tui.widgets.setting_controls import (
@@ -84,13 +85,20 @@ class SamplingPanel(Vertical):
             id="group-phrase-bans",
             classes="setting-group",
         )
+        yield Collapsible(
+            BeamControls(),
+            title="beam search",
+            collapsed=True,
+            id="group-beam-search",
+            classes="setting-group",
+        )
 
     def controls(self) -> Iterator[Control]:
         """Every setting's control, group by group."""
         for widget in self.query("Slider, Toggle, ChainOrder, TextSetting"):
             if not isinstance(widget, Slider | Toggle | ChainOrder | TextSetting):
                 continue
-            if widget.field not in BAN_FIELDS:  # the bans are no sampler setting
+            if widget.field not in BAN_FIELDS + BEAM_FIELDS:  # no sampler settings
                 yield widget
 
     def show(self, settings: SamplerSettings) -> None:
@@ -113,6 +121,13 @@ class SamplingPanel(Vertical):
         self.query_one(PhraseBanControls).show(bans)
         title = f"phrase bans · {len(bans.phrases)}" if bans else "phrase bans"
         self.query_one("#group-phrase-bans", Collapsible).title = title
+
+    def show_beams(self, width: int, length_penalty: float) -> None:
+        """Say on the group's title whether replies are beam searches."""
+        title = f"beam search · {width} beams" if width else "beam search"
+        if width and length_penalty:
+            title += f" · length pen. {length_penalty:g}"
+        self.query_one("#group-beam-search", Collapsible).title = title
 
     def open_group(self, group: str) -> None:
         """Expand one group (and leave the others as they are)."""
