@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from backend.session.beams import beam_search
+from backend.session.phrase_bans import PhraseBans
 from backend.store.store import ChatStore
 from tests.fake_backend import FakeBackend
 from tests.helpers import send_message, wait_until
@@ -81,3 +82,15 @@ async def test_a_beam_search_at_temperature_zero_says_why_it_cannot_run(tmp_path
         finished = await send_message(pilot, app, "tell me about the cat")
         assert finished.reason == "error"
         assert finished.error is not None and "temperature above 0" in finished.error
+
+
+async def test_beam_search_with_phrase_bans_says_it_does_not_apply_them(tmp_path: Path) -> None:
+    app = SamplescopeApp(_fake(tmp_path), max_tokens=12, cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.ready)
+        app.chat.set_bans(PhraseBans((" the",)))
+        app.query_one("#toggle-beam_width", Toggle).action_cycle(1)
+        await pilot.pause()
+        finished = await send_message(pilot, app, "tell me about the cat")
+        assert finished.reason == "error"
+        assert finished.error is not None and "phrase bans" in finished.error

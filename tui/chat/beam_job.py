@@ -24,7 +24,8 @@ from backend.chat.events import (
 )
 from backend.chat.protocol import ChatMessage
 from backend.session.backend import SessionBackend
-from backend.session.beams import Beam, beam_search, token_texts
+from backend.session.beams import Beam, BeamSearchError, beam_search, token_texts
+from backend.session.phrase_bans import PhraseBans
 from backend.store.recorded import StoreErrorNotices
 from backend.store.recorded_beams import save_beams
 from backend.store.recorder import ChatRecorder
@@ -61,6 +62,8 @@ class BeamJob:
         notices: Remembers which store error was shown.
         reset: Forget the backend's cache first.
         mode: "chat", or "completion" (the conversation continued as one document).
+        bans: The phrase bans in force: beam search does not apply them yet, so with
+            any the reply ends in an error saying so.
         branches: Filled by the worker before the reply's FinishedEvent: the other
             kept beams, best first.
         reply_id: The best beam's stored id (None: not saved).
@@ -75,6 +78,7 @@ class BeamJob:
     notices: StoreErrorNotices = field(default_factory=StoreErrorNotices)
     reset: bool = False
     mode: Mode = "chat"
+    bans: PhraseBans = field(default_factory=PhraseBans)
     branches: list[BeamBranch] = field(default_factory=list)
     reply_id: int | None = None
 
@@ -87,6 +91,10 @@ class BeamJob:
         self, backend: SessionBackend, cancel: threading.Event
     ) -> Iterator[GenerationEvent]:
         try:
+            if self.bans:
+                raise BeamSearchError(
+                    "beam search does not apply phrase bans yet: switch the beams or the bans off"
+                )
             if self.reset:
                 backend.reset()
             yield PhaseEvent("prefill")

@@ -86,6 +86,7 @@ class Conversation:
             self._store_notices,
             reset=self.reset_pending,
             mode=self.mode,
+            bans=self.bans,
         )
         self.reset_pending = False
         return reply, job
