@@ -112,3 +112,33 @@ def test_a_ghost_at_the_first_token_keeps_the_replys_start_settings(
         assert reply.settings_at(0).logit_bias  # its token 0 was sampled with the ban
         assert reply.settings_at(1) == greedy
         assert replay(FakeBackend(min_reply_tokens=40), chat, reply).identical
+
+
+def test_a_reopened_chat_shows_each_ghost_where_it_was_rejected(
+    tmp_path: Path, model: Path
+) -> None:
+    from tui.chat.branches import divergence, ghost_forks
+    from tui.chat.stored import stored_replies
+    from tui.widgets.token_text import TokenPieces
+
+    settings = DEFAULT_CHAT_SETTINGS.with_changes(seed=5)
+    bans = PhraseBans((r" \w+ \w+ \w+s\b", "  ", r" (cat|dog) \w+"), regex=True)
+    with ChatStore(tmp_path / "chats.sqlite3") as store:
+        events, recorder = generate_saved(store, model, settings, bans)
+        assert recorder.chat_id is not None
+        chat = store.load_chat(recorder.chat_id)
+        backend = FakeBackend()
+        pieces = TokenPieces(backend.model.shown_piece)
+        pieces.token_bytes = backend.model.token_bytes
+        reply = stored_replies(chat, store, pieces)[chat.messages[-1].id]
+        ghosts = [b for b in reply.tree if b.is_ghost]
+        rewinds = [e for e in events if isinstance(e, RewindEvent)]
+        assert len(ghosts) == len(rewinds)
+        # Every ghost hangs off the branch whose tokens it shares: the reply, or the
+        # later ghost that took its tokens along (the one at 10 went with the one at 8).
+        for ghost in ghosts:
+            assert ghost.parent is not None
+            assert divergence(ghost, ghost.parent) == ghost.fork_at
+        assert any(g.parent is not None and g.parent.is_ghost for g in ghosts)
+        # The reply went back where its own ghosts fork, not where theirs do.
+        assert ghost_forks(reply) == sorted({r.index for r in rewinds} - {10})
