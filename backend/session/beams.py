@@ -19,13 +19,19 @@ carry on until W beams do; a finished hypothesis scores `logprob / length **
 length_penalty` (the length counts its end token). The search stops when W
 hypotheses are finished and no live beam's score can beat the worst of them (exact
 with no length penalty: a log-probability only falls), or at max_tokens.
+
+Phrase bans (`backend.session.phrase_bans.PhraseBans`) need no going back here: a
+continuation whose text would complete a banned phrase is not a candidate (the next
+most probable ones are looked at instead), so no beam ever holds one. A beam whose
+every continuation would is a dead end; when every beam is, the search ends there
+(reason "banned") with the best of them.
 """
 
 from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -37,13 +43,15 @@ from backend.llama.utf8 import Utf8Stream
 from backend.session.backend import SessionBackend
 from backend.session.loop import LOST_NOTICE
 from backend.session.model import Model
+from backend.session.phrase_bans import PhraseBans
 from sampling.errors import SamplescopeError
 from sampling.records import Step
 from sampling.sampler import Sampler, probabilities
 from sampling.settings import SamplerSettings
 
-SearchEnd = Literal["eos", "max_tokens", "context_full", "cancelled"]
-"""Why a search stopped; "eos": every kept hypothesis ended with an end token."""
+SearchEnd = Literal["eos", "max_tokens", "context_full", "cancelled", "banned"]
+"""Why a search stopped; "eos": every kept hypothesis ended with an end token;
+"banned": every continuation of every beam held a banned phrase."""
 BeamEnd = SearchEnd | Literal["pruned", "live"]
 """How a hypothesis ended: as the search did, or "pruned" ("live" while it runs)."""
 _FINISH: dict[BeamEnd, FinishReason] = {
@@ -51,6 +59,7 @@ _FINISH: dict[BeamEnd, FinishReason] = {
     "max_tokens": "max_tokens",
     "context_full": "context_full",
     "cancelled": "cancelled",
+    "banned": "banned",
 }
 
 
@@ -106,6 +115,7 @@ class BeamSearch:
         notices: What the prompt's fitting said.
         reason: Why it stopped: "eos" (every kept hypothesis finished), "max_tokens",
             "context_full" or "cancelled".
+        banned: How many continuations were passed over for completing a banned phrase.
     """
 
     beams: tuple[Beam, ...]
@@ -114,17 +124,21 @@ class BeamSearch:
     steps: int
     notices: tuple[str, ...]
     reason: SearchEnd
+    banned: int = 0
 
 
 @dataclass(slots=True)
 class _Live:
-    """A live beam: its sequence, its tokens and steps so far."""
+    """A live beam: its sequence, its tokens and steps so far, and its text."""
 
     seq: int
     token_ids: list[int]
     steps: list[Step]
     logprob: float
     row: int = -1
+    text: str = ""
+    pending: bytes = b""
+    """The bytes of a character its last tokens began and did not finish."""
 
 
 def token_texts(model: Model, token_ids: Sequence[int]) -> list[str]:
@@ -148,6 +162,7 @@ def beam_search(
     raw: bool = False,
     cancel: threading.Event | None = None,
     on_step: Callable[[int, Sequence[Beam]], None] | None = None,
+    bans: PhraseBans | None = None,
 ) -> BeamSearch:
     """Search the `width` most probable replies to `messages` (see the module doc).
 
@@ -162,6 +177,7 @@ def beam_search(
         raw: The last message's text is continued without the chat template.
         cancel: When set, stop after the current step.
         on_step: Called after each step with the step's number and the live beams.
+        bans: Phrases no beam may hold (continuations completing one are passed over).
 
     Raises:
         BeamSearchError: The width or the settings cannot be searched with.
@@ -184,6 +200,7 @@ def beam_search(
             "beam search needs a chain without state: mirostat and adaptive-p are off limits"
         )
     search = _Search(backend, settings, width, max_tokens, length_penalty, cancel, on_step)
+    search.bans = bans if bans else None
     return search.run(messages, raw)
 
 
@@ -215,6 +232,9 @@ class _Search:
         self.pruned: list[Beam] = []
         self.decoded = 0
         self.sampler_us = 0.0
+        self.bans: PhraseBans | None = None
+        self.banned = 0
+        self.dead_ends: list[Beam] = []
 
     def score(self, logprob: float, length: int) -> float:
         """A hypothesis's rank: its log-probability over its length to the penalty."""
@@ -277,6 +297,10 @@ class _Search:
             live = []
         ended = [self._beam(b, reason) for b in live]
         ranked = sorted(self.finished + ended, key=lambda b: b.score, reverse=True)
+        if not ranked:  # every beam ran into banned phrases: the best of them, there
+            ranked = sorted(self.dead_ends, key=lambda b: b.score, reverse=True)
+            self.pruned = [b for b in self.pruned if b.reason != "banned"]
+            reason = "banned"
         kept = ranked[: self.width]
         self.pruned += [
             replace(b, reason="pruned", pruned_at=len(b.token_ids)) for b in ranked[self.width :]
@@ -296,7 +320,9 @@ class _Search:
             cached_tokens=len(memory.tokens()),
             discarded_tokens=max(0, self.decoded - n),
         )
-        return BeamSearch(tuple(kept), tuple(self.pruned), stats, step, tuple(notices), reason)
+        return BeamSearch(
+            tuple(kept), tuple(self.pruned), stats, step, tuple(notices), reason, self.banned
+        )
 
     def _done(self, live: list[_Live]) -> bool:
         """Whether W hypotheses are finished and no live beam can beat the worst."""
@@ -321,12 +347,8 @@ class _Search:
                 generated=len(beam.token_ids),
                 end_of_generation=model.eog_ids,
             )
-            nonzero = int(np.count_nonzero(probs))
-            top = np.argpartition(probs, -min(2 * width, nonzero))[-min(2 * width, nonzero) :]
-            for token in top:
-                p = float(probs[token])
-                if p > 0.0:
-                    scored.append((beam.logprob + math.log(p), number, int(token), p))
+            for token, p in self._candidates(beam, probs):
+                scored.append((beam.logprob + math.log(p), number, token, p))
         scored.sort(key=lambda c: (-c[0], c[1], c[2]))
         chosen: list[tuple[int, int, float, float]] = []  # (beam, token, prob, logprob)
         for rank, (logprob, number, token, p) in enumerate(scored[: 2 * width]):
@@ -341,17 +363,50 @@ class _Search:
         for number, token, p, logprob in chosen:
             parent = live[number]
             step = _as_taken(steps[number], token, p)
-            grown = _Live(parent.seq, [*parent.token_ids, token], [*parent.steps, step], logprob)
+            text, pending = _grown_text(model, parent, token)
+            grown = _Live(
+                parent.seq,
+                [*parent.token_ids, token],
+                [*parent.steps, step],
+                logprob,
+                text=text,
+                pending=pending,
+            )
             if model.is_eog(token):
                 self.finished.append(self._beam(grown, "eos"))
             else:
                 children.append(grown)
                 taken.add(number)
+        offered = {number for _, number, _, _ in scored}
         for number, beam in enumerate(live):
-            if number not in taken:
+            if number not in offered:  # every continuation held a banned phrase
+                dead = self._beam(beam, "banned", len(beam.token_ids))
+                self.dead_ends.append(replace(dead, pruned_at=None))
+                self.pruned.append(dead)
+            elif number not in taken:
                 self.pruned.append(self._beam(beam, "pruned", len(beam.token_ids)))
         self._assign(live, children)
         return children
+
+    def _candidates(self, beam: _Live, probs: np.ndarray) -> list[tuple[int, float]]:
+        """A beam's 2W most probable continuations, those completing a banned phrase
+        passed over (each counted in `banned`)."""
+        wanted = 2 * self.width
+        nonzero = int(np.count_nonzero(probs))
+        if self.bans is None:
+            count = min(wanted, nonzero)
+            top = np.argpartition(probs, -count)[-count:]
+            return [(int(t), float(probs[t])) for t in top if probs[t] > 0.0]
+        found: list[tuple[int, float]] = []
+        for token in _most_probable(probs, nonzero, wanted + 32):
+            text, _ = _grown_text(self.model, beam, token)
+            if self.bans.find(text, len(beam.text)) is not None:
+                self.banned += 1
+                continue
+            found.append((token, float(probs[token])))
+            if len(found) == wanted:
+                break
+        return found
 
     def _steps(self, live: list[_Live], numbers: set[int]) -> dict[int, Step]:
         """The step record of each beam in `numbers` (its logits' candidate table)."""
@@ -386,6 +441,27 @@ class _Search:
         self.decoded += len(live)
         for row, beam in enumerate(live):
             beam.row = row if len(live) > 1 else -1
+
+
+def _most_probable(probs: np.ndarray, nonzero: int, first: int) -> Iterator[int]:
+    """The tokens of nonzero probability, most probable first (the first `first`
+    sorted alone: the rest only when asked for)."""
+    first = min(first, nonzero)
+    top = np.argpartition(probs, -first)[-first:]
+    yield from (int(t) for t in top[np.argsort(probs[top])[::-1]])
+    if first < nonzero:
+        rest = np.argsort(probs)[::-1][first:nonzero]
+        yield from (int(t) for t in rest)
+
+
+def _grown_text(model: Model, beam: _Live, token: int) -> tuple[str, bytes]:
+    """The beam's text with `token` after it, and the bytes of a character left open."""
+    if model.is_eog(token):
+        return beam.text, beam.pending
+    stream = Utf8Stream()
+    stream.feed(beam.pending)
+    text = beam.text + stream.feed(model.token_bytes(token))
+    return text, stream.pending
 
 
 def _as_taken(step: Step, token: int, prob: float) -> Step:

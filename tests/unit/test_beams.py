@@ -10,7 +10,8 @@ import pytest
 
 from backend.chat.events import FinishedEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
-from backend.session.beams import BeamSearchError, beam_search
+from backend.session.beams import BeamSearchError, beam_search, token_texts
+from backend.session.phrase_bans import PhraseBans
 from backend.store.recorded_beams import save_beams
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatStore
@@ -148,3 +149,22 @@ def test_the_beams_are_stored_as_branches_of_the_best(tmp_path: Path) -> None:
                 assert stored.token_ids[:at] == search.beams[0].token_ids[:at]
                 assert stored.token_ids[at] != search.beams[0].token_ids[at]
         assert chat.messages[-1].content == branches[ids[0]].text
+
+
+@pytest.mark.parametrize("width", [1, 3])
+def test_no_beam_holds_a_banned_phrase(width: int) -> None:
+    backend = FakeBackend(min_reply_tokens=0)
+    plain = beam_search(backend, QUESTION, CHAIN, width=width, max_tokens=24)
+    texts = ["".join(token_texts(backend.model, b.token_ids)) for b in plain.beams]
+    phrase = texts[0][texts[0].index(" ", 3) : texts[0].index(" ", 3) + 6]  # liked by the search
+    bans = PhraseBans((phrase, " the"))
+    search = beam_search(
+        FakeBackend(min_reply_tokens=0), QUESTION, CHAIN, width=width, max_tokens=24, bans=bans
+    )
+    assert search.banned > 0 and plain.banned == 0
+    if width == 1:  # its one beam ran into a dead end (every kept token banned)
+        assert search.reason == "banned" and search.beams[0].finish_reason == "banned"
+    for beam in (*search.beams, *search.pruned):
+        text = "".join(token_texts(backend.model, beam.token_ids))
+        assert phrase not in text and " the" not in text
+        assert beam.logprob == sum(math.log(step.prob) for step in beam.steps)

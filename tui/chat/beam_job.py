@@ -24,7 +24,7 @@ from backend.chat.events import (
 )
 from backend.chat.protocol import ChatMessage
 from backend.session.backend import SessionBackend
-from backend.session.beams import Beam, BeamSearchError, beam_search, token_texts
+from backend.session.beams import Beam, beam_search, token_texts
 from backend.session.phrase_bans import PhraseBans
 from backend.store.recorded import StoreErrorNotices
 from backend.store.recorded_beams import save_beams
@@ -62,8 +62,7 @@ class BeamJob:
         notices: Remembers which store error was shown.
         reset: Forget the backend's cache first.
         mode: "chat", or "completion" (the conversation continued as one document).
-        bans: The phrase bans in force: beam search does not apply them yet, so with
-            any the reply ends in an error saying so.
+        bans: Phrases no beam may hold (continuations completing one are passed over).
         branches: Filled by the worker before the reply's FinishedEvent: the other
             kept beams, best first.
         reply_id: The best beam's stored id (None: not saved).
@@ -91,10 +90,6 @@ class BeamJob:
         self, backend: SessionBackend, cancel: threading.Event
     ) -> Iterator[GenerationEvent]:
         try:
-            if self.bans:
-                raise BeamSearchError(
-                    "beam search does not apply phrase bans yet: switch the beams or the bans off"
-                )
             if self.reset:
                 backend.reset()
             yield PhaseEvent("prefill")
@@ -109,6 +104,7 @@ class BeamJob:
                 length_penalty=self.length_penalty,
                 raw=completion,
                 cancel=cancel,
+                bans=self.bans or None,
             )
             for message in search.notices:
                 yield NoticeEvent(message)

@@ -15,7 +15,6 @@ from backend.session.phrase_bans import PhraseBans
 from backend.store.recorded_beams import save_beams
 from backend.store.recorder import ChatRecorder
 from backend.store.records import StoreError
-from sampling.errors import SamplescopeError
 from sampling.settings import SamplerSettings
 from tui.cli.model_flags import log
 from tui.cli.score import reply_score_json
@@ -68,8 +67,6 @@ def run_beams(
     """
     recorder = None
     try:
-        if bans:
-            raise SamplescopeError("--ban and --beams together are not supported yet")
         if args.save:
             info = backend.info
             recorder = ChatRecorder(
@@ -89,6 +86,7 @@ def run_beams(
             length_penalty=args.length_penalty,
             raw=mode == "completion",
             on_step=progress,
+            bans=bans or None,
         )
         for notice in search.notices:
             log(notice)
@@ -165,6 +163,7 @@ def _print(
                 "length_penalty": args.length_penalty,
                 "ranked_by": "the sampler chain's probabilities",
                 "beam_steps": search.steps,
+                "banned_candidates": search.banned,
                 "beams": beams,
                 "model": model_path,
             },
