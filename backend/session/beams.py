@@ -29,6 +29,7 @@ every continuation would is a dead end; when every beam is, the search ends ther
 
 from __future__ import annotations
 
+import json
 import math
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -61,6 +62,22 @@ _FINISH: dict[BeamEnd, FinishReason] = {
     "cancelled": "cancelled",
     "banned": "banned",
 }
+
+
+def beam_decoding(width: int, length_penalty: float, rank: int) -> str:
+    """How a beam was found, as a stored reply's `decoding` record (JSON)."""
+    return json.dumps({"beams": width, "length_penalty": length_penalty, "rank": rank})
+
+
+def beam_record(decoding: str | None) -> dict[str, object] | None:
+    """A stored `decoding` record of a beam (`beam_decoding`), or None when it is not one."""
+    if decoding is None:
+        return None
+    try:
+        values = json.loads(decoding)
+    except json.JSONDecodeError:
+        return None
+    return values if isinstance(values, dict) and "beams" in values else None
 
 
 class BeamSearchError(SamplescopeError):
@@ -116,6 +133,8 @@ class BeamSearch:
         reason: Why it stopped: "eos" (every kept hypothesis finished), "max_tokens",
             "context_full" or "cancelled".
         banned: How many continuations were passed over for completing a banned phrase.
+        length_penalty: The exponent of the length that divided the finished ones'
+            log-probabilities.
     """
 
     beams: tuple[Beam, ...]
@@ -125,6 +144,7 @@ class BeamSearch:
     notices: tuple[str, ...]
     reason: SearchEnd
     banned: int = 0
+    length_penalty: float = 0.0
 
 
 @dataclass(slots=True)
@@ -321,7 +341,14 @@ class _Search:
             discarded_tokens=max(0, self.decoded - n),
         )
         return BeamSearch(
-            tuple(kept), tuple(self.pruned), stats, step, tuple(notices), reason, self.banned
+            tuple(kept),
+            tuple(self.pruned),
+            stats,
+            step,
+            tuple(notices),
+            reason,
+            self.banned,
+            self.length_penalty,
         )
 
     def _done(self, live: list[_Live]) -> bool:

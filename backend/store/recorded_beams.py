@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from backend.chat.compare import common_prefix
 from backend.chat.events import FinishedEvent, GenerationStats, TokenEvent
 from backend.chat.protocol import ChatMessage
-from backend.session.beams import Beam, BeamSearch, token_texts
+from backend.session.beams import Beam, BeamSearch, beam_decoding, token_texts
 from backend.session.model import Model
 from backend.store.recorder import ChatRecorder
 from sampling.settings import SamplerSettings
@@ -33,15 +33,21 @@ def save_beams(
     best = search.beams[0]
     best_texts = token_texts(model, best.token_ids)
     ids: list[int | None] = []
-    if not recorder.begin_reply(messages, settings, max_tokens, mode):
+    width, penalty = len(search.beams), search.length_penalty
+    if not recorder.begin_reply(
+        messages, settings, max_tokens, mode, decoding=beam_decoding(width, penalty, 1)
+    ):
         return [None] * len(search.beams)
     _record(recorder, model, best, best_texts, 0, search.stats)
     best_id = recorder.reply_id
     ids.append(best_id)
-    for beam in search.beams[1:]:
+    for rank, beam in enumerate(search.beams[1:], start=2):
         at = common_prefix(best.token_ids, beam.token_ids)
         text = "".join(best_texts[:at])
-        if not recorder.begin_branch(best_id, at, settings, text=text, follow=False):
+        decoding = beam_decoding(width, penalty, rank)
+        if not recorder.begin_branch(
+            best_id, at, settings, text=text, follow=False, decoding=decoding
+        ):
             ids.append(None)
             continue
         texts = token_texts(model, beam.token_ids)

@@ -109,7 +109,7 @@ class ChatRecorder:
         settings: SamplerSettings,
         max_tokens: int,
         mode: str = "chat",
-        decoding: Decoding | None = None,
+        decoding: Decoding | str | None = None,
     ) -> bool:
         """Store the turns not stored yet, then open the reply's record.
 
@@ -118,7 +118,8 @@ class ChatRecorder:
             settings: The settings at the start of the reply.
             max_tokens: The generation's token limit.
             mode: "chat" or "completion" (the last message's text continued as is).
-            decoding: How it is decoded when beside siblings (None: alone).
+            decoding: How it is decoded when beside siblings (None: alone), or a
+                record as stored (a beam search's, `backend.session.beams`).
         """
         self._writer = None
         self.ghost_ids = []
@@ -142,7 +143,7 @@ class ChatRecorder:
                 n_ctx=self.n_ctx,
                 n_batch=self.n_batch,
                 mode=mode,
-                decoding=None if decoding is None else decoding.to_json(),
+                decoding=_decoding_json(decoding),
             )
         except StoreError as error:
             return self._fail(error)
@@ -163,7 +164,7 @@ class ChatRecorder:
         *,
         text: str = "",
         follow: bool = True,
-        decoding: Decoding | None = None,
+        decoding: Decoding | str | None = None,
     ) -> bool:
         """Open a branch of stored reply `parent_id` from its token `at`.
 
@@ -197,7 +198,7 @@ class ChatRecorder:
                 n_batch=self.n_batch,
                 mode=parent.mode,
                 fork=Fork(parent, at, text, follow=follow),
-                decoding=None if decoding is None else decoding.to_json(),
+                decoding=_decoding_json(decoding),
             )
         except StoreError as error:
             return self._fail(error)
@@ -264,3 +265,10 @@ class ChatRecorder:
             self._stored -= 1
         self._last_counted = False
         return True
+
+
+def _decoding_json(decoding: Decoding | str | None) -> str | None:
+    """A reply's `decoding` record as stored (a string is one already)."""
+    if decoding is None or isinstance(decoding, str):
+        return decoding
+    return decoding.to_json()

@@ -10,10 +10,11 @@ import pytest
 
 from backend.chat.events import FinishedEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
-from backend.session.beams import BeamSearchError, beam_search, token_texts
+from backend.session.beams import BeamSearchError, beam_record, beam_search, token_texts
 from backend.session.phrase_bans import PhraseBans
 from backend.store.recorded_beams import save_beams
 from backend.store.recorder import ChatRecorder
+from backend.store.replay import ReplayError, decoding_of, replay
 from backend.store.store import ChatStore
 from sampling.sampler import probabilities
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
@@ -149,6 +150,12 @@ def test_the_beams_are_stored_as_branches_of_the_best(tmp_path: Path) -> None:
                 assert stored.token_ids[:at] == search.beams[0].token_ids[:at]
                 assert stored.token_ids[at] != search.beams[0].token_ids[at]
         assert chat.messages[-1].content == branches[ids[0]].text
+        # Its tokens were ranked, not drawn: replay says so; a step is rebuilt alone.
+        best = branches[ids[0]]
+        assert beam_record(best.decoding) == {"beams": 3, "length_penalty": 0.0, "rank": 1}
+        assert decoding_of(best) is None
+        with pytest.raises(ReplayError, match="beam 1 of a beam search of 3"):
+            replay(FakeBackend(min_reply_tokens=0), chat, best)
 
 
 @pytest.mark.parametrize("width", [1, 3])
