@@ -23,7 +23,7 @@ from backend.store.recorder import ChatRecorder
 from backend.store.records import StoreError
 from sampling.records import Step
 from sampling.settings import DEFAULT_CHAT_SETTINGS
-from tui.cli.ban_flags import add_ban_flags, bans_from_args, config_bans
+from tui.cli.ban_flags import HeldBackText, add_ban_flags, bans_from_args, config_bans
 from tui.cli.beams import add_beam_flags, run_beams
 from tui.cli.model_flags import add_model_flags, load_backend, log
 from tui.cli.score import reply_score_json
@@ -148,8 +148,9 @@ def run(args: argparse.Namespace) -> int:
     recorder = _recorder(args, backend) if args.save else None
     steps: list[Step] = []
     ghosts: list[RewindEvent] = []
-    # With phrase bans the text may still go back: it is printed once finished.
-    stream = not args.json and not bans
+    # With phrase bans, text a rewind may still take back is held.
+    stream = not args.json
+    held = HeldBackText(bans) if bans else None
     try:
         if recorder is not None:
             recorder.begin_reply(messages, settings, args.max_tokens, mode)
@@ -163,14 +164,17 @@ def run(args: argparse.Namespace) -> int:
         for event in recorded(events, recorder):
             if isinstance(event, TokenEvent):
                 steps.append(event.step)
-                if stream and event.text:
-                    sys.stdout.write(event.text)
+                text = event.text if held is None else held.token(event)
+                if stream and text:
+                    sys.stdout.write(text)
                     sys.stdout.flush()
                 if verbose >= 2:
                     log(step_line(event.index, event.step, event.piece))
             elif isinstance(event, RewindEvent):
                 ghosts.append(event)
                 del steps[event.index :]
+                if held is not None:
+                    held.rewind(event)
                 if verbose >= 1:
                     log(
                         f"rejected {len(event.token_ids)} tokens at token {event.index}"
@@ -217,8 +221,8 @@ def run(args: argparse.Namespace) -> int:
             )
         )
     else:
-        if not stream:
-            sys.stdout.write(finished.text)
+        if held is not None:
+            sys.stdout.write(held.rest(finished.text))
         if finished.text and not finished.text.endswith("\n"):
             sys.stdout.write("\n")
     if verbose >= 1:
