@@ -51,6 +51,9 @@ async def test_a_reply_goes_back_from_banned_phrases_and_shows_its_ghosts(
         for ghost in ghosts:
             own = "".join(t.text for t in ghost.tokens[ghost.fork_at or 0 :])
             assert any(phrase in ghost.text for phrase in BANS.phrases), own
+        # The status line counts the tokens decoded and discarded.
+        status = str(app.query_one("#status").render())
+        assert f"{finished.stats.discarded_tokens} discarded" in status
         # The timeline marks where the reply went back.
         await pilot.press("f4")
         await pilot.pause()

@@ -397,6 +397,7 @@ class ChatView(Vertical):
             last_ttft_ms=stats.ttft_ms,
             last_tps=stats.decode_tps,
             last_reason=FINISH_LABELS.get(event.reason, event.reason),
+            last_discarded=stats.discarded_tokens,
         )
         if self._pending is not None:
             pending, self._pending = self._pending, None
