@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from textual.widgets import Static
 
 from backend.session.beams import beam_search
 from backend.session.phrase_bans import PhraseBans
@@ -62,6 +63,8 @@ async def test_a_beam_search_reply_brings_its_beams_as_branches(
         assert turn.reply is not None and turn.reply.id == reply.branch_id
         assert [b.id for b in turn.branches] == [b.branch_id for b in reply.tree]
         assert "branch 1 of 3" in str(app.query_one("#transcript").border_subtitle)
+        notes = [str(w.content) for w in app.query("#transcript .note").results(Static)]
+        assert any(n.startswith("beam search: 3 beams kept (logprob ") for n in notes), notes
 
         # Off again (3 → 4 → off): the next reply is sampled.
         width.action_cycle(1)

@@ -24,7 +24,7 @@ from backend.chat.events import (
 )
 from backend.chat.protocol import ChatMessage
 from backend.session.backend import SessionBackend
-from backend.session.beams import Beam, beam_search, token_texts
+from backend.session.beams import Beam, BeamSearch, beam_search, token_texts
 from backend.session.phrase_bans import PhraseBans
 from backend.store.recorded import StoreErrorNotices
 from backend.store.recorded_beams import save_beams
@@ -108,6 +108,7 @@ class BeamJob:
             )
             for message in search.notices:
                 yield NoticeEvent(message)
+            yield NoticeEvent(search_summary(search))
             yield PhaseEvent("decode")
             ids: list[int | None] = [None] * len(search.beams)
             recorder = self.recorder
@@ -136,6 +137,18 @@ class BeamJob:
             yield FinishedEvent(best.finish_reason, search.stats, text, best.token_ids)
         except Exception as error:  # the contract says errors come as events; be safe
             yield FinishedEvent("error", GenerationStats(), "", (), error=str(error))
+
+
+def search_summary(search: BeamSearch) -> str:
+    """One line on a finished search: the kept beams' log-probabilities, the pruned."""
+    kept = ", ".join(f"{beam.logprob:.2f}" for beam in search.beams)
+    line = f"beam search: {len(search.beams)} beams kept (logprob {kept})"
+    where = sorted({b.pruned_at for b in search.pruned if b.pruned_at is not None})
+    if where:
+        line += f", {len(search.pruned)} pruned at tokens {where[0] + 1}–{where[-1] + 1}"
+    if search.banned:
+        line += f", {search.banned} continuations passed over for a banned phrase"
+    return line
 
 
 def _events(backend: SessionBackend, beam: Beam) -> tuple[TokenEvent, ...]:
