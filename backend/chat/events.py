@@ -11,8 +11,8 @@ from sampling.settings import SamplerSettings
 
 Phase = Literal["prefill", "decode", "done"]
 FinishReason = Literal["eos", "max_tokens", "context_full", "cancelled", "error", "banned"]
-"""Why a generation ended; "banned": phrase bans rejected every token tried at a
-position (the reply stops there, before the phrase)."""
+"""Why a generation ended; "banned": phrase bans left no token to take at a position
+(the reply stops there, before the phrase)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,8 +92,9 @@ class GenerationStats:
             included (None when unknown). A reply that ended in an error may have left
             its last sampled token in the cache or not; a replay of a later reply
             rebuilds the cache from this.
-        discarded_tokens: Tokens sampled and decoded, then discarded by a rewind (a
-            phrase ban's backtracking); not counted in `decode_tokens`.
+        discarded_tokens: Tokens decoded that are not in the reply: dropped by a rewind
+            (a phrase ban's backtracking), or a beam search's other beams; not counted
+            in `decode_tokens`.
     """
 
     prompt_tokens: int = 0
