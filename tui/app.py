@@ -191,6 +191,7 @@ class SamplescopeApp(App[None]):
         for notice in self._notices:
             self.notify(notice, severity="warning", timeout=15)
         self._apply_config(self._config)
+        self.chat.set_bans(self._config.bans)
         self._load_backend()
 
     def _apply_config(self, config: Config) -> None:

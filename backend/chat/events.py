@@ -10,7 +10,9 @@ from sampling.records import Step
 from sampling.settings import SamplerSettings
 
 Phase = Literal["prefill", "decode", "done"]
-FinishReason = Literal["eos", "max_tokens", "context_full", "cancelled", "error"]
+FinishReason = Literal["eos", "max_tokens", "context_full", "cancelled", "error", "banned"]
+"""Why a generation ended; "banned": phrase bans left no token to take at a position
+(the reply stops there, before the phrase)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,26 @@ class TokenEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class RewindEvent:
+    """The reply went back: its tokens from `index` on were discarded and it goes on
+    from there (a phrase ban's backtracking; the next TokenEvent has `index` again).
+
+    Attributes:
+        index: The first discarded token's index.
+        token_ids: The discarded tokens, in order (the rejected attempt).
+        text: The text they made.
+        matched: The banned text found in the reply, which began in token `index`.
+        banned: Every token now banned at `index` (the first discarded one among them).
+    """
+
+    index: int
+    token_ids: tuple[int, ...]
+    text: str
+    matched: str
+    banned: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class NoticeEvent:
     """Something the user should be told (e.g. old turns dropped to fit the context)."""
 
@@ -70,6 +92,9 @@ class GenerationStats:
             included (None when unknown). A reply that ended in an error may have left
             its last sampled token in the cache or not; a replay of a later reply
             rebuilds the cache from this.
+        discarded_tokens: Tokens decoded that are not in the reply: dropped by a rewind
+            (a phrase ban's backtracking), or a beam search's other beams; not counted
+            in `decode_tokens`.
     """
 
     prompt_tokens: int = 0
@@ -81,6 +106,7 @@ class GenerationStats:
     decode_tps: float = 0.0
     sampler_us: float = 0.0
     cached_tokens: int | None = None
+    discarded_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,4 +169,6 @@ class FinishedEvent:
     decoding: Decoding | None = None
 
 
-GenerationEvent = PhaseEvent | PrefillProgress | TokenEvent | NoticeEvent | FinishedEvent
+GenerationEvent = (
+    PhaseEvent | PrefillProgress | TokenEvent | RewindEvent | NoticeEvent | FinishedEvent
+)

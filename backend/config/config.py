@@ -15,6 +15,11 @@ The file lives at `<user config dir>/config.toml` (`samplescope config --path`;
     [keys]              # action = "key"
     quit = "ctrl+q"
 
+    [bans]              # phrases a reply may not hold (it backtracks; see --ban)
+    phrases = ["as an AI", "delve"]
+    ignore_case = true  # default false
+    regex = false       # each phrase a regular expression
+
 Precedence, lowest first: built-in defaults (`DEFAULT_CHAT_SETTINGS`, the default
 model) < the config file < command-line flags. Wiring, for a command or the app:
 
@@ -33,18 +38,21 @@ import json
 import os
 import re
 import tomllib
-from dataclasses import dataclass, fields
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from backend.config.model_path import MODEL_ENV
 from backend.config.paths import default_config_path
 from backend.llama.rpc import Endpoint, RpcError, format_endpoints, parse_endpoints
+from backend.session.phrase_bans import DEFAULT_TRIES, PhraseBanError, PhraseBans
 from sampling.errors import SamplescopeError, SettingsError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from sampling.spec import SETTINGS_BY_NAME
 
-TOP_LEVEL_KEYS = ("model", "theme", "rpc", "model_dirs", "settings", "keys")
+TOP_LEVEL_KEYS = ("model", "theme", "rpc", "model_dirs", "settings", "keys", "bans")
+BAN_KEYS = ("phrases", "ignore_case", "regex", "tries")
 SETTINGS_KEYS = tuple(f.name for f in fields(SamplerSettings) if f.name != "extra")
 """The built-in settings' keys (a loaded sampler plugin's settings are keys too)."""
 
@@ -66,6 +74,7 @@ class Config:
             expanded).
         settings: The sampler settings fields the file sets, as (field, value) pairs.
         keys: Key overrides as (action, key) pairs.
+        bans: The phrases a reply may not hold ([bans]; none: nothing banned).
     """
 
     path: Path | None = None
@@ -75,6 +84,7 @@ class Config:
     model_dirs: tuple[str, ...] = ()
     settings: tuple[tuple[str, Any], ...] = ()
     keys: tuple[tuple[str, str], ...] = ()
+    bans: PhraseBans = field(default_factory=PhraseBans)
 
     @property
     def settings_overrides(self) -> dict[str, Any]:
@@ -224,7 +234,35 @@ def _parse(path: Path, text: str, data: dict[str, Any]) -> Config:
         model_dirs=tuple(model_dirs),
         settings=tuple(settings.items()),
         keys=tuple((str(a), str(k)) for a, k in keys.items()),
+        bans=_parse_bans(data.get("bans", {}), fail),
     )
+
+
+def _parse_bans(table: object, fail: Callable[[str | None, str, str], ConfigError]) -> PhraseBans:
+    """The [bans] table as `PhraseBans`."""
+    if not isinstance(table, dict):
+        raise fail(None, "bans", "expected a table: [bans]")
+    for key in table:
+        if key not in BAN_KEYS:
+            raise fail("bans", key, f"unknown key; expected one of {', '.join(BAN_KEYS)}")
+    phrases = table.get("phrases", [])
+    if not isinstance(phrases, list) or not all(isinstance(p, str) for p in phrases):
+        raise fail("bans", "phrases", f"expected a list of texts in quotes, got {phrases!r}")
+    for key in ("ignore_case", "regex"):
+        if not isinstance(table.get(key, False), bool):
+            raise fail("bans", key, f"expected true or false, got {table[key]!r}")
+    tries = table.get("tries", DEFAULT_TRIES)
+    if not isinstance(tries, int) or isinstance(tries, bool):
+        raise fail("bans", "tries", f"expected a whole number, got {tries!r}")
+    try:
+        return PhraseBans(
+            tuple(phrases),
+            ignore_case=table.get("ignore_case", False),
+            regex=table.get("regex", False),
+            tries=tries,
+        )
+    except PhraseBanError as error:
+        raise fail("bans", "phrases", str(error)) from error
 
 
 _TABLE = re.compile(r"^\s*\[\s*([^\[\]]+?)\s*\]\s*(#.*)?$")
@@ -303,4 +341,13 @@ def effective_toml(
         lines.append(f"{name} = {text}{note}")
     lines += ["", "[keys]"]
     lines += [f"{_toml_value(a)} = {_toml_value(k)}" for a, k in config.keys]
+    bans = config.bans
+    lines += [
+        "",
+        "[bans]",
+        f"phrases = [{', '.join(_toml_value(p) for p in bans.phrases)}]",
+        f"ignore_case = {_toml_value(bans.ignore_case)}",
+        f"regex = {_toml_value(bans.regex)}",
+        f"tries = {bans.tries}",
+    ]
     return "\n".join(lines) + "\n"

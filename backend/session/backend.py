@@ -21,6 +21,7 @@ from backend.chat.protocol import ChatMessage, LiveSettings, ModelInfo
 from backend.chat.template import ChatTemplate
 from backend.session.loop import Generation, Session
 from backend.session.model import Model
+from backend.session.phrase_bans import PhraseBans, backtracking
 from backend.session.run import Steer, StepInput, clock_now
 from sampling.errors import SamplescopeError
 from sampling.settings import SamplerSettings
@@ -101,6 +102,7 @@ class SessionBackend:
         cancel: threading.Event | None = None,
         raw: bool = False,
         steer: Steer | None = None,
+        bans: PhraseBans | None = None,
     ) -> Iterator[GenerationEvent]:
         """Generate the assistant's reply to `messages` (see `ChatBackend.generate`).
 
@@ -111,11 +113,21 @@ class SessionBackend:
         decodes them: no events, but part of the finished text and token ids) and may
         force the next token (`force`): the branch of a reply from one of its tokens.
         Token events then count from `len(prefix)`; `max_tokens` counts the prefix.
+
+        `bans` keeps banned phrases out of the reply by backtracking
+        (`backend.session.phrase_bans`): each rejected attempt comes as a RewindEvent.
         """
         generation = self.generate_many(
-            messages, [settings], max_tokens=max_tokens, cancel=cancel, raw=raw, steer=steer
+            messages,
+            [settings],
+            max_tokens=max_tokens,
+            cancel=cancel,
+            raw=raw,
+            steer=steer,
+            rewindable=bool(bans),
         )
-        for _, event in generation:
+        events = backtracking(generation, bans) if bans else iter(generation)
+        for _, event in events:
             yield event
 
     def generate_many(

@@ -152,6 +152,15 @@ class Generation:
         lane.pending = wanted[start:]
         lane.row = None
 
+    def end(self, column: int, reason: FinishReason) -> None:
+        """End sequence `column` where it stands (between events); its FinishedEvent
+        comes when the generation ends."""
+        lane = self.lanes[column]
+        if lane.reason is None:
+            lane.reason = reason
+            lane.pending = []
+            lane.row = None
+
     def __iter__(self) -> Iterator[Event]:
         error: str | None = None
         try:

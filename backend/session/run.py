@@ -8,6 +8,7 @@ reports.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -21,6 +22,7 @@ from sampling.errors import SamplescopeError
 from sampling.penalties import History
 from sampling.records import Step
 from sampling.sampler import Sampler, SamplerState, probabilities
+from sampling.settings import SamplerSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +62,13 @@ class StepInput:
 
     logits: np.ndarray
     history: tuple[int, ...]
+
+
+def with_banned(settings: SamplerSettings, tokens: frozenset[int]) -> SamplerSettings:
+    """`settings` with `tokens` banned (a -inf logit bias; other biases kept)."""
+    bias = dict(settings.logit_bias)
+    bias.update((token, -math.inf) for token in tokens)
+    return settings.with_changes(logit_bias=tuple(sorted(bias.items())))
 
 
 def forced_step(step: Step, token: int, logits: object, history: History) -> Step:
@@ -112,6 +121,11 @@ class Lane:
     """The row of the last batch holding its next logits (None: to be decoded)."""
     pending: list[int] = field(default_factory=list)
     """Tokens to decode into its sequence with the next step."""
+    bans: dict[int, frozenset[int]] = field(default_factory=dict)
+    """Tokens banned at an index (a phrase ban's backtracking): the sampler sees them
+    at -inf there, through its settings' logit bias, so the step records the ban."""
+    discarded: int = 0
+    """How many sampled tokens rewinds dropped (decoded, then discarded)."""
 
     @property
     def index(self) -> int:
@@ -123,9 +137,25 @@ class Lane:
         self.token_ids.append(token)
         self.texts.append(text)
 
+    def ban(self, index: int, token: int) -> frozenset[int]:
+        """Ban `token` at `index` from now on (on top of those banned there already);
+        the bans past `index` go, as the text they guarded is gone.
+
+        Returns:
+            Every token banned at `index`.
+        """
+        for later in [i for i in self.bans if i > index]:
+            del self.bans[later]
+        banned = self.bans.get(index, frozenset()) | {token}
+        self.bans[index] = banned
+        return banned
+
     def sample(self, logits: object, history: Sequence[int], force: int | None) -> Step:
         """Sample the next token (settings read now; `force` taken instead if given)."""
         current = self.live.current
+        banned = self.bans.get(self.index)
+        if banned:
+            current = with_banned(current, banned)
         sampler = self.sampler
         if current is not sampler.settings:
             sampler.settings = current
@@ -161,6 +191,7 @@ class Lane:
                 f"cannot rewind {count} tokens: sequence {self.column} sampled {sampled}"
             )
         keep = self.index - count
+        self.discarded += count
         self.sampler.restore(self.states[keep - self.given])
         del self.states[keep - self.given :]
         del self.token_ids[keep:], self.texts[keep:]
@@ -184,6 +215,7 @@ class Lane:
             decode_tps=n / (decode_ms / 1000) if decode_ms > 0 else 0.0,
             sampler_us=self.sampler_us,
             cached_tokens=cached_tokens,
+            discarded_tokens=self.discarded,
         )
 
     def finished(

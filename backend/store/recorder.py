@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from backend.chat.events import Decoding, FinishedEvent, GenerationEvent, TokenEvent
+from backend.chat.events import Decoding, FinishedEvent, GenerationEvent, RewindEvent, TokenEvent
 from backend.chat.protocol import ChatMessage
 from backend.store.store import (
     ChatRecord,
@@ -76,6 +76,8 @@ class ChatRecorder:
         self._writer: ReplyWriter | None = None
         self._last_counted = False  # whether the last reply became a stored turn
         self._branching = False  # whether the open writer records a branch
+        self.ghost_ids: list[int] = []
+        """The ghosts of the reply recorded last (attempts a phrase ban rejected)."""
 
     def _fail(self, error: StoreError) -> bool:
         self.error = str(error)
@@ -107,7 +109,7 @@ class ChatRecorder:
         settings: SamplerSettings,
         max_tokens: int,
         mode: str = "chat",
-        decoding: Decoding | None = None,
+        decoding: Decoding | str | None = None,
     ) -> bool:
         """Store the turns not stored yet, then open the reply's record.
 
@@ -116,9 +118,11 @@ class ChatRecorder:
             settings: The settings at the start of the reply.
             max_tokens: The generation's token limit.
             mode: "chat" or "completion" (the last message's text continued as is).
-            decoding: How it is decoded when beside siblings (None: alone).
+            decoding: How it is decoded when beside siblings (None: alone), or a
+                record as stored (a beam search's, `backend.session.beams`).
         """
         self._writer = None
+        self.ghost_ids = []
         if self.error is not None:
             return False  # a database that failed once is never written to again
         try:
@@ -139,7 +143,7 @@ class ChatRecorder:
                 n_ctx=self.n_ctx,
                 n_batch=self.n_batch,
                 mode=mode,
-                decoding=None if decoding is None else decoding.to_json(),
+                decoding=_decoding_json(decoding),
             )
         except StoreError as error:
             return self._fail(error)
@@ -160,7 +164,7 @@ class ChatRecorder:
         *,
         text: str = "",
         follow: bool = True,
-        decoding: Decoding | None = None,
+        decoding: Decoding | str | None = None,
     ) -> bool:
         """Open a branch of stored reply `parent_id` from its token `at`.
 
@@ -172,6 +176,7 @@ class ChatRecorder:
         branch either.
         """
         self._writer = None
+        self.ghost_ids = []
         if self.error is not None:
             return False
         if parent_id is None or self.chat_id is None:
@@ -193,7 +198,7 @@ class ChatRecorder:
                 n_batch=self.n_batch,
                 mode=parent.mode,
                 fork=Fork(parent, at, text, follow=follow),
-                decoding=None if decoding is None else decoding.to_json(),
+                decoding=_decoding_json(decoding),
             )
         except StoreError as error:
             return self._fail(error)
@@ -217,7 +222,9 @@ class ChatRecorder:
         return True
 
     def record(self, event: GenerationEvent) -> bool:
-        """Store a generation event (tokens and the finish; others are ignored).
+        """Store a generation event (tokens, rewinds and the finish; others are ignored).
+
+        A rewind keeps the rejected attempt as a ghost branch (`ghost_ids`).
 
         A reply that finishes with no text is removed again, as the app does not add
         an empty assistant turn to its conversation.
@@ -228,6 +235,8 @@ class ChatRecorder:
         try:
             if isinstance(event, TokenEvent):
                 writer.append(event)
+            elif isinstance(event, RewindEvent):
+                self.ghost_ids.append(writer.rewind(event))
             elif isinstance(event, FinishedEvent):
                 writer.finish_event(event)
                 # A branch's turn is stored and counted already, with its other branches.
@@ -256,3 +265,10 @@ class ChatRecorder:
             self._stored -= 1
         self._last_counted = False
         return True
+
+
+def _decoding_json(decoding: Decoding | str | None) -> str | None:
+    """A reply's `decoding` record as stored (a string is one already)."""
+    if decoding is None or isinstance(decoding, str):
+        return decoding
+    return decoding.to_json()

@@ -18,6 +18,9 @@ from sampling.settings import SamplerSettings
 
 INTERRUPTED = "interrupted"
 """The finish reason of a reply whose process died before it finished."""
+REJECTED = "rejected"
+"""The finish reason of a ghost: an attempt a phrase ban rejected (the reply went
+back to where it forks and on from there)."""
 
 
 class StoreError(SamplescopeError):
@@ -124,7 +127,8 @@ class ReplyRecord:
         n_batch: The backend's prefill chunk size, when known.
         finish_reason: "eos", "max_tokens", "context_full", "cancelled", "error", or
             "interrupted" (the process died mid-reply; tokens and text are those
-            stored so far).
+            stored so far), or "rejected" (a ghost: an attempt that held a banned
+            phrase, kept as a branch where the reply went back).
         error: The error message when finish_reason is "error".
         stats: Its figures (None until finished).
         token_ids: The sampled token ids, in order.
@@ -163,6 +167,11 @@ class ReplyRecord:
     mode: str = "chat"
     branch: int = 1
     decoding: str | None = None
+
+    @property
+    def is_ghost(self) -> bool:
+        """Whether it is an attempt a phrase ban rejected (shown greyed)."""
+        return self.finish_reason == REJECTED
 
     @property
     def interrupted(self) -> bool:

@@ -19,6 +19,7 @@ from backend.chat.completion import as_document
 from backend.chat.events import Decoding, FinishedEvent, NoticeEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.backend import SessionBackend
+from backend.session.beams import beam_record
 from backend.session.run import Steer
 from backend.store.records import ChatRecord, ReplyRecord, StoreError
 from backend.store.replay_cache import prepare_cache
@@ -127,8 +128,8 @@ def decoding_of(reply: ReplyRecord) -> Decoding | None:
     Raises:
         ReplayError: The record cannot be read.
     """
-    if reply.decoding is None:
-        return None
+    if reply.decoding is None or beam_record(reply.decoding) is not None:
+        return None  # a beam's step is rebuilt alone
     try:
         return Decoding.from_json(reply.decoding)
     except ValueError as error:
@@ -164,6 +165,12 @@ def replay(
     """
     if not reply.token_ids:
         raise ReplayError(f"reply {reply.number} has no tokens to replay")
+    beams = beam_record(reply.decoding)
+    if beams is not None:
+        raise ReplayError(
+            f"reply {reply.number} is beam {beams.get('rank')} of a beam search of "
+            f"{beams.get('beams')}: its tokens were ranked, not drawn, so it does not replay"
+        )
     decoding = decoding_of(reply)
     schedule: dict[int, SamplerSettings] = {
         change.from_index: change.settings for change in reply.settings_changes

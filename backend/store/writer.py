@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict
 
-from backend.chat.events import FinishedEvent, GenerationStats, TokenEvent
-from backend.store.records import StoreError, settings_json
+from backend.chat.events import FinishedEvent, GenerationStats, RewindEvent, TokenEvent
+from backend.store.records import REJECTED, StoreError, settings_json
 from backend.store.steps import StepLayout, layout_of, pack_step
 from sampling.records import Step
 from sampling.settings import SamplerSettings
@@ -50,6 +50,9 @@ class ReplyWriter:
         self.message_id = message_id
         self.reply_id = reply_id
         self._last_settings = settings
+        # The settings in force from each index on (-1: the reply's start), as stored.
+        self._changes: list[tuple[int, SamplerSettings]] = [(-1, settings)]
+        self._start = start
         self._count = start
         self._layout: StepLayout | None = None
         self._finished = False
@@ -122,6 +125,93 @@ class ReplyWriter:
                 )
         self._count += 1
         self._last_settings = settings
+        if changed:
+            self._changes.append((index, settings))
+
+    def rewind(self, event: RewindEvent) -> int:
+        """The reply went back to token `event.index`: its tokens from there on become
+        a ghost branch (finish reason "rejected", forking at that index) and the reply
+        takes tokens from that index again.
+
+        Ghosts made earlier that fork past the index go with the tokens they fork from:
+        they become branches of the new ghost.
+
+        Returns:
+            The ghost's reply id.
+
+        Raises:
+            StoreError: The reply is finished, the index lies outside the tokens
+                appended, or the database cannot be written.
+        """
+        at = event.index
+        if self._finished:
+            raise StoreError(f"reply {self.reply_id} is already finished")
+        if not self._start <= at < self._count:
+            raise StoreError(
+                f"reply {self.reply_id}: cannot go back to token {at} "
+                f"(it holds tokens {self._start} to {self._count - 1})"
+            )
+        in_force = [s for i, s in self._changes if i <= at][-1]
+        kept = [(i, s) for i, s in self._changes if i < at]
+        now = self._now()
+        with self._transaction("keep a rejected attempt") as conn:
+            pieces = conn.execute(
+                "SELECT piece FROM reply_tokens WHERE reply_id = ? AND idx < ? AND piece "
+                "IS NOT NULL ORDER BY idx",
+                (self.reply_id, at),
+            ).fetchall()
+            start = conn.execute("SELECT text FROM replies WHERE id = ?", (self.reply_id,))
+            text = str(start.fetchone()[0] or "") + "".join(str(p[0]) for p in pieces)
+            cursor = conn.execute(
+                "INSERT INTO replies (message_id, parent_id, fork_at, mode, model_path, "
+                "model_size, model_sha256, seed, rng, max_tokens, finish_reason, created, "
+                "finished, n_ctx, n_batch, step_layout, text, decoding) "
+                "SELECT message_id, id, ?, mode, model_path, model_size, model_sha256, seed, "
+                "rng, max_tokens, ?, ?, ?, n_ctx, n_batch, step_layout, ?, decoding "
+                "FROM replies WHERE id = ?",
+                (at, REJECTED, now, now, text + event.text, self.reply_id),
+            )
+            ghost = int(cursor.lastrowid or 0)
+            for table in ("reply_tokens", "reply_steps"):
+                conn.execute(
+                    f"UPDATE {table} SET reply_id = ? WHERE reply_id = ? AND idx >= ?",
+                    (ghost, self.reply_id, at),
+                )
+            conn.execute(
+                "INSERT INTO reply_tokens (reply_id, idx, token_id) "
+                "SELECT ?, idx, token_id FROM reply_tokens WHERE reply_id = ? AND idx < ?",
+                (ghost, self.reply_id, at),
+            )
+            conn.execute(
+                "INSERT INTO settings_changes (reply_id, from_index, settings) VALUES (?, 0, ?)",
+                (ghost, settings_json(in_force)),
+            )
+            conn.execute(
+                "INSERT INTO settings_changes (reply_id, from_index, settings) "
+                "SELECT ?, from_index, settings FROM settings_changes "
+                "WHERE reply_id = ? AND from_index > ?",
+                (ghost, self.reply_id, at),
+            )
+            conn.execute(
+                "DELETE FROM settings_changes WHERE reply_id = ? AND from_index >= ? "
+                "AND from_index > 0",
+                (self.reply_id, at),
+            )
+            if at == 0:  # a change at token 0 replaced the start's row: put it back
+                conn.execute(
+                    "UPDATE settings_changes SET settings = ? WHERE reply_id = ? AND "
+                    "from_index = 0",
+                    (settings_json(self._changes[0][1]), self.reply_id),
+                )
+            conn.execute(
+                "UPDATE replies SET parent_id = ? WHERE parent_id = ? AND fork_at > ? "
+                "AND finish_reason = ?",
+                (ghost, self.reply_id, at, REJECTED),
+            )
+        self._changes = kept
+        self._last_settings = kept[-1][1]
+        self._count = at
+        return ghost
 
     def append(self, event: TokenEvent) -> None:
         """Store a TokenEvent (its index, token, step record, settings and text)."""

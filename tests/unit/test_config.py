@@ -18,6 +18,7 @@ from backend.config.config import (
     settings_with_config,
 )
 from backend.config.paths import CONFIG_DIR_ENV, default_config_path
+from backend.session.phrase_bans import PhraseBans
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from sampling.spec import SETTINGS_BY_NAME
 from tui.cli.settings_flags import add_settings_flags, settings_from_args
@@ -173,3 +174,32 @@ def test_commands_load_the_config_files_model(
     # ...and --model still beats it.
     assert main(["encode", "hi", "--model", str(tmp_path / "flag.gguf")]) == 2
     assert "flag.gguf: model file not found" in capsys.readouterr().err
+
+
+def test_the_bans_table_gives_the_phrase_bans(tmp_path: Path) -> None:
+    text = '[bans]\nphrases = ["as an AI", "delve"]\nignore_case = true\ntries = 5\n'
+    config = load_config(write(tmp_path, text))
+    assert config.bans == PhraseBans(("as an AI", "delve"), ignore_case=True, tries=5)
+    again = tomllib.loads(effective_toml(config, model="/m.gguf"))["bans"]
+    assert again == {
+        "phrases": ["as an AI", "delve"],
+        "ignore_case": True,
+        "regex": False,
+        "tries": 5,
+    }
+    assert load_config(write(tmp_path, "")).bans == PhraseBans()
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ('[bans]\nphrases = "x"\n', "bans.phrases: expected a list of texts"),
+        ('[bans]\nphrases = ["("]\nregex = true\n', "bans.phrases: banned phrase '('"),
+        ("[bans]\nregex = 1\n", "bans.regex: expected true or false"),
+        ("[bans]\nwords = []\n", "bans.words: unknown key"),
+        ("[bans]\ntries = 0\n", "invalid tries=0"),
+    ],
+)
+def test_bad_bans_name_the_key(tmp_path: Path, text: str, words: str) -> None:
+    with pytest.raises(ConfigError, match=words.replace("(", r"\(")):
+        load_config(write(tmp_path, text))

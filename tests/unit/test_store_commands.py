@@ -156,6 +156,7 @@ def test_config_init_writes_a_valid_template_once(
 ) -> None:
     assert main(["config", "--init"]) == 0
     path = Path(capsys.readouterr().out.strip())
-    assert tomllib.loads(path.read_text(encoding="utf-8")) == {"settings": {}, "keys": {}}
+    template = tomllib.loads(path.read_text(encoding="utf-8"))
+    assert template == {"settings": {}, "keys": {}, "bans": {}}
     assert main(["config", "--init"]) == 1
     assert "already exists" in capsys.readouterr().err

@@ -45,6 +45,17 @@ def fork_counts(reply: Reply) -> dict[int, int]:
     return counts
 
 
+def ghost_forks(reply: Reply) -> list[int]:
+    """The token indexes where `reply` itself went back from a rejected attempt (a
+    ghost branch forking from its tokens there), in order."""
+    forks = {
+        other.fork_at or 0
+        for other in reply.tree
+        if other.is_ghost and other is not reply and divergence(reply, other) == other.fork_at
+    }
+    return sorted(forks)
+
+
 def sibling(reply: Reply, delta: int) -> Reply:
     """The branch `delta` places after `reply` in its turn's tree, wrapping around."""
     tree = reply.tree
@@ -58,4 +69,6 @@ def branch_label(reply: Reply) -> str:
     if reply.parent is not None and reply.parent in tree:
         number = tree.index(reply.parent) + 1
         label += f", from branch {number} at token {(reply.fork_at or 0) + 1}"
+    if reply.is_ghost:
+        label += " (rejected: it held a banned phrase)"
     return label

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from backend.chat.compare import common_prefix
 from backend.chat.completion import Mode
-from backend.chat.events import FinishedEvent, TokenEvent
+from backend.chat.events import FinishedEvent, RewindEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.session.phrase_bans import PhraseBans
 from backend.session.run import Steer
 from backend.store.recorded import StoreErrorNotices, recorded
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatRecord
 from sampling.settings import SamplerSettings
-from tui.chat.reply import Reply
+from tui.chat.beam_job import BeamJob
+from tui.chat.reply import REJECTED, Reply
 from tui.chat.reply_job import ReplyJob
 
 
@@ -41,6 +44,8 @@ class Conversation:
         """How replies are generated: chat turns, or one document continued."""
         self.reset_pending = False
         """Whether the backend's cache must be forgotten before the next reply."""
+        self.bans = PhraseBans()
+        """Phrases no reply may hold (each reply backtracks away from them)."""
         self._store_notices = StoreErrorNotices()
 
     def ask(self, text: str) -> None:
@@ -59,9 +64,52 @@ class Conversation:
             self._store_notices,
             reset=self.reset_pending,
             mode=self.mode,
+            bans=self.bans,
         )
         self.reset_pending = False  # the job resets the backend before anything else
         return reply, job
+
+    def begin_beams(
+        self, settings: SamplerSettings, max_tokens: int, width: int, length_penalty: float
+    ) -> tuple[Reply, BeamJob]:
+        """Start the assistant's reply by beam search: the best beam is the reply, the
+        others join its turn's tree when it has finished (`add_beams`)."""
+        reply = Reply(seed=settings.seed, settings=settings, turn=len(self.messages))
+        self.replies.append(reply)
+        job = BeamJob(
+            list(self.messages),
+            settings,
+            max_tokens,
+            width,
+            length_penalty,
+            self.recorder,
+            self._store_notices,
+            reset=self.reset_pending,
+            mode=self.mode,
+            bans=self.bans,
+        )
+        self.reset_pending = False
+        return reply, job
+
+    def add_beams(self, reply: Reply, job: BeamJob) -> None:
+        """Add the beams other than the best to `reply`'s tree, each a branch of it
+        from the first token where they part (after `finish_reply`)."""
+        reply.branch_id = job.reply_id
+        for beam in job.branches:
+            at = common_prefix(
+                [t.step.token_id for t in reply.tokens], [t.step.token_id for t in beam.tokens]
+            )
+            Reply(
+                seed=reply.seed,
+                settings=reply.settings,
+                tokens=list(beam.tokens),
+                finished=beam.reason,
+                turn=reply.turn,
+                branch_id=beam.branch_id,
+                parent=reply,
+                fork_at=at,
+                tree=reply.tree,
+            )
 
     def begin_branch(
         self,
@@ -108,6 +156,7 @@ class Conversation:
             mode=self.mode,
             steer=steer if steered else None,
             fork=(old.branch_id, index),
+            bans=self.bans,
         )
         self.reset_pending = False
         return reply, job
@@ -120,6 +169,34 @@ class Conversation:
         if self.recorder is not None:
             self.recorder.follow(branch.branch_id)
 
+    def rewind_reply(self, event: RewindEvent) -> Reply:
+        """The running (last) reply went back to token `event.index`: what it drops
+        becomes a ghost branch forking there (ghosts forking later from the tokens it
+        drops become the new ghost's branches, as in the store).
+
+        Returns:
+            The ghost.
+        """
+        reply = self.replies[-1]
+        at = event.index
+        ghost = Reply(
+            seed=reply.seed,
+            settings=reply.settings,
+            tokens=list(reply.tokens),
+            finished=REJECTED,
+            turn=reply.turn,
+            parent=reply,
+            fork_at=at,
+            tree=reply.tree,
+        )
+        for other in reply.tree:
+            later = (other.fork_at or 0) > at
+            if other.parent is reply and other.is_ghost and other is not ghost and later:
+                other.parent = ghost
+        reply.tokens = reply.tokens[:at]  # a new list: the views read it afresh
+        reply.ghosts.append(ghost)
+        return ghost
+
     def finish_reply(self, event: FinishedEvent) -> Reply:
         """The last reply ended: its text becomes the assistant's turn (if any)."""
         self.finished.append(event)
@@ -128,6 +205,8 @@ class Conversation:
         reply.error = event.error or ""
         if self.recorder is not None:
             reply.branch_id = self.recorder.reply_id
+            for ghost, ghost_id in zip(reply.ghosts, self.recorder.ghost_ids, strict=False):
+                ghost.branch_id = ghost_id
         # A branch keeps its turn even when empty: its other branches are a key away.
         if event.text or reply.parent is not None:
             self.messages.append(ChatMessage("assistant", event.text))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from backend.chat.protocol import LiveSettings
+from tui.chat.branches import ghost_forks
 from tui.chat.conversation import Conversation
 from tui.chat.reply import Reply
 from tui.chat.transcript import Transcript
@@ -115,6 +116,7 @@ class ChatPlots:
         tokens = replies[number].tokens if number >= 0 else []
         if rows:
             marked = index if cursor is not None else None
-            self.timeline.show(number if number >= 0 else None, tokens, marked)
+            ghosts = ghost_forks(replies[number]) if number >= 0 else []
+            self.timeline.show(number if number >= 0 else None, tokens, marked, ghosts)
         if tail:
             self.tail.show(tokens[index].step if 0 <= index < len(tokens) else None)

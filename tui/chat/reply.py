@@ -7,13 +7,19 @@ from dataclasses import dataclass, field
 from backend.chat.events import TokenEvent
 from sampling.settings import SamplerSettings
 
+REJECTED = "rejected"
+"""A ghost's finish: an attempt a phrase ban rejected (`backend.store.records.REJECTED`)."""
+
 FINISH_LABELS = {
     "cancelled": "stopped",
     "error": "error",
     "max_tokens": "max tokens",
     "context_full": "context full",
+    "banned": "every token tried here held a banned phrase",
 }
 """What the transcript and the status line say of each way a reply ends but "eos"."""
+GHOST_LABEL = "rejected: a banned phrase"
+"""What a ghost branch's end says."""
 
 
 @dataclass(eq=False)
@@ -32,6 +38,8 @@ class Reply:
         fork_at: The index of its first own token (tokens before are the parent's).
         tree: Every branch of its turn, oldest first, itself included (one list,
             shared by the branches).
+        ghosts: The attempts phrase bans rejected while it ran (each a branch of the
+            tree), in order.
     """
 
     seed: int
@@ -44,6 +52,12 @@ class Reply:
     parent: Reply | None = None
     fork_at: int | None = None
     tree: list[Reply] = field(default_factory=list)
+    ghosts: list[Reply] = field(default_factory=list)
+
+    @property
+    def is_ghost(self) -> bool:
+        """Whether it is an attempt a phrase ban rejected (drawn greyed)."""
+        return self.finished == REJECTED
 
     def __post_init__(self) -> None:
         if self not in self.tree:

@@ -16,6 +16,7 @@ from backend.chat.completion import Mode, as_document
 from backend.chat.events import FinishedEvent, GenerationEvent, GenerationStats, NoticeEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.backend import SessionBackend
+from backend.session.phrase_bans import PhraseBans
 from backend.session.run import Steer
 from backend.store.recorded import StoreErrorNotices, recorded
 from backend.store.recorder import ChatRecorder
@@ -41,6 +42,8 @@ class ReplyJob:
             token forced there (None: drawn again).
         fork: Record the reply as a branch: (the stored id of the branch it forks
             from, or None when that was not saved; the index of its first own token).
+        bans: Phrases the reply may not hold (it backtracks; see
+            `backend.session.phrase_bans`).
     """
 
     messages: Sequence[ChatMessage]
@@ -52,6 +55,7 @@ class ReplyJob:
     mode: Mode = "chat"
     steer: Steer | None = None
     fork: tuple[int | None, int] | None = None
+    bans: PhraseBans = field(default_factory=PhraseBans)
 
     def __call__(self, backend: SessionBackend, cancel: threading.Event) -> Iterator[ColumnEvent]:
         """Generate the reply (worker thread); every event, tagged as column 0."""
@@ -81,6 +85,7 @@ class ReplyJob:
                 cancel=cancel,
                 raw=completion,
                 steer=self.steer,
+                bans=self.bans or None,
             )
             yield from recorded(events, recorder, self.notices)
         except Exception as error:  # the contract says errors come as events; be safe

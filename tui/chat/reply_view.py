@@ -21,7 +21,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from tui.chat.branches import fork_counts
-from tui.chat.reply import FINISH_LABELS, Reply
+from tui.chat.reply import FINISH_LABELS, GHOST_LABEL, Reply
 from tui.display import display_text
 from tui.widgets.token_look import PLAIN, TokenMarks, styled_runs
 from tui.widgets.token_text import token_text
@@ -29,6 +29,8 @@ from tui.widgets.token_text import token_text
 _NOTE = Style(italic=True, color="grey50")
 _ERROR = Style(bold=True, color="red")
 _FORK = Style(bold=True, color="magenta")
+_GHOST = Style(dim=True, strike=True, color="grey50")
+"""A ghost's own tokens: the attempt a phrase ban rejected, greyed."""
 FORK_MARK = "⋔"
 """Drawn after a token where branches of the reply part, with their number."""
 _CHUNK = re.compile(r"\s*\S+|\s+")
@@ -98,6 +100,9 @@ class ReplyView(Widget):
         tokens = self.reply.tokens
         if self._laid_out == len(tokens) and self.reply.finished == self._finished_shown:
             return  # nothing new
+        if self._laid_out > len(tokens):
+            self._relayout()  # the reply went back (a phrase ban)
+            return
         if self._placeholder:  # the "…" placeholder goes
             self._relayout(refresh=False)
             self._refresh_lines(0)
@@ -145,7 +150,7 @@ class ReplyView(Widget):
         self._placeholder = not reply.tokens and not reply.finished
         if self._placeholder:
             self._place("…", _NO_TOKEN, _NOTE)
-        label = FINISH_LABELS.get(reply.finished)
+        label = GHOST_LABEL if reply.is_ghost else FINISH_LABELS.get(reply.finished)
         if label:
             self._place(f"  [{label}]", _NO_TOKEN, _NOTE)
         if reply.error:
@@ -154,7 +159,11 @@ class ReplyView(Widget):
 
     def _place_token(self, index: int) -> None:
         token = self.reply.tokens[index]
-        self._place(token_text(token, marked=self.marks.marked(index)), index, None)
+        reply = self.reply
+        ghostly = reply.is_ghost and index >= (reply.fork_at or 0)
+        self._place(
+            token_text(token, marked=self.marks.marked(index)), index, _GHOST if ghostly else None
+        )
         forks = self._forks.get(index)
         if forks:
             self._place(f"{FORK_MARK}{forks}", _NO_TOKEN, _FORK)

@@ -48,10 +48,13 @@ def _turn_tree(
         return None
     tree: list[Reply] = []
     by_id: dict[int, Reply] = {}
+    parents: dict[int, int] = {}
     for branch in message.branches:
         tokens = _tokens(branch, store.load_steps(record, branch), pieces, token_bytes)
         if tokens is None:
             continue
+        if branch.parent_id is not None:
+            parents[branch.id] = branch.parent_id
         reply = Reply(
             seed=branch.seed,
             settings=branch.settings_changes[0].settings,
@@ -65,6 +68,10 @@ def _turn_tree(
             tree=tree,
         )
         by_id[branch.id] = reply
+    # A ghost's parent can be a later ghost (the one its tokens went with).
+    for child, parent in parents.items():
+        if child in by_id and by_id[child].parent is None:
+            by_id[child].parent = by_id.get(parent)
     return by_id.get(message.reply.id)
 
 

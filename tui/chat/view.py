@@ -24,11 +24,14 @@ from backend.chat.events import (
     NoticeEvent,
     PhaseEvent,
     PrefillProgress,
+    RewindEvent,
     TokenEvent,
 )
 from backend.chat.protocol import ChatBackend, LiveSettings, ModelInfo
+from backend.session.phrase_bans import PhraseBans
 from backend.store.store import ChatRecord
 from sampling.settings import SamplerSettings
+from tui.chat.beam_job import BeamJob
 from tui.chat.branch_nav import move_branch
 from tui.chat.conversation import Conversation
 from tui.chat.plots import ChatPlots
@@ -39,6 +42,8 @@ from tui.chat.steering import ask_alternative
 from tui.chat.stored import stored_replies
 from tui.chat.transcript import Transcript
 from tui.chat.whatif import WhatIf
+from tui.widgets.beam_controls import BeamControls
+from tui.widgets.phrase_bans import PhraseBanControls
 from tui.widgets.prob_panel import ProbPanel
 from tui.widgets.sampling_panel import SamplingPanel
 from tui.widgets.status_line import StatusLine, StatusState
@@ -100,6 +105,11 @@ class ChatView(Vertical):
         self._first_token_at: float | None = None
         self._last_token_at: float | None = None
         self._generated = 0  # tokens the running reply sampled (not a branch's given ones)
+        self.beam_width = 0
+        """Beams a reply keeps (0: replies are sampled)."""
+        self.length_penalty = 0.0
+        """A finished beam ranks by logprob / length ** it."""
+        self._beam_job: BeamJob | None = None  # the running reply's, when a beam search
         self._probs_note = ""
         """What the probability panel says when no reply of this session has a token."""
         self._transcript = Transcript(id="transcript")
@@ -184,11 +194,19 @@ class ChatView(Vertical):
 
     def start_reply(self) -> None:
         """Generate the assistant's reply to the conversation, with the live settings."""
+        if self.beam_width:
+            reply, beams = self.conversation.begin_beams(
+                self.live.current, self.max_tokens, self.beam_width, self.length_penalty
+            )
+            self.run_reply(reply, beams)
+            self._beam_job = beams
+            return
         reply, job = self.conversation.begin_reply(self.live, self.max_tokens)
         self.run_reply(reply, job)
 
-    def run_reply(self, reply: Reply, job: ReplyJob, *, replace: bool = False) -> None:
+    def run_reply(self, reply: Reply, job: ReplyJob | BeamJob, *, replace: bool = False) -> None:
         """Show `reply` last (`replace`: instead of its turn's and what follows); run its job."""
+        self._beam_job = None
         self._transcript.clear_cursor()
         self.whatif.reply_started(reply)
         if replace:
@@ -262,6 +280,22 @@ class ChatView(Vertical):
         """Focus the message box (at once: the next key goes there)."""
         self.screen.set_focus(self._prompt)
 
+    def set_bans(self, bans: PhraseBans) -> None:
+        """Ban phrases from the next reply on, and show them on the sampling panel."""
+        self.conversation.bans = bans
+        self._sampling.show_bans(bans)
+
+    @on(BeamControls.Changed)
+    def _on_beams_changed(self, message: BeamControls.Changed) -> None:
+        message.stop()
+        self.beam_width, self.length_penalty = message.width, message.length_penalty
+        self._sampling.show_beams(self.beam_width, self.length_penalty)
+
+    @on(PhraseBanControls.Changed)
+    def _on_bans_changed(self, message: PhraseBanControls.Changed) -> None:
+        message.stop()
+        self.set_bans(message.bans)
+
     def show_settings(self, settings: SamplerSettings) -> None:
         """Show the settings in force on the sampling panel."""
         self._sampling.show(settings)
@@ -332,6 +366,11 @@ class ChatView(Vertical):
             self.conversation.replies[-1].tokens.append(event)
             self.pieces.learn(event)
             self._dirty = True
+        elif isinstance(event, RewindEvent):
+            self.conversation.rewind_reply(event)
+            self._generated = max(0, self._generated - len(event.token_ids))
+            self._transcript.show_branch(self.conversation.replies[-1])
+            self._dirty = True
         elif isinstance(event, PrefillProgress):
             self._status.update(prefill_done=event.done, prefill_total=event.total)
         elif isinstance(event, PhaseEvent):
@@ -349,7 +388,11 @@ class ChatView(Vertical):
             self._finish(FinishedEvent("error", GenerationStats(), "", (), error=reason))
 
     def _finish(self, event: FinishedEvent) -> None:
-        self.conversation.finish_reply(event)
+        reply = self.conversation.finish_reply(event)
+        beams, self._beam_job = self._beam_job, None
+        if beams is not None and event.reason != "error":
+            self.conversation.add_beams(reply, beams)
+            self._transcript.show_branch(reply)  # its beams' fork marks
         self.generating = False
         self._redraw()
         stats = event.stats
@@ -358,6 +401,7 @@ class ChatView(Vertical):
             last_ttft_ms=stats.ttft_ms,
             last_tps=stats.decode_tps,
             last_reason=FINISH_LABELS.get(event.reason, event.reason),
+            last_discarded=stats.discarded_tokens,
         )
         if self._pending is not None:
             pending, self._pending = self._pending, None

@@ -27,6 +27,12 @@ TEMPLATE = """\
 
 [keys]                                   # action = "key"
 # quit = "ctrl+q"
+
+[bans]                                   # phrases a reply may not hold: it backtracks
+# phrases = ["as an AI", "delve into"]
+# ignore_case = false
+# regex = false                          # each phrase a Python regular expression
+# tries = 32                             # tokens banned at one place before the reply stops
 """
 
 

@@ -14,6 +14,7 @@ from backend.chat.events import (
     NoticeEvent,
     PhaseEvent,
     PrefillProgress,
+    RewindEvent,
     TokenEvent,
 )
 from backend.chat.protocol import ChatMessage, LiveSettings
@@ -22,6 +23,8 @@ from backend.store.recorder import ChatRecorder
 from backend.store.records import StoreError
 from sampling.records import Step
 from sampling.settings import DEFAULT_CHAT_SETTINGS
+from tui.cli.ban_flags import HeldBackText, add_ban_flags, bans_from_args, config_bans
+from tui.cli.beams import add_beam_flags, run_beams
 from tui.cli.model_flags import add_model_flags, load_backend, log
 from tui.cli.score import reply_score_json
 from tui.cli.settings_flags import (
@@ -71,6 +74,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_db_flag(parser)
     add_settings_flags(parser)
+    add_ban_flags(parser)
+    add_beam_flags(parser)
     add_model_flags(parser)
     parser.set_defaults(func=run)
 
@@ -91,6 +96,22 @@ def step_line(index: int, step: Step, piece: str) -> str:
     )
 
 
+def ghosts_json(ghosts: list[RewindEvent], reply_ids: list[int]) -> list[dict[str, object]]:
+    """The rejected attempts for --json: where each began, its tokens and text, the
+    banned text found, the tokens banned there, and its stored branch (with --save)."""
+    return [
+        {
+            "at": ghost.index,
+            "token_ids": list(ghost.token_ids),
+            "text": ghost.text,
+            "matched": ghost.matched,
+            "banned": list(ghost.banned),
+            **({"reply_id": reply_ids[n]} if n < len(reply_ids) else {}),
+        }
+        for n, ghost in enumerate(ghosts)
+    ]
+
+
 def _recorder(args: argparse.Namespace, backend: LlamaBackend) -> ChatRecorder:
     """A recorder into the `--db` store for the loaded model."""
     info = backend.info
@@ -101,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
     """Generate and print the reply; the exit code is 1 if the generation failed."""
     base = settings_with_user_config(DEFAULT_CHAT_SETTINGS)
     prompt = read_stdin() if args.prompt == "-" else args.prompt
+    bans = bans_from_args(args, config_bans())
     if bias_needs_tokenizer(args):  # --logit-bias names a token by its text
         backend = load_backend(args)
         try:
@@ -119,24 +141,45 @@ def run(args: argparse.Namespace) -> int:
         log(notice)
     if mode == "completion":
         messages = as_document(messages)
+    if args.beams is not None:
+        return run_beams(args, backend, messages, settings, mode, bans)
     verbose: int = args.verbose
     finished: FinishedEvent | None = None
     recorder = _recorder(args, backend) if args.save else None
     steps: list[Step] = []
+    ghosts: list[RewindEvent] = []
+    # With phrase bans, text a rewind may still take back is held.
+    stream = not args.json
+    held = HeldBackText(bans) if bans else None
     try:
         if recorder is not None:
             recorder.begin_reply(messages, settings, args.max_tokens, mode)
         events = backend.generate(
-            messages, LiveSettings(settings), max_tokens=args.max_tokens, raw=mode == "completion"
+            messages,
+            LiveSettings(settings),
+            max_tokens=args.max_tokens,
+            raw=mode == "completion",
+            bans=bans or None,
         )
         for event in recorded(events, recorder):
             if isinstance(event, TokenEvent):
                 steps.append(event.step)
-                if not args.json and event.text:
-                    sys.stdout.write(event.text)
+                text = event.text if held is None else held.token(event)
+                if stream and text:
+                    sys.stdout.write(text)
                     sys.stdout.flush()
                 if verbose >= 2:
                     log(step_line(event.index, event.step, event.piece))
+            elif isinstance(event, RewindEvent):
+                ghosts.append(event)
+                del steps[event.index :]
+                if held is not None:
+                    held.rewind(event)
+                if verbose >= 1:
+                    log(
+                        f"rejected {len(event.token_ids)} tokens at token {event.index}"
+                        f" ({event.matched!r} is banned): {event.text!r}"
+                    )
             elif isinstance(event, NoticeEvent):
                 log(event.message)
             elif isinstance(event, PhaseEvent):
@@ -171,19 +214,24 @@ def run(args: argparse.Namespace) -> int:
                     "error": finished.error,
                     "stats": asdict(finished.stats),
                     "score": reply_score_json(steps),
+                    "ghosts": ghosts_json(ghosts, [] if recorder is None else recorder.ghost_ids),
                     "model": backend.info.path,
                 },
                 ensure_ascii=False,
             )
         )
-    elif finished.text and not finished.text.endswith("\n"):
-        sys.stdout.write("\n")
+    else:
+        if held is not None:
+            sys.stdout.write(held.rest(finished.text))
+        if finished.text and not finished.text.endswith("\n"):
+            sys.stdout.write("\n")
     if verbose >= 1:
         s = finished.stats
         log(
             f"finished: {finished.reason}; prompt {s.prompt_tokens} tokens"
             f" ({s.prefilled_tokens} prefilled in {s.prefill_ms:.0f} ms),"
             f" ttft {s.ttft_ms:.0f} ms, {s.decode_tokens} tokens at {s.decode_tps:.1f} tok/s,"
+            f" {s.discarded_tokens} discarded,"
             f" sampler {s.sampler_us / 1000:.1f} ms"
         )
     if finished.reason == "error":

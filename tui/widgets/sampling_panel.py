@@ -10,11 +10,14 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Collapsible
 
+from backend.session.phrase_bans import PhraseBans
 from sampling.errors import SettingsError
 from sampling.settings import SamplerSettings
 from sampling.spec import SETTINGS_BY_NAME
 from tui.screens.entry import ValueEntryScreen
+from tui.widgets.beam_controls import BEAM_FIELDS, BeamControls
 from tui.widgets.chain_order import ChainOrder
+from tui.widgets.phrase_bans import BAN_FIELDS, PhraseBanControls
 from tui.widgets.setting_controls import (
     CORE_GROUP,
     chain_order_of,
@@ -75,11 +78,27 @@ class SamplingPanel(Vertical):
                 id=f"group-{group}",
                 classes="setting-group",
             )
+        yield Collapsible(
+            PhraseBanControls(PhraseBans()),
+            title="phrase bans",
+            collapsed=True,
+            id="group-phrase-bans",
+            classes="setting-group",
+        )
+        yield Collapsible(
+            BeamControls(),
+            title="beam search",
+            collapsed=True,
+            id="group-beam-search",
+            classes="setting-group",
+        )
 
     def controls(self) -> Iterator[Control]:
         """Every setting's control, group by group."""
         for widget in self.query("Slider, Toggle, ChainOrder, TextSetting"):
-            if isinstance(widget, Slider | Toggle | ChainOrder | TextSetting):
+            if not isinstance(widget, Slider | Toggle | ChainOrder | TextSetting):
+                continue
+            if widget.field not in BAN_FIELDS + BEAM_FIELDS:  # no sampler settings
                 yield widget
 
     def show(self, settings: SamplerSettings) -> None:
@@ -96,6 +115,19 @@ class SamplingPanel(Vertical):
         for group, _ in group_specs():
             collapsible = self.query_one(f"#group-{group}", Collapsible)
             collapsible.title = group_title(group, group_is_on(group, settings))
+
+    def show_bans(self, bans: PhraseBans) -> None:
+        """Show the phrase bans in force (the group's title says how many)."""
+        self.query_one(PhraseBanControls).show(bans)
+        title = f"phrase bans · {len(bans.phrases)}" if bans else "phrase bans"
+        self.query_one("#group-phrase-bans", Collapsible).title = title
+
+    def show_beams(self, width: int, length_penalty: float) -> None:
+        """Say on the group's title whether replies are beam searches."""
+        title = f"beam search · {width} beams" if width else "beam search"
+        if width and length_penalty:
+            title += f" · length pen. {length_penalty:g}"
+        self.query_one("#group-beam-search", Collapsible).title = title
 
     def open_group(self, group: str) -> None:
         """Expand one group (and leave the others as they are)."""

@@ -29,6 +29,8 @@ class StatusState:
     last_ttft_ms: float | None = None
     last_tps: float | None = None
     last_reason: str = ""
+    last_discarded: int = 0
+    """Tokens the last reply decoded and discarded (phrase bans going back)."""
     note: str = ""
 
 
@@ -89,6 +91,8 @@ class StatusLine(Widget):
                 text.append(f"· last reply: TTFT {s.last_ttft_ms:.0f} ms · {s.last_tps:.1f} tok/s")
             if s.last_reason:
                 text.append(f" · {s.last_reason}")
+            if s.last_discarded:
+                text.append(f" · {s.last_discarded} discarded")
         if s.note:
             text.append(f" │ {s.note}", style="italic")
         return text

@@ -1,7 +1,8 @@
 """The reply timeline: one column per token of a reply, drawn with Textual's `Sparkline`.
 
 Rows: the chosen token's probability, the entropy and (on demand) the kept count,
-over a marker row (the token cursor ▲, a setting changed ◆). A reply longer than
+over a marker row (the token cursor ▲, a setting changed ◆, the reply went back
+from a rejected attempt ✗). A reply longer than
 the strip is compressed into buckets that keep each bucket's spike, the token a
 reader looks for: the lowest chosen probability, the highest entropy, the most
 kept tokens; a short one is spread over up to `MAX_SPREAD` cells a token. Clicking
@@ -31,6 +32,7 @@ MAX_SPREAD = 3
 """The most cells one token of a short reply takes."""
 CURSOR_MARK = "▲"
 CHANGE_MARK = "◆"
+GHOST_MARK = "✗"
 
 
 def bucket_bounds(n_tokens: int, columns: int) -> npt.NDArray[np.intp]:
@@ -68,30 +70,41 @@ class _Series(Sparkline):
 class _Marks(Widget):
     """The marker row: the token cursor and the tokens where a setting changed."""
 
-    COMPONENT_CLASSES: ClassVar[set[str]] = {"timeline--cursor", "timeline--change"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "timeline--cursor",
+        "timeline--change",
+        "timeline--ghost",
+    }
     DEFAULT_CSS = """
     _Marks { height: 1; }
     _Marks > .timeline--cursor { color: $accent; text-style: bold; }
     _Marks > .timeline--change { color: $warning; }
+    _Marks > .timeline--ghost { color: $error; text-style: dim; }
     """
 
     def __init__(self) -> None:
         super().__init__(id="timeline-marks")
         self.cursor: int | None = None
         self.changes: list[int] = []
+        self.ghosts: list[int] = []
         self.tokens: list[int] = []
 
     def render(self) -> Text:
         marks = [" "] * len(self.tokens)
         for column in self.changes:
             marks[column] = CHANGE_MARK
+        for column in self.ghosts:
+            marks[column] = GHOST_MARK
         if self.cursor is not None and self.cursor < len(marks):
             marks[self.cursor] = CURSOR_MARK
-        change = self.get_component_rich_style("timeline--change")
-        cursor = self.get_component_rich_style("timeline--cursor")
+        styles = {
+            CHANGE_MARK: self.get_component_rich_style("timeline--change"),
+            GHOST_MARK: self.get_component_rich_style("timeline--ghost"),
+            CURSOR_MARK: self.get_component_rich_style("timeline--cursor"),
+        }
         text = Text()
         for mark in marks:
-            text.append(mark, cursor if mark == CURSOR_MARK else change)
+            text.append(mark, styles.get(mark, styles[CHANGE_MARK]))
         return text
 
     def on_click(self, event: events.Click) -> None:
@@ -125,6 +138,7 @@ class ReplyTimeline(Vertical):
         """Per token read so far: chosen probability, entropy, kept count (rows)."""
         self._read = 0  # tokens of `_tokens` whose values are in `_values`
         self._changed: list[int] = []  # tokens read where a setting changed
+        self._ghosts: tuple[int, ...] = ()  # tokens where the reply went back
         self._cursor: int | None = None
         self._width = 0
         self._columns: list[int] = []
@@ -164,11 +178,20 @@ class ReplyTimeline(Vertical):
         column = self.column_of(index)
         return None if column is None else column * self._spread
 
-    def show(self, number: int | None, tokens: Sequence[TokenEvent], cursor: int | None) -> None:
-        """Draw reply `number`'s tokens with token `cursor` marked (None: no marker)."""
+    def show(
+        self,
+        number: int | None,
+        tokens: Sequence[TokenEvent],
+        cursor: int | None,
+        ghosts: Sequence[int] = (),
+    ) -> None:
+        """Draw reply `number`'s tokens with token `cursor` marked (None: no marker)
+        and the tokens where it went back from a rejected attempt (`ghosts`)."""
         same = number == self.reply_number and tokens is self._tokens
-        if same and len(tokens) == self._shown_count and cursor == self._cursor:
+        unchanged = same and tuple(ghosts) == self._ghosts
+        if unchanged and len(tokens) == self._shown_count and cursor == self._cursor:
             return
+        self._ghosts = tuple(ghosts)
         if tokens is not self._tokens or len(tokens) < self._read:
             self._read = 0  # another reply (or branch): read it afresh
             self._changed = []
@@ -225,6 +248,7 @@ class ReplyTimeline(Vertical):
         marks.tokens = [i for i in self._columns for _ in range(spread)]
         marks.styles.width = max(1, len(marks.tokens))
         marks.changes = sorted({x for i in self._changed if (x := self.x_of(i)) is not None})
+        marks.ghosts = sorted({x for i in self._ghosts if (x := self.x_of(i)) is not None})
         marks.cursor = None if self._cursor is None else self.x_of(self._cursor)
         marks.refresh()
         self._update_title(probs, entropy, bounds)

@@ -1,0 +1,499 @@
+"""Beam search on the one model memory: W sequences decoded in lockstep, forked by `seq_cp`.
+
+Beams are ranked by their cumulative log-probability under the chain's
+probabilities: at each step a beam's next-token distribution is the one the
+sampler would draw from with the reply's settings (`sampling.sampler.probabilities`:
+penalties, filters and temperature applied, cut tokens at 0), so temperature 1 with
+nothing cut ranks by the model's own probabilities, and the filters bound which
+tokens a beam may take. A token's probability is its step record's `prob`: a beam's
+log-probability is the sum of the logs of its steps' `prob`.
+
+Each step decodes one token of every live beam in one batch (one `llama_decode`).
+The prompt is prefilled once into sequence 0; a beam whose parent has another child
+already gets a free sequence that copies the parent's (`Memory.fork`, llama.cpp's
+`seq_cp`: the cells are shared, not computed again).
+
+As in Hugging Face's beam search, every step looks at the 2W best continuations:
+an end-of-generation token among the first W finishes a hypothesis, the others
+carry on until W beams do; a finished hypothesis scores `logprob / length **
+length_penalty` (the length counts its end token). The search stops when W
+hypotheses are finished and no live beam's score can beat the worst of them (exact
+with no length penalty: a log-probability only falls), or at max_tokens.
+
+Phrase bans (`backend.session.phrase_bans.PhraseBans`) need no going back here: a
+continuation whose text would complete a banned phrase is not a candidate (the next
+most probable ones are looked at instead), so no beam ever holds one. A beam whose
+every continuation would is a dead end; when every beam is, the search ends there
+(reason "banned") with the best of them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+import numpy as np
+
+from backend.chat.events import FinishReason, GenerationStats
+from backend.chat.protocol import ChatMessage
+from backend.llama.utf8 import Utf8Stream
+from backend.session.backend import SessionBackend
+from backend.session.loop import LOST_NOTICE
+from backend.session.model import Model
+from backend.session.phrase_bans import PhraseBans
+from sampling.errors import SamplescopeError
+from sampling.records import Step
+from sampling.sampler import Sampler, probabilities
+from sampling.settings import SamplerSettings
+
+SearchEnd = Literal["eos", "max_tokens", "context_full", "cancelled", "banned"]
+"""Why a search stopped; "eos": every kept hypothesis ended with an end token;
+"banned": every continuation of every beam held a banned phrase."""
+BeamEnd = SearchEnd | Literal["pruned", "live"]
+"""How a hypothesis ended: as the search did, or "pruned" ("live" while it runs)."""
+_FINISH: dict[BeamEnd, FinishReason] = {
+    "eos": "eos",
+    "max_tokens": "max_tokens",
+    "context_full": "context_full",
+    "cancelled": "cancelled",
+    "banned": "banned",
+}
+
+
+def beam_decoding(width: int, length_penalty: float, rank: int) -> str:
+    """How a beam was found, as a stored reply's `decoding` record (JSON)."""
+    return json.dumps({"beams": width, "length_penalty": length_penalty, "rank": rank})
+
+
+def beam_record(decoding: str | None) -> dict[str, object] | None:
+    """A stored `decoding` record of a beam (`beam_decoding`), or None when it is not one."""
+    if decoding is None:
+        return None
+    try:
+        values = json.loads(decoding)
+    except json.JSONDecodeError:
+        return None
+    return values if isinstance(values, dict) and "beams" in values else None
+
+
+class BeamSearchError(SamplescopeError):
+    """A beam search cannot run as asked (the message says why)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Beam:
+    """One hypothesis of a beam search.
+
+    Attributes:
+        token_ids: Its tokens (an end-of-generation token last when it finished so).
+        steps: Each token's step record: the candidate table of its beam's logits,
+            `prob` the token's probability under the chain (no draw).
+        logprob: The sum of the logs of its steps' probabilities.
+        score: `logprob / len(token_ids) ** length_penalty` (what ranks it).
+        reason: "eos" (it ended with an end-of-generation token), "max_tokens", or
+            "pruned" (better beams took its place).
+        pruned_at: The step it was dropped at (its length then), None when kept.
+    """
+
+    token_ids: tuple[int, ...]
+    steps: tuple[Step, ...] = field(repr=False)
+    logprob: float
+    score: float
+    reason: BeamEnd
+    pruned_at: int | None = None
+
+    @property
+    def finish_reason(self) -> FinishReason:
+        """A kept hypothesis's finish reason, as a reply's.
+
+        Raises:
+            BeamSearchError: It was pruned (or is live).
+        """
+        reason = _FINISH.get(self.reason)
+        if reason is None:
+            raise BeamSearchError(f"a {self.reason} hypothesis has no finish reason")
+        return reason
+
+
+@dataclass(frozen=True, slots=True)
+class BeamSearch:
+    """What a beam search found.
+
+    Attributes:
+        beams: The W best hypotheses, best first.
+        pruned: Every hypothesis dropped on the way (each with `pruned_at`).
+        stats: The best beam's figures; `decode_tokens` counts its tokens and
+            `discarded_tokens` every other token the search decoded.
+        steps: How many lockstep steps (decode batches) ran.
+        notices: What the prompt's fitting said.
+        reason: Why it stopped: "eos" (every kept hypothesis finished), "max_tokens",
+            "context_full" or "cancelled".
+        banned: How many continuations were passed over for completing a banned phrase.
+        length_penalty: The exponent of the length that divided the finished ones'
+            log-probabilities.
+    """
+
+    beams: tuple[Beam, ...]
+    pruned: tuple[Beam, ...]
+    stats: GenerationStats
+    steps: int
+    notices: tuple[str, ...]
+    reason: SearchEnd
+    banned: int = 0
+    length_penalty: float = 0.0
+
+
+@dataclass(slots=True)
+class _Live:
+    """A live beam: its sequence, its tokens and steps so far, and its text."""
+
+    seq: int
+    token_ids: list[int]
+    steps: list[Step]
+    logprob: float
+    row: int = -1
+    text: str = ""
+    pending: bytes = b""
+    """The bytes of a character its last tokens began and did not finish."""
+
+
+def token_texts(model: Model, token_ids: Sequence[int]) -> list[str]:
+    """The text each token completes (a split character comes out whole, with the
+    token that ends it; an end-of-generation token adds none)."""
+    stream = Utf8Stream()
+    texts = ["" if model.is_eog(t) else stream.feed(model.token_bytes(t)) for t in token_ids]
+    if texts:
+        texts[-1] += stream.flush()
+    return texts
+
+
+def beam_search(
+    backend: SessionBackend,
+    messages: Sequence[ChatMessage],
+    settings: SamplerSettings,
+    *,
+    width: int,
+    max_tokens: int,
+    length_penalty: float = 0.0,
+    raw: bool = False,
+    cancel: threading.Event | None = None,
+    on_step: Callable[[int, Sequence[Beam]], None] | None = None,
+    bans: PhraseBans | None = None,
+) -> BeamSearch:
+    """Search the `width` most probable replies to `messages` (see the module doc).
+
+    Args:
+        backend: The model and its memory (sequence 0 ends up holding the prompt).
+        messages: The conversation.
+        settings: The chain whose probabilities rank the beams.
+        width: How many beams (at most the model's sequences).
+        max_tokens: The longest hypothesis.
+        length_penalty: The exponent of the length dividing a finished
+            hypothesis's log-probability (0: none; above 0 favours longer ones).
+        raw: The last message's text is continued without the chat template.
+        cancel: When set, stop after the current step.
+        on_step: Called after each step with the step's number and the live beams.
+        bans: Phrases no beam may hold (continuations completing one are passed over).
+
+    Raises:
+        BeamSearchError: The width or the settings cannot be searched with.
+        SamplescopeError: The prompt or the model failed.
+    """
+    model = backend.model
+    if not 1 <= width <= model.n_seq_max:
+        raise BeamSearchError(
+            f"invalid width {width}: this model holds 1 to {model.n_seq_max} sequences at once"
+        )
+    if max_tokens < 1:
+        raise BeamSearchError(f"invalid max_tokens={max_tokens}: expected at least 1")
+    if settings.greedy:
+        raise BeamSearchError(
+            "beam search ranks by the chain's probabilities, and at temperature 0 the chain "
+            "keeps one token: use a temperature above 0 (1: the model's own probabilities)"
+        )
+    if settings.mirostat or settings.adaptive_target >= 0:
+        raise BeamSearchError(
+            "beam search needs a chain without state: mirostat and adaptive-p are off limits"
+        )
+    search = _Search(backend, settings, width, max_tokens, length_penalty, cancel, on_step)
+    search.bans = bans if bans else None
+    return search.run(messages, raw)
+
+
+class _Search:
+    """One beam search's state (see `beam_search`)."""
+
+    def __init__(
+        self,
+        backend: SessionBackend,
+        settings: SamplerSettings,
+        width: int,
+        max_tokens: int,
+        length_penalty: float,
+        cancel: threading.Event | None,
+        on_step: Callable[[int, Sequence[Beam]], None] | None,
+    ) -> None:
+        self.backend = backend
+        self.model = backend.model
+        self.memory = backend.session.memory
+        self.clock = backend.session.clock
+        self.settings = settings
+        self.width = width
+        self.max_tokens = max_tokens
+        self.length_penalty = length_penalty
+        self.cancel = cancel
+        self.on_step = on_step
+        self.sampler = Sampler(settings, vocab_size=self.model.n_vocab, vocabulary=self.model)
+        self.finished: list[Beam] = []
+        self.pruned: list[Beam] = []
+        self.decoded = 0
+        self.sampler_us = 0.0
+        self.bans: PhraseBans | None = None
+        self.banned = 0
+        self.dead_ends: list[Beam] = []
+
+    def score(self, logprob: float, length: int) -> float:
+        """A hypothesis's rank: its log-probability over its length to the penalty."""
+        return logprob / (length**self.length_penalty) if self.length_penalty else logprob
+
+    def _beam(self, live: _Live, reason: BeamEnd, pruned_at: int | None = None) -> Beam:
+        return Beam(
+            tuple(live.token_ids),
+            tuple(live.steps),
+            live.logprob,
+            self.score(live.logprob, len(live.token_ids)),
+            reason,
+            pruned_at,
+        )
+
+    def run(self, messages: Sequence[ChatMessage], raw: bool) -> BeamSearch:
+        backend, memory, model = self.backend, self.memory, self.model
+        started = self.clock()
+        notices: list[str] = []
+        if model.lost:
+            notices.append(LOST_NOTICE)
+            memory.clear()
+            model.recover()
+        memory.drop_others()
+        prompt, fitted = backend.fit_prompt(messages, self.max_tokens, raw)
+        notices += fitted
+        if not prompt:
+            raise SamplescopeError("the prompt is empty")
+        todo = prompt[memory.reuse(prompt) :]
+        for _ in memory.prefill(todo):
+            pass
+        prefill_ms = (self.clock() - started) * 1000
+        decode_started = self.clock()
+        live = [_Live(0, [], [], 0.0)]
+        step = 0
+        reason: SearchEnd = "max_tokens"
+        try:
+            while True:
+                live = self._expand(live)
+                step += 1
+                if self.on_step is not None:
+                    self.on_step(step, [self._beam(b, "live") for b in live])
+                if not live or self._done(live):
+                    reason = "eos"
+                    break
+                if step >= self.max_tokens:
+                    break
+                if self.cancel is not None and self.cancel.is_set():
+                    reason = "cancelled"
+                    break
+                if memory.cells_used + len(live) > model.n_ctx:
+                    reason = "context_full"
+                    break
+                self._decode(live)
+        finally:
+            memory.drop_others()
+            memory.keep(len(prompt))
+        if reason == "eos":  # the finished ones cannot be beaten: the live ones go
+            self.pruned += [self._beam(b, "pruned", len(b.token_ids)) for b in live]
+            live = []
+        ended = [self._beam(b, reason) for b in live]
+        ranked = sorted(self.finished + ended, key=lambda b: b.score, reverse=True)
+        if not ranked:  # every beam ran into banned phrases: the best of them, there
+            ranked = sorted(self.dead_ends, key=lambda b: b.score, reverse=True)
+            self.pruned = [b for b in self.pruned if b.reason != "banned"]
+            reason = "banned"
+        kept = ranked[: self.width]
+        self.pruned += [
+            replace(b, reason="pruned", pruned_at=len(b.token_ids)) for b in ranked[self.width :]
+        ]
+        best = kept[0]
+        decode_ms = (self.clock() - decode_started) * 1000
+        n = len(best.token_ids)
+        stats = GenerationStats(
+            prompt_tokens=len(prompt),
+            prefilled_tokens=len(todo),
+            prefill_ms=prefill_ms,
+            ttft_ms=prefill_ms,
+            decode_tokens=n,
+            decode_ms=decode_ms,
+            decode_tps=self.decoded / (decode_ms / 1000) if decode_ms > 0 else 0.0,
+            sampler_us=self.sampler_us,
+            cached_tokens=len(memory.tokens()),
+            discarded_tokens=max(0, self.decoded - n),
+        )
+        return BeamSearch(
+            tuple(kept),
+            tuple(self.pruned),
+            stats,
+            step,
+            tuple(notices),
+            reason,
+            self.banned,
+            self.length_penalty,
+        )
+
+    def _done(self, live: list[_Live]) -> bool:
+        """Whether W hypotheses are finished and no live beam can beat the worst."""
+        if len(self.finished) < self.width:
+            return False
+        worst = sorted((b.score for b in self.finished), reverse=True)[self.width - 1]
+        best_live = max(self.score(b.logprob, len(b.token_ids) + 1) for b in live)
+        return best_live <= worst
+
+    def _expand(self, live: list[_Live]) -> list[_Live]:
+        """The next beams: the best continuations of the live ones (one token each)."""
+        model, width = self.model, self.width
+        scored: list[tuple[float, int, int, float]] = []  # (logprob, beam, token, prob)
+        for number, beam in enumerate(live):
+            logits = model.logits(beam.row)
+            history = self.memory.tokens(beam.seq)
+            probs = probabilities(
+                logits,
+                self.settings,
+                history,
+                vocabulary=model,
+                generated=len(beam.token_ids),
+                end_of_generation=model.eog_ids,
+            )
+            for token, p in self._candidates(beam, probs):
+                scored.append((beam.logprob + math.log(p), number, token, p))
+        scored.sort(key=lambda c: (-c[0], c[1], c[2]))
+        chosen: list[tuple[int, int, float, float]] = []  # (beam, token, prob, logprob)
+        for rank, (logprob, number, token, p) in enumerate(scored[: 2 * width]):
+            if model.is_eog(token):
+                if rank < width:
+                    chosen.append((number, token, p, logprob))
+            elif sum(1 for c in chosen if not model.is_eog(c[1])) < width:
+                chosen.append((number, token, p, logprob))
+        steps = self._steps(live, {c[0] for c in chosen})
+        children: list[_Live] = []
+        taken: set[int] = set()
+        for number, token, p, logprob in chosen:
+            parent = live[number]
+            step = _as_taken(steps[number], token, p)
+            text, pending = _grown_text(model, parent, token)
+            grown = _Live(
+                parent.seq,
+                [*parent.token_ids, token],
+                [*parent.steps, step],
+                logprob,
+                text=text,
+                pending=pending,
+            )
+            if model.is_eog(token):
+                self.finished.append(self._beam(grown, "eos"))
+            else:
+                children.append(grown)
+                taken.add(number)
+        offered = {number for _, number, _, _ in scored}
+        for number, beam in enumerate(live):
+            if number not in offered:  # every continuation held a banned phrase
+                dead = self._beam(beam, "banned", len(beam.token_ids))
+                self.dead_ends.append(replace(dead, pruned_at=None))
+                self.pruned.append(dead)
+            elif number not in taken:
+                self.pruned.append(self._beam(beam, "pruned", len(beam.token_ids)))
+        self._assign(live, children)
+        return children
+
+    def _candidates(self, beam: _Live, probs: np.ndarray) -> list[tuple[int, float]]:
+        """A beam's 2W most probable continuations, those completing a banned phrase
+        passed over (each counted in `banned`)."""
+        wanted = 2 * self.width
+        nonzero = int(np.count_nonzero(probs))
+        if self.bans is None:
+            count = min(wanted, nonzero)
+            top = np.argpartition(probs, -count)[-count:]
+            return [(int(t), float(probs[t])) for t in top if probs[t] > 0.0]
+        found: list[tuple[int, float]] = []
+        for token in _most_probable(probs, nonzero, wanted + 32):
+            text, _ = _grown_text(self.model, beam, token)
+            if self.bans.find(text, len(beam.text)) is not None:
+                self.banned += 1
+                continue
+            found.append((token, float(probs[token])))
+            if len(found) == wanted:
+                break
+        return found
+
+    def _steps(self, live: list[_Live], numbers: set[int]) -> dict[int, Step]:
+        """The step record of each beam in `numbers` (its logits' candidate table)."""
+        steps: dict[int, Step] = {}
+        for number in sorted(numbers):
+            beam = live[number]
+            step = self.sampler.sample(self.model.logits(beam.row), self.memory.tokens(beam.seq))
+            self.sampler_us += step.elapsed_us
+            steps[number] = step
+        return steps
+
+    def _assign(self, live: list[_Live], children: list[_Live]) -> None:
+        """Give each child a sequence holding its parent's: the first child of a parent
+        keeps the parent's, the others copy it into one no beam holds any more."""
+        parent_seqs = {beam.seq for beam in live}
+        kept = {child.seq for child in children}
+        free = [s for s in range(self.width) if s not in kept]
+        free.sort(key=lambda s: s in parent_seqs)  # never held first, then childless parents
+        seen: set[int] = set()
+        copies: list[tuple[_Live, int]] = []
+        for child in children:
+            if child.seq in seen:
+                copies.append((child, child.seq))
+            seen.add(child.seq)
+        for child, source in copies:
+            child.seq = free.pop(0)
+            self.memory.fork(child.seq, source)
+
+    def _decode(self, live: list[_Live]) -> None:
+        """One lockstep step: each live beam's last token, in one batch."""
+        self.memory.step([(beam.seq, beam.token_ids[-1]) for beam in live])
+        self.decoded += len(live)
+        for row, beam in enumerate(live):
+            beam.row = row if len(live) > 1 else -1
+
+
+def _most_probable(probs: np.ndarray, nonzero: int, first: int) -> Iterator[int]:
+    """The tokens of nonzero probability, most probable first (the first `first`
+    sorted alone: the rest only when asked for)."""
+    first = min(first, nonzero)
+    top = np.argpartition(probs, -first)[-first:]
+    yield from (int(t) for t in top[np.argsort(probs[top])[::-1]])
+    if first < nonzero:
+        rest = np.argsort(probs)[::-1][first:nonzero]
+        yield from (int(t) for t in rest)
+
+
+def _grown_text(model: Model, beam: _Live, token: int) -> tuple[str, bytes]:
+    """The beam's text with `token` after it, and the bytes of a character left open."""
+    if model.is_eog(token):
+        return beam.text, beam.pending
+    stream = Utf8Stream()
+    stream.feed(beam.pending)
+    text = beam.text + stream.feed(model.token_bytes(token))
+    return text, stream.pending
+
+
+def _as_taken(step: Step, token: int, prob: float) -> Step:
+    """`step` (its candidate table) with `token` taken at `prob`, nothing drawn."""
+    table = step.table
+    rows = np.flatnonzero(table.token_ids == token)
+    logit = float(table.logits[rows[0]]) if rows.size else None
+    return replace(step, token_id=token, prob=prob, draw=None, logit=logit)

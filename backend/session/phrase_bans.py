@@ -1,0 +1,143 @@
+"""Phrase bans that backtrack: a banned phrase in the reply sends the loop back.
+
+After each sampled token the reply's text is searched for a banned phrase. When one
+is found, the loop rewinds (`Generation.rewind`: the model's memory and the
+sampler's state, random stream included) to the token where the phrase began, bans
+that token at that index, and samples again there: the same uniform falls on the
+distribution without it. The discarded tokens come out as a `RewindEvent` (the
+rejected attempt, which the store keeps as a ghost branch), and the reply's figures
+count them (`GenerationStats.discarded_tokens`).
+
+A phrase that begins inside a token bans that whole token. The ban is a -inf logit
+bias at that index (`backend.session.run.with_banned`), so the step's record shows
+it and a replay of the stored reply samples the same tokens without searching again.
+When `tries` tokens have been banned at one index, the reply stops there (finish
+reason "banned"), its text never holding a banned phrase.
+
+Searching is on the text so far: a regular expression's `$` or `\\b` sees the
+reply's end as an end, and a phrase is found as soon as its last character is out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import accumulate
+
+from backend.chat.events import NoticeEvent, RewindEvent, TokenEvent
+from backend.session.loop import Event, Generation
+from sampling.errors import SamplescopeError
+
+#: How many tokens may be banned at one index before the reply stops there.
+DEFAULT_TRIES = 32
+
+
+class PhraseBanError(SamplescopeError):
+    """A banned phrase is not usable (the message says which and why)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PhraseBans:
+    """The phrases a reply may not contain, and how they are matched.
+
+    Attributes:
+        phrases: The banned phrases (plain text, or regular expressions with `regex`).
+        ignore_case: Match regardless of case.
+        regex: Each phrase is a Python regular expression.
+        tries: How many tokens may be banned at one index before the reply stops
+            there (finish reason "banned").
+
+    Raises:
+        PhraseBanError: A phrase is empty, or a regular expression is invalid or
+            matches the empty text.
+    """
+
+    phrases: tuple[str, ...] = ()
+    ignore_case: bool = False
+    regex: bool = False
+    tries: int = DEFAULT_TRIES
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "phrases", tuple(self.phrases))
+        if self.tries < 1:
+            raise PhraseBanError(f"invalid tries={self.tries}: expected at least 1")
+        for phrase in self.phrases:
+            if not phrase:
+                raise PhraseBanError("a banned phrase is empty")
+            if self.regex:
+                try:
+                    compiled = re.compile(phrase, self._flags)
+                except re.error as error:
+                    raise PhraseBanError(
+                        f"banned phrase {phrase!r} is not a regular expression: {error}"
+                    ) from None
+                if compiled.fullmatch(""):
+                    raise PhraseBanError(
+                        f"banned phrase {phrase!r} matches the empty text: it bans everything"
+                    )
+
+    @property
+    def _flags(self) -> int:
+        return re.IGNORECASE if self.ignore_case else 0
+
+    def __bool__(self) -> bool:
+        return bool(self.phrases)
+
+    def pattern(self) -> re.Pattern[str]:
+        """One pattern matching any banned phrase (the leftmost match first)."""
+        parts = self.phrases if self.regex else tuple(re.escape(p) for p in self.phrases)
+        return re.compile("|".join(f"(?:{part})" for part in parts), self._flags)
+
+    def find(self, text: str, after: int = 0) -> re.Match[str] | None:
+        """The leftmost banned phrase in `text` that ends past character `after`."""
+        for match in self.pattern().finditer(text):
+            if match.end() > after:
+                return match
+        return None
+
+
+def token_at(texts: list[str], char: int) -> int:
+    """The index of the token whose text holds character `char` of their joined text."""
+    for index, end in enumerate(accumulate(len(text) for text in texts)):
+        if end > char:
+            return index
+    return len(texts)
+
+
+def backtracking(generation: Generation, bans: PhraseBans) -> Iterator[Event]:
+    """`generation`'s events with the phrase bans enforced (it must be rewindable).
+
+    Each token is passed on, then checked; a banned phrase brings a rewind and its
+    `RewindEvent` (a `NoticeEvent` and the finish too when the index has run out of
+    tries). Given and forced tokens are never rewound: a phrase wholly inside them is
+    left alone.
+    """
+    forced = generation.steer.force is not None
+    for column, event in generation:
+        yield column, event
+        if not isinstance(event, TokenEvent):
+            continue
+        lane = generation.lanes[column]
+        fixed = lane.given + forced  # the first index a rewind may go back to
+        if lane.index <= fixed:
+            continue
+        given_text = sum(len(text) for text in lane.texts[:fixed])
+        match = bans.find("".join(lane.texts), given_text)
+        if match is None:
+            continue
+        at = max(fixed, token_at(lane.texts, match.start()))
+        discarded = tuple(lane.token_ids[at:])
+        text = "".join(lane.texts[at:])
+        generation.rewind(column, lane.index - at)
+        banned = lane.ban(at, discarded[0])
+        yield column, RewindEvent(at, discarded, text, match.group(), tuple(sorted(banned)))
+        if len(banned) >= bans.tries:
+            yield (
+                column,
+                NoticeEvent(
+                    f"phrase bans rejected {len(banned)} tokens at token {at}: "
+                    "the reply stops there"
+                ),
+            )
+            generation.end(column, "banned")

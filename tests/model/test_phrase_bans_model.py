@@ -1,0 +1,143 @@
+"""Phrase bans on SmolLM2: a phrase from its own greedy reply, banned, never comes out;
+every rejected attempt is stored as a ghost holding it; the reply replays exactly."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from backend.chat.events import FinishedEvent, GenerationEvent, RewindEvent
+from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.session.llama_backend import LlamaBackend
+from backend.session.phrase_bans import PhraseBans
+from backend.store.recorded import recorded
+from backend.store.recorder import ChatRecorder
+from backend.store.replay import replay
+from backend.store.store import ChatStore
+from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from tui.cli.main import main
+
+PROMPT = "Write a short story about a lighthouse keeper."
+QUESTION = [ChatMessage("user", PROMPT)]
+MAX_TOKENS = 48
+
+
+@pytest.fixture
+def backend(llama_backend: LlamaBackend) -> Iterator[LlamaBackend]:
+    llama_backend.reset()
+    yield llama_backend
+    llama_backend.reset()
+
+
+@pytest.fixture(scope="module")
+def liked_phrase(llama_backend: LlamaBackend) -> str:
+    """Two words of the model's greedy reply, from the second character of the first:
+    a phrase it likes, beginning inside a token."""
+    llama_backend.reset()
+    events = llama_backend.generate(
+        QUESTION, LiveSettings(SamplerSettings(temperature=0.0)), max_tokens=MAX_TOKENS
+    )
+    text = next(e for e in events if isinstance(e, FinishedEvent)).text
+    words = text.split()
+    long_words = [i for i, w in enumerate(words) if len(w) >= 6 and w.isalpha()]
+    first = long_words[0]
+    phrase = " ".join(words[first : first + 2])[1:]
+    print("greedy reply:", repr(text), "banned phrase:", repr(phrase))
+    return phrase
+
+
+def generate_saved(
+    backend: LlamaBackend, store: ChatStore, model: Path, seed: int, bans: PhraseBans
+) -> tuple[list[GenerationEvent], ChatRecorder]:
+    settings = DEFAULT_CHAT_SETTINGS.with_changes(seed=seed)
+    recorder = ChatRecorder(store, model, n_ctx=backend.info.n_ctx, n_batch=backend.info.n_batch)
+    assert recorder.begin_reply(QUESTION, settings, MAX_TOKENS)
+    events = list(
+        recorded(
+            backend.generate(QUESTION, LiveSettings(settings), max_tokens=MAX_TOKENS, bans=bans),
+            recorder,
+        )
+    )
+    assert recorder.error is None
+    return events, recorder
+
+
+def test_a_banned_phrase_never_comes_out_and_each_attempt_is_a_stored_ghost(
+    backend: LlamaBackend, store: ChatStore, default_model_path: Path, liked_phrase: str
+) -> None:
+    bans = PhraseBans((liked_phrase,))
+    rejected_seeds = 0
+    discarded = 0
+    for seed in range(20):
+        events, recorder = generate_saved(backend, store, default_model_path, seed, bans)
+        finished = events[-1]
+        assert isinstance(finished, FinishedEvent) and finished.reason == "max_tokens"
+        assert liked_phrase not in finished.text
+        rewinds = [e for e in events if isinstance(e, RewindEvent)]
+        assert finished.stats.discarded_tokens == sum(len(r.token_ids) for r in rewinds)
+        assert recorder.chat_id is not None
+        chat = store.load_chat(recorder.chat_id)
+        branches = {b.id: b for b in chat.messages[-1].branches}
+        assert chat.replies[0].text == finished.text
+        assert len(recorder.ghost_ids) == len(rewinds)
+        for ghost_id in recorder.ghost_ids:
+            ghost = branches[ghost_id]
+            assert ghost.is_ghost and liked_phrase in ghost.text
+        rejected_seeds += bool(rewinds)
+        discarded += finished.stats.discarded_tokens
+    print(f"{rejected_seeds} of 20 seeds went back; {discarded} tokens discarded in all")
+    assert rejected_seeds >= 5  # the model does like the phrase
+
+
+def test_ignoring_case_bans_the_phrase_in_any_case(
+    backend: LlamaBackend, store: ChatStore, default_model_path: Path, liked_phrase: str
+) -> None:
+    bans = PhraseBans((liked_phrase.upper(),), ignore_case=True)
+    went_back = 0
+    for seed in range(20):
+        events, _ = generate_saved(backend, store, default_model_path, seed, bans)
+        finished = events[-1]
+        assert isinstance(finished, FinishedEvent)
+        assert liked_phrase.lower() not in finished.text.lower()
+        went_back += any(isinstance(e, RewindEvent) for e in events)
+    assert went_back >= 5
+
+
+def test_a_reply_that_went_back_replays_exactly_from_its_record(
+    backend: LlamaBackend, store: ChatStore, default_model_path: Path, liked_phrase: str
+) -> None:
+    for seed in range(20):
+        backend.reset()
+        events, recorder = generate_saved(
+            backend, store, default_model_path, seed, PhraseBans((liked_phrase,))
+        )
+        if any(isinstance(e, RewindEvent) for e in events):
+            break
+    else:
+        pytest.fail("no seed went back")
+    assert recorder.chat_id is not None
+    chat = store.load_chat(recorder.chat_id)
+    assert replay(backend, chat, chat.replies[0]).identical
+
+
+def test_generate_json_reports_the_ghosts_and_the_discarded_tokens(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, liked_phrase: str
+) -> None:
+    argv = ["generate", PROMPT, "-t", "0", "--max-tokens", str(MAX_TOKENS), "--json"]
+    argv += ["--threads", "1", "--ban", liked_phrase, "--save", "--db", str(tmp_path / "c.db")]
+    assert main(argv) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert liked_phrase not in result["text"]
+    ghosts = result["ghosts"]
+    assert ghosts and all(liked_phrase in g["text"] or g["matched"] == liked_phrase for g in ghosts)
+    assert result["stats"]["discarded_tokens"] == sum(len(g["token_ids"]) for g in ghosts)
+    with ChatStore(tmp_path / "c.db") as store:
+        chat = store.load_chat(result["chat_id"])
+        stored = {b.id: b for b in chat.messages[-1].branches}
+        for ghost in ghosts:
+            branch = stored[ghost["reply_id"]]
+            assert branch.is_ghost and branch.fork_at == ghost["at"]
+            assert list(branch.token_ids[ghost["at"] :]) == ghost["token_ids"]
