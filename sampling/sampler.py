@@ -18,6 +18,7 @@ from sampling.plugins import PluginFailure
 from sampling.records import Step
 from sampling.rng import UniformSource, make_source
 from sampling.samplers.adaptive_p import AdaptiveP
+from sampling.samplers.grammar import Grammar
 from sampling.samplers.mirostat import Mirostat, MirostatState
 from sampling.samplers.unit import UnitState
 from sampling.settings import SamplerSettings
@@ -282,7 +283,8 @@ class Sampler:
         maximum = candidates.maximum
         draw: float | None = None
         if chain.greedy:
-            token_id, prob = candidates.argmax, 1.0
+            assert kept.ids is not None
+            token_id, prob = int(kept.ids[0]), 1.0
         elif settings.draw == "gumbel":
             token_id, prob = self._gumbel(kept)
         elif settings.rng == "xorshift128":
@@ -300,6 +302,8 @@ class Sampler:
                 self._note(failure)
                 self._chain = chain.without(failure.name)
         adaptive = chain.adaptive
+        held = chain.held.get(Grammar.name)
+        grammar = held if isinstance(held, Grammar) and held in chain.units else None
         shown = kept
         if candidates.before is not None:  # a ban or smoothing came after: show before it
             penalized, maximum = candidates.before
@@ -324,6 +328,8 @@ class Sampler:
             notes=self._take_notes(),
             adapted_target=None if adaptive is None else adaptive.last_target,
             logit=float(penalized[token_id]),
+            grammar_removed=None if grammar is None else grammar.removed,
+            forced=grammar is not None and grammar.forced,
         )
 
     def _begin(self) -> None:

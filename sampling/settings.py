@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from sampling.constraint import GrammarSpec
 from sampling.errors import SettingsError
 from sampling.registry import CHAT_ORDER, DECLARED_SETTINGS, TEMPERATURE_FIRST_ORDER
 from sampling.samplers.top_p import TopPScope
@@ -99,6 +100,11 @@ class SamplerSettings:
             anything else; -inf bans the token. Also given as a {id: bias} dict,
             pairs in any order, or text "42=+2;17=-inf" (held as the pairs in id
             order; a token given twice is an error).
+        grammar: A GBNF grammar (llama.cpp's format) every reply must follow; "" is off.
+        json_schema: A JSON schema every reply must follow (the backend converts it
+            to a grammar; it wins over `grammar`); "" is off.
+        grammar_triggers: Regexes over the reply's text that start a lazy grammar
+            (it allows every token until one matches); () applies it from the start.
         samplers: The chain's order, exactly as it runs (llama.cpp's `--samplers`
             names); a name left out does not run. The default runs the temperature
             before the filters; `DEFAULT_CHAT_SETTINGS` holds llama.cpp's chain.
@@ -149,6 +155,9 @@ class SamplerSettings:
     adaptive_decay: float = 0.9
     min_tokens: int = 0
     logit_bias: tuple[tuple[int, float], ...] = ()
+    grammar: str = ""
+    json_schema: str = ""
+    grammar_triggers: tuple[str, ...] = ()
     samplers: tuple[str, ...] = TEMPERATURE_FIRST_ORDER
     extra: tuple[tuple[str, SettingValue], ...] = ()
 
@@ -381,6 +390,10 @@ def _active_part(spec: SettingSpec, settings: SamplerSettings) -> str | None:
             if value == spec.default or not _is_on(SETTINGS_BY_NAME["dry_multiplier"], settings)
             else f"{spec.key}={spec.format(value)}"
         )
+    if spec.kind == "text":  # a grammar or a schema: named, never written out
+        return spec.summary_key if _is_on(spec, settings) else None
+    if spec.name == "grammar_triggers":
+        return "lazy" if value and GrammarSpec.from_settings(settings) is not None else None
     if spec.kind in ("bias", "texts", "order"):
         return None if not _is_on(spec, settings) else f"{spec.key}={spec.format(value)}"
     if not _is_on(spec, settings):

@@ -10,7 +10,7 @@ from sampling.records import Step
 from sampling.settings import SamplerSettings
 
 Phase = Literal["prefill", "decode", "done"]
-FinishReason = Literal["eos", "max_tokens", "context_full", "cancelled", "error"]
+FinishReason = Literal["eos", "max_tokens", "context_full", "cancelled", "error", "grammar"]
 
 
 @dataclass(frozen=True, slots=True)

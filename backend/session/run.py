@@ -21,6 +21,7 @@ from sampling.errors import SamplescopeError
 from sampling.penalties import History
 from sampling.records import Step
 from sampling.sampler import Sampler, SamplerState, probabilities
+from sampling.vocabulary import Vocabulary
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,9 +50,19 @@ class StepInput:
     history: tuple[int, ...]
 
 
-def forced_step(step: Step, token: int, logits: object, history: History) -> Step:
-    """`step` with `token` taken instead of the drawn one, at its probability there."""
-    probs = probabilities(logits, step.settings, history)
+def forced_step(
+    step: Step,
+    token: int,
+    logits: object,
+    history: History,
+    vocabulary: Vocabulary | None = None,
+    generated: int = 0,
+) -> Step:
+    """`step` with `token` taken instead of the drawn one, at its probability there
+    (a grammar's matcher comes from `vocabulary`, after the reply's `generated` tokens)."""
+    probs = probabilities(
+        logits, step.settings, history, vocabulary=vocabulary, generated=generated
+    )
     return replace(step, token_id=token, prob=float(probs[token]), draw=None)
 
 
@@ -124,7 +135,7 @@ class Lane:
         if sink is not None:
             sink(self.index, logits, history)
         if force is not None:
-            step = forced_step(step, force, logits, history)
+            step = forced_step(step, force, logits, history, sampler.vocabulary, self.index)
         self.sampler_us += step.elapsed_us
         return step
 

@@ -12,6 +12,7 @@ FINISH_LABELS = {
     "error": "error",
     "max_tokens": "max tokens",
     "context_full": "context full",
+    "grammar": "grammar dead end",
 }
 """What the transcript and the status line say of each way a reply ends but "eos"."""
 
