@@ -7,7 +7,8 @@ own chain would: the grammar sampler applied to a `llama_token_data_array` of th
 tokens asked about, a token is legal when its logit did not become -inf.
 
 A JSON schema is converted to GBNF by llama-cpp-python's `json_schema_to_gbnf` (the
-port of llama.cpp's `json_schema_to_grammar`). llama.cpp reports a GBNF parse error
+port of llama.cpp's `json_schema_to_grammar`, with its rule for a string's character
+made llama.cpp's again: no raw control characters). llama.cpp reports a GBNF parse error
 on stderr (not through its log callback), so stderr is caught for the moment of the
 parse, and its message (with the line and column where parsing stopped) becomes the
 `GrammarError`'s.
@@ -43,6 +44,10 @@ TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32
 
 _stderr_lock = threading.Lock()
 
+_LOOSE_CHAR = 'char ::= [^"\\\\] |'
+_JSON_CHAR = 'char ::= [^"\\\\\\x7F\\x00-\\x1F] |'
+"""The converter's rule for a character of a JSON string, and llama.cpp's."""
+
 
 def gbnf_of(spec: GrammarSpec) -> str:
     """The GBNF text of a grammar spec (a JSON schema converted).
@@ -53,7 +58,7 @@ def gbnf_of(spec: GrammarSpec) -> str:
     if not spec.json_schema:
         return spec.gbnf
     try:
-        return str(json_schema_to_gbnf(spec.json_schema))
+        gbnf = str(json_schema_to_gbnf(spec.json_schema))
     except json.JSONDecodeError as error:
         raise GrammarError(
             f"invalid JSON schema: {error.msg} at line {error.lineno} column {error.colno}"
@@ -61,6 +66,9 @@ def gbnf_of(spec: GrammarSpec) -> str:
     except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as error:
         text = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise GrammarError(f"cannot convert the JSON schema to a grammar: {text}") from None
+    # JSON strings hold no raw control characters: llama.cpp's own converter says so,
+    # llama-cpp-python's port lets them through.
+    return gbnf.replace(_LOOSE_CHAR, _JSON_CHAR)
 
 
 @contextlib.contextmanager

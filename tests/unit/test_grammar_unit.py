@@ -140,3 +140,20 @@ def test_without_a_constraint_source_the_grammar_is_an_error() -> None:
     sampler = Sampler(SamplerSettings(grammar=GRAMMAR))
     with pytest.raises(GrammarError, match="cannot run a grammar"):
         sampler.sample(LOGITS, [])
+
+
+def test_the_reply_score_totals_the_grammar() -> None:
+    from sampling.reply_score import reply_score
+
+    sampler, _ = sampler_over([frozenset({1, 3}), frozenset({4})])
+    first = sampler.sample(LOGITS, [])
+    second = sampler.sample(LOGITS, [first.token_id])
+    score = reply_score([first, second])
+    assert score is not None
+    r1, r2 = first.grammar_removed, second.grammar_removed
+    assert r1 is not None and r2 is not None
+    assert score.grammar_removed == pytest.approx(r1 + r2, rel=1e-12)
+    assert score.grammar_kept_logprob == pytest.approx(math.log((1 - r1) * (1 - r2)), rel=1e-12)
+    assert score.forced_tokens == 1
+    plain = reply_score([Sampler(SamplerSettings()).sample(LOGITS, [])])
+    assert plain is not None and plain.grammar_removed is None and plain.forced_tokens == 0
