@@ -2,11 +2,13 @@
 
 `SequenceConstraint(allowed)` allows `allowed[i]` after i tokens (every token once
 past the end), as a grammar would after i tokens; `Words` is a vocabulary that hands
-one out (`sampling.constraint.ConstraintSource`).
+one out (`sampling.constraint.ConstraintSource`), and `give_word_grammar` makes the
+fake model one, reading a one-rule GBNF of whole words.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Hashable, Sequence
 
 import numpy as np
@@ -74,3 +76,33 @@ class Words:
         constraint = SequenceConstraint(self.allowed, self.n_vocab)
         self.built.append(constraint)
         return constraint
+
+
+_GROUP = re.compile(r'\(([^)]*)\)|"([^"]*)"')
+_LITERAL = re.compile(r'"([^"]*)"')
+
+
+def word_grammar(gbnf: str, words: Sequence[str], end: int) -> list[frozenset[int]]:
+    """The allowed sets of a one-rule GBNF over whole words, for the fake model.
+
+    `root ::= " the" (" cat" | " dog") " sat"` allows " the", then " cat" or " dog",
+    then " sat", then only `end` (the end of the reply).
+    """
+    rule = gbnf.split("::=", 1)[1]
+    ids = {word: token for token, word in enumerate(words)}
+    steps = []
+    for group in _GROUP.finditer(rule):
+        literals = (
+            _LITERAL.findall(group.group(1)) if group.group(1) is not None else [group.group(2)]
+        )
+        steps.append(frozenset(ids[literal] for literal in literals))
+    return [*steps, frozenset({end})]
+
+
+def give_word_grammar(model: object, words: Sequence[str], end: int) -> None:
+    """Make a fake model a `ConstraintSource` of `word_grammar`s."""
+
+    def token_constraint(spec: GrammarSpec) -> SequenceConstraint:
+        return SequenceConstraint(word_grammar(spec.gbnf, words, end), len(words))
+
+    model.token_constraint = token_constraint  # type: ignore[attr-defined]
