@@ -195,3 +195,14 @@ def test_rewind_restores_the_grammar_state(llama_backend: LlamaBackend) -> None:
     assert rewound and finished is not None
     assert finished.reason == "eos"
     assert finished.token_ids == straight.token_ids and valid_person(finished.text)
+
+
+def test_the_grammar_bench_runs_both_rows(default_model_path: Path) -> None:
+    from backend.bench.grammar import run_grammar_bench
+
+    rows = run_grammar_bench(default_model_path, steps=4, repeats=1, n_threads=1)
+    assert [(row.mode, row.logits_kind, row.steps) for row in rows] == [
+        ("grammar first", "json", 4),
+        ("grammar on rejection", "json", 4),
+    ]
+    assert all(row.ours_us > 0 and row.native_us > 0 for row in rows)
