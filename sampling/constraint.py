@@ -33,9 +33,10 @@ class GrammarSpec:
     Attributes:
         gbnf: GBNF text (llama.cpp's grammar format), or "" when `json_schema` is given.
         json_schema: A JSON schema's text, converted to GBNF by the backend, or "".
-        triggers: Regular expressions over the reply's text: while none has matched,
-            the grammar allows every token (a lazy grammar); from the match on, it
-            constrains what follows. Empty: the grammar applies from the first token.
+        triggers: Regular expressions searched in the reply's text: while none has
+            matched, the grammar allows every token (a lazy grammar); then the grammar
+            takes the text from the match on (so its root starts with what the trigger
+            matched) and constrains what follows. Empty: it applies from the first token.
     """
 
     gbnf: str = ""

@@ -112,6 +112,13 @@ def parse_message(stderr: str, gbnf: str) -> str | None:
     return " ".join(what.split())
 
 
+def searched(pattern: str) -> str:
+    """A trigger as llama.cpp matches it: the whole reply so far must match, and the
+    grammar takes the text from the first group on; so the trigger is searched for
+    anywhere, and the grammar starts where it matched."""
+    return f"[\\s\\S]*?({pattern})[\\s\\S]*"
+
+
 class GrammarTemplates:
     """Grammars parsed for one vocabulary, by spec; each constraint is a clone.
 
@@ -141,7 +148,7 @@ class GrammarTemplates:
         grammar, root = gbnf.encode("utf-8"), b"root"
         with _caught_stderr() as stderr:
             if spec.triggers:
-                patterns = [pattern.encode("utf-8") for pattern in spec.triggers]
+                patterns = [searched(pattern).encode("utf-8") for pattern in spec.triggers]
                 array = (ctypes.c_char_p * len(patterns))(*patterns)
                 sampler = llama_cpp.llama_sampler_init_grammar_lazy_patterns(
                     self._vocab, grammar, root, array, len(patterns), None, 0

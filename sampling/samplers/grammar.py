@@ -68,7 +68,8 @@ SETTINGS = (
         off=(),
         group="grammar",
         label="triggers",
-        help="lazy grammar: regexes over the reply; the grammar applies after a match",
+        help="lazy grammar: regexes searched in the reply; the grammar applies from a match"
+        " on (its text included)",
     ),
 )
 

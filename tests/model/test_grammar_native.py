@@ -206,3 +206,16 @@ def test_the_grammar_bench_runs_both_rows(default_model_path: Path) -> None:
         ("grammar on rejection", "json", 4),
     ]
     assert all(row.ours_us > 0 and row.native_us > 0 for row in rows)
+
+
+def test_a_lazy_grammar_waits_for_its_trigger(llama_backend: LlamaBackend) -> None:
+    runtime = llama_backend.runtime
+    spec = GrammarSpec(gbnf='root ::= "Answer: " ("yes" | "no")', triggers=("Answer",))
+    constraint = runtime.token_constraint(spec)
+    assert constraint.allowed(None).all()  # nothing matched yet: every token
+    for token in runtime.tokenize("I think so. Answer:", special=False):
+        constraint.accept(token)
+    allowed = np.flatnonzero(constraint.allowed(None))
+    texts = {runtime.token_bytes(int(token)) for token in allowed}
+    assert 0 < len(allowed) < 20 and b" yes" in texts and b" no" in texts
+    assert all(b" yes".startswith(text) or b" no".startswith(text) for text in texts)

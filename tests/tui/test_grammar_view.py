@@ -4,16 +4,22 @@ dead end ends the reply with the chat kept."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from textual.pilot import Pilot
 
+from sampling.errors import SettingsError
 from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.spec import SETTINGS_BY_NAME
 from tests.fake_backend import EOS_ID, FAKE_VOCAB
 from tests.grammar_fakes import give_word_grammar
 from tests.helpers import wait_until
 from tests.tui.test_tui_snapshots import fake_backend, make_app, send
 from tui.app import SamplescopeApp
+from tui.chat.setting_input import read_setting_text
 from tui.widgets.prob_panel import ProbPanel
+from tui.widgets.setting_controls import setting_text
 from tui.widgets.timeline import FORCED_MARK, ReplyTimeline
 
 SIZE = (120, 36)
@@ -78,3 +84,16 @@ def test_snapshot_a_forced_token_and_the_grammars_cuts(snap_compare: object) -> 
         await wait_until(pilot, lambda: app.cursor == (0, 1))
 
     assert snap_compare(app, terminal_size=SIZE, run_before=select)  # type: ignore[operator]
+
+
+def test_a_grammar_is_typed_on_one_line_or_loaded_from_a_file(tmp_path: Path) -> None:
+    spec = SETTINGS_BY_NAME["grammar"]
+    grammar = 'root ::= answer\nanswer ::= "yes" | "no"'
+    shown = setting_text(spec, grammar)
+    assert shown == 'root ::= answer⏎answer ::= "yes" | "no"'
+    assert read_setting_text(spec, shown, None) == grammar
+    path = tmp_path / "answer.gbnf"
+    path.write_text(grammar + "\n", encoding="utf-8")
+    assert read_setting_text(spec, f"@{path}", None) == grammar
+    with pytest.raises(SettingsError, match="a readable UTF-8 file"):
+        read_setting_text(spec, f"@{tmp_path / 'missing.gbnf'}", None)

@@ -194,6 +194,9 @@ def _grammar_line(step: Step) -> list[_Line]:
     title = GrammarSpec.from_settings(step.settings)
     name = "grammar" if title is None else f"grammar ({title.title})"
     line: _Line = [(f"{name} removed {_percent(step.grammar_removed)}", "magenta")]
+    if step.grammar_removed == 0.0:
+        lazy = title is not None and title.triggers
+        line.append((" · waiting for its trigger" if lazy else " · every token allowed", ""))
     if step.forced:
         line.append((" · forced: the one token allowed", "bold magenta"))
     return [line]

@@ -26,6 +26,9 @@ ORDER_FIELD = "samplers"
 _PLACEHOLDERS = {
     "logit_bias": "hello=-inf; 42=+2",
     "dry_sequence_breakers": '["\\n", ":", "\\"", "*"]',
+    "grammar": 'root ::= "yes" | "no"  (⏎ breaks a line; @file loads one)',
+    "json_schema": '{"type": "object", ...}  (@file loads one)',
+    "grammar_triggers": 'regexes, e.g. ["<tool_call>"]',
 }
 
 
@@ -87,9 +90,15 @@ def chain_order_of(settings: SamplerSettings) -> tuple[str, ...]:
     return settings.order
 
 
+LINE_MARK = "⏎"
+"""How a one-line input shows a line break of a text setting (a grammar, a schema)."""
+
+
 def setting_text(spec: SettingSpec, value: SettingValue) -> str:
-    """A text setting's value as its input shows it (what `spec.parse` reads back)."""
-    return spec.format(value)
+    """A text setting's value as its input shows it (what `spec.parse` reads back; a
+    grammar's line breaks as ⏎, which `tui.chat.setting_input` reads back)."""
+    text = spec.format(value)
+    return text.replace("\n", LINE_MARK) if spec.kind == "text" else text
 
 
 def control_for(spec: SettingSpec, settings: SamplerSettings) -> Widget:
