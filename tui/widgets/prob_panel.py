@@ -193,7 +193,10 @@ def _grammar_line(step: Step) -> list[_Line]:
         return []
     title = GrammarSpec.from_settings(step.settings)
     name = "grammar" if title is None else f"grammar ({title.title})"
-    line: _Line = [(f"{name} removed {_percent(step.grammar_removed)}", "magenta")]
+    removed = step.grammar_removed
+    kept = 1.0 - removed
+    shown = f"all but {kept * 100:.2g}%" if 0.0 < kept < 0.01 else _percent(removed)
+    line: _Line = [(f"{name} removed {shown}", "magenta")]
     if step.grammar_removed == 0.0:
         lazy = title is not None and title.triggers
         line.append((" · waiting for its trigger" if lazy else " · every token allowed", ""))
