@@ -157,3 +157,31 @@ def test_the_reply_score_totals_the_grammar() -> None:
     assert score.forced_tokens == 1
     plain = reply_score([Sampler(SamplerSettings()).sample(LOGITS, [])])
     assert plain is not None and plain.grammar_removed is None and plain.forced_tokens == 0
+
+
+def test_llama_server_presets_carry_the_grammar_and_schema() -> None:
+    from backend.config.llama_server_format import (
+        completion_body,
+        import_completion_body,
+        import_server_flags,
+        server_flags,
+    )
+    from backend.config.sillytavern_format import export_sillytavern
+
+    schema = '{"type": "object", "properties": {"ok": {"type": "boolean"}}}'
+    for changes in ({"grammar": GRAMMAR}, {"json_schema": schema}):
+        settings = SamplerSettings(**changes)  # type: ignore[arg-type]
+        body, unmapped = completion_body(settings)
+        assert unmapped == []
+        (name, value), *_ = changes.items()
+        assert import_completion_body(body).changes[name] == value
+        words, _ = server_flags(settings)
+        assert import_server_flags(words).changes[name] == value
+        _, left = export_sillytavern(settings)
+        assert [entry.name for entry in left] == list(changes)
+    assert completion_body(SamplerSettings(json_schema=schema))[0]["json_schema"] == {
+        "type": "object",
+        "properties": {"ok": {"type": "boolean"}},
+    }
+    lazy = SamplerSettings(grammar=GRAMMAR, grammar_triggers=("x",))
+    assert [entry.name for entry in completion_body(lazy)[1]] == ["grammar_triggers"]
