@@ -8,10 +8,11 @@ tokens asked about, a token is legal when its logit did not become -inf.
 
 A JSON schema is converted to GBNF by llama-cpp-python's `json_schema_to_gbnf` (the
 port of llama.cpp's `json_schema_to_grammar`, with its rule for a string's character
-made llama.cpp's again: no raw control characters). llama.cpp reports a GBNF parse error
-on stderr (not through its log callback), so stderr is caught for the moment of the
-parse, and its message (with the line and column where parsing stopped) becomes the
-`GrammarError`'s.
+made llama.cpp's again: no raw control characters). llama.cpp prints a GBNF parse
+error on stderr (not through its log callback; under the app, stderr is the screen)
+and aborts the process on a trigger pattern std::regex refuses, so a new grammar is
+parsed first in a child process (`check_in_child`, about 50 ms): its message, with
+the line and column where parsing stopped, becomes the `GrammarError`'s.
 
 A snapshot is a clone of the sampler (`GrammarSnapshot`); restoring clones it again,
 so one snapshot can be restored any number of times. llama.cpp aborts the process
@@ -20,14 +21,11 @@ when a grammar is handed a token it forbids, so `accept` asks first.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import json
 import os
+import subprocess
 import sys
-import tempfile
-import threading
-from collections.abc import Iterator
 from typing import Any
 
 import llama_cpp
@@ -41,8 +39,6 @@ from sampling.ordering import IdArray
 
 TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
 """`llama_token_data` as a numpy record (id, logit, p)."""
-
-_stderr_lock = threading.Lock()
 
 _LOOSE_CHAR = 'char ::= [^"\\\\] |'
 _JSON_CHAR = 'char ::= [^"\\\\\\x7F\\x00-\\x1F] |'
@@ -71,22 +67,61 @@ def gbnf_of(spec: GrammarSpec) -> str:
     return gbnf.replace(_LOOSE_CHAR, _JSON_CHAR)
 
 
-@contextlib.contextmanager
-def _caught_stderr() -> Iterator[list[str]]:
-    """Send file descriptor 2 to a temporary file for the block; the list it yields
-    holds what was written there once the block ends."""
-    caught: list[str] = []
-    with _stderr_lock, tempfile.TemporaryFile() as sink:
-        sys.stderr.flush()
-        saved = os.dup(2)
-        os.dup2(sink.fileno(), 2)
-        try:
-            yield caught
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            sink.seek(0)
-            caught.append(sink.read().decode("utf-8", "replace"))
+_CHECK_SCRIPT = """
+import ctypes, json, sys
+lib = ctypes.CDLL(sys.argv[1])
+given = json.loads(sys.stdin.read())
+patterns = [pattern.encode() for pattern in given["patterns"]]
+init = lib.llama_sampler_init_grammar_lazy_patterns
+init.restype = ctypes.c_void_p
+init.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p,
+                 ctypes.POINTER(ctypes.c_char_p), ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t]
+array = (ctypes.c_char_p * max(1, len(patterns)))(*patterns)
+sampler = init(None, given["gbnf"].encode(), b"root", array, len(patterns), None, 0)
+sys.exit(0 if sampler else 3)
+"""
+"""Parses a grammar (and compiles its trigger patterns) in a child process: llama.cpp
+prints a parse error on stderr, and aborts the whole process on a bad pattern."""
+
+_checked: set[tuple[str, tuple[str, ...]]] = set()
+
+
+def check_in_child(gbnf: str, patterns: tuple[str, ...]) -> str | None:
+    """Why llama.cpp refuses the grammar or its trigger patterns, or None when it takes
+    them (asked in a child process, so that neither its stderr nor an abort reaches
+    this one; about 50 ms, once per grammar).
+
+    Raises:
+        GrammarError: The child cannot be run.
+    """
+    key = (gbnf, patterns)
+    if key in _checked:
+        return None
+    library = str(llama_cpp.llama_cpp._lib._name)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-S", "-c", _CHECK_SCRIPT, library],
+            input=json.dumps({"gbnf": gbnf, "patterns": list(patterns)}),
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "GGML_NO_BACKTRACE": "1"},
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as error:
+        raise GrammarError(f"cannot check the grammar: {error}") from None
+    if done.returncode == 0:
+        _checked.add(key)
+        return None
+    if done.returncode < 0 or "what():" in done.stderr:  # a C++ exception: a bad pattern
+        what = done.stderr.partition("what():")[2].strip().splitlines()
+        return f"a trigger pattern is not a regex llama.cpp reads ({what[0] if what else 'abort'})"
+    said = [
+        line.strip()
+        for line in done.stderr.splitlines()
+        if line.strip() and "failed to parse grammar" not in line
+    ]
+    return parse_message(done.stderr, gbnf) or (said[-1] if said else "llama.cpp refuses it")
 
 
 def parse_message(stderr: str, gbnf: str) -> str | None:
@@ -103,7 +138,9 @@ def parse_message(stderr: str, gbnf: str) -> str | None:
     source = body.rfind("\n\n")  # llama.cpp prints the grammar after the message
     what = body[:source] if source >= 0 else body
     head, separator, rest = what.partition(" at ")
-    if separator and rest and gbnf.endswith(rest):
+    if separator and not rest.strip():
+        return f"{head} at the end"
+    if separator and gbnf.endswith(rest):
         offset = len(gbnf) - len(rest)
         line = gbnf.count("\n", 0, offset) + 1
         column = offset - (gbnf.rfind("\n", 0, offset) + 1) + 1
@@ -145,24 +182,24 @@ class GrammarTemplates:
 
     def _parse(self, spec: GrammarSpec) -> Any:
         gbnf = gbnf_of(spec)
-        grammar, root = gbnf.encode("utf-8"), b"root"
-        with _caught_stderr() as stderr:
-            if spec.triggers:
-                patterns = [searched(pattern).encode("utf-8") for pattern in spec.triggers]
-                array = (ctypes.c_char_p * len(patterns))(*patterns)
+        patterns = tuple(searched(pattern) for pattern in spec.triggers)
+        problem = check_in_child(gbnf, patterns)
+        if problem is None:
+            grammar, root = gbnf.encode("utf-8"), b"root"
+            if patterns:
+                encoded = [pattern.encode("utf-8") for pattern in patterns]
+                array = (ctypes.c_char_p * len(encoded))(*encoded)
                 sampler = llama_cpp.llama_sampler_init_grammar_lazy_patterns(
-                    self._vocab, grammar, root, array, len(patterns), None, 0
+                    self._vocab, grammar, root, array, len(encoded), None, 0
                 )
             else:
                 sampler = llama_cpp.llama_sampler_init_grammar(self._vocab, grammar, root)
-        if not sampler:
-            message = parse_message("".join(stderr), gbnf)
-            if message is None:
-                logged = recent_problems(1)
-                message = logged[-1] if logged else "llama.cpp could not parse it"
-            kind = "JSON schema's grammar" if spec.json_schema else "grammar"
-            raise GrammarError(f"invalid {kind}: {message}")
-        return sampler
+            if sampler:
+                return sampler
+            logged = recent_problems(1)
+            problem = logged[-1] if logged else "llama.cpp could not parse it"
+        kind = "JSON schema's grammar" if spec.json_schema else "grammar"
+        raise GrammarError(f"invalid {kind}: {problem}")
 
     def close(self) -> None:
         """Free every parsed grammar (constraints cloned from them live on)."""

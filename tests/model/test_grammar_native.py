@@ -219,3 +219,19 @@ def test_a_lazy_grammar_waits_for_its_trigger(llama_backend: LlamaBackend) -> No
     texts = {runtime.token_bytes(int(token)) for token in allowed}
     assert 0 < len(allowed) < 20 and b" yes" in texts and b" no" in texts
     assert all(b" yes".startswith(text) or b" no".startswith(text) for text in texts)
+
+
+def test_what_llama_cpp_refuses_is_one_line_and_never_aborts(llama_backend: LlamaBackend) -> None:
+    runtime = llama_backend.runtime
+    cases = {
+        'root ::= ("a"': "invalid grammar: expecting ')' at the end",
+        'root ::= root "a"': "invalid grammar: unsupported grammar, left recursion detected"
+        " for nonterminal at index 0",
+    }
+    for gbnf, message in cases.items():
+        with pytest.raises(GrammarError) as caught:
+            runtime.token_constraint(GrammarSpec(gbnf=gbnf))
+        assert str(caught.value) == message
+    # std::regex would abort the process on this pattern: the child process takes it.
+    with pytest.raises(GrammarError, match=r"^invalid grammar: a trigger pattern is not a regex"):
+        runtime.token_constraint(GrammarSpec(gbnf='root ::= "a"', triggers=("(abc",)))
