@@ -24,6 +24,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 import subprocess
 import sys
 from typing import Any
@@ -167,7 +168,7 @@ class GrammarTemplates:
     def __init__(self, vocab: Any, n_vocab: int) -> None:
         self._vocab = vocab
         self.n_vocab = n_vocab
-        self._parsed: dict[GrammarSpec, Any] = {}
+        self._parsed: dict[GrammarSpec, tuple[Any, TriggerWatch | None]] = {}
 
     def constraint(self, spec: GrammarSpec) -> LlamaGrammarConstraint:
         """A constraint in the grammar's start state.
@@ -175,46 +176,131 @@ class GrammarTemplates:
         Raises:
             GrammarError: The grammar or schema cannot be parsed (llama.cpp's message).
         """
-        template = self._parsed.get(spec)
-        if template is None:
-            template = self._parsed[spec] = self._parse(spec)
-        return LlamaGrammarConstraint(llama_cpp.llama_sampler_clone(template), self.n_vocab)
+        parsed = self._parsed.get(spec)
+        if parsed is None:
+            parsed = self._parsed[spec] = self._parse(spec)
+        template, watch = parsed
+        return LlamaGrammarConstraint(llama_cpp.llama_sampler_clone(template), self.n_vocab, watch)
 
-    def _parse(self, spec: GrammarSpec) -> Any:
+    def _parse(self, spec: GrammarSpec) -> tuple[Any, TriggerWatch | None]:
+        kind = "JSON schema's grammar" if spec.json_schema else "grammar"
         gbnf = gbnf_of(spec)
         patterns = tuple(searched(pattern) for pattern in spec.triggers)
         problem = check_in_child(gbnf, patterns)
-        if problem is None:
-            grammar, root = gbnf.encode("utf-8"), b"root"
-            if patterns:
-                encoded = [pattern.encode("utf-8") for pattern in patterns]
-                array = (ctypes.c_char_p * len(encoded))(*encoded)
-                sampler = llama_cpp.llama_sampler_init_grammar_lazy_patterns(
-                    self._vocab, grammar, root, array, len(encoded), None, 0
-                )
-            else:
-                sampler = llama_cpp.llama_sampler_init_grammar(self._vocab, grammar, root)
-            if sampler:
-                return sampler
+        if problem is not None:
+            raise GrammarError(f"invalid {kind}: {problem}")
+        grammar, root = gbnf.encode("utf-8"), b"root"
+        strict = llama_cpp.llama_sampler_init_grammar(self._vocab, grammar, root)
+        if not strict:
             logged = recent_problems(1)
-            problem = logged[-1] if logged else "llama.cpp could not parse it"
-        kind = "JSON schema's grammar" if spec.json_schema else "grammar"
-        raise GrammarError(f"invalid {kind}: {problem}")
+            raise GrammarError(f"invalid {kind}: {logged[-1] if logged else 'refused'}")
+        if not patterns:
+            return strict, None
+        try:
+            compiled = tuple(re.compile(pattern.encode("utf-8")) for pattern in patterns)
+        except re.error as error:
+            llama_cpp.llama_sampler_free(strict)
+            raise GrammarError(
+                f"invalid {kind}: a trigger pattern Python cannot follow ({error})"
+            ) from None
+        encoded = [pattern.encode("utf-8") for pattern in patterns]
+        array = (ctypes.c_char_p * len(encoded))(*encoded)
+        lazy = llama_cpp.llama_sampler_init_grammar_lazy_patterns(
+            self._vocab, grammar, root, array, len(encoded), None, 0
+        )
+        return lazy, TriggerWatch(self._vocab, compiled, strict)
 
     def close(self) -> None:
         """Free every parsed grammar (constraints cloned from them live on)."""
-        for sampler in self._parsed.values():
+        for sampler, watch in self._parsed.values():
             llama_cpp.llama_sampler_free(sampler)
+            if watch is not None:
+                llama_cpp.llama_sampler_free(watch.strict)
         self._parsed.clear()
 
 
+class TriggerWatch:
+    """A lazy grammar's triggers followed in Python, as llama.cpp follows them.
+
+    When a trigger matches, llama.cpp hands its grammar the text from the match on and
+    aborts the process if the grammar refuses it. The watch sees the match coming (the
+    reply's text so far, each token's piece appended, matched as llama.cpp matches it)
+    and first checks that text, token by token, on a strict copy of the grammar.
+
+    Args:
+        vocab: The vocabulary.
+        patterns: The trigger patterns as llama.cpp gets them, compiled over bytes.
+        strict: The grammar without triggers (owned by `GrammarTemplates`).
+    """
+
+    def __init__(self, vocab: Any, patterns: tuple[re.Pattern[bytes], ...], strict: Any) -> None:
+        self.vocab = vocab
+        self.patterns = patterns
+        self.strict = strict
+        self._buffer = ctypes.create_string_buffer(256)
+
+    def piece(self, token: int) -> bytes:
+        """A token's text as llama.cpp's grammar reads it (special tokens by name)."""
+        n = llama_cpp.llama_token_to_piece(self.vocab, token, self._buffer, 256, 0, True)
+        if n < 0:
+            big = ctypes.create_string_buffer(-n)
+            n = llama_cpp.llama_token_to_piece(self.vocab, token, big, -n, 0, True)
+            return bytes(big.raw[:n])
+        return bytes(self._buffer.raw[:n])
+
+    def matched(self, text: bytes) -> bytes | None:
+        """The text llama.cpp's grammar takes when `text` triggers it, else None."""
+        for pattern in self.patterns:
+            match = pattern.fullmatch(text)
+            if match is not None:
+                starts = [
+                    match.start(g) for g in range(1, len(match.groups()) + 1) if match.group(g)
+                ]
+                return text[starts[0] if starts else match.start() :]
+        return None
+
+    def check(self, text: bytes) -> None:
+        """Raise unless the grammar takes `text` from its start.
+
+        Raises:
+            GrammarDeadEnd: It does not (llama.cpp would abort).
+        """
+        capacity = len(text) + 8
+        tokens = (llama_cpp.llama_token * capacity)()
+        count = llama_cpp.llama_tokenize(
+            self.vocab, text, len(text), tokens, capacity, False, False
+        )
+        scratch = llama_cpp.llama_sampler_clone(self.strict)
+        one = np.zeros(1, dtype=TOKEN_DATA)
+        try:
+            for token in tokens[: max(count, 0)]:
+                one["id"], one["logit"] = token, 0.0
+                array = llama_cpp.llama_token_data_array(
+                    data=one.ctypes.data_as(llama_cpp.llama_token_data_p),
+                    size=1,
+                    selected=-1,
+                    sorted=False,
+                )
+                llama_cpp.llama_sampler_apply(scratch, ctypes.byref(array))
+                if not np.isfinite(one["logit"][0]):
+                    shown = text.decode("utf-8", "replace")
+                    raise GrammarDeadEnd(
+                        f"the trigger matched {shown!r}, which the grammar does not start with"
+                    )
+                llama_cpp.llama_sampler_accept(scratch, token)
+        finally:
+            llama_cpp.llama_sampler_free(scratch)
+
+
 class GrammarSnapshot:
-    """A frozen copy of a grammar's state: a clone of its sampler, freed with it."""
+    """A frozen copy of a grammar's state: a clone of its sampler, freed with it, and
+    the text a lazy grammar's triggers have seen (None once triggered, or not lazy)."""
 
-    __slots__ = ("_sampler",)
+    __slots__ = ("_sampler", "waiting")
 
-    def __init__(self, sampler: Any) -> None:
+    def __init__(self, sampler: Any, waiting: bytes | None) -> None:
         self._sampler = sampler
+        self.waiting = waiting
 
     @property
     def sampler(self) -> Any:
@@ -233,11 +319,14 @@ class LlamaGrammarConstraint:
     Args:
         sampler: A `llama_sampler *` of llama.cpp's grammar (owned: freed with it).
         n_vocab: The vocabulary's size.
+        watch: A lazy grammar's triggers, followed to check what they hand the grammar.
     """
 
-    def __init__(self, sampler: Any, n_vocab: int) -> None:
+    def __init__(self, sampler: Any, n_vocab: int, watch: TriggerWatch | None = None) -> None:
         self._sampler = sampler
         self.n_vocab = n_vocab
+        self._watch = watch
+        self._waiting: bytes | None = None if watch is None else b""
         self._every = np.zeros(n_vocab, dtype=TOKEN_DATA)
         self._every["id"] = np.arange(n_vocab, dtype=np.int32)
 
@@ -271,15 +360,23 @@ class LlamaGrammarConstraint:
         """
         if not self.allowed(np.array([token], dtype=np.intp))[0]:
             raise GrammarDeadEnd(f"the reply's token {token} breaks the grammar")
+        watch, waiting = self._watch, self._waiting
+        if watch is not None and waiting is not None:
+            text = waiting + watch.piece(token)
+            constrained = watch.matched(text)
+            if constrained is not None:
+                watch.check(constrained)
+            self._waiting = text if constrained is None else None
         llama_cpp.llama_sampler_accept(self._sampler, token)
 
     def reset(self) -> None:
         """Back to the grammar's start."""
         llama_cpp.llama_sampler_reset(self._sampler)
+        self._waiting = None if self._watch is None else b""
 
     def snapshot(self) -> GrammarSnapshot:
         """A clone of the sampler in its state now."""
-        return GrammarSnapshot(llama_cpp.llama_sampler_clone(self._sampler))
+        return GrammarSnapshot(llama_cpp.llama_sampler_clone(self._sampler), self._waiting)
 
     def restore(self, snapshot: object) -> None:
         """Take the state of a snapshot (of this grammar).
@@ -292,6 +389,7 @@ class LlamaGrammarConstraint:
         clone = llama_cpp.llama_sampler_clone(snapshot.sampler)
         llama_cpp.llama_sampler_free(self._sampler)
         self._sampler = clone
+        self._waiting = snapshot.waiting
 
     def __del__(self) -> None:
         sampler = getattr(self, "_sampler", None)

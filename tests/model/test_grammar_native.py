@@ -24,7 +24,7 @@ from backend.llama.grammar import gbnf_of
 from backend.session.llama_backend import LlamaBackend
 from sampling import SamplerSettings, probabilities
 from sampling.constraint import GrammarSpec
-from sampling.errors import GrammarError
+from sampling.errors import GrammarDeadEnd, GrammarError
 from sampling.records import Step
 from tui.resources import shipped_presets
 
@@ -235,3 +235,26 @@ def test_what_llama_cpp_refuses_is_one_line_and_never_aborts(llama_backend: Llam
     # std::regex would abort the process on this pattern: the child process takes it.
     with pytest.raises(GrammarError, match=r"^invalid grammar: a trigger pattern is not a regex"):
         runtime.token_constraint(GrammarSpec(gbnf='root ::= "a"', triggers=("(abc",)))
+
+
+def test_a_trigger_the_grammar_refuses_ends_the_reply_not_the_process(
+    llama_backend: LlamaBackend,
+) -> None:
+    # The trigger matches "Answer", but the grammar starts with "Result": llama.cpp
+    # would abort on handing it the text; the watch ends the reply instead.
+    runtime = llama_backend.runtime
+    spec = GrammarSpec(gbnf='root ::= "Result: " ("yes" | "no")', triggers=("Answer", "Result"))
+    constraint = runtime.token_constraint(spec)
+    tokens = runtime.tokenize("I think so. Answer: yes", special=False)
+    with pytest.raises(GrammarDeadEnd, match="which the grammar does not start with"):
+        for token in tokens:
+            constraint.accept(token)
+    # Rewound to before the trigger, the grammar goes on as it was.
+    again = runtime.token_constraint(spec)
+    before = again.snapshot()
+    for token in runtime.tokenize("Nothing yet", special=False):
+        again.accept(token)
+    again.restore(before)
+    for token in runtime.tokenize("I think so. Result:", special=False):
+        again.accept(token)
+    assert not again.allowed(None).all()
