@@ -84,6 +84,12 @@ class Chain:
         return last if isinstance(last, AdaptiveP) else None
 
     @property
+    def grammar(self) -> Grammar | None:
+        """The grammar when it runs (its record: the mass removed, a forced token)."""
+        held = self.held.get(Grammar.name)
+        return held if isinstance(held, Grammar) and held in self.units else None
+
+    @property
     def names(self) -> tuple[str, ...]:
         """The names of the units that run."""
         return tuple(unit.name for unit in self.units)

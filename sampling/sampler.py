@@ -18,7 +18,6 @@ from sampling.plugins import PluginFailure
 from sampling.records import Step
 from sampling.rng import UniformSource, make_source
 from sampling.samplers.adaptive_p import AdaptiveP
-from sampling.samplers.grammar import Grammar
 from sampling.samplers.mirostat import Mirostat, MirostatState
 from sampling.samplers.unit import UnitState
 from sampling.settings import SamplerSettings
@@ -302,8 +301,7 @@ class Sampler:
                 self._note(failure)
                 self._chain = chain.without(failure.name)
         adaptive = chain.adaptive
-        held = chain.held.get(Grammar.name)
-        grammar = held if isinstance(held, Grammar) and held in chain.units else None
+        grammar = chain.grammar
         shown = kept
         if candidates.before is not None:  # a ban or smoothing came after: show before it
             penalized, maximum = candidates.before

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from sampling.constraint import GrammarSpec
 from sampling.errors import SettingsError
 from sampling.registry import CHAT_ORDER, DECLARED_SETTINGS, TEMPERATURE_FIRST_ORDER
 from sampling.samplers.top_p import TopPScope
@@ -100,11 +99,8 @@ class SamplerSettings:
             anything else; -inf bans the token. Also given as a {id: bias} dict,
             pairs in any order, or text "42=+2;17=-inf" (held as the pairs in id
             order; a token given twice is an error).
-        grammar: A GBNF grammar (llama.cpp's format) every reply must follow; "" is off.
-        json_schema: A JSON schema every reply must follow (the backend converts it
-            to a grammar; it wins over `grammar`); "" is off.
-        grammar_triggers: Regexes over the reply's text that start a lazy grammar
-            (it allows every token until one matches); () applies it from the start.
+        grammar, json_schema, grammar_triggers: A GBNF grammar or a JSON schema every
+            reply must follow, and a lazy grammar's triggers (`sampling.constraint`).
         samplers: The chain's order, exactly as it runs (llama.cpp's `--samplers`
             names); a name left out does not run. The default runs the temperature
             before the filters; `DEFAULT_CHAT_SETTINGS` holds llama.cpp's chain.
@@ -390,17 +386,13 @@ def _active_part(spec: SettingSpec, settings: SamplerSettings) -> str | None:
             if value == spec.default or not _is_on(SETTINGS_BY_NAME["dry_multiplier"], settings)
             else f"{spec.key}={spec.format(value)}"
         )
-    if spec.kind == "text":  # a grammar or a schema: named, never written out
-        return spec.summary_key if _is_on(spec, settings) else None
-    if spec.name == "grammar_triggers":
-        return "lazy" if value and GrammarSpec.from_settings(settings) is not None else None
     if spec.kind in ("bias", "texts", "order"):
         return None if not _is_on(spec, settings) else f"{spec.key}={spec.format(value)}"
     if not _is_on(spec, settings):
         return None
     if spec.needs is not None and not _is_on(SETTINGS_BY_NAME[spec.needs], settings):
         return None
-    if spec.kind == "bool":
+    if spec.kind in ("bool", "text"):  # a grammar or a schema is named, never written out
         return spec.summary_key or spec.name
     if spec.kind == "choice":
         return str(value)

@@ -132,7 +132,7 @@ def test_settings_hold_grammar_schema_and_triggers() -> None:
     assert settings.grammar_triggers == ("\\{",)
     assert GrammarSpec.from_settings(settings) == GrammarSpec("", '{"type": "boolean"}', ("\\{",))
     assert GrammarSpec.from_settings(SamplerSettings()) is None
-    assert settings_summary(settings) == "t=1 json-schema lazy"
+    assert settings_summary(settings) == 't=1 json-schema grammar_triggers=["\\\\{"]'
     assert SamplerSettings.from_dict(settings.to_dict()) == settings
 
 
