@@ -258,3 +258,35 @@ def test_a_trigger_the_grammar_refuses_ends_the_reply_not_the_process(
     for token in runtime.tokenize("I think so. Result:", special=False):
         again.accept(token)
     assert not again.allowed(None).all()
+
+
+def test_a_stored_constrained_reply_replays_token_for_token(
+    llama_backend: LlamaBackend, default_model_path: Path, tmp_path: Path
+) -> None:
+    from backend.store.replay import replay
+    from backend.store.store import ChatStore
+
+    settings = person_settings(seed=5, temperature=1.0)
+    llama_backend.reset()
+    with ChatStore(tmp_path / "chats.sqlite3") as store:
+        model = store.model_ref(default_model_path)
+        chat_id = store.new_chat("json", model)
+        store.add_message(chat_id, "user", QUESTION[0].content)
+        info = llama_backend.info
+        writer = store.begin_reply(
+            chat_id, model, settings, max_tokens=120, n_ctx=info.n_ctx, n_batch=info.n_batch
+        )
+        for event in llama_backend.generate(QUESTION, LiveSettings(settings), max_tokens=120):
+            if isinstance(event, TokenEvent):
+                writer.append(event)
+            elif isinstance(event, FinishedEvent):
+                writer.finish_event(event)
+                assert valid_person(event.text)
+        chat = store.load_chat(chat_id)
+        reply = chat.replies[0]
+        steps = store.load_steps(chat, reply)
+    assert reply.settings_at(0).json_schema == settings.json_schema
+    assert len(steps) == len(reply.token_ids)
+    assert all(step.grammar_removed is not None for step in steps.values())
+    result = replay(llama_backend, chat, reply)
+    assert result.identical
