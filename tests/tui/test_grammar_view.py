@@ -97,3 +97,14 @@ def test_a_grammar_is_typed_on_one_line_or_loaded_from_a_file(tmp_path: Path) ->
     assert read_setting_text(spec, f"@{path}", None) == grammar
     with pytest.raises(SettingsError, match="a readable UTF-8 file"):
         read_setting_text(spec, f"@{tmp_path / 'missing.gbnf'}", None)
+
+
+def test_compare_takes_a_schema_from_a_file(tmp_path: Path) -> None:
+    from tui.cli.compare import parse_set
+
+    path = tmp_path / "person.json"
+    schema = '{"type": "object", "properties": {"ok": {"type": "boolean"}}}'
+    path.write_text(schema, encoding="utf-8")
+    settings = parse_set(f"t=0.7,json_schema=@{path}")
+    assert (settings.temperature, settings.json_schema) == (0.7, schema)
+    assert parse_set('grammar=root ::= "yes" | "no"').grammar == 'root ::= "yes" | "no"'
