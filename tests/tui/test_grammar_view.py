@@ -108,3 +108,20 @@ def test_compare_takes_a_schema_from_a_file(tmp_path: Path) -> None:
     settings = parse_set(f"t=0.7,json_schema=@{path}")
     assert (settings.temperature, settings.json_schema) == (0.7, schema)
     assert parse_set('grammar=root ::= "yes" | "no"').grammar == 'root ::= "yes" | "no"'
+
+
+def test_the_grammar_group_names_the_grammar() -> None:
+    from tui.widgets.setting_controls import group_is_on, group_title
+
+    lazy = DEFAULT_CHAT_SETTINGS.with_changes(grammar=GRAMMAR, grammar_triggers=("the",))
+    schema = DEFAULT_CHAT_SETTINGS.with_changes(json_schema='{"type": "boolean"}')
+    titles = [
+        group_title("grammar", group_is_on("grammar", settings), settings)
+        for settings in (DEFAULT_CHAT_SETTINGS, lazy, schema)
+    ]
+    assert titles == [
+        "grammar: structured output",
+        "grammar: structured output  ● lazy gbnf",
+        "grammar: structured output  ● json schema",
+    ]
+    assert group_title("dry", True, schema) == "DRY: repeated sequences  ● on"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.widget import Widget
 
+from sampling.constraint import GrammarSpec
 from sampling.settings import USUAL_ORDERS, SamplerSettings
 from sampling.spec import (
     DISPLAY_ORDER,
@@ -22,6 +23,7 @@ from tui.widgets.toggle import Toggle
 CORE_GROUP = "core"
 ORDER_GROUP = "order"
 ORDER_FIELD = "samplers"
+GRAMMAR_GROUP = "grammar"
 
 _PLACEHOLDERS = {
     "logit_bias": "hello=-inf; 42=+2",
@@ -49,10 +51,14 @@ def group_specs() -> list[tuple[str, list[SettingSpec]]]:
     return [(name, groups[name]) for name in known + rest]
 
 
-def group_title(group: str, on: bool) -> str:
-    """A group's title; "● on" marks a group other than the core where something is on."""
+def group_title(group: str, on: bool, settings: SamplerSettings | None = None) -> str:
+    """A group's title; "● on" marks a group other than the core where something is on
+    (the grammar's group names the grammar: "● json schema", "● lazy gbnf")."""
     title = GROUP_TITLES.get(group, group)
-    return f"{title}  ● on" if on and group != CORE_GROUP else title
+    if not on or group == CORE_GROUP:
+        return title
+    spec = GrammarSpec.from_settings(settings) if settings is not None else None
+    return f"{title}  ● {spec.title if group == GRAMMAR_GROUP and spec else 'on'}"
 
 
 def group_is_on(group: str, settings: SamplerSettings) -> bool:
