@@ -47,7 +47,8 @@ SETTINGS = (
         off="",
         group="grammar",
         label="grammar",
-        help="a GBNF grammar (llama.cpp's format) the reply must follow; empty is off",
+        help="a GBNF grammar (llama.cpp's format) every reply follows, applied first in"
+        " the chain (the exact distribution under it); empty is off",
         summary_key="grammar",
     ),
     SettingSpec(
@@ -57,7 +58,8 @@ SETTINGS = (
         off="",
         group="grammar",
         label="json schema",
-        help="a JSON schema the reply must follow (converted to a grammar); empty is off",
+        help="a JSON schema every reply follows (converted to a grammar, applied first);"
+        " empty is off",
         short_key="json_schema",
         summary_key="json-schema",
     ),
