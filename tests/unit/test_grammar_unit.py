@@ -4,6 +4,7 @@ tokens, the dead end, greedy, the state restored, and the settings."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -185,3 +186,18 @@ def test_llama_server_presets_carry_the_grammar_and_schema() -> None:
     }
     lazy = SamplerSettings(grammar=GRAMMAR, grammar_triggers=("x",))
     assert [entry.name for entry in completion_body(lazy)[1]] == ["grammar_triggers"]
+
+
+def test_the_config_file_sets_a_grammar(tmp_path: Path) -> None:
+    from backend.config.config import load_config, settings_with_config
+    from sampling import DEFAULT_CHAT_SETTINGS
+
+    path = tmp_path / "config.toml"
+    path.write_text(
+        "[settings]\ngrammar = '''\nroot ::= answer\nanswer ::= \"yes\" | \"no\"\n'''\n"
+        'grammar_triggers = ["Answer"]\n',
+        encoding="utf-8",
+    )
+    settings = settings_with_config(DEFAULT_CHAT_SETTINGS, load_config(path))
+    assert settings.grammar == 'root ::= answer\nanswer ::= "yes" | "no"'
+    assert settings.grammar_triggers == ("Answer",)
