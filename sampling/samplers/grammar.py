@@ -111,7 +111,7 @@ class Grammar:
     kind: ClassVar[UnitKind] = "candidates"
     in_order: ClassVar[bool] = False
     specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
-    group_titles: ClassVar[Mapping[str, str]] = {"grammar": "grammar: structured output"}
+    group_titles: ClassVar[Mapping[str, str]] = {"grammar": "grammar (runs first)"}
     label: ClassVar[str] = "grammar"
     row_label: ClassVar[str] = "gramm"
     draws: ClassVar[bool] = True  # for `begin`, which counts the reply's tokens

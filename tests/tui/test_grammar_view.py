@@ -120,8 +120,8 @@ def test_the_grammar_group_names_the_grammar() -> None:
         for settings in (DEFAULT_CHAT_SETTINGS, lazy, schema)
     ]
     assert titles == [
-        "grammar: structured output",
-        "grammar: structured output  ● lazy gbnf",
-        "grammar: structured output  ● json schema",
+        "grammar (runs first)",
+        "grammar (runs first)  ● lazy gbnf",
+        "grammar (runs first)  ● json schema",
     ]
     assert group_title("dry", True, schema) == "DRY: repeated sequences  ● on"
