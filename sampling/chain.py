@@ -3,9 +3,11 @@
 The order is data: a tuple of unit names (llama.cpp's `--samplers` names) looked up
 in the registry's `SAMPLERS`, the settings' `samplers` as `SamplerSettings.order`
 places the temperature in it (see there). `build_chain` also takes any other order.
-Three units run outside the order, as in llama.cpp's common sampler: `LogitBias`
-always first, `MinTokens` (a ban) after the units that rewrite the logits, and
-`Mirostat`, which (when on) replaces the whole order after the logit bias by a
+Four units run outside the order, as in llama.cpp's common sampler: `LogitBias`
+always first, `MinTokens` (a ban) after the units that rewrite the logits, `Grammar`
+right after it, before every filter (llama.cpp checks the grammar after drawing and
+draws again on a rejection; applied first, the distribution is exact under the
+constraint), and `Mirostat`, which (when on) replaces the whole order after the logit bias by a
 plain temperature and itself. `AdaptiveP` draws the token, so wherever an order
 names it, it runs last and reshapes the distribution the chain ends with; smoothing
 runs right after the temperature when both run.
@@ -22,6 +24,7 @@ from sampling.errors import SettingsError
 from sampling.plugins import PluginFailure, PluginGuard, is_plugin
 from sampling.registry import SAMPLERS, UNITS_BY_NAME
 from sampling.samplers.adaptive_p import AdaptiveP
+from sampling.samplers.grammar import Grammar
 from sampling.samplers.logit_bias import LogitBias
 from sampling.samplers.min_tokens import MinTokens
 from sampling.samplers.mirostat import Mirostat
@@ -81,6 +84,12 @@ class Chain:
         return last if isinstance(last, AdaptiveP) else None
 
     @property
+    def grammar(self) -> Grammar | None:
+        """The grammar when it runs (its record: the mass removed, a forced token)."""
+        held = self.held.get(Grammar.name)
+        return held if isinstance(held, Grammar) and held in self.units else None
+
+    @property
     def names(self) -> tuple[str, ...]:
         """The names of the units that run."""
         return tuple(unit.name for unit in self.units)
@@ -95,7 +104,9 @@ class Chain:
         for unit in self.units:
             unit.apply(candidates)
         if self.greedy:
-            return greedy_kept(candidates.argmax, tuple(candidates.bans))
+            # The first kept token: the argmax, or the most probable one a grammar allows.
+            best = int(candidates.head(1)[0])
+            return greedy_kept(best, tuple(candidates.bans), tuple(candidates.cuts))
         kept = candidates.distribution()
         adaptive = self.adaptive
         if adaptive is None:
@@ -128,6 +139,9 @@ class Chain:
                 ban.generated, ban.step = generated, None
             if ends:
                 ban.end_of_generation = ends
+        grammar = self.held.get(Grammar.name)
+        if isinstance(grammar, Grammar) and generated is not None:
+            grammar.generated, grammar.step = generated, None
         adaptive = self.held.get(AdaptiveP.name)
         if adapted_target is not None and isinstance(adaptive, AdaptiveP):
             adaptive.pinned = adapted_target
@@ -206,9 +220,13 @@ def build_chain(
     if bias is not None:
         units.append(bias)
     ban = held.get(MinTokens.name)
+    # The grammar reads the logits the rewrites and bans leave, before every filter.
+    grammar = held.get(Grammar.name)
+    constrain = [grammar] if grammar is not None else []
     mirostat = held.get(Mirostat.name)
     if mirostat is not None:
         units += [ban] if ban is not None else []
+        units += constrain
         if not greedy:
             units += [Temperature(settings.temperature), mirostat]
     else:
@@ -230,7 +248,7 @@ def build_chain(
             reading.insert(reading.index(temperature) + 1, smoothing)
         # min_tokens bans after the rewrites of the logits, so that the record reads
         # them from before the ban (a -inf stays -inf through them anyway).
-        units += [*([ban] if ban is not None else []), *reading, *last]
+        units += [*([ban] if ban is not None else []), *constrain, *reading, *last]
     drawing = tuple(unit for unit in held.values() if unit.draws)
     accepting = tuple(unit for unit in units if not isinstance(unit, Stateless))
     return Chain(names, tuple(units), greedy, held, drawing, accepting)

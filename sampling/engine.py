@@ -142,7 +142,10 @@ _CERTAIN = np.ones(1)
 _CERTAIN.flags.writeable = False
 
 
-def greedy_kept(argmax: int, bans: tuple[Ban, ...] = ()) -> Kept:
-    """The kept set at temperature 0: the argmax alone (`bans`: as `Kept.bans`)."""
+def greedy_kept(argmax: int, bans: tuple[Ban, ...] = (), cuts: tuple[Cut, ...] = ()) -> Kept:
+    """The kept set at temperature 0: the argmax alone (`bans`: as `Kept.bans`; `cuts`:
+    those before the argmax was taken, a grammar's)."""
     ids = np.array([argmax], dtype=np.intp)
-    return Kept(ids, _CERTAIN, "greedy", 1, None, True, (("greedy", ids, True),), 0.0, bans)
+    prefix = all(is_prefix for _, _, is_prefix in cuts)
+    every = (*cuts, ("greedy", ids, True))
+    return Kept(ids, _CERTAIN, "greedy", 1, None, prefix, every, 0.0, bans)

@@ -18,3 +18,12 @@ class SettingsError(SamplescopeError, ValueError):
 
 class LogitsError(SamplescopeError, ValueError):
     """The logits handed to a sampler cannot be sampled from; the message says why."""
+
+
+class GrammarError(SamplescopeError, ValueError):
+    """A grammar or JSON schema cannot be used; the message carries llama.cpp's parse
+    message (and where in the text it stopped) when it gave one."""
+
+
+class GrammarDeadEnd(LogitsError):
+    """The grammar allows no token that is left to sample: the reply ends there."""

@@ -113,6 +113,9 @@ class Step:
             around (from its moving average before the step), or None when it is off.
         logit: The chosen token's logit as the table's rows have theirs (after
             penalties, before temperature), or None when not recorded (a stored step).
+        grammar_removed: The probability mass the grammar removed (of the
+            distribution it was handed, at temperature 1), or None without a grammar.
+        forced: Whether the grammar left exactly one token (a forced token).
     """
 
     token_id: int
@@ -130,6 +133,8 @@ class Step:
     notes: tuple[str, ...] = field(default=(), compare=False)
     adapted_target: float | None = None
     logit: float | None = field(default=None, compare=False)
+    grammar_removed: float | None = None
+    forced: bool = False
 
     @property
     def candidates(self) -> tuple[Candidate, ...]:

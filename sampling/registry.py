@@ -15,6 +15,7 @@ from sampling.samplers.adaptive_p import AdaptiveP
 from sampling.samplers.dry import Dry
 from sampling.samplers.epsilon_cutoff import EpsilonCutoff
 from sampling.samplers.eta_cutoff import EtaCutoff
+from sampling.samplers.grammar import Grammar
 from sampling.samplers.logit_bias import LogitBias
 from sampling.samplers.min_p import MinP
 from sampling.samplers.min_tokens import MinTokens
@@ -51,6 +52,7 @@ UNITS: tuple[type[SamplerUnit], ...] = (
     Mirostat,
     LogitBias,
     MinTokens,
+    Grammar,
 )
 """Every built-in unit: those an order may name, in llama.cpp's default order with the
 samplers it lacks where their tools run them (the cutoffs before min-p, in
@@ -82,9 +84,10 @@ CUT_NAMES: tuple[str, ...] = (
 )
 """Every name `Step.cut_by` and `CandidateTable.removed_by` may hold ("" aside): "none"
 when nothing was cut, "greedy" at temperature 0, "logit_bias" or "min_tokens" for a
-ban (-inf), "temperature" for a token whose probability underflowed to 0 at a low
-temperature (or a dynamic temperature of 0), "smoothing" for one that underflowed
-once smoothing reshaped the logits, and otherwise the unit that removed it."""
+ban (-inf), "grammar" for a token the grammar forbids, "temperature" for a token whose
+probability underflowed to 0 at a low temperature (or a dynamic temperature of 0),
+"smoothing" for one that underflowed once smoothing reshaped the logits, and
+otherwise the unit that removed it."""
 
 DRAW_SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec(

@@ -34,6 +34,12 @@ class ReplyScore:
         mean_entropy: Mean entropy of the raw distributions, nats.
         low_prob_tokens: Tokens whose raw probability is below `low_prob_below`.
         low_prob_below: The threshold.
+        grammar_removed: The probability mass the grammar removed, summed over the
+            steps; None when no step ran a grammar.
+        grammar_kept_logprob: Sum of log(1 - mass removed), nats: how likely the
+            model, left alone, was to stay inside the grammar along this reply; None
+            without a grammar.
+        forced_tokens: Steps where the grammar left exactly one token.
     """
 
     n_tokens: int
@@ -43,6 +49,9 @@ class ReplyScore:
     mean_entropy: float
     low_prob_tokens: int
     low_prob_below: float
+    grammar_removed: float | None = None
+    grammar_kept_logprob: float | None = None
+    forced_tokens: int = 0
 
 
 def _log(probability: float) -> float:
@@ -57,6 +66,7 @@ def reply_score(
         return None
     raw = [step.prob_unfiltered for step in steps]
     known = [p for p in raw if p is not None]
+    removed = [step.grammar_removed for step in steps if step.grammar_removed is not None]
     logprob_raw = sum(_log(p) for p in known) if len(known) == len(raw) else None
     return ReplyScore(
         n_tokens=len(steps),
@@ -66,4 +76,7 @@ def reply_score(
         mean_entropy=sum(step.entropy for step in steps) / len(steps),
         low_prob_tokens=sum(1 for p in known if p < low_prob_below),
         low_prob_below=low_prob_below,
+        grammar_removed=sum(removed) if removed else None,
+        grammar_kept_logprob=sum(_log(1.0 - r) for r in removed) if removed else None,
+        forced_tokens=sum(1 for step in steps if step.forced),
     )

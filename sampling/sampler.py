@@ -282,7 +282,8 @@ class Sampler:
         maximum = candidates.maximum
         draw: float | None = None
         if chain.greedy:
-            token_id, prob = candidates.argmax, 1.0
+            assert kept.ids is not None
+            token_id, prob = int(kept.ids[0]), 1.0
         elif settings.draw == "gumbel":
             token_id, prob = self._gumbel(kept)
         elif settings.rng == "xorshift128":
@@ -300,6 +301,7 @@ class Sampler:
                 self._note(failure)
                 self._chain = chain.without(failure.name)
         adaptive = chain.adaptive
+        grammar = chain.grammar
         shown = kept
         if candidates.before is not None:  # a ban or smoothing came after: show before it
             penalized, maximum = candidates.before
@@ -324,6 +326,8 @@ class Sampler:
             notes=self._take_notes(),
             adapted_target=None if adaptive is None else adaptive.last_target,
             logit=float(penalized[token_id]),
+            grammar_removed=None if grammar is None else grammar.removed,
+            forced=grammar is not None and grammar.forced,
         )
 
     def _begin(self) -> None:

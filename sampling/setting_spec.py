@@ -4,6 +4,7 @@ The table of every setting is `sampling.spec.SETTINGS`. Besides numbers, switche
 and choices, three kinds hold several values: "order" (the chain's sampler names),
 "bias" (token id → logit bias pairs) and "texts" (DRY's sequence breakers); their
 text forms are read and written by `parse` and `format` (see `sampling.setting_text`).
+One kind holds a text as it is: "text" (a grammar, a JSON schema).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from sampling.setting_text import (
     parse_texts,
 )
 
-SettingKind = Literal["float", "int", "bool", "choice", "order", "bias", "texts"]
+SettingKind = Literal["float", "int", "bool", "choice", "order", "bias", "texts", "text"]
 SettingValue = bool | int | float | str | tuple[Any, ...]
 SCALAR_KINDS: tuple[SettingKind, ...] = ("float", "int", "bool", "choice")
 
@@ -65,7 +66,7 @@ class SettingSpec:
     Attributes:
         name: The `SamplerSettings` field.
         kind: "float", "int", "bool", "choice", or one of the several-valued kinds
-            "order", "bias" and "texts".
+            "order", "bias" and "texts", or "text" (one text kept as given).
         group: The panel group it belongs to ("core", "penalties", "dry", "xtc",
             "typical", "dynatemp", "mirostat", "bias", "order").
         default: The field's value in `SamplerSettings()`.
@@ -171,6 +172,8 @@ class SettingSpec:
             )
         if self.kind == "texts":
             return "non-empty texts, as a JSON list or separated by ','"
+        if self.kind == "text":
+            return "a text"
         if self.kind == "choice":
             quoted = [repr(value) for value in self.choice_values]
             return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
@@ -209,6 +212,8 @@ class SettingSpec:
             return accepts_bias(value)
         if self.kind == "texts":
             return accepts_texts(value)
+        if self.kind == "text":
+            return isinstance(value, str)
         if self.kind == "choice":
             return isinstance(value, str) and value in self.choice_values
         if isinstance(value, bool):  # a bool is an int to Python, never a number here
@@ -248,6 +253,8 @@ class SettingSpec:
         Raises:
             SettingsError: The text cannot be read as the setting's type.
         """
+        if self.kind == "text":
+            return text.strip()
         stripped = text.strip()
         if self.kind == "choice":
             return stripped

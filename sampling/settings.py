@@ -99,6 +99,8 @@ class SamplerSettings:
             anything else; -inf bans the token. Also given as a {id: bias} dict,
             pairs in any order, or text "42=+2;17=-inf" (held as the pairs in id
             order; a token given twice is an error).
+        grammar, json_schema, grammar_triggers: A GBNF grammar or a JSON schema every
+            reply must follow, and a lazy grammar's triggers (`sampling.constraint`).
         samplers: The chain's order, exactly as it runs (llama.cpp's `--samplers`
             names); a name left out does not run. The default runs the temperature
             before the filters; `DEFAULT_CHAT_SETTINGS` holds llama.cpp's chain.
@@ -149,6 +151,9 @@ class SamplerSettings:
     adaptive_decay: float = 0.9
     min_tokens: int = 0
     logit_bias: tuple[tuple[int, float], ...] = ()
+    grammar: str = ""
+    json_schema: str = ""
+    grammar_triggers: tuple[str, ...] = ()
     samplers: tuple[str, ...] = TEMPERATURE_FIRST_ORDER
     extra: tuple[tuple[str, SettingValue], ...] = ()
 
@@ -387,7 +392,7 @@ def _active_part(spec: SettingSpec, settings: SamplerSettings) -> str | None:
         return None
     if spec.needs is not None and not _is_on(SETTINGS_BY_NAME[spec.needs], settings):
         return None
-    if spec.kind == "bool":
+    if spec.kind in ("bool", "text"):  # a grammar or a schema is named, never written out
         return spec.summary_key or spec.name
     if spec.kind == "choice":
         return str(value)

@@ -10,9 +10,11 @@ from sampling.records import Step
 from sampling.settings import SamplerSettings
 
 Phase = Literal["prefill", "decode", "done"]
-FinishReason = Literal["eos", "max_tokens", "context_full", "cancelled", "error", "banned"]
+FinishReason = Literal[
+    "eos", "max_tokens", "context_full", "cancelled", "error", "banned", "grammar"
+]
 """Why a generation ended; "banned": phrase bans left no token to take at a position
-(the reply stops there, before the phrase)."""
+(the reply stops there, before the phrase); "grammar": the grammar left no legal token."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ when they would change anything, and left out of the order written.
 
 from __future__ import annotations
 
+import json
 import math
 import shlex
 from dataclasses import dataclass
@@ -88,6 +89,7 @@ _UNMAPPED_SETTINGS = (
     "smoothing_factor",
     "smoothing_curve",
     "min_tokens",
+    "grammar_triggers",
 )
 
 
@@ -116,6 +118,13 @@ def completion_body(settings: SamplerSettings) -> tuple[dict[str, Any], list[Unm
         [token, False if bias == -math.inf else plain_number(bias)]
         for token, bias in settings.logit_bias
     ]
+    if settings.grammar:
+        body["grammar"] = settings.grammar
+    if settings.json_schema:
+        try:
+            body["json_schema"] = json.loads(settings.json_schema)
+        except json.JSONDecodeError:
+            body["json_schema"] = settings.json_schema
     return body, _unmapped(settings)
 
 
@@ -130,6 +139,10 @@ def server_flags(settings: SamplerSettings) -> tuple[list[str], list[Unmapped]]:
     words += ["--samplers", ";".join(llama_order(settings))]
     for token, bias in settings.logit_bias:
         words += ["--logit-bias", f"{token}{'+' if bias >= 0 else '-'}{abs(bias):g}"]
+    if settings.grammar:
+        words += ["--grammar", settings.grammar]
+    if settings.json_schema:
+        words += ["--json-schema", settings.json_schema]
     return words, _unmapped(settings)
 
 
@@ -161,7 +174,12 @@ def import_completion_body(data: dict[str, Any]) -> ImportedPreset:
         unmapped += left
     if "logit_bias" in data:
         changes["logit_bias"] = _read_biases(data["logit_bias"])
-    used.update(("dry_sequence_breakers", "samplers", "logit_bias"))
+    if isinstance(data.get("grammar"), str):
+        changes["grammar"] = data["grammar"]
+    schema = data.get("json_schema")
+    if schema is not None:
+        changes["json_schema"] = schema if isinstance(schema, str) else json.dumps(schema)
+    used.update(("dry_sequence_breakers", "samplers", "logit_bias", "grammar", "json_schema"))
     unmapped += leftover_fields(data, used, "not a sampler setting samplescope holds")
     return ImportedPreset(changes, tuple(unmapped), TOOL)
 
@@ -205,6 +223,8 @@ def import_server_flags(words: list[str]) -> ImportedPreset:
         elif flag == "--logit-bias":
             at = max(text.rfind("+"), text.rfind("-"))
             biases[int(text[:at])] = float(text[at:])
+        elif flag in ("--grammar", "--json-schema"):
+            changes[flag[2:].replace("-", "_")] = text
         else:
             unmapped.append(Unmapped(flag, text, "not a sampling flag samplescope holds"))
     if "--dry-sequence-breaker" in words:

@@ -193,7 +193,17 @@ def _plain(value: Any) -> Any:
 def _export_leftovers(settings: SamplerSettings) -> list[Unmapped]:
     """samplescope's settings SillyTavern has no field for, when not at their default."""
     defaults = SamplerSettings()
-    names = ("top_p_scope", "draw", "rng", "min_tokens", "adaptive_target", "adaptive_decay")
+    names = (
+        "top_p_scope",
+        "draw",
+        "rng",
+        "min_tokens",
+        "adaptive_target",
+        "adaptive_decay",
+        "grammar",
+        "json_schema",
+        "grammar_triggers",
+    )
     return [
         Unmapped(name, getattr(settings, name), "no SillyTavern field")
         for name in names

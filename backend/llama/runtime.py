@@ -32,8 +32,10 @@ from backend.llama.context import (
     load_model,
 )
 from backend.llama.ggml_devices import require_rpc
+from backend.llama.grammar import GrammarTemplates, LlamaGrammarConstraint
 from backend.llama.pieces import visible_piece
 from backend.llama.rpc import Endpoint, probe_all
+from sampling.constraint import GrammarSpec
 
 __all__ = [
     "LlamaError",
@@ -176,6 +178,7 @@ class LlamaRuntime:
         self._shown_cache: dict[int, str] = {}
         self._special: list[int] | None = None
         self._eog_ids: tuple[int, ...] | None = None
+        self._grammars = GrammarTemplates(self._vocab, self.n_vocab)
 
     @property
     def placement(self) -> str:
@@ -213,6 +216,15 @@ class LlamaRuntime:
         if self._eog_ids is None:
             self._eog_ids = tuple(t for t in range(self.n_vocab) if self.is_eog(t))
         return self._eog_ids
+
+    def token_constraint(self, spec: GrammarSpec) -> LlamaGrammarConstraint:
+        """llama.cpp's grammar matcher for `spec` in its start state (a
+        `sampling.constraint.ConstraintSource`; the grammar is parsed once).
+
+        Raises:
+            GrammarError: The grammar or schema cannot be parsed (llama.cpp's message).
+        """
+        return self._grammars.constraint(spec)
 
     @property
     def bos(self) -> int:
@@ -397,6 +409,7 @@ class LlamaRuntime:
     def close(self) -> None:
         """Free the context and the model (idempotent)."""
         self._context.close()
+        self._grammars.close()
         if self._model is not None:
             llama_cpp.llama_model_free(self._model)
             self._model = None

@@ -35,7 +35,7 @@ from backend.chat.protocol import LiveSettings
 from backend.session.memory import Memory
 from backend.session.model import Model
 from backend.session.run import Lane, Steer, clock_now
-from sampling.errors import SamplescopeError
+from sampling.errors import GrammarDeadEnd, SamplescopeError
 from sampling.sampler import Sampler
 
 Event = tuple[int, GenerationEvent]
@@ -286,7 +286,13 @@ class Generation:
         logits = model.logits(lane.row)
         index = lane.index
         force = self.steer.forced_at(index)
-        step = lane.sample(logits, memory.tokens(lane.seq), force)
+        try:
+            step = lane.sample(logits, memory.tokens(lane.seq), force)
+        except GrammarDeadEnd as dead_end:  # the reply ends; the chat is kept
+            yield lane.column, NoticeEvent(str(dead_end))
+            lane.reason, lane.row, lane.pending = "grammar", None, []
+            yield from self._finish(lane, None)
+            return
         token = step.token_id
         if lane.first_token_at is None:
             lane.first_token_at = session.clock()

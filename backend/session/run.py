@@ -23,6 +23,7 @@ from sampling.penalties import History
 from sampling.records import Step
 from sampling.sampler import Sampler, SamplerState, probabilities
 from sampling.settings import SamplerSettings
+from sampling.vocabulary import Vocabulary
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +72,19 @@ def with_banned(settings: SamplerSettings, tokens: frozenset[int]) -> SamplerSet
     return settings.with_changes(logit_bias=tuple(sorted(bias.items())))
 
 
-def forced_step(step: Step, token: int, logits: object, history: History) -> Step:
-    """`step` with `token` taken instead of the drawn one, at its probability there."""
-    probs = probabilities(logits, step.settings, history)
+def forced_step(
+    step: Step,
+    token: int,
+    logits: object,
+    history: History,
+    vocabulary: Vocabulary | None = None,
+    generated: int = 0,
+) -> Step:
+    """`step` with `token` taken instead of the drawn one, at its probability there
+    (a grammar's matcher comes from `vocabulary`, after the reply's `generated` tokens)."""
+    probs = probabilities(
+        logits, step.settings, history, vocabulary=vocabulary, generated=generated
+    )
     return replace(step, token_id=token, prob=float(probs[token]), draw=None)
 
 
@@ -167,7 +178,7 @@ class Lane:
         if sink is not None:
             sink(self.index, logits, history)
         if force is not None:
-            step = forced_step(step, force, logits, history)
+            step = forced_step(step, force, logits, history, sampler.vocabulary, self.index)
         self.sampler_us += step.elapsed_us
         return step
 

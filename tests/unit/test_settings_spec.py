@@ -84,6 +84,8 @@ def changed_value(spec: SettingSpec) -> object:
         return ("\n", "a,b")
     if spec.kind == "bias":
         return ((17, -math.inf), (42, 2.0))
+    if spec.kind == "text":
+        return 'root ::= "yes" | "no"'
     if spec.kind == "order":
         return tuple(reversed([str(n) for n in spec.choice_values if n not in spec.leading]))
     assert spec.slider is not None
@@ -167,6 +169,8 @@ def bad_values(spec: SettingSpec) -> list[object]:
         return [((1, "2"),), ((1.5, 1.0),), ((-1, 1.0),), ((1, math.inf),), [(1, math.nan)], 42]
     if spec.kind == "texts":
         return [("",), (1,), [""], 7]
+    if spec.kind == "text":
+        return [None, 7, b"root", ("root",)]
     values: list[object] = [True, None, "1", [1]]
     if spec.kind == "int":
         values += [1.0, 2.5]

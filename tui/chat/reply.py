@@ -16,6 +16,7 @@ FINISH_LABELS = {
     "max_tokens": "max tokens",
     "context_full": "context full",
     "banned": "every token tried here held a banned phrase",
+    "grammar": "grammar dead end",
 }
 """What the transcript and the status line say of each way a reply ends but "eos"."""
 GHOST_LABEL = "rejected: a banned phrase"

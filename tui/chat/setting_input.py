@@ -1,4 +1,5 @@
-"""Reading a setting typed as text in the app: the chain's order, DRY's breakers, logit bias.
+"""Reading a setting typed as text in the app: the chain's order, DRY's breakers, logit
+bias, a grammar or a JSON schema (its line breaks typed as ⏎, or "@path" to load a file).
 
 A logit bias may name a token by its text ("hello=-inf"): the model's tokenizer turns
 the text into its one token, as `generate --logit-bias` does (a text of several
@@ -8,10 +9,12 @@ tokens is refused). Ids ("42=+2") need no tokenizer.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from sampling.errors import SettingsError
 from sampling.setting_text import BiasPairs, bias_entries, bias_pairs
 from sampling.spec import SETTINGS_BY_NAME, SettingSpec, SettingValue
+from tui.widgets.setting_controls import LINE_MARK
 
 TextEncoder = Callable[[str], list[int]]
 
@@ -29,7 +32,22 @@ def read_setting_text(spec: SettingSpec, text: str, encode: TextEncoder | None) 
     """
     if spec.kind == "bias":
         return _bias(spec, text, encode)
+    if spec.kind == "text":
+        return _text(spec, text)
     return spec.parse(text)
+
+
+def _text(spec: SettingSpec, text: str) -> SettingValue:
+    """A grammar or schema typed on one line (⏎ breaks it), or "@path" to read a file."""
+    stripped = text.strip()
+    if stripped.startswith("@"):
+        path = Path(stripped[1:].strip()).expanduser()
+        try:
+            return spec.parse(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as error:
+            reason = getattr(error, "strerror", None) or str(error)
+            raise SettingsError(spec.name, text, f"a readable UTF-8 file ({reason})") from None
+    return spec.parse(text.replace(LINE_MARK, "\n"))
 
 
 def _bias(spec: SettingSpec, text: str, encode: TextEncoder | None) -> BiasPairs:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tui.cli.model_flags import add_rpc_flag, chosen_model_path
 
-PARTS = ("sampler", "backend", "compare", "explore", "tui", "rpc")
+PARTS = ("sampler", "grammar", "backend", "compare", "explore", "tui", "rpc")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -20,14 +20,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="benchmarks, each as a ratio against its peer measured in the same run",
         description=(
             "sampler: µs per sampled token for each mode, ours (record included) next to "
-            "llama.cpp's native sampler chain on the same logits. backend: decode and prefill "
-            "tokens/s against llama-cpp-python's own loop, and peak memory. compare: four "
-            "columns in lockstep against the same columns in turn, wall time and tokens/s "
-            "per column. explore: the tree of width 3 and depth 4 in lockstep batches against "
-            "the same nodes one per llama_decode, nodes per second. tui: a reply "
-            "streamed through the app against the same generation consumed bare. rpc: decode "
-            "and prefill tokens/s with the model split across two loopback rpc-servers (or "
-            "--rpc servers) against the same model on this machine."
+            "llama.cpp's native sampler chain on the same logits. grammar: µs per step under "
+            "a JSON schema, ours (the grammar first) next to llama.cpp's grammar sampler on "
+            "the whole vocabulary, and next to its draw-then-check on rejection. backend: "
+            "decode and prefill tokens/s against llama-cpp-python's own loop, and peak "
+            "memory. compare: four columns in lockstep against the same columns in turn, "
+            "wall time and tokens/s per column. explore: the tree of width 3 and depth 4 in "
+            "lockstep batches against the same nodes one per llama_decode, nodes per second. tui: a reply streamed through the app "
+            "against the same generation consumed bare. rpc: decode and prefill tokens/s "
+            "with the model split across two loopback rpc-servers (or --rpc servers) against "
+            "the same model on this machine."
         ),
     )
     parser.add_argument("--model", default=None, help="GGUF file (default: SmolLM2-135M)")
@@ -59,6 +61,18 @@ def run(args: argparse.Namespace) -> int:
             model_path, steps=args.steps, repeats=args.repeats, n_threads=args.threads
         )
         print(format_rows(rows))
+    if "grammar" in parts:
+        from backend.bench.grammar import run_grammar_bench
+        from backend.bench.sampler import format_rows as format_grammar
+
+        print(
+            f"\n## grammar (a JSON schema's reply, up to {args.steps} steps x {args.repeats}"
+            " repeats, median)"
+        )
+        grammar_rows = run_grammar_bench(
+            model_path, steps=args.steps, repeats=args.repeats, n_threads=args.threads
+        )
+        print(format_grammar(grammar_rows))
     if "backend" in parts:
         from backend.bench.generation import format_rows as format_backend
         from backend.bench.generation import run_backend_bench

@@ -20,6 +20,7 @@ from backend.session.compare import compare
 from sampling.errors import SamplescopeError
 from sampling.settings import SamplerSettings, settings_summary
 from sampling.spec import SETTINGS, SETTINGS_BY_NAME, find_setting
+from tui.chat.setting_input import read_setting_text
 from tui.cli.generate import build_messages, step_line
 from tui.cli.model_flags import add_model_flags, load_backend, log
 from tui.cli.settings_flags import settings_with_user_config
@@ -47,6 +48,7 @@ def register(subparsers: Any) -> None:
             "with one seed, print the replies side by side (stacked when the terminal is "
             "narrow) and mark each column's first token that differs from the first column. "
             "--set takes comma-separated key=value pairs on top of the off values "
+            "(grammar=@PATH or json_schema=@PATH reads a file) "
             f"({_KEYS_HELP} or any settings field name except seed: every column shares -s)."
         ),
     )
@@ -103,7 +105,11 @@ def parse_set(text: str) -> SamplerSettings:
             raise CompareArgumentError(
                 f"--set {text!r}: every column shares one {spec.name}; give it with {flags}"
             )
-        changes[spec.name] = spec.coerce(value)
+        # A grammar or a schema holds commas: "@path" reads it from a file.
+        text_kind = spec.kind == "text"
+        changes[spec.name] = (
+            read_setting_text(spec, value, None) if text_kind else spec.coerce(value)
+        )
     return settings_with_user_config(SamplerSettings()).with_changes(**changes)
 
 

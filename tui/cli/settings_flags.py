@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from pathlib import Path
 
 from sampling.errors import SettingsError
 from sampling.setting_text import bias_entries, bias_pairs
@@ -21,11 +22,44 @@ Tokenize = Callable[[str], list[int]]
 """A model's tokenizer: text to token ids, no BOS."""
 
 
+#: The flags that read a text setting from a file: flag's field → the setting.
+FILE_FLAGS = {"grammar_file": "grammar", "json_schema_file": "json_schema"}
+
+
 def add_settings_flags(parser: argparse.ArgumentParser) -> None:
     """Add the sampler settings flags to a command's parser (all default to unset)."""
     group = parser.add_argument_group("sampling")
     for spec in SETTINGS:
         _add_flag(group, spec)
+    for field, setting in FILE_FLAGS.items():
+        group.add_argument(
+            "--" + field.replace("_", "-"),
+            dest=field,
+            default=None,
+            metavar="PATH",
+            help=f"read --{setting.replace('_', '-')} from a file",
+        )
+
+
+def _file_settings(args: argparse.Namespace) -> dict[str, str]:
+    """The text settings `--grammar-file` and `--json-schema-file` read.
+
+    Raises:
+        SettingsError: A file cannot be read, or its setting is also given as text.
+    """
+    read: dict[str, str] = {}
+    for field, setting in FILE_FLAGS.items():
+        path = getattr(args, field, None)
+        if path is None:
+            continue
+        if getattr(args, setting, None) is not None:
+            raise SettingsError(field, path, f"either --{setting.replace('_', '-')} or a file")
+        try:
+            read[setting] = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            reason = getattr(error, "strerror", None) or str(error)
+            raise SettingsError(field, path, f"a readable UTF-8 file ({reason})") from None
+    return read
 
 
 def _add_flag(group: argparse._ArgumentGroup, spec: SettingSpec) -> None:
@@ -78,6 +112,7 @@ def settings_from_args(
     text = getattr(args, "logit_bias", None)
     if text is not None:
         changes["logit_bias"] = logit_bias_from_text(text, tokenize)
+    changes.update(_file_settings(args))
     return base.with_changes(**changes)
 
 

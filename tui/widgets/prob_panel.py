@@ -13,6 +13,7 @@ from textual.geometry import Size
 from textual.strip import Strip
 from textual.widget import Widget
 
+from sampling.constraint import GrammarSpec
 from sampling.records import Candidate, Step
 from sampling.settings import settings_summary
 from sampling.spec import LOGITS_SAMPLERS
@@ -109,6 +110,7 @@ class ProbPanel(Widget):
                 (f" · p {step.prob:.3f}", ""),
             ],
             [(f"H {step.entropy:.2f} nats · u {draw} · {step.n_kept} kept · {order}", "")],
+            *_grammar_line(step),
             [(settings_summary(step.settings, style="fixed"), "grey62")],
             [
                 (f"  {'token':<{_PIECE_WIDTH}} {'':<{bar_width}} ", "grey62"),
@@ -116,7 +118,8 @@ class ProbPanel(Widget):
             ],
         ]
         bans = [token for token, bias in step.settings.logit_bias if bias == -math.inf]
-        rows = max(1, self.size.height - _HEADER_LINES - 1 - (1 if bans else 0))
+        grammar = 1 if step.grammar_removed is not None else 0
+        rows = max(1, self.size.height - _HEADER_LINES - 1 - (1 if bans else 0) - grammar)
         candidates = step.candidates[:rows]  # built on each access: take it once
         removed_by = [c.removed_by for c in candidates]
         kept = [c.kept for c in candidates]
@@ -181,6 +184,25 @@ def _temperature_note(step: Step) -> str:
     if step.mirostat_mu is not None:
         note += f" · μ {step.mirostat_mu:.2f}"
     return note
+
+
+def _grammar_line(step: Step) -> list[_Line]:
+    """The grammar's line: the mass it removed at the step, and whether it forced the
+    token (none without a grammar)."""
+    if step.grammar_removed is None:
+        return []
+    title = GrammarSpec.from_settings(step.settings)
+    name = "grammar" if title is None else f"grammar ({title.title})"
+    removed = step.grammar_removed
+    kept = 1.0 - removed
+    shown = f"all but {kept * 100:.2g}%" if 0.0 < kept < 0.01 else _percent(removed)
+    line: _Line = [(f"{name} removed {shown}", "magenta")]
+    if step.grammar_removed == 0.0:
+        lazy = title is not None and title.triggers
+        line.append((" · waiting for its trigger" if lazy else " · every token allowed", ""))
+    if step.forced:
+        line.append((" · forced: the one token allowed", "bold magenta"))
+    return [line]
 
 
 def _cut_line(label: str, width: int, style: str = "bold red") -> _Line:

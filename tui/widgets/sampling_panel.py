@@ -73,7 +73,7 @@ class SamplingPanel(Vertical):
             controls = [control_for(spec, self._initial) for spec in specs]
             yield Collapsible(
                 *controls,
-                title=group_title(group, group_is_on(group, self._initial)),
+                title=group_title(group, group_is_on(group, self._initial), self._initial),
                 collapsed=group != CORE_GROUP,
                 id=f"group-{group}",
                 classes="setting-group",
@@ -114,7 +114,7 @@ class SamplingPanel(Vertical):
                 control.set_value(getattr(settings, control.field))
         for group, _ in group_specs():
             collapsible = self.query_one(f"#group-{group}", Collapsible)
-            collapsible.title = group_title(group, group_is_on(group, settings))
+            collapsible.title = group_title(group, group_is_on(group, settings), settings)
 
     def show_bans(self, bans: PhraseBans) -> None:
         """Show the phrase bans in force (the group's title says how many)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textual.widget import Widget
 
+from sampling.constraint import GrammarSpec
 from sampling.settings import USUAL_ORDERS, SamplerSettings
 from sampling.spec import (
     DISPLAY_ORDER,
@@ -22,10 +23,14 @@ from tui.widgets.toggle import Toggle
 CORE_GROUP = "core"
 ORDER_GROUP = "order"
 ORDER_FIELD = "samplers"
+GRAMMAR_GROUP = "grammar"
 
 _PLACEHOLDERS = {
     "logit_bias": "hello=-inf; 42=+2",
     "dry_sequence_breakers": '["\\n", ":", "\\"", "*"]',
+    "grammar": 'root ::= "yes" | "no"  (⏎ breaks a line; @file loads one)',
+    "json_schema": '{"type": "object", ...}  (@file loads one)',
+    "grammar_triggers": 'regexes, e.g. ["<tool_call>"]',
 }
 
 
@@ -46,10 +51,14 @@ def group_specs() -> list[tuple[str, list[SettingSpec]]]:
     return [(name, groups[name]) for name in known + rest]
 
 
-def group_title(group: str, on: bool) -> str:
-    """A group's title; "● on" marks a group other than the core where something is on."""
+def group_title(group: str, on: bool, settings: SamplerSettings | None = None) -> str:
+    """A group's title; "● on" marks a group other than the core where something is on
+    (the grammar's group names the grammar: "● json schema", "● lazy gbnf")."""
     title = GROUP_TITLES.get(group, group)
-    return f"{title}  ● on" if on and group != CORE_GROUP else title
+    if not on or group == CORE_GROUP:
+        return title
+    spec = GrammarSpec.from_settings(settings) if settings is not None else None
+    return f"{title}  ● {spec.title if group == GRAMMAR_GROUP and spec else 'on'}"
 
 
 def group_is_on(group: str, settings: SamplerSettings) -> bool:
@@ -87,9 +96,15 @@ def chain_order_of(settings: SamplerSettings) -> tuple[str, ...]:
     return settings.order
 
 
+LINE_MARK = "⏎"
+"""How a one-line input shows a line break of a text setting (a grammar, a schema)."""
+
+
 def setting_text(spec: SettingSpec, value: SettingValue) -> str:
-    """A text setting's value as its input shows it (what `spec.parse` reads back)."""
-    return spec.format(value)
+    """A text setting's value as its input shows it (what `spec.parse` reads back; a
+    grammar's line breaks as ⏎, which `tui.chat.setting_input` reads back)."""
+    text = spec.format(value)
+    return text.replace("\n", LINE_MARK) if spec.kind == "text" else text
 
 
 def control_for(spec: SettingSpec, settings: SamplerSettings) -> Widget:

@@ -2,7 +2,7 @@
 
 Rows: the chosen token's probability, the entropy and (on demand) the kept count,
 over a marker row (the token cursor ▲, a setting changed ◆, the reply went back
-from a rejected attempt ✗). A reply longer than
+from a rejected attempt ✗, a token the grammar forced •). A reply longer than
 the strip is compressed into buckets that keep each bucket's spike, the token a
 reader looks for: the lowest chosen probability, the highest entropy, the most
 kept tokens; a short one is spread over up to `MAX_SPREAD` cells a token. Clicking
@@ -33,6 +33,7 @@ MAX_SPREAD = 3
 CURSOR_MARK = "▲"
 CHANGE_MARK = "◆"
 GHOST_MARK = "✗"
+FORCED_MARK = "•"
 
 
 def bucket_bounds(n_tokens: int, columns: int) -> npt.NDArray[np.intp]:
@@ -68,18 +69,22 @@ class _Series(Sparkline):
 
 
 class _Marks(Widget):
-    """The marker row: the token cursor and the tokens where a setting changed."""
+    """The marker row: the token cursor, the tokens where a setting changed, where the
+    reply went back from a rejected attempt, and those the grammar forced (the only
+    token it allowed)."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "timeline--cursor",
         "timeline--change",
         "timeline--ghost",
+        "timeline--forced",
     }
     DEFAULT_CSS = """
     _Marks { height: 1; }
     _Marks > .timeline--cursor { color: $accent; text-style: bold; }
     _Marks > .timeline--change { color: $warning; }
     _Marks > .timeline--ghost { color: $error; text-style: dim; }
+    _Marks > .timeline--forced { color: $secondary; }
     """
 
     def __init__(self) -> None:
@@ -87,10 +92,13 @@ class _Marks(Widget):
         self.cursor: int | None = None
         self.changes: list[int] = []
         self.ghosts: list[int] = []
+        self.forced: list[int] = []
         self.tokens: list[int] = []
 
     def render(self) -> Text:
         marks = [" "] * len(self.tokens)
+        for column in self.forced:
+            marks[column] = FORCED_MARK
         for column in self.changes:
             marks[column] = CHANGE_MARK
         for column in self.ghosts:
@@ -98,9 +106,10 @@ class _Marks(Widget):
         if self.cursor is not None and self.cursor < len(marks):
             marks[self.cursor] = CURSOR_MARK
         styles = {
+            CURSOR_MARK: self.get_component_rich_style("timeline--cursor"),
             CHANGE_MARK: self.get_component_rich_style("timeline--change"),
             GHOST_MARK: self.get_component_rich_style("timeline--ghost"),
-            CURSOR_MARK: self.get_component_rich_style("timeline--cursor"),
+            FORCED_MARK: self.get_component_rich_style("timeline--forced"),
         }
         text = Text()
         for mark in marks:
@@ -139,6 +148,7 @@ class ReplyTimeline(Vertical):
         self._read = 0  # tokens of `_tokens` whose values are in `_values`
         self._changed: list[int] = []  # tokens read where a setting changed
         self._ghosts: tuple[int, ...] = ()  # tokens where the reply went back
+        self._forced: list[int] = []  # tokens read that the grammar forced
         self._cursor: int | None = None
         self._width = 0
         self._columns: list[int] = []
@@ -195,6 +205,7 @@ class ReplyTimeline(Vertical):
         if tokens is not self._tokens or len(tokens) < self._read:
             self._read = 0  # another reply (or branch): read it afresh
             self._changed = []
+            self._forced = []
         self.reply_number = number
         self._tokens = tokens
         self._cursor = cursor
@@ -212,6 +223,8 @@ class ReplyTimeline(Vertical):
         for index in range(start, count):
             step = tokens[index].step
             self._values[:, index] = (step.prob, step.entropy, step.n_kept)
+            if step.forced:
+                self._forced.append(index)
             if index > 0:
                 before = tokens[index - 1].step.settings
                 if step.settings is not before and step.settings != before:
@@ -249,6 +262,7 @@ class ReplyTimeline(Vertical):
         marks.styles.width = max(1, len(marks.tokens))
         marks.changes = sorted({x for i in self._changed if (x := self.x_of(i)) is not None})
         marks.ghosts = sorted({x for i in self._ghosts if (x := self.x_of(i)) is not None})
+        marks.forced = sorted({x for i in self._forced if (x := self.x_of(i)) is not None})
         marks.cursor = None if self._cursor is None else self.x_of(self._cursor)
         marks.refresh()
         self._update_title(probs, entropy, bounds)

@@ -1,0 +1,234 @@
+"""The grammar: keep only the tokens a GBNF grammar or a JSON schema allows next.
+
+llama.cpp's common sampler draws from the chain first and checks the drawn token
+against the grammar; only when the grammar rejects it does it apply the grammar to
+the whole vocabulary and draw again. samplescope applies the grammar first, before
+every filter and the temperature: the distribution drawn from is then exactly the
+model's distribution under the constraint, and each step's record shows what the
+grammar removed (its rows are cut by "grammar").
+
+The matcher is llama.cpp's, behind a `TokenConstraint` that the model's vocabulary
+builds (`ConstraintSource`; `backend.llama.grammar`). The unit learns the reply's
+tokens from the history (its last `generated` tokens), so a forced token, a branch's
+given start or a what-if's rebuilt step move the grammar exactly as the reply did.
+Its state is how many tokens the reply has, the tokens the grammar took and a
+snapshot of the matcher (llama.cpp's grammar cloned), which rewind restores.
+
+Each step records the probability mass the grammar removed (of the distribution it
+was handed: after the penalties and the logit bias, at temperature 1) and whether it
+left exactly one token (a forced token). When it allows no token that is left, the
+reply ends (`GrammarDeadEnd`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, ClassVar
+
+import numpy as np
+
+from sampling.candidates import Candidates
+from sampling.constraint import ConstraintSource, GrammarSpec, TokenConstraint
+from sampling.errors import GrammarDeadEnd, GrammarError
+from sampling.ordering import sort_descending
+from sampling.samplers.unit import UnitKind, UnitState
+from sampling.setting_spec import SettingSpec
+
+if TYPE_CHECKING:
+    from sampling.rng import UniformSource
+    from sampling.settings import SamplerSettings
+
+SETTINGS = (
+    SettingSpec(
+        "grammar",
+        "text",
+        default="",
+        off="",
+        group="grammar",
+        label="grammar",
+        help="a GBNF grammar (llama.cpp's format) every reply follows, applied first in"
+        " the chain (the exact distribution under it); empty is off",
+        summary_key="grammar",
+    ),
+    SettingSpec(
+        "json_schema",
+        "text",
+        default="",
+        off="",
+        group="grammar",
+        label="json schema",
+        help="a JSON schema every reply follows (converted to a grammar, applied first);"
+        " empty is off",
+        short_key="json_schema",
+        summary_key="json-schema",
+    ),
+    SettingSpec(
+        "grammar_triggers",
+        "texts",
+        default=(),
+        off=(),
+        group="grammar",
+        label="triggers",
+        help="lazy grammar: regexes searched in the reply; the grammar applies from a match"
+        " on (its text included)",
+    ),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class GrammarState:
+    """The grammar unit's state, frozen.
+
+    Attributes:
+        spec: The grammar it belongs to.
+        generated: How many tokens the reply has.
+        taken: The reply's tokens the matcher took, in order.
+        snapshot: The matcher's state after them (None: take them again from the start).
+    """
+
+    spec: GrammarSpec
+    generated: int
+    taken: tuple[int, ...]
+    snapshot: Hashable = field(compare=False)
+
+
+@dataclass(slots=True, eq=False)
+class Grammar:
+    """Keep only the tokens the grammar allows next (see the module doc).
+
+    Attributes:
+        spec: The grammar.
+        constraint: Its matcher, built from the vocabulary at the first step.
+        generated: How many tokens the reply has (`begin` counts each step).
+        taken: The reply's tokens the matcher took.
+        removed: The mass the last step removed (0 to 1).
+        forced: Whether the last step left exactly one token.
+        legal: How many tokens the last step kept.
+    """
+
+    name: ClassVar[str] = "grammar"
+    kind: ClassVar[UnitKind] = "candidates"
+    in_order: ClassVar[bool] = False
+    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    group_titles: ClassVar[Mapping[str, str]] = {"grammar": "grammar (runs first)"}
+    label: ClassVar[str] = "grammar"
+    row_label: ClassVar[str] = "gramm"
+    draws: ClassVar[bool] = True  # for `begin`, which counts the reply's tokens
+    spec: GrammarSpec
+    constraint: TokenConstraint | None = None
+    generated: int = 0
+    step: int | None = None
+    taken: list[int] = field(default_factory=list)
+    restored: GrammarState | None = None
+    removed: float = 0.0
+    forced: bool = False
+    legal: int = 0
+
+    @classmethod
+    def from_settings(cls, settings: SamplerSettings) -> Grammar | None:
+        """Built when the settings give a grammar or a JSON schema."""
+        spec = GrammarSpec.from_settings(settings)
+        return None if spec is None else cls(spec)
+
+    def begin(self, source: UniformSource) -> None:
+        """A step begins: the reply has one more token after it (nothing is drawn)."""
+        del source
+        self.step = self.generated
+        self.generated += 1
+
+    def apply(self, candidates: Candidates) -> None:
+        """Cut the candidates to the tokens the grammar allows.
+
+        Raises:
+            GrammarError: The vocabulary cannot build the grammar, or it cannot be parsed.
+            GrammarDeadEnd: No token that is left is allowed.
+        """
+        constraint = self._matcher(candidates)
+        generated = self.generated if self.step is None else self.step
+        history = candidates.history
+        reply = history[len(history) - generated :] if generated else ()
+        self._catch_up(constraint, [int(token) for token in reply])
+        ids = candidates.ids
+        allowed = np.asarray(constraint.allowed(ids), dtype=bool)
+        kept_logits = candidates.kept_logits()
+        allowed &= kept_logits > -np.inf
+        weights = candidates.weights()
+        total = float(weights.sum())
+        kept_mass = float(weights[allowed].sum())
+        count = int(np.count_nonzero(allowed))
+        self.legal = count
+        self.forced = count == 1
+        self.removed = 0.0 if total <= 0.0 else max(0.0, 1.0 - kept_mass / total)
+        if count == 0:
+            raise GrammarDeadEnd(
+                f"the grammar ({self.spec.title}) allows none of the {allowed.shape[0]}"
+                " tokens left: the reply ends here"
+            )
+        if count == allowed.shape[0]:
+            return
+        if ids is None:
+            kept = sort_descending(candidates.logits, np.flatnonzero(allowed))
+        else:
+            kept = ids[allowed]
+        candidates.cut(kept, self.name, prefix=False)
+
+    def _matcher(self, candidates: Candidates) -> TokenConstraint:
+        """The constraint, built from the vocabulary at the first step, in the state
+        restored (if any)."""
+        constraint = self.constraint
+        if constraint is None:
+            vocabulary = candidates.vocabulary
+            if not isinstance(vocabulary, ConstraintSource):
+                raise GrammarError("this model's backend cannot run a grammar")
+            constraint = self.constraint = vocabulary.token_constraint(self.spec)
+        restored = self.restored
+        if restored is not None:
+            self.restored = None
+            if restored.spec == self.spec and restored.snapshot is not None:
+                constraint.restore(restored.snapshot)
+                self.taken = list(restored.taken)
+            else:  # another grammar's state: take the reply's tokens again
+                constraint.reset()
+                self.taken = []
+        return constraint
+
+    def _catch_up(self, constraint: TokenConstraint, reply: Sequence[int]) -> None:
+        """Hand the matcher the reply's tokens it has not taken (from the start again
+        when the reply is not the one it took)."""
+        taken = self.taken
+        if len(taken) > len(reply) or list(reply[: len(taken)]) != taken:
+            constraint.reset()
+            taken.clear()
+        for token in reply[len(taken) :]:
+            constraint.accept(token)
+            taken.append(token)
+
+    def accept(self, token: int, prob: float) -> None:
+        """Nothing yet: the matcher takes the token from the history at the next step
+        (the reply may take another token than the one drawn)."""
+        del token, prob
+
+    def reset(self) -> None:
+        """A new reply: the grammar's start."""
+        self.generated = 0
+        self.step = None
+        self.taken = []
+        self.restored = None
+        if self.constraint is not None:
+            self.constraint.reset()
+
+    @property
+    def state(self) -> GrammarState:
+        """The reply's length, the tokens taken and the matcher's snapshot."""
+        if self.restored is not None:  # not applied yet: still the one restored
+            return replace(self.restored, generated=self.generated)
+        snapshot = None if self.constraint is None else self.constraint.snapshot()
+        return GrammarState(self.spec, self.generated, tuple(self.taken), snapshot)
+
+    def restore(self, state: UnitState) -> None:
+        """Take a grammar state (applied at the next step); start afresh otherwise."""
+        self.reset()
+        if isinstance(state, GrammarState):
+            self.generated = state.generated
+            self.restored = state
