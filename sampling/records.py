@@ -113,6 +113,8 @@ class Step:
             around (from its moving average before the step), or None when it is off.
         logit: The chosen token's logit as the table's rows have theirs (after
             penalties, before temperature), or None when not recorded (a stored step).
+        rank: The chosen token's 1-based rank among those logits (ties: lower id
+            first), or None when not recorded (a step stored before ranks were).
     """
 
     token_id: int
@@ -130,6 +132,7 @@ class Step:
     notes: tuple[str, ...] = field(default=(), compare=False)
     adapted_target: float | None = None
     logit: float | None = field(default=None, compare=False)
+    rank: int | None = field(default=None, compare=False)
 
     @property
     def candidates(self) -> tuple[Candidate, ...]:
@@ -157,3 +160,13 @@ class Step:
             return float(table.prob_before[0] * np.exp(self.logit - table.logits[0]))
         rows = np.flatnonzero(table.token_ids == self.token_id)
         return float(table.prob_before[rows[0]]) if rows.size else None
+
+    @property
+    def rank_known(self) -> int | None:
+        """The chosen token's 1-based rank by raw probability: the recorded one, else
+        its row in the table (the table's rows are the top ranks in order); None for a
+        stored step without a rank whose token is below the table."""
+        if self.rank is not None:
+            return self.rank
+        rows = np.flatnonzero(self.table.token_ids == self.token_id)
+        return int(rows[0]) + 1 if rows.size else None

@@ -22,6 +22,7 @@ from sampling.samplers.mirostat import Mirostat, MirostatState
 from sampling.samplers.unit import UnitState
 from sampling.settings import SamplerSettings
 from sampling.table import candidate_table
+from sampling.token_scores import token_rank
 from sampling.vocabulary import Vocabulary
 from sampling.workspace import Workspace
 
@@ -324,6 +325,7 @@ class Sampler:
             notes=self._take_notes(),
             adapted_target=None if adaptive is None else adaptive.last_target,
             logit=float(penalized[token_id]),
+            rank=token_rank(penalized, token_id, table.token_ids),
         )
 
     def _begin(self) -> None:

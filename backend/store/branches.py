@@ -157,3 +157,30 @@ def steps_along(
         steps.update({i: s for i, s in own.items() if i < limit and i not in steps})
         limit = limit if ancestor.fork_at is None else min(limit, ancestor.fork_at)
     return steps
+
+
+def pieces_along(
+    conn: sqlite3.Connection, reply: ReplyRecord, siblings: tuple[ReplyRecord, ...]
+) -> dict[int, str]:
+    """The text each token of a branch added, by index: its own tokens' stored pieces,
+    then its ancestors' for the tokens it shares. A token stored without its piece
+    (before schema 5) is missing.
+
+    Args:
+        conn: The connection (the caller holds the store's lock).
+        reply: The branch.
+        siblings: Every branch of its turn (`MessageRecord.branches`).
+    """
+    pieces: dict[int, str] = {}
+    limit = len(reply.token_ids)
+    for branch in lineage(reply, siblings):
+        for idx, piece in conn.execute(
+            "SELECT idx, piece FROM reply_tokens WHERE reply_id = ? AND idx < ? "
+            "AND piece IS NOT NULL",
+            (branch.id, limit),
+        ):
+            pieces.setdefault(int(idx), str(piece))
+        if branch.fork_at is None:
+            break
+        limit = min(limit, branch.fork_at)
+    return pieces

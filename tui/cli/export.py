@@ -1,4 +1,5 @@
-"""`samplescope export CHAT_ID --format md|json`: a saved chat as Markdown or JSON."""
+"""`samplescope export CHAT_ID --format md|json|jsonl|csv`: a saved chat as Markdown or
+JSON, or its per-token records as JSON Lines or CSV (one row per sampled token)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from dataclasses import asdict
 from pathlib import Path
 
 from backend.store.store import ChatRecord, MessageRecord, ReplyRecord
+from backend.store.token_table import chat_token_rows
 from sampling.errors import SamplescopeError
 from tui.cli.store_access import add_db_flag, open_store
+from tui.cli.token_export import rows_csv, rows_jsonl, vocabulary_text
 from tui.cli.tree import tree_json
 from tui.display import local_time
 
@@ -26,14 +29,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Add `export` to the command line."""
     parser = subparsers.add_parser(
         "export",
-        help="export a saved chat as Markdown or JSON",
+        help="export a saved chat as Markdown or JSON, or its tokens as JSON Lines or CSV",
         description="Write a saved chat (see `samplescope history`) as Markdown (the "
         "conversation on screen, with each reply's model, seed and settings) or JSON "
         "(everything stored: every turn and reply branch, including turns off screen "
-        "under a branch the chat no longer follows, token ids, settings changes, stats).",
+        "under a branch the chat no longer follows, token ids, settings changes, stats), or "
+        "one row per sampled token of every branch (jsonl, csv: probability, raw "
+        "log-probability, rank, entropy, tokens kept, the sampler that cut, the top "
+        "candidates; in CSV the candidates are a JSON string). A notebook reads them "
+        "with pandas.read_json(FILE, lines=True) or pandas.read_csv(FILE).",
     )
     parser.add_argument("chat_id", type=int, metavar="CHAT_ID", help="the chat's id")
-    parser.add_argument("--format", choices=("md", "json"), default="md", help="default md")
+    parser.add_argument(
+        "--format", choices=("md", "json", "jsonl", "csv"), default="md", help="default md"
+    )
     parser.add_argument(
         "-o",
         "--output",
@@ -158,7 +167,16 @@ def run(args: argparse.Namespace) -> int:
     """Write the export."""
     with open_store(args) as store:
         chat = store.load_chat(args.chat_id)
-    if args.format == "json":
+        rows = (
+            chat_token_rows(store, chat, vocabulary_text())
+            if args.format in ("jsonl", "csv")
+            else []
+        )
+    if args.format == "jsonl":
+        text = rows_jsonl(rows)
+    elif args.format == "csv":
+        text = rows_csv(rows)
+    elif args.format == "json":
         text = json.dumps(chat_to_json(chat), indent=2, ensure_ascii=False) + "\n"
     else:
         text = chat_to_markdown(chat)
