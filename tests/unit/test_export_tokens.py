@@ -215,3 +215,34 @@ def test_candidates_text_comes_from_the_models_vocabulary(tmp_path: Path) -> Non
     assert text(model, 10**6) is None  # outside the vocabulary
     changed = ModelRef(str(path), model.size + 1, model.sha256)
     assert text(changed, 256) is None  # the file is not the one that generated
+
+
+def test_json_and_markdown_carry_each_branchs_score(
+    branched: tuple[Path, int], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sampling.reply_score import reply_score
+    from tui.cli.score import reply_score_json
+    from tui.widgets.score_label import score_label
+
+    db, chat = branched
+    with ChatStore(db) as store:
+        record_ = store.load_chat(chat)
+        steps = {
+            b.id: [store.load_steps(record_, b)[i] for i in range(len(b.token_ids))]
+            for m in record_.stored_messages
+            for b in m.branches
+        }
+    data = json.loads(export(capsys, db, chat, "json"))
+    branches = [b for m in data["messages"] for b in m["branches"]]
+    assert len(branches) == 3
+    for branch in branches:
+        assert branch["score"] == reply_score_json(steps[branch["branch_id"]])
+    assert branches[1]["score"]["n_tokens"] == 11  # the shared tokens count
+    markdown = export(capsys, db, chat, "md")
+    followed = [
+        data["messages"][1]["reply"]["branch_id"],
+        data["messages"][3]["reply"]["branch_id"],
+    ]
+    for branch_id in followed:
+        label = score_label(reply_score(steps[branch_id]))
+        assert label.startswith("logp −") and f"> score: {label} (raw, nats)" in markdown

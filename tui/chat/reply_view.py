@@ -20,9 +20,11 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
+from sampling.reply_score import reply_score
 from tui.chat.branches import fork_counts
 from tui.chat.reply import FINISH_LABELS, Reply
 from tui.display import display_text
+from tui.widgets.score_label import score_label
 from tui.widgets.token_look import PLAIN, TokenMarks, styled_runs
 from tui.widgets.token_text import token_text
 
@@ -71,6 +73,7 @@ class ReplyView(Widget):
         self._placeholder = False
         self._strips: dict[int, Strip] = {}
         self._forks: dict[int, int] = {}  # token index -> branches going on from there
+        self._score: tuple[Reply | None, int, str] = (None, 0, "")  # reply, tokens, label
 
     # -- state -----------------------------------------------------------------
 
@@ -144,9 +147,20 @@ class ReplyView(Widget):
         label = FINISH_LABELS.get(reply.finished)
         if label:
             self._place(f"  [{label}]", _NO_TOKEN, _NOTE)
+        score = self._score_text() if reply.finished and reply.tokens else ""
+        if score:
+            self._place(f"  {score}", _NO_TOKEN, _NOTE)
         if reply.error:
             self._newline()
             self._place(display_text(reply.error), _NO_TOKEN, _ERROR)
+
+    def _score_text(self) -> str:
+        """The finished reply's score label, computed once per branch shown."""
+        reply, count, label = self._score
+        if reply is not self.reply or count != len(self.reply.tokens):
+            label = score_label(reply_score([token.step for token in self.reply.tokens]))
+            self._score = (self.reply, len(self.reply.tokens), label)
+        return label
 
     def _place_token(self, index: int) -> None:
         token = self.reply.tokens[index]
