@@ -173,6 +173,8 @@ class SamplescopeApp(App[None]):
         for notice in self._notices:
             self.notify(notice, severity="warning", timeout=15)
         self._apply_config(self._config)
+        if self._config.surprise is not None:
+            self.chat.set_surprise(self._config.surprise)
         self._load_backend()
 
     def _apply_config(self, config: Config) -> None:

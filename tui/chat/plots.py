@@ -115,6 +115,7 @@ class ChatPlots:
         tokens = replies[number].tokens if number >= 0 else []
         if rows:
             marked = index if cursor is not None else None
-            self.timeline.show(number if number >= 0 else None, tokens, marked)
+            surprise = self.transcript.surprise
+            self.timeline.show(number if number >= 0 else None, tokens, marked, surprise)
         if tail:
             self.tail.show(tokens[index].step if 0 <= index < len(tokens) else None)

@@ -284,7 +284,9 @@ class ReplyView(Widget):
             if index < 0:
                 segments.append(Segment(text, base if style is None else base + style))
                 continue
-            look = self.marks.look(index, tokens[index].step.prob) if index < len(tokens) else PLAIN
+            step = tokens[index].step if index < len(tokens) else None
+            rank = step.rank_known if step is not None and self.marks.by_rank else None
+            look = PLAIN if step is None else self.marks.look(index, step.prob, rank)
             for run, extra in styled_runs(text, look):
                 segments.append(Segment(run, base if extra is None else base + extra))
         strip = Strip(segments).simplify()  # one segment per run of one style

@@ -1,7 +1,8 @@
 """The reply timeline: one column per token of a reply, drawn with Textual's `Sparkline`.
 
 Rows: the chosen token's probability, the entropy and (on demand) the kept count,
-over a marker row (the token cursor ▲, a setting changed ◆). A reply longer than
+over a marker row (the token cursor ▲, a setting changed ◆, a surprising token •:
+see `sampling.surprise`). A reply longer than
 the strip is compressed into buckets that keep each bucket's spike, the token a
 reader looks for: the lowest chosen probability, the highest entropy, the most
 kept tokens; a short one is spread over up to `MAX_SPREAD` cells a token. Clicking
@@ -25,12 +26,14 @@ from textual.widget import Widget
 from textual.widgets import Label, Sparkline
 
 from backend.chat.events import TokenEvent
+from sampling.surprise import DEFAULT_SURPRISE, SurpriseRule
 
 LABEL_WIDTH = 3
 MAX_SPREAD = 3
 """The most cells one token of a short reply takes."""
 CURSOR_MARK = "▲"
 CHANGE_MARK = "◆"
+SURPRISE_MARK = "•"
 
 
 def bucket_bounds(n_tokens: int, columns: int) -> npt.NDArray[np.intp]:
@@ -68,30 +71,41 @@ class _Series(Sparkline):
 class _Marks(Widget):
     """The marker row: the token cursor and the tokens where a setting changed."""
 
-    COMPONENT_CLASSES: ClassVar[set[str]] = {"timeline--cursor", "timeline--change"}
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "timeline--cursor",
+        "timeline--change",
+        "timeline--surprise",
+    }
     DEFAULT_CSS = """
     _Marks { height: 1; }
     _Marks > .timeline--cursor { color: $accent; text-style: bold; }
     _Marks > .timeline--change { color: $warning; }
+    _Marks > .timeline--surprise { color: $error; text-style: bold; }
     """
 
     def __init__(self) -> None:
         super().__init__(id="timeline-marks")
         self.cursor: int | None = None
         self.changes: list[int] = []
+        self.surprises: list[int] = []
         self.tokens: list[int] = []
 
     def render(self) -> Text:
         marks = [" "] * len(self.tokens)
+        for column in self.surprises:
+            marks[column] = SURPRISE_MARK
         for column in self.changes:
             marks[column] = CHANGE_MARK
         if self.cursor is not None and self.cursor < len(marks):
             marks[self.cursor] = CURSOR_MARK
-        change = self.get_component_rich_style("timeline--change")
-        cursor = self.get_component_rich_style("timeline--cursor")
+        styles = {
+            CURSOR_MARK: self.get_component_rich_style("timeline--cursor"),
+            CHANGE_MARK: self.get_component_rich_style("timeline--change"),
+            SURPRISE_MARK: self.get_component_rich_style("timeline--surprise"),
+        }
         text = Text()
         for mark in marks:
-            text.append(mark, cursor if mark == CURSOR_MARK else change)
+            text.append(mark, styles.get(mark))
         return text
 
     def on_click(self, event: events.Click) -> None:
@@ -125,6 +139,8 @@ class ReplyTimeline(Vertical):
         """Per token read so far: chosen probability, entropy, kept count (rows)."""
         self._read = 0  # tokens of `_tokens` whose values are in `_values`
         self._changed: list[int] = []  # tokens read where a setting changed
+        self._surprising: list[int] = []  # tokens read that the rule finds surprising
+        self._rule = DEFAULT_SURPRISE
         self._cursor: int | None = None
         self._width = 0
         self._columns: list[int] = []
@@ -164,14 +180,28 @@ class ReplyTimeline(Vertical):
         column = self.column_of(index)
         return None if column is None else column * self._spread
 
-    def show(self, number: int | None, tokens: Sequence[TokenEvent], cursor: int | None) -> None:
-        """Draw reply `number`'s tokens with token `cursor` marked (None: no marker)."""
-        same = number == self.reply_number and tokens is self._tokens
+    @property
+    def surprising(self) -> list[int]:
+        """The shown reply's surprising tokens (tests)."""
+        return list(self._surprising)
+
+    def show(
+        self,
+        number: int | None,
+        tokens: Sequence[TokenEvent],
+        cursor: int | None,
+        surprise: SurpriseRule = DEFAULT_SURPRISE,
+    ) -> None:
+        """Draw reply `number`'s tokens with token `cursor` marked (None: no marker)
+        and the tokens `surprise` finds surprising marked."""
+        same = number == self.reply_number and tokens is self._tokens and surprise == self._rule
         if same and len(tokens) == self._shown_count and cursor == self._cursor:
             return
-        if tokens is not self._tokens or len(tokens) < self._read:
-            self._read = 0  # another reply (or branch): read it afresh
+        if tokens is not self._tokens or len(tokens) < self._read or surprise != self._rule:
+            self._read = 0  # another reply (or branch, or rule): read it afresh
             self._changed = []
+            self._surprising = []
+        self._rule = surprise
         self.reply_number = number
         self._tokens = tokens
         self._cursor = cursor
@@ -189,6 +219,8 @@ class ReplyTimeline(Vertical):
         for index in range(start, count):
             step = tokens[index].step
             self._values[:, index] = (step.prob, step.entropy, step.n_kept)
+            if self._rule.matches(step):
+                self._surprising.append(index)
             if index > 0:
                 before = tokens[index - 1].step.settings
                 if step.settings is not before and step.settings != before:
@@ -225,6 +257,7 @@ class ReplyTimeline(Vertical):
         marks.tokens = [i for i in self._columns for _ in range(spread)]
         marks.styles.width = max(1, len(marks.tokens))
         marks.changes = sorted({x for i in self._changed if (x := self.x_of(i)) is not None})
+        marks.surprises = sorted({x for i in self._surprising if (x := self.x_of(i)) is not None})
         marks.cursor = None if self._cursor is None else self.x_of(self._cursor)
         marks.refresh()
         self._update_title(probs, entropy, bounds)
