@@ -3,7 +3,8 @@
 The chat's replies and the compare columns draw tokens with the same marks: a tint
 by probability or by rank (GLTR's buckets), the token cursor, and (compare) the
 tokens shared with the reference column dim and the first one that differs
-highlighted. `TokenMarks` says which are on; `TokenMarks.look` gives a token's
+highlighted, and the spans that replace reference tokens or are inserted among
+them tinted. `TokenMarks` says which are on; `TokenMarks.look` gives a token's
 styles and `styled_runs` splits its text into the runs to draw.
 
 Marks that point at a word (the tint, the cursor) leave the spaces before it
@@ -44,6 +45,10 @@ SHARED_STYLE = Style(dim=True)
 """Tokens before the divergence, the same as the reference column's."""
 DIVERGE_STYLE = Style(bold=True, color="#000000", bgcolor="#e5c07b")
 """The first token that differs from the reference column."""
+REPLACED_STYLE = Style.parse("#e5c07b on #4a3d1d")
+"""A token of a span that replaces reference tokens."""
+INSERTED_STYLE = Style.parse("#98c379 on #1d3d24")
+"""A token of a span inserted among the reference's tokens."""
 CURSOR_ON_DIVERGE_STYLE = Style(underline=True, bold=True)
 """The selected token when it is the divergence (keeps the divergence colours)."""
 
@@ -92,12 +97,15 @@ class TokenMarks:
         cursor: The selected token's index, or None.
         divergence: The index of the first token that differs from a reference
             reply (the tokens before it are dim), or None.
+        changes: Per token, how it stands against the reference reply ("same":
+            dim, "replaced", "inserted"; see `tui.compare.token_diff`), or None.
     """
 
     colour: bool = False
     by_rank: bool = False
     cursor: int | None = None
     divergence: int | None = None
+    changes: tuple[str, ...] | None = None
 
     def marked(self, index: int) -> bool:
         """Whether the view points at token `index` (its blank text then shows a piece)."""
@@ -106,7 +114,11 @@ class TokenMarks:
     def look(self, index: int, prob: float, rank: int | None = None) -> TokenLook:
         """The styles of token `index`, chosen with probability `prob` at rank `rank`."""
         whole: Style | None = None
-        if self.divergence is not None:
+        if self.changes is not None and index < len(self.changes):
+            whole = _CHANGE_STYLES.get(self.changes[index])
+            if index == self.divergence:
+                whole = DIVERGE_STYLE
+        elif self.divergence is not None:
             if index < self.divergence:
                 whole = SHARED_STYLE
             elif index == self.divergence:
@@ -119,6 +131,9 @@ class TokenMarks:
         if whole is not None:
             return TokenLook(word, word)
         return PLAIN if word is None else TokenLook(None, word)
+
+
+_CHANGE_STYLES = {"same": SHARED_STYLE, "replaced": REPLACED_STYLE, "inserted": INSERTED_STYLE}
 
 
 def styled_runs(text: str, look: TokenLook) -> Iterator[tuple[str, Style | None]]:
