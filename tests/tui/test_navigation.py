@@ -84,6 +84,26 @@ async def test_s_changes_the_rule_and_the_timeline_marks_follow() -> None:
         assert len(timeline.surprising) > len(surprising(app, DEFAULT_SURPRISE))
 
 
+async def test_shift_s_types_a_rule_and_a_bad_one_is_refused() -> None:
+    from tui.screens.entry import ValueEntryScreen
+
+    app = make_app(fake_backend(), max_tokens=40, settings=HOT)
+    async with app.run_test(size=SIZE) as pilot:
+        await reply_then_cursor(pilot, app, "f4")
+        transcript = app.query_one(Transcript)
+        timeline = app.query_one(ReplyTimeline)
+        for typed, expected in (("surprise>1.5", SurpriseRule("surprise", 1.5)), ("p>0.2", None)):
+            await pilot.press("S")
+            await wait_until(pilot, lambda: isinstance(app.screen, ValueEntryScreen))
+            await pilot.press(*typed, "enter")
+            await wait_until(pilot, lambda: not isinstance(app.screen, ValueEntryScreen))
+            await pilot.pause()
+            assert transcript.surprise == (expected or SurpriseRule("surprise", 1.5))
+        rule = transcript.surprise
+        assert timeline.surprising == surprising(app, rule)
+        assert timeline.border_title is not None and "• surprise>1.5" in str(timeline.border_title)
+
+
 async def test_g_tints_by_rank_bucket_and_back() -> None:
     app = make_app(fake_backend(), max_tokens=40, settings=HOT)
     async with app.run_test(size=SIZE) as pilot:

@@ -12,12 +12,14 @@ from textual.message import Message
 from textual.widgets import Static
 
 from backend.store.store import ChatRecord
-from sampling.surprise import DEFAULT_SURPRISE, SurpriseRule, next_rule
+from sampling.errors import SettingsError
+from sampling.surprise import DEFAULT_SURPRISE, SurpriseRule, next_rule, parse_surprise
 from tui.chat.branches import branch_label
 from tui.chat.reply import FINISH_LABELS, Reply
 from tui.chat.reply_view import ReplyView
 from tui.chat.surprise_nav import surprising_after
 from tui.display import display_text
+from tui.screens.entry import ValueEntryScreen
 from tui.widgets.token_look import TokenMarks
 
 _TOKEN = Binding.Group("token", compact=True)
@@ -52,6 +54,7 @@ class Transcript(VerticalScroll, can_focus=True):
             "right_square_bracket", "surprise(1)", "surprise", key_display="]", group=_SURPRISE
         ),
         Binding("s", "surprise_rule", "threshold"),
+        Binding("S", "type_surprise_rule", "type threshold", show=False),
         Binding("g", "colour_by_rank", "rank colour"),
     ]
 
@@ -259,6 +262,22 @@ class Transcript(VerticalScroll, can_focus=True):
         """Switch to the next preset rule for surprising tokens."""
         self.set_surprise(next_rule(self.surprise))
         self.notify(f"surprising: {self.surprise.text}", timeout=3)
+
+    def action_type_surprise_rule(self) -> None:
+        """Type the rule for surprising tokens (p<BOUND or surprise>MARGIN)."""
+
+        def typed(text: str | None) -> None:
+            if not text:
+                return
+            try:
+                self.set_surprise(parse_surprise(text))
+            except SettingsError as error:
+                self.notify(str(error), severity="error")
+                return
+            self.notify(f"surprising: {self.surprise.text}", timeout=3)
+
+        hint = "p<BOUND: raw probability below it · surprise>MARGIN: nats over the entropy"
+        self.app.push_screen(ValueEntryScreen("surprising tokens", self.surprise.text, hint), typed)
 
     def set_surprise(self, rule: SurpriseRule) -> None:
         """Change what counts as surprising (the timeline marks follow)."""

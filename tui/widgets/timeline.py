@@ -276,7 +276,8 @@ class ReplyTimeline(Vertical):
             if len(bounds) - 1 >= len(probs)
             else f" · ≤{-(-len(probs) // (len(bounds) - 1))} tokens/col"
         )
+        marks = f" · {SURPRISE_MARK} {self._rule.text}" if self._surprising else ""
         self.border_title = (
             f"timeline · reply {self.reply_number + 1} · p {probs.min():.2f}–{probs.max():.2f}"
-            f" · H ≤{entropy.max():.1f}{per}"
+            f" · H ≤{entropy.max():.1f}{per}{marks}"
         )
