@@ -95,3 +95,18 @@ async def test_the_fake_model_is_refused_with_a_message_and_files_open(tmp_path:
         summary = str(screen.query_one("#score-summary", Static).render())
         assert summary == "scoring a text needs a llama.cpp model"
         assert screen.score is None
+
+
+def test_snapshot_a_scored_text(snap_compare: object) -> None:
+    from tests.tui.test_tui_snapshots import fake_backend, make_app
+
+    app = make_app(fake_backend())
+
+    async def run(pilot: object) -> None:
+        screen = await open_screen(pilot, app)
+        screen.scorer = WordScorer()
+        screen.query_one(TextArea).load_text("the cat sat on the mat and then it was happy")
+        await pilot.press("ctrl+s")  # type: ignore[attr-defined]
+        await wait_until(pilot, lambda: screen.score is not None and not screen.scoring)  # type: ignore[arg-type]
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run)  # type: ignore[operator]

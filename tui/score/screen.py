@@ -87,7 +87,7 @@ class ScoreScreen(Screen[None]):
 
     DEFAULT_CSS = """
     ScoreScreen { layout: vertical; }
-    ScoreScreen #score-title { height: 1; padding: 0 1; }
+    ScoreScreen #score-title { height: auto; padding: 0 1; }
     ScoreScreen #score-path { height: 3; }
     ScoreScreen #score-text { height: 8; }
     ScoreScreen #score-summary { height: auto; padding: 0 1; }
@@ -118,8 +118,8 @@ class ScoreScreen(Screen[None]):
         yield Static(
             Text.assemble(
                 ("Score a text", "bold"),
-                "  paste or type it, or open a file (ctrl+o); ctrl+s scores it under the "
-                "model's raw distribution (temperature 1, no filter)",
+                " · paste or type it, or open a file · scored under the model's raw "
+                "distribution (temperature 1, no filter)",
             ),
             id="score-title",
         )
