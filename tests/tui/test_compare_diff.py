@@ -51,6 +51,25 @@ def test_golden_diff() -> None:
     assert token_diff(many, [*many[:150], 5, *many[150:]]).inserted == 1
 
 
+def test_a_live_diff_waits_while_the_columns_run() -> None:
+    from tui.compare.token_diff import DIFF_EVERY, LiveDiff
+
+    now = [100.0]
+    live = LiveDiff(clock=lambda: now[0])
+    reference, tokens = [1, 2, 3, 4, 5, 6], [1, 9, 3]
+    live.update(reference[:4], tokens, ended=False)  # running: the common length only
+    assert live.diff is not None and live.diff.changes == ("same", "replaced", "same")
+    assert live.diff.deleted_before == {}  # the reference's 4th token is not "left out" yet
+    assert not live.due(6, 3, ended=False)  # too soon after the last diff
+    now[0] += DIFF_EVERY
+    assert live.due(6, 3, ended=False) and not live.due(4, 3, ended=False)  # same lengths
+    live.update(reference, tokens, ended=True)  # both ended: at once, the whole of both
+    assert live.diff.deleted_before == {3: 3} and live.diff.deleted == 3
+    assert not live.due(6, 3, ended=True)
+    live.reset()
+    assert live.diff is None and live.due(6, 3, ended=False)
+
+
 def test_changes_style_whole_tokens_and_the_divergence_stays() -> None:
     marks = TokenMarks(divergence=2, changes=("same", "same", "replaced", "inserted", "same"))
     assert marks.look(0, 0.5).word == SHARED_STYLE

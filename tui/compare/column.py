@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
@@ -27,7 +27,7 @@ from backend.chat.compare import first_divergence
 from backend.chat.events import FinishedEvent, TokenEvent
 from tui.compare.column_text import NOTICE_STYLE, ColumnText
 from tui.compare.columns import CompareColumn, settings_summary
-from tui.compare.token_diff import TokenDiff, token_diff
+from tui.compare.token_diff import LiveDiff, TokenDiff
 from tui.widgets.score_label import logprob_label
 from tui.widgets.token_look import TokenMarks
 
@@ -103,9 +103,8 @@ class CompareColumnView(Vertical, can_focus=True):
         self._body = ColumnText()
         self.reference: CompareColumnView | None = None
         """The column this one is diffed against (None: it is the reference)."""
-        self.diff: TokenDiff | None = None
-        """The token diff against the reference, as last drawn."""
-        self._diff_key: tuple[int, int, bool] = (-1, -1, False)
+        self.live_diff = LiveDiff()
+        """The token diff against the reference."""
         self._logprob_raw = 0.0  # sum of the tokens' raw log-probabilities
         self._raw_known = True  # every token recorded its raw probability
 
@@ -138,8 +137,7 @@ class CompareColumnView(Vertical, can_focus=True):
         self.tokens = []
         self.finished = None
         self.divergence = None
-        self.diff = None
-        self._diff_key = (-1, -1, False)
+        self.live_diff.reset()
         self._logprob_raw = 0.0
         self._raw_known = True
         self.phase = "waiting"
@@ -174,8 +172,13 @@ class CompareColumnView(Vertical, can_focus=True):
 
     def flush(self) -> None:
         """Redraw if tokens arrived here, or in the reference, since the last redraw."""
-        if self._dirty or self._diff_current() != self._diff_key:
+        if self._dirty or self._diff_due():
             self._refresh_all()
+
+    @property
+    def diff(self) -> TokenDiff | None:
+        """The token diff against the reference, as last drawn (None: the reference)."""
+        return self.live_diff.diff if self.reference is not None else None
 
     @property
     def logprob_raw(self) -> float | None:
@@ -342,36 +345,18 @@ class CompareColumnView(Vertical, can_focus=True):
             deletions = {} if diff is None else diff.deleted_before
             self._body.show(self.tokens, marks, error or "", deletions)
 
-    def _diff_current(self) -> tuple[int, int, bool]:
-        """What the diff depends on: both lengths, whether both ended."""
+    def _diff_due(self) -> bool:
         reference = self.reference
         if reference is None:
-            return (-1, -1, False)
+            return False
         ended = self.finished is not None and reference.finished is not None
-        return (len(reference.tokens), len(self.tokens), ended)
+        return self.live_diff.due(len(reference.tokens), len(self.tokens), ended)
 
     def _update_diff(self) -> None:
-        """Diff the tokens against the reference's when either changed. While one of
-        the two runs, only their common length is compared (the rest is not known
-        to differ yet), and nothing is deleted at its end."""
-        key = self._diff_current()
-        if key == self._diff_key:
-            return
-        self._diff_key = key
         reference = self.reference
-        if reference is None:
-            self.diff = None
-            return
-        ref_ids, ids = reference.token_ids, self.token_ids
-        if not key[2]:
-            shared = min(len(ref_ids), len(ids))
-            ref_ids, ids = ref_ids[:shared], ids[:shared]
-        diff = token_diff(ref_ids, ids)
-        if not key[2] and len(ids) in diff.deleted_before:
-            dropped = diff.deleted_before[len(ids)]
-            rest = {k: v for k, v in diff.deleted_before.items() if k != len(ids)}
-            diff = replace(diff, deleted_before=rest, deleted=diff.deleted - dropped)
-        self.diff = diff
+        if reference is not None and self._diff_due():
+            ended = self.finished is not None and reference.finished is not None
+            self.live_diff.update(reference.token_ids, self.token_ids, ended)
 
     def _refresh_all(self) -> None:
         self._dirty = False

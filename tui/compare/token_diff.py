@@ -10,8 +10,10 @@ cannot say.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
 from typing import Literal
 
@@ -77,3 +79,53 @@ def token_diff(reference: Sequence[int], tokens: Sequence[int]) -> TokenDiff:
             deleted_before[start] = deleted_before.get(start, 0) + ref_end - ref_start
             deleted += ref_end - ref_start
     return TokenDiff(tuple(changes), deleted_before, replaced, inserted, deleted)
+
+
+DIFF_EVERY = 0.5
+"""Seconds between two diffs of a column while the columns run."""
+
+
+class LiveDiff:
+    """A column's diff against the reference, kept up to date as tokens arrive.
+
+    While one of the two runs, only their common length is compared (the rest is not
+    known to differ yet) and nothing counts as left out at the end; the diff is then
+    computed at most every `DIFF_EVERY` seconds (it is quadratic in the worst case:
+    not on every frame of a long reply). Once both ended it is computed at once.
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.diff: TokenDiff | None = None
+        """The last diff computed (None: none yet)."""
+        self._clock = clock
+        self._key: tuple[int, int, bool] | None = None
+        self._at = -math.inf
+
+    def reset(self) -> None:
+        """Forget the diff (the columns run again)."""
+        self.diff = None
+        self._key = None
+        self._at = -math.inf
+
+    def due(self, n_reference: int, n_tokens: int, ended: bool) -> bool:
+        """Whether the diff is out of date for these lengths and may be computed now."""
+        if (n_reference, n_tokens, ended) == self._key:
+            return False
+        return ended or self._clock() - self._at >= DIFF_EVERY
+
+    def update(self, reference: Sequence[int], tokens: Sequence[int], ended: bool) -> None:
+        """Diff `tokens` against `reference` if `due`; `ended`: both columns ended."""
+        if not self.due(len(reference), len(tokens), ended):
+            return
+        self._key = (len(reference), len(tokens), ended)
+        self._at = self._clock()
+        if not ended:
+            shared = min(len(reference), len(tokens))
+            reference, tokens = reference[:shared], tokens[:shared]
+        diff = token_diff(reference, tokens)
+        end = len(tokens)
+        if not ended and end in diff.deleted_before:
+            rest = {at: n for at, n in diff.deleted_before.items() if at != end}
+            dropped = diff.deleted_before[end]
+            diff = replace(diff, deleted_before=rest, deleted=diff.deleted - dropped)
+        self.diff = diff
