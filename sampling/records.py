@@ -116,6 +116,8 @@ class Step:
         grammar_removed: The probability mass the grammar removed (of the
             distribution it was handed, at temperature 1), or None without a grammar.
         forced: Whether the grammar left exactly one token (a forced token).
+        rank: The chosen token's 1-based rank among those logits (ties: lower id
+            first), or None when not recorded (a step stored before ranks were).
     """
 
     token_id: int
@@ -135,6 +137,7 @@ class Step:
     logit: float | None = field(default=None, compare=False)
     grammar_removed: float | None = None
     forced: bool = False
+    rank: int | None = field(default=None, compare=False)
 
     @property
     def candidates(self) -> tuple[Candidate, ...]:
@@ -162,3 +165,13 @@ class Step:
             return float(table.prob_before[0] * np.exp(self.logit - table.logits[0]))
         rows = np.flatnonzero(table.token_ids == self.token_id)
         return float(table.prob_before[rows[0]]) if rows.size else None
+
+    @property
+    def rank_known(self) -> int | None:
+        """The chosen token's 1-based rank by raw probability: the recorded one, else
+        its row in the table (the table's rows are the top ranks in order); None for a
+        stored step without a rank whose token is below the table."""
+        if self.rank is not None:
+            return self.rank
+        rows = np.flatnonzero(self.table.token_ids == self.token_id)
+        return int(rows[0]) + 1 if rows.size else None

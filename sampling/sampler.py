@@ -22,6 +22,7 @@ from sampling.samplers.mirostat import Mirostat, MirostatState
 from sampling.samplers.unit import UnitState
 from sampling.settings import SamplerSettings
 from sampling.table import candidate_table
+from sampling.token_scores import token_rank
 from sampling.vocabulary import Vocabulary
 from sampling.workspace import Workspace
 
@@ -328,6 +329,7 @@ class Sampler:
             logit=float(penalized[token_id]),
             grammar_removed=None if grammar is None else grammar.removed,
             forced=grammar is not None and grammar.forced,
+            rank=token_rank(penalized, token_id, table.token_ids),
         )
 
     def _begin(self) -> None:

@@ -110,6 +110,27 @@ def top_tokens(row: npt.NDArray[np.floating], n: int) -> npt.NDArray[np.int64]:
     return candidates[order][:n].astype(np.int64)
 
 
+def token_rank(
+    logits: npt.NDArray[np.floating], token_id: int, top_ids: npt.NDArray[np.integer]
+) -> int:
+    """The 1-based rank of `token_id` by logit (ties: lower id first), as `score_rows`
+    ranks a target.
+
+    Args:
+        logits: One row of the vocabulary's logits.
+        token_id: The token to rank.
+        top_ids: The ids of the row's first ranks in order (a step's table): a token
+            among them is ranked without a pass over the vocabulary.
+    """
+    rows = np.flatnonzero(top_ids == token_id)
+    if rows.size:
+        return int(rows[0]) + 1
+    value = logits[token_id]
+    ahead = np.count_nonzero(logits > value)
+    tied = np.count_nonzero(logits[:token_id] == value)
+    return 1 + int(ahead) + int(tied)
+
+
 def perplexity(total_logprob: float, n_tokens: int) -> float:
     """exp(−mean log-probability): the perplexity of n tokens whose log-probabilities
     (nats) sum to `total_logprob`.

@@ -45,6 +45,7 @@ from tui.compare.command import CompareCommands, CompareContext, last_user_turn,
 from tui.compare.result import CompareResult
 from tui.paste_driver import paste_safe_driver
 from tui.preset_commands import PresetCommands
+from tui.score.screen import ScoreScreen
 from tui.screens.help import HelpScreen
 from tui.screens.history import HistoryScreen
 from tui.screens.model_picker import ListModels, ModelPickerScreen
@@ -57,7 +58,7 @@ from tui.widgets.token_text import TokenPieces
 _CHAT_ACTIONS = frozenset(
     {"regenerate", "new_chat", "copy_reply", "token_cursor", "history", "compare", "new_seed"}
     | {"toggle_colour", "focus_sampling", "focus_input", "plot", "whatif", "whatif_branch"}
-    | {"toggle_mode", "explore", "pick_model"}
+    | {"toggle_mode", "explore", "pick_model", "score_text"}
 )
 
 NEW_SEED_RANGE = 100_000
@@ -86,6 +87,7 @@ APP_BINDINGS: tuple[Binding, ...] = (
     Binding("f5", "plot('tail')", "tail", id="tail"),
     Binding("f6", "toggle_mode", "mode", id="toggle_mode"),
     Binding("f7", "pick_model", "model", show=False, id="pick_model"),
+    Binding("f8", "score_text", "score", id="score_text"),
     Binding("f1", "help", "help", id="help"),
     # Textual's own ctrl+q has no id; this copy lets [keys] add a quit key.
     Binding("ctrl+q", "quit", "quit", show=False, priority=True, id="quit"),
@@ -192,6 +194,8 @@ class SamplescopeApp(App[None]):
             self.notify(notice, severity="warning", timeout=15)
         self._apply_config(self._config)
         self.chat.set_bans(self._config.bans)
+        if self._config.surprise is not None:
+            self.chat.set_surprise(self._config.surprise)
         self._load_backend()
 
     def _apply_config(self, config: Config) -> None:
@@ -210,6 +214,9 @@ class SamplescopeApp(App[None]):
         yield SystemCommand("New chat", "Forget the conversation", self.action_new_chat)
         yield SystemCommand(
             "Saved chats", "Open, continue or delete a past chat", self.action_history
+        )
+        yield SystemCommand(
+            "Score a text", "How likely a text is, token by token", self.action_score_text
         )
         yield SystemCommand("Regenerate", "Redo the last reply, same seed", self.action_regenerate)
         yield SystemCommand("New seed", "Pick a random seed", self.action_new_seed)
@@ -449,6 +456,13 @@ class SamplescopeApp(App[None]):
         if action == "whatif_branch" and not self.chat.whatif.active:
             return False
         return not (action in _CHAT_ACTIONS and len(self.screen_stack) > 1)
+
+    def action_score_text(self) -> None:
+        """Score a pasted or opened text with the model (a screen of its own)."""
+        if not self.ready or self.chat.generating:
+            self.notify("wait for the model to load and the reply to finish")
+            return
+        self.push_screen(ScoreScreen(self.runner))
 
     def action_help(self) -> None:
         """Show the keys."""

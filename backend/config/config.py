@@ -6,6 +6,7 @@ The file lives at `<user config dir>/config.toml` (`samplescope config --path`;
     model = "~/models/qwen2.5-0.5b-instruct-q4_k_m.gguf"
     theme = "gruvbox"
     rpc = ["10.0.0.2:50052", "10.0.0.3:50052"]   # or "10.0.0.2:50052,10.0.0.3:50052"
+    surprise = "p<0.05"   # which tokens the token cursor's [ ] jump to, or "surprise>2"
 
     [settings]          # any SamplerSettings field
     temperature = 0.7
@@ -50,8 +51,9 @@ from backend.session.phrase_bans import DEFAULT_TRIES, PhraseBanError, PhraseBan
 from sampling.errors import SamplescopeError, SettingsError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from sampling.spec import SETTINGS_BY_NAME
+from sampling.surprise import DEFAULT_SURPRISE, SurpriseRule, parse_surprise
 
-TOP_LEVEL_KEYS = ("model", "theme", "rpc", "model_dirs", "settings", "keys", "bans")
+TOP_LEVEL_KEYS = ("model", "theme", "rpc", "model_dirs", "surprise", "settings", "keys", "bans")
 BAN_KEYS = ("phrases", "ignore_case", "regex", "tries")
 SETTINGS_KEYS = tuple(f.name for f in fields(SamplerSettings) if f.name != "extra")
 """The built-in settings' keys (a loaded sampler plugin's settings are keys too)."""
@@ -72,6 +74,8 @@ class Config:
         rpc: llama.cpp RPC servers to split the model across (empty: this machine).
         model_dirs: Folders of GGUF files `samplescope models` lists (`~` not yet
             expanded).
+        surprise: Which tokens count as surprising (`sampling.surprise`), or None
+            (the default rule).
         settings: The sampler settings fields the file sets, as (field, value) pairs.
         keys: Key overrides as (action, key) pairs.
         bans: The phrases a reply may not hold ([bans]; none: nothing banned).
@@ -82,6 +86,7 @@ class Config:
     theme: str | None = None
     rpc: tuple[Endpoint, ...] = ()
     model_dirs: tuple[str, ...] = ()
+    surprise: SurpriseRule | None = None
     settings: tuple[tuple[str, Any], ...] = ()
     keys: tuple[tuple[str, str], ...] = ()
     bans: PhraseBans = field(default_factory=PhraseBans)
@@ -201,6 +206,14 @@ def _parse(path: Path, text: str, data: dict[str, Any]) -> Config:
     ):
         raise fail(None, "model_dirs", f"expected a list of folders in quotes, got {model_dirs!r}")
 
+    surprise = None
+    if "surprise" in data:
+        value = data["surprise"]
+        try:
+            surprise = parse_surprise(value if isinstance(value, str) else repr(value))
+        except SettingsError as error:
+            raise fail(None, "surprise", str(error)) from error
+
     settings = data.get("settings", {})
     if not isinstance(settings, dict):
         raise fail(None, "settings", "expected a table: [settings]")
@@ -232,6 +245,7 @@ def _parse(path: Path, text: str, data: dict[str, Any]) -> Config:
         theme=theme,
         rpc=rpc,
         model_dirs=tuple(model_dirs),
+        surprise=surprise,
         settings=tuple(settings.items()),
         keys=tuple((str(a), str(k)) for a, k in keys.items()),
         bans=_parse_bans(data.get("bans", {}), fail),
@@ -329,6 +343,9 @@ def effective_toml(
         f"model_dirs = [{', '.join(_toml_value(d) for d in config.model_dirs)}]"
         if config.model_dirs
         else "# model_dirs: not set (`samplescope models` searches the other tools' stores)",
+        f"surprise = {_toml_value(config.surprise.text)}"
+        if config.surprise
+        else f"# surprise: not set ({DEFAULT_SURPRISE.text}: the token cursor's [ ] jumps)",
         "",
         "[settings]",
     ]

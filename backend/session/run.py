@@ -81,11 +81,17 @@ def forced_step(
     generated: int = 0,
 ) -> Step:
     """`step` with `token` taken instead of the drawn one, at its probability there
-    (a grammar's matcher comes from `vocabulary`, after the reply's `generated` tokens)."""
+    (a grammar's matcher comes from `vocabulary`, after the reply's `generated` tokens);
+    its logit and rank are its table row's (None when it is below the table)."""
     probs = probabilities(
         logits, step.settings, history, vocabulary=vocabulary, generated=generated
     )
-    return replace(step, token_id=token, prob=float(probs[token]), draw=None)
+    rows = np.flatnonzero(step.table.token_ids == token)
+    logit = float(step.table.logits[rows[0]]) if rows.size else None
+    rank = int(rows[0]) + 1 if rows.size else None
+    return replace(
+        step, token_id=token, prob=float(probs[token]), draw=None, logit=logit, rank=rank
+    )
 
 
 class RewindError(SamplescopeError):

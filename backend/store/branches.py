@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backend.store.read import load_steps, reply_text
-from backend.store.records import ModelRef, ReplyRecord, StoreError, settings_json
+from backend.store.records import ChatRecord, ModelRef, ReplyRecord, StoreError, settings_json
 from sampling.records import Step
 from sampling.settings import SamplerSettings
 
@@ -124,6 +124,11 @@ def follow(conn: sqlite3.Connection, path: Path, chat_id: int, reply_id: int, no
     conn.execute("UPDATE chats SET updated = ? WHERE id = ?", (now, chat_id))
 
 
+def turn_of(chat: ChatRecord, reply: ReplyRecord) -> tuple[ReplyRecord, ...]:
+    """Every branch of the turn `reply` belongs to, on screen or not."""
+    return next((m.branches for m in chat.stored_messages if m.id == reply.message_id), ())
+
+
 def lineage(reply: ReplyRecord, siblings: tuple[ReplyRecord, ...]) -> list[ReplyRecord]:
     """The branch and its ancestors within the turn, the branch first."""
     by_id = {branch.id: branch for branch in siblings}
@@ -157,3 +162,28 @@ def steps_along(
         steps.update({i: s for i, s in own.items() if i < limit and i not in steps})
         limit = limit if ancestor.fork_at is None else min(limit, ancestor.fork_at)
     return steps
+
+
+def pieces_along(conn: sqlite3.Connection, chat: ChatRecord, reply: ReplyRecord) -> dict[int, str]:
+    """The text each token of a branch added, by index: its own tokens' stored pieces,
+    then its ancestors' for the tokens it shares. A token stored without its piece
+    (before schema 5) is missing.
+
+    Args:
+        conn: The connection (the caller holds the store's lock).
+        chat: The chat it belongs to.
+        reply: The branch.
+    """
+    pieces: dict[int, str] = {}
+    limit = len(reply.token_ids)
+    for branch in lineage(reply, turn_of(chat, reply)):
+        for idx, piece in conn.execute(
+            "SELECT idx, piece FROM reply_tokens WHERE reply_id = ? AND idx < ? "
+            "AND piece IS NOT NULL",
+            (branch.id, limit),
+        ):
+            pieces.setdefault(int(idx), str(piece))
+        if branch.fork_at is None:
+            break
+        limit = min(limit, branch.fork_at)
+    return pieces

@@ -335,9 +335,15 @@ class ChatStore:
         Raises:
             StoreError: A record cannot be read.
         """
-        siblings = next((m.branches for m in chat.messages if m.id == reply.message_id), ())
+        siblings = store_branches.turn_of(chat, reply)
         with self._guard("load token records"):
             return store_branches.steps_along(self._conn, self.path, reply, siblings)
+
+    def load_pieces(self, chat: ChatRecord, reply: ReplyRecord) -> dict[int, str]:
+        """The text each token of a branch of `chat` added, by index (from its parent
+        before its fork; missing for tokens stored before pieces were)."""
+        with self._guard("load token texts"):
+            return store_branches.pieces_along(self._conn, chat, reply)
 
     def rename_chat(self, chat_id: int, title: str) -> None:
         """Give a chat a new title.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import llama_cpp
@@ -155,12 +156,21 @@ def test_compare_marks_the_first_divergence(capsys: pytest.CaptureFixture[str]) 
         assert column["token_ids"][:at] == columns[0]["token_ids"][:at]
         assert column["token_ids"][at : at + 1] != columns[0]["token_ids"][at : at + 1]
     assert columns[2]["settings"]["top_k"] == 40
+    for column in columns:  # each column's score, from its steps
+        score = column["score"]
+        assert score["n_tokens"] == len(column["token_ids"])
+        assert score["perplexity"] == pytest.approx(
+            math.exp(-score["logprob_raw"] / score["n_tokens"])
+        )
+    # Greedy draws each token with probability 1.
+    assert columns[0]["score"]["logprob_sampled"] == 0.0
     # The text view shows every column and a divergence marker.
     assert main([a for a in argv if a != "--json"]) == 0
     out = capsys.readouterr().out
     assert "ArgMax" in out and "All t=1.5" in out and "reference" in out
     assert "▶" in out
     assert f"differs at token {columns[1]['first_divergence'] + 1}" in out
+    assert out.count("logp −") == 3  # each column's raw log-probability under its title
 
 
 def test_compare_rejects_unknown_presets_and_keys(capsys: pytest.CaptureFixture[str]) -> None:

@@ -329,3 +329,38 @@ def test_completion_mode_continues_plain_text_and_branches(
         capsys, ["branch", chat, "--at", "3", "--rank", "2", "--json", "--db", str(db), *STEP_FLAGS]
     )
     assert branch["token_ids"][:2] == result["token_ids"][:2]
+
+
+def test_export_jsonl_rows_add_up_to_the_replys_text_and_score(
+    saved: tuple[Path, dict[str, Any]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from backend.llama.ui_tokenizer import UiTokenizer
+    from backend.store.store import ChatStore
+
+    db, result = saved
+    capsys.readouterr()
+    assert main(["export", str(result["chat_id"]), "--format", "jsonl", "--db", str(db)]) == 0
+    every = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    rows = [r for r in every if (r["reply"], r["branch"]) == (1, 1)]  # other tests branch it
+    assert [r["token_id"] for r in rows] == result["token_ids"]
+    assert "".join(r["text"] for r in rows) == result["text"]
+    # The raw log-probabilities are the score's, read back from float32 records.
+    total = sum(r["logprob_raw"] for r in rows)
+    assert total == pytest.approx(result["score"]["logprob_raw"], abs=1e-4)
+    assert sum(r["entropy"] for r in rows) / len(rows) == pytest.approx(
+        result["score"]["mean_entropy"], abs=1e-5
+    )
+    # Candidates' text comes from the model file's vocabulary.
+    with ChatStore(db) as store:
+        model_path = store.load_chat(result["chat_id"]).replies[0].model.path
+    tokenizer = UiTokenizer.from_gguf(model_path)
+    for row in every:
+        for candidate in row["top"]:
+            assert candidate["text"] == tokenizer.piece(candidate["token_id"])
+        ranked = [c["token_id"] for c in row["top"]]
+        if row["token_id"] in ranked:
+            assert row["rank"] == ranked.index(row["token_id"]) + 1
+        elif row in rows:  # drawn: ranked over the vocabulary
+            assert row["rank"] > len(ranked)
+        else:  # a token forced from below the table (`branch --token`) has no rank
+            assert row["rank"] is None or row["rank"] > len(ranked)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from sampling.errors import LogitsError, SamplescopeError
-from sampling.token_scores import perplexity, score_rows, top_tokens
+from sampling.token_scores import perplexity, score_rows, token_rank, top_tokens
 
 
 def test_golden_table() -> None:
@@ -78,3 +78,28 @@ def test_properties(logits: np.ndarray, data: st.DataObject) -> None:
         assert result.top_ids[row].tolist() == top_tokens(logits[row], top_n).tolist()
         p = np.exp(log_p[row])
         assert result.entropy[row] == pytest.approx(-(p * log_p[row]).sum(), abs=1e-9)
+
+
+@pytest.mark.parametrize("n_candidates", [3, 20])
+def test_a_steps_rank_equals_the_rank_over_its_logits(n_candidates: int) -> None:
+    # Rounded logits tie often, so the tie rule (lower id first) is exercised.
+    from sampling.sampler import Sampler
+    from sampling.settings import SamplerSettings
+
+    rng = np.random.default_rng(11)
+    rows = [np.round(rng.normal(0, 2.0, 200), 0).astype(np.float32) for _ in range(60)]
+    hot = SamplerSettings(temperature=3.0, top_k=0, top_p=1.0, min_p=0.0, seed=2)
+    sampler = Sampler(hot, n_candidates=n_candidates)
+    steps = [sampler.sample(row) for row in rows]
+    ranks = [step.rank for step in steps]
+    expected = score_rows(np.stack(rows), [s.token_id for s in steps], top_n=0).rank.tolist()
+    assert ranks == expected
+    assert max(expected) > n_candidates  # some tokens were ranked past the table
+    assert [s.rank_known for s in steps] == expected
+    assert token_rank(rows[0], 5, np.empty(0, dtype=np.int64)) == expected_rank(rows[0], 5)
+
+
+def expected_rank(row: np.ndarray, token: int) -> int:
+    return 1 + sum(
+        1 for i, v in enumerate(row) if v > row[token] or (v == row[token] and i < token)
+    )

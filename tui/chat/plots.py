@@ -117,6 +117,7 @@ class ChatPlots:
         if rows:
             marked = index if cursor is not None else None
             ghosts = ghost_forks(replies[number]) if number >= 0 else []
-            self.timeline.show(number if number >= 0 else None, tokens, marked, ghosts)
+            surprise = self.transcript.surprise
+            self.timeline.show(number if number >= 0 else None, tokens, marked, ghosts, surprise)
         if tail:
             self.tail.show(tokens[index].step if 0 <= index < len(tokens) else None)

@@ -20,9 +20,11 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
+from sampling.reply_score import reply_score
 from tui.chat.branches import fork_counts
 from tui.chat.reply import FINISH_LABELS, GHOST_LABEL, Reply
 from tui.display import display_text
+from tui.widgets.score_label import score_label
 from tui.widgets.token_look import PLAIN, TokenMarks, styled_runs
 from tui.widgets.token_text import token_text
 
@@ -73,6 +75,7 @@ class ReplyView(Widget):
         self._placeholder = False
         self._strips: dict[int, Strip] = {}
         self._forks: dict[int, int] = {}  # token index -> branches going on from there
+        self._score: tuple[Reply | None, int, str] = (None, 0, "")  # reply, tokens, label
 
     # -- state -----------------------------------------------------------------
 
@@ -153,9 +156,20 @@ class ReplyView(Widget):
         label = GHOST_LABEL if reply.is_ghost else FINISH_LABELS.get(reply.finished)
         if label:
             self._place(f"  [{label}]", _NO_TOKEN, _NOTE)
+        score = self._score_text() if reply.finished and reply.tokens else ""
+        if score:
+            self._place(f"  {score}", _NO_TOKEN, _NOTE)
         if reply.error:
             self._newline()
             self._place(display_text(reply.error), _NO_TOKEN, _ERROR)
+
+    def _score_text(self) -> str:
+        """The finished reply's score label, computed once per branch shown."""
+        reply, count, label = self._score
+        if reply is not self.reply or count != len(self.reply.tokens):
+            label = score_label(reply_score([token.step for token in self.reply.tokens]))
+            self._score = (self.reply, len(self.reply.tokens), label)
+        return label
 
     def _place_token(self, index: int) -> None:
         token = self.reply.tokens[index]
@@ -283,7 +297,9 @@ class ReplyView(Widget):
             if index < 0:
                 segments.append(Segment(text, base if style is None else base + style))
                 continue
-            look = self.marks.look(index, tokens[index].step.prob) if index < len(tokens) else PLAIN
+            step = tokens[index].step if index < len(tokens) else None
+            rank = step.rank_known if step is not None and self.marks.by_rank else None
+            look = PLAIN if step is None else self.marks.look(index, step.prob, rank)
             for run, extra in styled_runs(text, look):
                 segments.append(Segment(run, base if extra is None else base + extra))
         strip = Strip(segments).simplify()  # one segment per run of one style

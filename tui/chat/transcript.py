@@ -12,21 +12,27 @@ from textual.message import Message
 from textual.widgets import Static
 
 from backend.store.store import ChatRecord
+from sampling.errors import SettingsError
+from sampling.surprise import DEFAULT_SURPRISE, SurpriseRule, next_rule, parse_surprise
 from tui.chat.branches import branch_label
 from tui.chat.reply import FINISH_LABELS, Reply
 from tui.chat.reply_view import ReplyView
+from tui.chat.surprise_nav import surprising_after
 from tui.display import display_text
+from tui.screens.entry import ValueEntryScreen
 from tui.widgets.token_look import TokenMarks
 
 _TOKEN = Binding.Group("token", compact=True)
 _BRANCH = Binding.Group("branch", compact=True)
+_SURPRISE = Binding.Group("surprise", compact=True)
 _W = TypeVar("_W", Static, ReplyView)
 
 
 class Transcript(VerticalScroll, can_focus=True):
     """The conversation. Focused, it is in token-cursor mode: ←/→ pick a past token.
 
-    It owns the reply views, the token cursor and the "colour by probability" flag;
+    It owns the reply views, the token cursor, the colouring (by probability or by
+    rank bucket) and the rule for surprising tokens (`[`/`]` jump between them);
     selecting a token posts `TokenSelected` (the app shows that step).
     """
 
@@ -42,6 +48,15 @@ class Transcript(VerticalScroll, can_focus=True):
         Binding("less_than_sign,ctrl+left", "branch(-1)", "branch", group=_BRANCH),
         Binding("greater_than_sign,ctrl+right", "branch(1)", "branch", group=_BRANCH),
         Binding("u,ctrl+up", "parent_branch", "parent"),
+        Binding(
+            "left_square_bracket", "surprise(-1)", "surprise", key_display="[", group=_SURPRISE
+        ),
+        Binding(
+            "right_square_bracket", "surprise(1)", "surprise", key_display="]", group=_SURPRISE
+        ),
+        Binding("s", "surprise_rule", "threshold"),
+        Binding("S", "type_surprise_rule", "type threshold", show=False),
+        Binding("g", "colour_by_rank", "rank colour"),
     ]
 
     class TokenSelected(Message):
@@ -50,6 +65,9 @@ class Transcript(VerticalScroll, can_focus=True):
         def __init__(self, cursor: tuple[int, int] | None) -> None:
             super().__init__()
             self.cursor = cursor
+
+    class SurpriseChanged(Message):
+        """The rule for surprising tokens changed (the timeline redraws its marks)."""
 
     class AlternativesAsked(Message):
         """Enter on a selected token: show its alternatives (`cursor` is (reply, token))."""
@@ -70,6 +88,8 @@ class Transcript(VerticalScroll, can_focus=True):
         self.views: list[ReplyView] = []
         self.cursor: tuple[int, int] | None = None
         self.colour = False
+        self.by_rank = False
+        self.surprise = DEFAULT_SURPRISE
 
     # -- content -------------------------------------------------------------
 
@@ -80,7 +100,7 @@ class Transcript(VerticalScroll, can_focus=True):
     def add_reply(self, reply: Reply) -> ReplyView:
         """Append an assistant reply's view."""
         view = ReplyView(reply, len(self.views))
-        view.set_marks(TokenMarks(colour=self.colour))
+        view.set_marks(TokenMarks(colour=self.colour, by_rank=self.by_rank))
         self.views.append(view)
         self._label_branch()
         return self._append(view)
@@ -228,6 +248,54 @@ class Transcript(VerticalScroll, can_focus=True):
             self._sync_views()
             self.post_message(self.TokenSelected(None))
 
+    def action_surprise(self, delta: int) -> None:
+        """Move the token cursor to the next (1) or previous (-1) surprising token."""
+        replies = [view.reply.tokens for view in self.views]
+        found = surprising_after(replies, self.cursor, delta, self.surprise)
+        if found is None:
+            way = "after" if delta > 0 else "before"
+            where = "this one" if self.cursor is not None else "the end" if delta < 0 else "it"
+            self.notify(f"no surprising token ({self.surprise.text}) {way} {where}", timeout=3)
+            return
+        self.select(*found)
+
+    def action_surprise_rule(self) -> None:
+        """Switch to the next preset rule for surprising tokens."""
+        self.set_surprise(next_rule(self.surprise))
+        self.notify(f"surprising: {self.surprise.text}", timeout=3)
+
+    def action_type_surprise_rule(self) -> None:
+        """Type the rule for surprising tokens (p<BOUND or surprise>MARGIN)."""
+
+        def typed(text: str | None) -> None:
+            if not text:
+                return
+            try:
+                self.set_surprise(parse_surprise(text))
+            except SettingsError as error:
+                self.notify(str(error), severity="error")
+                return
+            self.notify(f"surprising: {self.surprise.text}", timeout=3)
+
+        hint = "p<BOUND: raw probability below it · surprise>MARGIN: nats over the entropy"
+        self.app.push_screen(ValueEntryScreen("surprising tokens", self.surprise.text, hint), typed)
+
+    def set_surprise(self, rule: SurpriseRule) -> None:
+        """Change what counts as surprising (the timeline marks follow)."""
+        self.surprise = rule
+        self.post_message(self.SurpriseChanged())
+
+    def action_colour_by_rank(self) -> None:
+        """Switch the tint between probability and rank bucket (and turn it on)."""
+        self.by_rank = not self.by_rank
+        self.set_colour(True)
+        self.notify(
+            "colour by rank: top 10 · 100 · 1000 · beyond"
+            if self.by_rank
+            else "colour by probability",
+            timeout=3,
+        )
+
     def set_colour(self, colour: bool) -> None:
         """Tint tokens by probability, or not."""
         self.colour = colour
@@ -236,7 +304,7 @@ class Transcript(VerticalScroll, can_focus=True):
     def _sync_views(self) -> None:
         for number, view in enumerate(self.views):
             selected = self.cursor[1] if self.cursor and self.cursor[0] == number else None
-            view.set_marks(TokenMarks(colour=self.colour, cursor=selected))
+            view.set_marks(TokenMarks(colour=self.colour, by_rank=self.by_rank, cursor=selected))
 
     @on(ReplyView.TokenClicked)
     def _on_token_clicked(self, message: ReplyView.TokenClicked) -> None:

@@ -31,6 +31,7 @@ from backend.chat.protocol import ChatBackend, LiveSettings, ModelInfo
 from backend.session.phrase_bans import PhraseBans
 from backend.store.store import ChatRecord
 from sampling.settings import SamplerSettings
+from sampling.surprise import SurpriseRule
 from tui.chat.beam_job import BeamJob
 from tui.chat.branch_nav import move_branch
 from tui.chat.conversation import Conversation
@@ -327,6 +328,10 @@ class ChatView(Vertical):
         message.stop()
         self.plots.pick(message.index)
 
+    def set_surprise(self, rule: SurpriseRule) -> None:
+        """Change which tokens count as surprising (the config file's `surprise`)."""
+        self._transcript.set_surprise(rule)
+
     def set_colour(self, colour: bool) -> None:
         """Tint each token by its probability, or not."""
         self._transcript.set_colour(colour)
@@ -335,6 +340,11 @@ class ChatView(Vertical):
     def _on_alternatives(self, message: Transcript.AlternativesAsked) -> None:
         message.stop()
         ask_alternative(self, *message.cursor)
+
+    @on(Transcript.SurpriseChanged)
+    def _on_surprise_changed(self, message: Transcript.SurpriseChanged) -> None:
+        message.stop()
+        self.plots.draw()
 
     @on(Transcript.TokenSelected)
     def _on_token_selected(self, message: Transcript.TokenSelected) -> None:

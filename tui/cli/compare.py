@@ -18,13 +18,17 @@ from backend.chat.compare import first_divergence
 from backend.chat.events import FinishedEvent, NoticeEvent, TokenEvent
 from backend.session.compare import compare
 from sampling.errors import SamplescopeError
+from sampling.records import Step
+from sampling.reply_score import reply_score
 from sampling.settings import SamplerSettings, settings_summary
 from sampling.spec import SETTINGS, SETTINGS_BY_NAME, find_setting
 from tui.chat.setting_input import read_setting_text
 from tui.cli.generate import build_messages, step_line
 from tui.cli.model_flags import add_model_flags, load_backend, log
+from tui.cli.score import reply_score_json
 from tui.cli.settings_flags import settings_with_user_config
 from tui.resources import available_presets
+from tui.widgets.score_label import score_label
 
 #: Short keys accepted by --set, besides the settings' own field names.
 SHORT_KEYS = {spec.short_key: spec.name for spec in SETTINGS if spec.short_key}
@@ -160,6 +164,7 @@ def run(args: argparse.Namespace) -> int:
     messages = build_messages(args.prompt, args.system)
     backend = load_backend(args)
     pieces: list[list[str]] = [[] for _ in columns]
+    steps: list[list[Step]] = [[] for _ in columns]
     finished: list[FinishedEvent | None] = [None for _ in columns]
     try:
         for item in compare(
@@ -173,6 +178,7 @@ def run(args: argparse.Namespace) -> int:
             event = item.event
             if isinstance(event, TokenEvent):
                 pieces[item.column].append(event.text)
+                steps[item.column].append(event.step)
                 if args.verbose >= 2:
                     log(f"column {item.column} " + step_line(event.index, event.step, event.piece))
             elif isinstance(event, NoticeEvent):
@@ -207,14 +213,18 @@ def run(args: argparse.Namespace) -> int:
                         "error": result.error,
                         "first_divergence": at,
                         "stats": asdict(result.stats),
+                        "score": reply_score_json(column_steps),
                     }
-                    for (label, settings), result, at in zip(columns, results, diverge, strict=True)
+                    for (label, settings), result, at, column_steps in zip(
+                        columns, results, diverge, steps, strict=True
+                    )
                 ],
                 ensure_ascii=False,
             )
         )
     else:
-        print_columns(columns, pieces, results, diverge)
+        scores = [score_label(reply_score(column_steps)) for column_steps in steps]
+        print_columns(columns, pieces, results, diverge, scores)
     return 1 if any(r.reason == "error" for r in results) else 0
 
 
@@ -223,13 +233,16 @@ def print_columns(
     pieces: list[list[str]],
     results: list[FinishedEvent],
     diverge: list[int | None],
+    scores: list[str] | None = None,
 ) -> None:
-    """Side by side when each column gets MIN_COLUMN_WIDTH characters, else stacked."""
+    """Side by side when each column gets MIN_COLUMN_WIDTH characters, else stacked;
+    `scores` (each column's score label) go under each title."""
     width = shutil.get_terminal_size((100, 24)).columns
     console = Console(file=sys.stdout, width=width, highlight=False, markup=False, emoji=False)
     titles = []
-    for index, ((label, settings), result, at) in enumerate(
-        zip(columns, results, diverge, strict=True)
+    labels = scores if scores is not None else ["" for _ in columns]
+    for index, ((label, settings), result, at, score) in enumerate(
+        zip(columns, results, diverge, labels, strict=True)
     ):
         where = (
             "reference"
@@ -241,6 +254,7 @@ def print_columns(
             Text(
                 f"{label}\n{settings_summary(settings)} seed={settings.seed}\n"
                 f"{where}; {result.reason}{error}, {len(result.token_ids)} tokens"
+                + (f"\n{score}" if score else "")
             )
         )
     bodies = [column_text(p, at) for p, at in zip(pieces, diverge, strict=True)]

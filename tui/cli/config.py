@@ -17,6 +17,7 @@ TEMPLATE = """\
 # theme = "textual-dark"                 # a Textual theme name
 # rpc = "10.0.0.2:50052,10.0.0.3:50052"  # split the model across llama.cpp RPC servers
 # model_dirs = ["~/models"]              # more folders of GGUFs for `samplescope models`
+# surprise = "p<0.05"                   # tokens [ ] jump to: raw p below, or "surprise>2"
 
 [settings]                               # any sampler setting
 # temperature = 0.8

@@ -1,4 +1,5 @@
-"""`samplescope export CHAT_ID --format md|json`: a saved chat as Markdown or JSON."""
+"""`samplescope export CHAT_ID --format md|json|jsonl|csv`: a saved chat as Markdown or
+JSON, or its per-token records as JSON Lines or CSV (one row per sampled token)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,16 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 
-from backend.store.store import ChatRecord, MessageRecord, ReplyRecord
+from backend.store.store import ChatRecord, ChatStore, MessageRecord, ReplyRecord
+from backend.store.token_table import TokenRow, chat_token_rows
 from sampling.errors import SamplescopeError
+from sampling.reply_score import ReplyScore, reply_score
+from tui.cli.score import reply_score_object
 from tui.cli.store_access import add_db_flag, open_store
+from tui.cli.token_export import rows_csv, rows_jsonl, vocabulary_text
 from tui.cli.tree import tree_json
 from tui.display import local_time
+from tui.widgets.score_label import score_label
 
 EXPORT_VERSION = 3
 
@@ -26,14 +32,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     """Add `export` to the command line."""
     parser = subparsers.add_parser(
         "export",
-        help="export a saved chat as Markdown or JSON",
+        help="export a saved chat as Markdown or JSON, or its tokens as JSON Lines or CSV",
         description="Write a saved chat (see `samplescope history`) as Markdown (the "
         "conversation on screen, with each reply's model, seed and settings) or JSON "
         "(everything stored: every turn and reply branch, including turns off screen "
-        "under a branch the chat no longer follows, token ids, settings changes, stats).",
+        "under a branch the chat no longer follows, token ids, settings changes, stats), or "
+        "one row per sampled token of every branch (jsonl, csv: probability, raw "
+        "log-probability, rank, entropy, tokens kept, the sampler that cut, the top "
+        "candidates; in CSV the candidates are a JSON string). A notebook reads them "
+        "with pandas.read_json(FILE, lines=True) or pandas.read_csv(FILE).",
     )
     parser.add_argument("chat_id", type=int, metavar="CHAT_ID", help="the chat's id")
-    parser.add_argument("--format", choices=("md", "json"), default="md", help="default md")
+    parser.add_argument(
+        "--format", choices=("md", "json", "jsonl", "csv"), default="md", help="default md"
+    )
     parser.add_argument(
         "-o",
         "--output",
@@ -46,7 +58,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
-def _reply_json(reply: ReplyRecord) -> dict[str, object]:
+Scores = Mapping[int, ReplyScore | None]
+"""Each branch's score by its id (from its stored steps)."""
+
+
+def _reply_json(reply: ReplyRecord, scores: Scores) -> dict[str, object]:
     return {
         "number": reply.number,
         "model": asdict(reply.model),
@@ -70,10 +86,11 @@ def _reply_json(reply: ReplyRecord) -> dict[str, object]:
         "at": None if reply.fork_at is None else reply.fork_at + 1,
         "mode": reply.mode,
         "text": reply.text,
+        "score": reply_score_object(scores.get(reply.id)),
     }
 
 
-def _message_json(message: MessageRecord) -> dict[str, object]:
+def _message_json(message: MessageRecord, scores: Scores) -> dict[str, object]:
     return {
         "id": message.id,
         "position": message.position,
@@ -81,18 +98,20 @@ def _message_json(message: MessageRecord) -> dict[str, object]:
         "content": message.content,
         "created": message.created.isoformat(),
         "after_reply_id": message.after_reply_id,
-        "reply": None if message.reply is None else _reply_json(message.reply),
-        "branches": [_reply_json(branch) for branch in message.branches],
+        "reply": None if message.reply is None else _reply_json(message.reply, scores),
+        "branches": [_reply_json(branch, scores) for branch in message.branches],
     }
 
 
-def chat_to_json(chat: ChatRecord) -> dict[str, object]:
+def chat_to_json(chat: ChatRecord, scores: Scores | None = None) -> dict[str, object]:
     """Everything stored about a chat, as JSON-ready data.
 
     "messages" holds the turns on screen; "hidden_messages" the stored turns off
     screen (continuations of branches the chat no longer follows). Each turn's
-    "after_reply_id" and each branch's "parent" rebuild the whole tree.
+    "after_reply_id" and each branch's "parent" rebuild the whole tree. Each branch's
+    "score" comes from `scores` (null when not given or it has no token records).
     """
+    scores = scores or {}
     return {
         "samplescope_export": EXPORT_VERSION,
         "id": chat.id,
@@ -100,8 +119,8 @@ def chat_to_json(chat: ChatRecord) -> dict[str, object]:
         "created": chat.created.isoformat(),
         "updated": chat.updated.isoformat(),
         "model": None if chat.model is None else asdict(chat.model),
-        "messages": [_message_json(message) for message in chat.messages],
-        "hidden_messages": [_message_json(message) for message in chat.hidden],
+        "messages": [_message_json(message, scores) for message in chat.messages],
+        "hidden_messages": [_message_json(message, scores) for message in chat.hidden],
         "tree": tree_json(chat),
     }
 
@@ -110,7 +129,7 @@ def _settings_text(values: Mapping[str, object]) -> str:
     return ", ".join(f"{k}={v}" for k, v in values.items())
 
 
-def _reply_md(reply: ReplyRecord) -> list[str]:
+def _reply_md(reply: ReplyRecord, score: ReplyScore | None) -> list[str]:
     first = reply.settings_changes[0].settings
     lines: list[str] = []
     if reply.parent_id is not None:
@@ -132,13 +151,21 @@ def _reply_md(reply: ReplyRecord) -> list[str]:
         lines.append(
             f"> {reply.stats.decode_tps:.1f} tok/s, prompt {reply.stats.prompt_tokens} tokens"
         )
+    label = score_label(score)
+    if label and score is not None:
+        lines.append(
+            f"> score: {label} (raw, nats) · mean entropy {score.mean_entropy:.2f} · "
+            f"{score.low_prob_tokens} tokens below p {score.low_prob_below:g}"
+        )
     if reply.error:
         lines.append(f"> error: {reply.error}")
     return lines
 
 
-def chat_to_markdown(chat: ChatRecord) -> str:
-    """The conversation as Markdown, with each reply's sampling record under it."""
+def chat_to_markdown(chat: ChatRecord, scores: Scores | None = None) -> str:
+    """The conversation as Markdown, with each reply's sampling record (and its score,
+    from `scores`) under it."""
+    scores = scores or {}
     lines = [f"# {chat.title}", ""]
     meta = f"chat {chat.id} · started {local_time(chat.created)}"
     if chat.model is not None:
@@ -150,18 +177,46 @@ def chat_to_markdown(chat: ChatRecord) -> str:
             lines += [f"*(the branch shown; the reply has {len(message.branches)} branches)*", ""]
         if message.reply is not None:
             # Trailing double spaces: a Markdown line break inside the quote.
-            lines += [f"{line}  " for line in _reply_md(message.reply)] + [""]
+            reply_lines = _reply_md(message.reply, scores.get(message.reply.id))
+            lines += [f"{line}  " for line in reply_lines] + [""]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def chat_scores(store: ChatStore, chat: ChatRecord) -> dict[int, ReplyScore | None]:
+    """The score of every stored branch of a chat, by id, from its steps (None for a
+    branch without a record of every token).
+
+    Raises:
+        StoreError: A record cannot be read.
+    """
+    scores: dict[int, ReplyScore | None] = {}
+    for message in chat.stored_messages:
+        for branch in message.branches:
+            steps = store.load_steps(chat, branch)
+            indices = range(len(branch.token_ids))
+            complete = all(index in steps for index in indices)
+            scores[branch.id] = reply_score([steps[i] for i in indices]) if complete else None
+    return scores
 
 
 def run(args: argparse.Namespace) -> int:
     """Write the export."""
     with open_store(args) as store:
         chat = store.load_chat(args.chat_id)
-    if args.format == "json":
-        text = json.dumps(chat_to_json(chat), indent=2, ensure_ascii=False) + "\n"
+        rows: list[TokenRow] = []
+        scores: dict[int, ReplyScore | None] = {}
+        if args.format in ("jsonl", "csv"):
+            rows = chat_token_rows(store, chat, vocabulary_text())
+        else:
+            scores = chat_scores(store, chat)
+    if args.format == "jsonl":
+        text = rows_jsonl(rows)
+    elif args.format == "csv":
+        text = rows_csv(rows)
+    elif args.format == "json":
+        text = json.dumps(chat_to_json(chat, scores), indent=2, ensure_ascii=False) + "\n"
     else:
-        text = chat_to_markdown(chat)
+        text = chat_to_markdown(chat, scores)
     if args.output is None:
         sys.stdout.write(text)
     else:

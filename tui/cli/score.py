@@ -13,7 +13,7 @@ from typing import Any
 from backend.llama.pieces import visible_piece
 from backend.score.text_score import TOP_ALTERNATIVES, ScoreError, TextScore, score_text
 from sampling.records import Step
-from sampling.reply_score import reply_score
+from sampling.reply_score import ReplyScore, reply_score
 from tui.cli.model_flags import add_model_flags, load_backend
 from tui.cli.text_input import read_stdin
 
@@ -107,7 +107,11 @@ def score_json(score: TextScore) -> dict[str, Any]:
 def reply_score_json(steps: Sequence[Step]) -> dict[str, Any] | None:
     """`generate --json`'s `score` object: the reply's score from its steps (None for
     no token; a figure that is not finite, or not recorded, is null)."""
-    score = reply_score(steps)
+    return reply_score_object(reply_score(steps))
+
+
+def reply_score_object(score: ReplyScore | None) -> dict[str, Any] | None:
+    """A reply's score as JSON; a figure that is not finite (or not recorded) is null."""
     if score is None:
         return None
     return {

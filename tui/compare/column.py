@@ -2,11 +2,14 @@
 
 The column owns no model and no thread: the compare screen feeds it events from its
 handlers (`add_token`, `finish`, ...) and it redraws; its tokens are drawn by
-`ColumnText` with the marks it passes down (divergence, cursor).
+`ColumnText` with the marks it passes down (divergence, the token diff against the
+reference column, cursor). Its stats line gives its raw log-probability, so which
+column is the more likely one is one glance.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import ClassVar
@@ -24,6 +27,8 @@ from backend.chat.compare import first_divergence
 from backend.chat.events import FinishedEvent, TokenEvent
 from tui.compare.column_text import NOTICE_STYLE, ColumnText
 from tui.compare.columns import CompareColumn, settings_summary
+from tui.compare.token_diff import LiveDiff, TokenDiff
+from tui.widgets.score_label import logprob_label
 from tui.widgets.token_look import TokenMarks
 
 
@@ -96,6 +101,12 @@ class CompareColumnView(Vertical, can_focus=True):
         self._decode_started: float | None = None
         self._dirty = False
         self._body = ColumnText()
+        self.reference: CompareColumnView | None = None
+        """The column this one is diffed against (None: it is the reference)."""
+        self.live_diff = LiveDiff()
+        """The token diff against the reference."""
+        self._logprob_raw = 0.0  # sum of the tokens' raw log-probabilities
+        self._raw_known = True  # every token recorded its raw probability
 
     # --- layout -------------------------------------------------------------------
 
@@ -126,6 +137,9 @@ class CompareColumnView(Vertical, can_focus=True):
         self.tokens = []
         self.finished = None
         self.divergence = None
+        self.live_diff.reset()
+        self._logprob_raw = 0.0
+        self._raw_known = True
         self.phase = "waiting"
         self.prefill = None
         self.notice = None
@@ -149,12 +163,28 @@ class CompareColumnView(Vertical, can_focus=True):
     def add_token(self, event: TokenEvent) -> None:
         """Append a sampled token (drawn at the next `flush`: redraws are coalesced)."""
         self.tokens.append(event)
+        raw = event.step.prob_unfiltered
+        if raw is None:
+            self._raw_known = False
+        else:
+            self._logprob_raw += math.log(raw) if raw > 0.0 else -math.inf
         self._dirty = True
 
     def flush(self) -> None:
-        """Redraw if tokens arrived since the last redraw."""
-        if self._dirty:
+        """Redraw if tokens arrived here, or in the reference, since the last redraw."""
+        if self._dirty or self._diff_due():
             self._refresh_all()
+
+    @property
+    def diff(self) -> TokenDiff | None:
+        """The token diff against the reference, as last drawn (None: the reference)."""
+        return self.live_diff.diff if self.reference is not None else None
+
+    @property
+    def logprob_raw(self) -> float | None:
+        """The sum of the tokens' raw log-probabilities (nats; None when a token does
+        not record its raw probability)."""
+        return self._logprob_raw if self._raw_known else None
 
     def set_notice(self, message: str) -> None:
         """Show a backend notice on the marker line."""
@@ -264,6 +294,8 @@ class CompareColumnView(Vertical, can_focus=True):
         if stats.tokens_per_s is not None:
             tps = stats.tokens_per_s
             parts.append(f"{tps:.0f} tok/s" if tps >= 100 else f"{tps:.1f} tok/s")
+        if stats.n_tokens and self.logprob_raw is not None:
+            parts.append(logprob_label(self.logprob_raw, stats.n_tokens))
         if stats.mean_entropy is not None:
             parts.append(f"mean H {stats.mean_entropy:.2f} nats")
         if stats.reason is not None:
@@ -283,7 +315,11 @@ class CompareColumnView(Vertical, can_focus=True):
         if self.index == 0:
             return Text("reference column", style="dim")
         if self.divergence is not None:
-            return Text(f"◆ diverges at token {self.divergence + 1}", style="bold #e5c07b")
+            parts = [f"◆ diverges at token {self.divergence + 1}"]
+            if self.diff is not None and not self.diff.same:
+                parts += self.diff.summary().split(" · ")
+            width = self.query_one(".column-marker", Static).size.width
+            return Text(join_parts(parts, width), style="bold #e5c07b")
         if self.finished is not None:
             return Text("= same tokens as column 1", style="dim")
         return Text("")
@@ -301,12 +337,30 @@ class CompareColumnView(Vertical, can_focus=True):
         if self.is_mounted:
             # The reference column (0) is what the others diverge from: no mark of its own.
             divergence = self.divergence if self.index > 0 else None
-            marks = TokenMarks(cursor=self.cursor, divergence=divergence)
+            self._update_diff()
+            diff = self.diff
+            changes = None if diff is None else diff.changes
+            marks = TokenMarks(cursor=self.cursor, divergence=divergence, changes=changes)
             error = self.finished.error if self.finished is not None else None
-            self._body.show(self.tokens, marks, error or "")
+            deletions = {} if diff is None else diff.deleted_before
+            self._body.show(self.tokens, marks, error or "", deletions)
+
+    def _diff_due(self) -> bool:
+        reference = self.reference
+        if reference is None:
+            return False
+        ended = self.finished is not None and reference.finished is not None
+        return self.live_diff.due(len(reference.tokens), len(self.tokens), ended)
+
+    def _update_diff(self) -> None:
+        reference = self.reference
+        if reference is not None and self._diff_due():
+            ended = self.finished is not None and reference.finished is not None
+            self.live_diff.update(reference.token_ids, self.token_ids, ended)
 
     def _refresh_all(self) -> None:
         self._dirty = False
+        self._update_diff()  # the marker line states it
         self._update_lines()
         self._refresh_body()
 

@@ -6,7 +6,7 @@ their style's meta, so a mouse click finds its token without layout arithmetic.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from rich.style import Style
 from rich.text import Text
@@ -21,6 +21,9 @@ from tui.widgets.token_text import token_text
 
 NOTICE_STYLE = Style(italic=True, color="#e06c75")
 """A column's notices and errors."""
+DELETION_MARK = "‸"
+"""Where reference tokens are left out."""
+DELETION_STYLE = Style(bold=True, color="#e06c75")
 
 
 class ColumnText(Widget):
@@ -38,12 +41,25 @@ class ColumnText(Widget):
         self.tokens: Sequence[TokenEvent] = ()
         self.marks = TokenMarks()
         self.error = ""
+        self.deletions: Mapping[int, int] = {}
 
-    def show(self, tokens: Sequence[TokenEvent], marks: TokenMarks, error: str = "") -> None:
-        """Draw `tokens` with `marks`, then `error` (when the generation failed)."""
+    def show(
+        self,
+        tokens: Sequence[TokenEvent],
+        marks: TokenMarks,
+        error: str = "",
+        deletions: Mapping[int, int] | None = None,
+    ) -> None:
+        """Draw `tokens` with `marks`, then `error` (when the generation failed).
+
+        Args:
+            deletions: Token index → how many reference tokens are left out before
+                it (the tokens' count: at the end), each drawn as `DELETION_MARK`.
+        """
         self.tokens = tokens
         self.marks = marks
         self.error = error
+        self.deletions = deletions or {}
         self.refresh(layout=True)
 
     def text(self, upto: int | None = None) -> Text:
@@ -51,12 +67,17 @@ class ColumnText(Widget):
         text = Text(no_wrap=False, overflow="fold")
         marks = self.marks
         tokens = self.tokens if upto is None else self.tokens[:upto]
+        deletions = self.deletions
         for event in tokens:
             index = event.index
+            if index in deletions:
+                text.append(DELETION_MARK, DELETION_STYLE)
             meta = Style(meta={"token": index})
             shown = token_text(event, marked=marks.marked(index))
             for run, extra in styled_runs(shown, marks.look(index, event.step.prob)):
                 text.append(run, meta if extra is None else extra + meta)
+        if upto is None and len(self.tokens) in deletions:
+            text.append(DELETION_MARK, DELETION_STYLE)
         if upto is None and self.error:
             text.append(f"\n{display_text(self.error)}", NOTICE_STYLE)
         return text

@@ -224,6 +224,7 @@ class CompareScreen(Screen[CompareResult | None]):
         self._running = True
         for view, column in zip(self.column_views, self._columns, strict=True):
             view.reset(column)
+            view.reference = self.column_views[0] if view.index else None  # diffed against
         self._show_detail(None)
         settings = [self.column_settings(i) for i in range(len(self._columns))]
         self._update_title()

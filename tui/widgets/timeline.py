@@ -2,7 +2,8 @@
 
 Rows: the chosen token's probability, the entropy and (on demand) the kept count,
 over a marker row (the token cursor ▲, a setting changed ◆, the reply went back
-from a rejected attempt ✗, a token the grammar forced •). A reply longer than
+from a rejected attempt ✗, a token the grammar forced ▪, a surprising token •: see
+`sampling.surprise`). A reply longer than
 the strip is compressed into buckets that keep each bucket's spike, the token a
 reader looks for: the lowest chosen probability, the highest entropy, the most
 kept tokens; a short one is spread over up to `MAX_SPREAD` cells a token. Clicking
@@ -26,6 +27,7 @@ from textual.widget import Widget
 from textual.widgets import Label, Sparkline
 
 from backend.chat.events import TokenEvent
+from sampling.surprise import DEFAULT_SURPRISE, SurpriseRule
 
 LABEL_WIDTH = 3
 MAX_SPREAD = 3
@@ -33,7 +35,8 @@ MAX_SPREAD = 3
 CURSOR_MARK = "▲"
 CHANGE_MARK = "◆"
 GHOST_MARK = "✗"
-FORCED_MARK = "•"
+FORCED_MARK = "▪"
+SURPRISE_MARK = "•"
 
 
 def bucket_bounds(n_tokens: int, columns: int) -> npt.NDArray[np.intp]:
@@ -78,6 +81,7 @@ class _Marks(Widget):
         "timeline--change",
         "timeline--ghost",
         "timeline--forced",
+        "timeline--surprise",
     }
     DEFAULT_CSS = """
     _Marks { height: 1; }
@@ -85,6 +89,7 @@ class _Marks(Widget):
     _Marks > .timeline--change { color: $warning; }
     _Marks > .timeline--ghost { color: $error; text-style: dim; }
     _Marks > .timeline--forced { color: $secondary; }
+    _Marks > .timeline--surprise { color: $error; text-style: bold; }
     """
 
     def __init__(self) -> None:
@@ -93,10 +98,13 @@ class _Marks(Widget):
         self.changes: list[int] = []
         self.ghosts: list[int] = []
         self.forced: list[int] = []
+        self.surprises: list[int] = []
         self.tokens: list[int] = []
 
     def render(self) -> Text:
         marks = [" "] * len(self.tokens)
+        for column in self.surprises:
+            marks[column] = SURPRISE_MARK
         for column in self.forced:
             marks[column] = FORCED_MARK
         for column in self.changes:
@@ -110,6 +118,7 @@ class _Marks(Widget):
             CHANGE_MARK: self.get_component_rich_style("timeline--change"),
             GHOST_MARK: self.get_component_rich_style("timeline--ghost"),
             FORCED_MARK: self.get_component_rich_style("timeline--forced"),
+            SURPRISE_MARK: self.get_component_rich_style("timeline--surprise"),
         }
         text = Text()
         for mark in marks:
@@ -149,6 +158,8 @@ class ReplyTimeline(Vertical):
         self._changed: list[int] = []  # tokens read where a setting changed
         self._ghosts: tuple[int, ...] = ()  # tokens where the reply went back
         self._forced: list[int] = []  # tokens read that the grammar forced
+        self._surprising: list[int] = []  # tokens read that the rule finds surprising
+        self._rule = DEFAULT_SURPRISE
         self._cursor: int | None = None
         self._width = 0
         self._columns: list[int] = []
@@ -188,24 +199,33 @@ class ReplyTimeline(Vertical):
         column = self.column_of(index)
         return None if column is None else column * self._spread
 
+    @property
+    def surprising(self) -> list[int]:
+        """The shown reply's surprising tokens (tests)."""
+        return list(self._surprising)
+
     def show(
         self,
         number: int | None,
         tokens: Sequence[TokenEvent],
         cursor: int | None,
         ghosts: Sequence[int] = (),
+        surprise: SurpriseRule = DEFAULT_SURPRISE,
     ) -> None:
-        """Draw reply `number`'s tokens with token `cursor` marked (None: no marker)
-        and the tokens where it went back from a rejected attempt (`ghosts`)."""
-        same = number == self.reply_number and tokens is self._tokens
+        """Draw reply `number`'s tokens with token `cursor` marked (None: no marker),
+        the tokens where it went back from a rejected attempt (`ghosts`) and the tokens
+        `surprise` finds surprising."""
+        same = number == self.reply_number and tokens is self._tokens and surprise == self._rule
         unchanged = same and tuple(ghosts) == self._ghosts
         if unchanged and len(tokens) == self._shown_count and cursor == self._cursor:
             return
         self._ghosts = tuple(ghosts)
-        if tokens is not self._tokens or len(tokens) < self._read:
-            self._read = 0  # another reply (or branch): read it afresh
+        if tokens is not self._tokens or len(tokens) < self._read or surprise != self._rule:
+            self._read = 0  # another reply (or branch, or rule): read it afresh
             self._changed = []
             self._forced = []
+            self._surprising = []
+        self._rule = surprise
         self.reply_number = number
         self._tokens = tokens
         self._cursor = cursor
@@ -225,6 +245,8 @@ class ReplyTimeline(Vertical):
             self._values[:, index] = (step.prob, step.entropy, step.n_kept)
             if step.forced:
                 self._forced.append(index)
+            if self._rule.matches(step):
+                self._surprising.append(index)
             if index > 0:
                 before = tokens[index - 1].step.settings
                 if step.settings is not before and step.settings != before:
@@ -263,6 +285,7 @@ class ReplyTimeline(Vertical):
         marks.changes = sorted({x for i in self._changed if (x := self.x_of(i)) is not None})
         marks.ghosts = sorted({x for i in self._ghosts if (x := self.x_of(i)) is not None})
         marks.forced = sorted({x for i in self._forced if (x := self.x_of(i)) is not None})
+        marks.surprises = sorted({x for i in self._surprising if (x := self.x_of(i)) is not None})
         marks.cursor = None if self._cursor is None else self.x_of(self._cursor)
         marks.refresh()
         self._update_title(probs, entropy, bounds)
@@ -281,7 +304,8 @@ class ReplyTimeline(Vertical):
             if len(bounds) - 1 >= len(probs)
             else f" · ≤{-(-len(probs) // (len(bounds) - 1))} tokens/col"
         )
+        marks = f" · {SURPRISE_MARK} {self._rule.text}" if self._surprising else ""
         self.border_title = (
             f"timeline · reply {self.reply_number + 1} · p {probs.min():.2f}–{probs.max():.2f}"
-            f" · H ≤{entropy.max():.1f}{per}"
+            f" · H ≤{entropy.max():.1f}{per}{marks}"
         )

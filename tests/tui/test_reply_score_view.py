@@ -1,0 +1,46 @@
+"""A finished reply shows its score after its last token: raw log-probability and
+perplexity, the figures `generate --json` gives."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from sampling.reply_score import ReplyScore, reply_score
+from tests.fake_backend import FakeBackend
+from tests.helpers import nth_reply_finished, type_message
+from tui.app import SamplescopeApp
+from tui.chat.reply_view import ReplyView
+from tui.widgets.score_label import score_label
+
+pytestmark = pytest.mark.anyio
+
+
+def score(logprob: float | None, n_tokens: int = 4) -> ReplyScore:
+    perplexity = None if logprob is None else math.exp(-logprob / n_tokens)
+    return ReplyScore(n_tokens, logprob, -1.0, perplexity, 1.0, 0, 0.01)
+
+
+def test_the_label_is_short_and_says_what_is_unknown() -> None:
+    assert score_label(score(-4.0)) == "logp −4.00 · ppl 2.72"
+    assert score_label(score(-40.0)) == "logp −40.00 · ppl 22026"  # e^10: no decimals
+    assert score_label(score(-20.0)) == "logp −20.00 · ppl 148.4"
+    assert score_label(score(-math.inf)) == "logp −∞"
+    assert score_label(score(None)) == "" and score_label(None) == ""
+
+
+async def test_a_finished_reply_ends_with_its_score() -> None:
+    app = SamplescopeApp(FakeBackend(), max_tokens=12, cursor_blink=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await type_message(pilot, app, "hello")
+        await nth_reply_finished(pilot, app)
+        app.flush_now()
+        await pilot.pause()
+        view = app.query_one(ReplyView)
+        expected = score_label(reply_score([t.step for t in app.replies[0].tokens]))
+        assert expected.startswith("logp −")
+        assert view.plain_text().rstrip().endswith(expected)
+        # The cursor moves the marks, not the score: it is drawn once, at the end.
+        await pilot.press("ctrl+t", "left")
+        assert view.plain_text().count("logp") == 1

@@ -1,0 +1,248 @@
+"""Score a text in the app: paste or type it, or open a file, and see how the model
+judges each token (probability, rank, entropy, top alternatives) and the perplexity.
+
+The scoring runs on the app's generation runner (`ModelRunner`), the one thread
+that may use the model: its job calls the scorer (`samplescope score`'s
+`score_text` by default) and posts the result to this screen as a message. The UI
+thread only draws.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar, Protocol
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Static, TextArea
+
+from backend.chat.compare import ColumnEvent
+from backend.chat.events import GenerationEvent
+from backend.llama.pieces import visible_piece
+from backend.session.backend import SessionBackend
+from tui.widgets.score_label import logprob_label
+from tui.widgets.token_look import rank_style
+
+if TYPE_CHECKING:  # llama.cpp's bindings load when a text is scored, not with the app
+    from backend.score.text_score import TextScore, TokenScore
+
+Scorer = Callable[[SessionBackend, str], "TextScore"]
+"""Scores a text with the model (called on the runner's thread)."""
+
+Job = Callable[[SessionBackend, threading.Event], Iterator[ColumnEvent]]
+"""A job of the model's thread (`tui.chat.runner.Job`)."""
+
+
+class ModelRunner(Protocol):
+    """The app's one model thread (`tui.chat.runner.GenerationRunner`)."""
+
+    @property
+    def backend(self) -> SessionBackend | None:
+        """The loaded model, or None."""
+        ...
+
+    def start(self, job: Job, consumer: ScoreScreen) -> None:
+        """Run `job` on the model's thread; its end goes to `consumer`."""
+        ...
+
+    def release(self, consumer: ScoreScreen) -> None:
+        """`consumer` goes away: hand it nothing more."""
+        ...
+
+
+MAX_FILE_BYTES = 4 << 20
+"""The largest file the screen opens (4 MiB)."""
+
+
+def llama_scorer(backend: SessionBackend, text: str) -> TextScore:
+    """`samplescope score` on the app's model: the whole text in one window when it
+    fits, else in windows of the context advancing by half of it.
+
+    Raises:
+        ScoreError: The model is not a llama.cpp one, or the text cannot be scored.
+    """
+    from backend.score.text_score import ScoreError, score_text
+    from backend.session.llama_backend import LlamaBackend
+
+    if not isinstance(backend, LlamaBackend):
+        raise ScoreError("scoring a text needs a llama.cpp model")
+    n_ctx = backend.runtime.n_ctx
+    return score_text(backend, text, stride=max(1, (n_ctx - 1) // 2))
+
+
+class ScoreScreen(Screen[None]):
+    """Paste, type or open a text; ctrl+s scores it; the table lists every token.
+
+    Args:
+        runner: The app's generation runner (its model scores the text).
+        scorer: What scores a text (the llama.cpp one by default).
+    """
+
+    DEFAULT_CSS = """
+    ScoreScreen { layout: vertical; }
+    ScoreScreen #score-title { height: auto; padding: 0 1; }
+    ScoreScreen #score-path { height: 3; }
+    ScoreScreen #score-text { height: 8; }
+    ScoreScreen #score-summary { height: auto; padding: 0 1; }
+    ScoreScreen #score-table { height: 1fr; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "close", "back"),
+        Binding("ctrl+s", "score", "score", priority=True),
+        Binding("ctrl+o", "open", "open file", priority=True),
+    ]
+
+    class Scored(Message):
+        """The scorer's result (posted from the runner's thread)."""
+
+        def __init__(self, score: TextScore) -> None:
+            super().__init__()
+            self.score = score
+
+    def __init__(self, runner: ModelRunner, scorer: Scorer = llama_scorer) -> None:
+        super().__init__()
+        self.runner = runner
+        self.scorer = scorer
+        self.score: TextScore | None = None
+        """The last result shown."""
+        self.scoring = False
+
+    def compose(self) -> ComposeResult:
+        yield Static(
+            Text.assemble(
+                ("Score a text", "bold"),
+                " · paste or type it, or open a file · scored under the model's raw "
+                "distribution (temperature 1, no filter)",
+            ),
+            id="score-title",
+        )
+        yield Input(placeholder="a UTF-8 text file to open (Enter opens it)", id="score-path")
+        yield TextArea(id="score-text", soft_wrap=True)
+        yield Static("", id="score-summary")
+        yield DataTable(id="score-table", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        table = self.query_one(DataTable)
+        table.add_columns("#", "token", "logp", "p", "rank", "H", "top alternatives")
+        self.query_one(TextArea).focus()
+
+    # -- input -----------------------------------------------------------------------
+
+    def action_open(self) -> None:
+        """Go to the file name box."""
+        self.query_one("#score-path", Input).focus()
+
+    @on(Input.Submitted, "#score-path")
+    def _on_path(self, event: Input.Submitted) -> None:
+        event.stop()
+        name = event.value.strip()
+        if name:
+            self.open_file(Path(name).expanduser())
+
+    def open_file(self, path: Path) -> bool:
+        """Put a file's text in the text box; False (and a notice) when it cannot be."""
+        try:
+            too_big = path.stat().st_size > MAX_FILE_BYTES
+            text = "" if too_big else path.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            reason = "not UTF-8" if isinstance(error, UnicodeDecodeError) else error.strerror
+            self.notify(f"cannot open {path}: {reason or error}", severity="error")
+            return False
+        if too_big:
+            self.notify(f"{path} is larger than {MAX_FILE_BYTES >> 20} MiB", severity="error")
+            return False
+        area = self.query_one(TextArea)
+        area.load_text(text)
+        area.focus()
+        return True
+
+    # -- scoring ---------------------------------------------------------------------
+
+    def action_score(self) -> None:
+        """Score the text in the box on the model's thread."""
+        text = self.query_one(TextArea).text
+        if self.scoring:
+            self.notify("still scoring the last text")
+            return
+        if not text.strip():
+            self.notify("nothing to score: paste or type a text first")
+            return
+        if self.runner.backend is None:
+            self.notify("the model is not loaded yet")
+            return
+        self.scoring = True
+        self._summary(Text("scoring…", style="italic"))
+        self.runner.start(self._job(text), self)
+
+    def _job(self, text: str) -> Job:
+        def job(backend: SessionBackend, cancel: threading.Event) -> Iterator[ColumnEvent]:
+            self.post_message(self.Scored(self.scorer(backend, text)))
+            yield from ()
+
+        return job
+
+    def generation_event(self, column: int, event: GenerationEvent) -> None:
+        """A scoring job sends no events."""
+
+    def generation_ended(self, error: str | None) -> None:
+        """The job returned; show its error, if any (the result came as `Scored`)."""
+        self.scoring = False
+        if error is not None:
+            self._summary(Text(error, style="bold red"))
+
+    def paint(self) -> None:
+        """Nothing streams in: the result is drawn once, when it arrives."""
+
+    @on(Scored)
+    def _on_scored(self, message: Scored) -> None:
+        message.stop()
+        self.show_score(message.score)
+
+    def show_score(self, score: TextScore) -> None:
+        """Fill the table and the summary with a result."""
+        self.score = score
+        parts = [
+            f"{len(score.tokens)} tokens, {score.n_tokens} scored",
+            logprob_label(score.logprob, score.n_tokens),
+        ]
+        if score.stride:
+            parts.append(f"windows of {score.window} tokens, stride {score.stride}")
+        self._summary(Text(" · ".join(parts), style="bold"))
+        table = self.query_one(DataTable)
+        table.clear()
+        table.add_rows(score_row(n, token) for n, token in enumerate(score.tokens))
+
+    def _summary(self, text: Text) -> None:
+        self.query_one("#score-summary", Static).update(text)
+
+    def action_close(self) -> None:
+        """Leave (a scoring still running finishes on the model thread, unseen)."""
+        self.runner.release(self)
+        self.dismiss(None)
+
+
+def score_row(number: int, token: TokenScore) -> tuple[object, ...]:
+    """A table row: position, token, logp, p, rank (tinted by GLTR bucket), H, top."""
+    piece = visible_piece(token.text)
+    top = "  ".join(f"{visible_piece(a.text)} {math.exp(a.logprob):.3f}" for a in token.top)
+    if token.logprob is None:
+        return (number, piece, "—", "—", "—", "—", top)
+    rank = Text(str(token.rank), style=rank_style(token.rank))
+    entropy = "—" if token.entropy is None else f"{token.entropy:.2f}"
+    return (
+        number,
+        piece,
+        f"{token.logprob:.3f}",
+        f"{math.exp(token.logprob):.4f}",
+        rank,
+        entropy,
+        top,
+    )
