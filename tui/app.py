@@ -172,8 +172,6 @@ class SamplescopeApp(App[None]):
         """The model's tokenizer on the UI thread (a logit bias typed as text)."""
         self._list_models = list_models
         self._open_model = open_model
-        self.switching: str | None = None
-        """The name of the model being opened by the picker (None: no switch runs)."""
         self._first_load = True  # the model given at startup is still loading
 
     def get_driver_class(self) -> type[Driver]:
@@ -301,9 +299,25 @@ class SamplescopeApp(App[None]):
         )
 
     @property
+    def switching(self) -> str | None:
+        """The name of the model being opened by the picker (None: no switch runs)."""
+        return self.runner.loading
+
+    @switching.setter
+    def switching(self, name: str | None) -> None:
+        self.runner.loading = name
+
+    @property
     def ready(self) -> bool:
         """Whether the backend is loaded and ready to generate."""
-        return self.runner.backend is not None
+        return self.runner.unavailable() is None
+
+    def _refused(self) -> bool:
+        """Whether no job can start now (a model is loading): says why."""
+        why = self.runner.unavailable()
+        if why is not None:
+            self.notify(why)
+        return why is not None
 
     def close_backend(self, timeout: float = 10.0) -> None:
         """Free the model once no generation uses it (call after `run` returns)."""
@@ -368,7 +382,7 @@ class SamplescopeApp(App[None]):
 
     def action_regenerate(self) -> None:
         """Redo the last reply with the seed it had (a new branch of it)."""
-        if not self.ready or not self.replies or self.chat.stop_then(self.action_regenerate):
+        if self._refused() or not self.replies or self.chat.stop_then(self.action_regenerate):
             return
         self._apply("seed", self.replies[-1].seed)
         regenerate(self.chat)
@@ -459,8 +473,10 @@ class SamplescopeApp(App[None]):
 
     def action_score_text(self) -> None:
         """Score a pasted or opened text with the model (a screen of its own)."""
-        if not self.ready or self.chat.generating:
-            self.notify("wait for the model to load and the reply to finish")
+        if self._refused():
+            return
+        if self.chat.generating:
+            self.notify("wait for the reply to finish")
             return
         self.push_screen(ScoreScreen(self.runner))
 
@@ -476,8 +492,9 @@ class SamplescopeApp(App[None]):
 
     def compare_context(self) -> CompareContext | str:
         """What the compare view needs from the chat, or why it cannot start now."""
-        if not self.ready:
-            return "the model is not loaded yet"
+        why = self.runner.unavailable()
+        if why is not None:
+            return why
         if self.chat.generating:
             return "a reply is running: wait for it, or press Esc to stop it"
         turns = last_user_turn(self.messages)

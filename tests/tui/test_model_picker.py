@@ -5,10 +5,11 @@ app as it was. On the fake backend, one per model file."""
 from __future__ import annotations
 
 import dataclasses
+import threading
 from pathlib import Path
 
 import pytest
-from textual.widgets import OptionList
+from textual.widgets import Input, OptionList
 
 from backend.config.model_catalog import LocalModel
 from backend.errors import ModelFileError
@@ -201,3 +202,56 @@ async def test_after_the_first_model_failed_to_load_the_picker_opens_another(
         assert app.status.model == "second"
         finished = await send_message(pilot, app, "hello")
         assert finished.reason in ("stop", "max_tokens") and finished.token_ids
+
+
+def slow_app(tmp_path: Path, gate: threading.Event) -> SamplescopeApp:
+    """An app whose picked model loads only once `gate` is set."""
+    first = NamedFake(tmp_path / "first.gguf")
+
+    def open_model(path: Path) -> SessionBackend:
+        gate.wait(30)
+        return NamedFake(path)
+
+    return SamplescopeApp(
+        first,
+        max_tokens=12,
+        cursor_blink=False,
+        list_models=lambda: listed(tmp_path),
+        open_model=open_model,
+    )
+
+
+LOADING = "A model is loading (llama3.2:1b): wait for it."
+
+
+async def test_while_a_model_loads_every_key_that_would_start_a_job_says_so(
+    tmp_path: Path,
+) -> None:
+    gate = threading.Event()
+    app = slow_app(tmp_path, gate)
+    async with app.run_test(size=SIZE) as pilot:
+        try:
+            await send_message(pilot, app, "hello")
+            picker = await open_picker(pilot, app)
+            picker.query_one(OptionList).highlighted = 1
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: app.switching is not None)
+            await pilot.press("ctrl+t", "left")
+            for key in ("x", "enter", "w", "ctrl+r", "ctrl+d", "f8"):
+                await pilot.press(key)
+                await pilot.pause()
+                assert app.screen is app.screen_stack[0], key
+            assert not app.chat.whatif.active
+            await pilot.press("escape")
+            prompt = app.query_one("#prompt", Input)
+            await pilot.press(*"more")
+            await prompt.action_submit()
+            await pilot.pause()
+            said = [n.message for n in app._notifications]
+            assert said.count(LOADING) == 7, said
+            assert len(app.replies) == 1 and not app.generating
+        finally:
+            gate.set()
+        await wait_until(pilot, lambda: app.ready)
+        finished = await send_message(pilot, app, "now?")
+        assert finished.token_ids

@@ -11,13 +11,17 @@ from tui.chat.alternatives import Alternative, AlternativesScreen
 from tui.chat.conversation import Conversation
 from tui.chat.reply import Reply
 from tui.chat.reply_job import ReplyJob
+from tui.chat.runner import GenerationRunner
 from tui.widgets.token_text import TokenPieces
+
+REPLY_RUNNING = "A reply is running: wait, or press Esc to stop it."
 
 
 class SteeringHost(Protocol):
     """What steering needs of the chat view (which calls it)."""
 
     conversation: Conversation
+    runner: GenerationRunner
     live: LiveSettings
     pieces: TokenPieces
     max_tokens: int
@@ -31,12 +35,23 @@ class SteeringHost(Protocol):
     def run_reply(self, reply: Reply, job: ReplyJob, *, replace: bool = False) -> None: ...
 
 
+def refused(view: SteeringHost) -> bool:
+    """Whether no job can start now (a model is loading, a reply runs): says why.
+
+    Every way to start a job from the chat asks this first."""
+    why = view.runner.unavailable()
+    if why is None and view.generating:
+        why = REPLY_RUNNING
+    if why is not None:
+        view.notify(why)
+    return why is not None
+
+
 def ask_alternative(view: SteeringHost, number: int, index: int) -> None:
     """Show the alternatives of token `index` of reply `number`; the one chosen
     (or a re-sample) redoes the reply from there (`start_branch`)."""
     replies = view.conversation.replies
-    if view.generating:
-        view.notify("A reply is running: wait, or press Esc to stop it.")
+    if refused(view):
         return
     if number == len(replies) - 1 and not view.conversation.ends_with_reply:
         view.notify("This reply has no text to branch from: regenerate it (ctrl+r).")
@@ -63,7 +78,7 @@ def start_branch(
     tokens `then` after it (an explore path), the rest sampled. The old reply stays
     in the store as another branch of the turn, with the turns after it; the screen
     follows the new branch (the turns after it are cut)."""
-    if view.generating:
+    if refused(view):
         return
     conversation = view.conversation
     reply, job = conversation.begin_branch(view.live, view.max_tokens, index, force, number, then)

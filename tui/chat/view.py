@@ -140,8 +140,8 @@ class ChatView(Vertical):
 
     @property
     def ready(self) -> bool:
-        """Whether a model is loaded."""
-        return self.runner.backend is not None
+        """Whether a model is loaded (and none is being opened in its place)."""
+        return self.runner.unavailable() is None
 
     @property
     def status(self) -> StatusState:
@@ -182,8 +182,9 @@ class ChatView(Vertical):
         text = event.value.strip()
         if not text:
             return
-        if not self.ready:
-            self.notify("The model is not loaded.", severity="error")
+        why = self.runner.unavailable()
+        if why is not None:
+            self.notify(why, severity="warning")
             return
         if self.generating:
             self.notify("A reply is running: wait, or press Esc to stop it.")
