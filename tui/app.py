@@ -22,7 +22,7 @@ from textual.widgets import Footer
 
 from backend.chat.completion import Mode, mode_for_backend
 from backend.chat.events import FinishedEvent, GenerationEvent
-from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.chat.protocol import ChatMessage, LiveSettings, ModelInfo
 from backend.config.config import Config
 from backend.config.model_catalog import LocalModel
 from backend.session.backend import SessionBackend
@@ -35,7 +35,7 @@ from tui.chat.conversation import Conversation
 from tui.chat.explore import open_explore
 from tui.chat.loading import BackendFailed, BackendReady, load_backend
 from tui.chat.mode_switch import switch_mode
-from tui.chat.model_switch import ModelSwitchFailed, OpenModel, switch_model
+from tui.chat.model_switch import ModelSwitchFailed, OpenModel, carried_bias, switch_model
 from tui.chat.reply import Reply
 from tui.chat.runner import GIL_SWITCH_INTERVAL, GenerationRunner
 from tui.chat.setting_input import TextEncoder, typed_value
@@ -239,8 +239,10 @@ class SamplescopeApp(App[None]):
         self._first_load = False
         if self.switching is not None:
             self.switching = None
+            self._carry_bias(message.encode, backend.info)
             self.pieces.forget()
             self.notify(f"Opened {backend.info.name}: the chat goes on with it.", timeout=10)
+        self.conversation.model = backend.info.path
         self.pieces.lookup = message.pieces
         self.pieces.token_bytes = message.token_bytes
         self.encode = message.encode
@@ -253,6 +255,24 @@ class SamplescopeApp(App[None]):
                 self.store, info.path, n_ctx=info.n_ctx, n_batch=info.n_batch
             )
         self.chat.show_model(info)
+
+    def _carry_bias(self, encode: TextEncoder | None, info: ModelInfo) -> None:
+        """Another model opened: the logit bias names its tokens, or loses the entries
+        it cannot (said in a notice)."""
+        bias = self.live.current.logit_bias
+        if not bias:
+            return
+        carried, dropped = carried_bias(bias, self.pieces.token_bytes, encode, info.n_vocab)
+        if carried == bias:
+            return
+        self.live.current = self.live.current.with_changes(logit_bias=carried)
+        self.chat.show_settings(self.live.current)
+        lost = ", ".join(f"#{token}" for token in dropped)
+        self.notify(
+            f"The logit bias now names {info.name}'s tokens ({len(carried)} kept"
+            + (f"; dropped {lost}: not one token of {info.name})." if dropped else ")."),
+            timeout=15,
+        )
 
     @on(BackendFailed)
     def _on_backend_failed(self, message: BackendFailed) -> None:

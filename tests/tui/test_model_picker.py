@@ -5,6 +5,7 @@ app as it was. On the fake backend, one per model file."""
 from __future__ import annotations
 
 import dataclasses
+import math
 import threading
 from pathlib import Path
 
@@ -14,9 +15,11 @@ from textual.widgets import Input, OptionList
 from backend.config.model_catalog import LocalModel
 from backend.errors import ModelFileError
 from backend.session.backend import SessionBackend
+from backend.store.store import ChatStore
 from tests.fake_backend import FakeBackend
-from tests.helpers import send_message, type_message, wait_until
+from tests.helpers import nth_reply_finished, send_message, type_message, wait_until
 from tui.app import SamplescopeApp
+from tui.chat.model_switch import carried_bias
 from tui.screens.model_picker import ModelPickerScreen
 
 pytestmark = pytest.mark.anyio
@@ -255,3 +258,83 @@ async def test_while_a_model_loads_every_key_that_would_start_a_job_says_so(
         await wait_until(pilot, lambda: app.ready)
         finished = await send_message(pilot, app, "now?")
         assert finished.token_ids
+
+
+async def test_replies_of_the_model_before_cannot_be_steered_and_saving_goes_on(
+    tmp_path: Path, store: ChatStore
+) -> None:
+    for name in ("first.gguf", "second.gguf"):
+        (tmp_path / name).write_bytes(b"GGUF" + name.encode())  # the store hashes the file
+    opened: list[Path] = []
+    app = make_app(tmp_path, opened)
+    app.store = store
+    refusal = (
+        "Reply 1 was made by first.gguf, not by second.gguf: its tokens cannot be"
+        " branched, explored or recomputed on this model"
+    )
+    second = str(tmp_path / "second.gguf")
+    async with app.run_test(size=SIZE) as pilot:
+        await send_message(pilot, app, "hello")
+        [old_chat] = store.list_chats()
+        n_vocab = app.runner.backend.info.n_vocab  # type: ignore[union-attr]
+        app.apply_settings(app.live.current.with_changes(logit_bias={5: -2.0, n_vocab + 3: 1.0}))
+        picker = await open_picker(pilot, app)
+        picker.query_one(OptionList).highlighted = 1
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.ready and app.switching is None)
+        assert app.live.current.logit_bias == ((5, -2.0),)
+        assert (
+            f"The logit bias now names second's tokens (1 kept; dropped #{n_vocab + 3}:"
+            " not one token of second)." in [n.message for n in app._notifications]
+        )
+        await send_message(pilot, app, "and now?")
+        assert [r.model for r in app.replies] == [str(tmp_path / "first.gguf"), second]
+        # the first reply, the model before's: no alternatives, explore, what-if
+        await pilot.press("ctrl+t", "home")
+        said = len(app._notifications)
+        for key in ("enter", "x", "w"):
+            await pilot.press(key)
+            await pilot.pause()
+            assert app.screen is app.screen_stack[0], key
+        assert not app.chat.whatif.active
+        assert [n.message for n in app._notifications][said:] == [refusal] * 3
+        await pilot.press("escape")
+        finished = await send_message(pilot, app, "still saving?")
+        assert app.recorder is not None and app.recorder.error is None
+        [new_chat] = [c for c in store.list_chats() if c.id != old_chat.id]
+        stored = store.load_chat(new_chat.id)
+        assert [m.content for m in stored.messages if m.role == "user"] == [
+            "hello",
+            "and now?",
+            "still saving?",
+        ]
+        assert stored.replies[-1].token_ids == finished.token_ids
+        # the chat of the model before, reopened: its replies are that model's; ctrl+r
+        # on its last reply makes a new reply of this model, not a branch of it
+        app._history_closed(old_chat.id)
+        await pilot.pause()
+        assert app.replies[0].model == str(tmp_path / "first.gguf")
+        await pilot.press("ctrl+r")
+        await nth_reply_finished(pilot, app, 4)
+        assert app.replies[-1].model == second and app.replies[-1].parent is None
+        assert app.recorder.error is None
+        stored = store.load_chat(old_chat.id)
+        assert stored.replies[-1].model.path == second
+        assert stored.replies[-1].token_ids == app.finished[-1].token_ids
+
+
+def test_a_logit_bias_is_carried_to_the_new_model_by_its_tokens_text() -> None:
+    old = {5: b" hello", 9: b" world", 12: b"\xe2\x82", 40: b"zz"}
+    new = {" hello": [7], " world": [3, 4], "zz": [700]}
+
+    def encode(text: str) -> list[int]:
+        return new.get(text, [])
+
+    bias = ((5, -2.0), (9, 1.5), (12, 3.0), (40, -math.inf))
+    carried, dropped = carried_bias(bias, old.__getitem__, encode, n_vocab=100)
+    assert carried == ((7, -2.0),)
+    assert dropped == (9, 12, 40)
+    # without the tokenizers: the ids within the new vocabulary stay as they are
+    carried, dropped = carried_bias(bias, None, None, n_vocab=10)
+    assert carried == ((5, -2.0), (9, 1.5))
+    assert dropped == (12, 40)

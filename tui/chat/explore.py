@@ -22,7 +22,7 @@ from backend.session.backend import SessionBackend
 from backend.session.explore import Tree, TreeShape, explore
 from sampling.settings import SamplerSettings
 from tui.chat.explore_screen import ExploreScreen, Path
-from tui.chat.steering import SteeringHost, refused, start_branch
+from tui.chat.steering import SteeringHost, made_elsewhere, refused, start_branch
 
 #: The tree the app grows: 3 candidates a node, 3 levels (27 paths).
 APP_SHAPE = TreeShape(depth=3, width=3)
@@ -77,9 +77,9 @@ def open_explore(
     if cursor is None:
         host.notify("Select a past token first (ctrl+t, then ← →).")
         return None
-    if refused(host):
-        return None
     number, index = cursor
+    if refused(host) or made_elsewhere(host, number):
+        return None
     conversation = host.conversation
     reply = conversation.replies[number]
     messages = list(conversation.messages[: reply.turn])

@@ -47,11 +47,20 @@ def refused(view: SteeringHost) -> bool:
     return why is not None
 
 
+def made_elsewhere(view: SteeringHost, number: int) -> bool:
+    """Whether reply `number` was made by a model other than the loaded one (its
+    tokens cannot be steered here): says so."""
+    why = view.conversation.made_elsewhere(view.conversation.replies[number])
+    if why is not None:
+        view.notify(why)
+    return why is not None
+
+
 def ask_alternative(view: SteeringHost, number: int, index: int) -> None:
     """Show the alternatives of token `index` of reply `number`; the one chosen
     (or a re-sample) redoes the reply from there (`start_branch`)."""
     replies = view.conversation.replies
-    if refused(view):
+    if refused(view) or made_elsewhere(view, number):
         return
     if number == len(replies) - 1 and not view.conversation.ends_with_reply:
         view.notify("This reply has no text to branch from: regenerate it (ctrl+r).")
@@ -78,7 +87,7 @@ def start_branch(
     tokens `then` after it (an explore path), the rest sampled. The old reply stays
     in the store as another branch of the turn, with the turns after it; the screen
     follows the new branch (the turns after it are cut)."""
-    if refused(view):
+    if refused(view) or made_elsewhere(view, -1 if number is None else number):
         return
     conversation = view.conversation
     reply, job = conversation.begin_branch(view.live, view.max_tokens, index, force, number, then)
@@ -87,10 +96,14 @@ def start_branch(
 
 def regenerate(view: SteeringHost) -> None:
     """Redo the last reply with the live settings: a new branch of it (the old one
-    stays another branch), or anew when the conversation does not end with it."""
-    if view.conversation.ends_with_reply:
-        start_branch(view, 0, None)
-        return
+    stays another branch), or anew when the conversation does not end with it or
+    another model made it (a branch of it would be another model's record)."""
+    conversation = view.conversation
+    if conversation.ends_with_reply:
+        if conversation.made_elsewhere(conversation.replies[-1]) is None:
+            start_branch(view, 0, None)
+            return
+        view.notify("Another model made the last reply: it is redone as a new reply.")
     dropped = view.conversation.drop_last_reply()
     reply, job = view.conversation.begin_reply(view.live, view.max_tokens)
     view.run_reply(reply, job, replace=dropped is not None)

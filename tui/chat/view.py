@@ -259,8 +259,15 @@ class ChatView(Vertical):
         self, settings: SamplerSettings, tokens: Sequence[TokenEvent], finished: FinishedEvent
     ) -> None:
         """Make a reply generated elsewhere (a compare column) the last reply, and save
-        it: another branch of the last reply, if the conversation ends with one."""
-        branching = self.conversation.ends_with_reply
+        it: another branch of the last reply, if the conversation ends with one (made by
+        this model: else it replaces that reply)."""
+        conversation = self.conversation
+        if conversation.ends_with_reply:
+            last = conversation.replies[-1]
+            if conversation.made_elsewhere(last) is not None:
+                conversation.drop_last_reply()
+                self._transcript.remove_replies_from(last.turn)
+        branching = conversation.ends_with_reply
         for token in tokens:
             self.pieces.learn(token)
         reply = self.conversation.adopt_reply(settings, tokens, finished, self.max_tokens)

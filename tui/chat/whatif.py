@@ -41,7 +41,7 @@ from tui.chat.alternatives import Alternative, AlternativesScreen
 from tui.chat.reply import Reply
 from tui.chat.reply_job import REPLY_COLUMN
 from tui.chat.runner import GenerationRunner
-from tui.chat.steering import SteeringHost, refused, start_branch
+from tui.chat.steering import SteeringHost, made_elsewhere, refused, start_branch
 from tui.chat.whatif_panel import WhatIfPanel
 from tui.widgets.prob_panel import ProbPanel
 
@@ -135,8 +135,12 @@ class WhatIf:
             self.enter(*cursor)
 
     def enter(self, number: int, index: int) -> None:
-        """What-if on token `index` of reply `number` (of this session)."""
+        """What-if on token `index` of reply `number` (of this session); off, with a
+        notice, on a reply another model made."""
         reply = self.host.conversation.replies[number]
+        if made_elsewhere(self.host, number):
+            self.leave()
+            return
         self.target = (number, index)
         self.step = None
         self._given = self.keeper.get(reply, index)
