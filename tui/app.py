@@ -35,7 +35,13 @@ from tui.chat.conversation import Conversation
 from tui.chat.explore import open_explore
 from tui.chat.loading import BackendFailed, BackendReady, load_backend
 from tui.chat.mode_switch import switch_mode
-from tui.chat.model_switch import ModelSwitchFailed, OpenModel, carried_bias, switch_model
+from tui.chat.model_switch import (
+    ModelSwitchFailed,
+    OpenModel,
+    PreviousModelKept,
+    carried_bias,
+    switch_model,
+)
 from tui.chat.reply import Reply
 from tui.chat.runner import GIL_SWITCH_INTERVAL, GenerationRunner
 from tui.chat.setting_input import TextEncoder, typed_value
@@ -62,6 +68,7 @@ _CHAT_ACTIONS = frozenset(
 )
 
 NEW_SEED_RANGE = 100_000
+OTHER_SCREEN_OPEN = "Close the other screen first: another model opens from the chat."
 
 # The app's keys, shown in the footer. Each binding has an id (its action's name) so
 # that the config file's [keys] table can move it (`App.set_keymap`).
@@ -287,6 +294,9 @@ class SamplescopeApp(App[None]):
         if self.switching is not None or self._first_load:
             self.notify(f"{self.switching or 'The model'} is loading.")
             return
+        if len(self.screen_stack) > 1:  # the palette calls this on any screen
+            self.notify(OTHER_SCREEN_OPEN, severity="warning")
+            return
         backend = self.runner.backend
         current = None if backend is None else Path(backend.info.path)
         self.push_screen(ModelPickerScreen(self._list_models, current=current), self._model_picked)
@@ -294,19 +304,36 @@ class SamplescopeApp(App[None]):
     def _model_picked(self, model: LocalModel | None) -> None:
         if model is None or self._open_model is None or self.switching is not None:
             return
+        if len(self.screen_stack) > 1:
+            self.notify(OTHER_SCREEN_OPEN, severity="warning")
+            return
         if self.chat.stop_then(lambda: self._model_picked(model)):
             return
-        previous = self.runner.backend
-        self.runner.backend = None  # no reply starts while the new model loads
-        self.switching = model.name
+        self.switching = model.name  # from now on no job starts
+        self.runner.cancel()  # a what-if rebuild, say
         self.notify(f"Loading {model.name}…", timeout=10)
-        self._switch_model(self._open_model, model.path, previous)
+        self.run_worker(self._switch_when_idle(self._open_model, model.path), group="switch")
+
+    async def _switch_when_idle(self, open_model: OpenModel, path: Path) -> None:
+        """Load `path` once no job uses the model any more."""
+        await self.runner.wait_idle()
+        previous, self.runner.backend = self.runner.backend, None
+        self._switch_model(open_model, path, previous)
 
     @work(thread=True, exclusive=True, group="load")
     def _switch_model(
         self, open_model: OpenModel, path: Path, previous: SessionBackend | None
     ) -> None:
         switch_model(open_model, path, previous, self.runner, self.store, self.post_message)
+
+    @on(PreviousModelKept)
+    def _on_previous_kept(self, message: PreviousModelKept) -> None:
+        self.notify(
+            f"{message.name} could not be freed (a job still held it): it stays in memory"
+            " until samplescope quits.",
+            severity="warning",
+            timeout=20,
+        )
 
     @on(ModelSwitchFailed)
     def _on_switch_failed(self, message: ModelSwitchFailed) -> None:

@@ -7,11 +7,14 @@ from __future__ import annotations
 import dataclasses
 import math
 import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from textual.widgets import Input, OptionList
 
+from backend.chat.compare import ColumnEvent
 from backend.config.model_catalog import LocalModel
 from backend.errors import ModelFileError
 from backend.session.backend import SessionBackend
@@ -338,3 +341,81 @@ def test_a_logit_bias_is_carried_to_the_new_model_by_its_tokens_text() -> None:
     carried, dropped = carried_bias(bias, None, None, n_vocab=10)
     assert carried == ((5, -2.0), (9, 1.5))
     assert dropped == (12, 40)
+
+
+class Holder:
+    """A consumer of a job that ignores its events."""
+
+    ended = False
+
+    def generation_event(self, column: int, event: object) -> None:
+        pass
+
+    def generation_ended(self, error: str | None) -> None:
+        self.ended = True
+
+    def paint(self) -> None:
+        pass
+
+
+async def test_a_switch_waits_until_no_job_uses_the_model(tmp_path: Path) -> None:
+    idle_at_open: list[bool] = []
+    app = make_app(tmp_path, [])
+    given = app._open_model
+    assert given is not None
+
+    def open_model(path: Path) -> SessionBackend:
+        idle_at_open.append(app.runner.idle)
+        return given(path)
+
+    app._open_model = open_model
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.ready)
+        stopped = threading.Event()
+
+        def job(backend: SessionBackend, cancel: threading.Event) -> Iterator[ColumnEvent]:
+            cancel.wait(10)
+            time.sleep(0.3)  # still on the model a while after the cancel
+            stopped.set()
+            yield from ()
+
+        holder = Holder()
+        app.runner.start(job, holder)  # type: ignore[arg-type]
+        picker = await open_picker(pilot, app)
+        picker.query_one(OptionList).highlighted = 1
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.ready and app.switching is None)
+        assert stopped.is_set() and idle_at_open == [True]
+        assert holder.ended
+
+
+async def test_the_palette_cannot_switch_behind_another_screen(tmp_path: Path) -> None:
+    opened: list[Path] = []
+    app = make_app(tmp_path, opened)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.ready)
+        await pilot.press("f8")  # the score screen
+        await wait_until(pilot, lambda: len(app.screen_stack) == 2)
+        app.action_pick_model()  # as "Open a model" in the command palette does
+        await pilot.pause()
+        assert not isinstance(app.screen, ModelPickerScreen)
+        assert app._notifications and list(app._notifications)[-1].message == (
+            "Close the other screen first: another model opens from the chat."
+        )
+        assert opened == []
+
+
+async def test_a_model_that_cannot_be_freed_is_said(tmp_path: Path) -> None:
+    app = make_app(tmp_path, [])
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.ready)
+        app.runner.close_after_use = lambda backend, timeout=10.0: False  # type: ignore[method-assign]
+        picker = await open_picker(pilot, app)
+        picker.query_one(OptionList).highlighted = 1
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.ready and app.switching is None)
+        await pilot.pause()
+        assert (
+            "first could not be freed (a job still held it): it stays in memory until"
+            " samplescope quits." in [n.message for n in app._notifications]
+        )

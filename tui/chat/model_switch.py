@@ -42,6 +42,18 @@ class ModelSwitchFailed(Message):
         self.previous = previous
 
 
+class PreviousModelKept(Message):
+    """The model before could not be freed (a job did not let go of it in time).
+
+    Attributes:
+        name: Its name.
+    """
+
+    def __init__(self, name: str) -> None:
+        super().__init__()
+        self.name = name
+
+
 def switch_model(
     open_model: OpenModel,
     path: Path,
@@ -55,8 +67,8 @@ def switch_model(
 
     def load() -> SessionBackend:
         backend = open_model(path)
-        if previous is not None:
-            runner.close_after_use(previous)
+        if previous is not None and not runner.close_after_use(previous):
+            post(PreviousModelKept(previous.info.name))
         return backend
 
     load_backend(load, store, post, failed=lambda error: ModelSwitchFailed(error, previous))
