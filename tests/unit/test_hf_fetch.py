@@ -165,6 +165,19 @@ def test_the_command_line_reports_an_uncached_model_offline(
     assert "give --model or --hf, not both" in capsys.readouterr().err
 
 
+def test_explore_takes_hf_with_a_prompt_and_refuses_it_with_a_saved_chat(
+    hub_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert main(["explore", "--prompt", "hi", "--hf", "org/Nothing-GGUF:Q8_0"]) == 2
+    err = capsys.readouterr().err
+    assert "samplescope: --hf org/Nothing-GGUF:Q8_0: HF_HUB_OFFLINE is set" in err
+    assert main(["explore", "1", "--at", "2", "--hf", "org/Nothing-GGUF"]) == 2
+    assert capsys.readouterr().err == (
+        "samplescope: explore CHAT_ID opens the saved reply's model (or --model PATH): not --hf\n"
+    )
+
+
 def test_serve_fetches_hf_once_and_hands_each_tab_the_file(hub_env: Path) -> None:
     from tui.cli.serve import checked_app_args
 
