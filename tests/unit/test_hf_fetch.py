@@ -187,3 +187,16 @@ def test_serve_fetches_hf_once_and_hands_each_tab_the_file(hub_env: Path) -> Non
     path = hub_env / f"models--org--Tiny-GGUF/snapshots/{COMMIT}/tiny-Q8_0.gguf"
     assert args == ["--no-save", "-t", "0.5", "--model", str(path)]
     assert sum(r.startswith("GET /org") for r in requests) == 1
+
+
+def test_the_declared_huggingface_hub_takes_the_progress_bar_hf_fetch_hands_it() -> None:
+    import inspect
+    import tomllib
+
+    from huggingface_hub import hf_hub_download
+
+    assert "tqdm_class" in inspect.signature(hf_hub_download).parameters
+    pyproject = Path(__file__).parents[2] / "pyproject.toml"
+    dependencies = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
+    # 1.0.1's hf_hub_download has no tqdm_class, 1.1.0's has (their wheels on PyPI).
+    assert "huggingface_hub>=1.1" in dependencies
