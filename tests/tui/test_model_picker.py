@@ -419,3 +419,38 @@ async def test_a_model_that_cannot_be_freed_is_said(tmp_path: Path) -> None:
             "first could not be freed (a job still held it): it stays in memory until"
             " samplescope quits." in [n.message for n in app._notifications]
         )
+
+
+async def test_a_compare_column_replaces_a_reply_of_the_model_before(
+    tmp_path: Path, store: ChatStore
+) -> None:
+    from tests.helpers import wait_done
+    from tui.compare.screen import CompareScreen
+
+    for name in ("first.gguf", "second.gguf"):
+        (tmp_path / name).write_bytes(b"GGUF" + name.encode())
+    app = make_app(tmp_path, [])
+    app.store = store
+    async with app.run_test(size=SIZE) as pilot:
+        await send_message(pilot, app, "hello")
+        picker = await open_picker(pilot, app)
+        picker.query_one(OptionList).highlighted = 1
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.ready and app.switching is None)
+        await pilot.press("ctrl+d")
+        await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen))
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        await wait_done(pilot, screen)
+        promoted = screen.column_views[1]
+        await pilot.press("2", "p")
+        await wait_until(pilot, lambda: not isinstance(app.screen, CompareScreen))
+        [reply] = app.replies
+        assert reply.model == str(tmp_path / "second.gguf") and reply.parent is None
+        assert [t.step.token_id for t in reply.tokens] == list(promoted.token_ids)
+        assert [m.role for m in app.messages] == ["user", "assistant"]
+        assert app.recorder is not None and app.recorder.error is None
+        [saved] = [c for c in store.list_chats() if c.model_path.endswith("second.gguf")]
+        stored = store.load_chat(saved.id)
+        assert [m.role for m in stored.messages] == ["user", "assistant"]
+        assert stored.replies[-1].token_ids == promoted.token_ids
