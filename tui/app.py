@@ -22,7 +22,7 @@ from textual.widgets import Footer
 
 from backend.chat.completion import Mode, mode_for_backend
 from backend.chat.events import FinishedEvent, GenerationEvent
-from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.chat.protocol import ChatMessage, LiveSettings, ModelInfo
 from backend.config.config import Config
 from backend.config.model_catalog import LocalModel
 from backend.session.backend import SessionBackend
@@ -35,7 +35,13 @@ from tui.chat.conversation import Conversation
 from tui.chat.explore import open_explore
 from tui.chat.loading import BackendFailed, BackendReady, load_backend
 from tui.chat.mode_switch import switch_mode
-from tui.chat.model_switch import ModelSwitchFailed, OpenModel, switch_model
+from tui.chat.model_switch import (
+    ModelSwitchFailed,
+    OpenModel,
+    PreviousModelKept,
+    carried_bias,
+    switch_model,
+)
 from tui.chat.reply import Reply
 from tui.chat.runner import GIL_SWITCH_INTERVAL, GenerationRunner
 from tui.chat.setting_input import TextEncoder, typed_value
@@ -62,6 +68,7 @@ _CHAT_ACTIONS = frozenset(
 )
 
 NEW_SEED_RANGE = 100_000
+OTHER_SCREEN_OPEN = "Close the other screen first: another model opens from the chat."
 
 # The app's keys, shown in the footer. Each binding has an id (its action's name) so
 # that the config file's [keys] table can move it (`App.set_keymap`).
@@ -172,8 +179,6 @@ class SamplescopeApp(App[None]):
         """The model's tokenizer on the UI thread (a logit bias typed as text)."""
         self._list_models = list_models
         self._open_model = open_model
-        self.switching: str | None = None
-        """The name of the model being opened by the picker (None: no switch runs)."""
         self._first_load = True  # the model given at startup is still loading
 
     def get_driver_class(self) -> type[Driver]:
@@ -241,8 +246,10 @@ class SamplescopeApp(App[None]):
         self._first_load = False
         if self.switching is not None:
             self.switching = None
+            self._carry_bias(message.encode, backend.info)
             self.pieces.forget()
             self.notify(f"Opened {backend.info.name}: the chat goes on with it.", timeout=10)
+        self.conversation.model = backend.info.path
         self.pieces.lookup = message.pieces
         self.pieces.token_bytes = message.token_bytes
         self.encode = message.encode
@@ -255,6 +262,24 @@ class SamplescopeApp(App[None]):
                 self.store, info.path, n_ctx=info.n_ctx, n_batch=info.n_batch
             )
         self.chat.show_model(info)
+
+    def _carry_bias(self, encode: TextEncoder | None, info: ModelInfo) -> None:
+        """Another model opened: the logit bias names its tokens, or loses the entries
+        it cannot (said in a notice)."""
+        bias = self.live.current.logit_bias
+        if not bias:
+            return
+        carried, dropped = carried_bias(bias, self.pieces.token_bytes, encode, info.n_vocab)
+        if carried == bias:
+            return
+        self.live.current = self.live.current.with_changes(logit_bias=carried)
+        self.chat.show_settings(self.live.current)
+        lost = ", ".join(f"#{token}" for token in dropped)
+        self.notify(
+            f"The logit bias now names {info.name}'s tokens ({len(carried)} kept"
+            + (f"; dropped {lost}: not one token of {info.name})." if dropped else ")."),
+            timeout=15,
+        )
 
     @on(BackendFailed)
     def _on_backend_failed(self, message: BackendFailed) -> None:
@@ -269,6 +294,9 @@ class SamplescopeApp(App[None]):
         if self.switching is not None or self._first_load:
             self.notify(f"{self.switching or 'The model'} is loading.")
             return
+        if len(self.screen_stack) > 1:  # the palette calls this on any screen
+            self.notify(OTHER_SCREEN_OPEN, severity="warning")
+            return
         backend = self.runner.backend
         current = None if backend is None else Path(backend.info.path)
         self.push_screen(ModelPickerScreen(self._list_models, current=current), self._model_picked)
@@ -276,19 +304,36 @@ class SamplescopeApp(App[None]):
     def _model_picked(self, model: LocalModel | None) -> None:
         if model is None or self._open_model is None or self.switching is not None:
             return
+        if len(self.screen_stack) > 1:
+            self.notify(OTHER_SCREEN_OPEN, severity="warning")
+            return
         if self.chat.stop_then(lambda: self._model_picked(model)):
             return
-        previous = self.runner.backend
-        self.runner.backend = None  # no reply starts while the new model loads
-        self.switching = model.name
+        self.switching = model.name  # from now on no job starts
+        self.runner.cancel()  # a what-if rebuild, say
         self.notify(f"Loading {model.name}…", timeout=10)
-        self._switch_model(self._open_model, model.path, previous)
+        self.run_worker(self._switch_when_idle(self._open_model, model.path), group="switch")
+
+    async def _switch_when_idle(self, open_model: OpenModel, path: Path) -> None:
+        """Load `path` once no job uses the model any more."""
+        await self.runner.wait_idle()
+        previous, self.runner.backend = self.runner.backend, None
+        self._switch_model(open_model, path, previous)
 
     @work(thread=True, exclusive=True, group="load")
     def _switch_model(
         self, open_model: OpenModel, path: Path, previous: SessionBackend | None
     ) -> None:
         switch_model(open_model, path, previous, self.runner, self.store, self.post_message)
+
+    @on(PreviousModelKept)
+    def _on_previous_kept(self, message: PreviousModelKept) -> None:
+        self.notify(
+            f"{message.name} could not be freed (a job still held it): it stays in memory"
+            " until samplescope quits.",
+            severity="warning",
+            timeout=20,
+        )
 
     @on(ModelSwitchFailed)
     def _on_switch_failed(self, message: ModelSwitchFailed) -> None:
@@ -301,9 +346,25 @@ class SamplescopeApp(App[None]):
         )
 
     @property
+    def switching(self) -> str | None:
+        """The name of the model being opened by the picker (None: no switch runs)."""
+        return self.runner.loading
+
+    @switching.setter
+    def switching(self, name: str | None) -> None:
+        self.runner.loading = name
+
+    @property
     def ready(self) -> bool:
         """Whether the backend is loaded and ready to generate."""
-        return self.runner.backend is not None
+        return self.runner.unavailable() is None
+
+    def _refused(self) -> bool:
+        """Whether no job can start now (a model is loading): says why."""
+        why = self.runner.unavailable()
+        if why is not None:
+            self.notify(why)
+        return why is not None
 
     def close_backend(self, timeout: float = 10.0) -> None:
         """Free the model once no generation uses it (call after `run` returns)."""
@@ -368,7 +429,7 @@ class SamplescopeApp(App[None]):
 
     def action_regenerate(self) -> None:
         """Redo the last reply with the seed it had (a new branch of it)."""
-        if not self.ready or not self.replies or self.chat.stop_then(self.action_regenerate):
+        if self._refused() or not self.replies or self.chat.stop_then(self.action_regenerate):
             return
         self._apply("seed", self.replies[-1].seed)
         regenerate(self.chat)
@@ -459,8 +520,10 @@ class SamplescopeApp(App[None]):
 
     def action_score_text(self) -> None:
         """Score a pasted or opened text with the model (a screen of its own)."""
-        if not self.ready or self.chat.generating:
-            self.notify("wait for the model to load and the reply to finish")
+        if self._refused():
+            return
+        if self.chat.generating:
+            self.notify("wait for the reply to finish")
             return
         self.push_screen(ScoreScreen(self.runner))
 
@@ -476,8 +539,9 @@ class SamplescopeApp(App[None]):
 
     def compare_context(self) -> CompareContext | str:
         """What the compare view needs from the chat, or why it cannot start now."""
-        if not self.ready:
-            return "the model is not loaded yet"
+        why = self.runner.unavailable()
+        if why is not None:
+            return why
         if self.chat.generating:
             return "a reply is running: wait for it, or press Esc to stop it"
         turns = last_user_turn(self.messages)

@@ -7,7 +7,8 @@ page runs saves its chat (in the test's own data folder), and the reply is read 
 the page is checked to have drawn it (its pixels change).
 
 Chromium is found at $SAMPLESCOPE_CHROMIUM, else /usr/bin/chromium (`make test`
-installs Debian's package when it is missing).
+installs Debian's package when it is missing and it can). Without it the browser test
+fails saying how to get it, unless SAMPLESCOPE_SKIP_BROWSER=1 (then it is skipped).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -43,6 +46,31 @@ PROMPT = "Name three fruits."
 APP_OPTIONS = ["--max-tokens", "8", "--temperature", "0", "--threads", "1", "--ctx", "512"]
 START_SECONDS = 60.0
 REPLY_SECONDS = 120.0
+PORT_TRIES = 5
+"""textual-serve takes a port number, not a bound socket: a port found free may be
+taken before the server binds it, and then another is tried."""
+
+
+def check_chromium(path: str, environ: Mapping[str, str]) -> None:
+    """Fail when there is no Chromium at `path`, saying how to get one; skip instead
+    when SAMPLESCOPE_SKIP_BROWSER=1."""
+    if Path(path).is_file():
+        return
+    hint = (
+        f"no Chromium at {path}: install it (Debian: apt-get install chromium), set"
+        " SAMPLESCOPE_CHROMIUM to a Chromium binary, or set SAMPLESCOPE_SKIP_BROWSER=1 to"
+        " skip the browser test"
+    )
+    if environ.get("SAMPLESCOPE_SKIP_BROWSER") == "1":
+        pytest.skip(hint)
+    pytest.fail(hint)
+
+
+@pytest.fixture
+def chromium() -> str:
+    """The Chromium binary the browser test drives (see `check_chromium`)."""
+    check_chromium(CHROMIUM, os.environ)
+    return CHROMIUM
 
 
 def free_port() -> int:
@@ -52,53 +80,82 @@ def free_port() -> int:
     return port
 
 
-def wait_for_port(port: int, server: subprocess.Popen[bytes], timeout: float) -> None:
+class PortTaken(Exception):
+    """The server could not bind its port (another process took it meanwhile)."""
+
+
+def wait_for_port(
+    port: int, server: subprocess.Popen[bytes], timeout: float, log_path: Path
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if server.poll() is not None:
-            raise AssertionError(f"the server exited with {server.returncode}")
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
+            output = log_path.read_text(errors="replace")
+            if "address already in use" in output.lower():
+                raise PortTaken(output)
+            raise AssertionError(f"the server exited with {server.returncode}:\n{output}")
+        try:  # the server's page: not whatever else may listen on the port
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1) as page:
+                if page.status == 200:
+                    return
+        except OSError:
+            pass
         time.sleep(0.2)
     raise AssertionError(f"nothing listened on port {port} after {timeout} s")
 
 
-@pytest.fixture
-def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """`samplescope serve` on a free loopback port, with the test's own data and config
-    folders (this process's too); the whole process group (the server and the app each
-    tab starts) ends after."""
-    monkeypatch.setenv("SAMPLESCOPE_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("SAMPLESCOPE_CONFIG_DIR", str(tmp_path / "config"))
-    port = free_port()
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """End the process's whole group (the server and the app each tab starts)."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=15)
+    except ProcessLookupError:
+        pass
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=15)
+
+
+@contextmanager
+def serving(log_path: Path, ports: Callable[[], int] = free_port) -> Iterator[str]:
+    """`samplescope serve` on a free loopback port (another one when the port is taken
+    before the server binds it); its URL."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH")) if p
     )
-    command = [sys.executable, "-m", "tui.cli.main", "serve", "--port", str(port)]
-    log = (tmp_path / "serve.log").open("wb")
-    process = subprocess.Popen(
-        [*command, "--", *APP_OPTIONS],
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        wait_for_port(port, process, START_SECONDS)
-        yield f"http://127.0.0.1:{port}"
-    finally:
+    for _ in range(PORT_TRIES):
+        port = ports()
+        command = [sys.executable, "-m", "tui.cli.main", "serve", "--port", str(port)]
+        with log_path.open("wb") as log:
+            process = subprocess.Popen(
+                [*command, "--", *APP_OPTIONS],
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         try:
-            os.killpg(process.pid, signal.SIGTERM)
-            process.wait(timeout=15)
-        except ProcessLookupError:
-            pass
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(timeout=15)
-        log.close()
+            try:
+                wait_for_port(port, process, START_SECONDS, log_path)
+            except PortTaken:
+                continue
+            yield f"http://127.0.0.1:{port}"
+            return
+        finally:
+            stop(process)
+    raise AssertionError(f"no free port bound in {PORT_TRIES} tries")
+
+
+@pytest.fixture
+def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """`samplescope serve` with the test's own data and config folders (this process's
+    too); the whole process group ends after."""
+    monkeypatch.setenv("SAMPLESCOPE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("SAMPLESCOPE_CONFIG_DIR", str(tmp_path / "config"))
+    with serving(tmp_path / "serve.log") as url:
+        yield url
 
 
 def expected_reply(capsys: pytest.CaptureFixture[str]) -> str:
@@ -122,16 +179,15 @@ def saved_turns() -> list[tuple[str, str]]:
 
 
 def test_the_page_loads_and_a_message_gets_the_models_reply(
-    server: str, capsys: pytest.CaptureFixture[str]
+    chromium: str, server: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from playwright.sync_api import sync_playwright
 
     reply = expected_reply(capsys)
     assert reply.strip(), reply
-    assert Path(CHROMIUM).is_file(), f"no Chromium at {CHROMIUM}: apt-get install chromium"
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True
+            executable_path=chromium, args=CHROMIUM_ARGS, headless=True
         )
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
@@ -177,3 +233,29 @@ def test_serve_listens_on_loopback_unless_asked_and_checks_the_apps_options(
     assert "invalid port 0" in capsys.readouterr().err
     assert main(["serve", "--", "--no-such-option"]) == 2
     assert "not an option of the app: --no-such-option" in capsys.readouterr().err
+
+
+def test_without_chromium_the_browser_test_fails_saying_how_unless_skipped(
+    tmp_path: Path,
+) -> None:
+    missing = str(tmp_path / "chromium")
+    with pytest.raises(pytest.fail.Exception, match="apt-get install chromium"):
+        check_chromium(missing, {})
+    with pytest.raises(pytest.skip.Exception, match="SAMPLESCOPE_SKIP_BROWSER=1"):
+        check_chromium(missing, {"SAMPLESCOPE_SKIP_BROWSER": "1"})
+
+
+def test_a_port_taken_before_the_server_binds_it_is_traded_for_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SAMPLESCOPE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("SAMPLESCOPE_CONFIG_DIR", str(tmp_path / "config"))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        offered = iter([busy, free_port()])
+        with serving(tmp_path / "serve.log", lambda: next(offered)) as url:
+            assert not url.endswith(f":{busy}")
+            with socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1])), 5):
+                pass

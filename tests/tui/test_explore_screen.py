@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from textual.binding import Binding
 from textual.message import Message
 from textual.pilot import Pilot
 
@@ -139,3 +140,13 @@ def test_the_tree_screen(snap_compare: object) -> None:
         await open_tree(pilot, app)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=explored)  # type: ignore[operator]
+
+
+def test_the_help_lists_x_and_the_explore_screens_keys() -> None:
+    from tui.screens.help import KEYS
+
+    explained = dict(KEYS)
+    assert "explore" in explained["x"]
+    keys = [b.key for b in ExploreScreen.BINDINGS if isinstance(b, Binding) and b.key != "escape"]
+    assert " / ".join(keys) in explained
+    assert explained[" / ".join(keys)].startswith("explore:")

@@ -5,17 +5,24 @@ app as it was. On the fake backend, one per model file."""
 from __future__ import annotations
 
 import dataclasses
+import math
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from textual.widgets import OptionList
+from textual.widgets import Input, OptionList
 
+from backend.chat.compare import ColumnEvent
 from backend.config.model_catalog import LocalModel
 from backend.errors import ModelFileError
 from backend.session.backend import SessionBackend
+from backend.store.store import ChatStore
 from tests.fake_backend import FakeBackend
-from tests.helpers import send_message, type_message, wait_until
+from tests.helpers import nth_reply_finished, send_message, type_message, wait_until
 from tui.app import SamplescopeApp
+from tui.chat.model_switch import carried_bias
 from tui.screens.model_picker import ModelPickerScreen
 
 pytestmark = pytest.mark.anyio
@@ -201,3 +208,249 @@ async def test_after_the_first_model_failed_to_load_the_picker_opens_another(
         assert app.status.model == "second"
         finished = await send_message(pilot, app, "hello")
         assert finished.reason in ("stop", "max_tokens") and finished.token_ids
+
+
+def slow_app(tmp_path: Path, gate: threading.Event) -> SamplescopeApp:
+    """An app whose picked model loads only once `gate` is set."""
+    first = NamedFake(tmp_path / "first.gguf")
+
+    def open_model(path: Path) -> SessionBackend:
+        gate.wait(30)
+        return NamedFake(path)
+
+    return SamplescopeApp(
+        first,
+        max_tokens=12,
+        cursor_blink=False,
+        list_models=lambda: listed(tmp_path),
+        open_model=open_model,
+    )
+
+
+LOADING = "A model is loading (llama3.2:1b): wait for it."
+
+
+async def test_while_a_model_loads_every_key_that_would_start_a_job_says_so(
+    tmp_path: Path,
+) -> None:
+    gate = threading.Event()
+    app = slow_app(tmp_path, gate)
+    async with app.run_test(size=SIZE) as pilot:
+        try:
+            await send_message(pilot, app, "hello")
+            picker = await open_picker(pilot, app)
+            picker.query_one(OptionList).highlighted = 1
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: app.switching is not None)
+            await pilot.press("ctrl+t", "left")
+            for key in ("x", "enter", "w", "ctrl+r", "ctrl+d", "f8"):
+                await pilot.press(key)
+                await pilot.pause()
+                assert app.screen is app.screen_stack[0], key
+            assert not app.chat.whatif.active
+            await pilot.press("escape")
+            prompt = app.query_one("#prompt", Input)
+            await pilot.press(*"more")
+            await prompt.action_submit()
+            await pilot.pause()
+            said = [n.message for n in app._notifications]
+            assert said.count(LOADING) == 7, said
+            assert len(app.replies) == 1 and not app.generating
+        finally:
+            gate.set()
+        await wait_until(pilot, lambda: app.ready)
+        finished = await send_message(pilot, app, "now?")
+        assert finished.token_ids
+
+
+async def test_replies_of_the_model_before_cannot_be_steered_and_saving_goes_on(
+    tmp_path: Path, store: ChatStore
+) -> None:
+    for name in ("first.gguf", "second.gguf"):
+        (tmp_path / name).write_bytes(b"GGUF" + name.encode())  # the store hashes the file
+    opened: list[Path] = []
+    app = make_app(tmp_path, opened)
+    app.store = store
+    refusal = (
+        "Reply 1 was made by first.gguf, not by second.gguf: its tokens cannot be"
+        " branched, explored or recomputed on this model"
+    )
+    second = str(tmp_path / "second.gguf")
+    async with app.run_test(size=SIZE) as pilot:
+        await send_message(pilot, app, "hello")
+        [old_chat] = store.list_chats()
+        n_vocab = app.runner.backend.info.n_vocab  # type: ignore[union-attr]
+        app.apply_settings(app.live.current.with_changes(logit_bias={5: -2.0, n_vocab + 3: 1.0}))
+        picker = await open_picker(pilot, app)
+        picker.query_one(OptionList).highlighted = 1
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.ready and app.switching is None)
+        assert app.live.current.logit_bias == ((5, -2.0),)
+        assert (
+            f"The logit bias now names second's tokens (1 kept; dropped #{n_vocab + 3}:"
+            " not one token of second)." in [n.message for n in app._notifications]
+        )
+        await send_message(pilot, app, "and now?")
+        assert [r.model for r in app.replies] == [str(tmp_path / "first.gguf"), second]
+        # the first reply, the model before's: no alternatives, explore, what-if
+        await pilot.press("ctrl+t", "home")
+        said = len(app._notifications)
+        for key in ("enter", "x", "w"):
+            await pilot.press(key)
+            await pilot.pause()
+            assert app.screen is app.screen_stack[0], key
+        assert not app.chat.whatif.active
+        assert [n.message for n in app._notifications][said:] == [refusal] * 3
+        await pilot.press("escape")
+        finished = await send_message(pilot, app, "still saving?")
+        assert app.recorder is not None and app.recorder.error is None
+        [new_chat] = [c for c in store.list_chats() if c.id != old_chat.id]
+        stored = store.load_chat(new_chat.id)
+        assert [m.content for m in stored.messages if m.role == "user"] == [
+            "hello",
+            "and now?",
+            "still saving?",
+        ]
+        assert stored.replies[-1].token_ids == finished.token_ids
+        # the chat of the model before, reopened: its replies are that model's; ctrl+r
+        # on its last reply makes a new reply of this model, not a branch of it
+        app._history_closed(old_chat.id)
+        await pilot.pause()
+        assert app.replies[0].model == str(tmp_path / "first.gguf")
+        await pilot.press("ctrl+r")
+        await nth_reply_finished(pilot, app, 4)
+        assert app.replies[-1].model == second and app.replies[-1].parent is None
+        assert app.recorder.error is None
+        stored = store.load_chat(old_chat.id)
+        assert stored.replies[-1].model.path == second
+        assert stored.replies[-1].token_ids == app.finished[-1].token_ids
+
+
+def test_a_logit_bias_is_carried_to_the_new_model_by_its_tokens_text() -> None:
+    old = {5: b" hello", 9: b" world", 12: b"\xe2\x82", 40: b"zz"}
+    new = {" hello": [7], " world": [3, 4], "zz": [700]}
+
+    def encode(text: str) -> list[int]:
+        return new.get(text, [])
+
+    bias = ((5, -2.0), (9, 1.5), (12, 3.0), (40, -math.inf))
+    carried, dropped = carried_bias(bias, old.__getitem__, encode, n_vocab=100)
+    assert carried == ((7, -2.0),)
+    assert dropped == (9, 12, 40)
+    # without the tokenizers: the ids within the new vocabulary stay as they are
+    carried, dropped = carried_bias(bias, None, None, n_vocab=10)
+    assert carried == ((5, -2.0), (9, 1.5))
+    assert dropped == (12, 40)
+
+
+class Holder:
+    """A consumer of a job that ignores its events."""
+
+    ended = False
+
+    def generation_event(self, column: int, event: object) -> None:
+        pass
+
+    def generation_ended(self, error: str | None) -> None:
+        self.ended = True
+
+    def paint(self) -> None:
+        pass
+
+
+async def test_a_switch_waits_until_no_job_uses_the_model(tmp_path: Path) -> None:
+    idle_at_open: list[bool] = []
+    app = make_app(tmp_path, [])
+    given = app._open_model
+    assert given is not None
+
+    def open_model(path: Path) -> SessionBackend:
+        idle_at_open.append(app.runner.idle)
+        return given(path)
+
+    app._open_model = open_model
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.ready)
+        stopped = threading.Event()
+
+        def job(backend: SessionBackend, cancel: threading.Event) -> Iterator[ColumnEvent]:
+            cancel.wait(10)
+            time.sleep(0.3)  # still on the model a while after the cancel
+            stopped.set()
+            yield from ()
+
+        holder = Holder()
+        app.runner.start(job, holder)  # type: ignore[arg-type]
+        picker = await open_picker(pilot, app)
+        picker.query_one(OptionList).highlighted = 1
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.ready and app.switching is None)
+        assert stopped.is_set() and idle_at_open == [True]
+        assert holder.ended
+
+
+async def test_the_palette_cannot_switch_behind_another_screen(tmp_path: Path) -> None:
+    opened: list[Path] = []
+    app = make_app(tmp_path, opened)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.ready)
+        await pilot.press("f8")  # the score screen
+        await wait_until(pilot, lambda: len(app.screen_stack) == 2)
+        app.action_pick_model()  # as "Open a model" in the command palette does
+        await pilot.pause()
+        assert not isinstance(app.screen, ModelPickerScreen)
+        assert app._notifications and list(app._notifications)[-1].message == (
+            "Close the other screen first: another model opens from the chat."
+        )
+        assert opened == []
+
+
+async def test_a_model_that_cannot_be_freed_is_said(tmp_path: Path) -> None:
+    app = make_app(tmp_path, [])
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.ready)
+        app.runner.close_after_use = lambda backend, timeout=10.0: False  # type: ignore[method-assign]
+        picker = await open_picker(pilot, app)
+        picker.query_one(OptionList).highlighted = 1
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.ready and app.switching is None)
+        await pilot.pause()
+        assert (
+            "first could not be freed (a job still held it): it stays in memory until"
+            " samplescope quits." in [n.message for n in app._notifications]
+        )
+
+
+async def test_a_compare_column_replaces_a_reply_of_the_model_before(
+    tmp_path: Path, store: ChatStore
+) -> None:
+    from tests.helpers import wait_done
+    from tui.compare.screen import CompareScreen
+
+    for name in ("first.gguf", "second.gguf"):
+        (tmp_path / name).write_bytes(b"GGUF" + name.encode())
+    app = make_app(tmp_path, [])
+    app.store = store
+    async with app.run_test(size=SIZE) as pilot:
+        await send_message(pilot, app, "hello")
+        picker = await open_picker(pilot, app)
+        picker.query_one(OptionList).highlighted = 1
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.ready and app.switching is None)
+        await pilot.press("ctrl+d")
+        await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen))
+        screen = app.screen
+        assert isinstance(screen, CompareScreen)
+        await wait_done(pilot, screen)
+        promoted = screen.column_views[1]
+        await pilot.press("2", "p")
+        await wait_until(pilot, lambda: not isinstance(app.screen, CompareScreen))
+        [reply] = app.replies
+        assert reply.model == str(tmp_path / "second.gguf") and reply.parent is None
+        assert [t.step.token_id for t in reply.tokens] == list(promoted.token_ids)
+        assert [m.role for m in app.messages] == ["user", "assistant"]
+        assert app.recorder is not None and app.recorder.error is None
+        [saved] = [c for c in store.list_chats() if c.model_path.endswith("second.gguf")]
+        stored = store.load_chat(saved.id)
+        assert [m.role for m in stored.messages] == ["user", "assistant"]
+        assert stored.replies[-1].token_ids == promoted.token_ids

@@ -165,6 +165,19 @@ def test_the_command_line_reports_an_uncached_model_offline(
     assert "give --model or --hf, not both" in capsys.readouterr().err
 
 
+def test_explore_takes_hf_with_a_prompt_and_refuses_it_with_a_saved_chat(
+    hub_env: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert main(["explore", "--prompt", "hi", "--hf", "org/Nothing-GGUF:Q8_0"]) == 2
+    err = capsys.readouterr().err
+    assert "samplescope: --hf org/Nothing-GGUF:Q8_0: HF_HUB_OFFLINE is set" in err
+    assert main(["explore", "1", "--at", "2", "--hf", "org/Nothing-GGUF"]) == 2
+    assert capsys.readouterr().err == (
+        "samplescope: explore CHAT_ID opens the saved reply's model (or --model PATH): not --hf\n"
+    )
+
+
 def test_serve_fetches_hf_once_and_hands_each_tab_the_file(hub_env: Path) -> None:
     from tui.cli.serve import checked_app_args
 
@@ -174,3 +187,16 @@ def test_serve_fetches_hf_once_and_hands_each_tab_the_file(hub_env: Path) -> Non
     path = hub_env / f"models--org--Tiny-GGUF/snapshots/{COMMIT}/tiny-Q8_0.gguf"
     assert args == ["--no-save", "-t", "0.5", "--model", str(path)]
     assert sum(r.startswith("GET /org") for r in requests) == 1
+
+
+def test_the_declared_huggingface_hub_takes_the_progress_bar_hf_fetch_hands_it() -> None:
+    import inspect
+    import tomllib
+
+    from huggingface_hub import hf_hub_download
+
+    assert "tqdm_class" in inspect.signature(hf_hub_download).parameters
+    pyproject = Path(__file__).parents[2] / "pyproject.toml"
+    dependencies = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
+    # 1.0.1's hf_hub_download has no tqdm_class, 1.1.0's has (their wheels on PyPI).
+    assert "huggingface_hub>=1.1" in dependencies

@@ -51,3 +51,22 @@ def test_info_on_a_gguf_with_6000_control_tokens_stays_short(
     assert "control tokens (6006)" in out
     assert "numbered (6000): <|reserved_special_token_0|> <|reserved_special_token_1|> …" in out
     assert "named (6): <pad> <eos> <bos> <start_of_turn> <end_of_turn> <mask>" in out
+
+
+def test_info_keeps_the_files_description_when_llama_cpp_cannot_list_devices(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import backend.llama.ggml_devices
+
+    def broken() -> object:
+        raise OSError("libllama.so: cannot open shared object file")
+
+    monkeypatch.setattr(backend.llama.ggml_devices, "local_devices", broken)
+    metadata: dict[str, object] = {"general.architecture": "llama"}
+    path = write(tmp_path / "tiny.gguf", gguf_bytes(metadata, [Tensor("a", (4,), F32, 0)], 16))
+    assert main(["info", str(path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"file            {path}"
+    assert out[-1] == (
+        "llama.cpp devices: cannot be listed (OSError: libllama.so: cannot open shared object file)"
+    )

@@ -7,6 +7,7 @@ and draw it; a reply's job gets a copy of the messages.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from backend.chat.compare import common_prefix
 from backend.chat.completion import Mode
@@ -46,6 +47,8 @@ class Conversation:
         """Whether the backend's cache must be forgotten before the next reply."""
         self.bans = PhraseBans()
         """Phrases no reply may hold (each reply backtracks away from them)."""
+        self.model = ""
+        """The path of the loaded model's file: each new reply is tagged with it."""
         self._store_notices = StoreErrorNotices()
 
     def ask(self, text: str) -> None:
@@ -54,7 +57,9 @@ class Conversation:
 
     def begin_reply(self, live: LiveSettings, max_tokens: int) -> tuple[Reply, ReplyJob]:
         """Start the assistant's reply: its record, and the job that generates it."""
-        reply = Reply(seed=live.current.seed, settings=live.current, turn=len(self.messages))
+        reply = Reply(
+            seed=live.current.seed, settings=live.current, turn=len(self.messages), model=self.model
+        )
         self.replies.append(reply)
         job = ReplyJob(
             list(self.messages),
@@ -74,7 +79,9 @@ class Conversation:
     ) -> tuple[Reply, BeamJob]:
         """Start the assistant's reply by beam search: the best beam is the reply, the
         others join its turn's tree when it has finished (`add_beams`)."""
-        reply = Reply(seed=settings.seed, settings=settings, turn=len(self.messages))
+        reply = Reply(
+            seed=settings.seed, settings=settings, turn=len(self.messages), model=self.model
+        )
         self.replies.append(reply)
         job = BeamJob(
             list(self.messages),
@@ -109,6 +116,7 @@ class Conversation:
                 parent=reply,
                 fork_at=at,
                 tree=reply.tree,
+                model=reply.model,
             )
 
     def begin_branch(
@@ -141,6 +149,7 @@ class Conversation:
             parent=old,
             fork_at=index,
             tree=old.tree,  # it joins the tree as it is made
+            model=self.model,
         )
         self.replies[number:] = [reply]
         # A fork at the start with nothing forced is a plain generation of the turn.
@@ -188,6 +197,7 @@ class Conversation:
             parent=reply,
             fork_at=at,
             tree=reply.tree,
+            model=reply.model,
         )
         for other in reply.tree:
             later = (other.fork_at or 0) > at
@@ -223,6 +233,18 @@ class Conversation:
             self.recorder.discard_last_reply()
         return reply
 
+    def made_elsewhere(self, reply: Reply) -> str | None:
+        """Why `reply`'s tokens cannot be steered on the loaded model (another model made
+        them: its ids mean other tokens here, and its record is another chat's), or None."""
+        if not reply.model or not self.model or _same_file(reply.model, self.model):
+            return None
+        number = self.replies.index(reply) + 1 if reply in self.replies else None
+        which = f"Reply {number}" if number is not None else "This reply"
+        return (
+            f"{which} was made by {Path(reply.model).name}, not by {Path(self.model).name}:"
+            " its tokens cannot be branched, explored or recomputed on this model"
+        )
+
     @property
     def ends_with_reply(self) -> bool:
         """Whether the last turn is a reply of this session."""
@@ -252,7 +274,7 @@ class Conversation:
     ) -> Reply:
         """Add a reply generated elsewhere (a compare column) as the last one, and save
         it: a new branch of the last reply when the conversation ends with one."""
-        reply = Reply(seed=settings.seed, settings=settings, tokens=list(tokens))
+        reply = Reply(seed=settings.seed, settings=settings, tokens=list(tokens), model=self.model)
         reply.finished = finished.reason
         recorder = self.recorder
         if self.ends_with_reply:
@@ -280,3 +302,8 @@ class Conversation:
 
     def _fresh_messages(self) -> list[ChatMessage]:
         return [ChatMessage("system", self.system_prompt)] if self.system_prompt else []
+
+
+def _same_file(first: str, second: str) -> bool:
+    """Whether two model paths name one file."""
+    return first == second or Path(first).resolve() == Path(second).resolve()

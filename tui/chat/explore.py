@@ -22,8 +22,7 @@ from backend.session.backend import SessionBackend
 from backend.session.explore import Tree, TreeShape, explore
 from sampling.settings import SamplerSettings
 from tui.chat.explore_screen import ExploreScreen, Path
-from tui.chat.runner import GenerationRunner
-from tui.chat.steering import SteeringHost, start_branch
+from tui.chat.steering import SteeringHost, made_elsewhere, refused, start_branch
 
 #: The tree the app grows: 3 candidates a node, 3 levels (27 paths).
 APP_SHAPE = TreeShape(depth=3, width=3)
@@ -31,8 +30,6 @@ APP_SHAPE = TreeShape(depth=3, width=3)
 
 class ExploreHost(SteeringHost, Protocol):
     """What exploring needs of the chat view."""
-
-    runner: GenerationRunner
 
 
 @dataclass
@@ -80,10 +77,9 @@ def open_explore(
     if cursor is None:
         host.notify("Select a past token first (ctrl+t, then ← →).")
         return None
-    if host.generating:
-        host.notify("A reply is running: wait, or press Esc to stop it.")
-        return None
     number, index = cursor
+    if refused(host) or made_elsewhere(host, number):
+        return None
     conversation = host.conversation
     reply = conversation.replies[number]
     messages = list(conversation.messages[: reply.turn])

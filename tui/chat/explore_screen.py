@@ -182,6 +182,11 @@ class ExploreScreen(Screen[Path | None]):
         if self.growing is not None:
             self.notify("A tree is still growing.")
             return
+        why = self.runner.unavailable()
+        if why is not None:
+            self._status.update(Text(f"cannot explore: {why}"))
+            self.notify(why)
+            return
         self.growing = path
         self._job = self.job_for(path)
         self._status.update(Text("exploring…"))

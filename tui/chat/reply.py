@@ -41,6 +41,8 @@ class Reply:
             shared by the branches).
         ghosts: The attempts phrase bans rejected while it ran (each a branch of the
             tree), in order.
+        model: The path of the model file that made it ("": not known). Its token
+            ids are that model's: another model cannot branch from them.
     """
 
     seed: int
@@ -54,6 +56,7 @@ class Reply:
     fork_at: int | None = None
     tree: list[Reply] = field(default_factory=list)
     ghosts: list[Reply] = field(default_factory=list)
+    model: str = ""
 
     @property
     def is_ghost(self) -> bool:

@@ -78,6 +78,8 @@ class GenerationRunner:
         self.backend = backend
         self.running = False
         """Whether the current job's end has not been handled yet."""
+        self.loading: str | None = None
+        """The name of a model being opened in place of `backend` (None: none is)."""
         self._consumer: GenerationConsumer | None = None
         self._generation = 0
         self._cancel = threading.Event()
@@ -92,6 +94,17 @@ class GenerationRunner:
     def idle(self) -> bool:
         """Whether no worker thread is using (or waiting for) the backend."""
         return self._workers == 0
+
+    def unavailable(self) -> str | None:
+        """Why no job can start now, as a notice (None: one can).
+
+        Every starter asks before it changes anything: while a model is opened no
+        model is there to run a job."""
+        if self.loading is not None:
+            return f"A model is loading ({self.loading}): wait for it."
+        if self.backend is None:
+            return "The model is not loaded yet."
+        return None
 
     def start(self, job: Job, consumer: GenerationConsumer) -> None:
         """Run `job` on the worker; its events go to `consumer` from now on.

@@ -66,6 +66,7 @@ def _turn_tree(
             parent=by_id.get(branch.parent_id) if branch.parent_id is not None else None,
             fork_at=branch.fork_at,
             tree=tree,
+            model=branch.model.path,
         )
         by_id[branch.id] = reply
     # A ghost's parent can be a later ghost (the one its tokens went with).

@@ -140,8 +140,8 @@ class ChatView(Vertical):
 
     @property
     def ready(self) -> bool:
-        """Whether a model is loaded."""
-        return self.runner.backend is not None
+        """Whether a model is loaded (and none is being opened in its place)."""
+        return self.runner.unavailable() is None
 
     @property
     def status(self) -> StatusState:
@@ -182,8 +182,9 @@ class ChatView(Vertical):
         text = event.value.strip()
         if not text:
             return
-        if not self.ready:
-            self.notify("The model is not loaded.", severity="error")
+        why = self.runner.unavailable()
+        if why is not None:
+            self.notify(why, severity="warning")
             return
         if self.generating:
             self.notify("A reply is running: wait, or press Esc to stop it.")
@@ -258,8 +259,15 @@ class ChatView(Vertical):
         self, settings: SamplerSettings, tokens: Sequence[TokenEvent], finished: FinishedEvent
     ) -> None:
         """Make a reply generated elsewhere (a compare column) the last reply, and save
-        it: another branch of the last reply, if the conversation ends with one."""
-        branching = self.conversation.ends_with_reply
+        it: another branch of the last reply, if the conversation ends with one (made by
+        this model: else it replaces that reply)."""
+        conversation = self.conversation
+        if conversation.ends_with_reply:
+            last = conversation.replies[-1]
+            if conversation.made_elsewhere(last) is not None:
+                conversation.drop_last_reply()
+                self._transcript.remove_replies_from(last.turn)
+        branching = conversation.ends_with_reply
         for token in tokens:
             self.pieces.learn(token)
         reply = self.conversation.adopt_reply(settings, tokens, finished, self.max_tokens)

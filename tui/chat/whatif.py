@@ -41,7 +41,7 @@ from tui.chat.alternatives import Alternative, AlternativesScreen
 from tui.chat.reply import Reply
 from tui.chat.reply_job import REPLY_COLUMN
 from tui.chat.runner import GenerationRunner
-from tui.chat.steering import SteeringHost, start_branch
+from tui.chat.steering import SteeringHost, made_elsewhere, refused, start_branch
 from tui.chat.whatif_panel import WhatIfPanel
 from tui.widgets.prob_panel import ProbPanel
 
@@ -131,14 +131,16 @@ class WhatIf:
             self.leave()
         elif cursor is None:
             self.host.notify("Select a past token first (ctrl+t, then ← →).")
-        elif self.host.generating:
-            self.host.notify("A reply is running: wait, or press Esc to stop it.")
-        else:
+        elif not refused(self.host):
             self.enter(*cursor)
 
     def enter(self, number: int, index: int) -> None:
-        """What-if on token `index` of reply `number` (of this session)."""
+        """What-if on token `index` of reply `number` (of this session); off, with a
+        notice, on a reply another model made."""
         reply = self.host.conversation.replies[number]
+        if made_elsewhere(self.host, number):
+            self.leave()
+            return
         self.target = (number, index)
         self.step = None
         self._given = self.keeper.get(reply, index)
@@ -238,6 +240,10 @@ class WhatIf:
         recorder = conversation.recorder
         if recorder is None or recorder.chat_id is None or recorder.error is not None:
             self.source = "nowhere: this chat is not saved, and the step is no longer in memory"
+            return
+        why = self.host.runner.unavailable()
+        if why is not None:
+            self.source = f"nowhere: {why}"
             return
         from_end = len(conversation.replies) - number
         tokens = tuple(t.step.token_id for t in reply.tokens)

@@ -21,7 +21,7 @@ from backend.store.steer import explore_step
 from sampling.errors import SamplescopeError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings, settings_summary
 from tui.cli.generate import build_messages
-from tui.cli.model_flags import add_model_flags, chosen_model_path, chosen_rpc, log
+from tui.cli.model_flags import add_model_flags, chosen_model_path, chosen_rpc, log, model_or_hf
 from tui.cli.replay import DEFAULT_N_BATCH, DEFAULT_N_CTX
 from tui.cli.saved_reply import find_target, with_text_bias
 from tui.cli.settings_flags import (
@@ -212,7 +212,8 @@ def _from_prompt(args: argparse.Namespace) -> tuple[Tree, dict[str, object], str
     settings: SamplerSettings | None = None
     if not bias_needs_tokenizer(args):
         settings = settings_from_args(args, base)
-    backend = _load(args, str(chosen_model_path(args.model)), args.ctx, args.batch)
+    path = chosen_model_path(model_or_hf(args.model, args.hf))
+    backend = _load(args, str(path), args.ctx, args.batch)
     try:
         if settings is None:
             tokenize = backend.runtime.tokenize
@@ -242,6 +243,10 @@ def run(args: argparse.Namespace) -> int:
     if (args.chat_id is None) == (args.prompt is None):
         raise SamplescopeError("give a saved chat's CHAT_ID with --at POS, or --prompt TEXT")
     if args.chat_id is not None:
+        if args.hf is not None:
+            raise SamplescopeError(
+                "explore CHAT_ID opens the saved reply's model (or --model PATH): not --hf"
+            )
         tree, where, heading = _from_reply(args)
     else:
         tree, where, heading = _from_prompt(args)

@@ -281,8 +281,12 @@ def run(args: argparse.Namespace) -> int:
     servers' memory); 1 if a server is unusable."""
     endpoints = parse_endpoints(args.rpc) if args.rpc else ()
     gguf = validate_gguf(chosen_model_path(_chosen_model(args)))
-    print("\n".join(describe(gguf, all_metadata=args.metadata)))
-    print("\n".join(describe_devices()))
+    print("\n".join(describe(gguf, all_metadata=args.metadata)), flush=True)
+    try:
+        devices = describe_devices()
+    except Exception as error:  # a broken llama.cpp install: the file's description stands
+        devices = [f"llama.cpp devices: cannot be listed ({type(error).__name__}: {error})"]
+    print("\n".join(devices))
     if not endpoints:
         return 0
     lines, usable = describe_servers(endpoints)

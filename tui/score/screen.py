@@ -48,6 +48,10 @@ class ModelRunner(Protocol):
         """The loaded model, or None."""
         ...
 
+    def unavailable(self) -> str | None:
+        """Why no job can start now (a model is loading), or None."""
+        ...
+
     def start(self, job: Job, consumer: ScoreScreen) -> None:
         """Run `job` on the model's thread; its end goes to `consumer`."""
         ...
@@ -175,8 +179,9 @@ class ScoreScreen(Screen[None]):
         if not text.strip():
             self.notify("nothing to score: paste or type a text first")
             return
-        if self.runner.backend is None:
-            self.notify("the model is not loaded yet")
+        why = self.runner.unavailable()
+        if why is not None:
+            self.notify(why)
             return
         self.scoring = True
         self._summary(Text("scoring…", style="italic"))

@@ -25,6 +25,8 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("ctrl+t", "token cursor: ← → pick a past token; its step shows on the right"),
     ("enter on a token", "its alternatives; one chosen makes a new branch from there"),
     ("w, then b", "what if: the step under the current settings; b: branch from it"),
+    ("x", "token cursor: explore the continuations the chain keeps there"),
+    ("e / s / b", "explore: grow from a node / every path by its p / branch"),
     ("< > (ctrl+← →)", "token cursor: the reply's other branches (⋔N marks a fork)"),
     ("u (ctrl+↑)", "token cursor: the branch this one forks from"),
     ("[ ]", "token cursor: previous / next surprising token (raw p < 0.05)"),
