@@ -8,7 +8,7 @@ list into the store, so the stored chat is exactly what the model saw:
     # generation worker thread, before backend.generate(messages, live, ...):
     recorder.begin_reply(messages, live.current, max_tokens)
     for event in backend.generate(messages, live, ...):
-        recorder.record(event)          # every event; commits each token
+        recorder.record(event)          # every event; commits every RECORD_COMMIT_EVERY s
         post_message(...)
     # UI thread, when no generation runs:
     recorder.new_chat()                 # ctrl+n (the next reply starts a new chat)
@@ -17,8 +17,9 @@ list into the store, so the stored chat is exactly what the model saw:
     record = recorder.open_chat(chat_id)   # from the history screen;
     messages = record.conversation()       # then reset the backend's cache
 
-Writes happen in the worker thread so the store never lags behind the model (a
-killed process loses at most the token in flight) and so hashing a model file the
+Writes happen in the worker thread so the store never lags far behind the model (a
+killed process loses at most the tokens of the last RECORD_COMMIT_EVERY seconds) and
+so hashing a model file the
 first time (seconds for a large GGUF; cached afterwards) never blocks the UI.
 
 A failing database never stops a generation: every method catches StoreError,
@@ -43,6 +44,11 @@ from backend.store.store import (
     suggest_title,
 )
 from sampling.settings import SamplerSettings
+
+RECORD_COMMIT_EVERY = 0.25
+"""Seconds between the commits of a reply's tokens (a killed process loses at most
+these): one commit a token costs the generation thread several percent of its speed
+(measured in `samplescope bench --only tui`)."""
 
 
 class ChatRecorder:
@@ -144,6 +150,7 @@ class ChatRecorder:
                 n_batch=self.n_batch,
                 mode=mode,
                 decoding=_decoding_json(decoding),
+                commit_every=RECORD_COMMIT_EVERY,
             )
         except StoreError as error:
             return self._fail(error)
@@ -199,6 +206,7 @@ class ChatRecorder:
                 mode=parent.mode,
                 fork=Fork(parent, at, text, follow=follow),
                 decoding=_decoding_json(decoding),
+                commit_every=RECORD_COMMIT_EVERY,
             )
         except StoreError as error:
             return self._fail(error)

@@ -5,10 +5,13 @@ the generation thread may write tokens while the UI thread reads the chat list; 
 connection is opened with `check_same_thread=False` for that reason.
 
 Durability: `ReplyWriter.append_token` commits each token in its own transaction,
-with the text it adds (the reply's whole text is written when it finishes).
-In WAL mode with synchronous=NORMAL a commit is in the OS's hands once it returns, so
-killing the process mid-reply loses at most the token in flight (a power cut may lose
-the last few commits, never corrupt the file). A reply that never reached `finish`
+with the text it adds (the reply's whole text is written when it finishes), or with
+`commit_every` the tokens of that many seconds together (`ChatRecorder`, which the app
+and the commands use, commits every `RECORD_COMMIT_EVERY` seconds: a commit a token
+costs the generation thread several percent of its speed). In WAL mode with
+synchronous=NORMAL a commit is in the OS's hands once it returns, so killing the
+process mid-reply loses at most the tokens not committed yet (a power cut may lose the
+last few commits, never corrupt the file). A reply that never reached `finish`
 loads with finish reason "interrupted" and its text so far, built from its tokens'
 stored text — no detokenizer is needed to read a chat back.
 
@@ -276,6 +279,7 @@ class ChatStore:
         mode: str = "chat",
         fork: Fork | None = None,
         decoding: str | None = None,
+        commit_every: float = 0.0,
     ) -> ReplyWriter:
         """Start recording a generated reply: an empty assistant turn plus its record.
 
@@ -293,6 +297,8 @@ class ChatStore:
                 its first `fork.at` tokens are the parent's (stored now), the writer
                 takes tokens from index `fork.at` on.
             decoding: How it is decoded, as JSON (None: alone, one sequence).
+            commit_every: Seconds between the writer's commits (0: every token);
+                see `ReplyWriter`.
 
         Returns:
             The writer to feed tokens and the finish to.
@@ -317,6 +323,7 @@ class ChatStore:
             reply_id,
             settings,
             start=0 if fork is None else fork.at,
+            commit_every=commit_every,
         )
 
     def follow_branch(self, chat_id: int, reply_id: int) -> None:

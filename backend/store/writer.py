@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict
@@ -21,8 +22,13 @@ Transaction = Callable[[str], AbstractContextManager[sqlite3.Connection]]
 class ReplyWriter:
     """Records one reply token by token; get one from `ChatStore.begin_reply`.
 
-    Each `append_token` is its own committed transaction, so a killed process keeps
-    every token that was appended. Its cost does not grow with the reply: a token is
+    With `commit_every` 0 each `append_token` is its own committed transaction, so a
+    killed process keeps every token that was appended. With `commit_every` > 0 the
+    tokens are committed together once that many seconds have passed since the last
+    commit (and always before a rewind and at the finish): a killed process keeps all
+    but the tokens of the last `commit_every` seconds, and the generation thread pays
+    for one commit a batch instead of one a token. Its cost does not grow with the
+    reply: a token is
     one new row holding its id and the text it adds (`reply_tokens.piece`); the
     reply's text is written once, by `finish` (an unfinished reply's text is its
     start plus the pieces, built when it is read). Usable from any one thread at a
@@ -43,8 +49,15 @@ class ReplyWriter:
         settings: SamplerSettings,
         *,
         start: int = 0,
+        commit_every: float = 0.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._transaction = transaction
+        self._commit_every = commit_every
+        self._clock = clock
+        self._committed_at = clock()
+        self._pending: list[tuple[str, tuple[object, ...]]] = []
+        """Statements of the tokens appended since the last commit, in order."""
         self._now = now
         self.chat_id = chat_id
         self.message_id = message_id
@@ -75,7 +88,7 @@ class ReplyWriter:
         text: str = "",
         step: Step | None = None,
     ) -> None:
-        """Store one sampled token and commit.
+        """Store one sampled token (committed now, or with its batch: `commit_every`).
 
         Args:
             index: Its 0-based index in the reply (must be the next one).
@@ -98,35 +111,59 @@ class ReplyWriter:
                 f"reply {self.reply_id}: token index {index} out of order (expected {self._count})"
             )
         changed = settings != self._last_settings
-        with self._transaction("store a token") as conn:
-            conn.execute(
+        pending = self._pending
+        pending.append(
+            (
                 "INSERT INTO reply_tokens (reply_id, idx, token_id, piece) VALUES (?, ?, ?, ?)",
                 (self.reply_id, index, int(token_id), text),
             )
-            if changed:
-                # At index 0 this replaces the settings the reply began with: a slider
-                # moved during the prefill applies from the first token.
-                conn.execute(
+        )
+        if changed:
+            # At index 0 this replaces the settings the reply began with: a slider
+            # moved during the prefill applies from the first token.
+            pending.append(
+                (
                     "INSERT OR REPLACE INTO settings_changes (reply_id, from_index, settings) "
                     "VALUES (?, ?, ?)",
                     (self.reply_id, index, settings_json(settings)),
                 )
-            if step is not None:
-                if self._layout is None:
-                    self._layout = layout_of(step)
-                    conn.execute(
+            )
+        if step is not None:
+            if self._layout is None:
+                self._layout = layout_of(step)
+                pending.append(
+                    (
                         "UPDATE replies SET step_layout = ? WHERE id = ?",
                         (self._layout.to_json(), self.reply_id),
                     )
-                scalars, arrays = pack_step(step, self._layout)
-                conn.execute(
+                )
+            scalars, arrays = pack_step(step, self._layout)
+            pending.append(
+                (
                     "INSERT INTO reply_steps (reply_id, idx, scalars, arrays) VALUES (?, ?, ?, ?)",
                     (self.reply_id, index, scalars, arrays),
                 )
+            )
+        if self._commit_every <= 0 or self._clock() - self._committed_at >= self._commit_every:
+            self.commit()
         self._count += 1
         self._last_settings = settings
         if changed:
             self._changes.append((index, settings))
+
+    def commit(self) -> None:
+        """Commit the tokens appended since the last commit (none: nothing to do).
+
+        Raises:
+            StoreError: The database cannot be written (the batch is dropped).
+        """
+        pending, self._pending = self._pending, []
+        self._committed_at = self._clock()
+        if not pending:
+            return
+        with self._transaction("store tokens") as conn:
+            for statement, parameters in pending:
+                conn.execute(statement, parameters)
 
     def rewind(self, event: RewindEvent) -> int:
         """The reply went back to token `event.index`: its tokens from there on become
@@ -151,6 +188,7 @@ class ReplyWriter:
                 f"reply {self.reply_id}: cannot go back to token {at} "
                 f"(it holds tokens {self._start} to {self._count - 1})"
             )
+        self.commit()
         in_force = [s for i, s in self._changes if i <= at][-1]
         kept = [(i, s) for i, s in self._changes if i < at]
         now = self._now()
@@ -240,6 +278,7 @@ class ReplyWriter:
         """
         if self._finished:
             raise StoreError(f"reply {self.reply_id} is already finished")
+        self.commit()
         now = self._now()
         extra = list(token_ids[self._count :]) if token_ids is not None else []
         with self._transaction("finish a reply") as conn:

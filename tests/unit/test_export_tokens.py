@@ -198,7 +198,8 @@ def test_pandas_reads_the_export(
     db, chat = branched
     out = tmp_path / "tokens.jsonl"
     assert main(["export", str(chat), "--format", "jsonl", "--db", str(db), "-o", str(out)]) == 0
-    frame = pd.read_json(out, lines=True)
+    # Without precise_float pandas parses floats to within an ulp, not exactly.
+    frame = pd.read_json(out, lines=True, precise_float=True)
     assert list(frame.columns) == list(COLUMNS) and len(frame) == 30
     assert frame["logprob_raw"].tolist() == [r["logprob_raw"] for r in expected_rows(db, chat)]
 

@@ -122,6 +122,28 @@ def test_unfinished_reply_loads_as_interrupted_with_text_so_far(db_path: Path) -
     second.close()
 
 
+def test_a_batched_writer_commits_its_tokens_together_and_at_the_finish(
+    db_path: Path,
+) -> None:
+    first = ChatStore(db_path)
+    chat = first.new_chat("batched", MODEL)
+    first.add_message(chat, "user", "count")
+    writer = first.begin_reply(chat, MODEL, BASE, commit_every=3600.0)
+    second = ChatStore(db_path)
+    writer.append_token(0, 1, BASE, "one")
+    writer.append_token(1, 2, BASE, ",")
+    assert writer.token_count == 2
+    assert second.load_chat(chat).replies[0].token_ids == ()  # not committed yet
+    writer.commit()
+    assert second.load_chat(chat).replies[0].token_ids == (1, 2)
+    writer.append_token(2, 3, BASE, " two")
+    writer.finish("max_tokens", None, "one, two")
+    reply = second.load_chat(chat).replies[0]
+    assert reply.token_ids == (1, 2, 3) and reply.text == "one, two"
+    first.close()
+    second.close()
+
+
 def test_finish_stores_tokens_not_appended_and_rejects_reuse(store: ChatStore) -> None:
     chat = store.new_chat("t")
     writer = store.begin_reply(chat, MODEL, BASE)
