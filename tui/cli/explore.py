@@ -23,7 +23,7 @@ from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings, settings_s
 from tui.cli.generate import build_messages
 from tui.cli.model_flags import add_model_flags, chosen_model_path, chosen_rpc, log, model_or_hf
 from tui.cli.replay import DEFAULT_N_BATCH, DEFAULT_N_CTX
-from tui.cli.saved_reply import find_target, with_text_bias
+from tui.cli.saved_reply import add_position_flags, find_target, with_text_bias
 from tui.cli.settings_flags import (
     add_settings_flags,
     bias_needs_tokenizer,
@@ -48,22 +48,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "levels; each node shows its probability and the path's summed log-probability. The "
         "nodes are decoded in lockstep batches sharing the prompt's memory.",
     )
-    parser.add_argument(
-        "chat_id", type=int, nargs="?", default=None, metavar="CHAT_ID", help="a saved chat's id"
-    )
-    parser.add_argument(
-        "--reply", type=int, default=None, metavar="N", help="which reply, from 1 (default: last)"
-    )
-    parser.add_argument(
-        "--branch",
-        type=int,
-        default=None,
-        metavar="ID",
-        help="which branch of the reply (see `samplescope tree`; default: the one shown)",
-    )
-    parser.add_argument(
-        "--at", type=int, default=None, metavar="POS", help="the token's position, from 1"
-    )
+    add_position_flags(parser, required=False)
     parser.add_argument(
         "--prompt", default=None, metavar="TEXT", help="explore after this prompt (- reads stdin)"
     )

@@ -25,9 +25,20 @@ if TYPE_CHECKING:
     from backend.session.llama_backend import LlamaBackend
 
 
-def add_step_flags(parser: argparse.ArgumentParser) -> None:
-    """Add CHAT_ID, --reply, --branch, --at, --json, the model and settings flags."""
-    parser.add_argument("chat_id", type=int, metavar="CHAT_ID", help="the chat's id")
+def add_position_flags(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
+    """Add CHAT_ID, --reply, --branch and --at: a token of a saved reply.
+
+    Args:
+        required: Whether CHAT_ID and --at must be given (else they default to None).
+    """
+    parser.add_argument(
+        "chat_id",
+        type=int,
+        nargs=None if required else "?",
+        default=None,
+        metavar="CHAT_ID",
+        help="a saved chat's id",
+    )
     parser.add_argument(
         "--reply", type=int, default=None, metavar="N", help="which reply, from 1 (default: last)"
     )
@@ -39,8 +50,13 @@ def add_step_flags(parser: argparse.ArgumentParser) -> None:
         help="which branch of the reply (see `samplescope tree`; default: the one shown)",
     )
     parser.add_argument(
-        "--at", type=int, required=True, metavar="POS", help="the token's position, from 1"
+        "--at", type=int, required=required, metavar="POS", help="the token's position, from 1"
     )
+
+
+def add_step_flags(parser: argparse.ArgumentParser) -> None:
+    """Add CHAT_ID, --reply, --branch, --at, --json, the model and settings flags."""
+    add_position_flags(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
         "--model", default=None, metavar="PATH", help="use this GGUF instead of the recorded path"
