@@ -6,7 +6,10 @@ many of the reply's tokens the views read (a view that rebuilds from the whole r
 at each redraw reads more and more per token), and how many characters the screen
 sends to the terminal (a view that redraws the whole reply sends more and more).
 Both are compared per token between a window early in the reply (the transcript
-already full, so it scrolls) and one at its end. The fake generates a fixed number of
+already full, so it scrolls) and one near its end, each of 450 tokens: the app
+repaints a few times a second and a layout redraws the whole screen, so a shorter
+window holds too few repaints to compare; the late one stops 20 tokens before the end,
+whose redraw is once a reply, not per token. The fake generates a fixed number of
 tokens per redraw, so the pace is the same however loaded the machine is.
 """
 
@@ -33,8 +36,8 @@ from tui.chat.view import ChatView
 pytestmark = pytest.mark.anyio
 
 LENGTH = 1500
-EARLY = (400, 700)
-LATE = (LENGTH - 300, LENGTH)
+EARLY = (300, 750)
+LATE = (LENGTH - 470, LENGTH - 20)
 ALLOWED_GROWTH = 1.3
 PER_PAINT = 8
 
