@@ -10,7 +10,6 @@ import secrets
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
 from typing import ClassVar
 
 from textual import on, work
@@ -22,9 +21,8 @@ from textual.widgets import Footer
 
 from backend.chat.completion import Mode, mode_for_backend
 from backend.chat.events import FinishedEvent, GenerationEvent
-from backend.chat.protocol import ChatMessage, LiveSettings, ModelInfo
+from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.config.config import Config
-from backend.config.model_catalog import LocalModel
 from backend.session.backend import SessionBackend
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatStore, StoreError
@@ -36,11 +34,10 @@ from tui.chat.explore import open_explore
 from tui.chat.loading import BackendFailed, BackendReady, load_backend
 from tui.chat.mode_switch import switch_mode
 from tui.chat.model_switch import (
+    ModelSwitcher,
     ModelSwitchFailed,
     OpenModel,
     PreviousModelKept,
-    carried_bias,
-    switch_model,
 )
 from tui.chat.reply import Reply
 from tui.chat.runner import GIL_SWITCH_INTERVAL, GenerationRunner
@@ -54,7 +51,7 @@ from tui.preset_commands import PresetCommands
 from tui.score.screen import ScoreScreen
 from tui.screens.help import HelpScreen
 from tui.screens.history import HistoryScreen
-from tui.screens.model_picker import ListModels, ModelPickerScreen
+from tui.screens.model_picker import ListModels
 from tui.widgets.sampling_panel import SamplingPanel
 from tui.widgets.status_line import StatusState
 from tui.widgets.token_text import TokenPieces
@@ -68,7 +65,6 @@ _CHAT_ACTIONS = frozenset(
 )
 
 NEW_SEED_RANGE = 100_000
-OTHER_SCREEN_OPEN = "Close the other screen first: another model opens from the chat."
 
 # The app's keys, shown in the footer. Each binding has an id (its action's name) so
 # that the config file's [keys] table can move it (`App.set_keymap`).
@@ -177,9 +173,10 @@ class SamplescopeApp(App[None]):
         """`--mode`; None: completion for a base model, else chat (set on load)."""
         self.encode: TextEncoder | None = None
         """The model's tokenizer on the UI thread (a logit bias typed as text)."""
-        self._list_models = list_models
-        self._open_model = open_model
-        self._first_load = True  # the model given at startup is still loading
+        self.switcher = ModelSwitcher(
+            self, self.runner, self.chat, self.live, self.pieces, store, list_models, open_model
+        )
+        """Opens another model while the app runs (the picker)."""
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's driver; on Linux one that keeps a paste with escapes whole."""
@@ -243,12 +240,9 @@ class SamplescopeApp(App[None]):
     def _on_backend_ready(self, message: BackendReady) -> None:
         backend = message.backend
         self.runner.backend = backend
-        self._first_load = False
+        self.switcher.first_load = False
         if self.switching is not None:
-            self.switching = None
-            self._carry_bias(message.encode, backend.info)
-            self.pieces.forget()
-            self.notify(f"Opened {backend.info.name}: the chat goes on with it.", timeout=10)
+            self.switcher.opened(message.encode, backend.info)
         self.conversation.model = backend.info.path
         self.pieces.lookup = message.pieces
         self.pieces.token_bytes = message.token_bytes
@@ -263,96 +257,27 @@ class SamplescopeApp(App[None]):
             )
         self.chat.show_model(info)
 
-    def _carry_bias(self, encode: TextEncoder | None, info: ModelInfo) -> None:
-        """Another model opened: the logit bias names its tokens, or loses the entries
-        it cannot (said in a notice)."""
-        bias = self.live.current.logit_bias
-        if not bias:
-            return
-        carried, dropped = carried_bias(bias, self.pieces.token_bytes, encode, info.n_vocab)
-        if carried == bias:
-            return
-        self.live.current = self.live.current.with_changes(logit_bias=carried)
-        self.chat.show_settings(self.live.current)
-        lost = ", ".join(f"#{token}" for token in dropped)
-        self.notify(
-            f"The logit bias now names {info.name}'s tokens ({len(carried)} kept"
-            + (f"; dropped {lost}: not one token of {info.name})." if dropped else ")."),
-            timeout=15,
-        )
-
     @on(BackendFailed)
     def _on_backend_failed(self, message: BackendFailed) -> None:
-        self._first_load = False
+        self.switcher.first_load = False
         self.chat.show_load_error(message.error)
 
     def action_pick_model(self) -> None:
         """Open another model from the ones on disk (the chat goes on)."""
-        if self._list_models is None or self._open_model is None:
-            self.notify("This app was started with a fixed model.", severity="warning")
-            return
-        if self.switching is not None or self._first_load:
-            self.notify(f"{self.switching or 'The model'} is loading.")
-            return
-        if len(self.screen_stack) > 1:  # the palette calls this on any screen
-            self.notify(OTHER_SCREEN_OPEN, severity="warning")
-            return
-        backend = self.runner.backend
-        current = None if backend is None else Path(backend.info.path)
-        self.push_screen(ModelPickerScreen(self._list_models, current=current), self._model_picked)
-
-    def _model_picked(self, model: LocalModel | None) -> None:
-        if model is None or self._open_model is None or self.switching is not None:
-            return
-        if len(self.screen_stack) > 1:
-            self.notify(OTHER_SCREEN_OPEN, severity="warning")
-            return
-        if self.chat.stop_then(lambda: self._model_picked(model)):
-            return
-        self.switching = model.name  # from now on no job starts
-        self.runner.cancel()  # a what-if rebuild, say
-        self.notify(f"Loading {model.name}…", timeout=10)
-        self.run_worker(self._switch_when_idle(self._open_model, model.path), group="switch")
-
-    async def _switch_when_idle(self, open_model: OpenModel, path: Path) -> None:
-        """Load `path` once no job uses the model any more."""
-        await self.runner.wait_idle()
-        previous, self.runner.backend = self.runner.backend, None
-        self._switch_model(open_model, path, previous)
-
-    @work(thread=True, exclusive=True, group="load")
-    def _switch_model(
-        self, open_model: OpenModel, path: Path, previous: SessionBackend | None
-    ) -> None:
-        switch_model(open_model, path, previous, self.runner, self.store, self.post_message)
+        self.switcher.pick()
 
     @on(PreviousModelKept)
     def _on_previous_kept(self, message: PreviousModelKept) -> None:
-        self.notify(
-            f"{message.name} could not be freed (a job still held it): it stays in memory"
-            " until samplescope quits.",
-            severity="warning",
-            timeout=20,
-        )
+        self.switcher.kept(message.name)
 
     @on(ModelSwitchFailed)
     def _on_switch_failed(self, message: ModelSwitchFailed) -> None:
-        self.runner.backend = message.previous
-        name, self.switching = self.switching, None
-        self.notify(
-            f"Could not open {name}: {message.error}. The model before stays.",
-            severity="error",
-            timeout=20,
-        )
+        self.switcher.failed(message)
 
     @property
     def switching(self) -> str | None:
         """The name of the model being opened by the picker (None: no switch runs)."""
         return self.runner.loading
-
-    @switching.setter
-    def switching(self, name: str | None) -> None:
-        self.runner.loading = name
 
     @property
     def ready(self) -> bool:

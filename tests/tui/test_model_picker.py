@@ -361,14 +361,14 @@ class Holder:
 async def test_a_switch_waits_until_no_job_uses_the_model(tmp_path: Path) -> None:
     idle_at_open: list[bool] = []
     app = make_app(tmp_path, [])
-    given = app._open_model
+    given = app.switcher.open_model
     assert given is not None
 
     def open_model(path: Path) -> SessionBackend:
         idle_at_open.append(app.runner.idle)
         return given(path)
 
-    app._open_model = open_model
+    app.switcher.open_model = open_model
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: app.ready)
         stopped = threading.Event()
