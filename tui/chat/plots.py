@@ -17,11 +17,6 @@ from tui.chat.transcript import Transcript
 from tui.widgets.tail_plot import TAIL_RANKS, TailPlot
 from tui.widgets.timeline import ReplyTimeline
 
-TIMELINE_EVERY = 3
-"""While a reply streams, the timeline redraws on every this many redraw ticks."""
-TAIL_EVERY = 6
-"""While a reply streams, the tail plot redraws on every this many redraw ticks."""
-
 
 def selected_token(replies: Sequence[Reply], cursor: tuple[int, int] | None) -> tuple[int, int]:
     """The (reply, token) the plots show: the cursor's, else the latest token's.
@@ -57,7 +52,6 @@ class ChatPlots:
         self.live = live
         self.conversation = conversation
         self.transcript = transcript
-        self._ticks = 0
 
     @property
     def shown(self) -> tuple[int, bool]:
@@ -95,22 +89,19 @@ class ChatPlots:
             self.transcript.screen.set_focus(self.transcript)
             self.transcript.select(number, index)
 
-    def draw(self, streaming: bool = False) -> None:
+    def draw(self, timeline: bool = True, tail: bool = True) -> None:
         """Bring the shown plots up to the selected token.
 
         Args:
-            streaming: A redraw tick while a reply streams: then the timeline draws
-                every `TIMELINE_EVERY`-th call and the tail plot every
-                `TAIL_EVERY`-th, keeping the UI thread's share (and so the decode's
-                speed) small; any other call draws at once.
+            timeline: Redraw the timeline (while a reply streams, the chat view's
+                redraw ticks say when each plot is due).
+            tail: Redraw the tail plot.
         """
-        rows, tail = self.shown
+        shown_rows, shown_tail = self.shown
+        rows = shown_rows if timeline else 0
+        tail = shown_tail and tail
         if not rows and not tail:
             return
-        self._ticks += 1
-        if streaming:
-            rows = rows if self._ticks % TIMELINE_EVERY == 0 else 0
-            tail = tail and self._ticks % TAIL_EVERY == 0
         replies, cursor = self.conversation.replies, self.transcript.cursor
         number, index = selected_token(replies, cursor)
         tokens = replies[number].tokens if number >= 0 else []

@@ -52,9 +52,10 @@ from tui.widgets.timeline import ReplyTimeline
 from tui.widgets.token_text import TokenPieces
 
 STORED_REPLIES_NOTE = "Replies of a saved chat have no per-token record; new replies will."
-PAINT_EVERY = {"reply": 3, "probs": 6, "status": 12}
+PAINT_EVERY = {"reply": 3, "probs": 6, "status": 12, "timeline": 12, "tail": 12}
 """While a reply streams, each part is drawn every so many ticks of the redraw timer
-(FLUSH_HZ a second): the transcript 10 times a second, the bars 5, the status 2.5.
+(FLUSH_HZ a second): the transcript 10 times a second, the bars 5, the status, the
+timeline and the tail plot 2.5.
 
 Every repaint takes the UI thread's time from the decode when llama.cpp has as many
 threads as there are cores. Textual renders every widget that a repaint's region
@@ -433,12 +434,15 @@ class ChatView(Vertical):
             self._redraw()
             return
         self._ticks += 1
-        if self._ticks % PAINT_EVERY["reply"] == 0:
+        due = {part for part, every in PAINT_EVERY.items() if self._ticks % every == 0}
+        if "reply" in due:
             self._transcript.sync_last()
-        if self._ticks % PAINT_EVERY["probs"] == 0 and self.cursor is None:
-            self._show_latest()
-            self.plots.draw(streaming=True)
-        if self._ticks % PAINT_EVERY["status"] == 0:
+        if self.cursor is None:
+            if "probs" in due:
+                self._show_latest()
+            if "timeline" in due or "tail" in due:
+                self.plots.draw(timeline="timeline" in due, tail="tail" in due)
+        if "status" in due:
             self._update_status()
 
     def flush_now(self) -> None:

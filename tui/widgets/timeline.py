@@ -194,6 +194,16 @@ class ReplyTimeline(Vertical):
             return None
         return int(np.searchsorted(np.asarray(self._columns), index, side="right")) - 1
 
+    def _xs_of(self, indices: Sequence[int]) -> list[int]:
+        """The distinct x offsets of the tokens `indices` of the shown reply, in order
+        (`x_of` for all of them in one search; those outside the reply are left out)."""
+        wanted = np.asarray(indices, dtype=np.intp)
+        wanted = wanted[(wanted >= 0) & (wanted < len(self._tokens))]
+        if not wanted.size or not self._columns:
+            return []
+        columns = np.searchsorted(np.asarray(self._columns), wanted, side="right")
+        return sorted({int(x) for x in (columns - 1) * self._spread})
+
     def x_of(self, index: int) -> int | None:
         """The x offset (in the rows) of the first cell drawing token `index`, or None."""
         column = self.column_of(index)
@@ -282,10 +292,10 @@ class ReplyTimeline(Vertical):
         marks = self._marks
         marks.tokens = [i for i in self._columns for _ in range(spread)]
         marks.styles.width = max(1, len(marks.tokens))
-        marks.changes = sorted({x for i in self._changed if (x := self.x_of(i)) is not None})
-        marks.ghosts = sorted({x for i in self._ghosts if (x := self.x_of(i)) is not None})
-        marks.forced = sorted({x for i in self._forced if (x := self.x_of(i)) is not None})
-        marks.surprises = sorted({x for i in self._surprising if (x := self.x_of(i)) is not None})
+        marks.changes = self._xs_of(self._changed)
+        marks.ghosts = self._xs_of(self._ghosts)
+        marks.forced = self._xs_of(self._forced)
+        marks.surprises = self._xs_of(self._surprising)
         marks.cursor = None if self._cursor is None else self.x_of(self._cursor)
         marks.refresh()
         self._update_title(probs, entropy, bounds)
