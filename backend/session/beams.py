@@ -440,6 +440,9 @@ class _Search:
         steps: dict[int, Step] = {}
         for number in sorted(numbers):
             beam = live[number]
+            # One sampler serves every beam: it continues this beam's reply at its length
+            # (min_tokens and a grammar count the reply's tokens).
+            self.sampler.resume(len(beam.token_ids))
             step = self.sampler.sample(self.model.logits(beam.row), self.memory.tokens(beam.seq))
             self.sampler_us += step.elapsed_us
             steps[number] = step

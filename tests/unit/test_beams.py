@@ -89,6 +89,23 @@ def test_each_beams_logprob_is_its_tokens_probabilities_recomputed_alone(width: 
                 assert best_next <= prefix
 
 
+def test_each_step_record_counts_its_own_beams_length() -> None:
+    # min_tokens bans the end (made the likeliest token by a bias) until the beam has 6
+    # tokens: each stored table must say so for its own beam, whatever the other beams
+    # sampled before it in the step.
+    settings = CHAIN.with_changes(min_tokens=6, logit_bias=((0, 8.0),))
+    backend = FakeBackend(min_reply_tokens=0)
+    search = beam_search(backend, QUESTION, settings, width=3, max_tokens=12)
+    eog = set(backend.model.eog_ids)
+    for beam in search.beams:
+        for index, (token, step) in enumerate(zip(beam.token_ids, beam.steps, strict=True)):
+            rows = [int(t) for t in step.table.token_ids]
+            assert step.table.prob_after[rows.index(token)] == pytest.approx(step.prob, rel=1e-5)
+            if index < 6:
+                after = dict(zip(rows, step.table.prob_after, strict=True))
+                assert eog <= after.keys() and all(after[t] == 0.0 for t in eog)
+
+
 def test_the_length_penalty_ranks_finished_beams_by_logprob_over_length() -> None:
     search = beam_search(
         FakeBackend(min_reply_tokens=2), QUESTION, CHAIN, width=3, max_tokens=12, length_penalty=1.5
