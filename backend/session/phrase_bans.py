@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import accumulate
 
 from backend.chat.events import NoticeEvent, RewindEvent, TokenEvent
@@ -57,6 +57,10 @@ class PhraseBans:
     ignore_case: bool = False
     regex: bool = False
     tries: int = DEFAULT_TRIES
+    _patterns: tuple[re.Pattern[str], ...] = field(
+        default=(), init=False, repr=False, compare=False
+    )
+    """Each phrase compiled once (plain phrases escaped)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "phrases", tuple(self.phrases))
@@ -76,6 +80,8 @@ class PhraseBans:
                     raise PhraseBanError(
                         f"banned phrase {phrase!r} matches the empty text: it bans everything"
                     )
+        parts = self.phrases if self.regex else tuple(re.escape(p) for p in self.phrases)
+        object.__setattr__(self, "_patterns", tuple(re.compile(p, self._flags) for p in parts))
 
     @property
     def _flags(self) -> int:
@@ -84,17 +90,20 @@ class PhraseBans:
     def __bool__(self) -> bool:
         return bool(self.phrases)
 
-    def pattern(self) -> re.Pattern[str]:
-        """One pattern matching any banned phrase (the leftmost match first)."""
-        parts = self.phrases if self.regex else tuple(re.escape(p) for p in self.phrases)
-        return re.compile("|".join(f"(?:{part})" for part in parts), self._flags)
-
     def find(self, text: str, after: int = 0) -> re.Match[str] | None:
-        """The leftmost banned phrase in `text` that ends past character `after`."""
-        for match in self.pattern().finditer(text):
-            if match.end() > after:
-                return match
-        return None
+        """The banned phrase in `text` that starts first among those ending past
+        character `after` (matches may overlap: "aa" is found in "aaa" past 2)."""
+        found: re.Match[str] | None = None
+        for pattern in self._patterns:
+            # A plain phrase ending past `after` starts at most its length before it.
+            position = 0 if self.regex else max(0, after - len(pattern.pattern) + 1)
+            while (match := pattern.search(text, position)) is not None:
+                if match.end() > after:
+                    if found is None or match.start() < found.start():
+                        found = match
+                    break
+                position = match.start() + 1
+        return found
 
 
 def token_at(texts: list[str], char: int) -> int:

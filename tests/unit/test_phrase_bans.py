@@ -78,8 +78,11 @@ def test_seeded_replies_never_hold_the_phrase(seed: int) -> None:
     events = run(settings, bans, max_tokens=40)
     end = finished(events)
     assert " the" not in end.text and " cat" not in end.text
-    for rewind in (e for e in events if isinstance(e, RewindEvent)):
+    rewinds = [e for e in events if isinstance(e, RewindEvent)]
+    for rewind in rewinds:
         assert rewind.matched in (" the", " cat")
+    unbanned = finished(run(settings, None, max_tokens=40)).text
+    assert bool(rewinds) == (" the" in unbanned or " cat" in unbanned)
 
 
 def test_ignore_case_bans_other_cases_only_when_asked() -> None:
@@ -99,6 +102,7 @@ def test_a_regular_expression_bans_what_it_matches() -> None:
     )
     text = finished(events).text
     assert not any(word.endswith("s") and word.isalpha() for word in text.split(" "))
+    assert any(isinstance(e, RewindEvent) for e in events)  # the seed writes one at first
 
 
 def test_an_index_whose_tries_run_out_ends_the_reply_there() -> None:
@@ -124,3 +128,13 @@ def test_an_index_whose_tries_run_out_ends_the_reply_there() -> None:
 def test_unusable_bans_are_refused(bans: object, message: str) -> None:
     with pytest.raises(PhraseBanError, match=message):
         bans()  # type: ignore[operator]
+
+
+def test_overlapping_phrases_are_found() -> None:
+    # A match that overlaps an earlier (allowed) one still counts.
+    assert PhraseBans(("ab", "bc")).find("abc", 2) is not None
+    assert PhraseBans(("aa",)).find("aaa", 2) is not None
+    assert PhraseBans(("ab", "abc")).find("abc", 2) is not None
+    match = PhraseBans((r"a+b",), regex=True).find("xaab", 3)
+    assert match is not None and match.group() == "aab"
+    assert PhraseBans(("cat",)).find("the cat sat", 8) is None
