@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sampling.records import Step
+from sampling.token_scores import perplexity
 
 #: A token less probable than this under the raw distribution counts as unlikely.
 LOW_PROBABILITY = 0.01
@@ -72,7 +73,7 @@ def reply_score(
         n_tokens=len(steps),
         logprob_raw=logprob_raw,
         logprob_sampled=sum(_log(step.prob) for step in steps),
-        perplexity=None if logprob_raw is None else math.exp(-logprob_raw / len(steps)),
+        perplexity=None if logprob_raw is None else perplexity(logprob_raw, len(steps)),
         mean_entropy=sum(step.entropy for step in steps) / len(steps),
         low_prob_tokens=sum(1 for p in known if p < low_prob_below),
         low_prob_below=low_prob_below,

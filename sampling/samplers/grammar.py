@@ -104,7 +104,6 @@ class Grammar:
         taken: The reply's tokens the matcher took.
         removed: The mass the last step removed (0 to 1).
         forced: Whether the last step left exactly one token.
-        legal: How many tokens the last step kept.
     """
 
     name: ClassVar[str] = "grammar"
@@ -123,7 +122,6 @@ class Grammar:
     restored: GrammarState | None = None
     removed: float = 0.0
     forced: bool = False
-    legal: int = 0
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> Grammar | None:
@@ -155,9 +153,8 @@ class Grammar:
         allowed &= kept_logits > -np.inf
         weights = candidates.weights()
         total = float(weights.sum())
-        kept_mass = float(weights[allowed].sum())
+        kept_mass = float(weights.sum(where=allowed))
         count = int(np.count_nonzero(allowed))
-        self.legal = count
         self.forced = count == 1
         self.removed = 0.0 if total <= 0.0 else max(0.0, 1.0 - kept_mass / total)
         if count == 0:
