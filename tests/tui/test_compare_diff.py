@@ -62,7 +62,9 @@ def test_a_live_diff_waits_while_the_columns_run() -> None:
     assert live.diff.deleted_before == {}  # the reference's 4th token is not "left out" yet
     assert not live.due(6, 3, ended=False)  # too soon after the last diff
     now[0] += DIFF_EVERY
-    assert live.due(6, 3, ended=False) and not live.due(4, 3, ended=False)  # same lengths
+    # Only the shared length counts while they run: 3 tokens in common, as last time.
+    assert not live.due(6, 3, ended=False) and not live.due(4, 3, ended=False)
+    assert live.due(6, 4, ended=False)  # one more token in common
     live.update(reference, tokens, ended=True)  # both ended: at once, the whole of both
     assert live.diff.deleted_before == {3: 3} and live.diff.deleted == 3
     assert not live.due(6, 3, ended=True)

@@ -108,16 +108,26 @@ class LiveDiff:
         self._at = -math.inf
 
     def due(self, n_reference: int, n_tokens: int, ended: bool) -> bool:
-        """Whether the diff is out of date for these lengths and may be computed now."""
-        if (n_reference, n_tokens, ended) == self._key:
+        """Whether the diff is out of date for these lengths and may be computed now
+        (while a column runs only the shared length is diffed: once one column stops
+        growing, the other's new tokens change nothing)."""
+        if self._key_for(n_reference, n_tokens, ended) == self._key:
             return False
         return ended or self._clock() - self._at >= DIFF_EVERY
+
+    @staticmethod
+    def _key_for(n_reference: int, n_tokens: int, ended: bool) -> tuple[int, int, bool]:
+        """What the diff depends on: both lengths at the end, the shared one before."""
+        if ended:
+            return (n_reference, n_tokens, True)
+        shared = min(n_reference, n_tokens)
+        return (shared, shared, False)
 
     def update(self, reference: Sequence[int], tokens: Sequence[int], ended: bool) -> None:
         """Diff `tokens` against `reference` if `due`; `ended`: both columns ended."""
         if not self.due(len(reference), len(tokens), ended):
             return
-        self._key = (len(reference), len(tokens), ended)
+        self._key = self._key_for(len(reference), len(tokens), ended)
         self._at = self._clock()
         if not ended:
             shared = min(len(reference), len(tokens))
