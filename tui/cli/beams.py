@@ -18,7 +18,7 @@ from backend.store.records import StoreError
 from sampling.settings import SamplerSettings
 from tui.cli.model_flags import log
 from tui.cli.score import reply_score_json
-from tui.cli.store_access import open_store
+from tui.cli.store_access import recorder_for
 
 if TYPE_CHECKING:
     from backend.session.llama_backend import LlamaBackend
@@ -68,10 +68,7 @@ def run_beams(
     recorder = None
     try:
         if args.save:
-            info = backend.info
-            recorder = ChatRecorder(
-                open_store(args), info.path, n_ctx=info.n_ctx, n_batch=info.n_batch
-            )
+            recorder = recorder_for(args, backend)
 
         def progress(step: int, live: object) -> None:
             if args.verbose >= 1:

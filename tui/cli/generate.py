@@ -19,7 +19,6 @@ from backend.chat.events import (
 )
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.store.recorded import recorded
-from backend.store.recorder import ChatRecorder
 from backend.store.records import StoreError
 from sampling.records import Step
 from sampling.settings import DEFAULT_CHAT_SETTINGS
@@ -33,11 +32,11 @@ from tui.cli.settings_flags import (
     settings_from_args,
     settings_with_user_config,
 )
-from tui.cli.store_access import add_db_flag, open_store
+from tui.cli.store_access import add_db_flag, recorder_for
 from tui.cli.text_input import read_stdin
 
 if TYPE_CHECKING:
-    from backend.session.llama_backend import LlamaBackend
+    pass
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -112,12 +111,6 @@ def ghosts_json(ghosts: list[RewindEvent], reply_ids: list[int]) -> list[dict[st
     ]
 
 
-def _recorder(args: argparse.Namespace, backend: LlamaBackend) -> ChatRecorder:
-    """A recorder into the `--db` store for the loaded model."""
-    info = backend.info
-    return ChatRecorder(open_store(args), info.path, n_ctx=info.n_ctx, n_batch=info.n_batch)
-
-
 def run(args: argparse.Namespace) -> int:
     """Generate and print the reply; the exit code is 1 if the generation failed."""
     base = settings_with_user_config(DEFAULT_CHAT_SETTINGS)
@@ -145,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         return run_beams(args, backend, messages, settings, mode, bans)
     verbose: int = args.verbose
     finished: FinishedEvent | None = None
-    recorder = _recorder(args, backend) if args.save else None
+    recorder = recorder_for(args, backend) if args.save else None
     steps: list[Step] = []
     ghosts: list[RewindEvent] = []
     # With phrase bans, text a rewind may still take back is held.

@@ -1,10 +1,13 @@
-"""Shared bits of the commands that read saved chats (`history`, `export`, `replay`)."""
+"""Shared bits of the commands that read or write saved chats (`history`, `export`,
+`replay`, `generate --save`)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
+from backend.session.backend import SessionBackend
+from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatStore
 
 
@@ -23,3 +26,9 @@ def add_db_flag(parser: argparse.ArgumentParser) -> None:
 def open_store(args: argparse.Namespace) -> ChatStore:
     """The store `--db` names, or the default one."""
     return ChatStore(getattr(args, "db", None))
+
+
+def recorder_for(args: argparse.Namespace, backend: SessionBackend) -> ChatRecorder:
+    """A recorder into the `--db` store for the loaded model."""
+    info = backend.info
+    return ChatRecorder(open_store(args), info.path, n_ctx=info.n_ctx, n_batch=info.n_batch)
