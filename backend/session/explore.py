@@ -490,7 +490,6 @@ def explore(
         ExploreError: The tree would not fit.
         SamplescopeError: The point cannot be rebuilt or the model failed.
     """
-    shape_checked = TreeShape(shape.depth, shape.width, shape.mass)
     given = backend.step_input(messages, prefix, max_tokens=max_tokens, raw=raw, decoding=decoding)
     memory = backend.session.memory
     held = memory.tokens(0)
@@ -504,7 +503,7 @@ def explore(
         backend.session,
         given,
         settings,
-        shape_checked,
+        shape,
         index=len(prefix),
         uniform=uniform,
         lockstep=lockstep,
