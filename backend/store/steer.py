@@ -24,7 +24,7 @@ from backend.chat.protocol import LiveSettings
 from backend.session.backend import SessionBackend
 from backend.session.explore import Tree, TreeShape, explore
 from backend.session.run import Steer, StepInput
-from backend.store.branches import lineage
+from backend.store.branches import lineage, turn_of
 from backend.store.recorded import recorded
 from backend.store.recorder import ChatRecorder
 from backend.store.records import ChatRecord, ReplyRecord, StoreError
@@ -101,14 +101,9 @@ def check_position(reply: ReplyRecord, position: int) -> int:
     return position - 1
 
 
-def siblings_of(chat: ChatRecord, reply: ReplyRecord) -> tuple[ReplyRecord, ...]:
-    """Every branch of the reply's turn."""
-    return next((m.branches for m in chat.messages if m.id == reply.message_id), (reply,))
-
-
 def settings_for(chat: ChatRecord, reply: ReplyRecord, index: int) -> SamplerSettings:
     """The settings token `index` of a branch was sampled with (its parent's before its fork)."""
-    for branch in lineage(reply, siblings_of(chat, reply)):
+    for branch in lineage(reply, turn_of(chat, reply)):
         if branch.fork_at is None or index >= branch.fork_at:
             return branch.settings_at(index)
     return reply.settings_at(index)
@@ -240,7 +235,7 @@ def make_branch(
         error = "no result" if finished is None else finished.error
         raise SteerError(f"the branch could not be generated: {error}")
     again = store.load_chat(chat.id)
-    branch = next(b for b in siblings_of(again, reply) if b.id == recorder.reply_id)
+    branch = next(b for b in turn_of(again, reply) if b.id == recorder.reply_id)
     return BranchResult(branch, reply, index, tuple(notices))
 
 
