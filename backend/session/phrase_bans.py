@@ -123,16 +123,26 @@ def backtracking(generation: Generation, bans: PhraseBans) -> Iterator[Event]:
     left alone.
     """
     forced = generation.steer.force is not None
+    joined: dict[int, tuple[int, str]] = {}  # each column's texts so far: (count, text)
+    given_chars: dict[int, int] = {}  # each column's given tokens' text length
     for column, event in generation:
         yield column, event
         if not isinstance(event, TokenEvent):
             continue
         lane = generation.lanes[column]
+        count, text_before = joined.get(column, (-1, ""))
+        if count != len(lane.texts) - 1:  # first token, or after a rewind
+            text_before = "".join(lane.texts[:-1])
+        whole = text_before + lane.texts[-1]
+        joined[column] = (len(lane.texts), whole)
         fixed = lane.given + forced  # the first index a rewind may go back to
         if lane.index <= fixed:
             continue
-        given_text = sum(len(text) for text in lane.texts[:fixed])
-        match = bans.find("".join(lane.texts), given_text)
+        # A phrase ending in the text checked before would have been found then (or
+        # lies in the given tokens, left alone): only one ending in the new text counts.
+        if column not in given_chars:
+            given_chars[column] = sum(len(text) for text in lane.texts[:fixed])
+        match = bans.find(whole, max(given_chars[column], len(text_before)))
         if match is None:
             continue
         at = max(fixed, token_at(lane.texts, match.start()))
