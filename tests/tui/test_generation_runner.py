@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Iterator
 
@@ -113,3 +114,22 @@ async def test_without_a_model_nothing_starts() -> None:
     async with app.run_test():
         with pytest.raises(RuntimeError, match="no model"):
             GenerationRunner(app).start(reply(1), Recorder())
+
+
+async def test_a_job_runs_with_the_heap_frozen_until_the_last_worker_returns() -> None:
+    app: App[None] = App()
+    async with app.run_test() as pilot:
+        backend = FakeBackend(pause_after_tokens=3)
+        runner = GenerationRunner(app, backend)
+        first, second = Recorder(), Recorder()
+        runner.start(reply(50), first)
+        await wait_until(pilot, backend.paused.is_set)
+        frozen = gc.get_freeze_count()
+        assert frozen > 0  # what existed at the start is out of the collections
+        runner.cancel()
+        backend.pause_after_tokens = None
+        runner.start(reply(5), second)  # waits for the first worker, then runs
+        await wait_until(pilot, lambda: bool(second.ended))
+        await runner.wait_idle()
+        await pilot.pause()
+        assert gc.get_freeze_count() == 0  # given back once no worker is left

@@ -38,6 +38,7 @@ FORK_MARK = "⋔"
 _CHUNK = re.compile(r"\s*\S+|\s+")
 _NO_TOKEN = -1
 GROW = 16
+"""Lines a streaming reply first reserves; each time they fill, the reserve doubles."""
 GUTTER = 2  # "▌ " before each line
 
 
@@ -265,12 +266,22 @@ class ReplyView(Widget):
         return self._height()
 
     def _height(self) -> int:
-        # While tokens stream in, the height grows in steps of GROW lines: a layout
-        # pass redraws the whole screen, so one per GROW lines rather than per line.
+        # While tokens stream in, the height grows in steps: a layout pass redraws the
+        # whole screen (three passes, as the transcript's size follows), so the room
+        # reserved doubles each time it fills: a few layouts a reply, however long.
+        # The transcript follows the last line drawn (`text_height`), not the room.
         lines = len(self._lines)
         if self.reply.finished:
             return lines
-        return -(-lines // GROW) * GROW
+        room = GROW
+        while room < lines:
+            room *= 2
+        return room
+
+    @property
+    def text_height(self) -> int:
+        """Lines drawn (the height less the room reserved while the reply streams)."""
+        return len(self._lines)
 
     def on_resize(self, event: events.Resize) -> None:
         if self.content_region.width - GUTTER != self._wrap:

@@ -12,6 +12,7 @@ every state change and every widget; after each timed drain the consumer paints.
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -27,7 +28,7 @@ from backend.chat.events import GenerationEvent, TokenEvent
 from backend.session.backend import SessionBackend
 from sampling.errors import SamplescopeError
 
-FLUSH_HZ = 30.0
+FLUSH_HZ = 10.0
 """How often the inbox is drained and the consumer paints."""
 
 GIL_SWITCH_INTERVAL = 0.0005
@@ -37,6 +38,24 @@ The generation thread releases the GIL around every llama.cpp call and must get 
 back each time; with the default 5 ms a frame being drawn on the UI thread can stall
 it several times per token. 0.5 ms keeps the decode within a few percent of the bare
 loop (see tui/bench.py); the app sets it while it runs."""
+
+
+def freeze_heap() -> None:
+    """A job starts: leave every object that exists now out of garbage collection.
+
+    Python's full collection walks every tracked object; with Textual's widgets and a
+    chat's records that is ~60 ms, which lands on the UI thread or the generation
+    thread mid-reply (a stall of ~5 tokens). Frozen, a collection walks only what the
+    job made. `thaw_heap` gives the objects back when the job ends, so garbage that
+    was frozen is still collected then.
+    """
+    gc.freeze()
+
+
+def thaw_heap() -> None:
+    """The job ended: frozen objects are collected again (see `freeze_heap`)."""
+    gc.unfreeze()
+
 
 Job = Callable[[SessionBackend, threading.Event], Iterable[ColumnEvent]]
 """What the worker runs: given the backend and the cancel flag, the events to show
@@ -121,6 +140,7 @@ class GenerationRunner:
         self._cancel = threading.Event()
         self._consumer = consumer
         self.running = True
+        freeze_heap()
         with self._count_lock:
             self._workers += 1
         work = partial(self._work, self._generation, job, backend, self._cancel)
@@ -148,6 +168,7 @@ class GenerationRunner:
     def close_backend(self, timeout: float = 10.0) -> None:
         """Free the model once no generation uses it (call after the app returned)."""
         self._cancel.set()
+        thaw_heap()  # a job stopped with the app hands no end to drain
         backend = self.backend
         if backend is not None and self._backend_lock.acquire(timeout=timeout):
             try:
@@ -202,6 +223,8 @@ class GenerationRunner:
         inbox = self._inbox
         while inbox:
             generation, column, event = inbox.popleft()
+            if isinstance(event, _JobEnded) and self.idle:
+                thaw_heap()  # the last worker returned (a stopped job's too)
             consumer = self._consumer
             if generation != self._generation or consumer is None:
                 continue  # of a stopped job

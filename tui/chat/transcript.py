@@ -186,7 +186,7 @@ class Transcript(VerticalScroll, can_focus=True):
     @property
     def at_end(self) -> bool:
         """Whether the view shows the bottom (then it follows new content)."""
-        return self.scroll_y >= self.max_scroll_y - 1
+        return self.scroll_y >= self._tail_y() - 1
 
     def follow(self, was_at_end: bool = True) -> None:
         """Scroll to the bottom once laid out, if the view was there before.
@@ -197,9 +197,21 @@ class Transcript(VerticalScroll, can_focus=True):
         if was_at_end:
             self.call_after_refresh(self._scroll_to_end)
 
+    def _tail_y(self) -> float:
+        """The scroll offset that shows the last line drawn at the bottom.
+
+        A streaming reply reserves room below its text (`ReplyView.text_height`);
+        the view stops at the text, not at the room."""
+        last = self.views[-1] if self.views else None
+        if last is None or last is not self.children[-1] or not last.region:
+            return self.max_scroll_y
+        room = last.size.height - last.text_height
+        return max(0, self.max_scroll_y - room)
+
     def _scroll_to_end(self) -> None:
-        if self.max_scroll_y > 0:
-            self.scroll_end(animate=False, immediate=True)
+        target = self._tail_y()
+        if target > 0 and self.scroll_y != target:
+            self.scroll_to(y=target, animate=False, immediate=True)
 
     def sync_last(self) -> None:
         """Draw the tokens that arrived in the last reply."""

@@ -35,6 +35,7 @@ from sampling.surprise import SurpriseRule
 from tui.chat.beam_job import BeamJob
 from tui.chat.branch_nav import move_branch
 from tui.chat.conversation import Conversation
+from tui.chat.draw_budget import DrawBudget, budget_for
 from tui.chat.plots import ChatPlots
 from tui.chat.reply import FINISH_LABELS, Reply
 from tui.chat.reply_job import ReplyJob
@@ -52,17 +53,18 @@ from tui.widgets.timeline import ReplyTimeline
 from tui.widgets.token_text import TokenPieces
 
 STORED_REPLIES_NOTE = "Replies of a saved chat have no per-token record; new replies will."
-PAINT_EVERY = {"reply": 3, "probs": 6, "status": 12, "timeline": 12, "tail": 12}
+PAINT_EVERY = {"reply": 1, "probs": 2, "status": 4, "timeline": 4, "tail": 4}
 """While a reply streams, each part is drawn every so many ticks of the redraw timer
 (FLUSH_HZ a second): the transcript 10 times a second, the bars 5, the status, the
 timeline and the tail plot 2.5.
 
-Every repaint takes the UI thread's time from the decode when llama.cpp has as many
-threads as there are cores. Textual renders every widget that a repaint's region
-overlaps over its whole visible area, and the containers overlap any region, so a
-repaint's cost is mostly fixed: the parts due at the same tick are drawn in one
-repaint rather than taking turns, and each part is drawn only as often as a reader
-can follow it."""
+Textual renders every widget that a repaint's region overlaps over its whole visible
+area, and the containers overlap any region, so a repaint's cost is mostly fixed: the
+parts due at the same tick are drawn in one repaint rather than taking turns, and
+each part is drawn only as often as a reader can follow it. When llama.cpp's threads
+take every core, a `DrawBudget` also holds redraws back to keep the UI thread's share
+of a core small: the parts due wait, and every other redraw it allows is the text
+alone (a third of the cost of one with the bars and the status)."""
 
 
 class ChatView(Vertical):
@@ -104,6 +106,9 @@ class ChatView(Vertical):
         self._pending: Callable[[], None] | None = None
         self._dirty = False
         self._ticks = 0
+        self._owed: set[str] = set()  # parts due while a redraw was held back
+        self.draw_budget: DrawBudget | None = None
+        """Holds streaming redraws back when the decode has every core (see show_model)."""
         self._first_token_at: float | None = None
         self._last_token_at: float | None = None
         self._generated = 0  # tokens the running reply sampled (not a branch's given ones)
@@ -162,6 +167,7 @@ class ChatView(Vertical):
     def show_model(self, info: ModelInfo) -> None:
         """The model is loaded: say which, and that the chat is ready."""
         backend = self.runner.backend
+        self.draw_budget = budget_for(info.n_threads)
         self._status.update(
             model=info.name,
             threads=info.n_threads,
@@ -218,6 +224,9 @@ class ChatView(Vertical):
         self.generating = True
         self._first_token_at = self._last_token_at = None
         self._generated = 0
+        self._owed.clear()
+        if self.draw_budget is not None:
+            self.draw_budget.restart()
         self._status.update(phase="prefill", prefill_done=0, prefill_total=0, note="")
         self.runner.start(job, self)
 
@@ -434,7 +443,13 @@ class ChatView(Vertical):
             self._redraw()
             return
         self._ticks += 1
-        due = {part for part, every in PAINT_EVERY.items() if self._ticks % every == 0}
+        self._owed |= {part for part, every in PAINT_EVERY.items() if self._ticks % every == 0}
+        budget = self.draw_budget
+        if not self._owed or (budget is not None and not budget.allows()):
+            return
+        due, self._owed = self._owed, set()
+        if budget is not None and budget.drawn % 2 and "reply" in due:
+            self._owed, due = due - {"reply"}, {"reply"}  # the text alone (PAINT_EVERY)
         if "reply" in due:
             self._transcript.sync_last()
         if self.cursor is None:

@@ -20,7 +20,7 @@ from tui.compare.column import CompareColumnView
 Series = Literal["entropy", "prob"]
 COLUMN_COLOURS = ("primary", "warning", "success", "error")
 """The theme colour of each column, in order."""
-STREAMING_EVERY = 8
+STREAMING_EVERY = 3
 """While columns stream in, the curves redraw once per this many screen ticks."""
 _FALLBACK = ("blue", "yellow", "green", "red")
 _TITLES = {"entropy": "entropy (nats)", "prob": "chosen-token probability"}

@@ -1,0 +1,123 @@
+"""Redraws while a reply streams: held back by the draw budget, and following the text.
+
+On the fake backend, paused mid-reply: the budget's decision is the only thing that
+differs between the two runs of the first test, and the transcript's room reserved
+below a streaming reply is visible state of the second.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.fake_backend import FakeBackend
+from tests.helpers import nth_reply_finished, type_message, wait_until
+from tui.app import SamplescopeApp
+from tui.chat.draw_budget import DrawBudget
+from tui.chat.reply_view import GROW, ReplyView
+from tui.chat.transcript import Transcript
+
+pytestmark = pytest.mark.anyio
+
+SIZE = (120, 36)
+
+
+def never_allowing() -> DrawBudget:
+    """A budget always in debt, whose forced redraw never comes (1 h)."""
+    spent = [0.0]
+
+    def cpu() -> float:
+        spent[0] += 1.0
+        return spent[0]
+
+    return DrawBudget(0.01, longest_wait=3600.0, cpu_clock=cpu)
+
+
+@pytest.mark.parametrize("held", [False, True])
+async def test_an_overdrawn_budget_holds_the_text_back_and_loses_no_token(held: bool) -> None:
+    backend = FakeBackend(pause_after_tokens=12)
+    app = SamplescopeApp(backend, max_tokens=20, cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.ready)
+        app.chat.draw_budget = never_allowing() if held else None
+        await type_message(pilot, app, "hello")
+        await wait_until(pilot, backend.paused.is_set)
+        reply = app.conversation.replies[-1]
+        await wait_until(pilot, lambda: len(reply.tokens) == 12)  # drained...
+        await pilot.pause(0.3)  # ...and three ticks of the redraw timer later:
+        view = app.query(ReplyView).last()
+        shown = view.plain_text()
+        if held:
+            assert shown == "…" and app.chat.draw_budget.held > 0  # type: ignore[union-attr]
+        else:
+            assert shown.split() == "".join(token.text for token in reply.tokens).split()
+        backend.resume.set()
+        await nth_reply_finished(pilot, app)
+        words = "".join(token.text for token in reply.tokens).split()
+        assert len(reply.tokens) == 20 and view.plain_text().split()[: len(words)] == words
+
+
+async def test_the_transcript_follows_the_last_line_not_the_room_below_it() -> None:
+    backend = FakeBackend(pause_after_tokens=600, min_reply_tokens=800)
+    app = SamplescopeApp(backend, max_tokens=800, cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_message(pilot, app, "tell me a long story")
+        await wait_until(pilot, backend.paused.is_set)
+        view = app.query(ReplyView).last()
+        transcript = app.query_one(Transcript)
+        await wait_until(pilot, lambda: view.text_height > 2 * GROW)  # past the viewport
+        await pilot.pause(0.3)
+        lines = view.text_height
+        room = view.size.height - lines
+        assert view.size.height == 4 * GROW and room > 0  # the reserve doubled twice
+        assert transcript.at_end
+        # The last line drawn is the viewport's last line; the room is below it.
+        text_bottom = view.virtual_region.y + lines
+        viewport = transcript.scrollable_content_region.height
+        assert transcript.scroll_y == text_bottom - viewport
+        assert transcript.max_scroll_y == transcript.scroll_y + room
+        backend.resume.set()
+        await nth_reply_finished(pilot, app)
+        await pilot.pause(0.1)
+        assert view.size.height == view.text_height  # finished: no room left
+        assert transcript.scroll_y == transcript.max_scroll_y
+
+
+class Scripted(DrawBudget):
+    """A budget that allows the redraws its script says, in turn."""
+
+    def __init__(self, script: list[bool]) -> None:
+        super().__init__(0.5)
+        self.script = script
+
+    def allows(self) -> bool:
+        allowed = self.script.pop(0)
+        self.drawn += allowed
+        self.held += not allowed
+        return allowed
+
+
+async def test_held_to_a_budget_every_other_redraw_is_the_text_alone() -> None:
+    backend = FakeBackend(pause_after_tokens=12)
+    app = SamplescopeApp(backend, max_tokens=20, cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_message(pilot, app, "hello")
+        await wait_until(pilot, backend.paused.is_set)
+        await wait_until(pilot, lambda: len(app.conversation.replies[-1].tokens) == 12)
+        assert app.runner._timer is not None
+        app.runner._timer.pause()  # the test ticks by hand
+        chat = app.chat
+        drawn: list[str] = []
+        chat._transcript.sync_last = lambda: drawn.append("reply")  # type: ignore[method-assign]
+        chat._show_latest = lambda: drawn.append("probs")  # type: ignore[method-assign]
+        chat._update_status = lambda: drawn.append("status")  # type: ignore[method-assign]
+        chat._ticks = 0
+        chat.draw_budget = Scripted([False, True, True, False, False, True, True, True])
+        for tick in range(8):
+            chat.paint()
+            drawn.append(f"|{tick + 1}")
+        # Held at tick 1. The 1st redraw allowed (tick 2) is the text alone, and the
+        # bars due then come with the 2nd (tick 3). Held at 4 and 5; the 3rd (tick 6)
+        # is the text alone, the bars and the status owed come with the 4th (tick 7).
+        assert "".join(drawn) == "|1reply|2replyprobs|3|4|5reply|6replyprobsstatus|7reply|8"
+        backend.resume.set()
+        await nth_reply_finished(pilot, app)
