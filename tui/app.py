@@ -10,7 +10,7 @@ import secrets
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual import on, work
 from textual.app import App, ComposeResult, SystemCommand
@@ -48,6 +48,7 @@ from tui.compare.command import CompareCommands, CompareContext, last_user_turn,
 from tui.compare.result import CompareResult
 from tui.paste_driver import paste_safe_driver
 from tui.preset_commands import PresetCommands
+from tui.row_compositor import RowCompositor
 from tui.score.screen import ScoreScreen
 from tui.screens.help import HelpScreen
 from tui.screens.history import HistoryScreen
@@ -183,6 +184,12 @@ class SamplescopeApp(App[None]):
         return paste_safe_driver(super().get_driver_class())
 
     # -- layout ----------------------------------------------------------------
+
+    def get_default_screen(self) -> Screen[Any]:
+        """The chat's screen, drawn by a `RowCompositor` (a token redraws its rows only)."""
+        screen = super().get_default_screen()
+        screen._compositor = RowCompositor()
+        return screen
 
     def compose(self) -> ComposeResult:
         yield self.chat

@@ -215,7 +215,7 @@ if __name__ == "__main__":
     threads = int(sys.argv[2]) if len(sys.argv) > 2 else None
     rows = (
         ("short reply", SHORT_TOKENS, 9, False),
-        ("long reply", LONG_TOKENS, 3, True),
+        ("long reply", LONG_TOKENS, 5, True),
     )
     for label, tokens, rounds, full_length in rows:
         started = time.perf_counter()

@@ -1,0 +1,90 @@
+"""A compositor that renders only the rows a repaint changes.
+
+Textual's compositor answers a repaint by rendering every widget whose clip overlaps
+the bounding box of the changed regions, each over its whole visible area; so a
+token's line in the transcript also renders the screen, the columns, the status line
+and the footer top to bottom, and one change at each end of the screen renders
+everything between. `RowCompositor` renders only the widgets a changed region
+overlaps, and only their rows that hold a changed line. What reaches the terminal is
+the same: it writes only the changed spans either way (`ChopsUpdate`), and a full
+render (a new screen, a snapshot) is Textual's own.
+
+Written against textual 8.2.8's `Compositor` (pinned in pyproject.toml); the tests
+compare its partial renders with the stock compositor's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+from textual._compositor import ChopsUpdate, Compositor
+from textual.geometry import Region
+from textual.strip import Strip
+
+
+class RowCompositor(Compositor):
+    """Textual's compositor, with partial renders restricted to the changed rows."""
+
+    def render_partial_update(self) -> ChopsUpdate | None:
+        """Render the changed regions (Textual's, with `_changed_rows` as the crop)."""
+        screen_region = self.size.region
+        update_regions = [
+            region
+            for region in (r.intersection(screen_region) for r in self._dirty_regions)
+            if region
+        ]
+        self._dirty_regions.clear()
+        if not update_regions:
+            return None
+        spans = list(self._regions_to_spans(update_regions))
+        rendered_lines = {y for y, _, _ in spans}
+        chops = self._changed_chops(update_regions, rendered_lines)
+        chop_ends = [cut_set[1:] for cut_set in self.cuts]
+        return ChopsUpdate(chops, spans, chop_ends)
+
+    def _changed_chops(
+        self, changed: Sequence[Region], rendered_lines: set[int]
+    ) -> Sequence[Mapping[int, Strip | None]]:
+        """Textual's `_render_chops`, rendering each widget over its changed rows only."""
+        cuts = self.cuts
+        fromkeys = dict.fromkeys
+        chops: list[dict[int, Strip | None]] = [fromkeys(cut_set[:-1]) for cut_set in cuts]
+        intersection = Region.intersection
+        for widget, (region, clip) in self.visible_widgets.items():  # front to back
+            visible = intersection(region, clip)
+            rows = _changed_rows(visible, changed, rendered_lines.__contains__)
+            if rows is None:
+                continue
+            top, bottom = rows
+            x, _, width, _ = visible
+            strips = widget.render_lines(Region(x - region.x, top - region.y, width, bottom - top))
+            first_cut, last_cut = visible.column_span
+            for y, strip in zip(range(top, bottom), strips, strict=False):
+                if y not in rendered_lines:
+                    continue
+                chops_line = chops[y]
+                line_cuts = [cut for cut in cuts[y] if last_cut >= cut >= first_cut]
+                pieces = strip.divide([cut - x for cut in line_cuts[1:]])
+                for cut, piece in zip(line_cuts, pieces, strict=False):
+                    if chops_line.get(cut) is None:  # the front-most widget wins a cut
+                        chops_line[cut] = piece
+        return chops
+
+
+def _changed_rows(
+    visible: Region, changed: Sequence[Region], rendered: Callable[[int], bool]
+) -> tuple[int, int] | None:
+    """The rows [top, bottom) of `visible` that hold a changed line, or None."""
+    if not visible:
+        return None
+    top = bottom = None
+    for region in changed:
+        overlap = visible.intersection(region)
+        if overlap:
+            rows = [y for y in overlap.line_range if rendered(y)]
+            if rows:
+                top = rows[0] if top is None else min(top, rows[0])
+                bottom = rows[-1] + 1 if bottom is None else max(bottom, rows[-1] + 1)
+    if top is None or bottom is None:
+        return None
+    return top, bottom
