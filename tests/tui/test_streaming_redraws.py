@@ -14,7 +14,7 @@ from tests.helpers import nth_reply_finished, type_message, wait_until
 from tui.app import SamplescopeApp
 from tui.chat.draw_budget import DrawBudget
 from tui.chat.reply_view import GROW, ReplyView
-from tui.chat.transcript import Transcript
+from tui.chat.transcript import FOLLOW_JUMP, Transcript
 
 pytestmark = pytest.mark.anyio
 
@@ -70,11 +70,13 @@ async def test_the_transcript_follows_the_last_line_not_the_room_below_it() -> N
         room = view.size.height - lines
         assert view.size.height == 4 * GROW and room > 0  # the reserve doubled twice
         assert transcript.at_end
-        # The last line drawn is the viewport's last line; the room is below it.
+        # The last line drawn is in view, in the view's lower third: the view jumped a
+        # third of its height ahead into the room, not to the room's end.
         text_bottom = view.virtual_region.y + lines
         viewport = transcript.scrollable_content_region.height
-        assert transcript.scroll_y == text_bottom - viewport
-        assert transcript.max_scroll_y == transcript.scroll_y + room
+        jump = viewport // FOLLOW_JUMP
+        assert text_bottom - viewport <= transcript.scroll_y <= text_bottom - viewport + jump
+        assert transcript.scroll_y < transcript.max_scroll_y
         backend.resume.set()
         await nth_reply_finished(pilot, app)
         await pilot.pause(0.1)

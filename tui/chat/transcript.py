@@ -26,6 +26,8 @@ _TOKEN = Binding.Group("token", compact=True)
 _BRANCH = Binding.Group("branch", compact=True)
 _SURPRISE = Binding.Group("surprise", compact=True)
 _W = TypeVar("_W", Static, ReplyView)
+FOLLOW_JUMP = 3
+"""A streaming reply is followed in jumps of 1/FOLLOW_JUMP of the view's height."""
 
 
 class Transcript(VerticalScroll, can_focus=True):
@@ -209,9 +211,16 @@ class Transcript(VerticalScroll, can_focus=True):
         return max(0, self.max_scroll_y - room)
 
     def _scroll_to_end(self) -> None:
-        target = self._tail_y()
-        if target > 0 and self.scroll_y != target:
-            self.scroll_to(y=target, animate=False, immediate=True)
+        """Bring the last line drawn into view, a jump ahead while a reply streams.
+
+        A scroll repaints the whole transcript, so a streaming reply is followed in
+        jumps of a third of the view (into the room it reserves; xterm's jump
+        scroll): its text holds still between them, and most redraws repaint a line.
+        """
+        tail = self._tail_y()
+        if tail > 0 and self.scroll_y < tail:
+            jump = self.scrollable_content_region.height // FOLLOW_JUMP
+            self.scroll_to(y=min(tail + jump, self.max_scroll_y), animate=False, immediate=True)
 
     def sync_last(self) -> None:
         """Draw the tokens that arrived in the last reply."""
