@@ -22,10 +22,11 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from backend.chat.events import FinishedEvent
+from backend.chat.events import FinishedEvent, GenerationEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.config.model_path import resolve_model_path
 from backend.session.llama_backend import LlamaBackend
@@ -115,6 +116,37 @@ async def _reply_in(app: SamplescopeApp) -> tuple[FinishedEvent, float]:
         return app.finished[-1], time.thread_time() - started
 
 
+class DecodeThreadClock:
+    """Wraps `backend.generate` to time the thread consuming each reply's decode.
+
+    From the first token to the end: wall time, and that thread's CPU time. Their
+    difference a token is the time the decode's thread was off the CPU (waiting for
+    the GIL, or for a core the UI took): the app's cost as the decode feels it, and
+    a steadier figure than tokens/s on a machine whose speed drifts.
+    """
+
+    def __init__(self, backend: LlamaBackend) -> None:
+        self.off_cpu_ms: list[float] = []
+        """Per reply, in order: milliseconds a token off the CPU."""
+        generate = backend.generate
+
+        def timed(*args: Any, **kwargs: Any) -> Iterator[GenerationEvent]:
+            started: tuple[float, float] | None = None
+            count = 0
+            for event in generate(*args, **kwargs):
+                if isinstance(event, TokenEvent):
+                    if started is None:
+                        started = (time.perf_counter(), time.thread_time())
+                    count += 1
+                elif isinstance(event, FinishedEvent) and started is not None and count > 1:
+                    wall = time.perf_counter() - started[0]
+                    cpu = time.thread_time() - started[1]
+                    self.off_cpu_ms.append(1000 * (wall - cpu) / (count - 1))
+                yield event
+
+        backend.generate = timed  # type: ignore[method-assign]
+
+
 def without_end(backend: LlamaBackend, settings: SamplerSettings) -> SamplerSettings:
     """`settings` with every end-of-generation token banned: a reply of full length."""
     runtime = backend.runtime
@@ -136,14 +168,17 @@ def run_tui_bench(
         full_length: Ban the end-of-generation tokens, so the reply is `max_tokens` long.
 
     Returns:
-        A dict with the per-round figures, their medians and `ratio` = median in-app
-        tokens/s over median bare tokens/s.
+        A dict with the per-round figures, their medians, `ratio` (the median of the
+        rounds' in-app over bare tokens/s) and the decode thread's time off the CPU.
     """
     path = resolve_model_path(model_path)
     backend = LlamaBackend.load(path, n_threads=n_threads)
     settings = DEFAULT_CHAT_SETTINGS
     if full_length:
         settings = without_end(backend, settings)
+    clock = DecodeThreadClock(backend)
+    bare_off_cpu: list[float] = []
+    app_off_cpu: list[float] = []
     bare: list[float] = []
     app: list[float] = []
     ui_ms_per_token: list[float] = []
@@ -154,10 +189,14 @@ def run_tui_bench(
         for round_ in range(rounds):
             if round_ % 2:  # the app first every other round: drift does not favour one
                 second, ui_seconds, drawn = asyncio.run(_in_app(backend, settings, max_tokens))
+                app_off_cpu.append(clock.off_cpu_ms[-1])
                 first = _bare(backend, settings, max_tokens)
+                bare_off_cpu.append(clock.off_cpu_ms[-1])
             else:
                 first = _bare(backend, settings, max_tokens)
+                bare_off_cpu.append(clock.off_cpu_ms[-1])
                 second, ui_seconds, drawn = asyncio.run(_in_app(backend, settings, max_tokens))
+                app_off_cpu.append(clock.off_cpu_ms[-1])
             bare.append(first.stats.decode_tps)
             app.append(second.stats.decode_tps)
             ui_ms_per_token.append(1000 * ui_seconds / max(1, second.stats.decode_tokens))
@@ -180,6 +219,9 @@ def run_tui_bench(
         "app_median_tps": statistics.median(app),
         "ratio": statistics.median(ratios) if ratios else 0.0,
         "ui_ms_per_token": statistics.median(ui_ms_per_token),
+        "bare_off_cpu_ms": statistics.median(bare_off_cpu),
+        "app_off_cpu_ms": statistics.median(app_off_cpu),
+        "bare_ms_per_token": 1000 / statistics.median(bare) if statistics.median(bare) else 0.0,
         "redraws_per_second": (
             statistics.median(redraws_per_second) if redraws_per_second else None
         ),
@@ -206,6 +248,8 @@ def format_tui_bench(result: dict[str, Any]) -> str:
             f"ratio (median of the rounds' ratios) {result['ratio']:.3f} (target >= 0.95); "
             f"the app's UI thread used {result['ui_ms_per_token']:.2f} ms of CPU a token"
             f"{drawing}",
+            f"the decode's thread off the CPU, ms a token (of {result['bare_ms_per_token']:.1f}): "
+            f"bare {result['bare_off_cpu_ms']:.2f}, app {result['app_off_cpu_ms']:.2f}",
         ]
     )
 
