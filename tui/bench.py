@@ -121,8 +121,9 @@ class DecodeThreadClock:
 
     From the first token to the end: wall time, and that thread's CPU time. Their
     difference a token is the time the decode's thread was off the CPU (waiting for
-    the GIL, or for a core the UI took): the app's cost as the decode feels it, and
-    a steadier figure than tokens/s on a machine whose speed drifts.
+    the GIL, or for a core the UI took). It is only part of the app's cost: when the
+    UI takes the core of one of llama.cpp's other threads, this thread spins at the
+    next barrier, on the CPU.
     """
 
     def __init__(self, backend: LlamaBackend) -> None:
