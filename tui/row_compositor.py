@@ -5,7 +5,7 @@ the bounding box of the changed regions, each over its whole visible area; so a
 token's line in the transcript also renders the screen, the columns, the status line
 and the footer top to bottom, and one change at each end of the screen renders
 everything between. `RowCompositor` renders only the widgets a changed region
-overlaps, and only their rows that hold a changed line. What reaches the terminal is
+overlaps, each from its first to its last changed row. What reaches the terminal is
 the same: it writes only the changed spans either way (`ChopsUpdate`), and a full
 render (a new screen, a snapshot) is Textual's own.
 

@@ -77,11 +77,25 @@ async def test_the_transcript_follows_the_last_line_not_the_room_below_it() -> N
         jump = viewport // FOLLOW_JUMP
         assert text_bottom - viewport <= transcript.scroll_y <= text_bottom - viewport + jump
         assert transcript.scroll_y < transcript.max_scroll_y
+        # A notice while it streams goes above the reply: the text stays in view.
+        note = transcript.add_note("a notice")
+        await pilot.pause(0.1)
+        assert transcript.children.index(note) < transcript.children.index(view)
+        text_bottom = view.virtual_region.y + view.text_height
+        assert text_bottom - viewport <= transcript.scroll_y <= text_bottom - viewport + jump
+        # The room below the text is not scrolled into: the end is one jump past it.
+        transcript.scroll_end(animate=False, immediate=True)
+        await pilot.pause(0.1)
+        assert transcript.scroll_y <= text_bottom - viewport + jump < transcript.max_scroll_y
+        # Scrolled up by two lines, the view stops following.
+        transcript.scroll_to(y=transcript.scroll_y - 2 - jump, animate=False, immediate=True)
+        left_at = transcript.scroll_y
+        assert not transcript.at_end
         backend.resume.set()
         await nth_reply_finished(pilot, app)
         await pilot.pause(0.1)
         assert view.size.height == view.text_height  # finished: no room left
-        assert transcript.scroll_y == transcript.max_scroll_y
+        assert transcript.scroll_y == left_at < transcript.max_scroll_y  # not pulled back
 
 
 class Scripted(DrawBudget):
@@ -123,3 +137,16 @@ async def test_held_to_a_budget_every_other_redraw_is_the_text_alone() -> None:
         assert "".join(drawn) == "|1reply|2replyprobs|3|4|5reply|6replyprobsstatus|7reply|8"
         backend.resume.set()
         await nth_reply_finished(pilot, app)
+
+
+async def test_a_followed_reply_ends_with_its_last_line_at_the_bottom() -> None:
+    backend = FakeBackend(min_reply_tokens=600)
+    app = SamplescopeApp(backend, max_tokens=600, cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await type_message(pilot, app, "tell me a long story")
+        await nth_reply_finished(pilot, app)
+        await pilot.pause(0.2)
+        transcript = app.query_one(Transcript)
+        view = app.query(ReplyView).last()
+        assert view.size.height == view.text_height > transcript.size.height
+        assert transcript.scroll_y == transcript.max_scroll_y > 0

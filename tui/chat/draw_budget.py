@@ -2,9 +2,9 @@
 
 When llama.cpp has a thread on every core, each millisecond the UI thread works is
 a millisecond the decode loses: its threads meet at barriers after every operation,
-so one of them pre-empted stalls them all. A redraw costs Textual a few milliseconds
-whatever changed (it renders every widget the repaint's region overlaps), so at the
-full cadence the app would decode ~10% slower than `samplescope generate`.
+so one of them pre-empted stalls them all. A redraw of a token's line, the bars and
+the status costs Textual a few milliseconds, so at the full cadence the app decoded
+~10% slower than `samplescope generate` on 2 cores.
 
 `DrawBudget` is a token bucket over the UI thread's CPU time: it earns `share`
 seconds of CPU per second of wall time, every bit of UI work spends from it (the

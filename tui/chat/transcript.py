@@ -88,6 +88,7 @@ class Transcript(VerticalScroll, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.views: list[ReplyView] = []
+        self._followed_to: float | None = None  # where following a streaming reply jumped
         self.cursor: tuple[int, int] | None = None
         self.colour = False
         self.by_rank = False
@@ -102,6 +103,7 @@ class Transcript(VerticalScroll, can_focus=True):
     def add_reply(self, reply: Reply) -> ReplyView:
         """Append an assistant reply's view."""
         view = ReplyView(reply, len(self.views))
+        self._followed_to = None
         view.set_marks(TokenMarks(colour=self.colour, by_rank=self.by_rank))
         self.views.append(view)
         self._label_branch()
@@ -165,9 +167,16 @@ class Transcript(VerticalScroll, can_focus=True):
         self._label_branch()
 
     def add_note(self, text: str, *, error: bool = False) -> Static:
-        """Append a notice or an error line."""
+        """Append a notice or an error line (above a reply still streaming: its
+        notices come before its text, which the view follows)."""
         note = Static(Text(display_text(text)), classes="error" if error else "note")
-        return self._append(note)
+        streaming = self._streaming()
+        if streaming is None:
+            return self._append(note)
+        was_at_end = self.at_end
+        self.mount(note, before=streaming)
+        self.follow(was_at_end)
+        return note
 
     def clear(self) -> None:
         """Remove everything (a new chat)."""
@@ -187,8 +196,13 @@ class Transcript(VerticalScroll, can_focus=True):
 
     @property
     def at_end(self) -> bool:
-        """Whether the view shows the bottom (then it follows new content)."""
-        return self.scroll_y >= self._tail_y() - 1
+        """Whether the view shows the last line drawn (then it follows new content).
+
+        While a reply streams, the view follows it in jumps (`_scroll_to_end`): it
+        is at the end where the last jump left it, or further down."""
+        followed = self._followed_to if self._streaming() is not None else None
+        end = self._tail_y() if followed is None else min(followed, self._tail_y())
+        return self.scroll_y >= end - 1
 
     def follow(self, was_at_end: bool = True) -> None:
         """Scroll to the bottom once laid out, if the view was there before.
@@ -199,16 +213,32 @@ class Transcript(VerticalScroll, can_focus=True):
         if was_at_end:
             self.call_after_refresh(self._scroll_to_end)
 
+    def _streaming(self) -> ReplyView | None:
+        """The last reply's view while it streams (it reserves room below its text)."""
+        last = self.views[-1] if self.views else None
+        return last if last is not None and not last.reply.finished else None
+
     def _tail_y(self) -> float:
         """The scroll offset that shows the last line drawn at the bottom.
 
         A streaming reply reserves room below its text (`ReplyView.text_height`);
         the view stops at the text, not at the room."""
-        last = self.views[-1] if self.views else None
-        if last is None or last is not self.children[-1] or not last.region:
+        view = self._streaming()
+        if view is None or not view.region:
             return self.max_scroll_y
-        room = last.size.height - last.text_height
-        return max(0, self.max_scroll_y - room)
+        text_bottom = view.virtual_region.y + view.text_height
+        return min(self.max_scroll_y, max(0, text_bottom - self.scrollable_content_region.height))
+
+    def validate_scroll_y(self, value: float) -> float:
+        """No further down than one jump past the text while a reply streams (below
+        is the room it reserves, blank)."""
+        value = super().validate_scroll_y(value)
+        if self._streaming() is None:
+            return value
+        return min(value, self._tail_y() + self._jump())
+
+    def _jump(self) -> int:
+        return self.scrollable_content_region.height // FOLLOW_JUMP
 
     def _scroll_to_end(self) -> None:
         """Bring the last line drawn into view, a jump ahead while a reply streams.
@@ -219,8 +249,9 @@ class Transcript(VerticalScroll, can_focus=True):
         """
         tail = self._tail_y()
         if tail > 0 and self.scroll_y < tail:
-            jump = self.scrollable_content_region.height // FOLLOW_JUMP
-            self.scroll_to(y=min(tail + jump, self.max_scroll_y), animate=False, immediate=True)
+            target = min(tail + self._jump(), self.max_scroll_y)
+            self.scroll_to(y=target, animate=False, immediate=True)
+            self._followed_to = self.scroll_y
 
     def sync_last(self) -> None:
         """Draw the tokens that arrived in the last reply."""

@@ -58,10 +58,10 @@ PAINT_EVERY = {"reply": 1, "probs": 2, "status": 4, "timeline": 4, "tail": 4}
 (FLUSH_HZ a second): the transcript 10 times a second, the bars 5, the status, the
 timeline and the tail plot 2.5.
 
-Textual renders every widget that a repaint's region overlaps over its whole visible
-area, and the containers overlap any region, so a repaint's cost is mostly fixed: the
-parts due at the same tick are drawn in one repaint rather than taking turns, and
-each part is drawn only as often as a reader can follow it. When llama.cpp's threads
+A repaint has a fixed cost besides its parts (Textual renders the containers under
+every changed row), so the parts due at the same tick are drawn in one repaint rather
+than taking turns, and each part is drawn only as often as a reader can follow it.
+When llama.cpp's threads
 take every core, a `DrawBudget` also holds redraws back to keep the UI thread's share
 of a core small: the parts due wait, and every other redraw it allows is the text
 alone (a third of the cost of one with the bars and the status)."""
@@ -167,7 +167,8 @@ class ChatView(Vertical):
     def show_model(self, info: ModelInfo) -> None:
         """The model is loaded: say which, and that the chat is ready."""
         backend = self.runner.backend
-        self.draw_budget = budget_for(info.n_threads)
+        # Layers on RPC servers: the decode waits on them, not on this machine's cores.
+        self.draw_budget = None if info.placement else budget_for(info.n_threads)
         self._status.update(
             model=info.name,
             threads=info.n_threads,
