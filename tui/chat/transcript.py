@@ -198,9 +198,9 @@ class Transcript(VerticalScroll, can_focus=True):
     def at_end(self) -> bool:
         """Whether the view shows the last line drawn (then it follows new content).
 
-        While a reply streams, the view follows it in jumps (`_scroll_to_end`): it
-        is at the end where the last jump left it, or further down."""
-        followed = self._followed_to if self._streaming() is not None else None
+        While a reply has room reserved, the view follows it in jumps
+        (`_scroll_to_end`): it is at the end where the last jump left it, or below."""
+        followed = self._followed_to if self._with_room() is not None else None
         end = self._tail_y() if followed is None else min(followed, self._tail_y())
         return self.scroll_y >= end - 1
 
@@ -214,26 +214,34 @@ class Transcript(VerticalScroll, can_focus=True):
             self.call_after_refresh(self._scroll_to_end)
 
     def _streaming(self) -> ReplyView | None:
-        """The last reply's view while it streams (it reserves room below its text)."""
+        """The last reply's view while it streams."""
         last = self.views[-1] if self.views else None
         return last if last is not None and not last.reply.finished else None
+
+    def _with_room(self) -> ReplyView | None:
+        """The last reply's view while it has room reserved below its text (it streams,
+        or it finished and is not laid out at its final height yet)."""
+        last = self.views[-1] if self.views else None
+        if last is None or not last.region or last.size.height <= last.text_height:
+            return None
+        return last
 
     def _tail_y(self) -> float:
         """The scroll offset that shows the last line drawn at the bottom.
 
         A streaming reply reserves room below its text (`ReplyView.text_height`);
         the view stops at the text, not at the room."""
-        view = self._streaming()
-        if view is None or not view.region:
+        view = self._with_room()
+        if view is None:
             return self.max_scroll_y
         text_bottom = view.virtual_region.y + view.text_height
         return min(self.max_scroll_y, max(0, text_bottom - self.scrollable_content_region.height))
 
     def validate_scroll_y(self, value: float) -> float:
-        """No further down than one jump past the text while a reply streams (below
-        is the room it reserves, blank)."""
+        """No further down than one jump past the text while a reply has room (below
+        is that room, blank)."""
         value = super().validate_scroll_y(value)
-        if self._streaming() is None:
+        if self._with_room() is None:
             return value
         return min(value, self._tail_y() + self._jump())
 
