@@ -98,47 +98,6 @@ async def test_the_transcript_follows_the_last_line_not_the_room_below_it() -> N
         assert transcript.scroll_y == left_at < transcript.max_scroll_y  # not pulled back
 
 
-class Scripted(DrawBudget):
-    """A budget that allows the redraws its script says, in turn."""
-
-    def __init__(self, script: list[bool]) -> None:
-        super().__init__(0.5)
-        self.script = script
-
-    def allows(self) -> bool:
-        allowed = self.script.pop(0)
-        self.drawn += allowed
-        self.held += not allowed
-        return allowed
-
-
-async def test_held_to_a_budget_every_other_redraw_is_the_text_alone() -> None:
-    backend = FakeBackend(pause_after_tokens=12)
-    app = SamplescopeApp(backend, max_tokens=20, cursor_blink=False)
-    async with app.run_test(size=SIZE) as pilot:
-        await type_message(pilot, app, "hello")
-        await wait_until(pilot, backend.paused.is_set)
-        await wait_until(pilot, lambda: len(app.conversation.replies[-1].tokens) == 12)
-        assert app.runner._timer is not None
-        app.runner._timer.pause()  # the test ticks by hand
-        chat = app.chat
-        drawn: list[str] = []
-        chat._transcript.sync_last = lambda: drawn.append("reply")  # type: ignore[method-assign]
-        chat._show_latest = lambda: drawn.append("probs")  # type: ignore[method-assign]
-        chat._update_status = lambda: drawn.append("status")  # type: ignore[method-assign]
-        chat._ticks = 0
-        chat.draw_budget = Scripted([False, True, True, False, False, True, True, True])
-        for tick in range(8):
-            chat.paint()
-            drawn.append(f"|{tick + 1}")
-        # Held at tick 1. The 1st redraw allowed (tick 2) is the text alone, and the
-        # bars due then come with the 2nd (tick 3). Held at 4 and 5; the 3rd (tick 6)
-        # is the text alone, the bars and the status owed come with the 4th (tick 7).
-        assert "".join(drawn) == "|1reply|2replyprobs|3|4|5reply|6replyprobsstatus|7reply|8"
-        backend.resume.set()
-        await nth_reply_finished(pilot, app)
-
-
 async def test_a_followed_reply_ends_with_its_last_line_at_the_bottom() -> None:
     backend = FakeBackend(min_reply_tokens=600)
     app = SamplescopeApp(backend, max_tokens=600, cursor_blink=False)

@@ -36,6 +36,7 @@ from tui.chat.beam_job import BeamJob
 from tui.chat.branch_nav import move_branch
 from tui.chat.conversation import Conversation
 from tui.chat.draw_budget import DrawBudget, budget_for
+from tui.chat.paint_schedule import PaintSchedule
 from tui.chat.plots import ChatPlots
 from tui.chat.reply import FINISH_LABELS, Reply
 from tui.chat.reply_job import ReplyJob
@@ -53,18 +54,6 @@ from tui.widgets.timeline import ReplyTimeline
 from tui.widgets.token_text import TokenPieces
 
 STORED_REPLIES_NOTE = "Replies of a saved chat have no per-token record; new replies will."
-PAINT_EVERY = {"reply": 1, "probs": 2, "status": 4, "timeline": 4, "tail": 4}
-"""While a reply streams, each part is drawn every so many ticks of the redraw timer
-(FLUSH_HZ a second): the transcript 10 times a second, the bars 5, the status, the
-timeline and the tail plot 2.5.
-
-A repaint has a fixed cost besides its parts (Textual renders the containers under
-every changed row), so the parts due at the same tick are drawn in one repaint rather
-than taking turns, and each part is drawn only as often as a reader can follow it.
-When llama.cpp's threads
-take every core, a `DrawBudget` also holds redraws back to keep the UI thread's share
-of a core small: the parts due wait, and every other redraw it allows is the text
-alone (a third of the cost of one with the bars and the status)."""
 
 
 class ChatView(Vertical):
@@ -105,10 +94,8 @@ class ChatView(Vertical):
         self._clock = clock
         self._pending: Callable[[], None] | None = None
         self._dirty = False
-        self._ticks = 0
-        self._owed: set[str] = set()  # parts due while a redraw was held back
-        self.draw_budget: DrawBudget | None = None
-        """Holds streaming redraws back when the decode has every core (see show_model)."""
+        self.schedule = PaintSchedule()
+        """What each tick of the redraw timer draws while a reply streams."""
         self._first_token_at: float | None = None
         self._last_token_at: float | None = None
         self._generated = 0  # tokens the running reply sampled (not a branch's given ones)
@@ -143,6 +130,15 @@ class ChatView(Vertical):
 
     def on_mount(self) -> None:
         self._transcript.border_title = "chat"
+
+    @property
+    def draw_budget(self) -> DrawBudget | None:
+        """Holds streaming redraws back when the decode has every core (show_model)."""
+        return self.schedule.budget
+
+    @draw_budget.setter
+    def draw_budget(self, budget: DrawBudget | None) -> None:
+        self.schedule.budget = budget
 
     @property
     def ready(self) -> bool:
@@ -225,9 +221,7 @@ class ChatView(Vertical):
         self.generating = True
         self._first_token_at = self._last_token_at = None
         self._generated = 0
-        self._owed.clear()
-        if self.draw_budget is not None:
-            self.draw_budget.restart()
+        self.schedule.restart()
         self._status.update(phase="prefill", prefill_done=0, prefill_total=0, note="")
         self.runner.start(job, self)
 
@@ -437,20 +431,13 @@ class ChatView(Vertical):
             pending()
 
     def paint(self) -> None:
-        """One tick of the redraw timer: the parts due (`PAINT_EVERY`)."""
+        """One tick of the redraw timer: the parts the schedule says are due."""
         if not self._dirty:
             return
         if not self.generating:
             self._redraw()
             return
-        self._ticks += 1
-        self._owed |= {part for part, every in PAINT_EVERY.items() if self._ticks % every == 0}
-        budget = self.draw_budget
-        if not self._owed or (budget is not None and not budget.allows()):
-            return
-        due, self._owed = self._owed, set()
-        if budget is not None and budget.drawn % 2 and "reply" in due:
-            self._owed, due = due - {"reply"}, {"reply"}  # the text alone (PAINT_EVERY)
+        due = self.schedule.tick()
         if "reply" in due:
             self._transcript.sync_last()
         if self.cursor is None:

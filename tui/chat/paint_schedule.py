@@ -1,0 +1,49 @@
+"""Which parts of the chat a tick of the redraw timer draws while a reply streams."""
+
+from __future__ import annotations
+
+from tui.chat.draw_budget import DrawBudget
+
+PAINT_EVERY = {"reply": 1, "probs": 2, "status": 4, "timeline": 4, "tail": 4}
+"""While a reply streams, each part is drawn every so many ticks of the redraw timer
+(FLUSH_HZ a second): the transcript 10 times a second, the bars 5, the status, the
+timeline and the tail plot 2.5.
+
+A repaint has a fixed cost besides its parts (Textual renders the containers under
+every changed row), so the parts due at the same tick are drawn in one repaint rather
+than taking turns, and each part is drawn only as often as a reader can follow it."""
+
+
+class PaintSchedule:
+    """The parts due at each tick (`PAINT_EVERY`), held back by a `DrawBudget` if any.
+
+    A part due while the budget holds redraws back stays owed, and is drawn with the
+    next redraw it allows; held to a budget, every other redraw is the text alone (a
+    third of the cost of one with the bars and the status), so the text keeps its
+    pace.
+    """
+
+    def __init__(self) -> None:
+        self.budget: DrawBudget | None = None
+        """Set when llama.cpp's threads take every core (`draw_budget.budget_for`)."""
+        self._ticks = 0
+        self._owed: set[str] = set()
+
+    def restart(self) -> None:
+        """A reply starts: nothing owed, a full budget."""
+        self._ticks = 0
+        self._owed.clear()
+        if self.budget is not None:
+            self.budget.restart()
+
+    def tick(self) -> set[str]:
+        """One tick of the redraw timer: the parts to draw now (often none)."""
+        self._ticks += 1
+        self._owed |= {part for part, every in PAINT_EVERY.items() if self._ticks % every == 0}
+        budget = self.budget
+        if not self._owed or (budget is not None and not budget.allows()):
+            return set()
+        due, self._owed = self._owed, set()
+        if budget is not None and budget.drawn % 2 and "reply" in due:
+            self._owed, due = due - {"reply"}, {"reply"}
+        return due
