@@ -85,7 +85,7 @@ async def _in_app(
             backend, settings=settings, max_tokens=max_tokens, cursor_blink=False, store=store
         )
         finished, ui_seconds = await _reply_in(app)
-        budget = app.chat.draw_budget
+        budget = app.chat.schedule.budget
         return finished, ui_seconds, budget.drawn if budget is not None else None
 
 
@@ -94,7 +94,7 @@ async def _reply_in(app: SamplescopeApp) -> tuple[FinishedEvent, float]:
 
     Returns:
         The reply's end, and the UI thread's CPU seconds from the submit to the end.
-        (`app.chat.draw_budget` then counts the redraws it allowed and held back.)
+        (`app.chat.schedule.budget` then counts the redraws it allowed and held back.)
     """
     from textual.widgets import Input
 
@@ -201,16 +201,14 @@ def run_tui_bench(
         _bare(backend, settings, 8)  # warm up
         clock.last()  # (its figure is not counted)
         for round_ in range(rounds):
-            if round_ % 2:  # the app first every other round: drift does not favour one
-                second, ui_seconds, drawn = asyncio.run(_in_app(backend, settings, max_tokens))
-                app_off_cpu.append(clock.last())
-                first = _bare(backend, settings, max_tokens)
-                bare_off_cpu.append(clock.last())
-            else:
-                first = _bare(backend, settings, max_tokens)
-                bare_off_cpu.append(clock.last())
-                second, ui_seconds, drawn = asyncio.run(_in_app(backend, settings, max_tokens))
-                app_off_cpu.append(clock.last())
+            for side in ("app", "bare") if round_ % 2 else ("bare", "app"):
+                # The app first every other round: the machine's drift favours neither.
+                if side == "bare":
+                    first = _bare(backend, settings, max_tokens)
+                    bare_off_cpu.append(clock.last())
+                else:
+                    second, ui_seconds, drawn = asyncio.run(_in_app(backend, settings, max_tokens))
+                    app_off_cpu.append(clock.last())
             bare.append(first.stats.decode_tps)
             app.append(second.stats.decode_tps)
             ui_ms_per_token.append(1000 * ui_seconds / max(1, second.stats.decode_tokens))
@@ -223,19 +221,20 @@ def run_tui_bench(
     finally:
         backend.close()
     ratios = [a / b for a, b in zip(app, bare, strict=True) if b]
+    bare_median = statistics.median(bare)
     return {
         "model": path.name,
         "threads": backend.info.n_threads,
         "tokens": tokens,
         "bare_tps": bare,
         "app_tps": app,
-        "bare_median_tps": statistics.median(bare),
+        "bare_median_tps": bare_median,
         "app_median_tps": statistics.median(app),
         "ratio": statistics.median(ratios) if ratios else 0.0,
         "ui_ms_per_token": statistics.median(ui_ms_per_token),
         "bare_off_cpu_ms": statistics.median(bare_off_cpu),
         "app_off_cpu_ms": statistics.median(app_off_cpu),
-        "bare_ms_per_token": 1000 / statistics.median(bare) if statistics.median(bare) else 0.0,
+        "bare_ms_per_token": 1000 / bare_median if bare_median else 0.0,
         "redraws_per_second": (
             statistics.median(redraws_per_second) if redraws_per_second else None
         ),

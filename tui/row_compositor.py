@@ -15,7 +15,7 @@ compare its partial renders with the stock compositor's.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from textual._compositor import ChopsUpdate, Compositor
 from textual.geometry import Region
@@ -52,7 +52,7 @@ class RowCompositor(Compositor):
         intersection = Region.intersection
         for widget, (region, clip) in self.visible_widgets.items():  # front to back
             visible = intersection(region, clip)
-            rows = _changed_rows(visible, changed, rendered_lines.__contains__)
+            rows = _changed_rows(visible, changed)
             if rows is None:
                 continue
             top, bottom = rows
@@ -71,20 +71,9 @@ class RowCompositor(Compositor):
         return chops
 
 
-def _changed_rows(
-    visible: Region, changed: Sequence[Region], rendered: Callable[[int], bool]
-) -> tuple[int, int] | None:
-    """The rows [top, bottom) of `visible` that hold a changed line, or None."""
-    if not visible:
+def _changed_rows(visible: Region, changed: Sequence[Region]) -> tuple[int, int] | None:
+    """The rows [top, bottom) of `visible` from its first to its last changed one."""
+    overlaps = [overlap for overlap in (visible.intersection(r) for r in changed) if overlap]
+    if not overlaps:
         return None
-    top = bottom = None
-    for region in changed:
-        overlap = visible.intersection(region)
-        if overlap:
-            rows = [y for y in overlap.line_range if rendered(y)]
-            if rows:
-                top = rows[0] if top is None else min(top, rows[0])
-                bottom = rows[-1] + 1 if bottom is None else max(bottom, rows[-1] + 1)
-    if top is None or bottom is None:
-        return None
-    return top, bottom
+    return min(o.y for o in overlaps), max(o.bottom for o in overlaps)

@@ -38,7 +38,7 @@ async def test_an_overdrawn_budget_holds_the_text_back_and_loses_no_token(held: 
     app = SamplescopeApp(backend, max_tokens=20, cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: app.ready)
-        app.chat.draw_budget = never_allowing() if held else None
+        app.chat.schedule.budget = never_allowing() if held else None
         await type_message(pilot, app, "hello")
         await wait_until(pilot, backend.paused.is_set)
         reply = app.conversation.replies[-1]
@@ -47,7 +47,7 @@ async def test_an_overdrawn_budget_holds_the_text_back_and_loses_no_token(held: 
         view = app.query(ReplyView).last()
         shown = view.plain_text()
         if held:
-            assert shown == "…" and app.chat.draw_budget.held > 0  # type: ignore[union-attr]
+            assert shown == "…" and app.chat.schedule.budget.held > 0  # type: ignore[union-attr]
         else:
             assert shown.split() == "".join(token.text for token in reply.tokens).split()
         backend.resume.set()

@@ -170,13 +170,7 @@ class Transcript(VerticalScroll, can_focus=True):
         """Append a notice or an error line (above a reply still streaming: its
         notices come before its text, which the view follows)."""
         note = Static(Text(display_text(text)), classes="error" if error else "note")
-        streaming = self._streaming()
-        if streaming is None:
-            return self._append(note)
-        was_at_end = self.at_end
-        self.mount(note, before=streaming)
-        self.follow(was_at_end)
-        return note
+        return self._append(note, before=self._streaming())
 
     def clear(self) -> None:
         """Remove everything (a new chat)."""
@@ -186,9 +180,9 @@ class Transcript(VerticalScroll, can_focus=True):
         self.remove_children()
         self.scroll_home(animate=False, immediate=True)
 
-    def _append(self, widget: _W) -> _W:
+    def _append(self, widget: _W, before: ReplyView | None = None) -> _W:
         was_at_end = self.at_end
-        self.mount(widget)
+        self.mount(widget, before=before)
         self.follow(was_at_end)
         return widget
 

@@ -35,7 +35,7 @@ from sampling.surprise import SurpriseRule
 from tui.chat.beam_job import BeamJob
 from tui.chat.branch_nav import move_branch
 from tui.chat.conversation import Conversation
-from tui.chat.draw_budget import DrawBudget, budget_for
+from tui.chat.draw_budget import budget_for
 from tui.chat.paint_schedule import PaintSchedule
 from tui.chat.plots import ChatPlots
 from tui.chat.reply import FINISH_LABELS, Reply
@@ -132,15 +132,6 @@ class ChatView(Vertical):
         self._transcript.border_title = "chat"
 
     @property
-    def draw_budget(self) -> DrawBudget | None:
-        """Holds streaming redraws back when the decode has every core (show_model)."""
-        return self.schedule.budget
-
-    @draw_budget.setter
-    def draw_budget(self, budget: DrawBudget | None) -> None:
-        self.schedule.budget = budget
-
-    @property
     def ready(self) -> bool:
         """Whether a model is loaded (and none is being opened in its place)."""
         return self.runner.unavailable() is None
@@ -164,7 +155,7 @@ class ChatView(Vertical):
         """The model is loaded: say which, and that the chat is ready."""
         backend = self.runner.backend
         # Layers on RPC servers: the decode waits on them, not on this machine's cores.
-        self.draw_budget = None if info.placement else budget_for(info.n_threads)
+        self.schedule.budget = None if info.placement else budget_for(info.n_threads)
         self._status.update(
             model=info.name,
             threads=info.n_threads,
