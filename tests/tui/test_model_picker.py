@@ -8,7 +8,7 @@ import dataclasses
 import math
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -55,6 +55,19 @@ def listed(tmp_path: Path) -> list[LocalModel]:
     ]  # fmt: skip
 
 
+def picker_app(
+    tmp_path: Path, first: SessionBackend, open_model: Callable[[Path], SessionBackend]
+) -> SamplescopeApp:
+    """The app on `first`, whose picker lists `listed(tmp_path)` and opens with `open_model`."""
+    return SamplescopeApp(
+        first,
+        max_tokens=12,
+        cursor_blink=False,
+        list_models=lambda: listed(tmp_path),
+        open_model=open_model,
+    )
+
+
 def make_app(tmp_path: Path, opened: list[Path], **options: object) -> SamplescopeApp:
     first = NamedFake(tmp_path / "first.gguf", **options)
 
@@ -64,13 +77,7 @@ def make_app(tmp_path: Path, opened: list[Path], **options: object) -> Samplesco
             raise ModelFileError(f"{path}: not a GGUF file (bad magic)")
         return NamedFake(path)
 
-    return SamplescopeApp(
-        first,
-        max_tokens=12,
-        cursor_blink=False,
-        list_models=lambda: listed(tmp_path),
-        open_model=open_model,
-    )
+    return picker_app(tmp_path, first, open_model)
 
 
 async def open_picker(pilot: object, app: SamplescopeApp) -> ModelPickerScreen:
@@ -218,13 +225,7 @@ def slow_app(tmp_path: Path, gate: threading.Event) -> SamplescopeApp:
         gate.wait(30)
         return NamedFake(path)
 
-    return SamplescopeApp(
-        first,
-        max_tokens=12,
-        cursor_blink=False,
-        list_models=lambda: listed(tmp_path),
-        open_model=open_model,
-    )
+    return picker_app(tmp_path, first, open_model)
 
 
 LOADING = "A model is loading (llama3.2:1b): wait for it."
