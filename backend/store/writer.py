@@ -7,7 +7,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 
 from backend.chat.events import FinishedEvent, GenerationStats, RewindEvent, TokenEvent
 from backend.store.records import REJECTED, StoreError, settings_json
@@ -17,6 +17,17 @@ from sampling.settings import SamplerSettings
 
 Transaction = Callable[[str], AbstractContextManager[sqlite3.Connection]]
 """Opens one write transaction; its argument names the action for error messages."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Appended:
+    """A token appended and not committed yet (`settings`: set when they changed)."""
+
+    index: int
+    token_id: int
+    text: str
+    settings: SamplerSettings | None
+    step: Step | None
 
 
 class ReplyWriter:
@@ -56,8 +67,8 @@ class ReplyWriter:
         self._commit_every = commit_every
         self._clock = clock
         self._committed_at = clock()
-        self._pending: list[tuple[str, tuple[object, ...]]] = []
-        """Statements of the tokens appended since the last commit, in order."""
+        self._pending: list[_Appended] = []
+        """The tokens appended since the last commit, in order."""
         self._now = now
         self.chat_id = chat_id
         self.message_id = message_id
@@ -110,40 +121,12 @@ class ReplyWriter:
             raise StoreError(
                 f"reply {self.reply_id}: token index {index} out of order (expected {self._count})"
             )
-        changed = settings != self._last_settings
-        pending = self._pending
-        pending.append(
-            (
-                "INSERT INTO reply_tokens (reply_id, idx, token_id, piece) VALUES (?, ?, ?, ?)",
-                (self.reply_id, index, int(token_id), text),
-            )
+        changed = settings is not self._last_settings and settings != self._last_settings
+        # Packed and written by `commit`, in one batch: done once a token right after
+        # the model's decode, the same work runs several times slower (cold caches).
+        self._pending.append(
+            _Appended(index, int(token_id), text, settings if changed else None, step)
         )
-        if changed:
-            # At index 0 this replaces the settings the reply began with: a slider
-            # moved during the prefill applies from the first token.
-            pending.append(
-                (
-                    "INSERT OR REPLACE INTO settings_changes (reply_id, from_index, settings) "
-                    "VALUES (?, ?, ?)",
-                    (self.reply_id, index, settings_json(settings)),
-                )
-            )
-        if step is not None:
-            if self._layout is None:
-                self._layout = layout_of(step)
-                pending.append(
-                    (
-                        "UPDATE replies SET step_layout = ? WHERE id = ?",
-                        (self._layout.to_json(), self.reply_id),
-                    )
-                )
-            scalars, arrays = pack_step(step, self._layout)
-            pending.append(
-                (
-                    "INSERT INTO reply_steps (reply_id, idx, scalars, arrays) VALUES (?, ?, ?, ?)",
-                    (self.reply_id, index, scalars, arrays),
-                )
-            )
         if self._commit_every <= 0 or self._clock() - self._committed_at >= self._commit_every:
             self.commit()
         self._count += 1
@@ -161,9 +144,42 @@ class ReplyWriter:
         self._committed_at = self._clock()
         if not pending:
             return
+        reply_id = self.reply_id
+        steps = [(a.index, a.step) for a in pending if a.step is not None]
+        layout_json = None
+        if steps and self._layout is None:
+            self._layout = layout_of(steps[0][1])
+            layout_json = self._layout.to_json()
+        layout = self._layout
+        step_rows = [
+            (reply_id, index, *pack_step(step, layout))
+            for index, step in steps
+            if layout is not None
+        ]
         with self._transaction("store tokens") as conn:
-            for statement, parameters in pending:
-                conn.execute(statement, parameters)
+            conn.executemany(
+                "INSERT INTO reply_tokens (reply_id, idx, token_id, piece) VALUES (?, ?, ?, ?)",
+                [(reply_id, a.index, a.token_id, a.text) for a in pending],
+            )
+            # At index 0 a change replaces the settings the reply began with: a slider
+            # moved during the prefill applies from the first token.
+            conn.executemany(
+                "INSERT OR REPLACE INTO settings_changes (reply_id, from_index, settings) "
+                "VALUES (?, ?, ?)",
+                [
+                    (reply_id, a.index, settings_json(a.settings))
+                    for a in pending
+                    if a.settings is not None
+                ],
+            )
+            if layout_json is not None:
+                conn.execute(
+                    "UPDATE replies SET step_layout = ? WHERE id = ?", (layout_json, reply_id)
+                )
+            conn.executemany(
+                "INSERT INTO reply_steps (reply_id, idx, scalars, arrays) VALUES (?, ?, ?, ?)",
+                step_rows,
+            )
 
     def rewind(self, event: RewindEvent) -> int:
         """The reply went back to token `event.index`: its tokens from there on become

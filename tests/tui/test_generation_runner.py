@@ -116,3 +116,21 @@ async def test_without_a_model_nothing_starts() -> None:
     async with app.run_test():
         with pytest.raises(RuntimeError, match="no model"):
             GenerationRunner(app).start(reply(1), Recorder())
+
+
+async def test_an_idle_runner_stops_ticking_until_the_next_job() -> None:
+    app: App[None] = App()
+    async with app.run_test() as pilot:
+        runner = GenerationRunner(app, FakeBackend(token_delay=0.01))
+        consumer = Recorder()
+        runner.start(reply(30), consumer)
+        await wait_until(pilot, lambda: consumer.paints >= 2)  # it ticks while it works
+        await wait_until(pilot, lambda: bool(consumer.ended))
+        await pilot.pause(0.3)
+        paints = consumer.paints
+        await pilot.pause(0.5)
+        assert consumer.paints == paints  # idle: no tick in 0.5 s
+        runner.start(reply(30), consumer)
+        await wait_until(pilot, lambda: len(consumer.ended) == 2)
+        assert consumer.paints > paints
+        assert [t.index for t in consumer.tokens()] == [*range(30), *range(30)]

@@ -8,10 +8,15 @@ regions a token's redraw changes, and random ones over the whole screen.
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
+from unittest.mock import patch
 
 import pytest
 from textual._compositor import Compositor
 from textual.geometry import Region
+from textual.strip import Strip
+from textual.widget import Widget
 
 from tests.fake_backend import FakeBackend
 from tests.helpers import nth_reply_finished, type_message, wait_until
@@ -33,6 +38,20 @@ def both_updates(compositor: Compositor, regions: list[Region], console: object)
     return outputs[0], outputs[1]
 
 
+@contextmanager
+def rendering_counted() -> Iterator[list[str]]:
+    """The class names of the widgets rendered meanwhile, in order."""
+    rendered: list[str] = []
+    render_lines = Widget.render_lines
+
+    def counted(widget: Widget, crop: Region) -> list[Strip]:
+        rendered.append(type(widget).__name__)
+        return render_lines(widget, crop)
+
+    with patch.object(Widget, "render_lines", counted):
+        yield rendered
+
+
 async def test_partial_updates_equal_textuals_on_the_chat_screen() -> None:
     backend = FakeBackend(pause_after_tokens=40, min_reply_tokens=60)
     app = SamplescopeApp(backend, max_tokens=60, cursor_blink=False)
@@ -52,6 +71,12 @@ async def test_partial_updates_equal_textuals_on_the_chat_screen() -> None:
         ]
         ours, textuals = both_updates(compositor, token_redraw, app.console)
         assert ours == textuals and len(ours) > 1000
+        # Only what shows at the changed rows is rendered: not the containers behind.
+        with rendering_counted() as rendered:
+            compositor._dirty_regions.update(token_redraw)
+            compositor.render_partial_update()
+        assert {"ReplyView", "ProbPanel", "StatusLine"} <= set(rendered)
+        assert not {"Screen", "ChatView", "Horizontal", "Vertical", "SamplingPanel"} & set(rendered)
         width, height = app.screen.size
         chosen = random.Random(7)
         for _ in range(40):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tui.chat.draw_budget import DrawBudget
-from tui.chat.paint_schedule import PAINT_EVERY, PaintSchedule
+from tui.chat.paint_schedule import FULL_REDRAW_EVERY, PAINT_EVERY, PaintSchedule
 
 
 class Scripted(DrawBudget):
@@ -32,22 +32,25 @@ def test_without_a_budget_each_part_comes_at_its_own_cadence() -> None:
         )
 
 
-def test_held_to_a_budget_every_other_redraw_is_the_text_alone() -> None:
+def test_held_to_a_budget_two_redraws_in_three_are_the_text_alone() -> None:
+    assert FULL_REDRAW_EVERY == 3
     schedule = PaintSchedule()
-    schedule.budget = Scripted([False, True, True, False, False, True, True, True])
+    schedule.budget = Scripted([False, True, True, True, False, False, True, True, True])
     everything = set(PAINT_EVERY)
-    # Held at tick 1. The 1st redraw allowed (tick 2) is the text alone, and the bars
-    # due then come with the 2nd (tick 3). Held at 4 and 5; the 3rd (tick 6) is the
-    # text alone, and everything owed comes with the 4th (tick 7).
-    assert drawn(schedule, 8) == [
+    # Held at tick 1. The 1st and 2nd redraws allowed (ticks 2, 3) are the text
+    # alone, and the bars due at tick 2 come with the 3rd (tick 4), with the status,
+    # timeline and tail due then. Held at 5 and 6; the 4th and 5th (ticks 7, 8) are
+    # the text alone, and everything owed since comes with the 6th (tick 9).
+    assert drawn(schedule, 9) == [
         set(),
         {"reply"},
-        {"reply", "probs"},
-        set(),
-        set(),
         {"reply"},
         everything,
+        set(),
+        set(),
         {"reply"},
+        {"reply"},
+        everything,
     ]
 
 

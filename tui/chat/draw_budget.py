@@ -20,7 +20,7 @@ import os
 import time
 from collections.abc import Callable
 
-DRAW_SHARE = 0.03
+DRAW_SHARE = 0.02
 """The UI thread's share of one core while llama.cpp's threads take every core."""
 SAVED_UP = 0.02
 """Seconds of CPU the budget keeps when unspent (a burst), and the most it goes

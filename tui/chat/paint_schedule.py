@@ -13,14 +13,18 @@ A repaint has a fixed cost besides its parts (Textual renders the containers und
 every changed row), so the parts due at the same tick are drawn in one repaint rather
 than taking turns, and each part is drawn only as often as a reader can follow it."""
 
+FULL_REDRAW_EVERY = 3
+"""Held to a draw budget, one redraw in this many draws every part owed; the others
+draw the text alone (a quarter of the cost of one with the bars and the status), so
+the text keeps its pace on the CPU the budget allows."""
+
 
 class PaintSchedule:
     """The parts due at each tick (`PAINT_EVERY`), held back by a `DrawBudget` if any.
 
     A part due while the budget holds redraws back stays owed, and is drawn with the
-    next redraw it allows; held to a budget, every other redraw is the text alone (a
-    third of the cost of one with the bars and the status), so the text keeps its
-    pace.
+    next redraw it allows; held to a budget, only one redraw in `FULL_REDRAW_EVERY`
+    draws the parts besides the text.
     """
 
     def __init__(self) -> None:
@@ -44,6 +48,6 @@ class PaintSchedule:
         if not self._owed or (budget is not None and not budget.allows()):
             return set()
         due, self._owed = self._owed, set()
-        if budget is not None and budget.drawn % 2 and "reply" in due:
+        if budget is not None and budget.drawn % FULL_REDRAW_EVERY and "reply" in due:
             self._owed, due = due - {"reply"}, {"reply"}
         return due

@@ -136,6 +136,8 @@ class GenerationRunner:
             raise RuntimeError("no model is loaded")
         if self._timer is None:
             self._timer = self.host.set_interval(1.0 / FLUSH_HZ, self._tick)
+        else:
+            self._timer.resume()
         self._generation += 1
         self._cancel = threading.Event()
         self._consumer = consumer
@@ -238,3 +240,5 @@ class GenerationRunner:
         self.drain()
         if self._consumer is not None:
             self._consumer.paint()
+        if self.idle and not self._inbox and self._timer is not None:
+            self._timer.pause()  # an idle app does not wake up FLUSH_HZ times a second
