@@ -2,11 +2,15 @@
 
 `run_tui_bench(model_path)` generates the same reply (prompt, settings, seed, token
 budget) alternately with `backend.generate` consumed bare and inside the headless
-app (panels visible, tokens tinted, 30 Hz redraws, the chat saved to a temporary
-database as the app saves by default), and reports decode tokens/s of each and their
-ratio (target >= 0.95). Two rows: a short reply, and a long one (`LONG_TOKENS`, its
+app (panels visible, tokens tinted, the chat saved to a temporary database as the
+app saves by default), and reports decode tokens/s of each and their ratio (target
+>= 0.95). Two rows: a short reply, and a long one (`LONG_TOKENS`, its
 end-of-generation tokens banned so that it runs the whole length) where any cost that
 grows with the reply shows. Run: `samplescope bench --only tui` (a fresh process).
+
+Each row is one app session, as a person chats: every app reply is a new chat's
+first. The session's first reply pays one-off costs (the what-if keeper's first
+buffers, Textual's first renders) and is not counted.
 
 This machine's speed drifts by ±10% within a minute, so the ratio is the median of
 each round's ratio (a bare reply and an app reply back to back, in alternating
@@ -16,15 +20,16 @@ order), not a ratio of two medians taken apart.
 from __future__ import annotations
 
 import asyncio
+import gc
 import math
 import statistics
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from backend.chat.events import FinishedEvent, GenerationEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
@@ -33,28 +38,10 @@ from backend.session.llama_backend import LlamaBackend
 from backend.store.store import ChatStore
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 
-if TYPE_CHECKING:
-    from tui.app import SamplescopeApp
-
 PROMPT = "Write a long story about a lighthouse keeper and a storm."
 SHORT_TOKENS = 128
 LONG_TOKENS = 1500
 SETTLE_SECONDS = 0.5
-
-
-def _bare(backend: LlamaBackend, settings: SamplerSettings, max_tokens: int) -> FinishedEvent:
-    """The reply consumed bare, on a fresh thread like the app's worker.
-
-    (llama.cpp's OpenMP keeps a thread team per calling thread; once the main thread
-    has decoded, its idle team slows decoding from any other thread by ~40% with 2
-    threads on 2 cores. So no decode ever runs on the main thread here, and both
-    sides run on a fresh thread.)
-    """
-    result: list[FinishedEvent] = []
-    thread = threading.Thread(target=lambda: result.append(_consume(backend, settings, max_tokens)))
-    thread.start()
-    thread.join()
-    return result[0]
 
 
 def _consume(backend: LlamaBackend, settings: SamplerSettings, max_tokens: int) -> FinishedEvent:
@@ -68,52 +55,79 @@ def _consume(backend: LlamaBackend, settings: SamplerSettings, max_tokens: int) 
     return last
 
 
-async def _in_app(
-    backend: LlamaBackend, settings: SamplerSettings, max_tokens: int
-) -> tuple[FinishedEvent, float, int | None]:
-    """The reply in the headless app, saved to a temporary chat database.
+class AppSession:
+    """One headless app for a row's rounds: each app reply is a new chat's first, and
+    its chat is saved to a temporary database, as the app saves by default.
 
-    Returns:
-        The reply's end, the UI thread's CPU seconds while it ran, and the redraws
-        its draw budget allowed (None: the app drew without one).
+    A bare reply runs in between with the app open and idle, on the thread the app's
+    replies run on (llama.cpp's OpenMP keeps a thread team per calling thread, and a
+    team left idle slows decoding from any other thread). It is waited for on the
+    app's own loop, which it blocks, so the UI does nothing meanwhile, as without it.
     """
-    from tui.app import SamplescopeApp
 
-    backend.reset()
-    with tempfile.TemporaryDirectory() as folder, ChatStore(Path(folder) / "chats.db") as store:
-        app = SamplescopeApp(
-            backend, settings=settings, max_tokens=max_tokens, cursor_blink=False, store=store
-        )
-        finished, ui_seconds = await _reply_in(app)
-        budget = app.chat.schedule.budget
-        return finished, ui_seconds, budget.drawn if budget is not None else None
+    def __init__(self, backend: LlamaBackend, settings: SamplerSettings, max_tokens: int):
+        self.backend = backend
+        self.settings = settings
+        self.max_tokens = max_tokens
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="decode")
 
+    def bare(self, max_tokens: int | None = None) -> FinishedEvent:
+        """The reply consumed bare on the decode thread, the UI blocked meanwhile."""
+        tokens = self.max_tokens if max_tokens is None else max_tokens
+        # The app's objects are left out of garbage collection meanwhile, as a bare
+        # process does not have them (the app freezes them for its own replies too).
+        gc.freeze()
+        try:
+            return self.executor.submit(_consume, self.backend, self.settings, tokens).result()
+        finally:
+            gc.unfreeze()
 
-async def _reply_in(app: SamplescopeApp) -> tuple[FinishedEvent, float]:
-    """Send the prompt in the headless app and wait for the reply's end.
+    async def run(self, rounds: Callable[[AppSession], Awaitable[None]]) -> None:
+        """Open the app, settle it, and run `rounds` (which calls `reply` and `bare`)."""
+        from tui.app import SamplescopeApp
 
-    Returns:
-        The reply's end, and the UI thread's CPU seconds from the submit to the end.
-        (`app.chat.schedule.budget` then counts the redraws it allowed and held back.)
-    """
-    from textual.widgets import Input
+        # The app's thread workers run on the loop's default executor: one thread.
+        asyncio.get_running_loop().set_default_executor(self.executor)
+        with tempfile.TemporaryDirectory() as folder, ChatStore(Path(folder) / "c.db") as store:
+            app = SamplescopeApp(
+                self.backend,
+                settings=self.settings,
+                max_tokens=self.max_tokens,
+                cursor_blink=False,
+                store=store,
+            )
+            async with app.run_test(size=(120, 36)) as pilot:
+                while not app.ready:
+                    await pilot.pause(0.02)
+                app.action_toggle_colour()  # the most drawing: tinted tokens, bars, status
+                self.app = app
+                await rounds(self)
 
-    async with app.run_test(size=(120, 36)) as pilot:
-        while not app.ready:
-            await pilot.pause(0.02)
-        app.action_toggle_colour()  # the most drawing: tinted tokens, bars, status
+    async def reply(self) -> tuple[FinishedEvent, float, int | None]:
+        """A new chat, the prompt sent, and its reply waited for.
+
+        Returns:
+            The reply's end, the UI thread's CPU seconds from the submit to the end,
+            and the redraws its draw budget allowed (None: the app drew without one).
+        """
+        from textual.widgets import Input
+
+        app = self.app
+        app.action_new_chat()  # the backend's cache is reset before the reply
         prompt = app.query_one("#prompt", Input)
         prompt.value = PROMPT
-        # The app has settled before the message is sent, as after a person typed it:
-        # the first layouts of a screen just shown are not the reply's cost.
-        await pilot.pause(SETTLE_SECONDS)
+        # The app has settled before the message is sent, as after a person typed it.
+        await asyncio.sleep(SETTLE_SECONDS)
+        replies = len(app.finished)
         started = time.thread_time()
         # Submit without Pilot.press: that waits for idle, polling every widget
         # while the reply streams, which would load the UI thread.
         await prompt.action_submit()
-        while not app.finished:  # a plain sleep: Pilot.pause would add work to the UI
+        while len(app.finished) == replies:  # a plain sleep: Pilot.pause would add work
             await asyncio.sleep(0.2)
-        return app.finished[-1], time.thread_time() - started
+        ui_seconds = time.thread_time() - started
+        budget = app.chat.schedule.budget
+        return app.finished[-1], ui_seconds, budget.drawn if budget is not None else None
 
 
 class DecodeThreadClock:
@@ -197,17 +211,19 @@ def run_tui_bench(
     ui_ms_per_token: list[float] = []
     redraws_per_second: list[float] = []
     tokens: list[int] = []
-    try:
-        _bare(backend, settings, 8)  # warm up
-        clock.last()  # (its figure is not counted)
+
+    async def paired_rounds(session: AppSession) -> None:
+        session.bare(8)  # warm up
+        await session.reply()  # the session's first reply: its one-off costs
+        clock.last()  # (their figures are not counted)
         for round_ in range(rounds):
             for side in ("app", "bare") if round_ % 2 else ("bare", "app"):
                 # The app first every other round: the machine's drift favours neither.
                 if side == "bare":
-                    first = _bare(backend, settings, max_tokens)
+                    first = session.bare()
                     bare_off_cpu.append(clock.last())
                 else:
-                    second, ui_seconds, drawn = asyncio.run(_in_app(backend, settings, max_tokens))
+                    second, ui_seconds, drawn = await session.reply()
                     app_off_cpu.append(clock.last())
             bare.append(first.stats.decode_tps)
             app.append(second.stats.decode_tps)
@@ -218,6 +234,9 @@ def run_tui_bench(
             tokens.append(first.stats.decode_tokens)
             if second.token_ids != first.token_ids:
                 raise AssertionError("the app generated a different reply than the bare loop")
+
+    try:
+        asyncio.run(AppSession(backend, settings, max_tokens).run(paired_rounds))
     finally:
         backend.close()
     ratios = [a / b for a, b in zip(app, bare, strict=True) if b]

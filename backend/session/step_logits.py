@@ -13,6 +13,11 @@ Measured on SmolLM2-135M, a 40-token reply to a one-line question: 197,076 bytes
 step, so the budget holds the latest ~340 steps of the current reply (fewer as the
 context grows: 229,416 bytes a step at a full 4096-token context), about 60 at a
 256k vocabulary. The oldest steps go first.
+
+The buffers of dropped steps are reused for the next ones (within the same budget):
+a fresh 196 KB buffer a token costs the generating thread its page faults, ~0.13 ms
+a token measured mid-decode on SmolLM2, against ~0.05 ms for a copy into one reused.
+`get` hands out a copy, so a reused buffer is never seen outside.
 """
 
 from __future__ import annotations
@@ -51,6 +56,9 @@ class StepLogits:
         self._owner: object = None
         self._steps: OrderedDict[int, StepInput] = OrderedDict()
         self._bytes = 0
+        self._spare: list[np.ndarray] = []
+        """Logits buffers of dropped steps, for the next steps to copy into."""
+        self._spare_bytes = 0
         self._lock = threading.Lock()
 
     @property
@@ -68,27 +76,57 @@ class StepLogits:
         with self._lock:
             self._owner = owner
             for index in [i for i in self._steps if i >= keep_before]:
-                self._bytes -= step_bytes(self._steps.pop(index))
+                self._drop(self._steps.pop(index))
 
     def keep(self, index: int, logits: object, history: Sequence[int]) -> None:
         """Copy step `index` in (a `LiveSettings.step_sink`; generating thread)."""
-        step = StepInput(np.array(logits, dtype=np.float32, copy=True), tuple(history))
+        source = np.asarray(logits)
+        with self._lock:
+            buffer = self._spare_buffer(source.shape)
+        if buffer is None:
+            buffer = np.array(source, dtype=np.float32, copy=True)
+        else:
+            np.copyto(buffer, source)
+        step = StepInput(buffer, tuple(history))
         size = step_bytes(step)
         with self._lock:
             old = self._steps.pop(index, None)
             if old is not None:
-                self._bytes -= step_bytes(old)
+                self._drop(old)
             if size > self.budget_bytes:
                 return
             self._steps[index] = step
             self._bytes += size
+            while self._bytes + self._spare_bytes > self.budget_bytes and self._spare:
+                self._spare_bytes -= self._spare.pop().nbytes
             while self._bytes > self.budget_bytes:
                 _, dropped = self._steps.popitem(last=False)
-                self._bytes -= step_bytes(dropped)
+                self._drop(dropped)
+
+    def _spare_buffer(self, shape: tuple[int, ...]) -> np.ndarray | None:
+        """A dropped step's buffer of `shape` to copy into, or None (lock held)."""
+        if self._spare and self._spare[-1].shape == shape:
+            buffer = self._spare.pop()
+            self._spare_bytes -= buffer.nbytes
+            return buffer
+        return None
+
+    def _drop(self, step: StepInput) -> None:
+        """`step` leaves the table: its buffer is kept for reuse if the budget has room
+        (lock held)."""
+        self._bytes -= step_bytes(step)
+        buffer = step.logits
+        if self._bytes + self._spare_bytes + buffer.nbytes <= self.budget_bytes:
+            self._spare.append(buffer)
+            self._spare_bytes += buffer.nbytes
 
     def get(self, owner: object, index: int) -> StepInput | None:
-        """Step `index` of `owner`'s reply, if it is still kept."""
+        """Step `index` of `owner`'s reply, if it is still kept (a copy of its logits:
+        the kept buffer is reused once the step is dropped)."""
         with self._lock:
             if owner is not self._owner:
                 return None
-            return self._steps.get(index)
+            step = self._steps.get(index)
+            if step is None:
+                return None
+            return StepInput(step.logits.copy(), step.history)

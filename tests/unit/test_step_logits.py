@@ -43,3 +43,23 @@ def test_a_branch_keeps_its_parents_steps_before_the_fork() -> None:
     assert keeper.get("branch", 1) is not None
     assert keeper.get("branch", 2) is None and keeper.get("parent", 1) is None
     assert len(keeper) == 2
+
+
+def test_a_dropped_steps_buffer_is_reused_and_never_seen_outside() -> None:
+    step = 4 * 8 + 40 + 8 * 1
+    keeper = StepLogits(budget_bytes=2 * step + 4 * 8)
+    keeper.begin("reply")
+    keeper.keep(0, np.full(8, 0.0, dtype=np.float32), [0])
+    seen = keeper.get("reply", 0)
+    assert seen is not None
+    buffers = [s.logits for s in keeper._steps.values()]  # held: no id is reused
+    for index in range(1, 6):
+        keeper.keep(index, np.full(8, float(index), dtype=np.float32), [index])
+        buffers += [s.logits for s in keeper._steps.values()]
+    assert len({id(buffer) for buffer in buffers}) == 3  # two kept, one spare, passed round
+    assert seen.logits[0] == 0.0  # the step handed out earlier is a copy
+    latest = keeper.get("reply", 5)
+    assert latest is not None and latest.logits[0] == 5.0 and latest.history == (5,)
+    earlier = keeper.get("reply", 4)
+    assert earlier is not None and earlier.logits[0] == 4.0
+    assert keeper.nbytes == 2 * step
