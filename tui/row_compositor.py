@@ -29,7 +29,8 @@ class RowCompositor(Compositor):
     """Textual's compositor, with partial renders restricted to the changed rows."""
 
     def render_partial_update(self) -> ChopsUpdate | None:
-        """Render the changed regions (Textual's, with `_changed_rows` as the crop)."""
+        """Render the changed regions: Textual's, with each widget rendered only over the
+        changed rows where it shows (`_changed_chops`)."""
         screen_region = self.size.region
         update_regions = [
             region

@@ -15,8 +15,9 @@ context grows: 229,416 bytes a step at a full 4096-token context), about 60 at a
 256k vocabulary. The oldest steps go first.
 
 The buffers of dropped steps are reused for the next ones (within the same budget):
-a fresh 196 KB buffer a token costs the generating thread its page faults, ~0.13 ms
-a token measured mid-decode on SmolLM2, against ~0.05 ms for a copy into one reused.
+a fresh 196 KB buffer a token costs the generating thread its page faults: measured
+mid-decode on SmolLM2, ~0.17 ms a token against ~0.055 ms for a copy into one
+reused. (So a session's first reply still pays them, up to the budget.)
 `get` hands out a copy, so a reused buffer is never seen outside.
 """
 

@@ -9,6 +9,7 @@ import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import backend.store.store as store_module
@@ -17,6 +18,7 @@ from backend.config.paths import DATA_DIR_ENV, default_store_path
 from backend.store.records import file_sha256
 from backend.store.schema import SCHEMA_VERSION
 from backend.store.store import ChatStore, ModelRef, StoreError, suggest_title
+from sampling.sampler import Sampler
 from sampling.settings import MAX_SEED, SamplerSettings
 from tests.helpers import DateClock
 
@@ -91,6 +93,40 @@ def test_settings_changed_during_the_prefill_apply_from_the_first_token(
     (reply,) = store.load_chat(chat).replies
     assert [(c.from_index, c.settings) for c in reply.settings_changes] == [(0, moved)]
     assert reply.token_ids == (11, 12)
+
+
+def test_a_batch_stores_its_steps_and_settings_changes_as_token_by_token_writes_do(
+    store: ChatStore,
+) -> None:
+    """One batch (committed at the finish) holds the steps, a change before token 0
+    and one later; they read back as when each token is committed on its own."""
+    sampler = Sampler(BASE, vocab_size=16)
+    logits = np.linspace(0.0, 3.0, 16, dtype=np.float32)
+    moved, later = BASE.with_changes(temperature=0.3), BASE.with_changes(top_k=5)
+    in_force = [moved, moved, later, later]
+    steps = []
+    for settings in in_force:
+        sampler.settings = settings
+        steps.append(sampler.sample(logits, [1, 2]))
+    stored = []
+    for commit_every in (3600.0, 0.0):
+        chat = store.new_chat("batch", MODEL)
+        store.add_message(chat, "user", "count")
+        writer = store.begin_reply(chat, MODEL, BASE, commit_every=commit_every)
+        for index, (settings, step) in enumerate(zip(in_force, steps, strict=True)):
+            writer.append_token(index, step.token_id, settings, f"t{index}", step)
+        writer.finish("max_tokens", GenerationStats(), "t0t1t2t3")
+        record = store.load_chat(chat)
+        (reply,) = record.replies
+        assert [(c.from_index, c.settings) for c in reply.settings_changes] == [
+            (0, moved),
+            (2, later),
+        ]
+        loaded = store.load_steps(record, reply)
+        assert [loaded[i].token_id for i in range(4)] == [s.token_id for s in steps]
+        assert [loaded[i].settings for i in range(4)] == in_force
+        stored.append((reply.token_ids, [loaded[i].candidates for i in range(4)]))
+    assert stored[0][0] == stored[1][0] and repr(stored[0][1]) == repr(stored[1][1])
 
 
 def test_largest_seed_survives(store: ChatStore) -> None:

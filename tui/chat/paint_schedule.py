@@ -15,8 +15,9 @@ than taking turns, and each part is drawn only as often as a reader can follow i
 
 FULL_REDRAW_EVERY = 3
 """Held to a draw budget, one redraw in this many draws every part owed; the others
-draw the text alone (a quarter of the cost of one with the bars and the status), so
-the text keeps its pace on the CPU the budget allows."""
+draw the text alone (about a quarter of the cost of one with the bars and the status:
+a compositor refresh of 1.1 ms against 4.3, paced fake reply), so the text keeps its
+pace on the CPU the budget allows."""
 
 
 class PaintSchedule:

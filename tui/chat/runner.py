@@ -4,9 +4,10 @@
 comparison) on a thread worker that holds the backend lock, so exactly one thread
 uses the model at a time. The worker only appends events to an inbox; for anything
 but a token it also posts a wake-up to the UI thread. On the UI thread the inbox is
-drained at FLUSH_HZ (and at each wake-up), events of a stopped generation are
-dropped, and the rest go to the job's consumer (`GenerationConsumer`), which owns
-every state change and every widget; after each timed drain the consumer paints.
+drained at FLUSH_HZ while a job runs (and at each wake-up), events of a stopped
+generation are dropped, and the rest go to the job's consumer (`GenerationConsumer`),
+which owns every state change and every widget; after each timed drain the consumer
+paints. An idle runner's timer is paused.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from backend.session.backend import SessionBackend
 from sampling.errors import SamplescopeError
 
 FLUSH_HZ = 10.0
-"""How often the inbox is drained and the consumer paints."""
+"""How often the inbox is drained and the consumer paints while a job runs."""
 
 GIL_SWITCH_INTERVAL = 0.0005
 """Seconds a thread may hold the GIL while another waits (Python's default: 0.005).
@@ -74,7 +75,8 @@ class GenerationConsumer(Protocol):
         ...
 
     def paint(self) -> None:
-        """Bring the screen up to date (after each timed drain: FLUSH_HZ a second)."""
+        """Bring the screen up to date (after each timed drain: FLUSH_HZ a second while
+        a job runs)."""
         ...
 
 
