@@ -37,20 +37,20 @@ def test_held_to_a_budget_two_redraws_in_three_are_the_text_alone() -> None:
     schedule = PaintSchedule()
     schedule.budget = Scripted([False, True, True, True, False, False, True, True, True])
     everything = set(PAINT_EVERY)
-    # Held at tick 1. The 1st and 2nd redraws allowed (ticks 2, 3) are the text
-    # alone, and the bars due at tick 2 come with the 3rd (tick 4), with the status,
-    # timeline and tail due then. Held at 5 and 6; the 4th and 5th (ticks 7, 8) are
-    # the text alone, and everything owed since comes with the 6th (tick 9).
+    # Held at tick 1. The 1st redraw with the bars owed (tick 2) draws them: a reply
+    # shows its bars at once. A redraw with only the text owed (ticks 3 and 9) draws
+    # it and takes no turn. Of the others, two are the text alone (ticks 4 and 7) and
+    # the third (tick 8) draws everything owed since.
     assert drawn(schedule, 9) == [
         set(),
+        {"reply", "probs"},
         {"reply"},
         {"reply"},
-        everything,
         set(),
         set(),
         {"reply"},
-        {"reply"},
         everything,
+        {"reply"},
     ]
 
 

@@ -14,8 +14,9 @@ every changed row), so the parts due at the same tick are drawn in one repaint r
 than taking turns, and each part is drawn only as often as a reader can follow it."""
 
 FULL_REDRAW_EVERY = 3
-"""Held to a draw budget, one redraw in this many draws every part owed; the others
-draw the text alone (about a quarter of the cost of one with the bars and the status:
+"""Held to a draw budget, of the redraws with more than the text owed one in this
+many draws every part owed (the first of a reply's among them); the others draw the
+text alone (about a quarter of the cost of one with the bars and the status:
 a compositor refresh of 1.1 ms against 4.3, paced fake reply), so the text keeps its
 pace on the CPU the budget allows."""
 
@@ -33,11 +34,14 @@ class PaintSchedule:
         """Set when llama.cpp's threads take every core (`draw_budget.budget_for`)."""
         self._ticks = 0
         self._owed: set[str] = set()
+        self._text_turns = FULL_REDRAW_EVERY - 1
+        """Budgeted redraws of the text alone since the last with every part owed."""
 
     def restart(self) -> None:
-        """A reply starts: nothing owed, a full budget."""
+        """A reply starts: nothing owed, a fresh budget, the first full redraw due."""
         self._ticks = 0
         self._owed.clear()
+        self._text_turns = FULL_REDRAW_EVERY - 1
         if self.budget is not None:
             self.budget.restart()
 
@@ -49,6 +53,10 @@ class PaintSchedule:
         if not self._owed or (budget is not None and not budget.allows()):
             return set()
         due, self._owed = self._owed, set()
-        if budget is not None and budget.drawn % FULL_REDRAW_EVERY and "reply" in due:
-            self._owed, due = due - {"reply"}, {"reply"}
+        if budget is not None and "reply" in due and due != {"reply"}:
+            if self._text_turns < FULL_REDRAW_EVERY - 1:
+                self._text_turns += 1
+                self._owed, due = due - {"reply"}, {"reply"}
+            else:
+                self._text_turns = 0
         return due
