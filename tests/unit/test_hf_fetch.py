@@ -41,9 +41,14 @@ def closed_port() -> str:
 @pytest.fixture
 def hub_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty hub cache of the test's own, online (HF_HUB_OFFLINE unset)."""
+    from huggingface_hub import constants
+
     cache = tmp_path / "hub"
     monkeypatch.setenv("HF_HUB_CACHE", str(cache))
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    # huggingface_hub reads the variable once, at its import: a test of this worker
+    # that first imported it with HF_HUB_OFFLINE=1 would leave the hub offline.
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.delenv("HF_HUB_DISABLE_PROGRESS_BARS", raising=False)
     return cache
 
