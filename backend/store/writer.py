@@ -147,15 +147,13 @@ class ReplyWriter:
         reply_id = self.reply_id
         steps = [(a.index, a.step) for a in pending if a.step is not None]
         layout_json = None
-        if steps and self._layout is None:
-            self._layout = layout_of(steps[0][1])
-            layout_json = self._layout.to_json()
-        layout = self._layout
-        step_rows = [
-            (reply_id, index, *pack_step(step, layout))
-            for index, step in steps
-            if layout is not None
-        ]
+        step_rows = []
+        if steps:
+            if self._layout is None:
+                self._layout = layout_of(steps[0][1])
+                layout_json = self._layout.to_json()
+            layout = self._layout
+            step_rows = [(reply_id, index, *pack_step(step, layout)) for index, step in steps]
         with self._transaction("store tokens") as conn:
             conn.executemany(
                 "INSERT INTO reply_tokens (reply_id, idx, token_id, piece) VALUES (?, ?, ?, ?)",

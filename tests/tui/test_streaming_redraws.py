@@ -87,7 +87,7 @@ async def test_the_transcript_follows_the_last_line_not_the_room_below_it() -> N
         transcript.scroll_end(animate=False, immediate=True)
         await pilot.pause(0.1)
         assert transcript.scroll_y <= text_bottom - viewport + jump < transcript.max_scroll_y
-        # Scrolled up by two lines, the view stops following.
+        # Scrolled up two lines past the last jump, the view stops following.
         transcript.scroll_to(y=transcript.scroll_y - 2 - jump, animate=False, immediate=True)
         left_at = transcript.scroll_y
         assert not transcript.at_end

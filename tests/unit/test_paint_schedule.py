@@ -54,9 +54,13 @@ def test_held_to_a_budget_two_redraws_in_three_are_the_text_alone() -> None:
     ]
 
 
-def test_a_new_reply_starts_with_nothing_owed_and_a_full_budget() -> None:
+def test_a_new_reply_starts_with_nothing_owed_a_fresh_budget_and_its_bars_due() -> None:
     schedule = PaintSchedule()
-    schedule.budget = Scripted([False, False, False, False, True])
+    budget = Scripted([True, True, False, False, False, False, True, True])
+    schedule.budget = budget
+    drawn(schedule, 2)  # the text, then a full redraw: the next bars wait two turns
     drawn(schedule, 4)  # everything owed, nothing drawn
     schedule.restart()
-    assert schedule.tick() == {"reply"}
+    assert budget.drawn == budget.held == 0
+    # Nothing owed from before, and the new reply's first bars come at once.
+    assert drawn(schedule, 2) == [{"reply"}, {"reply", "probs"}]

@@ -32,16 +32,15 @@ class PaintSchedule:
     def __init__(self) -> None:
         self.budget: DrawBudget | None = None
         """Set when llama.cpp's threads take every core (`draw_budget.budget_for`)."""
-        self._ticks = 0
         self._owed: set[str] = set()
-        self._text_turns = FULL_REDRAW_EVERY - 1
-        """Budgeted redraws of the text alone since the last with every part owed."""
+        self.restart()
 
     def restart(self) -> None:
         """A reply starts: nothing owed, a fresh budget, the first full redraw due."""
         self._ticks = 0
         self._owed.clear()
         self._text_turns = FULL_REDRAW_EVERY - 1
+        """Budgeted redraws of the text alone since the last with every part owed."""
         if self.budget is not None:
             self.budget.restart()
 

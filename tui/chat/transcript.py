@@ -209,13 +209,16 @@ class Transcript(VerticalScroll, can_focus=True):
 
     def _streaming(self) -> ReplyView | None:
         """The last reply's view while it streams."""
-        last = self.views[-1] if self.views else None
+        last = self._last_view()
         return last if last is not None and not last.reply.finished else None
+
+    def _last_view(self) -> ReplyView | None:
+        return self.views[-1] if self.views else None
 
     def _with_room(self) -> ReplyView | None:
         """The last reply's view while it has room reserved below its text (it streams,
         or it finished and is not laid out at its final height yet)."""
-        last = self.views[-1] if self.views else None
+        last = self._last_view()
         if last is None or not last.region or last.size.height <= last.text_height:
             return None
         return last
