@@ -2,6 +2,7 @@
 
 from sampling import modes
 from sampling.errors import LogitsError, SamplescopeError, SettingsError
+from sampling.loops import Loop, LoopRule, LoopWatch, find_loop, loop_rate
 from sampling.penalties import penalized_logits
 from sampling.records import Candidate, CutBy, Step
 from sampling.sampler import Sampler, SamplerState, probabilities
@@ -15,6 +16,9 @@ __all__ = [
     "Candidate",
     "CutBy",
     "LogitsError",
+    "Loop",
+    "LoopRule",
+    "LoopWatch",
     "Sampler",
     "SamplerSettings",
     "SamplerState",
@@ -22,6 +26,8 @@ __all__ = [
     "SettingSpec",
     "SettingsError",
     "Step",
+    "find_loop",
+    "loop_rate",
     "modes",
     "penalized_logits",
     "probabilities",
