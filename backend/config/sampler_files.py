@@ -27,29 +27,6 @@ def samplers_dir() -> Path:
     return config_dir() / SAMPLERS_DIRNAME
 
 
-def split_sampler_files(argv: Sequence[str]) -> tuple[list[str], list[Path]]:
-    """The arguments without `--sampler-file PATH` (or `--sampler-file=PATH`), and the
-    paths those gave, in order.
-
-    Raises:
-        PluginError: The flag is last, with no path after it.
-    """
-    rest: list[str] = []
-    paths: list[Path] = []
-    words = iter(argv)
-    for word in words:
-        if word == SAMPLER_FILE_FLAG:
-            path = next(words, None)
-            if path is None:
-                raise PluginError(f"{SAMPLER_FILE_FLAG} needs a path to a Python file")
-            paths.append(Path(path))
-        elif word.startswith(SAMPLER_FILE_FLAG + "="):
-            paths.append(Path(word.split("=", 1)[1]))
-        else:
-            rest.append(word)
-    return rest, paths
-
-
 def load_sampler_files(paths: Sequence[Path] = ()) -> list[PluginOrigin]:
     """Load the samplers folder's files, then `paths`; return every plugin's origin.
 

@@ -59,3 +59,17 @@ def test_generate_applies_the_config_files_settings(
     assert main(argv) == 0
     settings = json.loads(capsys.readouterr().out)["settings"]
     assert (settings["top_k"], settings["seed"], settings["temperature"]) == (7, 9, 0.5)
+
+
+def test_a_prompt_after_double_dash_naming_a_sampler_file_is_only_a_prompt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("SAMPLESCOPE_CONFIG_DIR", str(tmp_path / "config"))
+    marker = tmp_path / "ran"
+    plugin = tmp_path / "x.py"
+    plugin.write_text(f"from pathlib import Path\nPath({str(marker)!r}).write_text('ran')\n")
+    prompt = f"--sampler-file={plugin}"
+    argv = ["generate", "--max-tokens", "1", "--json", *MODEL_FLAGS, "--", prompt]
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["finish_reason"] in ("max_tokens", "eos")
+    assert not marker.exists()

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from backend.chat.events import GenerationStats
-from backend.config.sampler_files import load_sampler_file, split_sampler_files
+from backend.config.sampler_files import load_sampler_file
 from backend.store.store import ChatStore, ModelRef, StoreError
 from sampling import Sampler, SamplerSettings, settings_summary
 from sampling.errors import SettingsError
@@ -203,15 +203,6 @@ def test_a_plugin_that_is_not_one_is_refused_naming_its_file(tmp_path: Path) -> 
     with pytest.raises(PluginError, match="cannot read"):
         load_sampler_file(tmp_path / "absent.py")
     assert "top_k" in UNITS_BY_NAME and not plugin_origins()
-
-
-def test_sampler_file_flags_are_taken_out_of_the_arguments() -> None:
-    rest, paths = split_sampler_files(
-        ["--sampler-file", "a.py", "generate", "hi", "--sampler-file=b.py", "-t", "0"]
-    )
-    assert rest == ["generate", "hi", "-t", "0"] and paths == [Path("a.py"), Path("b.py")]
-    with pytest.raises(PluginError, match="needs a path"):
-        split_sampler_files(["--sampler-file"])
 
 
 def test_samplers_command_lists_built_ins_and_plugins(tmp_path: Path) -> None:

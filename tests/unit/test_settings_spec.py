@@ -12,7 +12,7 @@ from sampling.errors import SamplescopeError, SettingsError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, MAX_SEED, SamplerSettings, settings_summary
 from sampling.spec import DISPLAY_ORDER, SETTINGS, SETTINGS_BY_NAME, SettingSpec, find_setting
 from tui.cli.app import build_app_parser
-from tui.cli.compare import SHORT_KEYS, CompareArgumentError, parse_set
+from tui.cli.compare import CompareArgumentError, parse_set, short_keys
 from tui.cli.main import build_parser
 from tui.cli.settings_flags import add_settings_flags, settings_from_args
 from tui.compare.columns import DEFAULT_VARIATIONS, VARIABLE_FIELDS, coerce_value
@@ -309,8 +309,8 @@ def test_typed_text_becomes_the_fields_type(spec: SettingSpec) -> None:
 
 
 def test_set_keys_are_the_short_keys_and_the_field_names() -> None:
-    assert SHORT_KEYS["t"] == "temperature" and SHORT_KEYS["k"] == "top_k"
-    assert SHORT_KEYS["p"] == "top_p"
+    keys = short_keys()
+    assert keys["t"] == "temperature" and keys["k"] == "top_k" and keys["p"] == "top_p"
     for spec in SETTINGS:
         assert find_setting(spec.name) is spec
         assert find_setting(spec.name.replace("_", "-")) is spec

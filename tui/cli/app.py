@@ -30,6 +30,7 @@ from backend.store.store import ChatStore, StoreError
 from sampling.errors import SettingsError
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tui.cli.model_flags import add_hf_flag, add_rpc_flag, model_or_hf
+from tui.cli.sampler_file_flag import add_sampler_file_flag
 from tui.cli.settings_flags import add_settings_flags, settings_from_args
 
 if TYPE_CHECKING:
@@ -74,6 +75,7 @@ def build_app_parser() -> argparse.ArgumentParser:
         "--no-save", action="store_true", help="do not save chats (default: save every chat)"
     )
     add_settings_flags(parser)
+    add_sampler_file_flag(parser)
     return parser
 
 

@@ -30,9 +30,13 @@ from tui.cli.settings_flags import settings_with_user_config
 from tui.resources import available_presets
 from tui.widgets.score_label import score_label
 
-#: Short keys accepted by --set, besides the settings' own field names.
-SHORT_KEYS = {spec.short_key: spec.name for spec in SETTINGS if spec.short_key}
-_KEYS_HELP = ", ".join(SHORT_KEYS)
+
+def short_keys() -> dict[str, str]:
+    """Short keys accepted by --set, besides the settings' own field names (read when
+    asked: a plugin loaded later adds its own)."""
+    return {spec.short_key: spec.name for spec in SETTINGS if spec.short_key}
+
+
 #: Narrower than this per column, the columns are printed one under the other.
 MIN_COLUMN_WIDTH = 24
 DEFAULT_SEED = 42
@@ -44,6 +48,7 @@ class CompareArgumentError(SamplescopeError):
 
 def register(subparsers: Any) -> None:
     """Add `compare` to the command line."""
+    keys_help = ", ".join(short_keys())
     parser = subparsers.add_parser(
         "compare",
         help="one prompt under several sampler settings, side by side",
@@ -53,7 +58,7 @@ def register(subparsers: Any) -> None:
             "narrow) and mark each column's first token that differs from the first column. "
             "--set takes comma-separated key=value pairs on top of the off values "
             "(grammar=@PATH or json_schema=@PATH reads a file) "
-            f"({_KEYS_HELP} or any settings field name except seed: every column shares -s)."
+            f"({keys_help} or any settings field name except seed: every column shares -s)."
         ),
     )
     parser.add_argument("prompt", metavar="PROMPT", nargs="?", help="the user's message")
@@ -100,9 +105,9 @@ def parse_set(text: str) -> SamplerSettings:
             raise CompareArgumentError(f"--set {text!r}: {pair!r} is not key=value")
         spec = find_setting(key)
         if spec is None:
+            known = ", ".join([*short_keys(), *sorted(SETTINGS_BY_NAME)])
             raise CompareArgumentError(
-                f"--set {text!r}: unknown key {key!r} (use {_KEYS_HELP} or a field name:"
-                f" {', '.join(sorted(SETTINGS_BY_NAME))})"
+                f"--set {text!r}: unknown key {key!r} (use a short key or a field name: {known})"
             )
         if not spec.per_column:
             flags = "/".join(flag for flag in (spec.short_flag, spec.flag) if flag)

@@ -8,8 +8,14 @@ import sys
 from collections.abc import Sequence
 from typing import Protocol
 
-from backend.config.sampler_files import load_sampler_files, split_sampler_files
+from backend.config.sampler_files import SAMPLER_FILE_FLAG, load_sampler_file, load_sampler_files
 from sampling.errors import SamplescopeError
+from tui.cli.sampler_file_flag import (
+    LEADING_DEST,
+    add_sampler_file_flag,
+    check_same_files,
+    sampler_files_given,
+)
 from tui.cli.text_input import TextInputError, check_arguments
 
 
@@ -21,8 +27,9 @@ class CommandModule(Protocol):
 
 
 def command_modules() -> tuple[CommandModule, ...]:
-    """Every command's module, imported here: after the sampler plugins are loaded,
-    so that the tables the commands derive from the settings hold theirs."""
+    """Every command's module, imported here (not at the top, to keep `samplescope`
+    quick to start). A module derives nothing from the settings when imported: the
+    parser is built once before the `--sampler-file` plugins load and once after."""
     from tui.cli import (
         bench,
         branch,
@@ -89,22 +96,46 @@ def build_parser() -> argparse.ArgumentParser:
             + "\nas the files of the config folder's samplers/ are (`samplescope samplers`)."
         ),
     )
+    add_sampler_file_flag(parser, LEADING_DEST)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in command_modules():
         module.register(subparsers)
+    for command in set(subparsers.choices.values()):
+        add_sampler_file_flag(command)
     return parser
 
 
 def _opens_app(parser: argparse.ArgumentParser, argv: Sequence[str]) -> bool:
-    """No subcommand named (maybe app options like --model): the app parses argv."""
-    if not argv:
+    """No subcommand named (maybe app options like --model): the app parses argv.
+
+    What decides is the first word after any leading `--sampler-file PATH`.
+    """
+    words = list(argv)
+    while words and (words[0] == SAMPLER_FILE_FLAG or words[0].startswith(SAMPLER_FILE_FLAG + "=")):
+        if words[0] == SAMPLER_FILE_FLAG:
+            if len(words) < 2:
+                return False  # the main parser says the path is missing
+            words = words[1:]
+        words = words[1:]
+    if not words:
         return True
-    if argv[0] in ("-h", "--help"):
+    if words[0] in ("-h", "--help"):
         return False
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            return argv[0] not in action.choices
+            return words[0] not in action.choices
     return True
+
+
+def _front_parser(argv: Sequence[str]) -> tuple[argparse.ArgumentParser, bool]:
+    """The parser that reads argv (the app's, or the commands'), and whether it is the
+    app's."""
+    parser = build_parser()
+    if _opens_app(parser, argv):
+        from tui.cli.app import build_app_parser
+
+        return build_app_parser(), True
+    return parser, False
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -116,18 +147,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"samplescope: {error}", file=sys.stderr)
         return 2
     try:
-        args_list, sampler_files = split_sampler_files(args_list)
-        load_sampler_files(sampler_files)
+        load_sampler_files()
+        parser, opens_app = _front_parser(args_list)
+        sampler_files = sampler_files_given(parser, args_list)
+        for path in sampler_files:
+            load_sampler_file(path)
+        if sampler_files:  # their flags join the parser
+            parser, opens_app = _front_parser(args_list)
+        args = parser.parse_args(args_list)
+        check_same_files(sampler_files, args)
     except SamplescopeError as error:
         print(f"samplescope: {error}", file=sys.stderr)
         return 2
-    parser = build_parser()
-    if _opens_app(parser, args_list):
-        from tui.cli.app import run_app
-
-        return run_app(args_list)
-    args = parser.parse_args(args_list)
-    if args.command is None:
+    if opens_app or args.command is None:
         from tui.cli.app import run_app
 
         return run_app(args_list)
