@@ -6,15 +6,18 @@ import json
 from dataclasses import dataclass
 from typing import Literal
 
+from sampling.loops import Loop
 from sampling.records import Step
 from sampling.settings import SamplerSettings
 
 Phase = Literal["prefill", "decode", "done"]
 FinishReason = Literal[
-    "eos", "max_tokens", "context_full", "cancelled", "error", "banned", "grammar"
+    "eos", "max_tokens", "context_full", "cancelled", "error", "banned", "grammar", "loop"
 ]
 """Why a generation ended; "banned": phrase bans left no token to take at a position
-(the reply stops there, before the phrase); "grammar": the grammar left no legal token."""
+(the reply stops there, before the phrase); "grammar": the grammar left no legal token;
+"loop": the reply ran into a repetition loop and was stopped on it
+(`backend.session.loop_watch`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +71,18 @@ class RewindEvent:
     text: str
     matched: str
     banned: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LoopEvent:
+    """The reply's loop changed: one formed, grew by a copy, or (after a rewind) is
+    another or gone (`backend.session.loop_watch`).
+
+    Attributes:
+        loop: The latest loop found in the reply so far (None: none).
+    """
+
+    loop: Loop | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +176,8 @@ class FinishedEvent:
         token_ids: The sampled token ids, in order.
         error: The user-facing error message when `reason` is "error".
         decoding: How it was decoded when in lockstep with siblings (None: alone).
+        loop: The latest repetition loop found in the reply while it was watched for
+            (None: none found, or not watched).
     """
 
     reason: FinishReason
@@ -169,8 +186,15 @@ class FinishedEvent:
     token_ids: tuple[int, ...]
     error: str | None = None
     decoding: Decoding | None = None
+    loop: Loop | None = None
 
 
 GenerationEvent = (
-    PhaseEvent | PrefillProgress | TokenEvent | RewindEvent | NoticeEvent | FinishedEvent
+    PhaseEvent
+    | PrefillProgress
+    | TokenEvent
+    | RewindEvent
+    | LoopEvent
+    | NoticeEvent
+    | FinishedEvent
 )

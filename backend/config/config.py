@@ -21,6 +21,9 @@ The file lives at `<user config dir>/config.toml` (`samplescope config --path`;
     ignore_case = true  # default false
     regex = false       # each phrase a regular expression
 
+    [loops]             # repetition loops: "off", "mark" or "stop" (see loops_table)
+    mode = "mark"
+
 Precedence, lowest first: built-in defaults (`DEFAULT_CHAT_SETTINGS`, the default
 model) < the config file < command-line flags. Wiring, for a command or the app:
 
@@ -44,16 +47,28 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from backend.config.loops_table import loops_toml, parse_loops
 from backend.config.model_path import MODEL_ENV
 from backend.config.paths import default_config_path
 from backend.llama.rpc import Endpoint, RpcError, format_endpoints, parse_endpoints
+from backend.session.loop_watch import LoopGuard
 from backend.session.phrase_bans import DEFAULT_TRIES, PhraseBanError, PhraseBans
 from sampling.errors import SamplescopeError, SettingsError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from sampling.spec import SETTINGS_BY_NAME
 from sampling.surprise import DEFAULT_SURPRISE, SurpriseRule, parse_surprise
 
-TOP_LEVEL_KEYS = ("model", "theme", "rpc", "model_dirs", "surprise", "settings", "keys", "bans")
+TOP_LEVEL_KEYS = (
+    "model",
+    "theme",
+    "rpc",
+    "model_dirs",
+    "surprise",
+    "settings",
+    "keys",
+    "bans",
+    "loops",
+)
 BAN_KEYS = ("phrases", "ignore_case", "regex", "tries")
 SETTINGS_KEYS = tuple(f.name for f in fields(SamplerSettings) if f.name != "extra")
 """The built-in settings' keys (a loaded sampler plugin's settings are keys too)."""
@@ -79,6 +94,7 @@ class Config:
         settings: The sampler settings fields the file sets, as (field, value) pairs.
         keys: Key overrides as (action, key) pairs.
         bans: The phrases a reply may not hold ([bans]; none: nothing banned).
+        loops: What a repetition loop in a reply does ([loops]; default: marked).
     """
 
     path: Path | None = None
@@ -90,6 +106,7 @@ class Config:
     settings: tuple[tuple[str, Any], ...] = ()
     keys: tuple[tuple[str, str], ...] = ()
     bans: PhraseBans = field(default_factory=PhraseBans)
+    loops: LoopGuard = field(default_factory=LoopGuard)
 
     @property
     def settings_overrides(self) -> dict[str, Any]:
@@ -249,6 +266,7 @@ def _parse(path: Path, text: str, data: dict[str, Any]) -> Config:
         settings=tuple(settings.items()),
         keys=tuple((str(a), str(k)) for a, k in keys.items()),
         bans=_parse_bans(data.get("bans", {}), fail),
+        loops=parse_loops(data.get("loops", {}), fail),
     )
 
 
@@ -366,5 +384,7 @@ def effective_toml(
         f"ignore_case = {_toml_value(bans.ignore_case)}",
         f"regex = {_toml_value(bans.regex)}",
         f"tries = {bans.tries}",
+        "",
+        *loops_toml(config.loops),
     ]
     return "\n".join(lines) + "\n"

@@ -20,6 +20,7 @@ from backend.chat.prompt import PromptBuilder
 from backend.chat.protocol import ChatMessage, LiveSettings, ModelInfo
 from backend.chat.template import ChatTemplate
 from backend.session.loop import Generation, Session
+from backend.session.loop_watch import LoopGuard, watching
 from backend.session.model import Model
 from backend.session.phrase_bans import PhraseBans, backtracking
 from backend.session.run import Steer, StepInput, clock_now
@@ -103,6 +104,7 @@ class SessionBackend:
         raw: bool = False,
         steer: Steer | None = None,
         bans: PhraseBans | None = None,
+        loops: LoopGuard | None = None,
     ) -> Iterator[GenerationEvent]:
         """Generate the assistant's reply to `messages` (see `ChatBackend.generate`).
 
@@ -116,6 +118,9 @@ class SessionBackend:
 
         `bans` keeps banned phrases out of the reply by backtracking
         (`backend.session.phrase_bans`): each rejected attempt comes as a RewindEvent.
+
+        `loops` watches the reply for repetition loops (`backend.session.loop_watch`):
+        LoopEvents, the FinishedEvent's `loop`, and in "stop" mode the finish "loop".
         """
         generation = self.generate_many(
             messages,
@@ -127,6 +132,8 @@ class SessionBackend:
             rewindable=bool(bans),
         )
         events = backtracking(generation, bans) if bans else iter(generation)
+        if loops:
+            events = watching(generation, loops, events)
         for _, event in events:
             yield event
 

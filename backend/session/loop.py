@@ -161,6 +161,14 @@ class Generation:
             lane.pending = []
             lane.row = None
 
+    def end_after(self, column: int, reason: FinishReason) -> None:
+        """End sequence `column` after its latest token (between events), unless a
+        rewind drops that token first: a check after a token (a loop found) lets the
+        checks after it (a phrase ban going back) have their say."""
+        lane = self.lanes[column]
+        if lane.reason is None:
+            lane.ending = reason
+
     def __iter__(self) -> Iterator[Event]:
         error: str | None = None
         try:
@@ -309,6 +317,8 @@ class Generation:
             return  # rewound while the event was out
         if eog:
             lane.reason = "eos"
+        elif lane.ending is not None:
+            lane.reason = lane.ending
         elif index + 1 >= self.max_tokens:
             lane.reason = "max_tokens"
         else:

@@ -134,6 +134,9 @@ class Lane:
     stream: Utf8Stream = field(default_factory=Utf8Stream)
     reason: FinishReason | None = None
     """Why it ended (None while it runs)."""
+    ending: FinishReason | None = None
+    """Why it ends after its latest token unless that token is rewound first
+    (`Generation.end_after`; None: it goes on)."""
     row: int | None = -1
     """The row of the last batch holding its next logits (None: to be decoded)."""
     pending: list[int] = field(default_factory=list)
@@ -209,6 +212,7 @@ class Lane:
             )
         keep = self.index - count
         self.discarded += count
+        self.ending = None  # the token it was to end after is gone
         self.sampler.restore(self.states[keep - self.given])
         del self.states[keep - self.given :]
         del self.token_ids[keep:], self.texts[keep:]

@@ -22,6 +22,7 @@ from backend.store.records import (
 )
 from backend.store.steps import StepLayout, unpack_step
 from sampling.errors import SettingsError
+from sampling.loops import Loop
 from sampling.plugins import files_problem
 from sampling.records import Step
 from sampling.settings import SamplerSettings
@@ -197,7 +198,7 @@ def _load_replies(
         "SELECT r.id, r.message_id, r.model_path, r.model_size, r.model_sha256, r.seed, "
         "r.rng, r.max_tokens, r.finish_reason, r.error, r.stats, r.created, r.finished, "
         "coalesce(r.text, m.content), r.n_ctx, r.n_batch, r.parent_id, r.fork_at, r.mode, "
-        "r.decoding "
+        "r.decoding, r.loop "
         "FROM replies r JOIN messages m ON r.message_id = m.id "
         "WHERE m.chat_id = ? ORDER BY m.position, r.id",
         (chat_id,),
@@ -249,6 +250,7 @@ def _load_replies(
             mode=str(row[18]),
             branch=len(siblings) + 1,
             decoding=None if row[19] is None else str(row[19]),
+            loop=_parse_loop(row[20]),
         )
         replies[message_id] = (*siblings, record)
     return replies
@@ -335,6 +337,17 @@ def _parse_settings(path: Path, text: str, reply_id: int) -> SamplerSettings:
         raise StoreError(
             f"chat database {path}: reply {reply_id} has unreadable settings: {error}"
         ) from error
+
+
+def _parse_loop(text: str | None) -> Loop | None:
+    """A stored loop; None when none is stored or it cannot be read (it is shown, not
+    replayed: a damaged one is no reason to refuse the reply)."""
+    if text is None:
+        return None
+    try:
+        return Loop.from_dict(json.loads(text))
+    except ValueError:
+        return None
 
 
 def _parse_stats(text: str | None) -> GenerationStats | None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from backend.chat.events import GenerationStats
 from backend.chat.protocol import ChatMessage, Role
 from sampling.errors import SamplescopeError
+from sampling.loops import Loop
 from sampling.plugins import files_used
 from sampling.settings import SamplerSettings
 
@@ -143,6 +144,8 @@ class ReplyRecord:
         branch: 1-based number of this branch within its turn, in creation order.
         decoding: How it was decoded, as JSON (e.g. in lockstep with which sibling
             sequences); None: alone, one sequence.
+        loop: The latest repetition loop found in it while it ran (None: none found,
+            not watched for, or stored before schema 6).
     """
 
     id: int
@@ -167,6 +170,7 @@ class ReplyRecord:
     mode: str = "chat"
     branch: int = 1
     decoding: str | None = None
+    loop: Loop | None = None
 
     @property
     def is_ghost(self) -> bool:

@@ -3,7 +3,7 @@
 Every database starts at version 0 (empty) and is brought to `SCHEMA_VERSION` by
 running each migration in order, each in its own transaction together with the new
 `user_version`, so a crash mid-migration leaves the previous version intact. A new
-database therefore takes the same path as an old one: v0 → v1 → … → v5.
+database therefore takes the same path as an old one: v0 → v1 → … → v6.
 
 Version history:
     1: chats, messages, replies, reply_tokens, settings_changes.
@@ -39,6 +39,9 @@ Version history:
        from a parent). `messages` is rebuilt (ids and rows kept) so that branch_id
        and after_reply_id reference replies(id), ON DELETE SET NULL; references to
        replies that no longer exist become NULL.
+    6: replies.loop: the latest repetition loop found in the reply while it ran, as
+       JSON `{"period", "start", "count"}` (`sampling.loops.Loop`); NULL: none found,
+       not watched for, or a reply of an earlier version.
 
 The current schema is written out in `schema.sql` (a test checks it against a new
 database and against databases migrated from each earlier version).
@@ -50,7 +53,7 @@ import json
 import sqlite3
 from collections.abc import Callable
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 _V1 = """
 CREATE TABLE chats (
@@ -280,6 +283,7 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     3: lambda conn: _run_script(conn, _V3),
     4: _v4,
     5: _v5,
+    6: lambda conn: _run_script(conn, "ALTER TABLE replies ADD COLUMN loop TEXT"),
 }
 """Migration to version N (from N - 1)."""
 

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 from backend.chat.events import FinishedEvent, GenerationStats, RewindEvent, TokenEvent
 from backend.store.records import REJECTED, StoreError, settings_json
 from backend.store.steps import StepLayout, layout_of, pack_step
+from sampling.loops import Loop
 from sampling.records import Step
 from sampling.settings import SamplerSettings
 
@@ -278,6 +279,7 @@ class ReplyWriter:
         *,
         error: str | None = None,
         token_ids: Sequence[int] | None = None,
+        loop: Loop | None = None,
     ) -> None:
         """Mark the reply finished with its final text and figures.
 
@@ -289,6 +291,7 @@ class ReplyWriter:
             error: The error message when reason is "error".
             token_ids: All token ids of the reply; any beyond those appended are
                 stored too (with the last settings), earlier ones are not rewritten.
+            loop: The latest repetition loop found in it (None: none).
         """
         if self._finished:
             raise StoreError(f"reply {self.reply_id} is already finished")
@@ -301,13 +304,14 @@ class ReplyWriter:
                 [(self.reply_id, self._count + i, int(t)) for i, t in enumerate(extra)],
             )
             conn.execute(
-                "UPDATE replies SET finish_reason = ?, error = ?, stats = ?, finished = ? "
-                "WHERE id = ?",
+                "UPDATE replies SET finish_reason = ?, error = ?, stats = ?, finished = ?, "
+                "loop = ? WHERE id = ?",
                 (
                     reason,
                     error,
                     None if stats is None else json.dumps(asdict(stats)),
                     now,
+                    None if loop is None else json.dumps(loop.to_dict()),
                     self.reply_id,
                 ),
             )
@@ -325,5 +329,10 @@ class ReplyWriter:
     def finish_event(self, event: FinishedEvent) -> None:
         """Finish from the backend's FinishedEvent."""
         self.finish(
-            event.reason, event.stats, event.text, error=event.error, token_ids=event.token_ids
+            event.reason,
+            event.stats,
+            event.text,
+            error=event.error,
+            token_ids=event.token_ids,
+            loop=event.loop,
         )

@@ -25,7 +25,7 @@ from textual.dom import DOMNode
 from textual.timer import Timer
 
 from backend.chat.compare import ColumnEvent
-from backend.chat.events import GenerationEvent, TokenEvent
+from backend.chat.events import GenerationEvent, LoopEvent, TokenEvent
 from backend.session.backend import SessionBackend
 from sampling.errors import SamplescopeError
 
@@ -213,11 +213,12 @@ class GenerationRunner:
     def _put(self, generation: int, column: int, event: GenerationEvent | _JobEnded) -> None:
         """Hand an event to the UI thread (worker thread).
 
-        Tokens wait in the inbox for the next timed drain: no wake-up of the UI per
-        token. Anything else also posts a wake-up so that it is handled at once.
+        Tokens (and a loop's growth, which can come with every token) wait in the
+        inbox for the next timed drain: no wake-up of the UI per token. Anything else
+        also posts a wake-up so that it is handled at once.
         """
         self._inbox.append((generation, column, event))
-        if not isinstance(event, TokenEvent):
+        if not isinstance(event, TokenEvent | LoopEvent):
             self.host.call_later(self.drain)  # posts a message: safe from any thread
 
     # -- UI thread -----------------------------------------------------------------

@@ -24,6 +24,7 @@ from sampling.records import Step
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tui.cli.ban_flags import HeldBackText, add_ban_flags, bans_from_args, config_bans
 from tui.cli.beams import add_beam_flags, run_beams
+from tui.cli.loop_flags import add_loop_flags, config_loops, loops_from_args
 from tui.cli.model_flags import add_model_flags, load_backend, log
 from tui.cli.score import reply_score_json
 from tui.cli.settings_flags import (
@@ -74,6 +75,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_db_flag(parser)
     add_settings_flags(parser)
     add_ban_flags(parser)
+    add_loop_flags(parser)
     add_beam_flags(parser)
     add_model_flags(parser)
     parser.set_defaults(func=run)
@@ -111,11 +113,20 @@ def ghosts_json(ghosts: list[RewindEvent], reply_ids: list[int]) -> list[dict[st
     ]
 
 
+def loop_note(finished: FinishedEvent) -> str:
+    """The finish line's words on the reply's loop ("" when none was found)."""
+    loop = finished.loop
+    if loop is None:
+        return ""
+    return f" loop of {loop.period} tokens × {loop.count} from token {loop.start},"
+
+
 def run(args: argparse.Namespace) -> int:
     """Generate and print the reply; the exit code is 1 if the generation failed."""
     base = settings_with_user_config(DEFAULT_CHAT_SETTINGS)
     prompt = read_stdin() if args.prompt == "-" else args.prompt
     bans = bans_from_args(args, config_bans())
+    loops = loops_from_args(args, config_loops())
     if bias_needs_tokenizer(args):  # --logit-bias names a token by its text
         backend = load_backend(args)
         try:
@@ -153,6 +164,7 @@ def run(args: argparse.Namespace) -> int:
             max_tokens=args.max_tokens,
             raw=mode == "completion",
             bans=bans or None,
+            loops=loops or None,
         )
         for event in recorded(events, recorder):
             if isinstance(event, TokenEvent):
@@ -204,6 +216,7 @@ def run(args: argparse.Namespace) -> int:
                     "settings": settings.to_dict(),
                     "seed": settings.seed,
                     "finish_reason": finished.reason,
+                    "loop": None if finished.loop is None else finished.loop.to_dict(),
                     "error": finished.error,
                     "stats": asdict(finished.stats),
                     "score": reply_score_json(steps),
@@ -218,6 +231,8 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write(held.rest(finished.text))
         if finished.text and not finished.text.endswith("\n"):
             sys.stdout.write("\n")
+    if finished.reason == "loop" and finished.loop is not None and not args.json:
+        log(f"stopped on a{loop_note(finished).rstrip(',')}")
     if verbose >= 1:
         s = finished.stats
         log(
@@ -225,6 +240,7 @@ def run(args: argparse.Namespace) -> int:
             f" ({s.prefilled_tokens} prefilled in {s.prefill_ms:.0f} ms),"
             f" ttft {s.ttft_ms:.0f} ms, {s.decode_tokens} tokens at {s.decode_tps:.1f} tok/s,"
             f" {s.discarded_tokens} discarded,"
+            f"{loop_note(finished)}"
             f" sampler {s.sampler_us / 1000:.1f} ms"
         )
     if finished.reason == "error":

@@ -1,0 +1,86 @@
+"""Repetition loops watched for while a reply is generated: marked, or stopped.
+
+Each sequence's tokens (a branch's given tokens included) go through a
+`sampling.loops.LoopWatch` as they come, at a few µs a token. When the reply's loop
+changes (one forms, it grows by a copy, a rewind takes it back) a `LoopEvent` says
+so right after the token; the FinishedEvent carries the latest loop found. In "stop"
+mode the sequence ends after the token that completes a loop (finish reason "loop"),
+unless a phrase ban sends it back first (`Generation.end_after`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Literal, get_args
+
+from backend.chat.events import FinishedEvent, LoopEvent, RewindEvent, TokenEvent
+from backend.session.loop import Event, Generation
+from sampling.loops import LoopRule, LoopWatch
+
+LoopMode = Literal["off", "mark", "stop"]
+"""What a loop found does: nothing (not watched), shown, or the reply stops on it."""
+LOOP_MODES: tuple[LoopMode, ...] = get_args(LoopMode)
+
+
+@dataclass(frozen=True, slots=True)
+class LoopGuard:
+    """Whether replies are watched for loops, which count, and what one does.
+
+    Attributes:
+        mode: "off", "mark" (found and shown) or "stop" (the reply ends on it).
+        rule: Which repeats are a loop (vLLM's rule; see `sampling.loops`).
+
+    Raises:
+        ValueError: `mode` is none of `LOOP_MODES`.
+    """
+
+    mode: LoopMode = "mark"
+    rule: LoopRule = field(default_factory=LoopRule)
+
+    def __post_init__(self) -> None:
+        if self.mode not in LOOP_MODES:
+            raise ValueError(
+                f"invalid loop mode {self.mode!r}: expected one of {', '.join(LOOP_MODES)}"
+            )
+
+    def __bool__(self) -> bool:
+        return self.mode != "off"
+
+
+def watching(
+    generation: Generation, guard: LoopGuard, events: Iterable[Event] | None = None
+) -> Iterator[Event]:
+    """`events` (by default `generation`'s own) with each sequence watched for loops.
+
+    Pass the phrase bans' events (`backend.session.phrase_bans.backtracking`) as
+    `events` when both run: a rewind restarts the watch from the tokens kept.
+    """
+    watches: dict[int, LoopWatch] = {}
+    for column, event in generation if events is None else events:
+        if isinstance(event, TokenEvent):
+            watch = watches.get(column)
+            if watch is None:
+                watch = watches[column] = LoopWatch(guard.rule)
+            before = watch.last
+            if watch.length != event.index:  # a branch's given tokens
+                watch.restart(generation.lanes[column].token_ids[: event.index])
+            found = watch.push(event.step.token_id)
+            yield column, event
+            if watch.last != before:
+                yield column, LoopEvent(watch.last)
+                if found is not None and guard.mode == "stop":
+                    generation.end_after(column, "loop")
+        elif isinstance(event, RewindEvent):
+            yield column, event
+            watch = watches.get(column)
+            if watch is not None:
+                before = watch.last
+                watch.restart(generation.lanes[column].token_ids[: event.index])
+                if watch.last != before:
+                    yield column, LoopEvent(watch.last)
+        elif isinstance(event, FinishedEvent):
+            watch = watches.get(column)
+            yield column, replace(event, loop=None if watch is None else watch.last)
+        else:
+            yield column, event

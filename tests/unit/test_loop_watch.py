@@ -1,0 +1,162 @@
+"""Loops watched for while a reply runs (fake model): marked, stopped, rewound, stored."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from backend.chat.events import FinishedEvent, GenerationEvent, LoopEvent, RewindEvent, TokenEvent
+from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.config.config import ConfigError, load_config
+from backend.session.loop_watch import LoopGuard
+from backend.session.phrase_bans import PhraseBans
+from backend.store.recorded import recorded
+from backend.store.recorder import ChatRecorder
+from backend.store.schema import migrate
+from backend.store.store import ChatStore
+from sampling.loops import Loop, LoopRule, find_loop
+from sampling.settings import SamplerSettings
+from tests.fake_backend import FakeBackend
+
+QUESTION = [ChatMessage("user", "tell me about the cat")]
+# A repeat penalty below 1 rewards what was just said: the greedy reply soon loops
+# (" some sat sat in" from token 17 on).
+GREEDY = SamplerSettings(temperature=0.0, repeat_penalty=0.5, repeat_last_n=8)
+RULE = LoopRule(2, 32, 3)
+
+
+def run(guard: LoopGuard | None, bans: PhraseBans | None = None) -> list[GenerationEvent]:
+    """A greedy reply of the fake model that loops."""
+    backend = FakeBackend(min_reply_tokens=1000)
+    live = LiveSettings(GREEDY)
+    return list(backend.generate(QUESTION, live, max_tokens=60, loops=guard, bans=bans))
+
+
+def tokens_of(events: list[GenerationEvent]) -> list[int]:
+    finished = events[-1]
+    assert isinstance(finished, FinishedEvent)
+    return list(finished.token_ids)
+
+
+def first_found(tokens: list[int], rule: LoopRule) -> int:
+    """How many tokens make the first prefix with a loop."""
+    return next(
+        n for n in range(1, len(tokens) + 1) if find_loop(tokens[:n], *astuple(rule)) is not None
+    )
+
+
+def astuple(rule: LoopRule) -> tuple[int, int, int]:
+    return rule.min_period, rule.max_period, rule.min_count
+
+
+def test_a_loop_is_marked_as_it_forms_and_grows() -> None:
+    events = run(LoopGuard("mark", RULE))
+    tokens = tokens_of(events)
+    finished = events[-1]
+    assert isinstance(finished, FinishedEvent) and finished.reason == "max_tokens"
+    assert finished.loop == find_loop(tokens, *astuple(RULE)) is not None
+    loops = [e.loop for e in events if isinstance(e, LoopEvent)]
+    assert loops[-1] == finished.loop
+    # Each LoopEvent comes right after the token that made the loop what it says.
+    seen = 0
+    for event in events:
+        if isinstance(event, TokenEvent):
+            seen = event.index + 1
+        elif isinstance(event, LoopEvent):
+            assert event.loop == find_loop(tokens[:seen], *astuple(RULE))
+    assert [loop.count for loop in loops] == list(range(3, 3 + len(loops)))
+
+
+def test_unwatched_replies_have_no_loop() -> None:
+    events = run(None)
+    assert not any(isinstance(e, LoopEvent) for e in events)
+    finished = events[-1]
+    assert isinstance(finished, FinishedEvent) and finished.loop is None
+    assert tokens_of(events) == tokens_of(run(LoopGuard("mark", RULE)))
+
+
+def test_stop_ends_the_reply_on_the_token_that_completes_the_loop() -> None:
+    marked = tokens_of(run(LoopGuard("mark", RULE)))
+    events = run(LoopGuard("stop", RULE))
+    finished = events[-1]
+    assert isinstance(finished, FinishedEvent) and finished.reason == "loop"
+    end = first_found(marked, RULE)
+    assert tokens_of(events) == marked[:end]
+    assert finished.loop == find_loop(marked[:end], *astuple(RULE))
+    assert finished.loop is not None and finished.loop.count == RULE.min_count
+
+
+def test_a_phrase_ban_going_back_over_the_loop_keeps_the_reply_going() -> None:
+    marked = run(LoopGuard("mark", RULE))
+    texts = [e.text for e in marked if isinstance(e, TokenEvent)]
+    first = first_found(tokens_of(marked), RULE)
+    loop = find_loop(tokens_of(marked)[:first], *astuple(RULE))
+    assert loop is not None
+    # Ban the text of the loop's copies: it is found on the token that completes the
+    # loop, after the stop was asked for; going back cancels the stop.
+    phrase = "".join(texts[loop.start : first])
+    events = run(LoopGuard("stop", RULE), PhraseBans((phrase,)))
+    rewinds = [e for e in events if isinstance(e, RewindEvent)]
+    assert rewinds and rewinds[0].index == loop.start
+    assert isinstance(events[events.index(rewinds[0]) + 1], LoopEvent)  # the loop is gone
+    end = events[-1]
+    assert isinstance(end, FinishedEvent) and phrase not in end.text
+    assert len(end.token_ids) > first
+    if end.reason == "loop":
+        assert end.loop == find_loop(list(end.token_ids), *astuple(RULE))
+
+
+def test_the_loop_is_stored_with_the_reply(tmp_path: Path) -> None:
+    backend = FakeBackend(min_reply_tokens=1000)
+    with ChatStore(tmp_path / "chats.sqlite3") as store:
+        model = tmp_path / "m.gguf"
+        model.write_bytes(b"GGUF")
+        recorder = ChatRecorder(store, model)
+        recorder.begin_reply(QUESTION, GREEDY, 150)
+        events = backend.generate(
+            QUESTION, LiveSettings(GREEDY), max_tokens=60, loops=LoopGuard("stop", RULE)
+        )
+        finished = list(recorded(events, recorder))[-1]
+        assert isinstance(finished, FinishedEvent) and finished.loop is not None
+        assert recorder.chat_id is not None
+        reply = store.load_chat(recorder.chat_id).replies[0]
+        assert (reply.finish_reason, reply.loop) == ("loop", finished.loop)
+
+
+def test_a_version_5_store_opens_with_no_loops(tmp_path: Path) -> None:
+    path = tmp_path / "chats.sqlite3"
+    conn = sqlite3.connect(path, isolation_level=None)
+    migrate(conn, target=5)
+    conn.close()
+    with ChatStore(path) as store:
+        model = tmp_path / "m.gguf"
+        model.write_bytes(b"GGUF")
+        ref = store.model_ref(model)
+        chat = store.new_chat("old", ref)
+        store.add_message(chat, "user", "hi")
+        writer = store.begin_reply(chat, ref, GREEDY)
+        writer.append_token(0, 5, GREEDY, " sat")
+        writer.finish("eos", None, " sat")
+        assert store.load_chat(chat).replies[0].loop is None
+
+
+def test_the_config_s_loops_table(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('[loops]\nmode = "stop"\nmax_period = 40\nmin_count = 3\n')
+    assert load_config(path).loops == LoopGuard("stop", LoopRule(1, 40, 3))
+    path.write_text('[loops]\nmode = "sometimes"\n')
+    with pytest.raises(ConfigError, match="mode"):
+        load_config(path)
+    path.write_text("[loops]\nmin_count = 1\n")
+    with pytest.raises(ConfigError, match="min_count"):
+        load_config(path)
+    assert load_config(tmp_path / "none.toml").loops == LoopGuard()
+
+
+def test_a_loop_guard_names_a_bad_mode() -> None:
+    with pytest.raises(ValueError, match="invalid loop mode 'loud'"):
+        LoopGuard("loud")  # type: ignore[arg-type]
+    assert not LoopGuard("off") and LoopGuard("mark")
+    assert Loop(3, 1, 4).end == 13
