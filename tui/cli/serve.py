@@ -61,11 +61,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def app_command(app_args: Sequence[str], python: str = sys.executable) -> str:
     """The shell command textual-serve runs per browser tab: this Python, the app.
 
+    `-P`: the working directory is not put first on `sys.path`, so a folder holding
+    a `tui/` (or `backend/`, `sampling/`) package cannot stand in for samplescope's.
+
     Args:
         app_args: The app's options (checked already).
         python: The interpreter to run it with.
     """
-    return shlex.join([python, "-m", "tui.cli.main", *app_args])
+    return shlex.join([python, "-P", "-m", "tui.cli.main", *app_args])
 
 
 def checked_app_args(app_args: Sequence[str]) -> list[str]:
