@@ -50,6 +50,7 @@ def command_modules() -> tuple[CommandModule, ...]:
         samplers,
         score,
         serve,
+        sweep,
         tree,
         whatif,
     )
@@ -70,6 +71,7 @@ def command_modules() -> tuple[CommandModule, ...]:
         generate,
         score,
         compare,
+        sweep,
         fwd,
         rpc_server,
         samplers,

@@ -1,0 +1,190 @@
+"""A sweep: many samples of every setting of a grid, on each of several prompts.
+
+Every sample is one reply: prompt p, setting s, seed `seed + j` for its j-th sample.
+All the samples of one prompt decode in lockstep on the one loop
+(`SessionBackend.generate_many`), in batches of up to the model's `n_seq_max`
+sequences: the prompt is prefilled once (the later batches find it in the memory),
+and every step decodes one token of every live sample in one batch. Lockstep
+decoding is batch-invariant, so each sample is the reply `generate` gives alone with
+its settings and seed. `in_turn` runs them one after the other instead (the bench's
+peer).
+
+The sweep yields a `SampleToken` per sampled token (for a progress bar) and a
+`SweepSample` when a sample finishes, with the events it generated (to save it as a
+chat). A cancel ends the batch running (its samples finish as "cancelled") and
+starts no other.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from backend.chat.completion import Mode, as_document
+from backend.chat.events import FinishedEvent, GenerationEvent, TokenEvent
+from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.session.backend import SessionBackend
+from sampling.errors import SamplescopeError
+from sampling.records import Step
+from sampling.settings import SamplerSettings
+
+
+@dataclass(frozen=True, slots=True)
+class SweepSetting:
+    """One point of the grid.
+
+    Attributes:
+        label: How the output names it ("t=0.7 min_p=0.1").
+        settings: Its settings (the seed is each sample's own).
+    """
+
+    label: str
+    settings: SamplerSettings
+
+
+@dataclass(frozen=True, slots=True)
+class SweepPlan:
+    """What a sweep runs.
+
+    Attributes:
+        prompts: The user's messages (or texts to continue, in completion mode).
+        settings: The grid's points.
+        samples: Samples per setting and prompt (seeds `seed`, `seed + 1`, ...).
+        seed: The first sample's seed.
+        max_tokens: Each sample's token limit.
+        mode: "chat" (each prompt a user turn in the chat template) or "completion".
+        system: A system prompt before each prompt (chat mode).
+    """
+
+    prompts: tuple[str, ...]
+    settings: tuple[SweepSetting, ...]
+    samples: int
+    seed: int = 0
+    max_tokens: int = 64
+    mode: Mode = "chat"
+    system: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.prompts:
+            raise SamplescopeError("nothing to sweep: no prompt given")
+        if not self.settings:
+            raise SamplescopeError("nothing to sweep: no setting given")
+        if self.samples < 1:
+            raise SamplescopeError(f"invalid samples={self.samples}: expected at least 1")
+        if self.max_tokens < 1:
+            raise SamplescopeError(f"invalid max_tokens={self.max_tokens}: expected at least 1")
+        top = self.seed + self.samples - 1
+        if self.seed < 0 or top >= 2**64:
+            raise SamplescopeError(
+                f"invalid seed={self.seed}: the seeds {self.seed}..{top} must lie in 0..2**64-1"
+            )
+
+    @property
+    def keys(self) -> tuple[SampleKey, ...]:
+        """Every sample, prompt by prompt, then setting by setting, then seed."""
+        return tuple(
+            SampleKey(prompt, setting, sample)
+            for prompt in range(len(self.prompts))
+            for setting in range(len(self.settings))
+            for sample in range(self.samples)
+        )
+
+    def settings_of(self, key: SampleKey) -> SamplerSettings:
+        """The settings sample `key` runs with, its seed applied."""
+        return self.settings[key.setting].settings.with_changes(seed=self.seed + key.sample)
+
+    def messages(self, prompt: int) -> list[ChatMessage]:
+        """The conversation prompt `prompt` is (a document in completion mode)."""
+        messages = [] if self.system is None else [ChatMessage("system", self.system)]
+        messages.append(ChatMessage("user", self.prompts[prompt]))
+        return as_document(messages) if self.mode == "completion" else messages
+
+
+@dataclass(frozen=True, slots=True)
+class SampleKey:
+    """Which sample: prompt, setting and sample (its seed is the plan's seed + sample)."""
+
+    prompt: int
+    setting: int
+    sample: int
+
+
+@dataclass(frozen=True, slots=True)
+class SampleToken:
+    """A sample took one token (the sweep's progress)."""
+
+    key: SampleKey
+
+
+@dataclass(frozen=True, slots=True)
+class SweepSample:
+    """A finished sample.
+
+    Attributes:
+        key: Which sample.
+        settings: Its settings, seed included.
+        steps: Each sampled token's record.
+        finished: How it ended (text, token ids, reason, stats).
+        events: Every event its generation yielded, in order (saving it replays them).
+    """
+
+    key: SampleKey
+    settings: SamplerSettings
+    steps: tuple[Step, ...]
+    finished: FinishedEvent
+    events: tuple[GenerationEvent, ...]
+
+
+SweepEvent = SampleToken | SweepSample
+
+
+def batches(keys: Sequence[SampleKey], size: int) -> list[list[SampleKey]]:
+    """`keys` cut into runs of at most `size` that each hold one prompt's samples."""
+    if size < 1:
+        raise SamplescopeError(f"invalid batch size {size}: expected at least 1")
+    runs: list[list[SampleKey]] = []
+    for key in keys:
+        if runs and runs[-1][0].prompt == key.prompt and len(runs[-1]) < size:
+            runs[-1].append(key)
+        else:
+            runs.append([key])
+    return runs
+
+
+def run_sweep(
+    backend: SessionBackend,
+    plan: SweepPlan,
+    *,
+    cancel: threading.Event | None = None,
+    in_turn: bool = False,
+) -> Iterator[SweepEvent]:
+    """Run every sample of `plan` (see the module doc); each ends with a SweepSample.
+
+    Args:
+        backend: The model.
+        plan: The prompts, settings and samples.
+        cancel: Ends the batch running and starts no other.
+        in_turn: One sample at a time instead of in lockstep batches.
+    """
+    size = 1 if in_turn else backend.model.n_seq_max
+    for batch in batches(plan.keys, size):
+        if cancel is not None and cancel.is_set():
+            return
+        lives = [LiveSettings(plan.settings_of(key)) for key in batch]
+        generation = backend.generate_many(
+            plan.messages(batch[0].prompt),
+            lives,
+            max_tokens=plan.max_tokens,
+            cancel=cancel,
+            raw=plan.mode == "completion",
+        )
+        events: list[list[GenerationEvent]] = [[] for _ in batch]
+        for column, event in generation:
+            events[column].append(event)
+            key = batch[column]
+            if isinstance(event, TokenEvent):
+                yield SampleToken(key)
+            elif isinstance(event, FinishedEvent):
+                steps = tuple(e.step for e in events[column] if isinstance(e, TokenEvent))
+                yield SweepSample(key, lives[column].current, steps, event, tuple(events[column]))

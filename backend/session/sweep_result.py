@@ -1,0 +1,270 @@
+"""A finished sweep as a record: its plan, every sample and the figures per setting.
+
+`sweep --json` prints `SweepResult.to_json()`; `sweep --view FILE` reads it back
+(`from_json`), the figures computed again from the samples' own numbers, so the file
+holds each number once. Each sample names the saved chat it is (`chat_id`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from backend.session.sweep import SweepPlan, SweepSample, SweepSetting
+from sampling.errors import SamplescopeError
+from sampling.frontier import pareto_frontier
+from sampling.settings import SamplerSettings
+from sampling.sweep_metrics import (
+    DEFAULT_TOP_K,
+    Estimate,
+    SampleFigures,
+    SettingMetrics,
+    sample_figures,
+    setting_metrics,
+)
+
+#: The diversity measures the frontier can be drawn against, and whether higher
+#: means more diverse.
+DIVERSITY_AXES: dict[str, bool] = {
+    "ngram_diversity": True,
+    "distinct_2": True,
+    "compression_ratio": False,
+    "self_repetition": False,
+}
+
+
+class SweepFileError(SamplescopeError):
+    """A sweep file cannot be read; the message says which and why."""
+
+
+def temperature_place(settings: SamplerSettings) -> str:
+    """Where the chain runs the temperature: "first" (before every filter, as Hugging
+    Face does), "last" (llama.cpp's chain) or "between" the filters; "none" when
+    the order has none."""
+    order = settings.order
+    if "temperature" not in order:
+        return "none"
+    before = order[: order.index("temperature")]
+    if all(name in ("penalties", "dry") for name in before):
+        return "first"
+    return "last" if order[-1] == "temperature" else "between"
+
+
+@dataclass(frozen=True, slots=True)
+class SampleRecord:
+    """One sample as the result holds it.
+
+    Attributes:
+        figures: Its numbers (prompt, setting, text, tokens, raw log-probability,
+            tokens outside the raw top k, finish reason).
+        sample: Its index among the setting's samples (its seed is the plan's + it).
+        seed: Its seed.
+        token_ids: Its tokens.
+        chat_id: The saved chat it is, or None when not saved.
+    """
+
+    figures: SampleFigures
+    sample: int
+    seed: int
+    token_ids: tuple[int, ...]
+    chat_id: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        """The sample as a JSON object."""
+        f = self.figures
+        return {
+            "prompt": f.prompt,
+            "setting": f.setting,
+            "sample": self.sample,
+            "seed": self.seed,
+            "chat_id": self.chat_id,
+            "text": f.text,
+            "token_ids": list(self.token_ids),
+            "n_tokens": f.n_tokens,
+            "finish_reason": f.finish_reason,
+            "logprob_raw": f.logprob_raw,
+            "outside_top_k": f.outside_top_k,
+        }
+
+    @classmethod
+    def from_json(cls, values: dict[str, Any]) -> SampleRecord:
+        """The sample from its JSON object (KeyError, TypeError, ValueError if malformed)."""
+        figures = SampleFigures(
+            prompt=int(values["prompt"]),
+            setting=int(values["setting"]),
+            text=str(values["text"]),
+            n_tokens=int(values["n_tokens"]),
+            logprob_raw=None if values["logprob_raw"] is None else float(values["logprob_raw"]),
+            outside_top_k=int(values["outside_top_k"]),
+            finish_reason=str(values["finish_reason"]),
+        )
+        chat = values.get("chat_id")
+        return cls(
+            figures,
+            int(values["sample"]),
+            int(values["seed"]),
+            tuple(int(t) for t in values["token_ids"]),
+            None if chat is None else int(chat),
+        )
+
+
+def record_of(sample: SweepSample, chat_id: int | None, top_k: int) -> SampleRecord:
+    """A finished sample's record."""
+    key, finished = sample.key, sample.finished
+    figures = sample_figures(
+        key.prompt, key.setting, sample.steps, finished.text, finished.reason, top_k
+    )
+    return SampleRecord(figures, key.sample, sample.settings.seed, finished.token_ids, chat_id)
+
+
+def estimate_json(value: Estimate | None) -> dict[str, Any] | None:
+    """An estimate as {"mean", "stderr", "n"} (None stays None)."""
+    return None if value is None else {"mean": value.mean, "stderr": value.stderr, "n": value.n}
+
+
+def metric(metrics: SettingMetrics, name: str) -> Estimate | None:
+    """A named figure of a setting: a field, or "distinct_N"."""
+    if name.startswith("distinct_"):
+        return metrics.distinct[int(name.removeprefix("distinct_")) - 1]
+    value = getattr(metrics, name)
+    return value if isinstance(value, Estimate) or value is None else None
+
+
+#: The figures of a setting, by the names the JSON and CSV use.
+METRIC_NAMES = (
+    "logprob",
+    "perplexity",
+    "outside_top_k",
+    "length",
+    "compression_ratio",
+    "ngram_diversity",
+    "self_repetition",
+    "distinct_1",
+    "distinct_2",
+    "distinct_3",
+    "distinct_4",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SweepResult:
+    """A sweep's plan, its samples and the figures of each setting.
+
+    Attributes:
+        model: The model file.
+        plan: What was run.
+        samples: Every finished sample, in the order they finished.
+        top_k: The raw top k of `outside_top_k`.
+        cancelled: Whether the sweep was stopped before its end (cancelled samples
+            are kept in `samples` and left out of the figures).
+    """
+
+    model: str
+    plan: SweepPlan
+    samples: tuple[SampleRecord, ...]
+    top_k: int = DEFAULT_TOP_K
+    cancelled: bool = False
+
+    @property
+    def metrics(self) -> tuple[SettingMetrics, ...]:
+        """The figures of each setting, over its samples that were not cancelled."""
+        done = [s.figures for s in self.samples if s.figures.finish_reason != "cancelled"]
+        return tuple(
+            setting_metrics(done, index, self.top_k) for index in range(len(self.plan.settings))
+        )
+
+    @property
+    def temperature_order(self) -> str:
+        """Where the settings run the temperature ("first", "last", "between", or
+        "mixed" when they differ)."""
+        places = {temperature_place(s.settings) for s in self.plan.settings}
+        return places.pop() if len(places) == 1 else "mixed"
+
+    def frontier(self, axis: str = "ngram_diversity") -> list[int]:
+        """The settings on the quality (raw log-probability per token) against
+        diversity (`axis`, see `DIVERSITY_AXES`) Pareto frontier."""
+        sign = 1.0 if DIVERSITY_AXES[axis] else -1.0
+        indices, points = [], []
+        for metrics in self.metrics:
+            quality, diversity = metrics.logprob, metric(metrics, axis)
+            if quality is not None and diversity is not None:
+                indices.append(metrics.setting)
+                points.append((sign * diversity.mean, quality.mean))
+        return [indices[i] for i in pareto_frontier(points)]
+
+    def to_json(self) -> dict[str, Any]:
+        """The result as one JSON object (`sweep --json`)."""
+        plan = self.plan
+        metrics = self.metrics
+        frontier = set(self.frontier())
+        return {
+            "model": self.model,
+            "temperature_order": self.temperature_order,
+            "prompts": list(plan.prompts),
+            "system": plan.system,
+            "mode": plan.mode,
+            "samples_per_setting": plan.samples,
+            "seed": plan.seed,
+            "max_tokens": plan.max_tokens,
+            "top_k": self.top_k,
+            "cancelled": self.cancelled,
+            "settings": [
+                {
+                    "index": index,
+                    "label": setting.label,
+                    "settings": setting.settings.to_dict(),
+                    "samples": metrics[index].samples,
+                    "finish_reasons": metrics[index].finish_reasons,
+                    "on_frontier": index in frontier,
+                    "metrics": {
+                        name: estimate_json(metric(metrics[index], name)) for name in METRIC_NAMES
+                    },
+                }
+                for index, setting in enumerate(plan.settings)
+            ],
+            "samples": [sample.to_json() for sample in self.samples],
+        }
+
+    @classmethod
+    def from_json(cls, values: dict[str, Any]) -> SweepResult:
+        """The result from `to_json`'s object.
+
+        Raises:
+            SweepFileError: The object is not a sweep result.
+        """
+        try:
+            settings = tuple(
+                SweepSetting(str(s["label"]), SamplerSettings.from_dict(s["settings"]))
+                for s in values["settings"]
+            )
+            plan = SweepPlan(
+                prompts=tuple(str(p) for p in values["prompts"]),
+                settings=settings,
+                samples=int(values["samples_per_setting"]),
+                seed=int(values["seed"]),
+                max_tokens=int(values["max_tokens"]),
+                mode="completion" if values.get("mode") == "completion" else "chat",
+                system=values.get("system"),
+            )
+            samples = tuple(SampleRecord.from_json(s) for s in values["samples"])
+            result = cls(
+                str(values["model"]),
+                plan,
+                samples,
+                int(values["top_k"]),
+                bool(values.get("cancelled", False)),
+            )
+        except (KeyError, TypeError, ValueError, SamplescopeError) as error:
+            raise SweepFileError(f"not a sweep result: {type(error).__name__}: {error}") from None
+        for sample in samples:
+            f = sample.figures
+            if not (0 <= f.prompt < len(plan.prompts) and 0 <= f.setting < len(settings)):
+                raise SweepFileError(
+                    f"not a sweep result: a sample of prompt {f.prompt}, setting {f.setting}"
+                )
+        return result
+
+    def samples_of(self, setting: int) -> list[SampleRecord]:
+        """The samples of one setting, by prompt then seed."""
+        mine = [s for s in self.samples if s.figures.setting == setting]
+        return sorted(mine, key=lambda s: (s.figures.prompt, s.sample))

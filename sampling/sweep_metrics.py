@@ -1,0 +1,213 @@
+"""A sweep's figures per setting: quality, diversity and length, each with its standard
+error over prompts.
+
+Every figure is first taken per prompt, over that prompt's samples of the setting,
+then averaged over the prompts; the standard error is the prompts' sample standard
+deviation over √(number of prompts) (None with one prompt). Per prompt:
+
+- `logprob`: the mean raw log-probability per token, nats: the sum over the samples'
+  tokens of log p(token), p at temperature 1 before any filter (`Step.prob_unfiltered`),
+  over their number of tokens (an end-of-generation token counts, as in a reply's
+  score);
+- `perplexity`: exp(−`logprob`) of that prompt: the samples' perplexity under the model
+  at temperature 1;
+- `outside_top_k`: the share of the sampled tokens whose raw rank is above k;
+- `length`: the mean number of tokens of a sample;
+- `compression_ratio`, `ngram_diversity` (n = 1..4), `self_repetition` (n = 4) and
+  `distinct` (n = 1..4) of the prompt's sample texts (`sampling.diversity`).
+
+Finish reasons are counted over every sample. A figure a prompt cannot have (no token,
+too few words) leaves that prompt out of the figure's mean.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from sampling.diversity import (
+    compression_ratio,
+    distinct_n,
+    ngram_diversity_score,
+    self_repetition_score,
+)
+from sampling.records import Step
+
+#: The raw top-k the share of tokens outside it counts against, unless given.
+DEFAULT_TOP_K = 40
+#: distinct-n is given for n = 1 .. this.
+DISTINCT_UP_TO = 4
+
+
+@dataclass(frozen=True, slots=True)
+class SampleFigures:
+    """What the metrics need of one sample.
+
+    Attributes:
+        prompt: The prompt's index.
+        setting: The setting's index.
+        text: The sample's text.
+        n_tokens: Tokens sampled (an end-of-generation token included).
+        logprob_raw: Sum of the tokens' raw log-probabilities (None: a step does not
+            record its token's raw probability).
+        outside_top_k: How many sampled tokens lie outside the raw top k.
+        finish_reason: Why the sample ended.
+    """
+
+    prompt: int
+    setting: int
+    text: str
+    n_tokens: int
+    logprob_raw: float | None
+    outside_top_k: int
+    finish_reason: str
+
+
+def sample_figures(
+    prompt: int,
+    setting: int,
+    steps: Sequence[Step],
+    text: str,
+    finish_reason: str,
+    top_k: int = DEFAULT_TOP_K,
+) -> SampleFigures:
+    """The figures of one sample from its steps.
+
+    A step without a recorded rank counts as outside the top k when its token is not
+    among its table's first k rows.
+    """
+    if top_k < 1:
+        raise ValueError(f"invalid top_k={top_k}: expected at least 1")
+    raw = [step.prob_unfiltered for step in steps]
+    known = [p for p in raw if p is not None]
+    logprob = (
+        sum(math.log(p) if p > 0.0 else -math.inf for p in known)
+        if len(known) == len(raw)
+        else None
+    )
+    outside = 0
+    for step in steps:
+        rank = step.rank_known
+        outside += rank is None or rank > top_k
+    return SampleFigures(prompt, setting, text, len(steps), logprob, outside, finish_reason)
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """A figure's mean over prompts and its standard error.
+
+    Attributes:
+        mean: The mean over the prompts that have the figure.
+        stderr: Their sample standard deviation over √n (None when n < 2).
+        n: How many prompts have the figure.
+    """
+
+    mean: float
+    stderr: float | None
+    n: int
+
+
+def estimate(values: Sequence[float | None]) -> Estimate | None:
+    """The mean and standard error of the values given (None values left out);
+    None when no value is."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return None
+    n = len(known)
+    mean = math.fsum(known) / n
+    if n < 2 or not all(math.isfinite(v) for v in known):
+        return Estimate(mean, None, n)
+    variance = math.fsum((v - mean) ** 2 for v in known) / (n - 1)
+    return Estimate(mean, math.sqrt(variance / n), n)
+
+
+@dataclass(frozen=True, slots=True)
+class SettingMetrics:
+    """The figures of one setting (see the module doc for each definition).
+
+    Attributes:
+        setting: The setting's index.
+        samples: How many samples it has over every prompt.
+        finish_reasons: How many samples ended for each reason.
+        top_k: The k of `outside_top_k`.
+    """
+
+    setting: int
+    samples: int
+    finish_reasons: dict[str, int]
+    top_k: int
+    logprob: Estimate | None
+    perplexity: Estimate | None
+    outside_top_k: Estimate | None
+    length: Estimate | None
+    compression_ratio: Estimate | None
+    ngram_diversity: Estimate | None
+    self_repetition: Estimate | None
+    distinct: tuple[Estimate | None, ...]
+
+
+PromptFigure = Callable[[Sequence[SampleFigures]], float | None]
+
+
+def _mean_logprob(samples: Sequence[SampleFigures]) -> float | None:
+    tokens = sum(s.n_tokens for s in samples)
+    logprobs = [s.logprob_raw for s in samples]
+    if tokens == 0 or any(lp is None for lp in logprobs):
+        return None
+    return math.fsum(lp for lp in logprobs if lp is not None) / tokens
+
+
+def _perplexity(samples: Sequence[SampleFigures]) -> float | None:
+    mean = _mean_logprob(samples)
+    return None if mean is None else math.exp(-mean)
+
+
+def _outside(samples: Sequence[SampleFigures]) -> float | None:
+    tokens = sum(s.n_tokens for s in samples)
+    return sum(s.outside_top_k for s in samples) / tokens if tokens else None
+
+
+def _length(samples: Sequence[SampleFigures]) -> float | None:
+    return sum(s.n_tokens for s in samples) / len(samples)
+
+
+def _texts(samples: Sequence[SampleFigures]) -> list[str]:
+    return [s.text for s in samples]
+
+
+def _distinct(n: int) -> PromptFigure:
+    return lambda samples: distinct_n(_texts(samples), n)
+
+
+def setting_metrics(
+    figures: Sequence[SampleFigures], setting: int, top_k: int = DEFAULT_TOP_K
+) -> SettingMetrics:
+    """The figures of setting `setting` from every sample's (other settings' ignored).
+
+    `top_k` only labels the result: the samples were counted against it already.
+    """
+    mine = [f for f in figures if f.setting == setting]
+    by_prompt: dict[int, list[SampleFigures]] = {}
+    for figure in mine:
+        by_prompt.setdefault(figure.prompt, []).append(figure)
+    groups = [by_prompt[p] for p in sorted(by_prompt)]
+
+    def over_prompts(figure: PromptFigure) -> Estimate | None:
+        return estimate([figure(group) for group in groups])
+
+    return SettingMetrics(
+        setting=setting,
+        samples=len(mine),
+        finish_reasons=dict(sorted(Counter(f.finish_reason for f in mine).items())),
+        top_k=top_k,
+        logprob=over_prompts(_mean_logprob),
+        perplexity=over_prompts(_perplexity),
+        outside_top_k=over_prompts(_outside),
+        length=over_prompts(_length),
+        compression_ratio=over_prompts(lambda g: compression_ratio(_texts(g))),
+        ngram_diversity=over_prompts(lambda g: ngram_diversity_score(_texts(g), 4)),
+        self_repetition=over_prompts(lambda g: self_repetition_score(_texts(g), 4)),
+        distinct=tuple(over_prompts(_distinct(n)) for n in range(1, DISTINCT_UP_TO + 1)),
+    )

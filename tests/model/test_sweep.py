@@ -1,0 +1,117 @@
+"""`samplescope sweep` on the real default model: lockstep samples equal `generate`
+alone, the CLI's JSON and CSV, saved samples, cancel."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from backend.session.llama_backend import LlamaBackend
+from backend.session.sweep import SweepPlan, SweepSample, SweepSetting, run_sweep
+from backend.session.sweep_result import METRIC_NAMES
+from backend.store.store import ChatStore
+from sampling.settings import SamplerSettings
+from tui.cli.main import main
+
+MODEL_FLAGS = ["--threads", "1", "--ctx", "1024"]
+PLAN = SweepPlan(
+    prompts=("Write one sentence about the sea.",),
+    settings=(
+        SweepSetting("t=0.7 min_p=0.1", SamplerSettings(temperature=0.7, min_p=0.1)),
+        SweepSetting("t=1.5 top_p=0.9", SamplerSettings(temperature=1.5, top_p=0.9)),
+    ),
+    samples=2,
+    seed=11,
+    max_tokens=16,
+)
+
+
+def test_cancel_keeps_what_was_done(llama_backend: LlamaBackend) -> None:
+    llama_backend.reset()
+    cancel = threading.Event()
+    plan = SweepPlan(PLAN.prompts * 2, PLAN.settings, 2, max_tokens=16)
+    seen: list[SweepSample] = []
+    tokens = 0
+    for event in run_sweep(llama_backend, plan, cancel=cancel):
+        if isinstance(event, SweepSample):
+            seen.append(event)
+        else:
+            tokens += 1
+            if tokens == 6:
+                cancel.set()
+    # The first prompt's batch finished as cancelled; the second never started.
+    assert len(seen) == 4
+    assert {s.finished.reason for s in seen} == {"cancelled"}
+    assert {s.key.prompt for s in seen} == {0}
+    assert sum(len(s.steps) for s in seen) >= 6
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = main(list(argv))
+    return code, capsys.readouterr().out
+
+
+SWEEP = [
+    "sweep",
+    "--prompt",
+    "Name a colour.",
+    "--grid",
+    "t=0.7,1.5",
+    "--set",
+    "min_p=0.1",
+    "--samples",
+    "2",
+    "--max-tokens",
+    "12",
+    *MODEL_FLAGS,
+]
+
+
+def test_cli_json_has_every_setting_and_sample_saved(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    db = tmp_path / "chats.sqlite3"
+    code, out = run_cli(capsys, *SWEEP, "--json", "--db", str(db))
+    assert code == 0
+    result = json.loads(out)
+    assert result["temperature_order"] == "first"
+    assert (result["samples_per_setting"], result["seed"], result["max_tokens"]) == (2, 42, 12)
+    assert [s["label"] for s in result["settings"]] == ["t=0.7 min_p=0.1", "t=1.5 min_p=0.1"]
+    for setting in result["settings"]:
+        assert setting["samples"] == 2
+        assert set(setting["metrics"]) == set(METRIC_NAMES)
+        logprob = setting["metrics"]["logprob"]
+        assert logprob["n"] == 1 and logprob["stderr"] is None and logprob["mean"] < 0
+        assert sum(setting["finish_reasons"].values()) == 2
+    assert any(s["on_frontier"] for s in result["settings"])
+    samples = result["samples"]
+    assert sorted((s["setting"], s["seed"]) for s in samples) == [
+        (0, 42),
+        (0, 43),
+        (1, 42),
+        (1, 43),
+    ]
+    with ChatStore(db) as store:
+        for sample in samples:
+            chat = store.load_chat(sample["chat_id"])
+            assert chat.title.startswith("sweep · ")
+            reply = chat.messages[-1].branches[0]
+            assert list(reply.token_ids) == sample["token_ids"]
+            assert len(store.load_steps(chat, reply)) == sample["n_tokens"]
+
+
+def test_cli_csv_has_one_row_per_setting(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = run_cli(capsys, *SWEEP, "--csv", "--no-save", "--temperature", "last")
+    assert code == 0
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert [r["label"] for r in rows] == ["t=0.7 min_p=0.1", "t=1.5 min_p=0.1"]
+    assert {r["temperature_order"] for r in rows} == {"last"}
+    for row in rows:
+        assert float(row["logprob"]) < 0 and row["logprob_stderr"] == "" and row["logprob_n"] == "1"
+        assert float(row["length"]) <= 12
+        assert row["on_frontier"] in ("true", "false")

@@ -1,0 +1,237 @@
+"""`samplescope sweep`: many samples of every setting of a grid on your prompts, and
+the figures that place each setting on a quality-against-diversity frontier."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from types import FrameType
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from backend.chat.completion import MODES, mode_for_backend
+from backend.session.sweep import SampleToken, SweepPlan, SweepSample, run_sweep
+from backend.session.sweep_result import SampleRecord, SweepFileError, SweepResult, record_of
+from backend.store.recorded_sweep import save_sample
+from backend.store.records import StoreError
+from sampling.sweep_metrics import DEFAULT_TOP_K
+from tui.cli.model_flags import add_model_flags, load_backend, log
+from tui.cli.store_access import add_db_flag, recorder_for
+from tui.cli.sweep_args import SweepArgumentError, grid_settings, read_prompts
+from tui.cli.sweep_output import csv_text, order_line, print_table
+
+DEFAULT_SEED = 42
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `sweep` to the command line."""
+    parser = subparsers.add_parser(
+        "sweep",
+        help="many samples per setting of a grid; quality against diversity",
+        description=(
+            "Sample every prompt N times (seeds SEED, SEED+1, ...) under every setting of "
+            "the grid (each --set, or the off values, times the product of the --grid "
+            "lists), every sample of a prompt decoded in lockstep, and print each "
+            "setting's raw log-probability per token and perplexity (quality), the share "
+            "of tokens outside the raw top k, length, finish reasons and the diversity of "
+            "its samples (compression ratio, n-gram diversity, self-repetition, "
+            "distinct-n), each as its mean over prompts ± standard error. Every sample is "
+            "saved as a chat (the app opens it with its records). Ctrl-C stops and keeps "
+            "what was done."
+        ),
+    )
+    parser.add_argument(
+        "--prompt", action="append", default=[], metavar="TEXT", help="a prompt (repeatable)"
+    )
+    parser.add_argument(
+        "--prompts",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help='prompts, one a line (a *.jsonl file: a JSON string or {"prompt": ...} a line)',
+    )
+    parser.add_argument(
+        "--grid",
+        action="append",
+        default=[],
+        metavar="KEY=V1,V2,...",
+        help='one axis of the grid, e.g. "temperature=0.7,1.0,1.5" (repeatable: the product)',
+    )
+    parser.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="K=V,...",
+        help='a setting as compare takes it, e.g. "min_p=0.1" (repeatable; times the grid)',
+    )
+    parser.add_argument("--samples", type=int, default=4, help="samples per setting (default 4)")
+    parser.add_argument(
+        "--seed", "-s", type=int, default=DEFAULT_SEED, help="the first sample's seed (42)"
+    )
+    parser.add_argument("--max-tokens", type=int, default=64, help="sample length (default 64)")
+    parser.add_argument(
+        "--temperature",
+        choices=("first", "last"),
+        default="first",
+        help="where the chain runs the temperature: first (before the filters, as Hugging "
+        "Face and the min-p paper; default) or last (llama.cpp's chain)",
+    )
+    parser.add_argument(
+        "--top-k-share",
+        type=int,
+        default=DEFAULT_TOP_K,
+        metavar="K",
+        help=f"count the sampled tokens outside the raw top K (default {DEFAULT_TOP_K})",
+    )
+    parser.add_argument("--system", default=None, help="a system prompt before each prompt")
+    parser.add_argument(
+        "--mode",
+        choices=MODES,
+        default=None,
+        help="chat (each prompt a user turn) or completion (each prompt continued as text)",
+    )
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="print one JSON object")
+    output.add_argument("--csv", action="store_true", help="print one CSV row per setting")
+    parser.add_argument("--no-save", action="store_true", help="do not save the samples as chats")
+    parser.add_argument(
+        "--in-turn",
+        action="store_true",
+        help="decode the samples one after the other (default: a prompt's samples in lockstep)",
+    )
+    add_db_flag(parser)
+    add_model_flags(parser)
+    parser.set_defaults(func=run)
+
+
+def plan_from_args(args: argparse.Namespace) -> SweepPlan:
+    """The sweep the arguments describe (mode "chat" until the model is known).
+
+    Raises:
+        SweepArgumentError: The prompts, grid or counts are wrong.
+    """
+    if args.top_k_share < 1:
+        raise SweepArgumentError(f"invalid --top-k-share {args.top_k_share}: expected ≥ 1")
+    prompts = read_prompts(args.prompt, args.prompts)
+    settings = grid_settings(args.sets, args.grid, args.temperature)
+    return SweepPlan(
+        prompts=tuple(prompts),
+        settings=tuple(settings),
+        samples=args.samples,
+        seed=args.seed,
+        max_tokens=args.max_tokens,
+        mode=args.mode or "chat",
+        system=args.system,
+    )
+
+
+@contextmanager
+def cancel_on_interrupt() -> Iterator[threading.Event]:
+    """A cancel flag the first Ctrl-C sets (the sweep stops and keeps what it did);
+    a second Ctrl-C interrupts at once."""
+    cancel = threading.Event()
+
+    def interrupted(signum: int, frame: FrameType | None) -> None:
+        if cancel.is_set():
+            raise KeyboardInterrupt
+        cancel.set()
+        log("stopping: the samples running finish as cancelled (Ctrl-C again to quit now)")
+
+    previous = signal.signal(signal.SIGINT, interrupted)
+    try:
+        yield cancel
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the sweep and print its figures; exit code 1 if a sample failed, 130 if
+    cancelled."""
+    plan = plan_from_args(args)
+    backend = load_backend(args)
+    records: list[SampleRecord] = []
+    recorder = None if args.no_save else recorder_for(args, backend)
+    try:
+        mode, notice = mode_for_backend(backend, args.mode)
+        if notice:
+            log(notice)
+        plan = replace(plan, mode=mode)
+        total = len(plan.keys) * plan.max_tokens
+        console = Console(file=sys.stderr)
+        columns = (
+            TextColumn("sweep"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("tokens · {task.fields[samples]} samples"),
+            TimeElapsedColumn(),
+        )
+        with (
+            cancel_on_interrupt() as cancel,
+            Progress(*columns, console=console, transient=True) as progress,
+        ):
+            task = progress.add_task("sweep", total=total, samples=f"0/{len(plan.keys)}")
+            for event in run_sweep(backend, plan, cancel=cancel, in_turn=args.in_turn):
+                if isinstance(event, SampleToken):
+                    progress.advance(task)
+                elif isinstance(event, SweepSample):
+                    chat_id = None if recorder is None else save_sample(recorder, plan, event)
+                    records.append(record_of(event, chat_id, args.top_k_share))
+                    unused = plan.max_tokens - len(event.steps)
+                    progress.update(
+                        task, advance=unused, samples=f"{len(records)}/{len(plan.keys)}"
+                    )
+                    if event.finished.reason == "error":
+                        log(f"a sample failed: {event.finished.error}")
+            cancelled = cancel.is_set()
+    finally:
+        backend.close()
+        if recorder is not None:
+            recorder.store.close()
+    if recorder is not None and recorder.error:
+        raise StoreError(recorder.error)
+    result = SweepResult(
+        backend.info.path, plan, tuple(records), args.top_k_share, cancelled=cancelled
+    )
+    emit(args, result)
+    if cancelled:
+        return 130
+    return 1 if any(r.figures.finish_reason == "error" for r in records) else 0
+
+
+def emit(args: argparse.Namespace, result: SweepResult) -> None:
+    """Print the result as the flags ask (JSON, CSV, or a table), and where it is saved."""
+    if args.json:
+        print(json.dumps(result.to_json(), ensure_ascii=False))
+    elif args.csv:
+        sys.stdout.write(csv_text(result))
+    else:
+        print_table(result)
+    saved = [r.chat_id for r in result.samples if r.chat_id is not None]
+    if saved:
+        log(f"samples saved as chats {min(saved)}..{max(saved)}; {order_line(result)}")
+    else:
+        log(order_line(result))
+
+
+def read_result(path: Path) -> SweepResult:
+    """A sweep result saved with `--json`.
+
+    Raises:
+        SweepFileError: The file cannot be read or is not one.
+    """
+    try:
+        values = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise SweepFileError(f"{path}: {error}") from None
+    if not isinstance(values, dict):
+        raise SweepFileError(f"{path}: not a sweep result")
+    return SweepResult.from_json(values)

@@ -1,0 +1,130 @@
+"""What `samplescope sweep` reads from its arguments: the prompts and the grid."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+from backend.session.sweep import SweepSetting
+from sampling.errors import SamplescopeError, SettingsError
+from sampling.settings import SamplerSettings, settings_summary
+from sampling.spec import SETTINGS_BY_NAME, find_setting
+from tui.cli.compare import SHORT_KEYS, parse_set
+from tui.cli.settings_flags import settings_with_user_config
+
+_KEYS_HELP = ", ".join(SHORT_KEYS)
+
+
+class SweepArgumentError(SamplescopeError):
+    """A prompt, --grid or --set is wrong; the message says which and why."""
+
+
+def read_prompts(given: list[str], path: Path | None) -> list[str]:
+    """The prompts: each `--prompt`, then those of `--prompts FILE`.
+
+    The file holds one prompt a line (blank lines skipped) or, named `*.jsonl`, one
+    JSON value a line: a string, or an object with a "prompt" string.
+
+    Raises:
+        SweepArgumentError: The file cannot be read, a JSONL line is not a prompt, or
+            no prompt is given at all.
+    """
+    prompts = list(given)
+    if path is not None:
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as error:
+            raise SweepArgumentError(f"--prompts {path}: {error}") from None
+        jsonl = path.suffix.lower() == ".jsonl"
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            prompts.append(_jsonl_prompt(path, number, line) if jsonl else line)
+    if not prompts:
+        raise SweepArgumentError("no prompt: give --prompt TEXT or --prompts FILE")
+    if empty := [n for n, p in enumerate(prompts, start=1) if not p.strip()]:
+        raise SweepArgumentError(f"prompt {empty[0]} is empty")
+    return prompts
+
+
+def _jsonl_prompt(path: Path, number: int, line: str) -> str:
+    try:
+        value: Any = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise SweepArgumentError(f"--prompts {path}, line {number}: {error.msg}") from None
+    if isinstance(value, dict):
+        value = value.get("prompt")
+    if not isinstance(value, str):
+        raise SweepArgumentError(
+            f"--prompts {path}, line {number}: expected a string or an object with a"
+            ' "prompt" string'
+        )
+    return value
+
+
+def parse_grid(text: str) -> tuple[str, list[Any]]:
+    """One `--grid "KEY=V1,V2,..."`: the setting's field name and its values.
+
+    Raises:
+        SweepArgumentError: The text is not KEY=VALUES, the key is unknown, not one a
+            sample may set alone, or takes text (use --set), or a value is repeated.
+        SettingsError: A value is not of the setting's kind.
+    """
+    key, sep, values = text.partition("=")
+    key = key.strip()
+    if not sep or not values.strip():
+        raise SweepArgumentError(f"--grid {text!r}: expected KEY=V1,V2,...")
+    spec = find_setting(key)
+    if spec is None:
+        raise SweepArgumentError(
+            f"--grid {text!r}: unknown key {key!r} (use {_KEYS_HELP} or a field name:"
+            f" {', '.join(sorted(SETTINGS_BY_NAME))})"
+        )
+    if not spec.per_column:
+        raise SweepArgumentError(
+            f"--grid {text!r}: {spec.name} is each sample's own (--seed sets the first)"
+        )
+    if spec.kind in ("text", "texts", "bias", "order"):
+        raise SweepArgumentError(f"--grid {text!r}: {spec.name} takes text: give it with --set")
+    parsed = [spec.coerce(value.strip()) for value in values.split(",") if value.strip()]
+    if len(set(map(repr, parsed))) != len(parsed):
+        raise SweepArgumentError(f"--grid {text!r}: a value is given twice")
+    return spec.name, parsed
+
+
+def grid_settings(sets: list[str], grids: list[str], temperature: str) -> list[SweepSetting]:
+    """Every setting of the sweep: each `--set` (or the off values and the config's
+    [settings] when none) times the product of the `--grid`s, the temperature run
+    "first" or "last" in the chain.
+
+    Raises:
+        SweepArgumentError: A --set or --grid is wrong, or two settings are the same.
+        SettingsError: A value is out of range.
+    """
+    bases: list[tuple[str, SamplerSettings]] = [(text, parse_set(text)) for text in sets]
+    if not bases:
+        bases = [("", settings_with_user_config(SamplerSettings()))]
+    axes = [parse_grid(text) for text in grids]
+    if len({name for name, _ in axes}) != len(axes):
+        raise SweepArgumentError("--grid: a key is given twice")
+    settings: list[SweepSetting] = []
+    for _, base in bases:
+        for point in itertools.product(*(values for _, values in axes)):
+            changes = {name: value for (name, _), value in zip(axes, point, strict=True)}
+            changes["temperature_last"] = temperature == "last"
+            try:
+                chosen = base.with_changes(**changes)
+            except SettingsError as error:
+                raise SweepArgumentError(f"--grid: {error}") from None
+            # Named by what is on; the order is the sweep's, said once in its output.
+            name = settings_summary(chosen.with_changes(temperature_last=False))
+            settings.append(SweepSetting(name, chosen))
+    labels = [s.settings for s in settings]
+    for index, one in enumerate(labels):
+        if one in labels[:index]:
+            raise SweepArgumentError(
+                f"two settings are the same ({settings_summary(one)}): each must differ"
+            )
+    return settings

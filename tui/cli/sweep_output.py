@@ -1,0 +1,119 @@
+"""How `samplescope sweep` prints its result: a table, CSV rows, or JSON."""
+
+from __future__ import annotations
+
+import csv
+import io
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from backend.session.sweep_result import METRIC_NAMES, SweepResult, metric
+from sampling.sweep_metrics import Estimate
+
+#: The table is never narrower than this (a pipe gets it at this width).
+MIN_WIDTH = 150
+ORDER_WORDS = {
+    "first": "temperature first (penalties → temperature → filters, as Hugging Face's"
+    " generate and the min-p paper)",
+    "last": "temperature last (the filters → temperature, as llama.cpp's chain)",
+    "between": "the temperature between the filters (the order given)",
+    "none": "no temperature in the order",
+    "mixed": "the temperature's place differs between settings",
+}
+
+
+def order_line(result: SweepResult) -> str:
+    """The chain order the sweep ran, in words."""
+    return "chain: " + ORDER_WORDS[result.temperature_order]
+
+
+def _cell(value: Estimate | None, digits: int = 3, scale: float = 1.0) -> str:
+    if value is None:
+        return "-"
+    text = f"{value.mean * scale:.{digits}f}"
+    if value.stderr is not None:
+        text += f"±{value.stderr * scale:.{digits}f}"
+    return text
+
+
+def result_table(result: SweepResult) -> Table:
+    """One row per setting: quality, diversity, length, finish reasons, frontier mark."""
+    plan = result.plan
+    table = Table(
+        title=(
+            f"{len(plan.prompts)} prompt(s) × {len(plan.settings)} settings × {plan.samples}"
+            f" samples (seeds {plan.seed}..{plan.seed + plan.samples - 1}),"
+            f" ≤ {plan.max_tokens} tokens; mean ± standard error over prompts"
+        ),
+        caption=(
+            f"{order_line(result)}. ★: on the quality (logp) × diversity (NGD) frontier."
+            f" >top{result.top_k}: share of sampled tokens outside the raw top {result.top_k}."
+        ),
+    )
+    for name in ("setting", "★", "logp/token", "ppl", f">top{result.top_k} %", "length"):
+        table.add_column(name, justify="left" if name == "setting" else "right", no_wrap=True)
+    table.add_column("finish")
+    for name in ("CR", "NGD", "self-rep", "distinct-2"):
+        table.add_column(name, justify="right", no_wrap=True)
+    frontier = set(result.frontier())
+    for index, metrics in enumerate(result.metrics):
+        finish = " ".join(f"{why}:{n}" for why, n in metrics.finish_reasons.items())
+        table.add_row(
+            plan.settings[index].label,
+            "★" if index in frontier else "",
+            _cell(metrics.logprob),
+            _cell(metrics.perplexity, 2),
+            _cell(metrics.outside_top_k, 1, 100.0),
+            _cell(metrics.length, 1),
+            finish or "-",
+            _cell(metrics.compression_ratio),
+            _cell(metrics.ngram_diversity),
+            _cell(metrics.self_repetition),
+            _cell(metrics.distinct[1]),
+        )
+    return table
+
+
+def print_table(result: SweepResult, file: Any = None) -> None:
+    """The result as a table (the terminal's width, at least `MIN_WIDTH` columns)."""
+    out = sys.stdout if file is None else file
+    width = max(MIN_WIDTH, Console(file=out).width)
+    console = Console(file=out, width=width, highlight=False, markup=False, emoji=False)
+    console.print(f"model: {result.model}")
+    if result.cancelled:
+        console.print("cancelled: the figures are over the samples finished before it")
+    console.print(result_table(result))
+
+
+def csv_text(result: SweepResult) -> str:
+    """One CSV row per setting: its label and settings, then each figure's mean,
+    standard error and number of prompts, the finish reasons and the frontier mark."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    header = ["setting", "label", "temperature_order", "samples", "on_frontier"]
+    for name in METRIC_NAMES:
+        header += [name, f"{name}_stderr", f"{name}_n"]
+    header += ["finish_reasons", "top_k"]
+    writer.writerow(header)
+    frontier = set(result.frontier())
+    for index, metrics in enumerate(result.metrics):
+        row: list[Any] = [
+            index,
+            result.plan.settings[index].label,
+            result.temperature_order,
+            metrics.samples,
+            "true" if index in frontier else "false",
+        ]
+        for name in METRIC_NAMES:
+            value = metric(metrics, name)
+            row += (
+                ["", "", 0]
+                if value is None
+                else [repr(value.mean), "" if value.stderr is None else repr(value.stderr), value.n]
+            )
+        row += [";".join(f"{why}={n}" for why, n in metrics.finish_reasons.items()), result.top_k]
+        writer.writerow(row)
+    return buffer.getvalue()
