@@ -11,10 +11,8 @@ from backend.session.sweep import SweepSetting
 from sampling.errors import SamplescopeError, SettingsError
 from sampling.settings import SamplerSettings, settings_summary
 from sampling.spec import SETTINGS_BY_NAME, find_setting
-from tui.cli.compare import SHORT_KEYS, parse_set
+from tui.cli.compare import parse_set, short_keys
 from tui.cli.settings_flags import settings_with_user_config
-
-_KEYS_HELP = ", ".join(SHORT_KEYS)
 
 
 class SweepArgumentError(SamplescopeError):
@@ -79,7 +77,7 @@ def parse_grid(text: str) -> tuple[str, list[Any]]:
     spec = find_setting(key)
     if spec is None:
         raise SweepArgumentError(
-            f"--grid {text!r}: unknown key {key!r} (use {_KEYS_HELP} or a field name:"
+            f"--grid {text!r}: unknown key {key!r} (use {', '.join(short_keys())} or a field name:"
             f" {', '.join(sorted(SETTINGS_BY_NAME))})"
         )
     if not spec.per_column:
