@@ -117,6 +117,7 @@ class SamplescopeApp(App[None]):
         mode: `--mode`; None: completion for a base model, else chat.
         list_models: Lists the models the picker (f7) offers (None: no picker).
         open_model: Loads a model file the picker chose (None: no picker).
+        on_start: Called with the app once it is mounted (e.g. to show a screen).
     """
 
     CSS_PATH = "app.tcss"
@@ -141,8 +142,10 @@ class SamplescopeApp(App[None]):
         mode: Mode | None = None,
         list_models: ListModels | None = None,
         open_model: OpenModel | None = None,
+        on_start: Callable[[SamplescopeApp], None] | None = None,
     ) -> None:
         super().__init__()
+        self._on_start = on_start
         if backend is not None:
             given = backend
             backend_factory = lambda: given  # noqa: E731
@@ -206,6 +209,8 @@ class SamplescopeApp(App[None]):
         if self._config.surprise is not None:
             self.chat.set_surprise(self._config.surprise)
         self._load_backend()
+        if self._on_start is not None:
+            self._on_start(self)
 
     def _apply_config(self, config: Config) -> None:
         """Apply the config file's theme and key overrides; notify what cannot be."""
@@ -376,16 +381,18 @@ class SamplescopeApp(App[None]):
         if self.store is None:
             self.notify("Chats are not being saved (--no-save, or the database failed).")
             return
-        self.push_screen(HistoryScreen(self.store), self._history_closed)
+        self.push_screen(HistoryScreen(self.store), self.open_saved_chat)
 
-    def _history_closed(self, chat_id: int | None) -> None:
+    def open_saved_chat(self, chat_id: int | None) -> None:
+        """Make saved chat `chat_id` the conversation (None: nothing to do), as the
+        saved chats screen's Enter does."""
         recorder = self.conversation.recorder
         if chat_id is None:
             return
         if recorder is None:
             self.notify("The model is not loaded yet.", severity="error")
             return
-        if self.chat.stop_then(lambda: self._history_closed(chat_id)):
+        if self.chat.stop_then(lambda: self.open_saved_chat(chat_id)):
             return
         try:
             record = recorder.open_chat(chat_id)

@@ -32,6 +32,16 @@ DIVERSITY_AXES: dict[str, bool] = {
     "self_repetition": False,
 }
 
+#: The temperature's place in the chain (`SweepResult.temperature_order`), in words.
+ORDER_WORDS = {
+    "first": "temperature first (penalties → temperature → filters, as Hugging Face's"
+    " generate and the min-p paper)",
+    "last": "temperature last (the filters → temperature, as llama.cpp's chain)",
+    "between": "the temperature between the filters (the order given)",
+    "none": "no temperature in the order",
+    "mixed": "the temperature's place differs between settings",
+}
+
 
 class SweepFileError(SamplescopeError):
     """A sweep file cannot be read; the message says which and why."""

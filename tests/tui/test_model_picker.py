@@ -315,7 +315,7 @@ async def test_replies_of_the_model_before_cannot_be_steered_and_saving_goes_on(
         assert stored.replies[-1].token_ids == finished.token_ids
         # the chat of the model before, reopened: its replies are that model's; ctrl+r
         # on its last reply makes a new reply of this model, not a branch of it
-        app._history_closed(old_chat.id)
+        app.open_saved_chat(old_chat.id)
         await pilot.pause()
         assert app.replies[0].model == str(tmp_path / "first.gguf")
         await pilot.press("ctrl+r")

@@ -123,8 +123,16 @@ def models_for_picker() -> list[LocalModel]:
     return models
 
 
-def build_app(args: argparse.Namespace) -> SamplescopeApp:
+def build_app(
+    args: argparse.Namespace,
+    *,
+    store_path: Path | None = None,
+    on_start: Callable[[SamplescopeApp], None] | None = None,
+) -> SamplescopeApp:
     """The app for parsed options: config file applied, the chat store opened.
+
+    `store_path` names the chat database (None: the one in the user data directory);
+    `on_start` is called with the app once it is mounted.
 
     Raises:
         SettingsError: A flag (or the config file under the flags) sets a bad value.
@@ -139,7 +147,7 @@ def build_app(args: argparse.Namespace) -> SamplescopeApp:
     store: ChatStore | None = None
     if not args.no_save:
         try:
-            store = ChatStore()
+            store = ChatStore(store_path)
         except StoreError as error:
             notices.append(f"Chats will not be saved: {error}")
     from tui.app import SamplescopeApp
@@ -160,6 +168,7 @@ def build_app(args: argparse.Namespace) -> SamplescopeApp:
         config=config,
         notices=notices,
         mode=args.mode,
+        on_start=on_start,
     )
 
 

@@ -108,6 +108,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="decode the samples one after the other (default: a prompt's samples in lockstep)",
     )
+    parser.add_argument(
+        "--view",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="FILE",
+        help="then open the app on the frontier (quality against diversity; a point's "
+        "samples open as chats); with FILE, a result saved with --json, nothing is run",
+    )
     add_db_flag(parser)
     add_model_flags(parser)
     parser.set_defaults(func=run)
@@ -154,8 +163,10 @@ def cancel_on_interrupt() -> Iterator[threading.Event]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the sweep and print its figures; exit code 1 if a sample failed, 130 if
-    cancelled."""
+    """Run the sweep and print its figures (or view a saved one); exit code 1 if a
+    sample failed, 130 if cancelled."""
+    if args.view:
+        return view(args, read_result(Path(args.view)))
     plan = plan_from_args(args)
     backend = load_backend(args)
     records: list[SampleRecord] = []
@@ -202,6 +213,8 @@ def run(args: argparse.Namespace) -> int:
         backend.info.path, plan, tuple(records), args.top_k_share, cancelled=cancelled
     )
     emit(args, result)
+    if args.view is not None:
+        view(args, result)
     if cancelled:
         return 130
     return 1 if any(r.figures.finish_reason == "error" for r in records) else 0
@@ -235,3 +248,25 @@ def read_result(path: Path) -> SweepResult:
     if not isinstance(values, dict):
         raise SweepFileError(f"{path}: not a sweep result")
     return SweepResult.from_json(values)
+
+
+def view(args: argparse.Namespace, result: SweepResult) -> int:
+    """Open the app (on the sweep's model and chat database) on the sweep's screen."""
+    from tui.cli.app import build_app, build_app_parser
+    from tui.sweep.command import open_sweep
+
+    argv = ["--model", result.model, "--ctx", str(args.ctx), "--batch", str(args.batch)]
+    if args.threads is not None:
+        argv += ["--threads", str(args.threads)]
+    app = build_app(
+        build_app_parser().parse_args(argv),
+        store_path=args.db,
+        on_start=lambda app: open_sweep(app, result),
+    )
+    try:
+        app.run()
+    finally:
+        app.close_backend()
+        if app.store is not None:
+            app.store.close()
+    return 0

@@ -10,19 +10,11 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from backend.session.sweep_result import METRIC_NAMES, SweepResult, metric
+from backend.session.sweep_result import METRIC_NAMES, ORDER_WORDS, SweepResult, metric
 from sampling.sweep_metrics import Estimate
 
 #: The table is never narrower than this (a pipe gets it at this width).
 MIN_WIDTH = 150
-ORDER_WORDS = {
-    "first": "temperature first (penalties → temperature → filters, as Hugging Face's"
-    " generate and the min-p paper)",
-    "last": "temperature last (the filters → temperature, as llama.cpp's chain)",
-    "between": "the temperature between the filters (the order given)",
-    "none": "no temperature in the order",
-    "mixed": "the temperature's place differs between settings",
-}
 
 
 def order_line(result: SweepResult) -> str:

@@ -1,0 +1,164 @@
+"""The sweep screen on a fixed sweep result: the frontier snapshot, choosing a point,
+listing its samples, opening one, switching the diversity measure.
+
+Regenerate the snapshot with `pytest tests/tui/test_sweep_screen.py --snapshot-update`
+and look at it before committing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.app import App
+from textual.pilot import Pilot
+from textual.widgets import DataTable
+
+from backend.session.sweep import SweepPlan, SweepSetting
+from backend.session.sweep_result import DIVERSITY_AXES, SampleRecord, SweepResult
+from backend.store.store import ChatStore
+from sampling.settings import SamplerSettings
+from sampling.sweep_metrics import SampleFigures
+from tests.helpers import wait_until
+from tests.tui.test_tui_snapshots import fake_backend, make_app, send
+from tui.sweep.command import open_sweep
+from tui.sweep.frontier_plot import FrontierPlot
+from tui.sweep.screen import SweepScreen
+
+pytestmark = pytest.mark.anyio
+
+SIZE = (110, 34)
+TEXTS = [
+    "The sea is calm and blue.",
+    "The sea is calm and grey.",
+    "Waves break on the shore at night.",
+    "A gull cries over [bold]cold[/bold] water.",
+]
+
+
+def fixed_result() -> SweepResult:
+    """Three settings × 2 prompts × 2 samples with made-up numbers."""
+    settings = tuple(
+        SweepSetting(label, SamplerSettings(temperature=t, min_p=m))
+        for label, t, m in [("t=0.7", 0.7, 0.0), ("t=1.5 min_p=0.1", 1.5, 0.1), ("t=3", 3.0, 0.0)]
+    )
+    plan = SweepPlan(("Tell me about the sea.", "A line on the sea."), settings, 2, seed=5)
+    records = []
+    chat = 100
+    for setting, quality in enumerate((-0.5, -1.2, -4.0)):
+        for prompt in range(2):
+            for sample in range(2):
+                text = TEXTS[(setting + sample) % 4] if setting else TEXTS[0]
+                n = 10 + setting + prompt + sample
+                figures = SampleFigures(
+                    prompt, setting, text, n, quality * n * (1 + 0.4 * prompt), setting, "eos"
+                )
+                records.append(SampleRecord(figures, sample, 5 + sample, tuple(range(n)), chat))
+                chat += 1
+    return SweepResult("/models/SmolLM2.gguf", plan, tuple(records), top_k=40)
+
+
+class SweepApp(App[int | None]):
+    """Shows the sweep screen and exits with what it dismisses with."""
+
+    def __init__(self, result: SweepResult) -> None:
+        super().__init__()
+        self.result = result
+
+    def on_mount(self) -> None:
+        self.push_screen(SweepScreen(self.result), self.exit)
+
+
+def screen_of(pilot: Pilot[Any]) -> SweepScreen:
+    screen = pilot.app.screen
+    assert isinstance(screen, SweepScreen)
+    return screen
+
+
+def test_snapshot(snap_compare: Any) -> None:
+    async def ready(pilot: Pilot[Any]) -> None:
+        await pilot.press("down")  # the second setting selected
+        await pilot.pause()
+
+    assert snap_compare(SweepApp(fixed_result()), terminal_size=SIZE, run_before=ready)
+
+
+def test_the_fixed_result_has_a_frontier() -> None:
+    result = fixed_result()
+    # Setting 0 repeats one text (least diverse, most likely); 2 is as diverse as 1
+    # and less likely: off the frontier.
+    assert result.frontier() == [0, 1]
+    assert all(result.frontier(axis) == [0, 1] for axis in DIVERSITY_AXES)
+    metrics = result.metrics
+    assert metrics[0].logprob is not None and metrics[0].logprob.stderr is not None
+
+
+async def test_choosing_a_point_lists_its_samples_and_opens_one() -> None:
+    app = SweepApp(fixed_result())
+    async with app.run_test(size=SIZE) as pilot:
+        screen = screen_of(pilot)
+        await pilot.press("down", "down")
+        await pilot.pause()
+        assert screen.selected == 2
+        await pilot.press("enter")
+        await pilot.pause()
+        assert screen.listing == 2
+        table = screen.query_one(DataTable)
+        assert table.row_count == 4
+        # Model text is shown literally: the markup stays text.
+        assert any("[bold]cold[/bold]" in str(table.get_row_at(r)[-1]) for r in range(4))
+        await pilot.press("escape")
+        await pilot.pause()
+        assert screen.listing is None and screen.selected == 2
+        await pilot.press("enter", "down", "enter")
+        await pilot.pause()
+    # Setting 2's second sample: prompt 0, seed 6 (chat ids count up from 100).
+    assert app.return_value == 100 + 2 * 4 + 1
+
+
+async def test_d_switches_the_diversity_measure_and_escape_closes() -> None:
+    app = SweepApp(fixed_result())
+    async with app.run_test(size=SIZE) as pilot:
+        screen = screen_of(pilot)
+        assert screen.axis == "ngram_diversity"
+        await pilot.press("d")
+        await pilot.pause()
+        assert screen.axis == "distinct_2"
+        assert screen.query_one(FrontierPlot).axis == "distinct_2"
+        await pilot.press("d", "d", "d")
+        assert screen.axis == "ngram_diversity"
+        await pilot.press("escape")
+        await pilot.pause()
+    assert app.return_value is None
+
+
+async def test_in_the_app_the_sample_chosen_becomes_the_chat(tmp_path: Path) -> None:
+    with ChatStore(tmp_path / "chats.sqlite3") as store:
+        fake = fake_backend()
+        model = tmp_path / "fake.gguf"
+        model.write_bytes(b"GGUF not really a model")  # the store hashes the model file
+        fake._info = replace(fake.info, path=str(model))
+        # The sample's chat, saved as a sweep saves it (a real sweep's chats are tested
+        # on the model in tests/model/test_sweep.py).
+        app = make_app(fake, store=store)
+        async with app.run_test(size=SIZE) as pilot:
+            await send(pilot, app, "tell me about the sea")
+            await wait_until(pilot, lambda: bool(app.finished))
+            recorder = app.recorder
+            assert recorder is not None and recorder.chat_id is not None, recorder.error
+            chat_id = recorder.chat_id
+            reply_text = app.replies[-1].text
+            await pilot.press("ctrl+n")
+            await wait_until(pilot, lambda: not app.replies)
+            result = fixed_result()
+            first = result.samples[0]
+            result = replace(result, samples=(replace(first, chat_id=chat_id),))
+            open_sweep(app, result)
+            await wait_until(pilot, lambda: isinstance(app.screen, SweepScreen))
+            await pilot.press("enter", "enter")
+            await wait_until(pilot, lambda: not isinstance(app.screen, SweepScreen))
+            await wait_until(pilot, lambda: bool(app.replies))
+            assert app.replies[-1].text == reply_text
+            assert app.messages[0].content == "tell me about the sea"

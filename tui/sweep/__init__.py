@@ -1,0 +1,1 @@
+"""The sweep feature: the quality-against-diversity frontier of a sweep and its samples."""

@@ -1,0 +1,202 @@
+"""The sweep screen: the frontier plot over a table of the settings; a setting's samples.
+
+Moving along the settings table selects that setting's point on the plot; Enter lists
+its samples (prompt, seed, length, finish reason, quality, the text's start); Enter on
+a sample closes the screen with its saved chat's id (the app opens it as the saved
+chats screen does). `d` switches the diversity measure the plot and frontier use;
+Escape goes back from the samples to the settings, then closes the screen (None).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from backend.session.sweep_result import (
+    DIVERSITY_AXES,
+    ORDER_WORDS,
+    SampleRecord,
+    SweepResult,
+    metric,
+)
+from sampling.sweep_metrics import Estimate
+from tui.sweep.frontier_plot import AXIS_TITLES, FrontierPlot, mark_of
+
+AXES = tuple(DIVERSITY_AXES)
+#: A sample's text is shown up to this many characters, on one line.
+TEXT_SHOWN = 200
+
+
+def _cell(value: Estimate | None, digits: int = 3) -> Text:
+    if value is None:
+        return Text("-", justify="right")
+    text = f"{value.mean:.{digits}f}"
+    if value.stderr is not None:
+        text += f" ±{value.stderr:.{digits}f}"
+    return Text(text, justify="right")
+
+
+def _one_line(text: str) -> Text:
+    """Model text shown literally on one line (newlines as ↵)."""
+    flat = text.replace("\r", "").replace("\n", "↵")
+    return Text(flat[:TEXT_SHOWN], no_wrap=True, overflow="ellipsis")
+
+
+class SweepScreen(Screen[int | None]):
+    """A sweep's frontier and its settings; dismissed with a sample's chat id.
+
+    Args:
+        result: The sweep.
+    """
+
+    CSS_PATH = "screen.tcss"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "back", "back"),
+        Binding("d", "next_axis", "diversity measure"),
+    ]
+
+    def __init__(self, result: SweepResult) -> None:
+        super().__init__()
+        self.result = result
+        self.axis = AXES[0]
+        """The diversity measure on the plot's x axis."""
+        self.selected = 0
+        """The setting selected in the table."""
+        self.listing: int | None = None
+        """The setting whose samples the table lists (None: the settings)."""
+        self._samples: list[SampleRecord] = []
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._title(), id="sweep-title")
+        yield FrontierPlot(id="sweep-plot")
+        yield Static("", id="sweep-table-title")
+        yield DataTable(id="sweep-table", cursor_type="row", zebra_stripes=True)
+        yield Footer()
+
+    def _title(self) -> Text:
+        plan = self.result.plan
+        return Text(
+            f"sweep: {len(plan.prompts)} prompt(s) × {len(plan.settings)} settings ×"
+            f" {plan.samples} samples, ≤ {plan.max_tokens} tokens · "
+            f"{ORDER_WORDS[self.result.temperature_order]}"
+            + (" · cancelled" if self.result.cancelled else ""),
+            no_wrap=True,
+            overflow="ellipsis",
+        )
+
+    def on_mount(self) -> None:
+        self.show_settings()
+        self.query_one(DataTable).focus()
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._draw)
+
+    def _draw(self) -> None:
+        self.query_one(FrontierPlot).show(self.result, self.axis, self.selected)
+
+    # ---- the table ------------------------------------------------------------------
+
+    def show_settings(self) -> None:
+        """List the settings, the selected one under the cursor."""
+        self.listing = None
+        table = self.query_one(DataTable)
+        table.clear(columns=True)
+        axis_name = AXIS_TITLES[self.axis].split(" (")[0].split(" →")[0].split(" ←")[0]
+        for label in ("#", "setting", "★", "logp/token", axis_name, "ppl", "length", "finish"):
+            table.add_column(label, key=label)
+        frontier = set(self.result.frontier(self.axis))
+        for metrics in self.result.metrics:
+            index = metrics.setting
+            finish = " ".join(f"{why}:{n}" for why, n in metrics.finish_reasons.items())
+            table.add_row(
+                Text(mark_of(index)),
+                Text(self.result.plan.settings[index].label, no_wrap=True),
+                Text("★" if index in frontier else ""),
+                _cell(metrics.logprob),
+                _cell(metric(metrics, self.axis)),
+                _cell(metrics.perplexity, 2),
+                _cell(metrics.length, 1),
+                Text(finish or "-"),
+                key=str(index),
+            )
+        self.query_one("#sweep-table-title", Static).update(
+            Text(
+                "settings (⏎ its samples · d: diversity measure)",
+                style="bold",
+            )
+        )
+        table.move_cursor(row=self.selected)
+        self._draw()
+
+    def show_samples(self, setting: int) -> None:
+        """List one setting's samples."""
+        self.listing = setting
+        self._samples = self.result.samples_of(setting)
+        table = self.query_one(DataTable)
+        table.clear(columns=True)
+        for label in ("prompt", "seed", "tokens", "finish", "logp/token", "chat", "text"):
+            table.add_column(label, key=label)
+        for sample in self._samples:
+            f = sample.figures
+            per_token = (
+                "-"
+                if f.logprob_raw is None or not f.n_tokens
+                else f"{f.logprob_raw / f.n_tokens:.3f}"
+            )
+            table.add_row(
+                Text(str(f.prompt + 1), justify="right"),
+                Text(str(sample.seed), justify="right"),
+                Text(str(f.n_tokens), justify="right"),
+                Text(f.finish_reason),
+                Text(per_token, justify="right"),
+                Text("-" if sample.chat_id is None else str(sample.chat_id), justify="right"),
+                _one_line(f.text),
+            )
+        label = self.result.plan.settings[setting].label
+        self.query_one("#sweep-table-title", Static).update(
+            Text(f"{mark_of(setting)}: {label} — its samples (⏎ opens one · esc back)")
+        )
+        table.move_cursor(row=0)
+
+    @on(DataTable.RowHighlighted, "#sweep-table")
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if self.listing is None and 0 <= event.cursor_row < len(self.result.plan.settings):
+            self.selected = event.cursor_row
+            self._draw()
+
+    @on(DataTable.RowSelected, "#sweep-table")
+    def _chosen(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        if self.listing is None:
+            self.show_samples(event.cursor_row)
+            return
+        if not 0 <= event.cursor_row < len(self._samples):
+            return
+        chat_id = self._samples[event.cursor_row].chat_id
+        if chat_id is None:
+            self.notify("This sample was not saved (sweep --no-save).", severity="warning")
+            return
+        self.dismiss(chat_id)
+
+    # ---- actions -------------------------------------------------------------------
+
+    def action_back(self) -> None:
+        """From the samples back to the settings; from the settings, close."""
+        if self.listing is not None:
+            self.show_settings()
+        else:
+            self.dismiss(None)
+
+    def action_next_axis(self) -> None:
+        """Plot against the next diversity measure (the frontier follows)."""
+        self.axis = AXES[(AXES.index(self.axis) + 1) % len(AXES)]
+        if self.listing is None:
+            self.show_settings()
+        else:
+            self._draw()
