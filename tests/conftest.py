@@ -11,7 +11,12 @@ import pytest
 from hypothesis import settings as hypothesis_settings
 
 from backend.config.model_path import resolve_model_path
+from backend.llama.reference import load_plain_by_default
 from backend.store.store import ChatStore
+
+# llama-cpp-python's `Llama` (the tests' independent references) loads the weights as
+# samplescope does: without llama.cpp's extra buffer types (backend/llama/reference.py).
+load_plain_by_default()
 
 # The fuzz suites (tests/unit/test_fuzz_*.py) run under this profile: few enough
 # examples that `make test` stays quick, no deadline (the machine is shared, and a
@@ -75,3 +80,12 @@ def store(tmp_path: Path) -> Iterator[ChatStore]:
     """An empty chat database in the test's own folder."""
     with ChatStore(tmp_path / "chats.sqlite3") as opened:
         yield opened
+
+
+@pytest.fixture(scope="session")
+def q4_0_model_path(default_model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A Q4_0 copy of the default model (llama.cpp's quantizer, once a session): a model
+    whose weights llama.cpp's CPU backend repacks (see tests/quantized_models.py)."""
+    from tests.quantized_models import quantized_copy
+
+    return quantized_copy(default_model_path, tmp_path_factory.mktemp("quantized"), name="Q4_0")

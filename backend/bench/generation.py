@@ -32,6 +32,7 @@ import numpy as np
 from backend.chat.events import FinishedEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.config.model_path import resolve_model_path
+from backend.llama.reference import plain_llama
 from backend.session.llama_backend import LlamaBackend
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 
@@ -83,7 +84,7 @@ class BackendBenchRow:
 def _reference_llama(model_path: Path, n_ctx: int, n_batch: int, n_threads: int) -> Any:
     # verbose=False: a command-line run may have fds 1/2 redirected while loading
     # (never the app), and llama-cpp-python then keeps its metadata dump to itself.
-    return llama_cpp.Llama(
+    return plain_llama(
         str(model_path),
         n_ctx=n_ctx,
         n_batch=n_batch,
@@ -180,7 +181,7 @@ if kind == "ours":
         pass
 else:
     import llama_cpp
-    llm = llama_cpp.Llama(model, n_ctx=n_ctx, n_threads=threads, verbose=True)
+    llm = plain_llama(model, n_ctx=n_ctx, n_threads=threads, verbose=True)
     llm.create_chat_completion([{"role": "user", "content": "Tell me a story."}], max_tokens=64)
 # VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec from the parent process.
 hwm = [l for l in open("/proc/self/status") if l.startswith("VmHWM:")]

@@ -30,6 +30,7 @@ import numpy as np
 
 from backend.bench.sampler import BenchRow, Logits, ModelWords
 from backend.llama.grammar import TOKEN_DATA, GrammarTemplates, LlamaGrammarConstraint
+from backend.llama.reference import plain_llama
 from sampling import Sampler, SamplerSettings
 from sampling.constraint import GrammarSpec
 
@@ -181,7 +182,7 @@ def run_grammar_bench(
     """Time both rows, ours and native alternating; each figure the median of `repeats`."""
     from backend.llama.grammar import gbnf_of
 
-    llm = llama_cpp.Llama(str(model_path), n_ctx=512, n_threads=n_threads, verbose=False)
+    llm = plain_llama(str(model_path), n_ctx=512, n_threads=n_threads, verbose=False)
     try:
         words = GrammarWords(llm)
         prompt, logits, taken = constrained_reply(llm, words, steps)

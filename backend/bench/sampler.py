@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from backend.bench.sampler_modes import MODES, BenchMode
+from backend.llama.reference import plain_llama
 from sampling import Sampler
 
 Logits = npt.NDArray[np.float32]
@@ -142,7 +143,7 @@ def run_sampler_bench(
     Returns:
         One row per mode and logits kind, each figure the median over `repeats`.
     """
-    llm = llama_cpp.Llama(
+    llm = plain_llama(
         str(model_path), n_ctx=512, n_threads=n_threads, verbose=False, logits_all=False
     )
     try:

@@ -112,7 +112,12 @@ class Context(Protocol):
 
 
 def load_model(
-    path: Path, *, n_gpu_layers: int = 0, devices: Any = None, vocab_only: bool = False
+    path: Path,
+    *,
+    n_gpu_layers: int = 0,
+    devices: Any = None,
+    vocab_only: bool = False,
+    repack: bool = False,
 ) -> Any:
     """`llama_model_load_from_file` with samplescope's parameters.
 
@@ -121,6 +126,12 @@ def load_model(
         n_gpu_layers: Layers to offload (negative: all).
         devices: A NULL-terminated `ggml_backend_dev_t` array, or None (llama.cpp's pick).
         vocab_only: Load the vocabulary and metadata only, no weights.
+        repack: Let llama.cpp's CPU backend put the weights in its extra buffer types
+            (`use_extra_bufts`: repacked Q4_0/Q4_K... for AVX2/NEON kernels, or AMX
+            tiles). Off: their batched kernels sum in another order than the one-row
+            kernel (a sequence's logits would depend on what is decoded beside it),
+            and on an AMX CPU this build's AMX kernels crash on any batch of two or
+            more tokens (measured: SmolLM2 Q4_1 and Q4_0, llama-cpp-python 0.3.36).
 
     Raises:
         ModelFileError: llama.cpp could not load it.
@@ -128,6 +139,7 @@ def load_model(
     params = llama_cpp.llama_model_default_params()
     params.n_gpu_layers = n_gpu_layers
     params.vocab_only = vocab_only
+    params.use_extra_bufts = repack
     if devices is not None:
         params.devices = ctypes.cast(devices, ctypes.c_void_p)
     model = llama_cpp.llama_model_load_from_file(str(path).encode("utf-8"), params)
