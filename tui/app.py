@@ -206,6 +206,7 @@ class SamplescopeApp(App[None]):
             self.notify(notice, severity="warning", timeout=15)
         self._apply_config(self._config)
         self.chat.set_bans(self._config.bans)
+        self.chat.set_loops(self._config.loops)
         if self._config.surprise is not None:
             self.chat.set_surprise(self._config.surprise)
         self._load_backend()

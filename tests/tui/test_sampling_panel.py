@@ -74,9 +74,14 @@ async def test_groups_follow_the_spec_and_only_the_core_group_starts_open() -> N
     async with PanelHost(live).run_test(size=(60, 20)) as pilot:
         panel = pilot.app.query_one(SamplingPanel)
         groups = list(panel.query(Collapsible).results())
-        # The sampler settings' groups, then the phrase bans and beam search (no settings).
+        # The sampler settings' groups, then phrase bans, loops, beam search (no settings).
         specs = [f"group-{name}" for name, _ in group_specs()]
-        assert [g.id for g in groups] == [*specs, "group-phrase-bans", "group-beam-search"]
+        assert [g.id for g in groups] == [
+            *specs,
+            "group-phrase-bans",
+            "group-loops",
+            "group-beam-search",
+        ]
         assert [g.collapsed for g in groups] == [g.id != "group-core" for g in groups]
         for name, specs in group_specs():
             group = panel.query_one(f"#group-{name}", Collapsible)

@@ -13,6 +13,7 @@ from backend.chat.compare import common_prefix
 from backend.chat.completion import Mode
 from backend.chat.events import FinishedEvent, RewindEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.session.loop_watch import LoopGuard
 from backend.session.phrase_bans import PhraseBans
 from backend.session.run import Steer
 from backend.store.recorded import StoreErrorNotices, recorded
@@ -47,6 +48,8 @@ class Conversation:
         """Whether the backend's cache must be forgotten before the next reply."""
         self.bans = PhraseBans()
         """Phrases no reply may hold (each reply backtracks away from them)."""
+        self.loops = LoopGuard()
+        """What a repetition loop in a reply does (marked, by default)."""
         self.model = ""
         """The path of the loaded model's file: each new reply is tagged with it."""
         self._store_notices = StoreErrorNotices()
@@ -70,6 +73,7 @@ class Conversation:
             reset=self.reset_pending,
             mode=self.mode,
             bans=self.bans,
+            loops=self.loops,
         )
         self.reset_pending = False  # the job resets the backend before anything else
         return reply, job
@@ -166,6 +170,7 @@ class Conversation:
             steer=steer if steered else None,
             fork=(old.branch_id, index),
             bans=self.bans,
+            loops=self.loops,
         )
         self.reset_pending = False
         return reply, job
@@ -213,6 +218,7 @@ class Conversation:
         reply = self.replies[-1]
         reply.finished = event.reason
         reply.error = event.error or ""
+        reply.loop = event.loop
         if self.recorder is not None:
             reply.branch_id = self.recorder.reply_id
             for ghost, ghost_id in zip(reply.ghosts, self.recorder.ghost_ids, strict=False):

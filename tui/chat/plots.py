@@ -109,6 +109,8 @@ class ChatPlots:
             marked = index if cursor is not None else None
             ghosts = ghost_forks(replies[number]) if number >= 0 else []
             surprise = self.transcript.surprise
-            self.timeline.show(number if number >= 0 else None, tokens, marked, ghosts, surprise)
+            loop = replies[number].loop if number >= 0 else None
+            shown = number if number >= 0 else None
+            self.timeline.show(shown, tokens, marked, ghosts, surprise, loop)
         if tail:
             self.tail.show(tokens[index].step if 0 <= index < len(tokens) else None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from backend.chat.events import TokenEvent
+from sampling.loops import Loop
 from sampling.settings import SamplerSettings
 
 REJECTED = "rejected"
@@ -17,6 +18,7 @@ FINISH_LABELS = {
     "context_full": "context full",
     "banned": "every token tried here held a banned phrase",
     "grammar": "grammar dead end",
+    "loop": "stopped on a loop",
 }
 """What the transcript and the status line say of each way a reply ends but "eos"."""
 GHOST_LABEL = "rejected: a banned phrase"
@@ -43,6 +45,7 @@ class Reply:
             tree), in order.
         model: The path of the model file that made it ("": not known). Its token
             ids are that model's: another model cannot branch from them.
+        loop: The latest repetition loop found in it (None: none, or not watched).
     """
 
     seed: int
@@ -57,6 +60,7 @@ class Reply:
     tree: list[Reply] = field(default_factory=list)
     ghosts: list[Reply] = field(default_factory=list)
     model: str = ""
+    loop: Loop | None = None
 
     @property
     def is_ghost(self) -> bool:

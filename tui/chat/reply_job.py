@@ -16,6 +16,7 @@ from backend.chat.completion import Mode, as_document
 from backend.chat.events import FinishedEvent, GenerationEvent, GenerationStats, NoticeEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.backend import SessionBackend
+from backend.session.loop_watch import LoopGuard
 from backend.session.phrase_bans import PhraseBans
 from backend.session.run import Steer
 from backend.store.recorded import StoreErrorNotices, recorded
@@ -44,6 +45,7 @@ class ReplyJob:
             from, or None when that was not saved; the index of its first own token).
         bans: Phrases the reply may not hold (it backtracks; see
             `backend.session.phrase_bans`).
+        loops: What a repetition loop in the reply does (`backend.session.loop_watch`).
     """
 
     messages: Sequence[ChatMessage]
@@ -56,6 +58,7 @@ class ReplyJob:
     steer: Steer | None = None
     fork: tuple[int | None, int] | None = None
     bans: PhraseBans = field(default_factory=PhraseBans)
+    loops: LoopGuard = field(default_factory=LoopGuard)
 
     def __call__(self, backend: SessionBackend, cancel: threading.Event) -> Iterator[ColumnEvent]:
         """Generate the reply (worker thread); every event, tagged as column 0."""
@@ -86,6 +89,7 @@ class ReplyJob:
                 raw=completion,
                 steer=self.steer,
                 bans=self.bans or None,
+                loops=self.loops or None,
             )
             yield from recorded(events, recorder, self.notices)
         except Exception as error:  # the contract says errors come as events; be safe

@@ -67,6 +67,7 @@ def _turn_tree(
             fork_at=branch.fork_at,
             tree=tree,
             model=branch.model.path,
+            loop=branch.loop,
         )
         by_id[branch.id] = reply
     # A ghost's parent can be a later ghost (the one its tokens went with).

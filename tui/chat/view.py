@@ -21,6 +21,7 @@ from backend.chat.events import (
     FinishedEvent,
     GenerationEvent,
     GenerationStats,
+    LoopEvent,
     NoticeEvent,
     PhaseEvent,
     PrefillProgress,
@@ -28,6 +29,7 @@ from backend.chat.events import (
     TokenEvent,
 )
 from backend.chat.protocol import ChatBackend, LiveSettings, ModelInfo
+from backend.session.loop_watch import LoopGuard
 from backend.session.phrase_bans import PhraseBans
 from backend.store.store import ChatRecord
 from sampling.settings import SamplerSettings
@@ -46,10 +48,11 @@ from tui.chat.stored import stored_replies
 from tui.chat.transcript import Transcript
 from tui.chat.whatif import WhatIf
 from tui.widgets.beam_controls import BeamControls
+from tui.widgets.loop_controls import LoopControls
 from tui.widgets.phrase_bans import PhraseBanControls
 from tui.widgets.prob_panel import ProbPanel
 from tui.widgets.sampling_panel import SamplingPanel
-from tui.widgets.status_line import StatusLine, StatusState
+from tui.widgets.status_line import StatusLine, StatusState, loop_status
 from tui.widgets.timeline import ReplyTimeline
 from tui.widgets.token_text import TokenPieces
 
@@ -290,6 +293,16 @@ class ChatView(Vertical):
         self.conversation.bans = bans
         self._sampling.show_bans(bans)
 
+    def set_loops(self, guard: LoopGuard) -> None:
+        """Watch the next replies for loops so (off, mark, stop), shown on the panel."""
+        self.conversation.loops = guard
+        self._sampling.show_loops(guard)
+
+    @on(LoopControls.Changed)
+    def _on_loops_changed(self, message: LoopControls.Changed) -> None:
+        message.stop()
+        self.set_loops(message.guard)
+
     @on(BeamControls.Changed)
     def _on_beams_changed(self, message: BeamControls.Changed) -> None:
         message.stop()
@@ -384,6 +397,9 @@ class ChatView(Vertical):
             self.conversation.rewind_reply(event)
             self._generated = max(0, self._generated - len(event.token_ids))
             self._transcript.show_branch(self.conversation.replies[-1])
+            self._dirty = True
+        elif isinstance(event, LoopEvent):
+            self.conversation.replies[-1].loop = event.loop
             self._dirty = True
         elif isinstance(event, PrefillProgress):
             self._status.update(prefill_done=event.done, prefill_total=event.total)
@@ -497,6 +513,8 @@ def status_changes(
         The `StatusLine.update` keyword arguments to apply.
     """
     changes: dict[str, object] = {}
+    latest = conversation.replies[-1] if conversation.replies else None
+    changes["loop"] = loop_status(latest.loop if latest is not None else None)
     if backend is not None and not conversation.reset_pending:
         changes["ctx_used"] = backend.context_used
     if generating:

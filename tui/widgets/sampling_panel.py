@@ -10,6 +10,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Collapsible
 
+from backend.session.loop_watch import LoopGuard
 from backend.session.phrase_bans import PhraseBans
 from sampling.errors import SettingsError
 from sampling.settings import SamplerSettings
@@ -17,6 +18,7 @@ from sampling.spec import SETTINGS_BY_NAME
 from tui.screens.entry import ValueEntryScreen
 from tui.widgets.beam_controls import BEAM_FIELDS, BeamControls
 from tui.widgets.chain_order import ChainOrder
+from tui.widgets.loop_controls import LOOP_FIELDS, LoopControls, loops_title
 from tui.widgets.phrase_bans import BAN_FIELDS, PhraseBanControls
 from tui.widgets.setting_controls import (
     CORE_GROUP,
@@ -86,6 +88,13 @@ class SamplingPanel(Vertical):
             classes="setting-group",
         )
         yield Collapsible(
+            LoopControls(),
+            title=loops_title(LoopGuard()),
+            collapsed=True,
+            id="group-loops",
+            classes="setting-group",
+        )
+        yield Collapsible(
             BeamControls(),
             title="beam search",
             collapsed=True,
@@ -98,7 +107,7 @@ class SamplingPanel(Vertical):
         for widget in self.query("Slider, Toggle, ChainOrder, TextSetting"):
             if not isinstance(widget, Slider | Toggle | ChainOrder | TextSetting):
                 continue
-            if widget.field not in BAN_FIELDS + BEAM_FIELDS:  # no sampler settings
+            if widget.field not in BAN_FIELDS + BEAM_FIELDS + LOOP_FIELDS:  # not settings
                 yield widget
 
     def show(self, settings: SamplerSettings) -> None:
@@ -121,6 +130,11 @@ class SamplingPanel(Vertical):
         self.query_one(PhraseBanControls).show(bans)
         title = f"phrase bans · {len(bans.phrases)}" if bans else "phrase bans"
         self.query_one("#group-phrase-bans", Collapsible).title = title
+
+    def show_loops(self, guard: LoopGuard) -> None:
+        """Show the loop watch in force (the group's title says what it does)."""
+        self.query_one(LoopControls).show(guard)
+        self.query_one("#group-loops", Collapsible).title = loops_title(guard)
 
     def show_beams(self, width: int, length_penalty: float) -> None:
         """Say on the group's title whether replies are beam searches."""

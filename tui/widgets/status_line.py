@@ -8,6 +8,8 @@ from typing import Any, Literal
 from rich.text import Text
 from textual.widget import Widget
 
+from sampling.loops import Loop
+
 Phase = Literal["loading", "error", "idle", "prefill", "decode"]
 _BAR_WIDTH = 20
 
@@ -31,7 +33,19 @@ class StatusState:
     last_reason: str = ""
     last_discarded: int = 0
     """Tokens the last reply decoded and discarded (phrase bans going back)."""
+    loop: str = ""
+    """The last reply's repetition loop, as `loop_status` words it ("": none)."""
     note: str = ""
+
+
+LOOP_SIGN = "↻"
+
+
+def loop_status(loop: Loop | None) -> str:
+    """What the status line says of a reply's loop ("" for none)."""
+    if loop is None:
+        return ""
+    return f"{LOOP_SIGN} loop: {loop.period} tokens × {loop.count} from token {loop.start + 1}"
 
 
 def progress_bar(done: int, total: int, width: int = _BAR_WIDTH) -> str:
@@ -93,6 +107,8 @@ class StatusLine(Widget):
                 text.append(f" · {s.last_reason}")
             if s.last_discarded:
                 text.append(f" · {s.last_discarded} discarded")
+        if s.loop and s.phase in ("decode", "idle"):
+            text.append(f" · {s.loop}", style="bold magenta")
         if s.note:
             text.append(f" │ {s.note}", style="italic")
         return text

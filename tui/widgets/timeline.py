@@ -3,7 +3,8 @@
 Rows: the chosen token's probability, the entropy and (on demand) the kept count,
 over a marker row (the token cursor ▲, a setting changed ◆, the reply went back
 from a rejected attempt ✗, a token the grammar forced ▪, a surprising token •: see
-`sampling.surprise`). A reply longer than
+`sampling.surprise`; a repetition loop ↻ from its start, ~ along its copies). A
+reply longer than
 the strip is compressed into buckets that keep each bucket's spike, the token a
 reader looks for: the lowest chosen probability, the highest entropy, the most
 kept tokens; a short one is spread over up to `MAX_SPREAD` cells a token. Clicking
@@ -27,6 +28,7 @@ from textual.widget import Widget
 from textual.widgets import Label, Sparkline
 
 from backend.chat.events import TokenEvent
+from sampling.loops import Loop
 from sampling.surprise import DEFAULT_SURPRISE, SurpriseRule
 
 LABEL_WIDTH = 3
@@ -37,6 +39,8 @@ CHANGE_MARK = "◆"
 GHOST_MARK = "✗"
 FORCED_MARK = "▪"
 SURPRISE_MARK = "•"
+LOOP_MARK = "↻"
+LOOP_SPAN_MARK = "~"
 
 
 def bucket_bounds(n_tokens: int, columns: int) -> npt.NDArray[np.intp]:
@@ -82,6 +86,7 @@ class _Marks(Widget):
         "timeline--ghost",
         "timeline--forced",
         "timeline--surprise",
+        "timeline--loop",
     }
     DEFAULT_CSS = """
     _Marks { height: 1; }
@@ -90,6 +95,7 @@ class _Marks(Widget):
     _Marks > .timeline--ghost { color: $error; text-style: dim; }
     _Marks > .timeline--forced { color: $secondary; }
     _Marks > .timeline--surprise { color: $error; text-style: bold; }
+    _Marks > .timeline--loop { color: $warning; text-style: bold; }
     """
 
     def __init__(self) -> None:
@@ -99,10 +105,14 @@ class _Marks(Widget):
         self.ghosts: list[int] = []
         self.forced: list[int] = []
         self.surprises: list[int] = []
+        self.loop: list[int] = []
+        """The cells of a repetition loop, its start first."""
         self.tokens: list[int] = []
 
     def render(self) -> Text:
         marks = [" "] * len(self.tokens)
+        for number, column in enumerate(self.loop):
+            marks[column] = LOOP_SPAN_MARK if number else LOOP_MARK
         for column in self.surprises:
             marks[column] = SURPRISE_MARK
         for column in self.forced:
@@ -119,6 +129,8 @@ class _Marks(Widget):
             GHOST_MARK: self.get_component_rich_style("timeline--ghost"),
             FORCED_MARK: self.get_component_rich_style("timeline--forced"),
             SURPRISE_MARK: self.get_component_rich_style("timeline--surprise"),
+            LOOP_MARK: self.get_component_rich_style("timeline--loop"),
+            LOOP_SPAN_MARK: self.get_component_rich_style("timeline--loop"),
         }
         text = Text()
         for mark in marks:
@@ -159,6 +171,7 @@ class ReplyTimeline(Vertical):
         self._ghosts: tuple[int, ...] = ()  # tokens where the reply went back
         self._forced: list[int] = []  # tokens read that the grammar forced
         self._surprising: list[int] = []  # tokens read that the rule finds surprising
+        self._loop: Loop | None = None
         self._rule = DEFAULT_SURPRISE
         self._cursor: int | None = None
         self._width = 0
@@ -204,6 +217,16 @@ class ReplyTimeline(Vertical):
         columns = np.searchsorted(np.asarray(self._columns), wanted, side="right")
         return sorted({int(x) for x in (columns - 1) * self._spread})
 
+    def _loop_xs(self, loop: Loop, count: int) -> list[int]:
+        """The cells a loop's tokens take (up to the reply's end), its start first."""
+        first = self.x_of(loop.start)
+        if first is None:
+            return []
+        end = min(count, loop.end) - 1
+        last = self.x_of(end) if end >= loop.start else first
+        last = first if last is None else last + self._spread - 1
+        return list(range(first, last + 1))
+
     def x_of(self, index: int) -> int | None:
         """The x offset (in the rows) of the first cell drawing token `index`, or None."""
         column = self.column_of(index)
@@ -221,12 +244,14 @@ class ReplyTimeline(Vertical):
         cursor: int | None,
         ghosts: Sequence[int] = (),
         surprise: SurpriseRule = DEFAULT_SURPRISE,
+        loop: Loop | None = None,
     ) -> None:
         """Draw reply `number`'s tokens with token `cursor` marked (None: no marker),
-        the tokens where it went back from a rejected attempt (`ghosts`) and the tokens
-        `surprise` finds surprising."""
+        the tokens where it went back from a rejected attempt (`ghosts`), the tokens
+        `surprise` finds surprising and its repetition `loop` (None: none)."""
         same = number == self.reply_number and tokens is self._tokens and surprise == self._rule
-        unchanged = same and tuple(ghosts) == self._ghosts
+        unchanged = same and tuple(ghosts) == self._ghosts and loop == self._loop
+        self._loop = loop
         if unchanged and len(tokens) == self._shown_count and cursor == self._cursor:
             return
         self._ghosts = tuple(ghosts)
@@ -296,6 +321,8 @@ class ReplyTimeline(Vertical):
         marks.ghosts = self._xs_of(self._ghosts)
         marks.forced = self._xs_of(self._forced)
         marks.surprises = self._xs_of(self._surprising)
+        loop = self._loop
+        marks.loop = [] if loop is None else self._loop_xs(loop, count)
         marks.cursor = None if self._cursor is None else self.x_of(self._cursor)
         marks.refresh()
         self._update_title(probs, entropy, bounds)
