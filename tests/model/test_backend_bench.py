@@ -60,3 +60,14 @@ def test_compare_bench_runs_every_column_to_the_limit_both_ways(default_model_pa
     assert all(t > 0 for t in (*result.lockstep_tps, *result.in_turn_tps))
     table = format_result(result)
     assert f"{result.ratio:.2f}x" in table and "| lockstep |" in table and "| in turn |" in table
+
+
+def test_sweep_bench_runs_every_sample_to_the_limit_both_ways(default_model_path: Path) -> None:
+    from backend.bench.sweep import SAMPLES, SETTINGS, format_result, run_sweep_bench
+
+    result = run_sweep_bench(default_model_path, n_threads=1, max_tokens=5, repeats=1)
+    assert (result.samples, result.tokens) == (len(SETTINGS) * SAMPLES, 5)
+    assert result.lockstep_s > 0 and result.in_turn_s > 0 and result.batch > 1
+    assert math.isclose(result.ratio, result.in_turn_s / result.lockstep_s)
+    table = format_result(result)
+    assert f"{result.ratio:.2f}x" in table and "| in turn |" in table

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tui.cli.model_flags import add_rpc_flag, chosen_model_path
 
-PARTS = ("sampler", "grammar", "backend", "compare", "explore", "tui", "rpc")
+PARTS = ("sampler", "grammar", "backend", "compare", "explore", "sweep", "tui", "rpc")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,6 +27,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "memory. compare: four columns in lockstep against the same columns in turn, "
             "wall time and tokens/s per column. explore: the tree of width 3 and depth 4 in "
             "lockstep batches against the same nodes one per llama_decode, nodes per second. "
+            "sweep: a 4-setting x 4-sample grid in lockstep batches against the same samples "
+            "in turn, wall time. "
             "tui: a reply streamed through the app "
             "against the same generation consumed bare. rpc: decode and prefill tokens/s "
             "with the model split across two loopback rpc-servers (or --rpc servers) against "
@@ -91,6 +93,12 @@ def run(args: argparse.Namespace) -> int:
 
         print("\n## explore (width 3, depth 4, best of 3 alternating runs)")
         print(format_explore(run_explore_bench(model_path, n_threads=args.threads)))
+    if "sweep" in parts:
+        from backend.bench.sweep import format_result as format_sweep
+        from backend.bench.sweep import run_sweep_bench
+
+        print("\n## sweep (4 settings x 4 samples, 48 tokens, best of 3 alternating runs)")
+        print(format_sweep(run_sweep_bench(model_path, n_threads=args.threads)))
     if "tui" in parts:
         # A fresh process: once a thread has run llama.cpp's OpenMP team, decoding from
         # another thread of the same process is far slower (measured: 140 -> 53 tok/s),
