@@ -46,6 +46,7 @@ from tui.chat.steering import regenerate, start_branch
 from tui.chat.view import ChatView
 from tui.compare.command import CompareCommands, CompareContext, last_user_turn, open_compare
 from tui.compare.result import CompareResult
+from tui.loops.escape import open_loop_why
 from tui.paste_driver import paste_safe_driver
 from tui.preset_commands import PresetCommands
 from tui.row_compositor import RowCompositor
@@ -62,7 +63,7 @@ from tui.widgets.token_text import TokenPieces
 _CHAT_ACTIONS = frozenset(
     {"regenerate", "new_chat", "copy_reply", "token_cursor", "history", "compare", "new_seed"}
     | {"toggle_colour", "focus_sampling", "focus_input", "plot", "whatif", "whatif_branch"}
-    | {"toggle_mode", "explore", "pick_model", "score_text"}
+    | {"toggle_mode", "explore", "pick_model", "score_text", "loop_why"}
 )
 
 NEW_SEED_RANGE = 100_000
@@ -92,6 +93,7 @@ APP_BINDINGS: tuple[Binding, ...] = (
     Binding("f6", "toggle_mode", "mode", id="toggle_mode"),
     Binding("f7", "pick_model", "model", show=False, id="pick_model"),
     Binding("f8", "score_text", "score", id="score_text"),
+    Binding("f9", "loop_why", "loop", id="loop_why"),
     Binding("f1", "help", "help", id="help"),
     # Textual's own ctrl+q has no id; this copy lets [keys] add a quit key.
     Binding("ctrl+q", "quit", "quit", show=False, priority=True, id="quit"),
@@ -443,6 +445,10 @@ class SamplescopeApp(App[None]):
     def action_explore(self) -> None:
         """The tree of continuations at the selected past token."""
         open_explore(self.chat, self.chat.cursor)
+
+    def action_loop_why(self) -> None:
+        """Why the selected (else the last looping) reply looped, and the ways out."""
+        open_loop_why(self.chat)
 
     def action_focus_sampling(self) -> None:
         """Focus the first slider."""

@@ -39,6 +39,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("f6", "switch between chat and completion mode (plain text continued)"),
     ("f7", "open another model on disk; the chat goes on with it"),
     ("f8", "score a text: paste or open it; each token's p, rank, entropy; perplexity"),
+    ("f9", "loop: a reply's repetition loop, copy under copy; a / x: leave it at its start"),
     ("tab, shift+tab", "next / previous control"),
     ("← →", "slider: fine step (a toggle: switch)"),
     ("shift+← →, pgup pgdn", "slider: coarse step"),
