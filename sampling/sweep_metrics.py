@@ -13,6 +13,9 @@ deviation over √(number of prompts) (None with one prompt). Per prompt:
   at temperature 1;
 - `outside_top_k`: the share of the sampled tokens whose raw rank is above k;
 - `length`: the mean number of tokens of a sample;
+- `loop_rate`: the share of the samples in which a repetition loop formed
+  (`sampling.loops.first_loop`, vLLM's rule: a period of 1..128 tokens repeated 4
+  times back to back);
 - `compression_ratio`, `ngram_diversity` (n = 1..4), `self_repetition` (n = 4) and
   `distinct` (n = 1..4) of the prompt's sample texts (`sampling.diversity`).
 
@@ -33,6 +36,7 @@ from sampling.diversity import (
     ngram_diversity_score,
     self_repetition_score,
 )
+from sampling.loops import LoopRule, first_loop
 from sampling.records import Step
 
 #: The raw top-k the share of tokens outside it counts against, unless given.
@@ -54,6 +58,7 @@ class SampleFigures:
             record its token's raw probability).
         outside_top_k: How many sampled tokens lie outside the raw top k.
         finish_reason: Why the sample ended.
+        looped: Whether a repetition loop formed in its tokens (`sampling.loops`).
     """
 
     prompt: int
@@ -63,6 +68,7 @@ class SampleFigures:
     logprob_raw: float | None
     outside_top_k: int
     finish_reason: str
+    looped: bool = False
 
 
 def sample_figures(
@@ -72,8 +78,10 @@ def sample_figures(
     text: str,
     finish_reason: str,
     top_k: int = DEFAULT_TOP_K,
+    loop_rule: LoopRule | None = None,
 ) -> SampleFigures:
-    """The figures of one sample from its steps.
+    """The figures of one sample from its steps (a loop by `loop_rule`, vLLM's
+    default when None).
 
     A step without a recorded rank counts as outside the top k when its token is not
     among its table's first k rows.
@@ -91,7 +99,8 @@ def sample_figures(
     for step in steps:
         rank = step.rank_known
         outside += rank is None or rank > top_k
-    return SampleFigures(prompt, setting, text, len(steps), logprob, outside, finish_reason)
+    looped = first_loop([step.token_id for step in steps], loop_rule) is not None
+    return SampleFigures(prompt, setting, text, len(steps), logprob, outside, finish_reason, looped)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +151,7 @@ class SettingMetrics:
     perplexity: Estimate | None
     outside_top_k: Estimate | None
     length: Estimate | None
+    loop_rate: Estimate | None
     compression_ratio: Estimate | None
     ngram_diversity: Estimate | None
     self_repetition: Estimate | None
@@ -171,6 +181,10 @@ def _outside(samples: Sequence[SampleFigures]) -> float | None:
 
 def _length(samples: Sequence[SampleFigures]) -> float | None:
     return sum(s.n_tokens for s in samples) / len(samples)
+
+
+def _loop_rate(samples: Sequence[SampleFigures]) -> float | None:
+    return sum(s.looped for s in samples) / len(samples)
 
 
 def _texts(samples: Sequence[SampleFigures]) -> list[str]:
@@ -206,6 +220,7 @@ def setting_metrics(
         perplexity=over_prompts(_perplexity),
         outside_top_k=over_prompts(_outside),
         length=over_prompts(_length),
+        loop_rate=over_prompts(_loop_rate),
         compression_ratio=over_prompts(lambda g: compression_ratio(_texts(g))),
         ngram_diversity=over_prompts(lambda g: ngram_diversity_score(_texts(g), 4)),
         self_repetition=over_prompts(lambda g: self_repetition_score(_texts(g), 4)),

@@ -94,6 +94,7 @@ class SampleRecord:
             "finish_reason": f.finish_reason,
             "logprob_raw": f.logprob_raw,
             "outside_top_k": f.outside_top_k,
+            "looped": f.looped,
         }
 
     @classmethod
@@ -107,6 +108,7 @@ class SampleRecord:
             logprob_raw=None if values["logprob_raw"] is None else float(values["logprob_raw"]),
             outside_top_k=int(values["outside_top_k"]),
             finish_reason=str(values["finish_reason"]),
+            looped=bool(values.get("looped", False)),
         )
         chat = values.get("chat_id")
         return cls(
@@ -146,6 +148,7 @@ METRIC_NAMES = (
     "perplexity",
     "outside_top_k",
     "length",
+    "loop_rate",
     "compression_ratio",
     "ngram_diversity",
     "self_repetition",

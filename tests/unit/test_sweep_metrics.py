@@ -21,14 +21,23 @@ from sampling.sweep_metrics import (
 )
 
 
-def figures(prompt: int, setting: int, text: str, n: int, logprob: float, outside: int, why: str):
-    return SampleFigures(prompt, setting, text, n, logprob, outside, why)
+def figures(
+    prompt: int,
+    setting: int,
+    text: str,
+    n: int,
+    logprob: float,
+    outside: int,
+    why: str,
+    looped: bool = False,
+) -> SampleFigures:
+    return SampleFigures(prompt, setting, text, n, logprob, outside, why, looped)
 
 
 GOLDEN = [
     # prompt 0, setting 0: 10 tokens, -5 nats in all, 1 token outside the top k.
     figures(0, 0, "a b c d e", 4, -2.0, 1, "eos"),
-    figures(0, 0, "a b c d f", 6, -3.0, 0, "max_tokens"),
+    figures(0, 0, "a b c d f", 6, -3.0, 0, "max_tokens", looped=True),
     # prompt 1, setting 0: 10 tokens, -10 nats, 3 outside.
     figures(1, 0, "x y z w", 5, -4.0, 2, "max_tokens"),
     figures(1, 0, "x y z w", 5, -6.0, 1, "max_tokens"),
@@ -51,6 +60,9 @@ def test_golden_setting_metrics() -> None:
     assert metrics.outside_top_k.mean == pytest.approx(0.2)  # 0.1 and 0.3
     assert metrics.outside_top_k.stderr == pytest.approx(0.1)
     assert metrics.length is not None and (metrics.length.mean, metrics.length.stderr) == (5.0, 0.0)
+    # One of prompt 0's two samples looped, none of prompt 1's.
+    assert metrics.loop_rate is not None
+    assert (metrics.loop_rate.mean, metrics.loop_rate.stderr) == (0.25, 0.25)
     # Diversity: per prompt over that prompt's two texts.
     texts0, texts1 = ["a b c d e", "a b c d f"], ["x y z w", "x y z w"]
     assert metrics.ngram_diversity is not None
@@ -102,6 +114,10 @@ def test_sample_figures_from_steps() -> None:
         30,
         "eos",
     )
+    assert not result.looped
+    # The same logits every step, greedy: one token over and over is a loop.
+    greedy = Sampler(SamplerSettings(temperature=0.0))
+    assert sample_figures(0, 0, [greedy.sample(rows[0]) for _ in range(8)], "", "eos").looped
     with pytest.raises(ValueError, match="top_k"):
         sample_figures(0, 0, steps, "", "eos", top_k=0)
 

@@ -47,6 +47,7 @@ def result_table(result: SweepResult) -> Table:
     )
     for name in ("setting", "★", "logp/token", "ppl", f">top{result.top_k} %", "length"):
         table.add_column(name, justify="left" if name == "setting" else "right", no_wrap=True)
+    table.add_column("loops %", justify="right", no_wrap=True)
     table.add_column("finish")
     for name in ("CR", "NGD", "self-rep", "distinct-2"):
         table.add_column(name, justify="right", no_wrap=True)
@@ -60,6 +61,7 @@ def result_table(result: SweepResult) -> Table:
             _cell(metrics.perplexity, 2),
             _cell(metrics.outside_top_k, 1, 100.0),
             _cell(metrics.length, 1),
+            _cell(metrics.loop_rate, 0, 100.0),
             finish or "-",
             _cell(metrics.compression_ratio),
             _cell(metrics.ngram_diversity),
