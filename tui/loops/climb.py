@@ -33,6 +33,7 @@ class LoopCell:
         copy: Which copy of the loop it lies in (0: the first).
         offset: Its place in the copy (0 … period − 1).
         piece: Its visible text.
+        text: The text it added to the reply.
         step: Its record.
         raw: Its probability in the model's own distribution (None: logits not kept).
         penalized: After the repeat / frequency / presence penalties (None: not kept).
@@ -42,6 +43,7 @@ class LoopCell:
     copy: int
     offset: int
     piece: str
+    text: str
     step: Step
     raw: float | None = None
     penalized: float | None = None
@@ -104,7 +106,8 @@ def loop_cells(
         raw = penalized = None
         if given is not None:
             raw, penalized = stage_probs(given, step)
-        cell = LoopCell(index, copy, offset, tokens[index].piece, step, raw, penalized)
+        token = tokens[index]
+        cell = LoopCell(index, copy, offset, token.piece, token.text, step, raw, penalized)
         if offset == 0:
             rows.append([])
         rows[-1].append(cell)

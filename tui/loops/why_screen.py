@@ -65,7 +65,22 @@ def cell_prob(cell: LoopCell) -> float:
     return cell.drawn if shaped is None else shaped
 
 
-def cell_detail(column: Sequence[LoopCell], at: LoopCell, breakers: Sequence[str]) -> Text:
+def dry_note(rows: Sequence[Sequence[LoopCell]]) -> str | None:
+    """What DRY could see of the loop, when it was on (None: it was off)."""
+    settings = rows[0][0].step.settings
+    if settings.dry_multiplier == 0.0:
+        return None
+    copy_text = "".join(cell.text for cell in rows[0])
+    blind = dry_blind_spot(copy_text, settings.dry_sequence_breakers)
+    if blind is None:
+        return "on; the loop holds none of its sequence breakers"
+    return (
+        f"on, but each copy holds the sequence breaker {blind!r}: DRY's repeat restarts "
+        f"after it, so it sees repeats of at most a line, never the {len(rows[0])}-token loop"
+    )
+
+
+def cell_detail(column: Sequence[LoopCell], at: LoopCell, dry: str | None) -> Text:
     """What the selected token went through, copy after copy."""
     step = at.step
     text = Text()
@@ -93,14 +108,9 @@ def cell_detail(column: Sequence[LoopCell], at: LoopCell, breakers: Sequence[str
     if settings.dry_multiplier == 0.0:
         notes.append("DRY off")
     text.append("this copy: " + " · ".join(notes) + "\n")
-    if settings.dry_multiplier > 0.0 and breakers:
+    if dry is not None:
         text.append("DRY: ", style="bold")
-        blind = dry_blind_spot("".join(c.piece for c in column[:1]), breakers)
-        text.append(
-            f"the loop holds the sequence breaker {blind!r}: DRY's repeat restarts there"
-            if blind
-            else "no sequence breaker in this token"
-        )
+        text.append(dry)
     return text
 
 
@@ -140,7 +150,7 @@ class LoopWhyScreen(Screen[WhyChoice | None]):
         self.loop = loop
         self.pieces = pieces
         self.rows = loop_cells(tokens, loop, inputs)
-        self.breakers = tokens[loop.start].step.settings.dry_sequence_breakers
+        self.dry = dry_note(self.rows)
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -179,7 +189,7 @@ class LoopWhyScreen(Screen[WhyChoice | None]):
         column = [copy[offset] for copy in self.rows if offset < len(copy)]
         at = next((c for c in column if c.copy == row), column[-1] if column else None)
         detail = self.query_one("#loop-detail", Static)
-        detail.update(Text("") if at is None else cell_detail(column, at, self.breakers))
+        detail.update(Text("") if at is None else cell_detail(column, at, self.dry))
 
     def _start_text(self) -> Text:
         first = self.rows[0][0]
