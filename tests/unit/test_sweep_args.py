@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from backend.session.sweep import SampleKey, SweepPlan, SweepSetting, batches
 from sampling.errors import SamplescopeError, SettingsError
 from sampling.settings import SamplerSettings
+from tui.cli.sweep import cancel_on_interrupt
 from tui.cli.sweep_args import SweepArgumentError, grid_settings, parse_grid, read_prompts
 
 
@@ -129,3 +131,14 @@ def test_bad_plans(changes: dict[str, object], message: str) -> None:
     values.update(changes)
     with pytest.raises(SamplescopeError, match=message):
         SweepPlan(**values)  # type: ignore[arg-type]
+
+
+def test_the_first_ctrl_c_cancels_and_the_second_interrupts() -> None:
+    before = signal.getsignal(signal.SIGINT)
+    with cancel_on_interrupt() as cancel:
+        assert not cancel.is_set()
+        signal.raise_signal(signal.SIGINT)
+        assert cancel.is_set()
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+    assert signal.getsignal(signal.SIGINT) is before
