@@ -8,15 +8,19 @@ from pathlib import Path
 
 import pytest
 
+from backend.chat.protocol import ChatMessage
 from backend.config.config import Config
 from backend.session.loop_watch import LoopGuard
 from backend.store.store import ChatStore
-from sampling.loops import LoopRule, find_loop
+from sampling.loops import LoopRule, find_loop, first_loop
 from sampling.settings import SamplerSettings
 from tests.fake_backend import FakeBackend
-from tests.helpers import send_message, wait_until
+from tests.helpers import HostApp, send_message, wait_done, wait_until
 from tui.app import SamplescopeApp
+from tui.compare.columns import CompareColumn
+from tui.compare.screen import CompareScreen
 from tui.widgets.loop_controls import LoopControls
+from tui.widgets.status_line import LOOP_SIGN
 from tui.widgets.timeline import LOOP_MARK, LOOP_SPAN_MARK
 from tui.widgets.toggle import Toggle
 
@@ -24,6 +28,7 @@ pytestmark = pytest.mark.anyio
 
 SIZE = (120, 40)
 RULE = LoopRule(2, 32, 3)
+QUESTION = [ChatMessage("user", "tell me about the cat")]
 # Greedy with a repeat penalty below 1: the fake model's reply loops from token 17.
 LOOPING = SamplerSettings(temperature=0.0, repeat_penalty=0.5, repeat_last_n=8)
 
@@ -96,3 +101,27 @@ async def test_the_panel_switches_loops_off(tmp_path: Path) -> None:
         finished = await send_message(pilot, app, "tell me about the cat")
         assert finished.reason == "max_tokens" and finished.loop is None
         assert "loop" not in str(app.query_one("#status").render())
+
+
+async def test_compare_marks_the_columns_that_looped() -> None:
+    looping = LOOPING
+    plain = SamplerSettings(temperature=0.0)
+    columns = [CompareColumn("looping", looping), CompareColumn("plain", plain)]
+    app = HostApp(
+        lambda: CompareScreen(
+            FakeBackend(min_reply_tokens=1000), QUESTION, columns, 3, max_tokens=40
+        )
+    )
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = app.compare_screen
+        assert screen is not None
+        await wait_done(pilot, screen)
+        looped, other = screen.column_views
+        assert looped.finished is not None and other.finished is not None
+        loop = first_loop(looped.finished.token_ids)
+        assert loop is not None and looped.stats().loop == loop
+        assert f"{LOOP_SIGN} loop {loop.period}×{loop.count}" in str(
+            looped.query_one(".column-stats").render()
+        )
+        assert other.stats().loop is None == first_loop(other.finished.token_ids)
+        assert LOOP_SIGN not in str(other.query_one(".column-stats").render())

@@ -6,6 +6,7 @@ import argparse
 import json
 import shutil
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -18,6 +19,7 @@ from backend.chat.compare import first_divergence
 from backend.chat.events import FinishedEvent, NoticeEvent, TokenEvent
 from backend.session.compare import compare
 from sampling.errors import SamplescopeError
+from sampling.loops import first_loop
 from sampling.records import Step
 from sampling.reply_score import reply_score
 from sampling.settings import SamplerSettings, settings_summary
@@ -215,6 +217,7 @@ def run(args: argparse.Namespace) -> int:
                         "text": result.text,
                         "token_ids": list(result.token_ids),
                         "finish_reason": result.reason,
+                        "loop": loop_json(result.token_ids),
                         "error": result.error,
                         "first_divergence": at,
                         "stats": asdict(result.stats),
@@ -231,6 +234,13 @@ def run(args: argparse.Namespace) -> int:
         scores = [score_label(reply_score(column_steps)) for column_steps in steps]
         print_columns(columns, pieces, results, diverge, scores)
     return 1 if any(r.reason == "error" for r in results) else 0
+
+
+def loop_json(token_ids: Sequence[int]) -> dict[str, int] | None:
+    """The first repetition loop that formed in a column's reply, for --json (None:
+    none; `sampling.loops.first_loop` with the default rule)."""
+    loop = first_loop(token_ids)
+    return None if loop is None else loop.to_dict()
 
 
 def print_columns(
@@ -255,10 +265,12 @@ def print_columns(
             else ("same tokens" if at is None else f"differs at token {at + 1}")
         )
         error = f" ({result.error})" if result.error else ""
+        loop = first_loop(result.token_ids)
+        looped = "" if loop is None else f", loop {loop.period}×{loop.count}"
         titles.append(
             Text(
                 f"{label}\n{settings_summary(settings)} seed={settings.seed}\n"
-                f"{where}; {result.reason}{error}, {len(result.token_ids)} tokens"
+                f"{where}; {result.reason}{error}, {len(result.token_ids)} tokens{looped}"
                 + (f"\n{score}" if score else "")
             )
         )

@@ -25,10 +25,12 @@ from textual.widgets import Static
 
 from backend.chat.compare import first_divergence
 from backend.chat.events import FinishedEvent, TokenEvent
+from sampling.loops import Loop, first_loop
 from tui.compare.column_text import NOTICE_STYLE, ColumnText
 from tui.compare.columns import CompareColumn, settings_summary
 from tui.compare.token_diff import LiveDiff, TokenDiff
 from tui.widgets.score_label import logprob_label
+from tui.widgets.status_line import LOOP_SIGN
 from tui.widgets.token_look import TokenMarks
 
 
@@ -40,6 +42,8 @@ class ColumnStats:
     tokens_per_s: float | None
     mean_entropy: float | None
     reason: str | None
+    loop: Loop | None = None
+    """The first repetition loop that formed in the reply (`sampling.loops.first_loop`)."""
 
 
 def join_parts(parts: list[str], width: int, separator: str = " · ") -> str:
@@ -93,6 +97,8 @@ class CompareColumnView(Vertical, can_focus=True):
         self.column = column
         self.tokens: list[TokenEvent] = []
         self.finished: FinishedEvent | None = None
+        self.loop: Loop | None = None
+        """The first repetition loop that formed in the finished reply (None: none)."""
         self.divergence: int | None = None
         """First token index that differs from the reference column (None: none yet)."""
         self.phase = "waiting"
@@ -136,6 +142,7 @@ class CompareColumnView(Vertical, can_focus=True):
         self.column = column
         self.tokens = []
         self.finished = None
+        self.loop = None
         self.divergence = None
         self.live_diff.reset()
         self._logprob_raw = 0.0
@@ -194,6 +201,7 @@ class CompareColumnView(Vertical, can_focus=True):
     def finish(self, event: FinishedEvent) -> None:
         """The generation of this column ended."""
         self.finished = event
+        self.loop = first_loop(event.token_ids)
         self.phase = "done"
         self._refresh_all()
 
@@ -226,7 +234,7 @@ class CompareColumnView(Vertical, can_focus=True):
             elapsed = time.monotonic() - self._decode_started
             tps = n / elapsed if elapsed > 0 else None
         reason = self.finished.reason if self.finished is not None else None
-        return ColumnStats(n, tps, mean_entropy, reason)
+        return ColumnStats(n, tps, mean_entropy, reason, self.loop)
 
     # --- token cursor ---------------------------------------------------------------
 
@@ -300,6 +308,8 @@ class CompareColumnView(Vertical, can_focus=True):
             parts.append(f"mean H {stats.mean_entropy:.2f} nats")
         if stats.reason is not None:
             parts.append(stats.reason)
+            if stats.loop is not None:
+                parts.append(f"{LOOP_SIGN} loop {stats.loop.period}×{stats.loop.count}")
         elif self.phase == "prefill" and self.prefill is not None:
             parts.append(f"prefill {self.prefill[0]}/{self.prefill[1]}")
         elif self.phase == "decode":
