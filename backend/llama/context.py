@@ -82,12 +82,14 @@ class Context(Protocol):
         """`llama_memory_seq_cp`: `dst` shares positions [p0, p1) of `src`."""
         ...
 
-    def decode_all(self, tokens: Sequence[int], start: int) -> int:
-        """Decode `tokens` at positions start.. with logits for every one; llama's code."""
+    def decode_all(self, tokens: Sequence[int], start: int, first_row: int = 0) -> int:
+        """Decode `tokens` at positions start.. with logits for every one from
+        `first_row` on; llama's code."""
         ...
 
     def all_logits(self, n: int) -> npt.NDArray[np.float32]:
-        """The (n, vocabulary) logits of the last `decode_all` of n tokens, in order."""
+        """The (n, vocabulary) logits of the last `decode_all`'s n rows with logits,
+        in order."""
         ...
 
     def seq_rm(self, seq: int, p0: int, p1: int) -> bool:
@@ -148,11 +150,15 @@ def load_model(
     return model
 
 
-def context_params(n_ctx: int, n_batch: int, n_threads: int, n_seq_max: int = 1) -> Any:
+def context_params(
+    n_ctx: int, n_batch: int, n_threads: int, n_seq_max: int = 1, *, flash_attn: bool = False
+) -> Any:
     """The llama_context_params every samplescope context uses.
 
     Every sequence shares the context's cells (a unified KV cache): one sequence alone
     may use all of them, and a prompt copied to another sequence costs no cell.
+    Flash attention is off unless `flash_attn` leaves it to llama.cpp (its "auto", as
+    llama.cpp's own tools run: `samplescope kld` matches llama-perplexity so).
     """
     params = llama_cpp.llama_context_default_params()
     params.n_ctx = n_ctx
@@ -163,7 +169,11 @@ def context_params(n_ctx: int, n_batch: int, n_threads: int, n_seq_max: int = 1)
     params.n_threads = n_threads
     params.n_threads_batch = n_threads
     # The same as llama-cpp-python's Llama default, so greedy results match it.
-    params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    params.flash_attn_type = (
+        llama_cpp.LLAMA_FLASH_ATTN_TYPE_AUTO
+        if flash_attn
+        else llama_cpp.LLAMA_FLASH_ATTN_TYPE_DISABLED
+    )
     return params
 
 
@@ -176,15 +186,23 @@ class LocalContext:
         n_batch: Largest batch.
         n_threads: Threads for decode and prefill.
         n_seq_max: How many sequences the memory holds at once.
+        flash_attn: Flash attention as llama.cpp decides it (else off).
 
     Raises:
         LlamaError: llama.cpp could not create the context.
     """
 
     def __init__(
-        self, model: Any, n_ctx: int, n_batch: int, n_threads: int, n_seq_max: int = 1
+        self,
+        model: Any,
+        n_ctx: int,
+        n_batch: int,
+        n_threads: int,
+        n_seq_max: int = 1,
+        *,
+        flash_attn: bool = False,
     ) -> None:
-        params = context_params(n_ctx, n_batch, n_threads, n_seq_max)
+        params = context_params(n_ctx, n_batch, n_threads, n_seq_max, flash_attn=flash_attn)
         ctx = llama_cpp.llama_init_from_model(model, params)
         if not ctx:
             raise LlamaError(f"llama.cpp could not create a context of {n_ctx} tokens")
@@ -206,12 +224,14 @@ class LocalContext:
         llama's code."""
         return self._decode(tokens, start, seq, every_row=False)
 
-    def decode_all(self, tokens: Sequence[int], start: int) -> int:
+    def decode_all(self, tokens: Sequence[int], start: int, first_row: int = 0) -> int:
         """Decode `tokens` (at most n_batch) of sequence 0 with logits for every one
-        (scoring a text)."""
-        return self._decode(tokens, start, 0, every_row=True)
+        from `first_row` on (scoring a text)."""
+        return self._decode(tokens, start, 0, every_row=True, first_row=first_row)
 
-    def _decode(self, tokens: Sequence[int], start: int, seq: int, *, every_row: bool) -> int:
+    def _decode(
+        self, tokens: Sequence[int], start: int, seq: int, *, every_row: bool, first_row: int = 0
+    ) -> int:
         batch = self._batch
         n = len(tokens)
         if n == 1:  # the decode step's fast path
@@ -229,7 +249,7 @@ class LocalContext:
                 pos_arr[i] = start + i
                 n_seq[i] = 1
                 seq_ids[i][0] = seq
-                logits[i] = every
+                logits[i] = every if i >= first_row else 0
             logits[n - 1] = 1
         batch.n_tokens = n
         return int(llama_cpp.llama_decode(self._ctx, batch))
@@ -259,7 +279,8 @@ class LocalContext:
         return np.ctypeslib.as_array(ptr, shape=(self.n_vocab,))
 
     def all_logits(self, n: int) -> npt.NDArray[np.float32]:
-        """A zero-copy (n, vocabulary) view of the rows of the last `decode_all`."""
+        """A zero-copy (n, vocabulary) view of the rows with logits of the last
+        `decode_all`."""
         ptr = llama_cpp.llama_get_logits(self._ctx)
         if not ptr:
             raise LlamaError("llama.cpp returned no logits")

@@ -229,18 +229,20 @@ class ChildContext:
         """Not offered: a model split across servers holds one sequence."""
         raise LlamaError("a model split across RPC servers decodes one sequence at a time")
 
-    def decode_all(self, tokens: Sequence[int], start: int) -> int:
-        """Decode in the child with logits for every token; the rows are copied here."""
-        code = int(self._request("decode_all", list(tokens), start))
+    def decode_all(self, tokens: Sequence[int], start: int, first_row: int = 0) -> int:
+        """Decode in the child with logits for every token from `first_row` on; the
+        rows are copied here."""
+        code = int(self._request("decode_all", list(tokens), start, first_row))
         if code == 0:
             assert self._conn is not None
+            n_rows = len(tokens) - min(first_row, len(tokens) - 1)
             # Flat: `recv_bytes_into` sizes a buffer by its first dimension.
-            flat = np.empty(len(tokens) * self._logits.shape[0], dtype=np.float32)
+            flat = np.empty(n_rows * self._logits.shape[0], dtype=np.float32)
             try:
                 self._conn.recv_bytes_into(flat)
             except (EOFError, OSError):
                 raise self._loss(_DOING["decode_all"]) from None
-            self._rows = flat.reshape(len(tokens), -1)
+            self._rows = flat.reshape(n_rows, -1)
         return code
 
     def all_logits(self, n: int) -> npt.NDArray[np.float32]:

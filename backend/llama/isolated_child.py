@@ -103,10 +103,12 @@ def serve(conn: Connection, context: LocalContext) -> None:
                     conn.send_bytes(logits.data)
                 continue
             if op == "decode_all":
-                code = context.decode_all(request[1], request[2])
+                tokens, first_row = request[1], request[3]
+                code = context.decode_all(tokens, request[2], first_row)
                 conn.send(("ok", code))
                 if code == 0:
-                    conn.send_bytes(context.all_logits(len(request[1])).data)
+                    n_rows = len(tokens) - min(first_row, len(tokens) - 1)
+                    conn.send_bytes(context.all_logits(n_rows).data)
                 continue
             if op == "seq_rm":
                 result: Any = context.seq_rm(*request[1:])

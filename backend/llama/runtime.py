@@ -103,6 +103,8 @@ class RuntimeOptions:
         rpc: RPC servers to split the model across (empty: this machine only).
         n_seq_max: How many sequences the memory holds at once (lockstep decoding;
             one with RPC servers).
+        flash_attn: Flash attention as llama.cpp's tools run it (`kld`); off otherwise,
+            and always with RPC servers.
     """
 
     n_ctx: int = 4096
@@ -111,6 +113,7 @@ class RuntimeOptions:
     n_gpu_layers: int | None = None
     rpc: tuple[Endpoint, ...] = ()
     n_seq_max: int = 4
+    flash_attn: bool = False
 
 
 class LlamaRuntime:
@@ -162,7 +165,12 @@ class LlamaRuntime:
             else:
                 try:
                     self._context = LocalContext(
-                        model, n_ctx, n_batch, self.n_threads, options.n_seq_max
+                        model,
+                        n_ctx,
+                        n_batch,
+                        self.n_threads,
+                        options.n_seq_max,
+                        flash_attn=options.flash_attn,
                     )
                 except LlamaError as error:
                     raise LlamaError(f"{path}: {error}") from None
@@ -383,9 +391,10 @@ class LlamaRuntime:
         finally:
             self.clear()
 
-    def decode_every_row(self, tokens: Sequence[int], start: int) -> None:
+    def decode_every_row(self, tokens: Sequence[int], start: int, first_row: int = 0) -> None:
         """Decode `tokens` (at most n_batch) of sequence 0 at positions start.. with
-        logits for every one (scoring a text; `all_logits` reads them).
+        logits for every one from `first_row` on (the last always has them): scoring
+        a text; `all_logits` reads them.
 
         Raises:
             LlamaError: llama.cpp failed; what it wrote from `start` on is dropped.
@@ -396,14 +405,15 @@ class LlamaRuntime:
             raise LlamaError(f"internal: {n} tokens exceed the batch size {self.n_batch}")
         if start + n > self.n_ctx:
             raise LlamaError(f"the context is full ({self.n_ctx} tokens)")
-        code = self._context.decode_all(tokens, start)
+        code = self._context.decode_all(tokens, start, first_row)
         if code != 0:
             if not self._context.seq_rm(0, start, -1):
                 self._context.clear()
             raise LlamaError(f"llama_decode failed with code {code} at position {start}")
 
     def all_logits(self, n: int) -> npt.NDArray[np.float32]:
-        """The (n, vocabulary) logits of a `decode_every_row` of n tokens: a view."""
+        """The (n, vocabulary) logits of the last `decode_every_row`'s n rows with
+        logits (all its tokens from `first_row` on): a view."""
         return self._context.all_logits(n)
 
     def close(self) -> None:

@@ -56,6 +56,7 @@ class LlamaBackend(SessionBackend):
         log_path: str | Path | None = None,
         rpc: Sequence[Endpoint] = (),
         n_seq_max: int | None = None,
+        flash_attn: bool = False,
     ) -> LlamaBackend:
         """Validate a GGUF file, route llama.cpp's log to a file, and load the model.
 
@@ -71,6 +72,7 @@ class LlamaBackend(SessionBackend):
                 lives in a child process: `backend.llama.isolated`).
             n_seq_max: How many sequences the memory holds at once (None: the
                 runtime's default; an explore tree grows wider batches with more).
+            flash_attn: Flash attention as llama.cpp's tools decide it (else off).
 
         Raises:
             ModelFileError: The file is missing, not GGUF, truncated or corrupt.
@@ -83,7 +85,9 @@ class LlamaBackend(SessionBackend):
         path = Path(model_path)
         validate_gguf(path)  # before llama.cpp reads a byte of it
         log_file = install_llama_log(None if log_path is None else Path(log_path))
-        options = RuntimeOptions(n_ctx, n_batch, n_threads, n_gpu_layers, tuple(rpc))
+        options = RuntimeOptions(
+            n_ctx, n_batch, n_threads, n_gpu_layers, tuple(rpc), flash_attn=flash_attn
+        )
         if n_seq_max is not None:
             options = replace(options, n_seq_max=n_seq_max)
         return cls(LlamaRuntime(path, options), log_file)

@@ -1,0 +1,220 @@
+"""llama-perplexity's `--kl-divergence-base` file, read and written chunk by chunk.
+
+The layout (tools/perplexity/perplexity.cpp, all little-endian as written on x86 and
+ARM): the 8 bytes `_logits_`; int32 n_ctx, int32 n_vocab, int32 n_chunk; the
+n_chunk * n_ctx int32 tokens the text was cut into (BOS first, each chunk's first
+token as the text has it, not the BOS that replaced it in the decode); then, for each
+chunk, the n_ctx - 1 - n_ctx // 2 scored positions' rows of
+`sampling.logprob_codec.row_width(n_vocab)` uint16. A file written here is read by
+llama-perplexity and the other way round. Only one chunk's rows are in memory at once.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+import numpy.typing as npt
+
+from sampling.errors import SamplescopeError
+from sampling.logprob_codec import row_width
+
+MAGIC = b"_logits_"
+_HEADER = np.dtype([("n_ctx", "<i4"), ("n_vocab", "<i4"), ("n_chunk", "<i4")])
+
+
+class BaseFileError(SamplescopeError):
+    """A base log-probability file cannot be read or written; the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class BaseFileLayout:
+    """What a base file holds besides its rows.
+
+    Attributes:
+        n_ctx: Tokens per chunk.
+        n_vocab: The vocabulary size of the model that wrote it.
+        n_chunk: Chunks stored.
+        tokens: The n_chunk * n_ctx tokens, in order.
+    """
+
+    n_ctx: int
+    n_vocab: int
+    n_chunk: int
+    tokens: tuple[int, ...]
+
+    @property
+    def rows_per_chunk(self) -> int:
+        """Scored positions per chunk: the second half of it, less its last token."""
+        return self.n_ctx - 1 - self.n_ctx // 2
+
+    @property
+    def chunk_bytes(self) -> int:
+        """Bytes of one chunk's rows."""
+        return self.rows_per_chunk * row_width(self.n_vocab) * 2
+
+    @property
+    def header_bytes(self) -> int:
+        """Bytes before the first chunk's rows."""
+        return len(MAGIC) + _HEADER.itemsize + 4 * len(self.tokens)
+
+    @property
+    def file_bytes(self) -> int:
+        """The size of the whole file."""
+        return self.header_bytes + self.n_chunk * self.chunk_bytes
+
+
+class BaseFileWriter:
+    """Write a base file: the layout first, then each chunk's rows in order.
+
+    Raises:
+        BaseFileError: The file cannot be created or written (one line, naming it).
+    """
+
+    def __init__(self, path: Path, layout: BaseFileLayout) -> None:
+        if layout.n_ctx < 2 or len(layout.tokens) != layout.n_chunk * layout.n_ctx:
+            raise BaseFileError(
+                f"internal: {len(layout.tokens)} tokens for {layout.n_chunk} chunks of"
+                f" {layout.n_ctx}"
+            )
+        self.path = path
+        self.layout = layout
+        self._written = 0
+        try:
+            self._file: BinaryIO | None = path.open("wb")
+        except OSError as error:
+            raise BaseFileError(f"cannot write {path}: {error.strerror or error}") from None
+        header = np.array([(layout.n_ctx, layout.n_vocab, layout.n_chunk)], dtype=_HEADER)
+        self._write(MAGIC + header.tobytes() + np.asarray(layout.tokens, "<i4").tobytes())
+
+    def write_chunk(self, rows: npt.NDArray[np.uint16]) -> None:
+        """Append the next chunk's rows.
+
+        Raises:
+            BaseFileError: The rows have the wrong shape, every chunk is written, or
+                the disk refused.
+        """
+        layout = self.layout
+        expected = (layout.rows_per_chunk, row_width(layout.n_vocab))
+        if rows.shape != expected or self._written >= layout.n_chunk:
+            raise BaseFileError(
+                f"internal: chunk {self._written + 1} of {layout.n_chunk} with rows"
+                f" {rows.shape}, expected {expected}"
+            )
+        self._write(np.ascontiguousarray(rows, dtype="<u2").tobytes())
+        self._written += 1
+
+    def close(self) -> None:
+        """Close the file; one closed before its last chunk is removed (idempotent)."""
+        if self._file is None:
+            return
+        self._file.close()
+        self._file = None
+        if self._written < self.layout.n_chunk:
+            self.path.unlink(missing_ok=True)
+
+    def _write(self, data: bytes) -> None:
+        assert self._file is not None
+        try:
+            self._file.write(data)
+        except OSError as error:
+            self.close()
+            raise BaseFileError(f"cannot write {self.path}: {error.strerror or error}") from None
+
+
+class BaseFileReader:
+    """Read a base file: its layout at once (checked against the file's size), each
+    chunk's rows on demand.
+
+    Raises:
+        BaseFileError: The file is missing, not a base file, or not the size its
+            header says (one line, naming it).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self._file: BinaryIO | None = path.open("rb")
+        except OSError as error:
+            raise BaseFileError(f"cannot read {path}: {error.strerror or error}") from None
+        try:
+            self.layout = self._read_layout()
+        except BaseException:
+            self.close()
+            raise
+
+    def _read_layout(self) -> BaseFileLayout:
+        path = self.path
+        assert self._file is not None
+        head = self._file.read(len(MAGIC) + _HEADER.itemsize)
+        if head[: len(MAGIC)] != MAGIC:
+            raise BaseFileError(
+                f"{path} is not a base log-probability file (llama-perplexity's"
+                " --kl-divergence-base): it does not begin with _logits_"
+            )
+        if len(head) < len(MAGIC) + _HEADER.itemsize:
+            raise BaseFileError(f"{path} is truncated: its header is incomplete")
+        fields = np.frombuffer(head[len(MAGIC) :], dtype=_HEADER)[0]
+        n_ctx, n_vocab, n_chunk = (int(fields[name]) for name in ("n_ctx", "n_vocab", "n_chunk"))
+        if n_ctx < 2 or n_vocab < 1 or n_chunk < 1:
+            raise BaseFileError(
+                f"{path} has an impossible header: n_ctx {n_ctx}, n_vocab {n_vocab},"
+                f" n_chunk {n_chunk}"
+            )
+        size = os.fstat(self._file.fileno()).st_size
+        n_tokens = n_ctx * n_chunk
+        token_bytes = self._file.read(4 * n_tokens)
+        if len(token_bytes) < 4 * n_tokens:
+            raise BaseFileError(
+                f"{path} is truncated: its header names {n_tokens} tokens, it holds"
+                f" {len(token_bytes) // 4}"
+            )
+        tokens = np.frombuffer(token_bytes, dtype="<i4")
+        layout = BaseFileLayout(n_ctx, n_vocab, n_chunk, tuple(int(t) for t in tokens))
+        if tokens.size and (int(tokens.min()) < 0 or int(tokens.max()) >= n_vocab):
+            raise BaseFileError(f"{path} holds a token outside its vocabulary of {n_vocab}")
+        if size != layout.file_bytes:
+            held = (size - layout.header_bytes) / layout.chunk_bytes
+            raise BaseFileError(
+                f"{path} is {size} bytes where its header ({n_chunk} chunks of {n_ctx},"
+                f" vocabulary {n_vocab}) makes {layout.file_bytes}: it holds"
+                f" {held:.2f} chunks' rows"
+            )
+        return layout
+
+    def read_chunk(self, index: int) -> npt.NDArray[np.uint16]:
+        """Chunk `index`'s rows, (rows_per_chunk, row width) uint16.
+
+        Raises:
+            BaseFileError: The index is out of range or the file cannot be read.
+        """
+        layout = self.layout
+        if not 0 <= index < layout.n_chunk or self._file is None:
+            raise BaseFileError(f"internal: chunk {index} of {layout.n_chunk} in {self.path}")
+        try:
+            self._file.seek(layout.header_bytes + index * layout.chunk_bytes)
+            data = self._file.read(layout.chunk_bytes)
+        except OSError as error:
+            raise BaseFileError(f"cannot read {self.path}: {error.strerror or error}") from None
+        if len(data) != layout.chunk_bytes:
+            raise BaseFileError(f"{self.path} is truncated in chunk {index + 1}")
+        rows = np.frombuffer(data, dtype="<u2").astype(np.uint16)
+        return rows.reshape(layout.rows_per_chunk, row_width(layout.n_vocab))
+
+    def close(self) -> None:
+        """Close the file (idempotent)."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def first_difference(a: Sequence[int], b: Sequence[int]) -> int | None:
+    """The first index where two token lists differ (a length counts), or None."""
+    for index, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return index
+    return None if len(a) == len(b) else min(len(a), len(b))

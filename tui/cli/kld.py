@@ -1,0 +1,217 @@
+"""`samplescope kld TEXT_FILE --model TEST (--base BASE | --base-logits FILE)`: how far
+a model's distributions are from a base's on a text, as `llama-perplexity
+--kl-divergence` measures it, with every token's figures."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from backend.llama.utf8 import Utf8Stream
+from backend.llama.vocab_match import check_same_vocabulary
+from backend.score.base_file import BaseFileReader, BaseFileWriter, first_difference
+from backend.score.kld import (
+    FileBase,
+    KldError,
+    KldPlan,
+    ModelBase,
+    bos_of,
+    plan_from_file,
+    plan_kld,
+    run_kld,
+    text_tokens,
+)
+from backend.session.llama_backend import LlamaBackend
+from sampling.divergence import DivergenceTotals, summarize
+from tui.cli.kld_report import CHUNK_HEADER, chunk_line, kld_json, summary_lines
+from tui.cli.model_flags import add_model_flags, chosen_model_path, chosen_rpc, log, model_or_hf
+from tui.cli.score import read_text
+
+#: llama-perplexity's default context (tokens a chunk).
+DEFAULT_CTX = 512
+#: llama-perplexity's default micro-batch: a chunk of 512 is decoded in one.
+DEFAULT_BATCH = 512
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `kld` to the command line."""
+    parser = subparsers.add_parser(
+        "kld",
+        help="KL divergence of a model from a base model on a text, as llama-perplexity"
+        " --kl-divergence, token by token",
+        description=(
+            "Compare the model (--model, the test) with a base (--base BASE.gguf, or "
+            "--base-logits FILE written by llama-perplexity --kl-divergence-base or by "
+            "--save-base) on a text, as llama-perplexity --kl-divergence does: chunks of "
+            "--ctx tokens each decoded from BOS, the second half of each chunk scored, the "
+            "base's log-probabilities kept 16 nats under the top. A text under two contexts "
+            "is scored on every position in one pass instead (the output says which rule). "
+            "Prints llama-perplexity's block of statistics with its uncertainties; --json "
+            "adds every scored token's KLD (both ways), Δp and top tokens."
+        ),
+    )
+    parser.add_argument("file", metavar="TEXT_FILE", help="a UTF-8 text file; - reads stdin")
+    base = parser.add_mutually_exclusive_group(required=True)
+    base.add_argument("--base", default=None, help="the base model: a GGUF file or a model name")
+    base.add_argument(
+        "--base-logits",
+        default=None,
+        metavar="FILE",
+        help="the base's log-probabilities from llama-perplexity --kl-divergence-base FILE"
+        " (or --save-base); its chunks and context are used",
+    )
+    parser.add_argument(
+        "--save-base",
+        default=None,
+        metavar="FILE",
+        help="also write the base model's log-probabilities in llama-perplexity's"
+        " --kl-divergence-base format",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_model_flags(parser, ctx=DEFAULT_CTX)
+    for action in parser._actions:
+        if action.dest == "ctx":
+            action.help = (
+                f"tokens a chunk (default {DEFAULT_CTX}, as llama-perplexity; with"
+                " --base-logits, the file's)"
+            )
+        elif action.dest == "batch":
+            action.help = f"tokens decoded at once (default {DEFAULT_BATCH})"
+    parser.set_defaults(func=run, ctx=None, batch=DEFAULT_BATCH)
+
+
+def _load(path: Path, args: argparse.Namespace, n_ctx: int) -> LlamaBackend:
+    """A model for scoring chunks of `n_ctx`: one sequence, llama.cpp's default flash
+    attention (llama-perplexity's settings)."""
+    return LlamaBackend.load(
+        path,
+        n_threads=args.threads,
+        n_ctx=n_ctx,
+        n_batch=min(args.batch, n_ctx),
+        n_gpu_layers=args.gpu_layers,
+        log_path=args.log,
+        rpc=chosen_rpc(args.rpc),
+        n_seq_max=1,
+        flash_attn=True,
+    )
+
+
+def _check_args(args: argparse.Namespace) -> None:
+    if args.ctx is not None and args.ctx < 4:
+        raise KldError(f"invalid --ctx {args.ctx}: expected at least 4 tokens a chunk")
+    if args.batch < 1:
+        raise KldError(f"invalid --batch {args.batch}: expected at least 1")
+    if args.save_base is not None and args.base is None:
+        raise KldError("--save-base writes the base model's log-probabilities: give --base")
+
+
+def _file_plan(
+    reader: BaseFileReader, test: LlamaBackend, tokens: list[int], args: argparse.Namespace
+) -> KldPlan:
+    """The plan of a base file, checked against the test model and the text."""
+    layout = reader.layout
+    name = args.base_logits
+    if layout.n_vocab != test.runtime.n_vocab:
+        raise KldError(
+            f"{name} was written with a vocabulary of {layout.n_vocab} tokens; the model has"
+            f" {test.runtime.n_vocab}"
+        )
+    if args.ctx is not None and args.ctx != layout.n_ctx:
+        raise KldError(f"{name} holds chunks of {layout.n_ctx} tokens, not --ctx {args.ctx}")
+    at = first_difference(tokens[: len(layout.tokens)], layout.tokens)
+    if at is not None:
+        raise KldError(
+            f"{name} holds other tokens than {args.file} under this model (first difference"
+            f" at token {at}): it was written for another text or tokenizer"
+        )
+    return plan_from_file(layout, bos_of(test.runtime))
+
+
+def _token_texts(backend: LlamaBackend, tokens: tuple[int, ...]) -> list[str]:
+    stream = Utf8Stream()
+    texts = [stream.feed(backend.runtime.token_bytes(t)) for t in tokens]
+    if texts:
+        texts[-1] += stream.flush()
+    return texts
+
+
+def run(args: argparse.Namespace) -> int:
+    """Compare the two models (or the model and the file) and print the statistics."""
+    _check_args(args)
+    text = read_text(args.file)
+    if not text:
+        raise KldError("the text is empty: there is nothing to score")
+    test_path = chosen_model_path(model_or_hf(args.model, getattr(args, "hf", None)))
+    reader = BaseFileReader(Path(args.base_logits)) if args.base_logits else None
+    backends: list[LlamaBackend] = []
+    writer: BaseFileWriter | None = None
+    try:
+        n_ctx = reader.layout.n_ctx if reader else (args.ctx or DEFAULT_CTX)
+        test = _load(test_path, args, n_ctx)
+        backends.append(test)
+        tokens = text_tokens(test.runtime, text)
+        if reader is not None:
+            plan = _file_plan(reader, test, tokens, args)
+        else:
+            plan = plan_kld(tokens, n_ctx, bos_of(test.runtime))
+            if plan.n_ctx > test.runtime.n_ctx:  # a short text longer than one context
+                test.close()
+                backends.remove(test)
+                test = _load(test_path, args, plan.n_ctx)
+                backends.append(test)
+        if plan.n_ctx > test.runtime.n_ctx:
+            raise KldError(
+                f"a chunk of {plan.n_ctx} tokens is more than this model's context"
+                f" ({test.runtime.n_ctx})"
+            )
+        if reader is not None:
+            base_rows: FileBase | ModelBase = FileBase(reader)
+            base_name = args.base_logits
+        else:
+            base_path = chosen_model_path(args.base)
+            base = _load(base_path, args, plan.n_ctx)
+            backends.append(base)
+            check_same_vocabulary(test.runtime, base.runtime, ("the model", "the base"))
+            if args.save_base is not None:
+                if plan.every_position:
+                    raise KldError(
+                        f"--save-base needs llama-perplexity's rule: the text is"
+                        f" {len(tokens)} tokens, under two contexts of {n_ctx}"
+                    )
+                writer = BaseFileWriter(Path(args.save_base), plan.layout(test.runtime.n_vocab))
+            base_rows = ModelBase(base, plan, writer)
+            base_name = str(base_path)
+        verbose = args.verbose >= 1
+        if verbose:
+            log(f"{test_path} against {base_name}: {plan.describe()}")
+            print(CHUNK_HEADER, file=sys.stderr)
+        started = time.perf_counter()
+
+        def on_chunk(index: int, totals: DivergenceTotals) -> None:
+            if verbose and totals.count >= 2:
+                print(chunk_line(index, totals), file=sys.stderr, flush=True)
+
+        result = run_kld(test, base_rows, plan, on_chunk)
+        elapsed = time.perf_counter() - started
+        texts = _token_texts(test, plan.tokens)
+    finally:
+        if writer is not None:
+            writer.close()
+        if reader is not None:
+            reader.close()
+        for backend in backends:
+            backend.close()
+    summary = summarize(result.totals)
+    if args.json:
+        print(json.dumps(kld_json(result, summary, texts), ensure_ascii=False))
+        return 0
+    print(f"rule: {plan.describe()}")
+    print(f"test: {test_path}")
+    print(f"base: {base_name}")
+    print(f"{summary.count} positions in {elapsed:.2f} s ({summary.count / elapsed:.1f} tokens/s)")
+    print()
+    print("\n".join(summary_lines(summary)))
+    return 0
