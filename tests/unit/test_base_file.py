@@ -108,7 +108,7 @@ def test_damaged_files_are_one_line_errors(tmp_path: Path, damage: object, messa
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(BaseFileError, match="cannot read .*nothing.kld"):
+    with pytest.raises(BaseFileError, match=r"cannot read .*nothing\.kld"):
         BaseFileReader(tmp_path / "nothing.kld")
 
 

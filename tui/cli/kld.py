@@ -34,6 +34,8 @@ from tui.cli.score import read_text
 DEFAULT_CTX = 512
 #: llama-perplexity's default micro-batch: a chunk of 512 is decoded in one.
 DEFAULT_BATCH = 512
+#: The smallest context samplescope creates (a shorter chunk runs in one of these).
+MIN_CONTEXT = 16
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -86,11 +88,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _load(path: Path, args: argparse.Namespace, n_ctx: int) -> LlamaBackend:
     """A model for scoring chunks of `n_ctx`: one sequence, llama.cpp's default flash
     attention (llama-perplexity's settings)."""
+    size = max(n_ctx, MIN_CONTEXT)
     return LlamaBackend.load(
         path,
         n_threads=args.threads,
-        n_ctx=n_ctx,
-        n_batch=min(args.batch, n_ctx),
+        n_ctx=size,
+        n_batch=min(args.batch, size),
         n_gpu_layers=args.gpu_layers,
         log_path=args.log,
         rpc=chosen_rpc(args.rpc),
