@@ -5,10 +5,12 @@ why view, and escaped by going back to where it began."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from textual.widgets import OptionList
 
+from backend.bench.loops import format_result, run_loop_bench
 from backend.config.config import Config
 from backend.session.llama_backend import LlamaBackend
 from backend.session.loop_watch import LoopGuard
@@ -107,3 +109,10 @@ async def test_the_app_marks_stops_explains_and_escapes_the_loop(
         assert second.loop != loop
         branch = app.replies[-1]
         assert branch.fork_at == loop.start and branch.parent is not None
+
+
+def test_the_loop_bench_times_the_watch_against_the_sampler(default_model_path: Path) -> None:
+    result = run_loop_bench(default_model_path, n_threads=1, repeats=2)
+    assert result.tokens == 200 and result.loop is not None and result.loop.period == 35
+    assert result.watch_us > 0 and result.sampler_us > 0
+    assert "watch/sampler" in format_result(result)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tui.cli.model_flags import add_rpc_flag, chosen_model_path
 
-PARTS = ("sampler", "grammar", "backend", "compare", "explore", "sweep", "tui", "rpc")
+PARTS = ("sampler", "grammar", "backend", "compare", "explore", "sweep", "loops", "tui", "rpc")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -28,7 +28,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "wall time and tokens/s per column. explore: the tree of width 3 and depth 4 in "
             "lockstep batches against the same nodes one per llama_decode, nodes per second. "
             "sweep: a 4-setting x 4-sample grid in lockstep batches against the same samples "
-            "in turn, wall time. "
+            "in turn, wall time. loops: the loop watch's µs a token against the sampler's, "
+            "on a real reply that loops. "
             "tui: a reply streamed through the app "
             "against the same generation consumed bare. rpc: decode and prefill tokens/s "
             "with the model split across two loopback rpc-servers (or --rpc servers) against "
@@ -99,6 +100,12 @@ def run(args: argparse.Namespace) -> int:
 
         print("\n## sweep (4 settings x 4 samples, 48 tokens, best of 3 alternating runs)")
         print(format_sweep(run_sweep_bench(model_path, n_threads=args.threads)))
+    if "loops" in parts:
+        from backend.bench.loops import format_result as format_loops
+        from backend.bench.loops import run_loop_bench
+
+        print("\n## loops (the watch over a 200-token greedy reply, median of 7)")
+        print(format_loops(run_loop_bench(model_path, n_threads=args.threads)))
     if "tui" in parts:
         # A fresh process: once a thread has run llama.cpp's OpenMP team, decoding from
         # another thread of the same process is far slower (measured: 140 -> 53 tok/s),
