@@ -13,8 +13,8 @@ from rich.table import Table
 from backend.session.sweep_result import METRIC_NAMES, ORDER_WORDS, SweepResult, metric
 from sampling.sweep_metrics import Estimate
 
-#: The table is never narrower than this (a pipe gets it at this width).
-MIN_WIDTH = 150
+#: The table is printed at most this wide (a pipe gets it whole up to this width).
+MAX_WIDTH = 240
 
 
 def order_line(result: SweepResult) -> str:
@@ -48,7 +48,7 @@ def result_table(result: SweepResult) -> Table:
     for name in ("setting", "★", "logp/token", "ppl", f">top{result.top_k} %", "length"):
         table.add_column(name, justify="left" if name == "setting" else "right", no_wrap=True)
     table.add_column("loops %", justify="right", no_wrap=True)
-    table.add_column("finish")
+    table.add_column("finish", no_wrap=True)
     for name in ("CR", "NGD", "self-rep", "distinct-2"):
         table.add_column(name, justify="right", no_wrap=True)
     frontier = set(result.frontier())
@@ -72,14 +72,18 @@ def result_table(result: SweepResult) -> Table:
 
 
 def print_table(result: SweepResult, file: Any = None) -> None:
-    """The result as a table (the terminal's width, at least `MIN_WIDTH` columns)."""
+    """The result as a table: as wide as it needs (at most `MAX_WIDTH` columns), or the
+    terminal's width when that is wider."""
     out = sys.stdout if file is None else file
-    width = max(MIN_WIDTH, Console(file=out).width)
+    table = result_table(result)
+    measuring = Console(file=io.StringIO(), width=MAX_WIDTH)
+    needed = measuring.measure(table).maximum
+    width = max(min(needed, MAX_WIDTH), Console(file=out).width)
     console = Console(file=out, width=width, highlight=False, markup=False, emoji=False)
     console.print(f"model: {result.model}")
     if result.cancelled:
         console.print("cancelled: the figures are over the samples finished before it")
-    console.print(result_table(result))
+    console.print(table)
 
 
 def csv_text(result: SweepResult) -> str:

@@ -82,11 +82,6 @@ class FrontierPlot(PlotWidget, can_focus=False):
             return
         values = np.array(list(points.values()), dtype=np.float64)
         self._limits(values)
-        frontier = result.frontier(axis)
-        if len(frontier) > 1:
-            xs = [points[i][0] for i in frontier]
-            ys = [points[i][1] for i in frontier]
-            self.plot(xs, ys, line_style=frontier_colour, hires_mode=HiResMode.BRAILLE)
         self.errorbar(
             values[:, 0],
             values[:, 1],
@@ -94,6 +89,11 @@ class FrontierPlot(PlotWidget, can_focus=False):
             yerr=values[:, 3],
             marker_style=bar_colour,
         )
+        frontier = result.frontier(axis)
+        if len(frontier) > 1:
+            xs = [points[i][0] for i in frontier]
+            ys = [points[i][1] for i in frontier]
+            self.plot(xs, ys, line_style=frontier_colour, hires_mode=HiResMode.BRAILLE)
         for index, (x, y, _, _) in sorted(points.items(), key=lambda item: item[0] == selected):
             style = (
                 f"bold reverse {selected_colour}" if index == selected else f"bold {point_colour}"
