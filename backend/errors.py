@@ -10,3 +10,10 @@ class ModelFileError(SamplescopeError):
 
     The message names the file and the problem, so it can be shown as is.
     """
+
+
+class FileAccessError(SamplescopeError):
+    """A file the app may not open (the served app opens only its own folders' files).
+
+    The message names the file and the folders it may open.
+    """

@@ -18,11 +18,12 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from backend.chat.protocol import LiveSettings
 from backend.config.llama_server_format import completion_body, flags_text, server_flags
-from backend.config.paths import user_presets_path
+from backend.config.paths import user_file, user_presets_path
 from backend.config.preset_files import imported_settings, read_preset_file, save_user_preset
 from backend.config.preset_interchange import PresetFormatError, Unmapped
 from backend.config.presets import PresetError
 from backend.config.sillytavern_format import export_sillytavern
+from backend.errors import FileAccessError
 from sampling.settings import SamplerSettings, settings_summary
 from tui.screens.entry import ValueEntryScreen
 
@@ -106,11 +107,11 @@ def import_preset(host: PresetHost, typed: str, presets_file: Path | None = None
     Returns:
         Whether its settings were applied (a file that cannot be read is reported).
     """
-    path = Path(typed.strip()).expanduser()
     try:
+        path = user_file(Path(typed.strip()))
         imported = read_preset_file(path)
         settings = imported_settings(imported)
-    except PresetFormatError as error:
+    except (FileAccessError, PresetFormatError) as error:
         host.notify(str(error), severity="error", timeout=20)
         return False
     host.apply_settings(settings)

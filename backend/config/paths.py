@@ -12,6 +12,8 @@ from pathlib import Path
 
 import platformdirs
 
+from backend.errors import FileAccessError
+
 APP_NAME = "samplescope"
 DATA_DIR_ENV = "SAMPLESCOPE_DATA_DIR"
 CONFIG_DIR_ENV = "SAMPLESCOPE_CONFIG_DIR"
@@ -54,3 +56,37 @@ def user_presets_path() -> Path:
     """The user's own presets, `<config dir>/presets.toml` (`samplescope preset import`
     adds to it)."""
     return config_dir() / "presets.toml"
+
+
+_OWN_FOLDERS_ONLY = False
+
+
+def open_own_folders_only() -> None:
+    """From now on, `user_file` lets through only files in the data and config folders
+    (the app served to a browser: whoever uses it may not be the user who runs it)."""
+    global _OWN_FOLDERS_ONLY
+    _OWN_FOLDERS_ONLY = True
+
+
+def own_folders_only() -> bool:
+    """Whether `open_own_folders_only` was called."""
+    return _OWN_FOLDERS_ONLY
+
+
+def user_file(path: Path) -> Path:
+    """A file the user named, as the app may open it: `~` expanded; when the app is
+    served, resolved (symbolic links followed) and inside the data or config folder.
+
+    Raises:
+        FileAccessError: The app is served and the file lies outside those folders.
+    """
+    path = path.expanduser()
+    if not _OWN_FOLDERS_ONLY:
+        return path
+    resolved = path.resolve()
+    folders = (data_dir().resolve(), config_dir().resolve())
+    if any(resolved.is_relative_to(folder) for folder in folders):
+        return resolved
+    raise FileAccessError(
+        f"{path}: the served app opens files only in {folders[0]} or {folders[1]}"
+    )

@@ -228,7 +228,7 @@ def test_serve_listens_on_loopback_unless_asked_and_checks_the_apps_options(
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.2")
     assert checked_app_args(["--", "--no-save", "-t", "0.5"]) == ["--no-save", "-t", "0.5"]
     command = app_command(["--model", "a b.gguf"], python="/py")
-    assert command == "/py -P -m tui.cli.main --model 'a b.gguf'"
+    assert command == "/py -P -m tui.cli.main --served --model 'a b.gguf'"
     assert main(["serve", "--port", "0"]) == 2
     assert "invalid port 0" in capsys.readouterr().err
     assert main(["serve", "--", "--no-such-option"]) == 2

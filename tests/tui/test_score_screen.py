@@ -110,3 +110,24 @@ def test_snapshot_a_scored_text(snap_compare: object) -> None:
         await wait_until(pilot, lambda: screen.score is not None and not screen.scoring)  # type: ignore[arg-type]
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run)  # type: ignore[operator]
+
+
+async def test_served_the_screen_opens_files_only_in_samplescopes_folders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from backend.config import paths
+
+    monkeypatch.setenv("SAMPLESCOPE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("SAMPLESCOPE_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setattr(paths, "_OWN_FOLDERS_ONLY", True)
+    own = tmp_path / "data" / "t.txt"
+    own.parent.mkdir()
+    own.write_text("Once upon a time\n", encoding="utf-8")
+    app = SamplescopeApp(FakeBackend(), cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await open_screen(pilot, app)
+        assert not screen.open_file(Path("/etc/passwd"))
+        await pilot.pause()
+        assert screen.query_one(TextArea).text == ""
+        assert any("opens files only in" in str(n.message) for n in app._notifications)
+        assert screen.open_file(own) and screen.query_one(TextArea).text == "Once upon a time\n"

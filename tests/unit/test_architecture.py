@@ -144,6 +144,7 @@ def subpackage_of(module: str) -> str:
                 "textual",
                 "textual_plot",
                 "textual_serve",
+                "aiohttp",  # textual-serve's server, which `serve` puts behind its checks
                 "rich",
                 "llama_cpp",
             },

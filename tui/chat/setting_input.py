@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from backend.config.paths import user_file
+from backend.errors import FileAccessError
 from sampling.errors import SettingsError
 from sampling.setting_text import BiasPairs, bias_entries, bias_pairs
 from sampling.spec import SETTINGS_BY_NAME, SettingSpec, SettingValue
@@ -41,7 +43,10 @@ def _text(spec: SettingSpec, text: str) -> SettingValue:
     """A grammar or schema typed on one line (⏎ breaks it), or "@path" to read a file."""
     stripped = text.strip()
     if stripped.startswith("@"):
-        path = Path(stripped[1:].strip()).expanduser()
+        try:
+            path = user_file(Path(stripped[1:].strip()))
+        except FileAccessError as error:
+            raise SettingsError(spec.name, text, f"a file it may open ({error})") from None
         try:
             return spec.parse(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError) as error:

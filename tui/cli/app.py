@@ -23,6 +23,7 @@ from backend.config.config import (
 )
 from backend.config.hf_fetch import HfFetchError
 from backend.config.model_catalog import LocalModel
+from backend.config.paths import open_own_folders_only
 from backend.errors import ModelFileError
 from backend.llama.rpc import Endpoint, RpcError
 from backend.session.backend import SessionBackend
@@ -76,6 +77,8 @@ def build_app_parser() -> argparse.ArgumentParser:
     )
     add_settings_flags(parser)
     add_sampler_file_flag(parser)
+    # `samplescope serve` runs each tab's app with it: files only in its own folders.
+    parser.add_argument("--served", action="store_true", help=argparse.SUPPRESS)
     return parser
 
 
@@ -175,6 +178,8 @@ def build_app(
 def run_app(argv: list[str]) -> int:
     """Parse the app's options, run the app until it quits; returns the exit code."""
     args = build_app_parser().parse_args(argv)
+    if args.served:
+        open_own_folders_only()
     try:
         app = build_app(args)
     except (SettingsError, RpcError, HfFetchError) as error:

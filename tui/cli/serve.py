@@ -2,14 +2,16 @@
 
 textual-serve runs the app once per browser tab, each in its own process that loads
 its own model, and carries the screen to the page over a websocket. It listens on
-the loopback address unless asked otherwise: whoever reaches the port can use the
-app and the model, with no password.
+the loopback address unless asked otherwise; `tui.cli.serve_gate` checks each
+request's Host and Origin, asks for a token beyond loopback and bounds the tabs, and
+each tab's app opens files only in samplescope's own folders (`--served`).
 """
 
 from __future__ import annotations
 
 import argparse
 import ipaddress
+import os
 import shlex
 import sys
 from collections.abc import Sequence
@@ -18,6 +20,9 @@ from sampling.errors import SamplescopeError
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_PORT = 8000
+DEFAULT_MAX_TABS = 2
+SERVED_FLAG = "--served"
+"""The app option each tab gets: it opens files only in samplescope's own folders."""
 
 
 class ServeError(SamplescopeError):
@@ -32,14 +37,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description=(
             "Serve the chat app over HTTP: open the address it prints in a browser; each "
             "tab runs its own app and loads its own model. The app's own options go after"
-            " --, e.g. `samplescope serve --port 8080 -- --model PATH --no-save`."
+            " --, e.g. `samplescope serve --port 8080 -- --model PATH --no-save`. Beyond"
+            " loopback a token is required: the printed address carries it"
+            " ($SAMPLESCOPE_SERVE_TOKEN sets it, and asks for it on loopback too). There is"
+            " no TLS: put an HTTPS proxy in front (and give --public-url) over a network."
         ),
     )
     parser.add_argument(
         "--host",
         default=LOOPBACK,
         help=f"the address to listen on (default {LOOPBACK}: this machine only; 0.0.0.0:"
-        " every network, with no password)",
+        " every network, with a token)",
     )
     parser.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"the port (default {DEFAULT_PORT})"
@@ -48,6 +56,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--public-url",
         default=None,
         help="the address browsers reach the server by (default http://HOST:PORT)",
+    )
+    parser.add_argument(
+        "--max-tabs",
+        type=int,
+        default=DEFAULT_MAX_TABS,
+        metavar="N",
+        help=f"how many tabs may run the app at once, each with its own model (default"
+        f" {DEFAULT_MAX_TABS})",
     )
     parser.add_argument(
         "app_args",
@@ -68,7 +84,7 @@ def app_command(app_args: Sequence[str], python: str = sys.executable) -> str:
         app_args: The app's options (checked already).
         python: The interpreter to run it with.
     """
-    return shlex.join([python, "-P", "-m", "tui.cli.main", *app_args])
+    return shlex.join([python, "-P", "-m", "tui.cli.main", SERVED_FLAG, *app_args])
 
 
 def checked_app_args(app_args: Sequence[str]) -> list[str]:
@@ -121,29 +137,58 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def served_token(host: str, environ: dict[str, str] | os._Environ[str] = os.environ) -> str | None:
+    """The token the served app asks for: $SAMPLESCOPE_SERVE_TOKEN's, else a fresh one
+    beyond loopback, else none.
+
+    Raises:
+        ServeError: The variable is set but too short to be a secret.
+    """
+    from tui.cli.serve_gate import TOKEN_ENV, new_token
+
+    given = environ.get(TOKEN_ENV)
+    if given is not None:
+        if len(given) < 16:
+            raise ServeError(f"${TOKEN_ENV} is too short to be a secret: at least 16 characters")
+        return given
+    return None if is_loopback(host) else new_token()
+
+
 def run(args: argparse.Namespace) -> int:
     """Serve the app until interrupted."""
     if not 0 < args.port < 65536:
         raise ServeError(f"invalid port {args.port}: expected 1 to 65535")
+    if args.max_tabs < 1:
+        raise ServeError(f"invalid --max-tabs {args.max_tabs}: expected at least 1")
     app_args = checked_app_args(args.app_args)
     try:
-        from textual_serve.server import Server
+        from tui.cli.serve_gate import GatedServer, serve_gate
     except ImportError as error:
         raise ServeError(
             f"textual-serve is not installed ({error}): pip install textual-serve"
         ) from error
+    token = served_token(args.host)
+    gate = serve_gate(args.host, args.port, args.public_url, token=token, max_tabs=args.max_tabs)
+    base = args.public_url or f"http://{_url_host(args.host)}:{args.port}"
+    open_url = base if token is None else f"{base.rstrip('/')}/?token={token}"
     if not is_loopback(args.host):
         print(
-            f"samplescope: serving on {args.host}: anyone who reaches port {args.port} can use"
-            " the app and its model (there is no password)",
+            f"samplescope: serving on {args.host}: whoever reaches port {args.port} with the"
+            " token can use the app and its model; nothing is encrypted (no TLS)",
             file=sys.stderr,
         )
-    server = Server(
+    server = GatedServer(
         app_command(app_args),
+        gate,
         host=args.host,
         port=args.port,
-        title="samplescope",
         public_url=args.public_url,
+        open_url=open_url,
     )
     server.serve()
     return 0
+
+
+def _url_host(host: str) -> str:
+    """A host as a URL writes it (an IPv6 address in brackets)."""
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host

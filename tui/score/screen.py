@@ -25,6 +25,8 @@ from textual.widgets import DataTable, Footer, Input, Static, TextArea
 
 from backend.chat.compare import ColumnEvent
 from backend.chat.events import GenerationEvent
+from backend.config.paths import user_file
+from backend.errors import FileAccessError
 from backend.llama.pieces import visible_piece
 from backend.session.backend import SessionBackend
 from tui.widgets.score_label import logprob_label
@@ -153,6 +155,11 @@ class ScoreScreen(Screen[None]):
 
     def open_file(self, path: Path) -> bool:
         """Put a file's text in the text box; False (and a notice) when it cannot be."""
+        try:
+            path = user_file(path)
+        except FileAccessError as error:
+            self.notify(str(error), severity="error")
+            return False
         try:
             too_big = path.stat().st_size > MAX_FILE_BYTES
             text = "" if too_big else path.read_bytes().decode("utf-8")
