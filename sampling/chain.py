@@ -3,14 +3,12 @@
 The order is data: a tuple of unit names (llama.cpp's `--samplers` names) looked up
 in the registry's `SAMPLERS`, the settings' `samplers` as `SamplerSettings.order`
 places the temperature in it (see there). `build_chain` also takes any other order.
-Four units run outside the order, as in llama.cpp's common sampler: `LogitBias`
-always first, `MinTokens` (a ban) after the units that rewrite the logits, `Grammar`
-right after it, before every filter (llama.cpp checks the grammar after drawing and
-draws again on a rejection; applied first, the distribution is exact under the
-constraint), and `Mirostat`, which (when on) replaces the whole order after the logit bias by a
-plain temperature and itself. `AdaptiveP` draws the token, so wherever an order
-names it, it runs last and reshapes the distribution the chain ends with; smoothing
-runs right after the temperature when both run.
+Which units run, and where, is what each declares (`sampling.placement`): the
+order's units run exactly as it names them, and the units outside it (the logit
+bias, a ban, a grammar, mirostat) where their placement says. The chain names no
+unit: what a step needs beyond the candidates reaches the units through `begin`
+(`StepContext`), and a unit placed last may reshape the distribution the chain ends
+with (`Reshaping`).
 """
 
 from __future__ import annotations
@@ -21,20 +19,14 @@ from typing import TYPE_CHECKING
 
 from sampling.engine import Kept, greedy_kept
 from sampling.errors import SettingsError
+from sampling.placement import arranged
 from sampling.plugins import PluginFailure, PluginGuard, is_plugin
 from sampling.registry import SAMPLERS, UNITS_BY_NAME
-from sampling.samplers.adaptive_p import AdaptiveP
-from sampling.samplers.grammar import Grammar
-from sampling.samplers.logit_bias import LogitBias
-from sampling.samplers.min_tokens import MinTokens
-from sampling.samplers.mirostat import Mirostat
-from sampling.samplers.temperature import Temperature
-from sampling.samplers.unit import RunningUnit, Stateless, UnitState
+from sampling.samplers.unit import Reshaping, RunningUnit, Stateless, StepContext, UnitState
 from sampling.settings import SETTINGS_BY_NAME, SamplerSettings
 
 if TYPE_CHECKING:
     from sampling.candidates import Candidates
-    from sampling.rng import UniformSource
 
 __all__ = ["SAMPLERS", "Chain", "build_chain", "checked_order", "order_of"]
 __all__ += ["DEFAULT_ORDER", "FILTER_ORDER", "TEMPERATURE_LAST_ORDER"]
@@ -66,8 +58,10 @@ class Chain:
         held: Every unit the settings turn on, by name, whether or not it runs: a
             unit keeps its state (and draws its coin) while the order leaves it out
             or the temperature is 0.
-        drawing: The held units that draw from the generator each step.
+        drawing: The held units that hear each step's context (`begin`).
         accepting: The running units that keep state, which hear each token drawn.
+        reshaping: The unit placed last that ends the chain and reshapes the
+            distribution it ends with (adaptive-p), or None.
     """
 
     order: tuple[str, ...]
@@ -76,28 +70,23 @@ class Chain:
     held: Mapping[str, RunningUnit] = field(default_factory=dict)
     drawing: tuple[RunningUnit, ...] = ()
     accepting: tuple[RunningUnit, ...] = ()
-
-    @property
-    def adaptive(self) -> AdaptiveP | None:
-        """Adaptive-p when it ends the chain (it reshapes the final distribution)."""
-        last = self.units[-1] if self.units else None
-        return last if isinstance(last, AdaptiveP) else None
-
-    @property
-    def grammar(self) -> Grammar | None:
-        """The grammar when it runs (its record: the mass removed, a forced token)."""
-        held = self.held.get(Grammar.name)
-        return held if isinstance(held, Grammar) and held in self.units else None
+    reshaping: Reshaping | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
         """The names of the units that run."""
         return tuple(unit.name for unit in self.units)
 
-    def begin(self, source: UniformSource) -> None:
-        """Hand the generator to the units that draw from it (before `run`)."""
-        for unit in self.drawing:
-            unit.begin(source)
+    def state_of(self, name: str) -> UnitState:
+        """The state of the held unit `name` (None when it is not held or keeps none)."""
+        unit = self.held.get(name)
+        return None if unit is None else unit.state
+
+    def begin(self, step: StepContext, every: bool = False) -> None:
+        """Hand the step's context to the units that hear it each step (before `run`),
+        or to every held unit (`every`: a step resuming a reply elsewhere)."""
+        for unit in self.held.values() if every else self.drawing:
+            unit.begin(step)
 
     def run(self, candidates: Candidates) -> Kept:
         """Apply every unit to one step's candidates; return the distribution they end with."""
@@ -108,10 +97,9 @@ class Chain:
             best = int(candidates.head(1)[0])
             return greedy_kept(best, tuple(candidates.bans), tuple(candidates.cuts))
         kept = candidates.distribution()
-        adaptive = self.adaptive
-        if adaptive is None:
+        if self.reshaping is None:
             return kept
-        return adaptive.reshape(kept, candidates.logits, candidates.workspace)
+        return self.reshaping.reshape(kept, candidates)
 
     def accept(self, token: int, prob: float) -> None:
         """Tell the units that ran which token was drawn, with its probability.
@@ -128,24 +116,6 @@ class Chain:
         if failed is not None:
             raise failed
 
-    def continue_reply(
-        self, generated: int | None, adapted_target: float | None, ends: tuple[int, ...]
-    ) -> None:
-        """Hand min_tokens the reply's length and the tokens it bans, and adaptive-p a
-        recorded step's target (None, or no tokens: leave as it is)."""
-        ban = self.held.get(MinTokens.name)
-        if isinstance(ban, MinTokens):
-            if generated is not None:
-                ban.generated, ban.step = generated, None
-            if ends:
-                ban.end_of_generation = ends
-        grammar = self.held.get(Grammar.name)
-        if isinstance(grammar, Grammar) and generated is not None:
-            grammar.generated, grammar.step = generated, None
-        adaptive = self.held.get(AdaptiveP.name)
-        if adapted_target is not None and isinstance(adaptive, AdaptiveP):
-            adaptive.pinned = adapted_target
-
     def reset(self) -> None:
         """Start every unit's state afresh."""
         for unit in self.held.values():
@@ -154,12 +124,16 @@ class Chain:
     def without(self, name: str) -> Chain:
         """The same chain (the very same units) with the unit `name` left out."""
         held = {key: unit for key, unit in self.held.items() if key != name}
+        reshaping = self.reshaping
+        if reshaping is not None and self.units and self.units[-1].name == name:
+            reshaping = None
         return replace(
             self,
             units=tuple(unit for unit in self.units if unit.name != name),
             held=held,
             drawing=tuple(unit for unit in self.drawing if unit.name != name),
             accepting=tuple(unit for unit in self.accepting if unit.name != name),
+            reshaping=reshaping,
         )
 
     @property
@@ -192,8 +166,9 @@ def build_chain(
         leave_out: Units not to build (plugins switched off for the reply).
 
     Raises:
-        SettingsError: The order names an unknown unit, names one twice, or puts a
-            "logits" unit (penalties) after a unit that reads the order.
+        SettingsError: The order names an unknown unit, names one twice, puts a
+            "logits" unit (penalties) after a unit that reads the order, or does not
+            end with a unit placed last that is on.
     """
     names = checked_order(order_of(settings) if order is None else order)
     greedy = settings.greedy
@@ -215,43 +190,16 @@ def build_chain(
         for name, unit in held.items():
             if (before := previous.held.get(name)) is not None:
                 unit.restore(before.state)
-    units: list[RunningUnit] = []
-    bias = held.get(LogitBias.name)
-    if bias is not None:
-        units.append(bias)
-    ban = held.get(MinTokens.name)
-    # The grammar reads the logits the rewrites and bans leave, before every filter.
-    grammar = held.get(Grammar.name)
-    constrain = [grammar] if grammar is not None else []
-    mirostat = held.get(Mirostat.name)
-    if mirostat is not None:
-        units += [ban] if ban is not None else []
-        units += constrain
-        if not greedy:
-            units += [Temperature(settings.temperature), mirostat]
-    else:
-        reading: list[RunningUnit] = []
-        last: list[RunningUnit] = []
-        for name in names:
-            found = held.get(name)
-            if found is None or (greedy and found.kind != "logits"):
-                continue  # at temperature 0 only the argmax counts: nothing to filter
-            if isinstance(found, AdaptiveP):
-                last.append(found)  # it draws: last, wherever the order names it
-            else:
-                (units if found.kind == "logits" else reading).append(found)
-        # Smoothing reshapes what the temperature gives: it runs right after it.
-        smoothing = next((u for u in reading if u.name == "smoothing"), None)
-        temperature = next((u for u in reading if u.name == "temperature"), None)
-        if smoothing is not None and temperature is not None:
-            reading.remove(smoothing)
-            reading.insert(reading.index(temperature) + 1, smoothing)
-        # min_tokens bans after the rewrites of the logits, so that the record reads
-        # them from before the ban (a -inf stays -inf through them anyway).
-        units += [*([ban] if ban is not None else []), *constrain, *reading, *last]
+    units = arranged(names, held, greedy)
+    last = units[-1] if units else None
+    reshaping = (
+        last
+        if last is not None and last.placement.kind == "last" and isinstance(last, Reshaping)
+        else None
+    )
     drawing = tuple(unit for unit in held.values() if unit.draws)
     accepting = tuple(unit for unit in units if not isinstance(unit, Stateless))
-    return Chain(names, tuple(units), greedy, held, drawing, accepting)
+    return Chain(names, tuple(units), greedy, held, drawing, accepting, reshaping)
 
 
 def checked_order(order: Sequence[str]) -> tuple[str, ...]:

@@ -7,8 +7,8 @@ its cuts carry its name and labels like a built-in's. `register` adds one unit, 
 where it came from (the file and its sha256), before the app derives its tables;
 `unregister` takes it out again.
 
-What a plugin file imports: `Candidates`, `SettingSpec`, `SliderRange` and
-`Stateless` from here.
+What a plugin file imports: `Candidates`, `IN_ORDER` (its placement: a place in the
+order), `SettingSpec`, `SliderRange` and `Stateless` from here.
 """
 
 from __future__ import annotations
@@ -23,10 +23,12 @@ import numpy as np
 
 from sampling.candidates import Candidates
 from sampling.errors import SamplescopeError
+from sampling.placement import IN_ORDER
 from sampling.registry import (
     GROUP_TITLES,
     LABELS,
     LOGITS_SAMPLERS,
+    PLACEMENTS,
     ROW_LABELS,
     SAMPLERS,
     UNITS,
@@ -38,16 +40,16 @@ from sampling.settings import PLUGIN_SETTINGS, SETTINGS, SETTINGS_BY_NAME
 from sampling.spec import DISPLAY_ORDER
 
 if TYPE_CHECKING:
-    from sampling.rng import UniformSource
+    from sampling.samplers.unit import StepContext
     from sampling.settings import SamplerSettings
 
-__all__ = ["Candidates", "PluginError", "PluginOrigin", "SettingSpec", "SliderRange"]
+__all__ = ["IN_ORDER", "Candidates", "PluginError", "PluginOrigin", "SettingSpec", "SliderRange"]
 __all__ += ["PluginFailure", "PluginGuard", "Stateless", "is_plugin", "plugin_origins"]
 __all__ += ["files_problem", "files_used", "plugin_units", "register", "unregister"]
 
 _BUILTIN_NAMES = frozenset(unit.name for unit in UNITS)
 _RESERVED_NAMES = frozenset(("none", "greedy", ""))
-_INTERFACE = ("from_settings", "begin", "apply", "accept", "reset", "state", "restore")
+_INTERFACE = ("is_on", "from_settings", "begin", "apply", "accept", "reset", "state", "restore")
 
 
 class PluginError(SamplescopeError, ValueError):
@@ -124,8 +126,11 @@ def _problem(unit: type[SamplerUnit]) -> str | None:
         return f"{name} lacks {', '.join(missing)} (derive it from Stateless for the defaults)"
     if getattr(unit, "kind", None) not in ("logits", "candidates"):
         return f"{name}'s kind must be 'logits' or 'candidates'"
-    if getattr(unit, "in_order", None) is not True:
-        return f"{name} must set in_order = True (a plugin runs where the order puts it)"
+    placement = getattr(unit, "placement", None)
+    if placement is None and getattr(unit, "in_order", None) is True:
+        placement = IN_ORDER  # how plugins said it before placements
+    if placement != IN_ORDER:
+        return f"{name} must set placement = IN_ORDER (a plugin runs where the order puts it)"
     for attribute in ("label", "row_label"):
         if not isinstance(getattr(unit, attribute, None), str):
             return f"{name}'s {attribute} must be a text"
@@ -176,6 +181,9 @@ def _derive() -> None:
     LABELS.update((unit.name, unit.label) for unit in (*UNITS, *plugins))
     ROW_LABELS.clear()
     ROW_LABELS.update((unit.name, unit.row_label) for unit in (*UNITS, *plugins))
+    PLACEMENTS.clear()
+    PLACEMENTS.update((unit.name, unit.placement) for unit in UNITS)
+    PLACEMENTS.update((unit.name, IN_ORDER) for unit in plugins)
     GROUP_TITLES.clear()
     GROUP_TITLES.update(_BUILTIN_TITLES)
     for unit in plugins:
@@ -231,12 +239,13 @@ class PluginGuard:
     temperature a positive number, and the kept tokens some probability mass.
     """
 
-    __slots__ = ("draws", "kind", "name", "unit")
+    __slots__ = ("draws", "kind", "name", "placement", "unit")
 
     def __init__(self, unit: SamplerUnit) -> None:
         self.unit = unit
         self.name = unit.name
         self.kind = unit.kind
+        self.placement = IN_ORDER
         self.draws = unit.draws
 
     @classmethod
@@ -258,9 +267,9 @@ class PluginGuard:
     def __hash__(self) -> int:
         return hash((PluginGuard, self.name))
 
-    def begin(self, source: UniformSource) -> None:
+    def begin(self, step: StepContext) -> None:
         """The plugin's `begin`, watched."""
-        self._watch(lambda: self.unit.begin(source))
+        self._watch(lambda: self.unit.begin(step))
 
     def apply(self, candidates: Candidates) -> None:
         """The plugin's `apply`, watched, then the candidates checked."""

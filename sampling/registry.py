@@ -1,16 +1,17 @@
 """The registry: the one list of sampler units, and everything derived from it.
 
-`UNITS` lists every built-in unit (`sampling.samplers`), those an order may name in
-llama.cpp's default order, then the two that run outside it. From it come the
-names an order may hold (`SAMPLER_NAMES`), the units that must lead it
-(`LOGITS_SAMPLERS`), every declared setting (`DECLARED_SETTINGS`: the units' own
-and the draw's), the panel's groups and their titles, and each unit's labels on
-the probability panel. `SamplerSettings` holds one field per declared setting and
-checks so at import.
+`UNITS` lists every built-in unit (`sampling.samplers`). From it come the names an
+order may hold (`SAMPLER_NAMES`: the units placed in the order), the units that must
+lead it (`LOGITS_SAMPLERS`), each unit's placement (`PLACEMENTS`), the default orders
+(llama.cpp's chain with every unit it lacks joined where its placement puts it),
+every declared setting (`DECLARED_SETTINGS`: the units' own and the draw's), the
+panel's groups and their titles, and each unit's labels on the probability panel.
+`SamplerSettings` holds one field per declared setting and checks so at import.
 """
 
 from __future__ import annotations
 
+from sampling.placement import Placement, joined
 from sampling.samplers.adaptive_p import AdaptiveP
 from sampling.samplers.dry import Dry
 from sampling.samplers.epsilon_cutoff import EpsilonCutoff
@@ -54,21 +55,21 @@ UNITS: tuple[type[SamplerUnit], ...] = (
     MinTokens,
     Grammar,
 )
-"""Every built-in unit: those an order may name, in llama.cpp's default order with the
-samplers it lacks where their tools run them (the cutoffs before min-p, in
-text-generation-webui's order; smoothing, which the chain runs right after the
-temperature wherever the order names it; adaptive-p, which draws, last), then those
-that run outside the order."""
+"""Every built-in unit. Where each runs is its own `placement`; the registry's order
+only decides the order in which units joining an order at one place join it (the
+cutoffs before min-p, in text-generation-webui's order)."""
 
 UNITS_BY_NAME: dict[str, type[SamplerUnit]] = {unit.name: unit for unit in UNITS}
 """Every unit by name: the built-in ones, then any plugin (`sampling.plugins`)."""
 
-SAMPLERS: dict[str, type[SamplerUnit]] = {unit.name: unit for unit in UNITS if unit.in_order}
+SAMPLERS: dict[str, type[SamplerUnit]] = {
+    unit.name: unit for unit in UNITS if unit.placement.in_order
+}
 """Every unit an order may name, by its name (llama.cpp's `--samplers` names; a
 plugin's own name)."""
 
 SAMPLER_NAMES: tuple[str, ...] = tuple(SAMPLERS)
-"""Every name the chain's order may hold: llama.cpp's `--samplers` names, in its default order."""
+"""Every name the chain's order may hold (llama.cpp's `--samplers` names), in registry order."""
 
 LOGITS_SAMPLERS: tuple[str, ...] = tuple(
     name for name, unit in SAMPLERS.items() if unit.kind == "logits"
@@ -78,9 +79,9 @@ LOGITS_SAMPLERS: tuple[str, ...] = tuple(
 CUT_NAMES: tuple[str, ...] = (
     "none",
     "greedy",
-    *(unit.name for unit in UNITS if not unit.in_order and unit.kind == "logits"),
+    *(unit.name for unit in UNITS if not unit.placement.in_order and unit.kind == "logits"),
     *SAMPLER_NAMES,
-    *(unit.name for unit in UNITS if not unit.in_order and unit.kind != "logits"),
+    *(unit.name for unit in UNITS if not unit.placement.in_order and unit.kind != "logits"),
 )
 """Every name `Step.cut_by` and `CandidateTable.removed_by` may hold ("" aside): "none"
 when nothing was cut, "greedy" at temperature 0, "logit_bias" or "min_tokens" for a
@@ -136,21 +137,27 @@ LLAMA_CPP_ORDER: tuple[str, ...] = (
 )
 """llama.cpp's default chain (`common_params_sampling.samplers`), the temperature last."""
 
-CHAT_ORDER: tuple[str, ...] = (
-    *(name for name in SAMPLER_NAMES if name != "temperature"),
-    "temperature",
-)
-"""The order new chats and `generate` start from (`DEFAULT_CHAT_SETTINGS`): every name
-in the registry's order, the temperature last. Without samplers llama.cpp lacks (off
-by default), it is `LLAMA_CPP_ORDER`."""
+PLACEMENTS: dict[str, Placement] = {unit.name: unit.placement for unit in UNITS}
+"""Each unit's placement by name, in registry order (then any plugin's: in the order)."""
 
-TEMPERATURE_FIRST_ORDER: tuple[str, ...] = (
-    *LOGITS_SAMPLERS,
-    "temperature",
-    *(name for name in SAMPLER_NAMES if name not in LOGITS_SAMPLERS and name != "temperature"),
+_JOINING = tuple((unit.name, unit.placement) for unit in UNITS if unit.placement.joins)
+
+CHAT_ORDER: tuple[str, ...] = joined(LLAMA_CPP_ORDER, _JOINING)
+"""The order new chats and `generate` start from (`DEFAULT_CHAT_SETTINGS`): llama.cpp's
+chain, with every unit it lacks where its placement puts it once switched on. Without
+them (off by default), it runs as `LLAMA_CPP_ORDER`."""
+
+TEMPERATURE_FIRST_ORDER: tuple[str, ...] = joined(
+    (
+        *LOGITS_SAMPLERS,
+        "temperature",
+        *(name for name in LLAMA_CPP_ORDER if name not in (*LOGITS_SAMPLERS, "temperature")),
+    ),
+    _JOINING,
 )
-"""The order `SamplerSettings()` runs: the temperature before every filter (candle,
-Hugging Face), so presets that name no order mean what they always meant."""
+"""The order `SamplerSettings()` runs: llama.cpp's chain with the temperature before
+every filter (candle, Hugging Face), every unit it lacks joined as in `CHAT_ORDER`, so
+presets that name no order mean what they always meant."""
 
 ORDER_SETTING = SettingSpec(
     "samplers",
@@ -192,6 +199,20 @@ ROW_LABELS: dict[str, str] = {unit.name: unit.row_label for unit in UNITS}
 """Each unit's name on a candidate row it removed."""
 
 
+def check_declarations(units: tuple[type[SamplerUnit], ...]) -> None:
+    """Fail unless each built-in unit declares, itself, where it runs and its on-rule.
+
+    Raises:
+        RuntimeError: Naming the unit that lacks its placement or its `is_on`.
+    """
+    for unit in units:
+        own = vars(unit)
+        if not isinstance(own.get("placement"), Placement):
+            raise RuntimeError(f"{unit.name} must declare its placement (sampling.placement)")
+        if "is_on" not in own:
+            raise RuntimeError(f"{unit.name} must declare is_on, its on-rule")
+
+
 def _check_registry() -> None:
     """Fail at import if two units share a name or a setting, or titles disagree.
 
@@ -213,6 +234,10 @@ def _check_registry() -> None:
     untitled = sorted(set(GROUPS) - set(GROUP_TITLES))
     if untitled:
         raise RuntimeError(f"panel groups without a title: {untitled}")
+    check_declarations(UNITS)
+    for order in (CHAT_ORDER, TEMPERATURE_FIRST_ORDER):
+        if sorted(order) != sorted(SAMPLER_NAMES):
+            raise RuntimeError(f"a default order lacks a unit placed in the order: {order}")
 
 
 _check_registry()

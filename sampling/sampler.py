@@ -17,9 +17,9 @@ from sampling.penalties import History
 from sampling.plugins import PluginFailure
 from sampling.records import Step
 from sampling.rng import UniformSource, make_source
-from sampling.samplers.adaptive_p import AdaptiveP
+from sampling.samplers.adaptive_p import AdaptiveP, AdaptiveSnapshot, adapted_target
 from sampling.samplers.mirostat import Mirostat, MirostatState
-from sampling.samplers.unit import UnitState
+from sampling.samplers.unit import StepContext, UnitState
 from sampling.settings import SamplerSettings
 from sampling.table import candidate_table
 from sampling.token_scores import token_rank
@@ -41,12 +41,15 @@ class SamplerState:
         sources: Each generator started so far, by kind, with its position.
         units: Each unit's state, by name (units without state left out).
         switched_off: Each sampler plugin switched off for the reply, with why.
+        resumed: A resumed reply's length and pinned target the next step hands the
+            units (`Sampler.resume`), or None.
     """
 
     settings: SamplerSettings
     sources: tuple[tuple[str, int, Hashable], ...]
     units: tuple[tuple[str, UnitState], ...]
     switched_off: tuple[tuple[str, str], ...] = ()
+    resumed: tuple[int, float | None] | None = None
 
 
 def probabilities(
@@ -84,7 +87,7 @@ def probabilities(
     chain = build_chain(settings)
     if mirostat_mu is not None:
         chain.restore([(Mirostat.name, MirostatState(settings.mirostat, mirostat_mu))])
-    chain.continue_reply(generated, adapted_target, tuple(end_of_generation))
+    chain.begin(StepContext(None, generated, tuple(end_of_generation), adapted_target), every=True)
     kept = chain.run(candidates)
     if kept.ids is None:
         return kept.probs
@@ -133,6 +136,7 @@ class Sampler:
         The tail plot sets it while shown: deeper ranks cost a partial sort per
         token, which a hidden plot should not make every token pay."""
         self._ends = tuple(end_of_generation)
+        self._resumed: tuple[int, float | None] | None = None
         self._switched_off: dict[str, str] = {}
         self._notes: list[str] = []
         self._chain: Chain = self._build(settings, None)
@@ -167,7 +171,6 @@ class Sampler:
             except PluginFailure as failure:
                 self._note(failure)
                 continue
-            chain.continue_reply(None, None, self._ends)
             return chain
 
     def _note(self, failure: PluginFailure) -> None:
@@ -177,25 +180,38 @@ class Sampler:
 
     @property
     def mirostat_mu(self) -> float | None:
-        """Mirostat's state mu for the next step (None when mirostat is off)."""
-        mirostat = self._chain.held.get(Mirostat.name)
-        return mirostat.mu if isinstance(mirostat, Mirostat) else None
+        """Mirostat's state mu for the next step (None when mirostat is off), from its
+        state (before its first draw: 2 * tau)."""
+        state = self._chain.state_of(Mirostat.name)
+        if not isinstance(state, MirostatState):
+            return None
+        return 2.0 * self._settings.mirostat_tau if state.mu is None else state.mu
 
     @property
     def adapted_target(self) -> float | None:
-        """The target adaptive-p uses at the next step (None when it is off)."""
-        adaptive = self._chain.held.get(AdaptiveP.name)
-        return adaptive.current_target if isinstance(adaptive, AdaptiveP) else None
+        """The target adaptive-p uses at the next step (None when it is off), from its
+        state, or the target a resumed step pins."""
+        state = self._chain.state_of(AdaptiveP.name)
+        if not isinstance(state, AdaptiveSnapshot):
+            return None
+        pinned = self._resumed[1] if self._resumed is not None else None
+        pinned = state.pinned if pinned is None else pinned
+        if pinned is not None:
+            return pinned
+        return adapted_target(
+            self._settings.adaptive_target, state.weighted_sum, state.total_weight
+        )
 
     def resume(self, generated: int, adapted_target: float | None = None) -> None:
-        """Continue a reply at its step `generated` (a what-if, a branch).
+        """Continue a reply at its step `generated` (a what-if, a branch): the next
+        step hands both to the units (`StepContext`).
 
         Args:
             generated: How many tokens the reply has: min_tokens counts from there.
             adapted_target: A recorded step's adaptive-p target, which the next step
                 uses instead of the moving average's (None: the average's).
         """
-        self._chain.continue_reply(generated, adapted_target, self._ends)
+        self._resumed = (generated, adapted_target)
 
     @property
     def chain(self) -> Chain:
@@ -206,6 +222,7 @@ class Sampler:
         """Re-seed the generator from `settings.seed`; restart every unit's state and
         switch the plugins switched off on again (a new reply)."""
         self._sources.clear()
+        self._resumed = None
         if self._switched_off:
             self._switched_off.clear()
             self._chain = self._build(self._settings, None)
@@ -222,13 +239,18 @@ class Sampler:
             (kind, seed, source.position) for kind, (seed, source) in self._sources.items()
         )
         return SamplerState(
-            self._settings, sources, self._chain.state, tuple(self._switched_off.items())
+            self._settings,
+            sources,
+            self._chain.state,
+            tuple(self._switched_off.items()),
+            self._resumed,
         )
 
     def restore(self, state: SamplerState) -> None:
         """Go back to a snapshot `state` gave: the next token is the one that followed it."""
         self._settings = state.settings
         self._switched_off = dict(state.switched_off)
+        self._resumed = state.resumed
         self._chain = self._build(state.settings, None)
         self._chain.restore(state.units)
         self._sources.clear()
@@ -268,7 +290,7 @@ class Sampler:
         settings = self._settings
         checked = checked_logits(logits, self.vocab_size)
         mu = self.mirostat_mu if settings.mirostat else None
-        if self._chain.drawing:
+        if self._chain.drawing or self._resumed is not None:
             self._begin()
         while True:  # a plugin that fails is switched off and the step run again
             chain = self._chain
@@ -301,8 +323,6 @@ class Sampler:
             except PluginFailure as failure:
                 self._note(failure)
                 self._chain = chain.without(failure.name)
-        adaptive = chain.adaptive
-        grammar = chain.grammar
         shown = kept
         if candidates.before is not None:  # a ban or smoothing came after: show before it
             penalized, maximum = candidates.before
@@ -325,17 +345,25 @@ class Sampler:
             mirostat_mu=mu,
             tail=tail,
             notes=self._take_notes(),
-            adapted_target=None if adaptive is None else adaptive.last_target,
+            adapted_target=candidates.adapted_target,
             logit=float(penalized[token_id]),
-            grammar_removed=None if grammar is None else grammar.removed,
-            forced=grammar is not None and grammar.forced,
+            grammar_removed=candidates.grammar_removed,
+            forced=candidates.forced,
             rank=token_rank(penalized, token_id, table.token_ids),
         )
 
     def _begin(self) -> None:
-        """Hand the generator to the units that draw from it."""
+        """Hand the step's context to the units that hear it: the generator, and a
+        resumed reply's length and pinned target (to every unit held)."""
+        resumed = self._resumed
+        source = self._source() if self._chain.drawing else None
+        if resumed is None:
+            step = StepContext(source, None, self._ends)
+        else:
+            step = StepContext(source, resumed[0], self._ends, resumed[1])
+        self._resumed = None
         try:
-            self._chain.begin(self._source())
+            self._chain.begin(step, every=resumed is not None)
         except PluginFailure as failure:
             self._note(failure)
             self._chain = self._chain.without(failure.name)

@@ -12,10 +12,16 @@ from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from sampling.errors import SettingsError
-from sampling.registry import CHAT_ORDER, DECLARED_SETTINGS, TEMPERATURE_FIRST_ORDER
+from sampling.placement import placed_order, temperature_moved_last
+from sampling.registry import (
+    CHAT_ORDER,
+    DECLARED_SETTINGS,
+    PLACEMENTS,
+    TEMPERATURE_FIRST_ORDER,
+    UNITS_BY_NAME,
+)
 from sampling.samplers.top_p import TopPScope
 from sampling.setting_spec import GREEDY_TEMPERATURE, MAX_SEED, SettingSpec, SettingValue
-from sampling.switched_on import with_switched_on
 
 DrawMethod = Literal["inverse_cdf", "gumbel"]
 RngName = Literal["pcg64", "xorshift128"]
@@ -107,7 +113,9 @@ class SamplerSettings:
             Only `temperature_last` moves anything (see `order`). Also given as text
             "top_k;temperature" or a list.
             Switching on a sampler llama.cpp's default chain lacks adds its name
-            when the order lacks it (see `with_switched_on`).
+            where its placement says when the order lacks it, and an order a unit's
+            placement forbids (adaptive-p on but not last) is refused
+            (`sampling.placement.placed_order`).
         extra: The settings sampler plugins declare (`sampling.plugins`), as (name,
             value) pairs sorted by name, those at their default left out. Each reads
             as an attribute of its name too, and `with_changes`, `to_dict` and
@@ -176,9 +184,13 @@ class SamplerSettings:
                 accepted = False
             if not accepted:
                 raise SettingsError(spec.name, given, spec.expected)
-        order = with_switched_on(self)
+        order = placed_order(self.samplers, PLACEMENTS, self._switches_on)
         if order != self.samplers:
             object.__setattr__(self, "samplers", order)
+
+    def _switches_on(self, name: str) -> bool:
+        """The on-rule of the unit `name` (`SamplerUnit.is_on`)."""
+        return UNITS_BY_NAME[name].is_on(self)
 
     if not TYPE_CHECKING:  # the type checker sees the fields alone
 
@@ -227,15 +239,16 @@ class SamplerSettings:
     @property
     def order(self) -> tuple[str, ...]:
         """The order the chain runs: `samplers` as given, with "temperature" moved last
-        when `temperature_last` is on.
+        when `temperature_last` is on (with smoothing when named right after it, and
+        ahead of adaptive-p ending the order: `temperature_moved_last`).
 
-        Nothing else is read: the order never depends on which names samplescope
-        knows, so a stored reply replays in the order it ran.
+        Nothing else is read: the order never depends on which other names
+        samplescope knows, so a stored reply replays in the order it ran.
         """
         samplers = self.samplers
         if not self.temperature_last or "temperature" not in samplers:
             return samplers
-        return (*(name for name in samplers if name != "temperature"), "temperature")
+        return temperature_moved_last(samplers, PLACEMENTS)
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> SamplerSettings:

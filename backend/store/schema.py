@@ -3,7 +3,7 @@
 Every database starts at version 0 (empty) and is brought to `SCHEMA_VERSION` by
 running each migration in order, each in its own transaction together with the new
 `user_version`, so a crash mid-migration leaves the previous version intact. A new
-database therefore takes the same path as an old one: v0 → v1 → … → v6.
+database therefore takes the same path as an old one: v0 → v1 → … → v7.
 
 Version history:
     1: chats, messages, replies, reply_tokens, settings_changes.
@@ -42,6 +42,9 @@ Version history:
     6: replies.loop: the latest repetition loop found in the reply while it ran, as
        JSON `{"period", "start", "count"}` (`sampling.loops.Loop`); NULL: none found,
        not watched for, or a reply of an earlier version.
+    7: an order runs exactly as stored. Before, the chain moved smoothing right after
+       the temperature and adaptive-p to the end wherever the order named them; each
+       stored `samplers` is rewritten to the order that ran (`order_before_v7`).
 
 The current schema is written out in `schema.sql` (a test checks it against a new
 database and against databases migrated from each earlier version).
@@ -53,7 +56,7 @@ import json
 import sqlite3
 from collections.abc import Callable
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 _V1 = """
 CREATE TABLE chats (
@@ -277,6 +280,54 @@ def _v5(conn: sqlite3.Connection) -> None:
         conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('messages', ?)", sequence)
 
 
+def order_before_v7(values: dict[str, object]) -> list[str] | None:
+    """The order a settings JSON of version 6 or earlier ran with, written so that it
+    runs as stored; None when it already does.
+
+    Before version 7 the chain ran the order (`temperature_last` moving the
+    temperature last), then moved smoothing, when on, right after the temperature,
+    and adaptive-p, when on, to the end. Today `temperature_last` moves the
+    temperature with smoothing right after it, ahead of adaptive-p ending the order,
+    so the order that ran is also the one to store.
+    """
+    stored = values.get("samplers")
+    if not isinstance(stored, list) or not all(isinstance(name, str) for name in stored):
+        return None
+    order = [str(name) for name in stored]
+    if values.get("temperature_last") is True and "temperature" in order:
+        order = [*(name for name in order if name != "temperature"), "temperature"]
+    smoothing = values.get("smoothing_factor", 0.0)
+    smoothed = isinstance(smoothing, int | float) and smoothing > 0.0
+    if smoothed and "smoothing" in order and "temperature" in order:
+        order.remove("smoothing")
+        order.insert(order.index("temperature") + 1, "smoothing")
+    target = values.get("adaptive_target", -1.0)
+    if isinstance(target, int | float) and target >= 0.0 and "adaptive_p" in order:
+        order.remove("adaptive_p")
+        order.append("adaptive_p")
+    return None if order == stored else order
+
+
+def _v7(conn: sqlite3.Connection) -> None:
+    """Write each stored order as it ran before version 7."""
+    rows = conn.execute("SELECT reply_id, from_index, settings FROM settings_changes").fetchall()
+    for reply_id, from_index, text in rows:
+        try:
+            values = json.loads(text)
+        except ValueError:
+            continue  # unreadable either way: loading the reply names it
+        if not isinstance(values, dict):
+            continue
+        order = order_before_v7(values)
+        if order is None:
+            continue
+        values["samplers"] = order
+        conn.execute(
+            "UPDATE settings_changes SET settings = ? WHERE reply_id = ? AND from_index = ?",
+            (json.dumps(values, sort_keys=True), reply_id, from_index),
+        )
+
+
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     1: lambda conn: _run_script(conn, _V1),
     2: lambda conn: _run_script(conn, _V2),
@@ -284,6 +335,7 @@ MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
     4: _v4,
     5: _v5,
     6: lambda conn: _run_script(conn, "ALTER TABLE replies ADD COLUMN loop TEXT"),
+    7: _v7,
 }
 """Migration to version N (from N - 1)."""
 

@@ -1,4 +1,4 @@
--- The chat database's schema at version 6 (PRAGMA user_version), as a
+-- The chat database's schema at version 7 (PRAGMA user_version), as a
 -- new database gets it by running every migration in backend/store/schema.py. Written
 -- by backend.store.schema_text.write_schema_file; a test checks it against a new one.
 
@@ -84,4 +84,4 @@ CREATE INDEX replies_by_message ON replies(message_id);
 
 CREATE INDEX replies_by_parent ON replies(parent_id);
 
-PRAGMA user_version = 6;
+PRAGMA user_version = 7;

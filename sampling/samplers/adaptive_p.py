@@ -37,13 +37,12 @@ import numpy.typing as npt
 
 from sampling.candidates import Candidates
 from sampling.engine import Kept
-from sampling.logits import FloatArray
+from sampling.placement import LAST, Placement
 from sampling.samplers.unit import UnitKind, UnitState
 from sampling.setting_spec import SettingSpec, SliderRange
-from sampling.workspace import Workspace
 
 if TYPE_CHECKING:
-    from sampling.rng import UniformSource
+    from sampling.samplers.unit import StepContext
     from sampling.settings import SamplerSettings
 
 SETTINGS = (
@@ -170,7 +169,7 @@ class AdaptiveP:
 
     name: ClassVar[str] = "adaptive_p"
     kind: ClassVar[UnitKind] = "candidates"
-    in_order: ClassVar[bool] = True
+    placement: ClassVar[Placement] = LAST
     specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
     group_titles: ClassVar[Mapping[str, str]] = {"adaptive": "adaptive-p"}
     label: ClassVar[str] = "adapt-p"
@@ -193,9 +192,14 @@ class AdaptiveP:
         self.reset()
 
     @classmethod
+    def is_on(cls, settings: SamplerSettings) -> bool:
+        """On when settings.adaptive_target >= 0.0."""
+        return settings.adaptive_target >= 0.0
+
+    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> AdaptiveP | None:
         """Built when adaptive_target is on (not negative)."""
-        if settings.adaptive_target < 0.0:
+        if not cls.is_on(settings):
             return None
         return cls(settings.adaptive_target, settings.adaptive_decay)
 
@@ -211,9 +215,11 @@ class AdaptiveP:
         """The token the last draw chose, until the sequence takes one (or None)."""
         return None if self.pending is None else self.pending[0]
 
-    def begin(self, source: UniformSource) -> None:
-        """Nothing to draw: the sampler draws the token."""
-        del source
+    def begin(self, step: StepContext) -> None:
+        """Take a recorded step's target to use once, when the step pins one (nothing
+        to draw: the sampler draws the token)."""
+        if step.pinned_target is not None:
+            self.pinned = step.pinned_target
 
     def apply(self, candidates: Candidates) -> None:
         """Settle the last draw against the token the history took (see `take`)."""
@@ -221,18 +227,20 @@ class AdaptiveP:
             history = candidates.history
             self.take(int(history[-1]) if len(history) else None)
 
-    def reshape(self, kept: Kept, logits: FloatArray, workspace: Workspace) -> Kept:
-        """The distribution to draw from: `kept` transformed around the adapted target.
+    def reshape(self, kept: Kept, candidates: Candidates) -> Kept:
+        """The distribution to draw from: `kept` transformed around the adapted target
+        (which the step's record shows: `Candidates.adapted_target`).
 
         Args:
             kept: The kept set's distribution (its probabilities are the originals).
-            logits: The logits it was computed from (a -inf logit stays out).
-            workspace: Scratch buffers (the result of a whole-vocabulary step lives in
-                one, valid until the next step).
+            candidates: The step it ends: the logits `kept` was computed from (a -inf
+                logit stays out) and the scratch buffers (the result of a
+                whole-vocabulary step lives in one, valid until the next step).
         """
+        logits, workspace = candidates.logits, candidates.workspace
         self._original = kept
         self.pending = None
-        adapted = self.last_target = self.current_target
+        adapted = self.last_target = candidates.adapted_target = self.current_target
         self.pinned = None
         if kept.ids is None:
             size = logits.shape[0]

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from sampling.candidates import Candidates
+from sampling.placement import IN_ORDER, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 from sampling.vocabulary import BreakerHeads, breaker_heads
@@ -101,7 +102,7 @@ class Dry(Stateless):
 
     name: ClassVar[str] = "dry"
     kind: ClassVar[UnitKind] = "logits"
-    in_order: ClassVar[bool] = True
+    placement: ClassVar[Placement] = IN_ORDER
     specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
     group_titles: ClassVar[Mapping[str, str]] = {"dry": "DRY: repeated sequences"}
     label: ClassVar[str] = "dry"
@@ -113,9 +114,14 @@ class Dry(Stateless):
     breakers: tuple[str, ...]
 
     @classmethod
+    def is_on(cls, settings: SamplerSettings) -> bool:
+        """On when settings.dry_multiplier != 0.0 and settings.dry_penalty_last_n != 0."""
+        return settings.dry_multiplier != 0.0 and settings.dry_penalty_last_n != 0
+
+    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> Dry | None:
         """Built when DRY is on (multiplier > 0, last-n not 0)."""
-        if settings.dry_multiplier == 0.0 or settings.dry_penalty_last_n == 0:
+        if not cls.is_on(settings):
             return None
         return cls(
             settings.dry_multiplier,

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sampling.candidates import Candidates
+from sampling.placement import CUTOFF, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 from sampling.weight_floor import cut_below_weight, kept_normaliser
@@ -70,7 +71,7 @@ class EpsilonCutoff(Stateless):
 
     name: ClassVar[str] = "epsilon_cutoff"
     kind: ClassVar[UnitKind] = "candidates"
-    in_order: ClassVar[bool] = True
+    placement: ClassVar[Placement] = CUTOFF
     specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
     group_titles: ClassVar[Mapping[str, str]] = {"cutoffs": "cutoffs: top-a · tail-free · ε · η"}
     label: ClassVar[str] = "epsilon"
@@ -78,9 +79,14 @@ class EpsilonCutoff(Stateless):
     epsilon: float
 
     @classmethod
+    def is_on(cls, settings: SamplerSettings) -> bool:
+        """On when settings.epsilon_cutoff > 0.0."""
+        return settings.epsilon_cutoff > 0.0
+
+    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> EpsilonCutoff | None:
         """Built when epsilon_cutoff is on (> 0)."""
-        return cls(settings.epsilon_cutoff) if settings.epsilon_cutoff > 0.0 else None
+        return cls(settings.epsilon_cutoff) if cls.is_on(settings) else None
 
     def apply(self, candidates: Candidates) -> None:
         """Cut the kept set to the tokens at least epsilon probable."""

@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sampling.candidates import Candidates
+from sampling.placement import CUTOFF, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 from sampling.weight_floor import cut_below_weight, kept_normaliser_and_entropy
@@ -69,7 +70,7 @@ class EtaCutoff(Stateless):
 
     name: ClassVar[str] = "eta_cutoff"
     kind: ClassVar[UnitKind] = "candidates"
-    in_order: ClassVar[bool] = True
+    placement: ClassVar[Placement] = CUTOFF
     specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
     group_titles: ClassVar[Mapping[str, str]] = {"cutoffs": "cutoffs: top-a · tail-free · ε · η"}
     label: ClassVar[str] = "eta"
@@ -77,9 +78,14 @@ class EtaCutoff(Stateless):
     epsilon: float
 
     @classmethod
+    def is_on(cls, settings: SamplerSettings) -> bool:
+        """On when settings.eta_cutoff > 0.0."""
+        return settings.eta_cutoff > 0.0
+
+    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> EtaCutoff | None:
         """Built when eta_cutoff is on (> 0)."""
-        return cls(settings.eta_cutoff) if settings.eta_cutoff > 0.0 else None
+        return cls(settings.eta_cutoff) if cls.is_on(settings) else None
 
     def apply(self, candidates: Candidates) -> None:
         """Cut the kept set to the tokens at least eta probable."""

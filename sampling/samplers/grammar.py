@@ -32,11 +32,12 @@ from sampling.candidates import Candidates
 from sampling.constraint import ConstraintSource, GrammarSpec, TokenConstraint
 from sampling.errors import GrammarDeadEnd, GrammarError
 from sampling.ordering import sort_descending
+from sampling.placement import CONSTRAINT, Placement
 from sampling.samplers.unit import UnitKind, UnitState
 from sampling.setting_spec import SettingSpec
 
 if TYPE_CHECKING:
-    from sampling.rng import UniformSource
+    from sampling.samplers.unit import StepContext
     from sampling.settings import SamplerSettings
 
 SETTINGS = (
@@ -108,7 +109,7 @@ class Grammar:
 
     name: ClassVar[str] = "grammar"
     kind: ClassVar[UnitKind] = "candidates"
-    in_order: ClassVar[bool] = False
+    placement: ClassVar[Placement] = CONSTRAINT
     specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
     group_titles: ClassVar[Mapping[str, str]] = {"grammar": "grammar (runs first)"}
     label: ClassVar[str] = "grammar"
@@ -124,14 +125,21 @@ class Grammar:
     forced: bool = False
 
     @classmethod
+    def is_on(cls, settings: SamplerSettings) -> bool:
+        """On when bool(settings.json_schema.strip() or settings.grammar.strip())."""
+        return bool(settings.json_schema.strip() or settings.grammar.strip())
+
+    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> Grammar | None:
         """Built when the settings give a grammar or a JSON schema."""
         spec = GrammarSpec.from_settings(settings)
         return None if spec is None else cls(spec)
 
-    def begin(self, source: UniformSource) -> None:
-        """A step begins: the reply has one more token after it (nothing is drawn)."""
-        del source
+    def begin(self, step: StepContext) -> None:
+        """A step begins: the reply has one more token after it (nothing is drawn),
+        counted from the length the step gives when it continues the reply elsewhere."""
+        if step.resumed_at is not None:
+            self.generated = step.resumed_at
         self.step = self.generated
         self.generated += 1
 
@@ -155,8 +163,9 @@ class Grammar:
         total = float(weights.sum())
         kept_mass = float(weights.sum(where=allowed))
         count = int(np.count_nonzero(allowed))
-        self.forced = count == 1
+        self.forced = candidates.forced = count == 1
         self.removed = 0.0 if total <= 0.0 else max(0.0, 1.0 - kept_mass / total)
+        candidates.grammar_removed = self.removed
         if count == 0:
             raise GrammarDeadEnd(
                 f"the grammar ({self.spec.title}) allows none of the {allowed.shape[0]}"

@@ -14,6 +14,7 @@ import numpy as np
 
 from sampling.candidates import Candidates
 from sampling.errors import LogitsError
+from sampling.placement import FIRST, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec
 
@@ -45,7 +46,7 @@ class LogitBias(Stateless):
 
     name: ClassVar[str] = "logit_bias"
     kind: ClassVar[UnitKind] = "logits"
-    in_order: ClassVar[bool] = False
+    placement: ClassVar[Placement] = FIRST
     specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
     group_titles: ClassVar[Mapping[str, str]] = {"bias": "logit bias"}
     label: ClassVar[str] = "ban"
@@ -54,9 +55,14 @@ class LogitBias(Stateless):
     biases: tuple[float, ...]
 
     @classmethod
+    def is_on(cls, settings: SamplerSettings) -> bool:
+        """On when bool(settings.logit_bias)."""
+        return bool(settings.logit_bias)
+
+    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> LogitBias | None:
         """Built when some token has a bias."""
-        if not settings.logit_bias:
+        if not cls.is_on(settings):
             return None
         ids, biases = zip(*settings.logit_bias, strict=True)
         return cls(tuple(ids), tuple(biases))

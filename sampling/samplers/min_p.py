@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from sampling.candidates import Candidates
+from sampling.placement import IN_ORDER, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 
@@ -41,7 +42,7 @@ class MinP(Stateless):
 
     name: ClassVar[str] = "min_p"
     kind: ClassVar[UnitKind] = "candidates"
-    in_order: ClassVar[bool] = True
+    placement: ClassVar[Placement] = IN_ORDER
     specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
     group_titles: ClassVar[Mapping[str, str]] = {}
     label: ClassVar[str] = "min-p"
@@ -49,9 +50,14 @@ class MinP(Stateless):
     min_p: float
 
     @classmethod
+    def is_on(cls, settings: SamplerSettings) -> bool:
+        """On when settings.min_p > 0.0."""
+        return settings.min_p > 0.0
+
+    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> MinP | None:
         """Built when min_p is on (> 0)."""
-        return cls(settings.min_p) if settings.min_p > 0.0 else None
+        return cls(settings.min_p) if cls.is_on(settings) else None
 
     def apply(self, candidates: Candidates) -> None:
         """Cut the kept set to the tokens at least min_p as probable as the top one."""

@@ -21,11 +21,12 @@ import numpy as np
 from sampling.candidates import Candidates
 from sampling.errors import LogitsError
 from sampling.logits import FloatArray
+from sampling.placement import BAN, Placement
 from sampling.samplers.unit import UnitKind, UnitState
 from sampling.setting_spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
-    from sampling.rng import UniformSource
+    from sampling.samplers.unit import StepContext
     from sampling.settings import SamplerSettings
 
 SETTINGS = (
@@ -83,7 +84,7 @@ class MinTokens:
     (`begin`, which the sampler calls once a step, before any unit applies and
     whether or not the temperature is 0; it draws nothing), so a step run again
     (a plugin switched off) is not counted twice; a what-if or a branch of step n
-    starts it at n (`Sampler.resume`).
+    starts it at n (`Sampler.resume`, through the step's context).
 
     Attributes:
         count: The reply's minimum length in tokens (> 0).
@@ -92,7 +93,7 @@ class MinTokens:
 
     name: ClassVar[str] = "min_tokens"
     kind: ClassVar[UnitKind] = "logits"
-    in_order: ClassVar[bool] = False
+    placement: ClassVar[Placement] = BAN
     specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
     group_titles: ClassVar[Mapping[str, str]] = {"min_tokens": "min tokens: no early end"}
     label: ClassVar[str] = "min-tok"
@@ -106,13 +107,22 @@ class MinTokens:
     `probabilities`, which reads `generated`)."""
 
     @classmethod
+    def is_on(cls, settings: SamplerSettings) -> bool:
+        """On when settings.min_tokens > 0."""
+        return settings.min_tokens > 0
+
+    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> MinTokens | None:
         """Built when min_tokens is on (> 0)."""
-        return cls(settings.min_tokens) if settings.min_tokens > 0 else None
+        return cls(settings.min_tokens) if cls.is_on(settings) else None
 
-    def begin(self, source: UniformSource) -> None:
-        """A step begins: it counts one more token of the reply (nothing is drawn)."""
-        del source
+    def begin(self, step: StepContext) -> None:
+        """A step begins: it counts one more token of the reply (nothing is drawn),
+        from the length the step gives when it continues the reply elsewhere."""
+        if step.end_of_generation:
+            self.end_of_generation = step.end_of_generation
+        if step.resumed_at is not None:
+            self.generated = step.resumed_at
         self.step = self.generated
         self.generated += 1
 

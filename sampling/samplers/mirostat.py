@@ -1,7 +1,8 @@
 """Mirostat 1 and 2 (llama.cpp's `mirostat` and `mirostat_v2`).
 
 It runs outside the order, as in llama.cpp's common sampler: when on, the chain
-after the logit bias is a plain temperature and mirostat alone. Both versions keep
+after the logit bias (and a ban, a grammar) is a plain temperature and mirostat
+alone; mirostat sets that temperature itself (its placement replaces the order). Both versions keep
 a prefix of the order sized from the state mu, which each draw updates.
 """
 
@@ -15,12 +16,12 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from sampling.candidates import Candidates
+from sampling.placement import REPLACES_ORDER, Placement
 from sampling.samplers.unit import UnitState
 from sampling.setting_spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
-    from sampling.rng import UniformSource
-    from sampling.samplers.unit import UnitKind
+    from sampling.samplers.unit import StepContext, UnitKind
     from sampling.settings import SamplerSettings
 
 SETTINGS = (
@@ -92,11 +93,13 @@ class Mirostat:
         version: 1 or 2.
         tau: The target surprise, in bits (mu starts at 2 * tau).
         eta: The learning rate.
+        temperature: The plain temperature it reads the logits at (dynamic
+            temperature does not apply under mirostat, as in llama.cpp).
     """
 
     name: ClassVar[str] = "mirostat"
     kind: ClassVar[UnitKind] = "candidates"
-    in_order: ClassVar[bool] = False
+    placement: ClassVar[Placement] = REPLACES_ORDER
     specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
     group_titles: ClassVar[Mapping[str, str]] = {"mirostat": "mirostat"}
     label: ClassVar[str] = "mirostat"
@@ -105,26 +108,36 @@ class Mirostat:
     version: int
     tau: float = 5.0
     eta: float = 0.1
+    temperature: float = 1.0
     _mu: float | None = field(default=None, compare=False)
+
+    @classmethod
+    def is_on(cls, settings: SamplerSettings) -> bool:
+        """On when settings.mirostat != 0."""
+        return settings.mirostat != 0
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> Mirostat | None:
         """Built when mirostat is 1 or 2."""
-        if not settings.mirostat:
+        if not cls.is_on(settings):
             return None
-        return cls(settings.mirostat, settings.mirostat_tau, settings.mirostat_eta)
+        return cls(
+            settings.mirostat, settings.mirostat_tau, settings.mirostat_eta, settings.temperature
+        )
 
     @property
     def mu(self) -> float:
         """mu for the next step."""
         return 2.0 * self.tau if self._mu is None else self._mu
 
-    def begin(self, source: UniformSource) -> None:
+    def begin(self, step: StepContext) -> None:
         """Nothing to draw: the sampler draws the token."""
-        del source
+        del step
 
     def apply(self, candidates: Candidates) -> None:
-        """Cut the kept set to the size mu asks for."""
+        """Read the logits at the plain temperature, then cut the kept set to the size
+        mu asks for."""
+        candidates.temperature = self.temperature
         mu = self.mu
         weights = candidates.weights()
         total = float(weights.sum())

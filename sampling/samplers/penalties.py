@@ -13,6 +13,7 @@ import numpy as np
 
 from sampling.candidates import Candidates
 from sampling.penalties import penalized_logits
+from sampling.placement import IN_ORDER, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 
@@ -84,7 +85,7 @@ class Penalties(Stateless):
 
     name: ClassVar[str] = "penalties"
     kind: ClassVar[UnitKind] = "logits"
-    in_order: ClassVar[bool] = True
+    placement: ClassVar[Placement] = IN_ORDER
     specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
     group_titles: ClassVar[Mapping[str, str]] = {"penalties": "penalties"}
     label: ClassVar[str] = "penalties"
@@ -92,9 +93,14 @@ class Penalties(Stateless):
     settings: SamplerSettings
 
     @classmethod
+    def is_on(cls, settings: SamplerSettings) -> bool:
+        """On when settings.penalizes."""
+        return settings.penalizes
+
+    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> Penalties | None:
         """Built when some penalty can change a logit."""
-        return cls(settings) if settings.penalizes else None
+        return cls(settings) if cls.is_on(settings) else None
 
     def apply(self, candidates: Candidates) -> None:
         """Replace the logits by a penalised copy, with their new maximum."""

@@ -28,6 +28,7 @@ import numpy.typing as npt
 
 from sampling.candidates import Candidates
 from sampling.engine import scaled_gaps
+from sampling.placement import Placement, right_after
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 
@@ -114,7 +115,7 @@ class Smoothing(Stateless):
 
     name: ClassVar[str] = "smoothing"
     kind: ClassVar[UnitKind] = "candidates"
-    in_order: ClassVar[bool] = True
+    placement: ClassVar[Placement] = right_after("temperature")
     specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
     group_titles: ClassVar[Mapping[str, str]] = {"smoothing": "smoothing: quadratic sampling"}
     label: ClassVar[str] = "smooth"
@@ -123,9 +124,14 @@ class Smoothing(Stateless):
     curve: float
 
     @classmethod
+    def is_on(cls, settings: SamplerSettings) -> bool:
+        """On when settings.smoothing_factor > 0.0."""
+        return settings.smoothing_factor > 0.0
+
+    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> Smoothing | None:
         """Built when smoothing_factor is on (> 0)."""
-        if settings.smoothing_factor <= 0.0:
+        if not cls.is_on(settings):
             return None
         return cls(settings.smoothing_factor, settings.smoothing_curve)
 

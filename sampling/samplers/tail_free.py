@@ -23,6 +23,7 @@ import numpy.typing as npt
 from sampling.candidates import Candidates
 from sampling.engine import vocabulary_weights, weights_of
 from sampling.ordering import IdArray, descending_bands
+from sampling.placement import CUTOFF, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 
@@ -118,7 +119,7 @@ class TailFree(Stateless):
 
     name: ClassVar[str] = "tfs"
     kind: ClassVar[UnitKind] = "candidates"
-    in_order: ClassVar[bool] = True
+    placement: ClassVar[Placement] = CUTOFF
     specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
     group_titles: ClassVar[Mapping[str, str]] = {"cutoffs": "cutoffs: top-a · tail-free · ε · η"}
     label: ClassVar[str] = "tfs"
@@ -126,9 +127,14 @@ class TailFree(Stateless):
     z: float
 
     @classmethod
+    def is_on(cls, settings: SamplerSettings) -> bool:
+        """On when settings.tfs < 1.0."""
+        return settings.tfs < 1.0
+
+    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> TailFree | None:
         """Built when tfs is on (< 1)."""
-        return cls(settings.tfs) if settings.tfs < 1.0 else None
+        return cls(settings.tfs) if cls.is_on(settings) else None
 
     def apply(self, candidates: Candidates) -> None:
         """Cut the kept set where the tail begins."""

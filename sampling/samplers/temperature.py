@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from sampling.candidates import Candidates
+from sampling.placement import IN_ORDER, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 
@@ -86,7 +87,7 @@ class Temperature(Stateless):
 
     name: ClassVar[str] = "temperature"
     kind: ClassVar[UnitKind] = "candidates"
-    in_order: ClassVar[bool] = True
+    placement: ClassVar[Placement] = IN_ORDER
     specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
     group_titles: ClassVar[Mapping[str, str]] = {"dynatemp": "dynamic temperature"}
     label: ClassVar[str] = "temp"
@@ -96,9 +97,14 @@ class Temperature(Stateless):
     exponent: float = 1.0
 
     @classmethod
+    def is_on(cls, settings: SamplerSettings) -> bool:
+        """On when not settings.greedy."""
+        return not settings.greedy
+
+    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> Temperature | None:
         """Built unless the temperature means greedy."""
-        if settings.greedy:
+        if not cls.is_on(settings):
             return None
         return cls(settings.temperature, settings.dynatemp_range, settings.dynatemp_exponent)
 

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sampling.candidates import Candidates
+from sampling.placement import CUTOFF, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 from sampling.weight_floor import cut_below_weight, kept_normaliser
@@ -69,7 +70,7 @@ class TopA(Stateless):
 
     name: ClassVar[str] = "top_a"
     kind: ClassVar[UnitKind] = "candidates"
-    in_order: ClassVar[bool] = True
+    placement: ClassVar[Placement] = CUTOFF
     specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
     group_titles: ClassVar[Mapping[str, str]] = {"cutoffs": "cutoffs: top-a · tail-free · ε · η"}
     label: ClassVar[str] = "top-a"
@@ -77,9 +78,14 @@ class TopA(Stateless):
     a: float
 
     @classmethod
+    def is_on(cls, settings: SamplerSettings) -> bool:
+        """On when settings.top_a > 0.0."""
+        return settings.top_a > 0.0
+
+    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> TopA | None:
         """Built when top_a is on (> 0)."""
-        return cls(settings.top_a) if settings.top_a > 0.0 else None
+        return cls(settings.top_a) if cls.is_on(settings) else None
 
     def apply(self, candidates: Candidates) -> None:
         """Cut the kept set to the tokens with p >= a * p_max²."""

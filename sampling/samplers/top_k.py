@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from sampling.candidates import Candidates
+from sampling.placement import IN_ORDER, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 
@@ -41,7 +42,7 @@ class TopK(Stateless):
 
     name: ClassVar[str] = "top_k"
     kind: ClassVar[UnitKind] = "candidates"
-    in_order: ClassVar[bool] = True
+    placement: ClassVar[Placement] = IN_ORDER
     specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
     group_titles: ClassVar[Mapping[str, str]] = {}
     label: ClassVar[str] = "top-k"
@@ -49,9 +50,14 @@ class TopK(Stateless):
     k: int
 
     @classmethod
+    def is_on(cls, settings: SamplerSettings) -> bool:
+        """On when settings.top_k > 0."""
+        return settings.top_k > 0
+
+    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> TopK | None:
         """Built when top_k is on (> 0)."""
-        return cls(settings.top_k) if settings.top_k > 0 else None
+        return cls(settings.top_k) if cls.is_on(settings) else None
 
     def apply(self, candidates: Candidates) -> None:
         """Keep the first k of the order."""

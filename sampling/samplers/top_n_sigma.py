@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from sampling.candidates import Candidates
+from sampling.placement import IN_ORDER, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 
@@ -46,7 +47,7 @@ class TopNSigma(Stateless):
 
     name: ClassVar[str] = "top_n_sigma"
     kind: ClassVar[UnitKind] = "candidates"
-    in_order: ClassVar[bool] = True
+    placement: ClassVar[Placement] = IN_ORDER
     specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
     group_titles: ClassVar[Mapping[str, str]] = {"typical": "typical-p · top-n-σ"}
     label: ClassVar[str] = "top-n-σ"
@@ -54,9 +55,14 @@ class TopNSigma(Stateless):
     n: float
 
     @classmethod
+    def is_on(cls, settings: SamplerSettings) -> bool:
+        """On when settings.top_n_sigma > 0.0."""
+        return settings.top_n_sigma > 0.0
+
+    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> TopNSigma | None:
         """Built when top_n_sigma is on (> 0)."""
-        return cls(settings.top_n_sigma) if settings.top_n_sigma > 0.0 else None
+        return cls(settings.top_n_sigma) if cls.is_on(settings) else None
 
     def apply(self, candidates: Candidates) -> None:
         """Cut the kept set to the logits within n standard deviations of the top."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from sampling.candidates import Candidates
+from sampling.placement import IN_ORDER, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 
@@ -57,7 +58,7 @@ class TopP(Stateless):
 
     name: ClassVar[str] = "top_p"
     kind: ClassVar[UnitKind] = "candidates"
-    in_order: ClassVar[bool] = True
+    placement: ClassVar[Placement] = IN_ORDER
     specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
     group_titles: ClassVar[Mapping[str, str]] = {}
     label: ClassVar[str] = "top-p"
@@ -66,9 +67,14 @@ class TopP(Stateless):
     scope: TopPScope
 
     @classmethod
+    def is_on(cls, settings: SamplerSettings) -> bool:
+        """On when settings.top_p < 1.0."""
+        return settings.top_p < 1.0
+
+    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> TopP | None:
         """Built when top_p is on (< 1)."""
-        return cls(settings.top_p, settings.top_p_scope) if settings.top_p < 1.0 else None
+        return cls(settings.top_p, settings.top_p_scope) if cls.is_on(settings) else None
 
     def apply(self, candidates: Candidates) -> None:
         """Cut the kept set to the prefix that reaches p."""

@@ -13,6 +13,7 @@ import numpy.typing as npt
 
 from sampling.candidates import Candidates
 from sampling.ordering import stable_argsort
+from sampling.placement import IN_ORDER, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 
@@ -46,7 +47,7 @@ class Typical(Stateless):
 
     name: ClassVar[str] = "typ_p"
     kind: ClassVar[UnitKind] = "candidates"
-    in_order: ClassVar[bool] = True
+    placement: ClassVar[Placement] = IN_ORDER
     specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
     group_titles: ClassVar[Mapping[str, str]] = {"typical": "typical-p · top-n-σ"}
     label: ClassVar[str] = "typical"
@@ -54,9 +55,14 @@ class Typical(Stateless):
     p: float
 
     @classmethod
+    def is_on(cls, settings: SamplerSettings) -> bool:
+        """On when settings.typical_p < 1.0."""
+        return settings.typical_p < 1.0
+
+    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> Typical | None:
         """Built when typical_p is on (< 1)."""
-        return cls(settings.typical_p) if settings.typical_p < 1.0 else None
+        return cls(settings.typical_p) if cls.is_on(settings) else None
 
     def apply(self, candidates: Candidates) -> None:
         """Keep the most typical tokens until their mass exceeds p."""

@@ -8,10 +8,15 @@ Units come in two kinds, and a chain keeps them in this order:
   names itself as the cut; the temperature sets the temperature the later units
   and the final distribution read the logits at.
 
-A unit is built from the settings (`from_settings`) whenever they change, and a
-unit the settings turn off is not built at all. Every step, a unit that draws from
-the sampler's generator is handed it first (`begin`); the units of the chain then
-`apply` in order; after the draw each of them hears the token drawn (`accept`).
+A unit declares where it runs (`placement`, `sampling.placement`) and when it is on
+(`is_on`); the order a settings record stores and the chain that runs are both
+derived from those two. A unit is built from the settings (`from_settings`) whenever
+they change, and a unit the settings turn off is not built at all. Every step, a
+unit that reads the step's context (the generator it draws from, the reply's length
+when a step continues it elsewhere, the end-of-generation tokens, a pinned target)
+hears it first (`begin`); the units of the chain then `apply` in order; after the
+draw each of them hears the token drawn (`accept`). A unit placed last may reshape
+the distribution the chain ends with (`Reshaping`).
 A unit keeps its own state (mirostat's mu): `state` is a snapshot of it, which
 `restore` puts back, and `reset` starts it afresh. When the settings change, each
 new unit is handed the state of the unit of its name that ran before (`restore`),
@@ -23,12 +28,15 @@ Units without state derive from `Stateless`, which answers all of that for them.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from typing import TYPE_CHECKING, ClassVar, Literal, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, runtime_checkable
 
+from sampling.placement import IN_ORDER, Placement
 from sampling.setting_spec import SettingSpec
 
 if TYPE_CHECKING:
     from sampling.candidates import Candidates
+    from sampling.engine import Kept
     from sampling.rng import UniformSource
     from sampling.settings import SamplerSettings
 
@@ -36,6 +44,28 @@ UnitKind = Literal["logits", "candidates"]
 
 UnitState = Hashable | None
 """A snapshot of a unit's state: an immutable value (None for a unit without state)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StepContext:
+    """What a step tells the units before any of them applies (`begin`).
+
+    Attributes:
+        source: The sampler's generator, to draw from (None: no draw this step, as
+            for `probabilities`; XTC then applies).
+        resumed_at: How many tokens the reply has when the step continues it
+            elsewhere (a what-if, a branch, a beam: `Sampler.resume`); None when the
+            step follows the last one.
+        end_of_generation: The tokens a ban of the reply's end bans (empty: the
+            vocabulary's own).
+        pinned_target: A recorded step's adapted target that this step uses instead
+            of adaptive-p's moving average (a what-if of that step), or None.
+    """
+
+    source: UniformSource | None = None
+    resumed_at: int | None = None
+    end_of_generation: tuple[int, ...] = ()
+    pinned_target: float | None = None
 
 
 class SamplerUnit(Protocol):
@@ -46,20 +76,23 @@ class SamplerUnit(Protocol):
             the name its cuts carry in the record.
         kind: "logits" (rewrites the logits before their order is read) or
             "candidates" (reads the order: filters and the temperature).
-        in_order: Whether an order may name it; the logit bias (always first) and
-            mirostat (which replaces the order) run outside it, as in llama.cpp.
+        placement: Where it runs: first, a ban or a constraint outside the order, a
+            place in the order (joining it once switched on, for the samplers
+            llama.cpp's chain lacks), right after another unit, last, or instead
+            of the order (`sampling.placement`).
         specs: The settings it owns, each declared once: the flag, the panel's
             control, the compare key and the config key derive from the entry.
         group_titles: The title of each panel group its settings open (a group
             two units share may be titled by both, alike).
         label: Its name on the probability panel's bars (at most 8 cells).
         row_label: Its name on a row it removed (at most 6 cells).
-        draws: Whether it draws from the sampler's generator each step (`begin`).
+        draws: Whether it hears each step's context (`begin`): it draws from the
+            sampler's generator, or counts the reply's tokens.
     """
 
     name: ClassVar[str]
     kind: ClassVar[UnitKind]
-    in_order: ClassVar[bool]
+    placement: ClassVar[Placement]
     specs: ClassVar[tuple[SettingSpec, ...]]
     group_titles: ClassVar[Mapping[str, str]]
     label: ClassVar[str]
@@ -67,12 +100,19 @@ class SamplerUnit(Protocol):
     draws: ClassVar[bool]
 
     @classmethod
+    def is_on(cls, settings: SamplerSettings) -> bool:
+        """Its on-rule: whether `settings` switch it on (`from_settings` builds it)."""
+        ...
+
+    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> SamplerUnit | None:
         """The unit with its parameters from `settings`; None when they turn it off."""
         ...
 
-    def begin(self, source: UniformSource) -> None:
-        """Draw what this step needs from the sampler's generator (when `draws`).
+    def begin(self, step: StepContext) -> None:
+        """Take what this step needs from its context: draw from the generator, count
+        the reply's tokens (every step when `draws`; every unit held when a step
+        resumes a reply elsewhere or pins a target).
 
         Called before any unit applies, whether or not the order runs this unit,
         so that the stream of draws depends on the settings alone.
@@ -117,11 +157,16 @@ class RunningUnit(Protocol):
         ...
 
     @property
-    def draws(self) -> bool:
-        """Whether it draws from the generator each step."""
+    def placement(self) -> Placement:
+        """Where it runs."""
         ...
 
-    def begin(self, source: UniformSource) -> None:
+    @property
+    def draws(self) -> bool:
+        """Whether it hears each step's context."""
+        ...
+
+    def begin(self, step: StepContext) -> None:
         """As `SamplerUnit.begin`."""
         ...
 
@@ -147,16 +192,37 @@ class RunningUnit(Protocol):
         ...
 
 
+@runtime_checkable
+class Reshaping(Protocol):
+    """A unit placed last that reshapes the distribution the chain ends with."""
+
+    def reshape(self, kept: Kept, candidates: Candidates) -> Kept:
+        """The distribution to draw from instead of `kept` (the chain's own)."""
+        ...
+
+
 class Stateless:
-    """The interface's answers for a unit that keeps nothing between steps."""
+    """The interface's answers for a unit that keeps nothing between steps.
+
+    A plugin takes its placement (a place in the order) and its on-rule (built by
+    `from_settings`) from here too; a built-in unit declares both itself (the
+    registry checks so).
+    """
 
     __slots__ = ()
 
     draws: ClassVar[bool] = False
+    placement: ClassVar[Placement] = IN_ORDER
 
-    def begin(self, source: UniformSource) -> None:
-        """Nothing to draw."""
-        del source
+    @classmethod
+    def is_on(cls, settings: SamplerSettings) -> bool:
+        """On when `from_settings` builds the unit."""
+        from_settings = getattr(cls, "from_settings", None)
+        return from_settings is not None and from_settings(settings) is not None
+
+    def begin(self, step: StepContext) -> None:
+        """Nothing to take from the step."""
+        del step
 
     def accept(self, token: int, prob: float) -> None:
         """Nothing to learn from the token."""

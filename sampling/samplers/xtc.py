@@ -11,11 +11,12 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from sampling.candidates import Candidates
+from sampling.placement import IN_ORDER, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
-    from sampling.rng import UniformSource
+    from sampling.samplers.unit import StepContext
     from sampling.settings import SamplerSettings
 
 SETTINGS = (
@@ -63,7 +64,7 @@ class Xtc(Stateless):
 
     name: ClassVar[str] = "xtc"
     kind: ClassVar[UnitKind] = "candidates"
-    in_order: ClassVar[bool] = True
+    placement: ClassVar[Placement] = IN_ORDER
     specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
     group_titles: ClassVar[Mapping[str, str]] = {"xtc": "XTC: exclude top choices"}
     label: ClassVar[str] = "xtc"
@@ -75,16 +76,22 @@ class Xtc(Stateless):
     """This step's coin, in [0, 1) (0.0 until a generator is handed: XTC applies)."""
 
     @classmethod
+    def is_on(cls, settings: SamplerSettings) -> bool:
+        """On when settings.xtc_probability > 0.0 and settings.xtc_threshold <= 0.5."""
+        return settings.xtc_probability > 0.0 and settings.xtc_threshold <= 0.5
+
+    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> Xtc | None:
         """Built when XTC is on (probability > 0, threshold <= 0.5)."""
-        if settings.xtc_probability <= 0.0 or settings.xtc_threshold > 0.5:
+        if not cls.is_on(settings):
             return None
         return cls(settings.xtc_probability, settings.xtc_threshold)
 
-    def begin(self, source: UniformSource) -> None:
-        """Roll this step's coin (none is needed when XTC always applies)."""
-        if self.probability < 1.0:
-            self.roll = source.uniform()
+    def begin(self, step: StepContext) -> None:
+        """Roll this step's coin (none is needed when XTC always applies, nor taken
+        without a generator: XTC then applies)."""
+        if self.probability < 1.0 and step.source is not None:
+            self.roll = step.source.uniform()
 
     def apply(self, candidates: Candidates) -> None:
         """Remove the head of the order: the top choices but the least probable of them."""

@@ -108,8 +108,8 @@ def float32_first_step(logits: Logits, target: float) -> npt.NDArray[np.float32]
 
 def adaptive_of(chain: Chain) -> AdaptiveP:
     """The chain's adaptive-p unit (it keeps the state from step to step)."""
-    adaptive = chain.adaptive
-    assert adaptive is not None
+    adaptive = chain.held.get("adaptive_p")
+    assert isinstance(adaptive, AdaptiveP)
     return adaptive
 
 

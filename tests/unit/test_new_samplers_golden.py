@@ -18,7 +18,9 @@ import pytest
 
 from sampling import Sampler, SamplerSettings, probabilities
 from sampling.chain import build_chain
-from sampling.registry import CHAT_ORDER, LLAMA_CPP_ORDER, TEMPERATURE_FIRST_ORDER
+from sampling.placement import CUTOFF
+from sampling.registry import CHAT_ORDER, LLAMA_CPP_ORDER, TEMPERATURE_FIRST_ORDER, UNITS
+from sampling.samplers.adaptive_p import AdaptiveP
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tests.golden import LOGITS, TOL, renormalised, softmax
 
@@ -238,8 +240,8 @@ def test_adaptive_p_moving_average_over_steps() -> None:
         weighted_sum = P[step.token_id] + 0.5 * weighted_sum
         total_weight = 1.0 + 0.5 * total_weight
         history.append(step.token_id)
-    unit = sampler.chain.adaptive
-    assert unit is not None
+    unit = sampler.chain.held.get("adaptive_p")
+    assert isinstance(unit, AdaptiveP)
     unit.take(history[-1])  # the last draw counts once the sequence takes it
     assert sampler.adapted_target == pytest.approx(
         min(max(0.8 - weighted_sum / total_weight, 0.0), 1.0), abs=1e-15
@@ -253,8 +255,8 @@ def test_adaptive_p_keeps_its_average_when_another_token_is_taken() -> None:
     forced = (step.token_id + 1) % len(LOGITS)
     after_forced = sampler.sample(np.array(LOGITS), [forced])  # not the drawn token
     assert after_forced.adapted_target == pytest.approx(0.4, abs=1e-15)
-    unit = sampler.chain.adaptive
-    assert unit is not None
+    unit = sampler.chain.held.get("adaptive_p")
+    assert isinstance(unit, AdaptiveP)
     unit.take(after_forced.token_id)  # said explicitly: the average moves
     moved = (0.4 / 0.5 * 0.5 + P[after_forced.token_id]) / (1.0 + 0.5 / 0.5)
     assert sampler.adapted_target == pytest.approx(0.8 - moved, abs=1e-15)
@@ -280,18 +282,23 @@ def test_min_tokens_bans_the_end_until_the_reply_has_n_tokens() -> None:
 
 
 def test_the_default_orders_name_the_new_samplers_where_their_tools_run_them() -> None:
-    assert TEMPERATURE_FIRST_ORDER[-3:] == ("xtc", "smoothing", "adaptive_p")
-    assert CHAT_ORDER[-3:] == ("smoothing", "adaptive_p", "temperature")
+    # Each order names them where they run: smoothing right after the temperature
+    # (its placement), adaptive-p last.
+    assert TEMPERATURE_FIRST_ORDER[2:4] == ("temperature", "smoothing")
+    assert TEMPERATURE_FIRST_ORDER[-2:] == ("xtc", "adaptive_p")
+    assert CHAT_ORDER[-3:] == ("temperature", "smoothing", "adaptive_p")
     # Smoothing runs right after the temperature, and adaptive-p last, either way.
     on = {"smoothing_factor": 0.5, "adaptive_target": 0.3, "top_k": 5}
     for order in (TEMPERATURE_FIRST_ORDER, CHAT_ORDER):
         names = build_chain(SamplerSettings(samplers=order, **on)).names
         assert names[names.index("temperature") :][:2] == ("temperature", "smoothing")
         assert names[-1] == "adaptive_p"
-    cutoffs = ("epsilon_cutoff", "eta_cutoff", "tfs", "top_a", "min_p")
+    # The cutoffs (placed before min-p), in the registry's order, then min-p.
+    cutoffs = (*(unit.name for unit in UNITS if unit.placement == CUTOFF), "min_p")
+    assert cutoffs[:4] == ("epsilon_cutoff", "eta_cutoff", "tfs", "top_a")
     for order in (TEMPERATURE_FIRST_ORDER, CHAT_ORDER):
         at = order.index("epsilon_cutoff")
-        assert order[at : at + 5] == cutoffs
+        assert order[at : at + len(cutoffs)] == cutoffs
     # Without them (all off), new chats run exactly llama.cpp's chain.
     off = DEFAULT_CHAT_SETTINGS.with_changes(top_a=0.0)
     ran = ("top_k", "top_p", "min_p", "temperature")  # penalties at 1.0 are off

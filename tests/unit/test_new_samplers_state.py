@@ -63,12 +63,12 @@ def test_a_live_change_of_target_keeps_the_average_and_reset_starts_afresh() -> 
     plain = settings.with_changes(adaptive_target=-1.0)  # the original distribution
     for logits, token in zip(LOGITS[:3], history, strict=True):
         weighted = probabilities(logits, plain)[token] + 0.5 * weighted
-    unit = sampler.chain.adaptive
+    unit = sampler.chain.held.get("adaptive_p")
     assert isinstance(unit, AdaptiveP)
     assert unit.weighted_sum == pytest.approx(weighted, abs=1e-12) and unit.total_weight == 2.0
     before = unit.state
     sampler.settings = sampler.settings.with_changes(adaptive_target=0.7)
-    moved = sampler.chain.adaptive
+    moved = sampler.chain.held.get("adaptive_p")
     assert isinstance(moved, AdaptiveP) and moved.target == 0.7
     assert isinstance(before, AdaptiveSnapshot)
     assert (moved.weighted_sum, moved.total_weight) == (before.weighted_sum, before.total_weight)

@@ -512,6 +512,8 @@ def mapped_settings(draw: st.DrawFn) -> SamplerSettings:
     changes = {name: draw(st.sampled_from(values)) for name, values in VALUES.items()}
     changes["temperature"] = max(changes["temperature"], changes["dynatemp_range"])
     order = draw(st.permutations(list(CHAT_ORDER[2:])))
+    if changes["adaptive_target"] >= 0.0:  # on, it must end the order (its placement)
+        order = [*(name for name in order if name != "adaptive_p"), "adaptive_p"]
     changes["samplers"] = (*CHAT_ORDER[:2], *order)
     return SamplerSettings(**changes)
 

@@ -22,6 +22,7 @@ from sampling.chain import build_chain
 from sampling.logits import checked_logits
 from sampling.rng import make_source
 from sampling.samplers.mirostat import Mirostat, MirostatState
+from sampling.samplers.unit import StepContext
 from sampling.samplers.xtc import Xtc
 from sampling.workspace import Workspace
 
@@ -145,12 +146,12 @@ def test_xtc_applies_unless_its_coin_is_above_the_chance() -> None:
 
     logits = np.array([3.0, 2.9, 2.8, 0.0, -1.0], dtype=np.float32)
     for roll, applies in ((0.4, True), (0.6, False)):
-        unit.begin(Fixed(roll))  # type: ignore[arg-type]
+        unit.begin(StepContext(Fixed(roll)))  # type: ignore[arg-type]
         candidates = Candidates(*checked_logits(logits), (), Workspace())
         unit.apply(candidates)
         assert (candidates.cut_by == "xtc") == applies
     always = Xtc(1.0, 0.1)
-    always.begin(Fixed(0.99))  # type: ignore[arg-type]
+    always.begin(StepContext(Fixed(0.99)))  # type: ignore[arg-type]
     assert always.roll == 0.0
 
 
@@ -165,7 +166,9 @@ def test_units_restore_what_still_holds() -> None:
     chain = build_chain(SamplerSettings(mirostat=2, top_k=3, xtc_probability=0.5))
     assert set(chain.held) == {"top_k", "temperature", "xtc", "mirostat"}
     assert [unit.name for unit in chain.drawing] == ["xtc"]
-    assert chain.names == ("temperature", "mirostat")
+    # Mirostat runs instead of the order, at its own plain temperature.
+    assert chain.names == ("mirostat",)
+    assert isinstance(chain.units[0], Mirostat) and chain.units[0].temperature == 1.0
 
 
 # --- one view: the same unit on either representation of the kept set -------------

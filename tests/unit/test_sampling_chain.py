@@ -78,13 +78,13 @@ def test_registry_uses_llama_cpp_sampler_names() -> None:
     # llama.cpp's chain, in its order, among the names an order may hold.
     assert [name for name in SAMPLER_NAMES if name in LLAMA_CPP_CHAIN] == list(LLAMA_CPP_CHAIN)
     for name, unit_type in SAMPLERS.items():
-        assert unit_type.name == name and unit_type.in_order
+        assert unit_type.name == name and unit_type.placement.in_order
     # The logits units lead the registry's order, as an order must have them.
     kinds = [SAMPLERS[name].kind for name in SAMPLER_NAMES]
     assert kinds == sorted(kinds, key=lambda kind: kind != "logits")
     assert tuple(n for n in SAMPLER_NAMES if SAMPLERS[n].kind == "logits") == LOGITS_SAMPLERS
     assert {"penalties", "dry"} <= set(LOGITS_SAMPLERS)
-    outside = {unit.name for unit in UNITS if not unit.in_order}
+    outside = {unit.name for unit in UNITS if not unit.placement.in_order}
     assert outside >= {"logit_bias", "mirostat"}
 
 
@@ -103,7 +103,9 @@ def test_the_order_is_samplers_as_given_with_temperature_last_moving_it_last() -
     assert llama_names(DEFAULT_CHAT_SETTINGS.samplers) == LLAMA_CPP_CHAIN
     assert LLAMA_CPP_ORDER == LLAMA_CPP_CHAIN
     assert order_of(DEFAULT_CHAT_SETTINGS) == DEFAULT_CHAT_SETTINGS.samplers
-    assert DEFAULT_CHAT_SETTINGS.samplers[-1] == "temperature"
+    assert llama_names(DEFAULT_CHAT_SETTINGS.samplers)[-1] == "temperature"
+    # After it only what its placement joins right after it, and adaptive-p (last).
+    assert DEFAULT_CHAT_SETTINGS.samplers[-3:] == ("temperature", "smoothing", "adaptive_p")
     assert not DEFAULT_CHAT_SETTINGS.temperature_last
     # The full list of names runs as given: no comparison with the known names.
     assert order_of(SamplerSettings(samplers=SAMPLER_NAMES)) == SAMPLER_NAMES

@@ -51,7 +51,7 @@ CHOSEN: dict[str, object] = {
     "dynatemp_range": 0.5,
     "dynatemp_exponent": 2.0,
     "logit_bias": ((17, -math.inf), (42, 2.0)),
-    # Every sampler CHANGED switches on is named: switching one on adds a missing name.
+    # The order given; CHANGED holds it as stored (below).
     "samplers": (
         "penalties",
         "top_k",
@@ -98,6 +98,10 @@ CHANGED: dict[str, object] = {
     spec.name: CHOSEN[spec.name] if spec.name in CHOSEN else changed_value(spec)
     for spec in SETTINGS
 }
+# Every sampler CHANGED switches on is named: a missing name joins the order given
+# where its placement puts it, and the stored order is that one.
+CHANGED["samplers"] = SamplerSettings().with_changes(**CHANGED).samplers
+assert set(CHOSEN["samplers"]) <= set(CHANGED["samplers"])  # type: ignore[call-overload]
 
 
 def ids(spec: SettingSpec) -> str:
@@ -125,7 +129,7 @@ def test_every_field_has_one_spec_in_field_order_with_its_default() -> None:
 
 def test_display_order_lists_numbers_then_switches_each_in_field_order() -> None:
     assert [s.name for s in DISPLAY_ORDER] == [s.name for s in NUMBERS + SWITCHES]
-    assert [s.name for s in DISPLAY_ORDER][-4:] == [
+    assert [s.name for s in DISPLAY_ORDER][len(NUMBERS) :][:4] == [
         "top_p_scope",
         "temperature_last",
         "draw",

@@ -11,6 +11,7 @@ import pytest
 
 from backend.store.schema import migrate
 from backend.store.store import ChatStore
+from sampling.chain import build_chain
 from sampling.settings import SamplerSettings
 
 NAMES_UP_TO_V4 = [
@@ -98,3 +99,68 @@ def test_unreadable_settings_are_left_for_loading_to_name(tmp_path: Path) -> Non
     migrate(conn)
     assert conn.execute("SELECT settings FROM settings_changes").fetchone()[0] == "[1, 2"
     conn.close()
+
+
+OLD_CHAT_ORDER = [
+    "penalties",
+    "dry",
+    "top_n_sigma",
+    "top_k",
+    "typ_p",
+    "top_p",
+    "epsilon_cutoff",
+    "eta_cutoff",
+    "tfs",
+    "top_a",
+    "min_p",
+    "xtc",
+    "smoothing",
+    "adaptive_p",
+    "temperature",
+]
+"""New chats' order at version 5: smoothing and adaptive-p before the temperature,
+which the chain then moved (smoothing right after it, adaptive-p last)."""
+
+OLD_FIRST_ORDER = ["penalties", "dry", "temperature", *OLD_CHAT_ORDER[2:-1]]
+"""`SamplerSettings()`'s order at version 5."""
+
+ON = {"smoothing_factor": 0.4, "adaptive_target": 0.3, "top_k": 5}
+
+# (settings as version 5 stored them, the units they ran, in turn)
+V5_CASES: list[tuple[dict[str, Any], list[str]]] = [
+    ({"samplers": OLD_CHAT_ORDER, **ON}, ["top_k", "temperature", "smoothing", "adaptive_p"]),
+    ({"samplers": OLD_FIRST_ORDER, **ON}, ["temperature", "smoothing", "top_k", "adaptive_p"]),
+    (
+        {"samplers": OLD_FIRST_ORDER, "temperature_last": True, **ON},
+        ["top_k", "temperature", "smoothing", "adaptive_p"],
+    ),
+    ({"samplers": OLD_CHAT_ORDER, "smoothing_factor": 0.4}, ["temperature", "smoothing"]),
+    (
+        # adaptive-p switched on and not named joins at the end, then as now.
+        {"samplers": ["smoothing", "top_k", "temperature"], **ON},
+        ["top_k", "temperature", "smoothing", "adaptive_p"],
+    ),
+    ({"samplers": OLD_CHAT_ORDER, "top_k": 5}, ["top_k", "temperature"]),
+]
+
+
+def test_version_6_writes_each_order_as_the_chain_ran_it(tmp_path: Path) -> None:
+    path = tmp_path / "chats.sqlite3"
+    v4_database(path, [{"seed": 1} for _ in V5_CASES])
+    conn = sqlite3.connect(path, isolation_level=None)
+    migrate(conn, target=5)
+    for index, (values, _) in enumerate(V5_CASES):
+        conn.execute(
+            "UPDATE settings_changes SET settings = ? WHERE from_index = ?",
+            (json.dumps(values), index),
+        )
+    conn.close()
+    with ChatStore(path) as store:
+        reply = store.load_chat(1).replies[0]
+    for index, (values, ran) in enumerate(V5_CASES):
+        settings = reply.settings_at(index)
+        assert list(build_chain(settings).names) == ran, values
+        rest = {k: v for k, v in values.items() if k != "samplers"}
+        assert {k: settings.to_dict()[k] for k in rest} == rest
+    # An order the chain ran as stored is left as it was.
+    assert reply.settings_at(5).samplers == tuple(OLD_CHAT_ORDER)

@@ -18,7 +18,7 @@ from sampling.registry import LABELS, UNITS
 from sampling.registry import ROW_LABELS as UNIT_ROW_LABELS
 
 BANS: frozenset[str] = frozenset(
-    unit.name for unit in UNITS if unit.kind == "logits" and not unit.in_order
+    unit.name for unit in UNITS if unit.kind == "logits" and not unit.placement.in_order
 )
 """The `removed_by` of a banned token (-inf): the logit bias, min_tokens."""
 

@@ -14,8 +14,10 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from sampling.constraint import GrammarSpec
+from sampling.plugins import is_plugin
 from sampling.records import Candidate, Step
-from sampling.settings import settings_summary
+from sampling.registry import UNITS_BY_NAME
+from sampling.settings import SamplerSettings, settings_summary
 from sampling.spec import LOGITS_SAMPLERS
 from tui.widgets.prob_cuts import BANS, CutItem, layout_rows, row_label
 
@@ -166,11 +168,23 @@ class ProbPanel(Widget):
         ]
 
 
+def _switched_on(name: str, settings: SamplerSettings) -> bool:
+    """Whether the unit `name` is on under `settings` (a plugin, or a unit not
+    loaded: on; a plugin's own code is not run here)."""
+    unit = UNITS_BY_NAME.get(name)
+    return unit is None or is_plugin(name) or unit.is_on(settings)
+
+
 def _temperature_note(step: Step) -> str:
     """Where the temperature ran, or the one dynamic temperature chose; mirostat's μ."""
     settings = step.settings
     order = settings.order
-    reading = [name for name in order if name not in LOGITS_SAMPLERS]
+    # The units that read the order and ran (a unit switched off does not count).
+    reading = [
+        name
+        for name in order
+        if name not in LOGITS_SAMPLERS and (name == "temperature" or _switched_on(name, settings))
+    ]
     if settings.dynatemp_range > 0:
         note = f"T used {step.temperature:.2f}"
     elif "temperature" not in order:
