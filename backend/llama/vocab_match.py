@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from backend.llama.gguf import GgufFile
 from backend.llama.pieces import visible_piece
 from sampling.errors import SamplescopeError
 
@@ -68,3 +69,43 @@ def check_same_vocabulary(
             f"{a} and {b} begin a text differently: BOS {first.bos} (added:"
             f" {first.add_bos}) against {second.bos} (added: {second.add_bos})"
         )
+
+
+_GGUF_VOCAB_KEYS = (
+    "tokenizer.ggml.model",
+    "tokenizer.ggml.tokens",
+    "tokenizer.ggml.token_type",
+    "tokenizer.ggml.bos_token_id",
+    "tokenizer.ggml.add_bos_token",
+)
+
+
+def check_same_gguf_vocabulary(
+    first: GgufFile, second: GgufFile, names: tuple[str, str] = ("the model", "the base")
+) -> None:
+    """Raise unless two GGUF files hold the same vocabulary (read from their metadata:
+    the tokenizer kind, every token's text and type, the BOS rule), without loading
+    either model.
+
+    Raises:
+        VocabularyMismatch: The first difference, named.
+    """
+    a, b = names
+    mine = [first.metadata.get(key) for key in _GGUF_VOCAB_KEYS]
+    theirs = [second.metadata.get(key) for key in _GGUF_VOCAB_KEYS]
+    tokens_a, tokens_b = mine[1], theirs[1]
+    if isinstance(tokens_a, tuple) and isinstance(tokens_b, tuple):
+        if len(tokens_a) != len(tokens_b):
+            raise VocabularyMismatch(
+                f"{a} and {b} have different vocabularies: {len(tokens_a)} tokens against"
+                f" {len(tokens_b)} (a comparison of distributions needs the same tokens)"
+            )
+        for token, (piece_a, piece_b) in enumerate(zip(tokens_a, tokens_b, strict=True)):
+            if piece_a != piece_b:
+                raise VocabularyMismatch(
+                    f"{a} and {b} have different vocabularies: token {token} is {piece_a!r}"
+                    f" in {a} and {piece_b!r} in {b}"
+                )
+    for key, value_a, value_b in zip(_GGUF_VOCAB_KEYS, mine, theirs, strict=True):
+        if value_a != value_b:
+            raise VocabularyMismatch(f"{a} and {b} have different vocabularies: {key} differs")

@@ -12,7 +12,6 @@ llama-perplexity and the other way round. Only one chunk's rows are in memory at
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -210,11 +209,3 @@ class BaseFileReader:
         if self._file is not None:
             self._file.close()
             self._file = None
-
-
-def first_difference(a: Sequence[int], b: Sequence[int]) -> int | None:
-    """The first index where two token lists differ (a length counts), or None."""
-    for index, (x, y) in enumerate(zip(a, b, strict=False)):
-        if x != y:
-            return index
-    return None if len(a) == len(b) else min(len(a), len(b))

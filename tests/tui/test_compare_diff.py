@@ -9,6 +9,7 @@ import pytest
 from rich.text import Text
 from textual.widgets import Static
 
+from sampling.fork import find_fork, fork_summary
 from sampling.reply_score import reply_score
 from sampling.settings import SamplerSettings
 from tests.helpers import HostApp, wait_done
@@ -110,7 +111,14 @@ async def test_columns_show_their_diff_and_log_probability() -> None:
                 assert view.divergence is None
                 continue
             joined = " · ".join(line.strip() for line in marker.split("\n"))
-            assert f"◆ diverges at token {view.divergence + 1} · {diff.summary()}" == joined
+            at = view.divergence
+            ends = (views[0].tokens, view.tokens)
+            fork = find_fork(
+                (reference, view.token_ids), [s[at].step if at < len(s) else None for s in ends]
+            )
+            summary = f"{fork_summary(fork)} · {diff.summary()}"
+            assert f"◆ diverges at token {at + 1} · {summary}" == joined
+            assert fork.verdict in ("near-tie", "disagreement", "ended")
             body = view.query_one(ColumnText)
             assert body.marks.changes == diff.changes
             drawn: Text = body.text()

@@ -13,7 +13,6 @@ from backend.score.base_file import (
     BaseFileLayout,
     BaseFileReader,
     BaseFileWriter,
-    first_difference,
 )
 from sampling.logprob_codec import decode_rows, encode_rows, row_width
 
@@ -110,9 +109,3 @@ def test_damaged_files_are_one_line_errors(tmp_path: Path, damage: object, messa
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(BaseFileError, match=r"cannot read .*nothing\.kld"):
         BaseFileReader(tmp_path / "nothing.kld")
-
-
-def test_first_difference() -> None:
-    assert first_difference([1, 2, 3], [1, 2, 3]) is None
-    assert first_difference([1, 2, 3], [1, 5, 3]) == 1
-    assert first_difference([1, 2], [1, 2, 3]) == 2

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from backend.llama.utf8 import Utf8Stream
 from backend.llama.vocab_match import check_same_vocabulary
-from backend.score.base_file import BaseFileReader, BaseFileWriter, first_difference
+from backend.score.base_file import BaseFileReader, BaseFileWriter
 from backend.score.kld import (
     FileBase,
     KldError,
@@ -26,6 +26,7 @@ from backend.score.kld import (
 )
 from backend.session.llama_backend import LlamaBackend
 from sampling.divergence import DivergenceTotals, summarize
+from sampling.fork import first_difference
 from tui.cli.kld_report import CHUNK_HEADER, chunk_line, kld_json, summary_lines
 from tui.cli.model_flags import add_model_flags, chosen_model_path, chosen_rpc, log, model_or_hf
 from tui.cli.score import read_text

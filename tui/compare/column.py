@@ -25,6 +25,7 @@ from textual.widgets import Static
 
 from backend.chat.compare import first_divergence
 from backend.chat.events import FinishedEvent, TokenEvent
+from sampling.fork import NEAR_TIE_MARGIN, Fork, fork_at, fork_summary
 from sampling.loops import Loop, first_loop
 from tui.compare.column_text import NOTICE_STYLE, ColumnText
 from tui.compare.columns import CompareColumn, settings_summary
@@ -326,6 +327,9 @@ class CompareColumnView(Vertical, can_focus=True):
             return Text("reference column", style="dim")
         if self.divergence is not None:
             parts = [f"◆ diverges at token {self.divergence + 1}"]
+            fork = self.fork()
+            if fork is not None:
+                parts += fork_summary(fork).split(" · ")
             if self.diff is not None and not self.diff.same:
                 parts += self.diff.summary().split(" · ")
             width = self.query_one(".column-marker", Static).size.width
@@ -333,6 +337,17 @@ class CompareColumnView(Vertical, can_focus=True):
         if self.finished is not None:
             return Text("= same tokens as column 1", style="dim")
         return Text("")
+
+    def fork(self) -> Fork | None:
+        """Where this column parts from the reference and how sure each was there
+        (None: it has not parted, or it is the reference)."""
+        reference, index = self.reference, self.divergence
+        if reference is None or index is None:
+            return None
+        sides = (reference.tokens, self.tokens)
+        chosen = tuple(s[index].step.token_id if index < len(s) else None for s in sides)
+        steps = tuple(s[index].step if index < len(s) else None for s in sides)
+        return fork_at(index, (chosen[0], chosen[1]), (steps[0], steps[1]), NEAR_TIE_MARGIN)
 
     def on_resize(self) -> None:
         self._update_lines()
