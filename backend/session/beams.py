@@ -203,7 +203,18 @@ def beam_search(
         BeamSearchError: The width or the settings cannot be searched with.
         SamplescopeError: The prompt or the model failed.
     """
-    model = backend.model
+    check_beam_search(backend.model, settings, width, max_tokens)
+    search = _Search(backend, settings, width, max_tokens, length_penalty, cancel, on_step)
+    search.bans = bans if bans else None
+    return search.run(messages, raw)
+
+
+def check_beam_search(model: Model, settings: SamplerSettings, width: int, max_tokens: int) -> None:
+    """Refuse a search `beam_search` cannot run (before anything is decoded or saved).
+
+    Raises:
+        BeamSearchError: The width, the length or the settings cannot be searched with.
+    """
     if not 1 <= width <= model.n_seq_max:
         raise BeamSearchError(
             f"invalid width {width}: this model holds 1 to {model.n_seq_max} sequences at once"
@@ -219,9 +230,6 @@ def beam_search(
         raise BeamSearchError(
             "beam search needs a chain without state: mirostat and adaptive-p are off limits"
         )
-    search = _Search(backend, settings, width, max_tokens, length_penalty, cancel, on_step)
-    search.bans = bans if bans else None
-    return search.run(messages, raw)
 
 
 class _Search:

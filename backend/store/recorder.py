@@ -59,6 +59,7 @@ class ChatRecorder:
         model_path: The loaded model's file (hashed on the first reply).
         n_ctx: The backend's context size (recorded for exact replay).
         n_batch: The backend's prefill chunk size (recorded for exact replay).
+        keep_empty: Keep a reply that finishes with no text (see the attribute).
     """
 
     def __init__(
@@ -68,8 +69,12 @@ class ChatRecorder:
         *,
         n_ctx: int | None = None,
         n_batch: int | None = None,
+        keep_empty: bool = False,
     ) -> None:
         self.store = store
+        self.keep_empty = keep_empty
+        """Whether a reply with no text stays stored (the command line's: what it said
+        it saved stays saved); the app's is taken out, as the app adds no empty turn."""
         self.model_path = Path(model_path)
         self.n_ctx = n_ctx
         self.n_batch = n_batch
@@ -235,7 +240,7 @@ class ChatRecorder:
         A rewind keeps the rejected attempt as a ghost branch (`ghost_ids`).
 
         A reply that finishes with no text is removed again, as the app does not add
-        an empty assistant turn to its conversation.
+        an empty assistant turn to its conversation (unless `keep_empty`).
         """
         writer = self._writer
         if writer is None:
@@ -250,12 +255,35 @@ class ChatRecorder:
                 # A branch's turn is stored and counted already, with its other branches.
                 if self._branching:
                     return True
-                if event.text:
+                if event.text or self.keep_empty:
                     self._stored += 1
                     self._last_counted = True
                 else:
                     self.store.delete_message(writer.message_id)
                     self._writer = None
+        except StoreError as error:
+            return self._fail(error)
+        return True
+
+    def revise(self, at: int) -> bool:
+        """Take back the open reply's tokens from index `at` on (a draft: see
+        `ReplyWriter.revise`)."""
+        writer = self._writer
+        if writer is None:
+            return self.error is None
+        try:
+            writer.revise(at)
+        except StoreError as error:
+            return self._fail(error)
+        return True
+
+    def commit(self) -> bool:
+        """Commit the open reply's tokens now (not after RECORD_COMMIT_EVERY seconds)."""
+        writer = self._writer
+        if writer is None:
+            return self.error is None
+        try:
+            writer.commit()
         except StoreError as error:
             return self._fail(error)
         return True

@@ -180,6 +180,45 @@ class ReplyWriter:
                 step_rows,
             )
 
+    def revise(self, at: int) -> None:
+        """Take back the unfinished reply's tokens from index `at` on, with no trace:
+        they were a draft (a beam search's reply follows its best beam so far, which may
+        part from the one before), and the next `append_token` continues at `at`.
+
+        Raises:
+            StoreError: The reply is finished, the index lies outside the tokens
+                appended, or the database cannot be written.
+        """
+        if self._finished:
+            raise StoreError(f"reply {self.reply_id} is already finished")
+        if not self._start <= at <= self._count:
+            raise StoreError(
+                f"reply {self.reply_id}: cannot go back to token {at} "
+                f"(it holds tokens {self._start} to {self._count - 1})"
+            )
+        if at == self._count:
+            return
+        self.commit()
+        with self._transaction("revise a reply") as conn:
+            for table in ("reply_tokens", "reply_steps"):
+                conn.execute(
+                    f"DELETE FROM {table} WHERE reply_id = ? AND idx >= ?", (self.reply_id, at)
+                )
+            conn.execute(
+                "DELETE FROM settings_changes WHERE reply_id = ? AND from_index >= ? "
+                "AND from_index > 0",
+                (self.reply_id, at),
+            )
+            if at == 0:  # a change at token 0 replaced the start's row: put it back
+                conn.execute(
+                    "UPDATE settings_changes SET settings = ? WHERE reply_id = ? AND "
+                    "from_index = 0",
+                    (settings_json(self._changes[0][1]), self.reply_id),
+                )
+        self._changes = [(i, s) for i, s in self._changes if i < at]
+        self._last_settings = self._changes[-1][1]
+        self._count = at
+
     def rewind(self, event: RewindEvent) -> int:
         """The reply went back to token `event.index`: its tokens from there on become
         a ghost branch (finish reason "rejected", forking at that index) and the reply

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from backend.store.store import ChatStore
 from tui.cli.main import main
 
 MODEL_FLAGS = ["--threads", "1", "--ctx", "256"]
@@ -73,3 +74,19 @@ def test_a_prompt_after_double_dash_naming_a_sampler_file_is_only_a_prompt(
     assert main(argv) == 0
     assert json.loads(capsys.readouterr().out)["finish_reason"] in ("max_tokens", "eos")
     assert not marker.exists()
+
+
+def test_generate_save_keeps_a_reply_with_no_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "chats.sqlite3"
+    # <|im_end|> (id 2) first: the reply ends at once, with no text.
+    argv = ["generate", "hi", "--save", "--db", str(db), "--json", "-t", "0"]
+    assert main([*argv, "--logit-bias", "2=+100", *MODEL_FLAGS]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["text"] == "" and result["finish_reason"] == "eos"
+    with ChatStore(db) as store:
+        chat = store.load_chat(result["chat_id"])
+        assert [(m.role, m.content) for m in chat.messages] == [("user", "hi"), ("assistant", "")]
+        (reply,) = chat.replies
+        assert reply.finish_reason == "eos" and reply.token_ids == (2,)

@@ -87,3 +87,55 @@ def test_sigkill_mid_reply_keeps_the_partial_reply(
         # The killed database is fully usable: the chat can be continued.
         store.add_message(chat_id, "user", "Go on.")
         assert len(store.load_chat(chat_id).messages) == 3
+
+
+def test_sigkill_mid_beam_search_keeps_the_prompt_and_the_best_beam_so_far(
+    tmp_path: Path, default_model_path: Path, llama_backend: object
+) -> None:
+    db_path = tmp_path / "chats.sqlite3"
+    root = str(Path(__file__).resolve().parents[2])
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p),
+        "SAMPLESCOPE_DATA_DIR": str(tmp_path / "data"),
+        "SAMPLESCOPE_CONFIG_DIR": str(tmp_path / "config"),
+    }
+    prompt = "Count from 1 to 400, separated by commas."
+    command = [sys.executable, "-m", "tui.cli.main", "generate", prompt, "--beams", "2"]
+    command += ["--save", "--db", str(db_path), "--max-tokens", "1900", "-t", "1"]
+    command += ["--threads", "1", "--ctx", "2048", "--model", str(default_model_path)]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    seen = 0
+    try:
+        deadline = time.monotonic() + GIVE_UP_S
+        while time.monotonic() < deadline and process.poll() is None:
+            seen = stored_tokens(db_path)
+            if seen >= MIN_TOKENS:
+                os.kill(process.pid, signal.SIGKILL)
+                break
+            time.sleep(0.01)
+    finally:
+        if process.poll() is None and seen < MIN_TOKENS:
+            process.kill()
+        stdout, stderr = process.communicate(timeout=30)
+    assert seen >= MIN_TOKENS, f"the search stored {seen} tokens; stderr:\n{stderr}"
+    assert process.returncode == -signal.SIGKILL and not stdout
+
+    with ChatStore(db_path) as store:
+        (summary,) = store.list_chats()
+        chat = store.load_chat(summary.id)
+        assert [m.role for m in chat.messages] == ["user", "assistant"]
+        assert chat.messages[0].content == prompt
+        (reply,) = chat.replies  # the best beam so far; the others are saved at the end
+        assert reply.interrupted and reply.decoding is not None
+        assert '"rank": 1' in reply.decoding
+        # Every beam of a step has the step's length: the reply never shrank.
+        assert len(reply.token_ids) >= seen
+        runtime = llama_backend.runtime  # type: ignore[attr-defined]
+        decoded = b"".join(runtime.token_bytes(t) for t in reply.token_ids).decode(
+            "utf-8", "replace"
+        )
+        assert reply.text and decoded.startswith(reply.text)
+        assert len(store.load_steps(chat, reply)) == len(reply.token_ids)

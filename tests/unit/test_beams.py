@@ -3,16 +3,24 @@ beams stored as branches, the memory left usable."""
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from backend.chat.events import FinishedEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
-from backend.session.beams import BeamSearchError, beam_record, beam_search, token_texts
+from backend.session.beams import (
+    Beam,
+    BeamSearchError,
+    beam_record,
+    beam_search,
+    token_texts,
+)
 from backend.session.phrase_bans import PhraseBans
-from backend.store.recorded_beams import save_beams
+from backend.store.recorded_beams import BeamRecorder, save_beams
 from backend.store.recorder import ChatRecorder
 from backend.store.replay import ReplayError, decoding_of, replay
 from backend.store.store import ChatStore
@@ -192,3 +200,58 @@ def test_no_beam_holds_a_banned_phrase(width: int) -> None:
         text = "".join(token_texts(backend.model, beam.token_ids))
         assert phrase not in text and " the" not in text
         assert beam.logprob == sum(math.log(step.prob) for step in beam.steps)
+
+
+def test_a_search_is_saved_as_it_runs_the_reply_following_the_best_live_beam(
+    tmp_path: Path,
+) -> None:
+    model = tmp_path / "fake.gguf"
+    model.write_bytes(b"GGUF fake")
+    path = tmp_path / "chats.sqlite3"
+    backend = FakeBackend(min_reply_tokens=0)
+    seen: list[tuple[tuple[int, ...], tuple[int, ...], bool]] = []
+    with ChatStore(path) as store:
+        recorder = ChatRecorder(store, model, n_ctx=2048, n_batch=8)
+        saver = BeamRecorder(recorder, backend.model)
+        assert saver.begin(QUESTION, CHAIN, 14, "chat", 3, 0.0)
+        chat_id = recorder.chat_id
+        assert chat_id is not None
+
+        def step(number: int, live: Sequence[Beam]) -> None:
+            saver.step(number, live)
+            if not live:
+                return
+            with ChatStore(path) as other:  # committed: another connection reads it
+                reply = other.load_chat(chat_id).replies[-1]
+                seen.append((reply.token_ids, live[0].token_ids, reply.interrupted))
+
+        search = beam_search(backend, QUESTION, CHAIN, width=3, max_tokens=14, on_step=step)
+        at_end_recorder = ChatRecorder(store, model, n_ctx=2048, n_batch=8)
+        expected = save_beams(
+            at_end_recorder,
+            backend.model,
+            QUESTION,
+            CHAIN,
+            14,
+            "chat",
+            search,
+        )
+        ids = saver.finish(search)
+        assert all(stored == best and interrupted for stored, best, interrupted in seen)
+        # The best beam parted from the one before at least once: its tokens were taken back.
+        assert any(now[1][: len(then[1])] != then[1] for then, now in itertools.pairwise(seen))
+        saved = store.load_chat(chat_id)
+        assert at_end_recorder.chat_id is not None
+        at_once = store.load_chat(at_end_recorder.chat_id)
+        assert [m.content for m in saved.messages] == [m.content for m in at_once.messages]
+        as_run = {b.id: b for b in saved.messages[-1].branches}
+        at_end = {b.id: b for b in at_once.messages[-1].branches}
+        for run_id, end_id in zip(ids, expected, strict=True):
+            assert run_id is not None and end_id is not None
+            mine, theirs = as_run[run_id], at_end[end_id]
+            assert (mine.token_ids, mine.text, mine.fork_at) == (
+                theirs.token_ids,
+                theirs.text,
+                theirs.fork_at,
+            )
+            assert store.load_steps(saved, mine).keys() == store.load_steps(at_once, theirs).keys()

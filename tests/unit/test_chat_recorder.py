@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from backend.chat.events import FinishedEvent, GenerationStats
+from backend.chat.events import FinishedEvent, GenerationStats, RewindEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings, Role
 from backend.store.recorder import ChatRecorder
 from backend.store.replay import replay
@@ -138,3 +138,30 @@ def test_a_store_that_failed_is_not_written_to_again(tmp_path: Path, model: Path
         assert recorder.begin_reply(messages, SETTINGS, 5) is False
         assert recorder.begin_branch(1, 0, SETTINGS) is False
         assert [store.load_chat(c.id).messages for c in store.list_chats()] == [()]
+
+
+def test_the_command_lines_recorder_keeps_an_empty_reply_and_its_ghosts(
+    tmp_path: Path, model: Path
+) -> None:
+    with ChatStore(tmp_path / "chats.sqlite3") as store:
+        recorder = ChatRecorder(store, model, n_ctx=2048, n_batch=8, keep_empty=True)
+        messages = [ChatMessage("user", "hi")]
+        live = LiveSettings(SETTINGS)
+        assert recorder.begin_reply(messages, SETTINGS, 5)
+        events = list(FakeBackend().generate(messages, live, max_tokens=2))
+        tokens = [e for e in events if isinstance(e, TokenEvent)]
+        for event in tokens:
+            assert recorder.record(event)
+        # A phrase ban took every token back, and the reply ended with no text.
+        text = "".join(e.text for e in tokens)
+        ids = tuple(e.step.token_id for e in tokens)
+        assert recorder.record(RewindEvent(0, ids, text, text, (ids[0],)))
+        assert recorder.record(FinishedEvent("eos", GenerationStats(), "", ()))
+        (ghost,) = recorder.ghost_ids
+        assert recorder.chat_id is not None
+        chat = store.load_chat(recorder.chat_id)
+        assert [(m.role, m.content) for m in chat.messages] == [("user", "hi"), ("assistant", "")]
+        turn = chat.messages[-1]
+        assert turn.reply is not None and turn.reply.id == recorder.reply_id
+        assert turn.reply.text == "" and turn.reply.finish_reason == "eos"
+        assert ghost in {b.id for b in turn.branches}

@@ -24,10 +24,10 @@ from backend.chat.events import (
 )
 from backend.chat.protocol import ChatMessage
 from backend.session.backend import SessionBackend
-from backend.session.beams import Beam, BeamSearch, beam_search, token_texts
+from backend.session.beams import Beam, BeamSearch, beam_search, check_beam_search, token_texts
 from backend.session.phrase_bans import PhraseBans
 from backend.store.recorded import StoreErrorNotices
-from backend.store.recorded_beams import save_beams
+from backend.store.recorded_beams import BeamRecorder
 from backend.store.recorder import ChatRecorder
 from sampling.settings import SamplerSettings
 from tui.chat.reply_job import REPLY_COLUMN
@@ -95,6 +95,18 @@ class BeamJob:
             yield PhaseEvent("prefill")
             completion = self.mode == "completion"
             messages = as_document(self.messages) if completion else self.messages
+            check_beam_search(backend.model, self.settings, self.width, self.max_tokens)
+            saver = None
+            if self.recorder is not None:  # saved as it runs (see BeamRecorder)
+                saver = BeamRecorder(self.recorder, backend.model)
+                saver.begin(
+                    messages,
+                    self.settings,
+                    self.max_tokens,
+                    self.mode,
+                    self.width,
+                    self.length_penalty,
+                )
             search = beam_search(
                 backend,
                 messages,
@@ -104,6 +116,7 @@ class BeamJob:
                 length_penalty=self.length_penalty,
                 raw=completion,
                 cancel=cancel,
+                on_step=None if saver is None else saver.step,
                 bans=self.bans or None,
             )
             for message in search.notices:
@@ -112,16 +125,8 @@ class BeamJob:
             yield PhaseEvent("decode")
             ids: list[int | None] = [None] * len(search.beams)
             recorder = self.recorder
-            if recorder is not None:
-                ids = save_beams(
-                    recorder,
-                    backend.model,
-                    messages,
-                    self.settings,
-                    self.max_tokens,
-                    self.mode,
-                    search,
-                )
+            if recorder is not None and saver is not None:
+                ids = saver.finish(search)
                 notice = self.notices.notice(recorder)
                 if notice is not None:
                     yield notice

@@ -5,14 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from backend.chat.protocol import ChatMessage
-from backend.session.beams import Beam, BeamSearch, beam_search, token_texts
+from backend.session.beams import Beam, BeamSearch, beam_search, check_beam_search, token_texts
 from backend.session.model import Model
 from backend.session.phrase_bans import PhraseBans
-from backend.store.recorded_beams import save_beams
+from backend.store.recorded_beams import BeamRecorder
 from backend.store.recorder import ChatRecorder
 from backend.store.records import StoreError
 from sampling.settings import SamplerSettings
@@ -66,11 +67,17 @@ def run_beams(
         SamplescopeError: The search cannot run as asked, or the store failed.
     """
     recorder = None
+    saver = None
     try:
-        if args.save:
+        check_beam_search(backend.model, settings, args.beams, args.max_tokens)
+        if args.save:  # saved as it runs: a killed search keeps its best beam so far
             recorder = recorder_for(args, backend)
+            saver = BeamRecorder(recorder, backend.model)
+            saver.begin(messages, settings, args.max_tokens, mode, args.beams, args.length_penalty)
 
-        def progress(step: int, live: object) -> None:
+        def progress(step: int, live: Sequence[Beam]) -> None:
+            if saver is not None:
+                saver.step(step, live)
             if args.verbose >= 1:
                 log(f"beam step {step}")
 
@@ -88,10 +95,8 @@ def run_beams(
         for notice in search.notices:
             log(notice)
         ids: list[int | None] = []
-        if recorder is not None:
-            ids = save_beams(
-                recorder, backend.model, messages, settings, args.max_tokens, mode, search
-            )
+        if recorder is not None and saver is not None:
+            ids = saver.finish(search)
             if recorder.error:
                 raise StoreError(recorder.error)
         model: Model = backend.model
