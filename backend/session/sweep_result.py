@@ -48,6 +48,13 @@ class SweepFileError(SamplescopeError):
     """A sweep file cannot be read; the message says which and why."""
 
 
+#: Units that rewrite the logits before any filter, wherever the temperature runs.
+_BEFORE_FILTERS = frozenset({"penalties", "dry"})
+#: Units that place themselves right after the temperature (smoothing) or last
+#: (adaptive-p): no filter, so a temperature before them still runs last of the filters.
+_AFTER_TEMPERATURE = frozenset({"smoothing", "adaptive_p"})
+
+
 def temperature_place(settings: SamplerSettings) -> str:
     """Where the chain runs the temperature: "first" (before every filter, as Hugging
     Face does), "last" (llama.cpp's chain) or "between" the filters; "none" when
@@ -55,10 +62,10 @@ def temperature_place(settings: SamplerSettings) -> str:
     order = settings.order
     if "temperature" not in order:
         return "none"
-    before = order[: order.index("temperature")]
-    if all(name in ("penalties", "dry") for name in before):
+    at = order.index("temperature")
+    if all(name in _BEFORE_FILTERS for name in order[:at]):
         return "first"
-    return "last" if order[-1] == "temperature" else "between"
+    return "last" if all(name in _AFTER_TEMPERATURE for name in order[at + 1 :]) else "between"
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from backend.session.sweep import SampleKey, SweepPlan, SweepSetting, batches
+from backend.session.sweep_result import temperature_place
 from sampling.errors import SamplescopeError, SettingsError
-from sampling.settings import SamplerSettings
+from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tui.cli.sweep import cancel_on_interrupt
 from tui.cli.sweep_args import SweepArgumentError, grid_settings, parse_grid, read_prompts
 
@@ -142,3 +143,12 @@ def test_the_first_ctrl_c_cancels_and_the_second_interrupts() -> None:
         with pytest.raises(KeyboardInterrupt):
             signal.raise_signal(signal.SIGINT)
     assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_the_temperatures_place_in_the_chain() -> None:
+    assert temperature_place(SamplerSettings(min_p=0.1)) == "first"
+    assert temperature_place(SamplerSettings(min_p=0.1, temperature_last=True)) == "last"
+    assert temperature_place(DEFAULT_CHAT_SETTINGS) == "last"
+    between = SamplerSettings(samplers=("top_k", "temperature", "min_p"))
+    assert temperature_place(between) == "between"
+    assert temperature_place(SamplerSettings(samplers=("top_k", "min_p"))) == "none"
