@@ -60,14 +60,29 @@ def load_sampler_file(path: Path) -> PluginOrigin:
     sys.modules[module_name] = module  # dataclasses look their module up by name
     try:
         exec(compile(source, str(path), "exec"), module.__dict__)
-    except Exception as error:  # the user's code: any error is reported, naming the file
+    except BaseException as error:  # the user's code: even sys.exit() is reported, named
         del sys.modules[module_name]
-        raise PluginError(f"sampler plugin {path}: {type(error).__name__}: {error}") from error
+        raise PluginError(f"sampler plugin {path}: {_what_happened(error)}") from None
     unit = module.__dict__.get("SAMPLER")
     if not isinstance(unit, type):
         raise PluginError(f"sampler plugin {path}: it must name its sampler class SAMPLER")
-    register(unit, str(path), digest)
-    return plugin_origins()[str(getattr(unit, "name", ""))]
+    try:
+        register(unit, str(path), digest)
+        return plugin_origins()[str(getattr(unit, "name", ""))]
+    except PluginError:
+        raise
+    except BaseException as error:  # its class's attributes are the user's code too
+        raise PluginError(
+            f"sampler plugin {path}: its sampler cannot be registered: {_what_happened(error)}"
+        ) from None
+
+
+def _what_happened(error: BaseException) -> str:
+    """An exception the user's code raised, in a few words."""
+    if isinstance(error, SystemExit):
+        return f"it called sys.exit({error.code!r}) when loaded"
+    text = " ".join(str(error).split())[:300]
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 def file_sha256(path: Path) -> str | None:

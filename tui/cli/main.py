@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import Protocol
 
 from backend.config.sampler_files import SAMPLER_FILE_FLAG, load_sampler_file, load_sampler_files
 from sampling.errors import SamplescopeError
+from sampling.plugins import plugin_origins, plugin_units, unregister
 from tui.cli.sampler_file_flag import (
     LEADING_DEST,
     add_sampler_file_flag,
@@ -133,10 +135,41 @@ def _opens_app(parser: argparse.ArgumentParser, argv: Sequence[str]) -> bool:
     return True
 
 
+def _parser_without_clashes() -> argparse.ArgumentParser:
+    """`build_parser`, with each plugin whose setting's flag clashes with an option of
+    samplescope's (or is no flag) switched off, saying so in one line."""
+    while True:
+        try:
+            return build_parser()
+        except (argparse.ArgumentError, ValueError, TypeError) as error:
+            found = _plugin_flag_in(str(error))
+            if found is None:
+                raise
+            name, setting, flag = found
+            path = plugin_origins()[name].path
+            unregister(name)
+            print(
+                f"samplescope: sampler plugin {path}: its setting {setting!r} ({flag}) clashes"
+                f" with an option of samplescope ({error}): not loaded",
+                file=sys.stderr,
+            )
+
+
+def _plugin_flag_in(message: str) -> tuple[str, str, str] | None:
+    """(plugin, setting, flag) of a plugin setting whose flag an argparse error names."""
+    words = set(re.findall(r"[^\s,:'\"]+", message))
+    for unit in plugin_units():
+        for spec in unit.specs:
+            for flag in (spec.flag, spec.short_flag):
+                if flag is not None and flag in words:
+                    return unit.name, spec.name, flag
+    return None
+
+
 def _front_parser(argv: Sequence[str]) -> tuple[argparse.ArgumentParser, bool]:
     """The parser that reads argv (the app's, or the commands'), and whether it is the
     app's."""
-    parser = build_parser()
+    parser = _parser_without_clashes()
     if _opens_app(parser, argv):
         from tui.cli.app import build_app_parser
 
@@ -145,8 +178,20 @@ def _front_parser(argv: Sequence[str]) -> tuple[argparse.ArgumentParser, bool]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run samplescope; returns the process exit code."""
+    """Run samplescope; returns the process exit code. An error nobody foresaw is one
+    line on stderr naming where its traceback was logged (`tui.cli.unexpected`)."""
     args_list = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _run(args_list)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as error:  # the last word: one line, the traceback logged
+        from tui.cli.unexpected import report_unexpected
+
+        return report_unexpected(error, args_list)
+
+
+def _run(args_list: list[str]) -> int:
     try:
         check_arguments(args_list)
     except TextInputError as error:
