@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from backend.store.store import ChatStore
 from sampling.loops import Loop, LoopRule, find_loop
 from sampling.settings import SamplerSettings
 from tests.fake_backend import FakeBackend
+from tui.cli.main import main
 
 QUESTION = [ChatMessage("user", "tell me about the cat")]
 # A repeat penalty below 1 rewards what was just said: the greedy reply soon loops
@@ -108,9 +110,12 @@ def test_a_phrase_ban_going_back_over_the_loop_keeps_the_reply_going() -> None:
         assert end.loop == find_loop(list(end.token_ids), *astuple(RULE))
 
 
-def test_the_loop_is_stored_with_the_reply(tmp_path: Path) -> None:
+def test_the_loop_is_stored_with_the_reply(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     backend = FakeBackend(min_reply_tokens=1000)
-    with ChatStore(tmp_path / "chats.sqlite3") as store:
+    path = tmp_path / "chats.sqlite3"
+    with ChatStore(path) as store:
         model = tmp_path / "m.gguf"
         model.write_bytes(b"GGUF")
         recorder = ChatRecorder(store, model)
@@ -123,6 +128,10 @@ def test_the_loop_is_stored_with_the_reply(tmp_path: Path) -> None:
         assert recorder.chat_id is not None
         reply = store.load_chat(recorder.chat_id).replies[0]
         assert (reply.finish_reason, reply.loop) == ("loop", finished.loop)
+        chat_id = recorder.chat_id
+    assert main(["export", str(chat_id), "--format", "json", "--db", str(path)]) == 0
+    exported = json.loads(capsys.readouterr().out)
+    assert exported["messages"][-1]["reply"]["loop"] == finished.loop.to_dict()
 
 
 def test_a_version_5_store_opens_with_no_loops(tmp_path: Path) -> None:

@@ -72,6 +72,7 @@ def _reply_json(reply: ReplyRecord, scores: Scores) -> dict[str, object]:
         "n_ctx": reply.n_ctx,
         "n_batch": reply.n_batch,
         "finish_reason": reply.finish_reason,
+        "loop": None if reply.loop is None else reply.loop.to_dict(),
         "error": reply.error,
         "stats": None if reply.stats is None else asdict(reply.stats),
         "token_ids": list(reply.token_ids),
