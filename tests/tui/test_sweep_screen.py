@@ -7,6 +7,7 @@ and look at it before committing.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ from sampling.settings import SamplerSettings
 from sampling.sweep_metrics import SampleFigures
 from tests.helpers import wait_until
 from tests.tui.test_tui_snapshots import fake_backend, make_app, send
+from tui.app import SamplescopeApp
+from tui.cli.main import main
 from tui.sweep.command import open_sweep
 from tui.sweep.frontier_plot import FrontierPlot
 from tui.sweep.screen import SweepScreen
@@ -162,3 +165,28 @@ async def test_in_the_app_the_sample_chosen_becomes_the_chat(tmp_path: Path) -> 
             await wait_until(pilot, lambda: bool(app.replies))
             assert app.replies[-1].text == reply_text
             assert app.messages[0].content == "tell me about the sea"
+
+
+def test_sweep_view_file_opens_the_app_on_the_sweep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(fixed_result().to_json()), encoding="utf-8")
+    ran: list[SamplescopeApp] = []
+    monkeypatch.setattr(SamplescopeApp, "run", lambda self: ran.append(self))
+    db = tmp_path / "chats.sqlite3"
+    assert main(["sweep", "--view", str(path), "--db", str(db), "--threads", "1"]) == 0
+    [app] = ran
+    assert app.store is not None and app.store.path == db
+    pushed: list[object] = []
+    monkeypatch.setattr(app, "push_screen", lambda screen, callback: pushed.append(screen))
+    assert app._on_start is not None
+    app._on_start(app)
+    [screen] = pushed
+    assert isinstance(screen, SweepScreen) and screen.result.to_json() == fixed_result().to_json()
+
+
+def test_sweep_view_of_a_file_that_is_no_sweep(tmp_path: Path) -> None:
+    path = tmp_path / "other.json"
+    path.write_text('{"text": "a generate --json"}', encoding="utf-8")
+    assert main(["sweep", "--view", str(path)]) == 2
