@@ -116,3 +116,36 @@ def test_the_loop_bench_times_the_watch_against_the_sampler(default_model_path: 
     assert result.tokens == 200 and result.loop is not None and result.loop.period == 35
     assert result.watch_us > 0 and result.sampler_us > 0
     assert "watch/sampler" in format_result(result)
+
+
+async def test_banning_the_loop_there_goes_on_and_keeps_the_attempt_as_a_ghost(
+    llama_backend: LlamaBackend,
+) -> None:
+    llama_backend.reset()
+    app = SamplescopeApp(
+        llama_backend,
+        settings=GREEDY,
+        max_tokens=200,
+        cursor_blink=False,
+        config=Config(loops=LoopGuard("stop", RULE)),
+    )
+    async with app.run_test(size=(140, 44)) as pilot:
+        first = await send_message(pilot, app, PROMPT)
+        loop = first.loop
+        assert first.reason == "loop" and loop is not None
+        old = app.replies[-1]
+        await pilot.press("f9")
+        await wait_until(pilot, lambda: isinstance(app.screen, LoopWhyScreen))
+        await pilot.press("x")
+        second = await nth_reply_finished(pilot, app, 2)
+        assert second.token_ids[: loop.start] == first.token_ids[: loop.start]
+        assert second.token_ids[loop.start] != first.token_ids[loop.start]
+        assert second.stats.discarded_tokens == loop.period  # the copy sampled again
+        branch = app.replies[-1]
+        assert branch.parent is old and branch.fork_at == loop.start
+        [ghost] = branch.ghosts
+        ghost_ids = [t.step.token_id for t in ghost.tokens]
+        assert ghost_ids[loop.start : loop.start + loop.period] == list(
+            first.token_ids[loop.start : loop.start + loop.period]
+        )
+        assert branch.tokens[loop.start].step.settings.logit_bias  # the ban, recorded
