@@ -27,6 +27,7 @@ import numpy.typing as npt
 
 from backend.chat.protocol import ChatMessage, LiveSettings, ModelInfo
 from backend.chat.template import ChatTemplate
+from backend.llama.context import Layout, Switch
 from backend.llama.pieces import visible_piece
 from backend.session.backend import SessionBackend
 from backend.session.loop import Generation
@@ -142,6 +143,7 @@ class FakeModel:
     bos = -1
     add_bos = False
     lost = False
+    repack = False
 
     def __init__(
         self,
@@ -264,6 +266,15 @@ class FakeModel:
             del held[max(p0, 0) : None if p1 < 0 else p1]
         return True
 
+    @property
+    def seq_cells(self) -> int:
+        """Every sequence may hold the whole context."""
+        return self.n_ctx
+
+    def reserve(self, n_seqs: int, cells: int, layout: Layout | None = None) -> Switch:
+        """One memory for every layout: nothing changes."""
+        return "kept"
+
     def seq_cp(self, src: int, dst: int, p0: int, p1: int) -> None:
         """`dst` holds `src`'s tokens."""
         self._seqs[dst] = list(self._seqs.get(src, [])[p0 : None if p1 < 0 else p1])
@@ -384,6 +395,7 @@ class FakeBackend(SessionBackend):
         raw: bool = False,
         steer: Steer | None = None,
         rewindable: bool = False,
+        layout: Layout | None = None,
     ) -> Generation:
         """`SessionBackend.generate_many`, the model told the cancel flag (its pauses
         and delays end when it is set)."""
@@ -396,6 +408,7 @@ class FakeBackend(SessionBackend):
             raw=raw,
             steer=steer,
             rewindable=rewindable,
+            layout=layout,
         )
 
 

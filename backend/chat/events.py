@@ -131,25 +131,40 @@ class Decoding:
     """How a reply was decoded when not alone: in lockstep with siblings, one batch
     holding a token of every live sequence a step.
 
-    llama.cpp's logits depend on the batch (a token decoded beside others can differ
-    from the same token decoded alone), so a replay rebuilds such a reply by running
-    every sibling again in lockstep, each with its settings.
+    With one KV stream per sequence and weights not repacked, llama.cpp gives a
+    sequence beside others exactly its logits alone (on its CPU backend; the model's
+    load checks it). Otherwise a token's logits depend on the batch, so a replay
+    rebuilds such a reply by running every sibling again in lockstep, each with its
+    settings, in the layout recorded here.
 
     Attributes:
         column: The reply's place among the siblings.
         columns: Every sibling's settings at the start, in order (its own included).
+        streams: Each sequence had its own KV stream (else one unified stream: every
+            record stored before streams, which says nothing of them).
+        repack: The weights were repacked (records before streams: they were).
     """
 
     column: int
     columns: tuple[SamplerSettings, ...]
+    streams: bool = True
+    repack: bool = False
 
     def to_json(self) -> str:
         """The record as stored (`replies.decoding`)."""
-        return json.dumps({"lockstep": self.column, "columns": [s.to_dict() for s in self.columns]})
+        return json.dumps(
+            {
+                "lockstep": self.column,
+                "columns": [s.to_dict() for s in self.columns],
+                "kv": "streams" if self.streams else "unified",
+                "repack": self.repack,
+            }
+        )
 
     @classmethod
     def from_json(cls, text: str) -> Decoding:
-        """The record from its stored text.
+        """The record from its stored text (one stored without `kv`: unified and
+        repacked, as lockstep replies were decoded then).
 
         Raises:
             ValueError: The text is not such a record.
@@ -158,11 +173,15 @@ class Decoding:
             values = json.loads(text)
             columns = tuple(SamplerSettings.from_dict(v) for v in values["columns"])
             column = int(values["lockstep"])
-        except (TypeError, KeyError, json.JSONDecodeError) as error:
+            kv = values.get("kv", "unified")
+            repack = bool(values.get("repack", "kv" not in values))
+        except (TypeError, KeyError, AttributeError, json.JSONDecodeError) as error:
             raise ValueError(f"not a decoding record: {text[:60]!r} ({error})") from None
         if not 0 <= column < len(columns):
             raise ValueError(f"decoding record: column {column} of {len(columns)}")
-        return cls(column, columns)
+        if kv not in ("streams", "unified"):
+            raise ValueError(f"decoding record: unknown kv {kv!r}")
+        return cls(column, columns, kv == "streams", repack)
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,6 +54,11 @@ class ModelInfo:
     n_batch: int
     #: Where the layers are: "" on this machine, else e.g. "2 RPC servers".
     placement: str = ""
+    #: Whether a sequence decoded in lockstep beside others gets exactly its tokens
+    #: alone (the load's self-check; None: one sequence at a time, nothing to check).
+    batch_invariant: bool | None = None
+    #: Whether the weights are repacked for llama.cpp's faster batched kernels.
+    repack: bool = False
 
 
 @runtime_checkable

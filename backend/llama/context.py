@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import llama_cpp
 import numpy as np
@@ -28,6 +29,29 @@ class LlamaError(SamplescopeError):
 
 class ContextLostError(LlamaError):
     """The context is gone with its KV cache (the child process holding it died)."""
+
+
+Switch = Literal["kept", "fresh", "chat"]
+"""What `Context.reserve` did: kept the context in use (its memory as it was), made a
+fresh one (an empty memory), or went back to the chat's (its memory as it was left)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Layout:
+    """How a lockstep context lays its sequences out and which weights it runs.
+
+    Attributes:
+        streams: One KV stream per sequence (else one unified stream for all).
+        repack: Weights repacked by llama.cpp's CPU backend (its batched kernels).
+    """
+
+    streams: bool = True
+    repack: bool = False
+
+    @property
+    def legacy(self) -> bool:
+        """Whether this is how lockstep replies were decoded before streams."""
+        return not self.streams and self.repack
 
 
 class BatchToken(Protocol):
@@ -59,6 +83,16 @@ class Context(Protocol):
     n_seq_max: int
     placement: str
     lost: bool
+
+    @property
+    def seq_cells(self) -> int:
+        """The cells one sequence may hold now."""
+        ...
+
+    def reserve(self, n_seqs: int, cells: int, layout: Layout | None = None) -> Switch:
+        """Decode `n_seqs` sequences of up to `cells` tokens each from now on (see
+        `backend.llama.contexts.Contexts.reserve`); returns what it did."""
+        ...
 
     def reconnect(self) -> None:
         """Create the context again after a loss (empty cache)."""
@@ -151,12 +185,21 @@ def load_model(
 
 
 def context_params(
-    n_ctx: int, n_batch: int, n_threads: int, n_seq_max: int = 1, *, flash_attn: bool = False
+    n_ctx: int,
+    n_batch: int,
+    n_threads: int,
+    n_seq_max: int = 1,
+    *,
+    unified: bool = False,
+    flash_attn: bool = False,
 ) -> Any:
     """The llama_context_params every samplescope context uses.
 
-    Every sequence shares the context's cells (a unified KV cache): one sequence alone
-    may use all of them, and a prompt copied to another sequence costs no cell.
+    Each sequence has its own KV stream (`kv_unified = false`) of n_ctx / n_seq_max
+    cells (llama.cpp rounds each stream up to a multiple of 256): a sequence's
+    attention then reads only its own cells, laid out as when it is decoded alone, so
+    its logits do not depend on the sequences beside it. `unified`: one stream of
+    n_ctx cells shared by every sequence (how lockstep replies were decoded before).
     Flash attention is off unless `flash_attn` leaves it to llama.cpp (its "auto", as
     llama.cpp's own tools run: `samplescope kld` matches llama-perplexity so).
     """
@@ -165,7 +208,7 @@ def context_params(
     params.n_batch = n_batch
     params.n_ubatch = n_batch
     params.n_seq_max = n_seq_max
-    params.kv_unified = True
+    params.kv_unified = unified
     params.n_threads = n_threads
     params.n_threads_batch = n_threads
     # The same as llama-cpp-python's Llama default, so greedy results match it.
@@ -186,7 +229,11 @@ class LocalContext:
         n_batch: Largest batch.
         n_threads: Threads for decode and prefill.
         n_seq_max: How many sequences the memory holds at once.
+        unified: One KV stream shared by every sequence (else one stream each).
         flash_attn: Flash attention as llama.cpp decides it (else off).
+
+    Attributes:
+        seq_cells: The cells one sequence may hold (its stream's; n_ctx when unified).
 
     Raises:
         LlamaError: llama.cpp could not create the context.
@@ -200,15 +247,20 @@ class LocalContext:
         n_threads: int,
         n_seq_max: int = 1,
         *,
+        unified: bool = False,
         flash_attn: bool = False,
     ) -> None:
-        params = context_params(n_ctx, n_batch, n_threads, n_seq_max, flash_attn=flash_attn)
+        params = context_params(
+            n_ctx, n_batch, n_threads, n_seq_max, unified=unified, flash_attn=flash_attn
+        )
         ctx = llama_cpp.llama_init_from_model(model, params)
         if not ctx:
             raise LlamaError(f"llama.cpp could not create a context of {n_ctx} tokens")
         self._ctx: Any = ctx
         self._memory: Any = llama_cpp.llama_get_memory(ctx)
         self.n_ctx = int(llama_cpp.llama_n_ctx(ctx))
+        self.seq_cells = int(llama_cpp.llama_n_ctx_seq(ctx))
+        self.unified = unified
         self.n_batch = n_batch
         self.n_seq_max = n_seq_max
         self.n_vocab = int(llama_cpp.llama_vocab_n_tokens(llama_cpp.llama_model_get_vocab(model)))

@@ -32,7 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from backend.llama import isolated_child
-from backend.llama.context import BatchToken, ContextLostError, LlamaError
+from backend.llama.context import BatchToken, ContextLostError, Layout, LlamaError, Switch
 from backend.llama.log import current_log_path
 from backend.llama.rpc import Endpoint, RpcError, probe, probe_all
 
@@ -90,6 +90,7 @@ class ChildContext:
         self.n_batch = n_batch
         self.n_seq_max = 1  # one sequence: see `decode_batch`
         self.n_ctx = n_ctx
+        self.seq_cells = n_ctx
         self.placement = ""
         self.lost = False
         self._conn: Connection | None = None
@@ -134,6 +135,7 @@ class ChildContext:
             self.close()
             raise
         _, self.n_ctx, n_vocab, self.placement = reply
+        self.seq_cells = self.n_ctx
         self._logits = np.zeros(n_vocab, dtype=np.float32)
         self.lost = False
 
@@ -215,6 +217,12 @@ class ChildContext:
             except (EOFError, OSError):
                 raise self._loss(_DOING["decode"]) from None
         return code
+
+    def reserve(self, n_seqs: int, cells: int, layout: Layout | None = None) -> Switch:
+        """One sequence in the model's own layout: nothing to do (no other is offered)."""
+        if n_seqs > 1 or (layout is not None and layout.legacy):
+            raise LlamaError("a model split across RPC servers decodes one sequence at a time")
+        return "kept"
 
     def decode_batch(self, batch: Sequence[BatchToken]) -> int:
         """Not offered: a model split across servers holds one sequence."""

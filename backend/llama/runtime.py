@@ -27,13 +27,16 @@ import numpy.typing as npt
 from backend.llama.context import (
     BatchToken,
     Context,
+    Layout,
     LlamaError,
-    LocalContext,
+    Switch,
     load_model,
 )
+from backend.llama.contexts import PROBE_TEXT, Contexts
 from backend.llama.ggml_devices import require_rpc
 from backend.llama.grammar import GrammarTemplates, LlamaGrammarConstraint
 from backend.llama.pieces import visible_piece
+from backend.llama.repack_probe import repack_survives
 from backend.llama.rpc import Endpoint, probe_all
 from sampling.constraint import GrammarSpec
 
@@ -105,6 +108,8 @@ class RuntimeOptions:
             one with RPC servers).
         flash_attn: Flash attention as llama.cpp's tools run it (`kld`); off otherwise,
             and always with RPC servers.
+        repack: Let llama.cpp repack the weights for its faster batched CPU kernels:
+            a sequence's logits then depend on what is decoded beside it.
     """
 
     n_ctx: int = 4096
@@ -114,6 +119,7 @@ class RuntimeOptions:
     rpc: tuple[Endpoint, ...] = ()
     n_seq_max: int = 4
     flash_attn: bool = False
+    repack: bool = False
 
 
 class LlamaRuntime:
@@ -140,6 +146,11 @@ class LlamaRuntime:
         self.path = path
         self.n_threads = options.n_threads or preferred_threads()
         check_thread_count(self.n_threads)
+        if options.repack and not options.rpc and not repack_survives(path):
+            raise LlamaError(
+                f"{path}: --repack: llama.cpp's repacked weights crash a batched decode of"
+                " this model on this CPU (its AMX kernels, in this build); run without it"
+            )
         if options.rpc:
             require_rpc()
             probe_all(options.rpc)  # before llama.cpp connects (it aborts on failure)
@@ -148,7 +159,10 @@ class LlamaRuntime:
         if n_gpu_layers is None:
             n_gpu_layers = -1 if remote else 0  # -1: every layer (llama.cpp's -ngl 99)
         # With servers, this process needs only the vocabulary: the weights go to them.
-        model = load_model(path, n_gpu_layers=n_gpu_layers, vocab_only=remote)
+        model = load_model(
+            path, n_gpu_layers=n_gpu_layers, vocab_only=remote, repack=options.repack
+        )
+        self.repack = options.repack
         self._model: Any = model
         self._vocab: Any = llama_cpp.llama_model_get_vocab(model)
         n_ctx_train = int(llama_cpp.llama_model_n_ctx_train(model))
@@ -164,8 +178,10 @@ class LlamaRuntime:
                 )
             else:
                 try:
-                    self._context = LocalContext(
+                    self._context = Contexts(
                         model,
+                        path,
+                        options.repack,
                         n_ctx,
                         n_batch,
                         self.n_threads,
@@ -187,6 +203,22 @@ class LlamaRuntime:
         self._special: list[int] | None = None
         self._eog_ids: tuple[int, ...] | None = None
         self._grammars = GrammarTemplates(self._vocab, self.n_vocab)
+        self.batch_invariant: bool | None = None
+        """Whether a sequence decoded beside others gets exactly its logits alone
+        (checked at load; None: one sequence at a time, nothing to check)."""
+        if isinstance(self._context, Contexts) and self.n_seq_max > 1:
+            self.batch_invariant = self._check_invariance()
+
+    def _check_invariance(self) -> bool:
+        """The load's self-check (`Contexts.check_invariance`) on a short text."""
+        assert isinstance(self._context, Contexts)
+        tokens = self.tokenize(PROBE_TEXT, special=False)
+        if len(tokens) < 6:  # an odd vocabulary: any ids will do
+            tokens = [t % self.n_vocab for t in range(100, 112)]
+        try:
+            return self._context.check_invariance(tokens)
+        except LlamaError:
+            return False
 
     @property
     def placement(self) -> str:
@@ -311,6 +343,20 @@ class LlamaRuntime:
         return bytes(raw).decode("utf-8", errors="replace")
 
     # ---- the Model protocol: decoding and the sequences' memory ---------------------
+
+    @property
+    def seq_cells(self) -> int:
+        """The cells one sequence may hold now (the chat's: n_ctx)."""
+        return self._context.seq_cells
+
+    def reserve(self, n_seqs: int, cells: int, layout: Layout | None = None) -> Switch:
+        """Decode `n_seqs` sequences of up to `cells` tokens each from now on, in
+        `layout` (None: the model's own): see `backend.llama.contexts`.
+
+        Raises:
+            LlamaError: llama.cpp could not make such a context.
+        """
+        return self._context.reserve(n_seqs, cells, layout)
 
     @property
     def lost(self) -> bool:

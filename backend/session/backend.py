@@ -19,6 +19,7 @@ from backend.chat.events import Decoding, FinishedEvent, GenerationEvent
 from backend.chat.prompt import PromptBuilder
 from backend.chat.protocol import ChatMessage, LiveSettings, ModelInfo
 from backend.chat.template import ChatTemplate
+from backend.llama.context import Layout
 from backend.session.loop import Generation, Session
 from backend.session.loop_watch import LoopGuard, watching
 from backend.session.model import Model
@@ -147,10 +148,13 @@ class SessionBackend:
         raw: bool = False,
         steer: Steer | None = None,
         rewindable: bool = False,
+        layout: Layout | None = None,
     ) -> Generation:
         """Replies to `messages`, one per settings, in lockstep (one decode per step for
         every live sequence); iterate it for (column, event) pairs, each column's
-        events as `generate` yields them. Column 0 decodes into the chat's sequence.
+        events as `generate` yields them. One column decodes into the chat's sequence;
+        several decode in a context of their own, each in its own KV stream (`layout`
+        None), so that each column gets the tokens it gets alone.
         `rewindable`: the generation can be rewound (`Generation.rewind`)."""
         return self.session.generation(
             lambda: self.fit_prompt(messages, max_tokens, raw),
@@ -159,6 +163,7 @@ class SessionBackend:
             cancel=cancel,
             steer=steer,
             rewindable=rewindable,
+            layout=layout,
         )
 
     def fit_prompt(
@@ -206,6 +211,9 @@ class SessionBackend:
         max_tokens: int = 512,
         raw: bool = False,
         decoding: Decoding | None = None,
+        streams: int = 0,
+        extra_cells: int = 0,
+        hold: bool = False,
     ) -> StepInput:
         """What the sampler saw at token `len(prefix)` of a reply to `messages`.
 
@@ -213,7 +221,10 @@ class SessionBackend:
         same chunks, each earlier token decoded alone), so the logits are the ones the
         sampler saw when the reply was generated on the same memory. A reply decoded in
         lockstep (`decoding`) is rebuilt in lockstep: every sibling samples again beside
-        it up to the step, as they did (its own tokens come out as `prefix` again).
+        it up to the step, as they did (its own tokens come out as `prefix` again), in
+        the memory layout it was decoded in. `streams` and `extra_cells` ask for a
+        context of that many sequences with that much room past the step, kept after
+        it with `hold` (an explore tree grows from it).
 
         Raises:
             SamplescopeError: The prompt or the tokens cannot be fed.
@@ -225,18 +236,24 @@ class SessionBackend:
             if at == index:
                 kept.append(StepInput(np.array(logits, dtype=np.float32), tuple(history)))
 
+        layout = None
         if decoding is None:
             lives, steer = [LiveSettings(SamplerSettings(temperature=0.0))], Steer(tuple(prefix))
             column = 0
         else:
             lives = [LiveSettings(settings) for settings in decoding.columns]
             column, steer = decoding.column, Steer()
+            layout = Layout(decoding.streams, decoding.repack)
         lives[column].step_sink = keep
         generation = self.session.generation(
             lambda: self.fit_prompt(messages, max_tokens, raw),
             lives,
             max_tokens=index + 1,
             steer=steer,
+            layout=layout,
+            streams=streams,
+            extra_cells=extra_cells,
+            hold=hold,
         )
         for _, event in generation:
             if isinstance(event, FinishedEvent) and event.error:

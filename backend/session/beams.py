@@ -183,6 +183,7 @@ def beam_search(
     cancel: threading.Event | None = None,
     on_step: Callable[[int, Sequence[Beam]], None] | None = None,
     bans: PhraseBans | None = None,
+    lockstep: bool = True,
 ) -> BeamSearch:
     """Search the `width` most probable replies to `messages` (see the module doc).
 
@@ -198,6 +199,9 @@ def beam_search(
         cancel: When set, stop after the current step.
         on_step: Called after each step with the step's number and the live beams.
         bans: Phrases no beam may hold (continuations completing one are passed over).
+        lockstep: Decode every live beam in one batch a step (else one beam a
+            `llama_decode`: the reference the lockstep search equals, each beam in its
+            own KV stream).
 
     Raises:
         BeamSearchError: The width or the settings cannot be searched with.
@@ -206,6 +210,7 @@ def beam_search(
     check_beam_search(backend.model, settings, width, max_tokens)
     search = _Search(backend, settings, width, max_tokens, length_penalty, cancel, on_step)
     search.bans = bans if bans else None
+    search.lockstep = lockstep
     return search.run(messages, raw)
 
 
@@ -263,6 +268,9 @@ class _Search:
         self.bans: PhraseBans | None = None
         self.banned = 0
         self.dead_ends: list[Beam] = []
+        self.lockstep = True
+        self._rows: list[np.ndarray] = []
+        """Each beam's logits, copied after its own decode (one beam a decode)."""
 
     def score(self, logprob: float, length: int) -> float:
         """A hypothesis's rank: its log-probability over its length to the penalty."""
@@ -291,6 +299,7 @@ class _Search:
         notices += fitted
         if not prompt:
             raise SamplescopeError("the prompt is empty")
+        memory.reserve(self.width, len(prompt) + self.max_tokens)
         todo = prompt[memory.reuse(prompt) :]
         for _ in memory.prefill(todo):
             pass
@@ -313,13 +322,15 @@ class _Search:
                 if self.cancel is not None and self.cancel.is_set():
                     reason = "cancelled"
                     break
-                if memory.cells_used + len(live) > model.n_ctx:
+                if not memory.fits({beam.seq: 1 for beam in live}):
                     reason = "context_full"
                     break
                 self._decode(live)
         finally:
             memory.drop_others()
             memory.keep(len(prompt))
+            cached = len(memory.tokens())
+            memory.reserve(1, 0)  # the beams' context is freed: the chat's comes back
         if reason == "eos":  # the finished ones cannot be beaten: the live ones go
             self.pruned += [self._beam(b, "pruned", len(b.token_ids)) for b in live]
             live = []
@@ -345,7 +356,7 @@ class _Search:
             decode_ms=decode_ms,
             decode_tps=self.decoded / (decode_ms / 1000) if decode_ms > 0 else 0.0,
             sampler_us=self.sampler_us,
-            cached_tokens=len(memory.tokens()),
+            cached_tokens=cached,
             discarded_tokens=max(0, self.decoded - n),
         )
         return BeamSearch(
@@ -372,7 +383,7 @@ class _Search:
         model, width = self.model, self.width
         scored: list[tuple[float, int, int, float]] = []  # (logprob, beam, token, prob)
         for number, beam in enumerate(live):
-            logits = model.logits(beam.row)
+            logits = self._logits(beam)
             history = self.memory.tokens(beam.seq)
             probs = probabilities(
                 logits,
@@ -451,7 +462,7 @@ class _Search:
             # One sampler serves every beam: it continues this beam's reply at its length
             # (min_tokens and a grammar count the reply's tokens).
             self.sampler.resume(len(beam.token_ids))
-            step = self.sampler.sample(self.model.logits(beam.row), self.memory.tokens(beam.seq))
+            step = self.sampler.sample(self._logits(beam), self.memory.tokens(beam.seq))
             self.sampler_us += step.elapsed_us
             steps[number] = step
         return steps
@@ -474,11 +485,24 @@ class _Search:
             self.memory.fork(child.seq, source)
 
     def _decode(self, live: list[_Live]) -> None:
-        """One lockstep step: each live beam's last token, in one batch."""
-        self.memory.step([(beam.seq, beam.token_ids[-1]) for beam in live])
+        """One step: each live beam's last token, in one batch (or one a decode)."""
         self.decoded += len(live)
+        if not self.lockstep:
+            self._rows = []
+            for row, beam in enumerate(live):
+                self.memory.step([(beam.seq, beam.token_ids[-1])])
+                self._rows.append(self.model.logits(-1).copy())
+                beam.row = row
+            return
+        self.memory.step([(beam.seq, beam.token_ids[-1]) for beam in live])
         for row, beam in enumerate(live):
             beam.row = row if len(live) > 1 else -1
+
+    def _logits(self, beam: _Live) -> np.ndarray:
+        """The beam's logits from the last step (the prompt's last row at first)."""
+        if not self.lockstep and self._rows:
+            return self._rows[beam.row]
+        return self.model.logits(beam.row)
 
 
 def _most_probable(probs: np.ndarray, nonzero: int, first: int) -> Iterator[int]:

@@ -46,6 +46,16 @@ MAX_NODES = 100_000
 #: Sequences a model loaded for exploring holds (`samplescope explore`, the bench): its
 #: widest lockstep batch is one fewer, and a tree is at most this deep.
 EXPLORE_SEQ_MAX = 64
+#: The KV streams a tree decodes in when it is shallower (each stream holds the point's
+#: history; a node's copy of its parent's copies the whole stream).
+EXPLORE_STREAMS = 64
+
+
+def tree_streams(shape: TreeShape, n_seq_max: int) -> int:
+    """How many sequences (KV streams) a tree of `shape` decodes in: one per level at
+    least, more for wider batches, up to `EXPLORE_STREAMS` (or the model's limit)."""
+    wanted = max(shape.depth, min(shape.most_decoded + 1, EXPLORE_STREAMS))
+    return min(n_seq_max, wanted)
 
 
 class ExploreError(SamplescopeError):
@@ -230,6 +240,7 @@ class _Grower:
         index: int,
         lockstep: bool,
         cancel: threading.Event | None,
+        streams: int,
     ) -> None:
         self.session = session
         self.model = session.model
@@ -244,7 +255,7 @@ class _Grower:
             n_candidates=max(DEFAULT_CANDIDATES, shape.width),
             vocabulary=self.model,
         )
-        self.free = list(range(self.model.n_seq_max - 1, 0, -1))
+        self.free = list(range(streams - 1, 0, -1))
         self.decoded = 0
         self.decodes = 0
         self.stopped = False
@@ -377,6 +388,7 @@ def grow_tree(
     uniform: float | None = None,
     lockstep: bool = True,
     cancel: threading.Event | None = None,
+    streams: int | None = None,
 ) -> Tree:
     """The tree below a point whose history sequence 0 holds.
 
@@ -389,6 +401,8 @@ def grow_tree(
         uniform: The uniform the root's step draws with (the stored step's own).
         lockstep: Decode nodes in lockstep batches (else one at a time).
         cancel: When set, stop (the nodes not expanded yet stay leaves).
+        streams: The sequences the memory holds for the tree, sequence 0 the point's
+            (None: `tree_streams`); the memory is made so if it is not.
 
     Raises:
         ExploreError: The tree would not fit the model's sequences or context.
@@ -396,6 +410,21 @@ def grow_tree(
     """
     model, memory = session.model, session.memory
     history = tuple(given.history)
+    if shape.depth > model.n_seq_max:
+        raise ExploreError(
+            f"a tree of depth {shape.depth} needs {shape.depth} sequences at once: "
+            f"this model holds {model.n_seq_max}"
+        )
+    cells = len(history) + shape.depth
+    if cells > model.n_ctx:
+        raise ExploreError(
+            f"a tree of depth {shape.depth} decodes up to {shape.depth} tokens after "
+            f"the {len(history)} the point holds: {cells} do not fit the context of "
+            f"{model.n_ctx}"
+        )
+    if streams is None:
+        streams = tree_streams(shape, model.n_seq_max)
+    memory.reserve(streams, cells)
     if list(memory.tokens(0)) != list(history):
         raise ExploreError("internal: the point's sequence does not hold its history")
     if shape.most_nodes > MAX_NODES:
@@ -403,19 +432,7 @@ def grow_tree(
             f"a tree of width {shape.width} and depth {shape.depth} has up to "
             f"{shape.most_nodes} nodes: at most {MAX_NODES} are explored at once"
         )
-    if shape.depth > model.n_seq_max:
-        raise ExploreError(
-            f"a tree of depth {shape.depth} needs {shape.depth} sequences at once: "
-            f"this model holds {model.n_seq_max}"
-        )
-    cells = len(history) + shape.most_decoded
-    if cells > model.n_ctx:
-        raise ExploreError(
-            f"a tree of width {shape.width} and depth {shape.depth} decodes up to "
-            f"{shape.most_decoded} tokens after the {len(history)} the point holds: "
-            f"{cells} do not fit the context of {model.n_ctx}"
-        )
-    grower = _Grower(session, settings, shape, index, lockstep, cancel)
+    grower = _Grower(session, settings, shape, index, lockstep, cancel, streams)
     root = _Node(-1, 1.0, 0.0, 0, decodable=True, ends=False, seq=0)
     started = session.clock()
     try:
@@ -423,6 +440,7 @@ def grow_tree(
         grower.grow([root])
     finally:
         memory.drop_others()
+        memory.reserve(1, 0)  # the tree's context is freed: the chat's comes back
     elapsed_ms = (session.clock() - started) * 1000
     tokens = {kid.token for kid in _every(root)}
     text_of = {
@@ -490,14 +508,29 @@ def explore(
         ExploreError: The tree would not fit.
         SamplescopeError: The point cannot be rebuilt or the model failed.
     """
-    given = backend.step_input(messages, prefix, max_tokens=max_tokens, raw=raw, decoding=decoding)
+    streams = tree_streams(shape, backend.model.n_seq_max)
+    given = backend.step_input(
+        messages,
+        prefix,
+        max_tokens=max_tokens,
+        raw=raw,
+        decoding=decoding,
+        streams=streams,
+        extra_cells=shape.depth,
+        hold=True,
+    )
     memory = backend.session.memory
+    memory.reserve(streams, len(given.history) + shape.depth)
     held = memory.tokens(0)
     if list(held) != list(given.history):
-        # Rebuilt beside siblings: sequence 0 is another column's. Decode the point's
-        # own tokens alone after what they share (the prompt, at least).
+        # Rebuilt beside siblings (sequence 0 is another column's, or another layout's):
+        # the point's own prompt prefilled and its tokens decoded alone after what they
+        # share, as a generation decodes them.
         kept = memory.keep(common_prefix(held, given.history))
-        for token in given.history[kept:]:
+        n_prompt = len(given.history) - len(prefix)
+        for _ in memory.prefill(list(given.history[kept:n_prompt])):
+            pass
+        for token in given.history[max(kept, n_prompt) :]:
             memory.append([token])
     return grow_tree(
         backend.session,
@@ -508,4 +541,5 @@ def explore(
         uniform=uniform,
         lockstep=lockstep,
         cancel=cancel,
+        streams=streams,
     )

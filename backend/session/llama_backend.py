@@ -41,6 +41,8 @@ class LlamaBackend(SessionBackend):
             n_vocab=runtime.n_vocab,
             n_batch=runtime.n_batch,
             placement=runtime.placement,
+            batch_invariant=runtime.batch_invariant,
+            repack=runtime.repack,
         )
         super().__init__(runtime, template, info, template_notice=notice)
 

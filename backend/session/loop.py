@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Generator, Iterator, Sequence
+from dataclasses import dataclass
 
 from backend.chat.events import (
     Decoding,
@@ -32,6 +33,7 @@ from backend.chat.events import (
     TokenEvent,
 )
 from backend.chat.protocol import LiveSettings
+from backend.llama.context import Layout
 from backend.session.memory import Memory
 from backend.session.model import Model
 from backend.session.run import Lane, Steer, clock_now
@@ -69,6 +71,10 @@ class Session:
         cancel: threading.Event | None = None,
         steer: Steer | None = None,
         rewindable: bool = False,
+        layout: Layout | None = None,
+        streams: int = 0,
+        extra_cells: int = 0,
+        hold: bool = False,
     ) -> Generation:
         """A generation of `len(lives)` sequences from one prompt (run it by iterating).
 
@@ -81,8 +87,35 @@ class Session:
                 every sequence's first sampled one.
             rewindable: Keep each sampler's state before every token, so that
                 `Generation.rewind` can go back (about 10 µs a token).
+            layout: How the sequences' memory is laid out (None: the model's own; one
+                sequence then decodes in the chat's context, several each in its own
+                KV stream).
+            streams: Decode in a context of at least this many sequences (an explore
+                tree grows from the generation's end).
+            extra_cells: Cells each sequence needs past the prompt and max_tokens.
+            hold: Keep a lockstep context after the generation (else the memory goes
+                back to the chat's context when it ends).
         """
-        return Generation(self, prompt, lives, max_tokens, cancel, steer or Steer(), rewindable)
+        return Generation(
+            self,
+            prompt,
+            lives,
+            max_tokens,
+            cancel,
+            steer or Steer(),
+            rewindable,
+            Room(layout, max(streams, len(lives)), extra_cells, hold),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Room:
+    """What memory a generation asks for (see `Session.generation`)."""
+
+    layout: Layout | None = None
+    streams: int = 1
+    extra_cells: int = 0
+    hold: bool = False
 
 
 class Generation:
@@ -97,6 +130,7 @@ class Generation:
         cancel: threading.Event | None,
         steer: Steer,
         rewindable: bool = False,
+        room: Room | None = None,
     ) -> None:
         if not lives:
             raise SamplescopeError("nothing to generate: no sequence asked for")
@@ -110,6 +144,9 @@ class Generation:
         self.max_tokens = max_tokens
         self.cancel = cancel
         self.steer = steer
+        self.room = room or Room(streams=len(lives))
+        self.layout = self.room.layout or Layout(repack=model.repack)
+        """How the sequences' memory is laid out (what a lockstep reply records)."""
         started = session.clock()
         self.start_settings = tuple(live.current for live in lives)
         """Each sequence's settings at the start (what a lockstep reply records)."""
@@ -185,8 +222,11 @@ class Generation:
             self._end_all("error")
         for lane in self.lanes:
             yield from self._finish(lane, error if lane.reason == "error" else None)
+        memory = self.session.memory
         for lane in self.lanes:
-            self.session.memory.drop(lane.seq)
+            memory.drop(lane.seq)
+        if not self.room.hold and not memory.model.lost:
+            memory.reserve(1, 0)  # a lockstep context is freed: the chat's comes back
 
     # ---- the phases ---------------------------------------------------------------
 
@@ -223,6 +263,9 @@ class Generation:
             yield from self._each(NoticeEvent(notice))
         if not prompt:
             raise SamplescopeError("the prompt is empty")
+        room = self.room
+        cells = len(prompt) + self.max_tokens + room.extra_cells
+        memory.reserve(room.streams, cells, room.layout)
         yield from self._each(PhaseEvent("prefill"))
         prefill_started = session.clock()
         todo = prompt[memory.reuse(prompt) :]
@@ -268,8 +311,7 @@ class Generation:
             stepping = [lane for lane in self.lanes if lane.reason is None and lane.pending]
             if not stepping:
                 return
-            needed = sum(len(lane.pending) for lane in stepping)
-            if memory.cells_used + needed > model.n_ctx:
+            if not memory.fits({lane.seq: len(lane.pending) for lane in stepping}):
                 for lane in stepping:
                     yield (
                         lane.column,
@@ -343,6 +385,7 @@ class Generation:
         cached = len(memory.tokens(lane.seq)) if not memory.model.lost else 0
         decoding = None
         if len(self.lanes) > 1:
-            decoding = Decoding(lane.column, self.start_settings)
+            layout = self.layout
+            decoding = Decoding(lane.column, self.start_settings, layout.streams, layout.repack)
         yield lane.column, PhaseEvent("done")
         yield lane.column, lane.finished(self.session.clock(), cached, error, decoding)

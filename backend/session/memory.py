@@ -9,11 +9,12 @@ compute a token again exactly the way it was computed before.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
 from backend.chat.compare import common_prefix
+from backend.llama.context import Layout
 from backend.session.model import BatchEntry, Model
 
 #: A context shift must save at least this many tokens of prefill (or reach the cache's end).
@@ -44,11 +45,16 @@ def dropped_span(cache: Sequence[int], prompt: Sequence[int], start: int) -> int
     return 0
 
 
+_Books = tuple[dict[int, list[int]], dict[int, list[int]], dict[int, int]]
+
+
 class Memory:
     """The model's memory as the loop sees it: each sequence's tokens and batches.
 
     Every change to the model's memory goes through here, so the bookkeeping and the
     memory never disagree. Sequence 0 is the chat's: it is kept across generations.
+    A job of several sequences may decode in another context of the model (`reserve`):
+    the chat's bookkeeping waits aside meanwhile, and comes back with its context.
 
     Args:
         model: The model whose memory this describes (its memory is cleared).
@@ -62,6 +68,10 @@ class Memory:
         self._starts: dict[int, list[int]] = {}
         # How many leading tokens a forked sequence shares with sequence 0.
         self._shared: dict[int, int] = {}
+        # The chat's bookkeeping while another context is in use.
+        self._chat: _Books | None = None
+        # Whether the sequences share their cells (else each has its own stream).
+        self._unified = False
         self._forget()
         model.clear()
 
@@ -76,6 +86,14 @@ class Memory:
         """Memory cells taken: the longest shared start counted once, plus the rest."""
         main = len(self._tokens[0])
         return main + sum(len(t) - self._shared[s] for s, t in self._tokens.items() if s)
+
+    def fits(self, needed: Mapping[int, int]) -> bool:
+        """Whether each sequence can take `needed[seq]` more tokens: within its own
+        stream's cells, or within the cells every sequence shares."""
+        if self._unified:
+            return self.cells_used + sum(needed.values()) <= self.model.n_ctx
+        cells = self.model.seq_cells
+        return all(len(self._tokens[seq]) + n <= cells for seq, n in needed.items())
 
     def batch_of(self, pos: int, seq: int = 0) -> tuple[int, int]:
         """The [start, end) positions of the decode batch that computed position `pos`."""
@@ -99,9 +117,37 @@ class Memory:
             self._forget()
 
     def clear(self) -> None:
-        """Empty every sequence."""
+        """Empty every sequence (back in the chat's context)."""
+        self.reserve(1, 0)
+        self._chat = None
         self._forget()
         self.model.clear()
+
+    def reserve(self, n_seqs: int, cells: int, layout: Layout | None = None) -> None:
+        """Decode `n_seqs` sequences of up to `cells` tokens each from now on (the
+        model's `reserve`): one sequence in the model's own layout is the chat's context,
+        several a lockstep context of their own.
+
+        Raises:
+            SamplescopeError: The model cannot make such a context.
+        """
+        try:
+            switch = self.model.reserve(n_seqs, cells, layout)
+        except Exception:
+            self._failed()
+            raise
+        if switch == "fresh":
+            if self._chat is None:  # leaving the chat's context: its books wait
+                self._chat = (self._tokens, self._starts, self._shared)
+            self._forget()
+        elif switch == "chat":
+            if self._chat is None:
+                self._forget()
+            else:
+                self._tokens, self._starts, self._shared = self._chat
+                self._chat = None
+        if switch != "kept":
+            self._unified = layout is not None and not layout.streams
 
     def append(self, tokens: Sequence[int], seq: int = 0) -> None:
         """Decode `tokens` (at most n_batch) at the end of `seq`, in one batch."""

@@ -14,6 +14,8 @@ from typing import NamedTuple, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from backend.llama.context import Layout, Switch
+
 
 class BatchEntry(NamedTuple):
     """One token of a decode batch.
@@ -37,12 +39,15 @@ class Model(Protocol):
         n_vocab: The vocabulary's size (the logits' length).
         n_batch: The most tokens one `decode` takes.
         n_seq_max: How many sequences the memory holds at once.
+        repack: Whether the weights are repacked for batched kernels (a sequence's
+            logits beside others may then differ from its logits alone).
     """
 
     n_ctx: int
     n_vocab: int
     n_batch: int
     n_seq_max: int
+    repack: bool
 
     # ---- tokens -------------------------------------------------------------------
 
@@ -99,6 +104,26 @@ class Model(Protocol):
         ...
 
     # ---- the sequences' memory ----------------------------------------------------
+
+    @property
+    def seq_cells(self) -> int:
+        """The cells one sequence may hold now (n_ctx in the chat's context)."""
+        ...
+
+    def reserve(self, n_seqs: int, cells: int, layout: Layout | None = None) -> Switch:
+        """Decode `n_seqs` sequences of up to `cells` tokens each from now on, laid out
+        as `layout` (None: the model's own). One sequence in the model's own layout is
+        the chat's context; more may be another context, each sequence in its own KV
+        stream so that its logits do not depend on its neighbours.
+
+        Returns:
+            "kept" (the memory as it was), "fresh" (an empty memory) or "chat" (back
+            to the chat's memory as it was left).
+
+        Raises:
+            SamplescopeError: No such context can be made.
+        """
+        ...
 
     def seq_rm(self, seq: int, p0: int, p1: int) -> bool:
         """Drop positions [p0, p1) of `seq` (seq -1: every sequence; p1 -1: to the

@@ -18,6 +18,7 @@ from backend.chat.compare import first_divergence
 from backend.chat.completion import as_document
 from backend.chat.events import Decoding, FinishedEvent, NoticeEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.llama.context import Layout
 from backend.session.backend import SessionBackend
 from backend.session.beams import beam_record
 from backend.session.run import Steer
@@ -158,7 +159,9 @@ def replay(
 
     A reply decoded in lockstep with siblings (its recorded `decoding`: a compare
     column) is rebuilt the same way: every sibling runs again beside it, each with its
-    settings, since a token's logits depend on the batch it was decoded in.
+    settings, in the memory layout it records (one unified KV stream and repacked
+    weights for a reply stored before streams: a token's logits then depend on the
+    batch it was decoded in).
 
     Raises:
         ReplayError: The reply has no tokens, or the generation ended in an error.
@@ -183,7 +186,9 @@ def replay(
     finished: FinishedEvent | None = None
     max_tokens = max(reply.max_tokens or stored, stored)
     lives, column, steer = [live], 0, branch_steer(reply, forced)
+    layout = None
     if decoding is not None:
+        layout = Layout(decoding.streams, decoding.repack)
         column = decoding.column
         lives = [LiveSettings(settings) for settings in decoding.columns]
         lives[column] = live
@@ -197,6 +202,7 @@ def replay(
         cancel=stop,
         raw=reply.mode == "completion",
         steer=steer,
+        layout=layout,
     )
     for at, event in generation:
         if at != column:

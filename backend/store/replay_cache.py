@@ -21,6 +21,8 @@ from the cache (prompt_tokens - prefilled_tokens); from that:
 from __future__ import annotations
 
 from backend.chat.completion import document_text
+from backend.chat.events import Decoding
+from backend.llama.context import Layout
 from backend.session.backend import MAX_HEADROOM_SHARE, SessionBackend
 from backend.store.records import ChatRecord, ReplyRecord
 
@@ -115,6 +117,10 @@ def prepare_cache(backend: SessionBackend, chat: ChatRecord, reply: ReplyRecord)
     if reused_tokens(reply) == 0:
         return notices
     memory = backend.session.memory
+    lockstep = _lockstep(reply)
+    if lockstep is not None:  # its warm cache was in its lockstep context: built there
+        layout = Layout(lockstep.streams, lockstep.repack)
+        memory.reserve(len(lockstep.columns), backend.model.n_ctx, layout)
     for earlier in warm_chain(chat, reply):
         prompt = prompt_of(backend, chat, earlier)
         kept, notice = _fill_up(backend, prompt, earlier)
@@ -129,3 +135,13 @@ def prepare_cache(backend: SessionBackend, chat: ChatRecord, reply: ReplyRecord)
     if notice:
         notices.append(notice)
     return notices
+
+
+def _lockstep(reply: ReplyRecord) -> Decoding | None:
+    """The reply's lockstep record (None: decoded alone, or a beam, or unreadable)."""
+    if reply.decoding is None:
+        return None
+    try:
+        return Decoding.from_json(reply.decoding)
+    except ValueError:
+        return None

@@ -176,7 +176,6 @@ def test_lockstep_gives_the_tree_one_node_at_a_time_gives_within_the_batch_toler
         (["explore", "--prompt", "hi", "--at", "2"], "not --prompt"),
         (["explore", "{chat}", "--at", "1", "--width", "0"], "invalid width=0"),
         (["explore", "{chat}", "--at", "1", "--depth", "65", "--width", "1"], "needs 65 seq"),
-        (["explore", "{chat}", "--at", "1", "--depth", "4", "--width", "12"], "do not fit the"),
     ],
 )
 def test_clear_errors_for_a_bad_chat_position_or_shape(

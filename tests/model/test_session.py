@@ -11,6 +11,7 @@ import pytest
 
 from backend.chat.events import Decoding, FinishedEvent, GenerationEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.llama.context import Layout
 from backend.session.compare import compare
 from backend.session.llama_backend import LlamaBackend
 from backend.session.model import BatchEntry
@@ -88,59 +89,76 @@ def test_rewinding_to_the_prompt_computes_its_last_chunk_again(backend: LlamaBac
     assert finished.token_ids == straight.token_ids
 
 
-def lockstep_and_alone(runtime: object, tokens: list[int], steps: int) -> np.ndarray:
-    """Four sequences from one prompt, greedy: each step's logits decoded in one batch
-    (row 0 of the result) and each sequence decoded alone (row 1)."""
+def lockstep_and_alone(
+    runtime: object, tokens: list[int], steps: int, layout: Layout | None = None
+) -> np.ndarray:
+    """Four sequences from one prompt, greedy, decoded in one batch a step in a lockstep
+    context laid out as `layout` (row 0 of the result), then each sequence decoded
+    alone in the chat's context, taking the same tokens (row 1)."""
     from backend.llama.runtime import LlamaRuntime
 
     assert isinstance(runtime, LlamaRuntime)
-    out = []
-    for together in (True, False):
+    runtime.clear()
+    runtime.reserve(4, len(tokens) + steps, layout)
+    runtime.decode([BatchEntry(t, i, 0) for i, t in enumerate(tokens)])
+    for seq in range(1, 4):
+        runtime.seq_cp(0, seq, 0, -1)
+    first = runtime.logits(-1)
+    current = [int(t) for t in np.argsort(-first, kind="stable")[:4]]
+    fed: list[list[int]] = []
+    together = []
+    for step in range(steps):
+        pos = len(tokens) + step
+        fed.append(current)
+        runtime.decode([BatchEntry(current[s], pos, s) for s in range(4)])
+        logits = [runtime.logits(s).copy() for s in range(4)]
+        together.append(logits)
+        current = [int(np.argmax(row)) for row in logits]
+    runtime.clear()
+    runtime.reserve(1, 0)
+    alone: list[list[np.ndarray]] = [[] for _ in range(steps)]
+    for s in range(4):
         runtime.clear()
         runtime.decode([BatchEntry(t, i, 0) for i, t in enumerate(tokens)])
-        for seq in range(1, 4):
-            runtime.seq_cp(0, seq, 0, -1)
-        first = runtime.logits(-1)
-        current = [int(t) for t in np.argsort(-first, kind="stable")[:4]]
-        rows = []
         for step in range(steps):
-            pos = len(tokens) + step
-            if together:
-                runtime.decode([BatchEntry(current[s], pos, s) for s in range(4)])
-                logits = [runtime.logits(s).copy() for s in range(4)]
-            else:
-                logits = []
-                for s in range(4):
-                    runtime.decode([BatchEntry(current[s], pos, s)])
-                    logits.append(runtime.logits(-1).copy())
-            rows.append(logits)
-            current = [int(np.argmax(row)) for row in logits]
-        out.append(rows)
+            runtime.decode([BatchEntry(fed[step][s], len(tokens) + step, 0)])
+            alone[step].append(runtime.logits(-1).copy())
     runtime.clear()
-    return np.array(out)
+    return np.array([together, alone])
 
 
-def test_logits_in_a_lockstep_batch_can_differ_from_decoding_alone(
+def test_a_sequence_beside_others_gets_its_logits_alone_with_its_own_kv_stream(
     backend: LlamaBackend, tmp_path: Path
 ) -> None:
-    """Why a reply records how it was decoded: the kernels differ with the batch (on
-    SmolLM2 Q4_1 here, after a few steps of four sequences, by tenths of a logit; on a
-    tiny F32 model in the last bits from the first step)."""
+    """Why lockstep contexts give each sequence its own KV stream: on SmolLM2 Q4_1 the
+    logits of four sequences in one batch a step equal, bit for bit, each decoded
+    alone, where one unified stream for all (how lockstep decoded before) moves them by
+    tenths of a logit after a few steps. A tiny F32 model differs in the last bits
+    either way (llama.cpp's F32 matmul sums a batch in another order than one row):
+    its load's self-check says so, and its lockstep replies replay in lockstep."""
     prompt = backend.runtime.tokenize("The quick brown fox jumps over the lazy dog.", special=False)
+    unified = Layout(streams=False)
     smol = lockstep_and_alone(backend.runtime, prompt, 6)
+    smol_unified = lockstep_and_alone(backend.runtime, prompt, 6, unified)
     backend.reset()
     tiny_path = write_tiny_llama(tmp_path / "tiny.gguf", spm_vocab(4096))
     tiny = LlamaBackend.load(tiny_path, n_ctx=256, n_batch=64, n_threads=1)
     try:
         words = tiny.runtime.tokenize("hello world this is a test", special=False)
         small = lockstep_and_alone(tiny.runtime, words, 6)
+        small_unified = lockstep_and_alone(tiny.runtime, words, 6, unified)
+        tiny_invariant = tiny.runtime.batch_invariant
     finally:
         tiny.close()
-    for name, found in (("SmolLM2", smol), ("tiny", small)):
-        differences = [float(np.abs(found[0, i] - found[1, i]).max()) for i in range(6)]
+    found = (("SmolLM2", smol_unified), ("tiny", small_unified), ("tiny, streams", small))
+    for name, rows in found:
+        differences = [float(np.abs(rows[0, i] - rows[1, i]).max()) for i in range(6)]
         print(name, "lockstep vs alone, max logit difference per step:", differences)
+    assert np.array_equal(smol[0], smol[1])
+    assert np.abs(smol_unified[0] - smol_unified[1]).max() > 0
+    assert backend.runtime.batch_invariant is True
     assert np.abs(small[0] - small[1]).max() > 0
-    assert np.abs(smol[0] - smol[1]).max() > 0
+    assert tiny_invariant is False
 
 
 def columns_replayed(

@@ -10,10 +10,14 @@ the default order of its time (the temperature before the filters), the second w
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from backend.chat.events import Decoding
+from backend.session.llama_backend import LlamaBackend
+from backend.store.replay import replay
 from backend.store.schema import SCHEMA_VERSION
 from backend.store.store import ChatStore
 from tui.cli.main import main
@@ -52,3 +56,36 @@ def test_a_saved_chat_replays_token_identical_after_migration(
         args += ["--model", str(default_model_path), "--threads", "1"]
         assert main(args) == 0, capsys.readouterr()
         assert "token-identical" in capsys.readouterr().out
+
+
+def test_lockstep_replies_stored_before_kv_streams_replay_token_identical(
+    tmp_path: Path,
+    default_model_path: Path,
+    llama_backend: LlamaBackend,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Four compare columns decoded in one unified KV stream, stored with the decoding
+    record of that time (no `kv`, no `repack`: `make_lockstep_fixture.py`), replay
+    token-identical: the record says to rebuild them unified. Rebuilt in KV streams
+    instead (today's lockstep, each column's tokens alone), some column differs."""
+    path = tmp_path / "chats.sqlite3"
+    conn = sqlite3.connect(path)
+    conn.executescript((FIXTURES / "lockstep_unified.sql").read_text(encoding="utf-8"))
+    conn.close()
+    with ChatStore(path) as store:
+        chats = [store.load_chat(summary.id) for summary in store.list_chats()]
+    assert len(chats) == 4
+    moved = []
+    for chat in chats:
+        (reply,) = chat.replies
+        assert reply.decoding is not None and '"kv"' not in reply.decoding
+        old = Decoding.from_json(reply.decoding)
+        assert (old.streams, old.repack) == (False, True)
+        args = ["replay", str(chat.id), "--db", str(path), "--model", str(default_model_path)]
+        assert main([*args, "--threads", "1"]) == 0
+        assert "token-identical" in capsys.readouterr().out
+        streams = replace(old, streams=True, repack=False).to_json()
+        again = replay(llama_backend, chat, replace(reply, decoding=streams))
+        moved.append(again.first_difference)
+    print("first difference in KV streams, per column:", moved)
+    assert any(at is not None for at in moved)

@@ -150,9 +150,13 @@ def test_the_point_can_be_inside_a_reply() -> None:
 def test_a_tree_deeper_than_the_sequences_or_past_the_context_is_refused() -> None:
     with pytest.raises(ExploreError, match="needs 5 sequences at once: this model holds 4"):
         grown(TreeShape(depth=5, width=2))
-    backend = FakeBackend(prefill_chunk=64, n_ctx=40)
-    with pytest.raises(ExploreError, match="do not fit the context of 40"):
-        grown(TreeShape(depth=4, width=3), backend=backend, seqs=8)
+    # Each node's sequence holds the point's history and its path: 4 past the history
+    # do not fit a context of 2 past it.
+    history = len(grown(TreeShape(depth=1, width=1)).history)
+    backend = FakeBackend(prefill_chunk=64, n_ctx=history + 2)
+    backend.fake.n_seq_max = 8
+    with pytest.raises(ExploreError, match=f"do not fit the context of {history + 2}"):
+        explore(backend, QUESTION, (), SETTINGS, TreeShape(depth=4, width=3), max_tokens=1)
     with pytest.raises(ExploreError, match="invalid width=0"):
         TreeShape(depth=2, width=0)
     with pytest.raises(ExploreError, match="at most 100000"):

@@ -200,6 +200,7 @@ def run(args: argparse.Namespace) -> int:
                     )
     finally:
         backend.close()
+    invariant = backend.info.batch_invariant
     results = [f for f in finished if f is not None]
     if len(results) != len(columns):
         raise SamplescopeError("the comparison stopped early")
@@ -222,6 +223,7 @@ def run(args: argparse.Namespace) -> int:
                         "first_divergence": at,
                         "stats": asdict(result.stats),
                         "score": reply_score_json(column_steps),
+                        "lockstep": lockstep_json(result, invariant),
                     }
                     for (label, settings), result, at, column_steps in zip(
                         columns, results, diverge, steps, strict=True
@@ -232,6 +234,9 @@ def run(args: argparse.Namespace) -> int:
         )
     else:
         scores = [score_label(reply_score(column_steps)) for column_steps in steps]
+        note = lockstep_note(results, invariant)
+        if note:
+            print(note)
         print_columns(columns, pieces, results, diverge, scores)
     return 1 if any(r.reason == "error" for r in results) else 0
 
@@ -241,6 +246,29 @@ def loop_json(token_ids: Sequence[int]) -> dict[str, int] | None:
     none; `sampling.loops.first_loop` with the default rule)."""
     loop = first_loop(token_ids)
     return None if loop is None else loop.to_dict()
+
+
+def lockstep_json(result: FinishedEvent, invariant: bool | None) -> dict[str, object] | None:
+    """How a column was decoded beside the others (None: alone, in turn): its memory
+    layout, and whether it is exact (the tokens `generate` gives it alone)."""
+    decoding = result.decoding
+    if decoding is None:
+        return None
+    exact = invariant is True and decoding.streams and not decoding.repack
+    kv = "streams" if decoding.streams else "unified"
+    return {"kv": kv, "repack": decoding.repack, "exact": exact}
+
+
+def lockstep_note(results: list[FinishedEvent], invariant: bool | None) -> str:
+    """The header's line when the columns were decoded in lockstep on a model whose
+    load found lockstep not exact ("" otherwise)."""
+    if invariant is not False or all(r.decoding is None for r in results):
+        return ""
+    return (
+        "note: on this model and build a sequence decoded beside others does not get "
+        "exactly its logits alone (the load's self-check): a column can differ from "
+        "`generate` with its settings; `replay` rebuilds it in lockstep"
+    )
 
 
 def print_columns(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import re
 from collections import defaultdict
+from pathlib import Path
 
 from backend.chat.template import builtin_template_for
 from backend.llama.gguf import GgufFile, MetaValue, validate_gguf
@@ -269,6 +270,32 @@ def describe_devices() -> list[str]:
     return lines
 
 
+def describe_lockstep(path: Path) -> list[str]:
+    """Whether lockstep decoding (compare, explore, beams) is exact for this model on
+    this build: the model is loaded (one thread, a small context) for its self-check."""
+    from backend.session.llama_backend import LlamaBackend
+
+    try:
+        backend = LlamaBackend.load(path, n_ctx=256, n_batch=64, n_threads=1)
+    except SamplescopeError as error:
+        return [f"lockstep decoding: not checked ({error})"]
+    try:
+        invariant = backend.info.batch_invariant
+    finally:
+        backend.close()
+    if invariant:
+        return [
+            "lockstep decoding: exact (self-check at load: a sequence decoded beside"
+            " three others got its logits alone, bit for bit; each sequence has its own"
+            " KV stream and the weights are not repacked)"
+        ]
+    return [
+        "lockstep decoding: not exact here (self-check at load: a sequence decoded beside"
+        " others got other logits than alone); compare's columns can differ from"
+        " `generate`, and their replies replay in lockstep"
+    ]
+
+
 def llama_cpp_version() -> str:
     """The installed llama-cpp-python's version."""
     import llama_cpp
@@ -288,6 +315,7 @@ def run(args: argparse.Namespace) -> int:
         devices = [f"llama.cpp devices: cannot be listed ({type(error).__name__}: {error})"]
     print("\n".join(devices))
     if not endpoints:
+        print("\n".join(describe_lockstep(gguf.path)))
         return 0
     lines, usable = describe_servers(endpoints)
     print("\n".join(lines))

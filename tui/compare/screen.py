@@ -64,6 +64,10 @@ def as_columns(columns: Sequence[SamplerSettings | CompareColumn]) -> list[Compa
     ]
 
 
+#: The title's note when the model's self-check found lockstep not batch-invariant.
+NOT_EXACT_NOTE = "not exact side by side: a column can differ from its reply alone"
+
+
 class CompareScreen(Screen[CompareResult | None]):
     """Regenerate the last user turn under several settings with one seed.
 
@@ -198,6 +202,11 @@ class CompareScreen(Screen[CompareResult | None]):
         title = Text("Compare", style="bold")
         title.append(f" · seed {self.seed} · ")
         title.append(f"“{prompt}”", style="italic")
+        backend = self._runner.backend
+        if backend is not None and backend.info.batch_invariant is False:
+            # The load's self-check: decoded beside each other, this model's numbers move.
+            title.append(" · ")
+            title.append(NOT_EXACT_NOTE, style="bold yellow")
         title.append(f" · {self._status()}", style="dim")
         return title
 

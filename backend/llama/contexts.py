@@ -1,0 +1,261 @@
+"""The contexts one model decodes in: the chat's, and a lockstep one sized by need.
+
+A sequence decoded beside others gives exactly the tokens it gives alone when each
+sequence has its own KV stream and the weights are not repacked (measured on
+llama.cpp's CPU backend; `check_invariance` checks it at load). Streams cost memory:
+llama.cpp gives each of n_seq_max streams n_ctx / n_seq_max cells, so a context of
+four full-size streams holds four times the chat's cells. So the chat keeps one
+stream of the whole context, and a job of several sequences (compare, explore, beams,
+a lockstep replay) gets a second context of as many streams as it uses, each as long
+as it needs (`reserve`), freed when the next one-sequence job comes back to the chat,
+whose memory is left as it was.
+
+`Layout.legacy` rebuilds how lockstep replies were decoded before: one unified KV
+stream and repacked weights (a second copy of the model, loaded for the time; where
+repacked weights crash a batch, `backend.llama.repack_probe`, the plain ones).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import llama_cpp
+import numpy as np
+import numpy.typing as npt
+
+from backend.llama.context import BatchToken, Layout, LocalContext, Switch, load_model
+from backend.llama.repack_probe import repack_survives
+
+#: The fewest cells llama.cpp gives a stream (it rounds each up to a multiple).
+STREAM_CELLS_STEP = 256
+#: The probe `check_invariance` decodes: sequences beside each other, steps.
+PROBE_SEQS = 4
+PROBE_STEPS = 3
+PROBE_TEXT = "The quick brown fox jumps over the lazy dog, and then"
+
+
+def stream_cells(cells: int) -> int:
+    """`cells` rounded up as llama.cpp rounds a stream's size."""
+    step = STREAM_CELLS_STEP
+    return max(step, -(-cells // step) * step)
+
+
+class Contexts:
+    """One model's contexts behind the runtime's `Context` interface (see the module doc).
+
+    Args:
+        model: The loaded model (not owned).
+        path: Its GGUF file (a copy with other weights is loaded from it when asked).
+        repack: Whether `model` was loaded with repacked weights.
+        n_ctx: The chat's context size.
+        n_batch: Largest batch.
+        n_threads: Threads for decode and prefill.
+        n_seq_max: The most sequences a job may decode at once.
+        flash_attn: Flash attention as llama.cpp decides it (else off), in every context.
+
+    Raises:
+        LlamaError: llama.cpp could not create the chat's context.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        path: Path,
+        repack: bool,
+        n_ctx: int,
+        n_batch: int,
+        n_threads: int,
+        n_seq_max: int,
+        *,
+        flash_attn: bool = False,
+    ) -> None:
+        self._model = model
+        self._path = path
+        self._repack = repack
+        self._n_threads = n_threads
+        self._flash_attn = flash_attn
+        self.chat = LocalContext(model, n_ctx, n_batch, n_threads, 1, flash_attn=flash_attn)
+        self.n_ctx = self.chat.n_ctx
+        self.n_batch = n_batch
+        self.n_seq_max = n_seq_max
+        self.n_vocab = self.chat.n_vocab
+        self.placement = ""
+        self.lost = False
+        self._active: LocalContext = self.chat
+        self._lockstep: LocalContext | None = None
+        self._shape: tuple[int, int, Layout] | None = None
+        self._other_model: Any = None  # the model with the other repack, while used
+
+    # ---- layouts ------------------------------------------------------------------
+
+    @property
+    def seq_cells(self) -> int:
+        """The cells one sequence may hold in the context in use."""
+        return self._active.seq_cells
+
+    @property
+    def lockstep_cells(self) -> int:
+        """Every cell the lockstep context holds (0 without one)."""
+        return 0 if self._lockstep is None else self._lockstep.n_ctx
+
+    def reserve(self, n_seqs: int, cells: int, layout: Layout | None = None) -> Switch:
+        """Decode `n_seqs` sequences of up to `cells` tokens each from now on.
+
+        One sequence in the model's own layout decodes in the chat's context; more (or
+        another layout) in a lockstep context of `n_seqs` streams of `cells` cells
+        (rounded up), kept while it is large enough.
+
+        Raises:
+            LlamaError: llama.cpp could not create the context (or load the weights).
+        """
+        layout = layout or Layout(repack=self._repack)
+        if n_seqs <= 1 and layout.repack == self._repack and not layout.legacy:
+            if self._active is self.chat:
+                return "kept"
+            self._free_lockstep()
+            self._active = self.chat
+            return "chat"
+        cells = min(stream_cells(cells), self.n_ctx) if layout.streams else self.n_ctx
+        if self._lockstep is not None and self._shape is not None:
+            held_seqs, held_cells, held_layout = self._shape
+            if held_layout == layout and held_seqs >= n_seqs and held_cells >= cells:
+                self._active = self._lockstep
+                return "kept"
+        self._free_lockstep()
+        model = self._model
+        if layout.repack != self._repack and (not layout.repack or repack_survives(self._path)):
+            # Repacked weights only where they survive a batch (else the plain ones: the
+            # closest this machine can rebuild).
+            self._other_model = load_model(self._path, repack=layout.repack)
+            model = self._other_model
+        n_seqs = max(n_seqs, 1)
+        self._lockstep = LocalContext(
+            model,
+            cells * n_seqs if layout.streams else cells,
+            self.n_batch,
+            self._n_threads,
+            n_seqs,
+            unified=not layout.streams,
+            flash_attn=self._flash_attn,
+        )
+        self._shape = (n_seqs, self._lockstep.seq_cells, layout)
+        self._active = self._lockstep
+        return "fresh"
+
+    def _free_lockstep(self) -> None:
+        if self._lockstep is not None:
+            self._lockstep.close()
+            self._lockstep, self._shape = None, None
+        if self._other_model is not None:
+            llama_cpp.llama_model_free(self._other_model)
+            self._other_model = None
+        self._active = self.chat
+
+    def check_invariance(self, tokens: Sequence[int]) -> bool:
+        """Whether a sequence's logits beside others equal its logits alone, bit for bit.
+
+        `tokens` (a short text's) are the probe: all but the last `PROBE_STEPS` are a
+        prompt prefilled in a lockstep context and copied to `PROBE_SEQS` sequences,
+        which then take `PROBE_STEPS` steps in one batch each, every sequence its own
+        tokens; sequence 1's tokens are then decoded alone in the chat's context. Both
+        contexts are left empty.
+        """
+        steps = PROBE_STEPS
+        prompt, given = list(tokens[:-steps]), list(tokens[-steps:])
+        n_vocab = self.n_vocab
+        # Each sequence takes other tokens: the probe's shifted through the vocabulary.
+        fed = [[(t + 7919 * seq) % n_vocab for t in given] for seq in range(PROBE_SEQS)]
+        self.reserve(PROBE_SEQS, len(tokens))
+        try:
+            lockstep = self._active
+            if lockstep.decode(prompt, 0, 0) != 0:
+                return False
+            for seq in range(1, PROBE_SEQS):
+                lockstep.seq_cp(0, seq, 0, -1)
+            beside: list[npt.NDArray[np.float32]] = []
+            for step in range(steps):
+                pos = len(prompt) + step
+                batch = [_Entry(fed[seq][step], pos, seq) for seq in range(PROBE_SEQS)]
+                if lockstep.decode_batch(batch) != 0:
+                    return False
+                beside.append(lockstep.logits(1).copy())
+        finally:
+            self.reserve(1, 0)
+        chat = self.chat
+        try:
+            if chat.decode(prompt, 0, 0) != 0:
+                return False
+            for step in range(steps):
+                if chat.decode([fed[1][step]], len(prompt) + step, 0) != 0:
+                    return False
+                if not np.array_equal(chat.logits(-1), beside[step]):
+                    return False
+            return True
+        finally:
+            chat.clear()
+
+    # ---- the Context interface: the context in use ----------------------------------
+
+    def reconnect(self) -> None:
+        """Nothing to do: an in-process context is never lost."""
+
+    def decode(self, tokens: Sequence[int], start: int, seq: int) -> int:
+        """`LocalContext.decode` in the context in use."""
+        return self._active.decode(tokens, start, seq)
+
+    def decode_batch(self, batch: Sequence[BatchToken]) -> int:
+        """`LocalContext.decode_batch` in the context in use."""
+        return self._active.decode_batch(batch)
+
+    def decode_all(self, tokens: Sequence[int], start: int, first_row: int = 0) -> int:
+        """`LocalContext.decode_all` in the chat's context (scoring a text)."""
+        self.reserve(1, 0)
+        return self.chat.decode_all(tokens, start, first_row)
+
+    def logits(self, row: int) -> npt.NDArray[np.float32]:
+        """`LocalContext.logits` of the context in use."""
+        return self._active.logits(row)
+
+    def all_logits(self, n: int) -> npt.NDArray[np.float32]:
+        """`LocalContext.all_logits` of the chat's context."""
+        return self.chat.all_logits(n)
+
+    def seq_rm(self, seq: int, p0: int, p1: int) -> bool:
+        """`LocalContext.seq_rm` in the context in use."""
+        return self._active.seq_rm(seq, p0, p1)
+
+    def seq_cp(self, src: int, dst: int, p0: int, p1: int) -> None:
+        """`LocalContext.seq_cp` in the context in use (across streams llama.cpp copies
+        the whole stream, cell for cell)."""
+        self._active.seq_cp(src, dst, p0, p1)
+
+    def seq_add(self, seq: int, p0: int, p1: int, delta: int) -> None:
+        """`LocalContext.seq_add` in the context in use."""
+        self._active.seq_add(seq, p0, p1, delta)
+
+    def can_shift(self) -> bool:
+        """`LocalContext.can_shift` of the context in use."""
+        return self._active.can_shift()
+
+    def clear(self) -> None:
+        """Empty every context's memory."""
+        self.chat.clear()
+        if self._lockstep is not None:
+            self._lockstep.clear()
+
+    def close(self) -> None:
+        """Free every context (idempotent; the model is the caller's)."""
+        self._free_lockstep()
+        self.chat.close()
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """A `BatchToken`."""
+
+    token: int
+    pos: int
+    seq: int
