@@ -272,9 +272,22 @@ class PluginGuard:
         self._watch(lambda: self.unit.begin(step))
 
     def apply(self, candidates: Candidates) -> None:
-        """The plugin's `apply`, watched, then the candidates checked."""
-        self._watch(lambda: self.unit.apply(candidates))
-        problem = _broken(candidates)
+        """The plugin's `apply`, watched, then the candidates checked. The logits it
+        was handed (the caller's: the step's raw record) are put back if it wrote into
+        them, and it is switched off."""
+        logits = candidates.logits
+        before = logits.copy()
+        try:
+            self._watch(lambda: self.unit.apply(candidates))
+        finally:
+            written = not np.array_equal(logits, before, equal_nan=True)
+            if written:
+                logits[...] = before
+        if written:
+            raise PluginFailure(
+                self.name, "it wrote into the logits it was given (replace_logits hands on a copy)"
+            )
+        problem = _unlike(candidates, before) or _broken(candidates)
         if problem is not None:
             raise PluginFailure(self.name, problem)
 
@@ -288,8 +301,11 @@ class PluginGuard:
 
     @property
     def state(self) -> UnitState:
-        """The plugin's state."""
-        return self.unit.state
+        """The plugin's state, watched."""
+        try:
+            return self.unit.state
+        except Exception as error:  # a plugin's error of any kind is reported, named
+            raise PluginFailure(self.name, f"{type(error).__name__}: {error}") from error
 
     def restore(self, state: UnitState) -> None:
         """The plugin's `restore`, watched."""
@@ -302,6 +318,25 @@ class PluginGuard:
             raise
         except Exception as error:  # a plugin's error of any kind switches it off
             raise PluginFailure(self.name, f"{type(error).__name__}: {error}") from error
+
+
+def _unlike(candidates: Candidates, before: np.ndarray) -> str | None:
+    """What a plugin made of the candidates that no unit may: logits of another shape,
+    a kept id outside the vocabulary, a logit of +inf (`before`: the logits it got)."""
+    logits, ids = candidates.logits, candidates.ids
+    if not isinstance(logits, np.ndarray) or logits.shape != before.shape:
+        shape = getattr(logits, "shape", type(logits).__name__)
+        return f"it changed the logits' shape from {before.shape} to {shape}"
+    if ids is not None:
+        if not isinstance(ids, np.ndarray) or ids.ndim != 1 or ids.dtype.kind not in "iu":
+            return "its kept set is not a list of token ids"
+        low, high = (int(ids.min()), int(ids.max())) if ids.size else (0, 0)
+        if low < 0 or high >= before.shape[0]:
+            bad = low if low < 0 else high
+            return f"it kept token id {bad}, outside the vocabulary (0 to {before.shape[0] - 1})"
+    if np.isposinf(logits).any() and not np.isposinf(before).any():
+        return "it set a logit to +inf"
+    return None
 
 
 def _broken(candidates: Candidates) -> str | None:

@@ -343,6 +343,8 @@ class Generation:
             lane.reason, lane.row, lane.pending = "grammar", None, []
             yield from self._finish(lane, None)
             return
+        for note in step.notes:  # a sampler plugin switched off: told where it happened
+            yield lane.column, NoticeEvent(note)
         token = step.token_id
         if lane.first_token_at is None:
             lane.first_token_at = session.clock()

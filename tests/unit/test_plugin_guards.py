@@ -6,14 +6,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from backend.chat.events import NoticeEvent, TokenEvent
+from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.config.sampler_files import load_sampler_file
+from sampling import Sampler, SamplerSettings
 from sampling.plugins import PluginError, plugin_origins, unregister
-from tests.unit.test_sampler_plugins import readme_plugin
+from tests.fake_backend import FakeBackend
+from tests.unit.test_sampler_plugins import X, readme_plugin, write_plugin
 from tui.cli.main import main
+
+QUESTION = [ChatMessage("user", "hi")]
 
 
 @pytest.fixture
@@ -73,3 +81,69 @@ def test_a_plugin_whose_flag_clashes_is_switched_off_with_a_notice(
     assert line.startswith(f"samplescope: sampler plugin {path}: its setting {setting!r}")
     assert f"({flag}) clashes with an option of samplescope" in line and "not loaded" in line
     assert f'"{setting}"' not in captured.out and not plugin_origins()
+
+
+@pytest.mark.parametrize(
+    ("body", "problem"),
+    [
+        (
+            "        candidates.cut(np.array([-1]), self.name)",
+            "it kept token id -1, outside the vocabulary",
+        ),
+        (
+            "        candidates.cut(np.array([10**6]), self.name)",
+            "it kept token id 1000000, outside the vocabulary",
+        ),
+        ("        candidates.logits[:] = 0.0", "it wrote into the logits it was given"),
+        (
+            "        candidates.logits[:] = 1.0\n        raise ValueError('and failed')",
+            "and failed",
+        ),
+        (
+            "        candidates.logits = candidates.logits[:4].copy()",
+            "it changed the logits' shape",
+        ),
+        (
+            "        grown = candidates.logits.copy()\n        grown[3] = np.inf\n"
+            "        candidates.replace_logits(grown)",
+            "it set a logit to +inf",
+        ),
+    ],
+)
+def test_broken_candidates_switch_the_plugin_off_and_leave_the_raw_logits_alone(
+    tmp_path: Path, body: str, problem: str
+) -> None:
+    path = write_plugin(tmp_path, "rogue", body)
+    try:
+        load_sampler_file(path)
+        base = SamplerSettings(top_k=3, seed=5)
+        raw = X.copy()
+        with_it = Sampler(base.with_changes(samplers=("rogue", "top_k", "temperature")))
+        without = Sampler(base.with_changes(samplers=("top_k", "temperature")))
+        step = with_it.sample(raw)
+        assert np.array_equal(raw, X)  # the step's raw record as the model gave it
+        (note,) = step.notes
+        assert "sampler plugin rogue switched off" in note and problem in note
+        other = without.sample(X)
+        assert replace(step, settings=other.settings) == other
+    finally:
+        unregister("rogue")
+
+
+def test_a_plugin_switched_off_is_told_where_it_happened(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_plugin(tmp_path, "rogue", "        raise RuntimeError('no luck')")
+    try:
+        load_sampler_file(path)
+        backend = FakeBackend()
+        settings = SamplerSettings(samplers=("rogue", "temperature"), seed=2)
+        events = list(backend.generate(QUESTION, LiveSettings(settings), max_tokens=3))
+        notices = [e.message for e in events if isinstance(e, NoticeEvent)]
+        assert notices == [
+            "sampler plugin rogue switched off for this reply: RuntimeError: no luck"
+        ]
+        first_token = next(i for i, e in enumerate(events) if isinstance(e, TokenEvent))
+        assert events.index(next(e for e in events if isinstance(e, NoticeEvent))) < first_token
+    finally:
+        unregister("rogue")
