@@ -17,7 +17,7 @@ from tests.helpers import send_message, wait_until
 from tests.tui.test_tui_snapshots import fake_backend, make_app, send
 from tui.app import SamplescopeApp
 from tui.chat.alternatives import AlternativesScreen
-from tui.loops.escape import loop_phrase
+from tui.loops.escape import NO_LOOP, loop_phrase
 from tui.loops.why_screen import LoopWhyScreen
 
 pytestmark = pytest.mark.anyio
@@ -120,3 +120,14 @@ def test_snapshot_of_the_why_view(snap_compare: object, tmp_path: Path) -> None:
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=why)  # type: ignore[operator]
+
+
+async def test_f9_without_a_loop_says_so() -> None:
+    app = _app("off")
+    async with app.run_test(size=SIZE) as pilot:
+        finished = await send_message(pilot, app, "tell me about the cat")
+        assert finished.loop is None
+        await pilot.press("f9")
+        await pilot.pause()
+        assert not isinstance(app.screen, LoopWhyScreen)
+        assert [n.message for n in app._notifications] == [NO_LOOP]

@@ -50,6 +50,9 @@ def open_loop_why(view: ChatView) -> None:
         view.notify("A reply is running: wait, or press Esc to stop it.")
         return
     reply = replies[number]
+    if loop.start + loop.period > len(reply.tokens):
+        view.notify("This reply's loop lies past its tokens on screen: nothing to show.")
+        return
     keeper = view.whatif.keeper
 
     def chosen(choice: WhyChoice | None) -> None:
