@@ -45,7 +45,8 @@ def parse_loops(table: object, fail: Fail) -> LoopGuard:
     try:
         rule = LoopRule(**values)
     except ValueError as error:
-        raise fail("loops", next(k for k in LOOP_KEYS if k in str(error)), str(error)) from None
+        key = next((k for k in LOOP_KEYS if f"invalid {k}=" in str(error)), "min_period")
+        raise fail("loops", key, str(error)) from None
     return LoopGuard(cast(LoopMode, mode), rule)
 
 

@@ -161,6 +161,9 @@ def test_the_config_s_loops_table(tmp_path: Path) -> None:
     path.write_text("[loops]\nmin_count = 1\n")
     with pytest.raises(ConfigError, match="min_count"):
         load_config(path)
+    path.write_text("[loops]\nmin_period = 4\nmax_period = 2\n")
+    with pytest.raises(ConfigError, match=r"line 3.*max_period"):
+        load_config(path)
     assert load_config(tmp_path / "none.toml").loops == LoopGuard()
 
 
