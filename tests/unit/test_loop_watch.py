@@ -172,3 +172,13 @@ def test_a_loop_guard_names_a_bad_mode() -> None:
         LoopGuard("loud")  # type: ignore[arg-type]
     assert not LoopGuard("off") and LoopGuard("mark")
     assert Loop(3, 1, 4).end == 13
+
+
+def test_a_bad_stop_on_loop_rule_is_one_line_before_any_model(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code = main(["generate", "hi", "--stop-on-loop=1,2", "--model", "/nowhere/m.gguf"])
+    assert code != 0
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("samplescope: --stop-on-loop: invalid loop rule '1,2'")
+    assert len(err.splitlines()) == 1
