@@ -19,6 +19,7 @@ from backend.config.preset_interchange import ImportedPreset, PresetFormatError
 from backend.config.presets import PresetError, load_presets
 from backend.config.sillytavern_format import import_sillytavern
 from backend.config.textgen_webui_format import import_textgen_webui, read_textgen_yaml
+from backend.config.user_files import PRESET_LIMIT, UserFileError, load_json, read_user_text
 from sampling.errors import SettingsError
 from sampling.settings import SETTINGS_BY_NAME, SamplerSettings
 
@@ -39,9 +40,9 @@ def read_preset_file(path: Path, tool: Tool | None = None) -> ImportedPreset:
         PresetFormatError: The file cannot be read, parsed, or holds a bad field.
     """
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise PresetFormatError(f"cannot read the preset file {path}: {error}") from error
+        text = read_user_text(Path(path), PRESET_LIMIT)
+    except UserFileError as error:
+        raise PresetFormatError(f"cannot read the preset file: {error}") from None
     yaml_suffix = Path(path).suffix.lower() in (".yaml", ".yml")
     try:
         if tool == "text-generation-webui" or (tool is None and yaml_suffix):
@@ -54,7 +55,10 @@ def read_preset_file(path: Path, tool: Tool | None = None) -> ImportedPreset:
             return import_completion_body(data)
         return import_sillytavern(data)
     except PresetFormatError as error:
-        raise PresetFormatError(f"{path}: {error}") from error
+        said = str(error)
+        raise PresetFormatError(
+            said if said.startswith(f"{path}:") else f"{path}: {said}"
+        ) from None
     except (TypeError, ValueError) as error:
         raise PresetFormatError(
             f"{path}: a field has a value of the wrong type: {error}"
@@ -63,9 +67,9 @@ def read_preset_file(path: Path, tool: Tool | None = None) -> ImportedPreset:
 
 def _json_object(text: str, where: str) -> dict[str, Any]:
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise PresetFormatError(f"{where}: not valid JSON: {error}") from error
+        data = load_json(text, where)
+    except UserFileError as error:
+        raise PresetFormatError(str(error)) from None
     if not isinstance(data, dict):
         raise PresetFormatError(f"{where}: a preset is a JSON object of fields")
     return data

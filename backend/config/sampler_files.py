@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from backend.config.paths import config_dir
+from backend.config.user_files import UserFileError, read_user_bytes
 from sampling.plugins import PluginError, PluginOrigin, plugin_origins, register
 
 SAMPLERS_DIRNAME = "samplers"
@@ -48,9 +49,9 @@ def load_sampler_file(path: Path) -> PluginOrigin:
         PluginError: As for `load_sampler_files`.
     """
     try:
-        source = path.read_bytes()
-    except OSError as error:
-        raise PluginError(f"sampler plugin {path}: cannot read it ({error.strerror})") from None
+        source = read_user_bytes(path)
+    except UserFileError as error:
+        raise PluginError(f"sampler plugin {path}: {error}") from None
     digest = hashlib.sha256(source).hexdigest()
     module_name = f"samplescope_sampler_{digest[:16]}"
     spec = importlib.util.spec_from_loader(module_name, loader=None, origin=str(path))

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
 from backend.config.preset_interchange import (
     ImportedPreset,
     PresetFormatError,
@@ -21,6 +19,7 @@ from backend.config.preset_interchange import (
     leftover_fields,
     order_from_names,
 )
+from backend.config.user_files import UserFileError, load_yaml
 
 TOOL = "text-generation-webui"
 
@@ -76,11 +75,12 @@ def read_textgen_yaml(text: str, where: str) -> dict[str, Any]:
         PresetFormatError: The text is not YAML, or not a mapping of fields.
     """
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        raise PresetFormatError(f"{where}: not valid YAML: {error}") from error
+        data = load_yaml(text, where)
+    except UserFileError as error:
+        raise PresetFormatError(str(error)) from None
     if not isinstance(data, dict):
-        raise PresetFormatError(f"{where}: a preset is a mapping of fields, not {data!r}")
+        shown = " ".join(repr(data).split())[:80]
+        raise PresetFormatError(f"{where}: a preset is a mapping of fields, not {shown}")
     return data
 
 
@@ -130,9 +130,10 @@ def _breakers(value: Any) -> tuple[str, ...]:
         return tuple(value)
     text = str(value).strip()
     try:
-        found = yaml.safe_load(f"[{text}]")
-    except yaml.YAMLError as error:
-        raise PresetFormatError(f"dry_sequence_breakers cannot be read: {text!r}") from error
+        found = load_yaml(f"[{text}]", "dry_sequence_breakers")
+    except UserFileError:
+        shown = text if len(text) <= 80 else text[:80] + "…"
+        raise PresetFormatError(f"dry_sequence_breakers cannot be read: {shown!r}") from None
     if not (isinstance(found, list) and all(isinstance(item, str) for item in found)):
         raise PresetFormatError(f"dry_sequence_breakers is not a list of texts: {text!r}")
     return tuple(found)

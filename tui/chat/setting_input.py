@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from backend.config.paths import user_file
+from backend.config.user_files import UserFileError, read_user_text
 from backend.errors import FileAccessError
 from sampling.errors import SettingsError
 from sampling.setting_text import BiasPairs, bias_entries, bias_pairs
@@ -48,10 +49,10 @@ def _text(spec: SettingSpec, text: str) -> SettingValue:
         except FileAccessError as error:
             raise SettingsError(spec.name, text, f"a file it may open ({error})") from None
         try:
-            return spec.parse(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError) as error:
-            reason = getattr(error, "strerror", None) or str(error)
-            raise SettingsError(spec.name, text, f"a readable UTF-8 file ({reason})") from None
+            read = read_user_text(path)
+        except UserFileError as error:
+            raise SettingsError(spec.name, text, f"a readable UTF-8 file ({error})") from None
+        return spec.parse(read)
     return spec.parse(text.replace(LINE_MARK, "\n"))
 
 

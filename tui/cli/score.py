@@ -10,6 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from backend.config.user_files import UserFileError, read_user_text
 from backend.llama.pieces import visible_piece
 from backend.score.text_score import TOP_ALTERNATIVES, ScoreError, TextScore, score_text
 from sampling.records import Step
@@ -65,17 +66,10 @@ def read_text(name: str) -> str:
     """
     if name == "-":
         return read_stdin()
-    path = Path(name)
     try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise ScoreError(f"cannot read {name}: {error.strerror or error}") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise ScoreError(
-            f"{name} is not valid UTF-8 (byte 0x{data[error.start]:02x} at offset {error.start})"
-        ) from None
+        return read_user_text(Path(name))
+    except UserFileError as error:
+        raise ScoreError(str(error)) from None
 
 
 def score_json(score: TextScore) -> dict[str, Any]:

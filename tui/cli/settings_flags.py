@@ -13,6 +13,7 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
+from backend.config.user_files import UserFileError, read_user_text
 from sampling.errors import SettingsError
 from sampling.setting_text import bias_entries, bias_pairs
 from sampling.settings import SamplerSettings
@@ -55,10 +56,9 @@ def _file_settings(args: argparse.Namespace) -> dict[str, str]:
         if getattr(args, setting, None) is not None:
             raise SettingsError(field, path, f"either --{setting.replace('_', '-')} or a file")
         try:
-            read[setting] = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            reason = getattr(error, "strerror", None) or str(error)
-            raise SettingsError(field, path, f"a readable UTF-8 file ({reason})") from None
+            read[setting] = read_user_text(Path(path))
+        except UserFileError as error:
+            raise SettingsError(field, path, f"a readable UTF-8 file ({error})") from None
     return read
 
 

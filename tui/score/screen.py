@@ -26,6 +26,7 @@ from textual.widgets import DataTable, Footer, Input, Static, TextArea
 from backend.chat.compare import ColumnEvent
 from backend.chat.events import GenerationEvent
 from backend.config.paths import user_file
+from backend.config.user_files import UserFileError, read_user_text
 from backend.errors import FileAccessError
 from backend.llama.pieces import visible_piece
 from backend.session.backend import SessionBackend
@@ -156,19 +157,9 @@ class ScoreScreen(Screen[None]):
     def open_file(self, path: Path) -> bool:
         """Put a file's text in the text box; False (and a notice) when it cannot be."""
         try:
-            path = user_file(path)
-        except FileAccessError as error:
+            text = read_user_text(user_file(path), MAX_FILE_BYTES)
+        except (FileAccessError, UserFileError) as error:
             self.notify(str(error), severity="error")
-            return False
-        try:
-            too_big = path.stat().st_size > MAX_FILE_BYTES
-            text = "" if too_big else path.read_bytes().decode("utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            reason = "not UTF-8" if isinstance(error, UnicodeDecodeError) else error.strerror
-            self.notify(f"cannot open {path}: {reason or error}", severity="error")
-            return False
-        if too_big:
-            self.notify(f"{path} is larger than {MAX_FILE_BYTES >> 20} MiB", severity="error")
             return False
         area = self.query_one(TextArea)
         area.load_text(text)

@@ -1,0 +1,179 @@
+"""One rule for reading a file the user names: presets, sampler files, grammars and
+schemas, texts to score.
+
+- Only a regular file is opened: a FIFO (which would hang), a device (`/dev/zero`,
+  which never ends) or a directory is refused before it is read.
+- At most `limit` bytes are read (a larger file is refused, not truncated).
+- Text must be UTF-8: the error names the file and the byte's offset.
+- JSON and YAML are nested at most `MAX_DEPTH` deep, and YAML is read safely with its
+  aliases expanding to at most `MAX_YAML_NODES` values (an alias bomb is refused
+  before anything walks it).
+
+Every refusal is a `UserFileError` whose one-line message names the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sampling.errors import SamplescopeError
+
+DEFAULT_LIMIT = 16 << 20
+"""The most bytes a user file may hold (a grammar, a schema, a text to score)."""
+PRESET_LIMIT = 1 << 20
+"""The most bytes a preset file may hold."""
+MAX_DEPTH = 64
+"""The deepest nesting of a JSON or YAML file's values."""
+MAX_YAML_NODES = 100_000
+"""The most values a YAML file may expand to, its aliases followed."""
+
+
+class UserFileError(SamplescopeError, ValueError):
+    """A user's file cannot be read as asked; the message names it and says why."""
+
+
+def read_user_bytes(path: Path, limit: int = DEFAULT_LIMIT) -> bytes:
+    """A regular file's bytes, at most `limit` of them.
+
+    Raises:
+        UserFileError: It is missing or unreadable, not a regular file, or too large.
+    """
+    try:
+        # O_NONBLOCK: opening a FIFO with no writer returns at once (then refused).
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as error:
+        raise UserFileError(f"cannot read {path}: {error.strerror or error}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise UserFileError(f"cannot read {path}: {_kind(mode)}, not a regular file")
+    with os.fdopen(fd, "rb") as handle:
+        try:
+            data = handle.read(limit + 1)
+        except OSError as error:
+            raise UserFileError(f"cannot read {path}: {error.strerror or error}") from None
+    if len(data) > limit:
+        raise UserFileError(f"{path} is larger than {_size(limit)}")
+    return data
+
+
+def read_user_text(path: Path, limit: int = DEFAULT_LIMIT) -> str:
+    """A regular file's text: UTF-8, at most `limit` bytes.
+
+    Raises:
+        UserFileError: As `read_user_bytes`, or the bytes are not UTF-8 (the
+            message gives the first bad byte and its offset).
+    """
+    return decoded(read_user_bytes(path, limit), str(path))
+
+
+def decoded(data: bytes, where: str) -> str:
+    """Bytes as UTF-8 text.
+
+    Raises:
+        UserFileError: They are not UTF-8; the message names `where` and the offset.
+    """
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise UserFileError(
+            f"{where} is not valid UTF-8 (byte 0x{data[error.start]:02x} at offset {error.start})"
+        ) from None
+
+
+def load_json(text: str, where: str) -> Any:
+    """JSON text's value, nested at most `MAX_DEPTH` deep.
+
+    Raises:
+        UserFileError: It is not JSON, or nested deeper.
+    """
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise UserFileError(f"{where}: not valid JSON: {error}") from None
+    except RecursionError:
+        raise UserFileError(f"{where}: nested deeper than {MAX_DEPTH} levels") from None
+    _check_size(value, where)
+    return value
+
+
+def load_yaml(text: str, where: str) -> Any:
+    """YAML text's value, read safely: nested at most `MAX_DEPTH` deep, its aliases
+    expanding to at most `MAX_YAML_NODES` values.
+
+    Raises:
+        UserFileError: It is not YAML, nested deeper, or expands to more values.
+    """
+    try:
+        value = yaml.load(text, Loader=_BoundedLoader)
+    except yaml.YAMLError as error:
+        reason = " ".join(str(error).split())[:300]
+        raise UserFileError(f"{where}: not valid YAML: {reason}") from None
+    except RecursionError:
+        raise UserFileError(f"{where}: nested deeper than {MAX_DEPTH} levels") from None
+    _check_size(value, where)
+    return value
+
+
+class _BoundedLoader(yaml.SafeLoader):  # type: ignore[misc]
+    """PyYAML's safe loader, refusing nesting deeper than `MAX_DEPTH` as it composes."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        depth = getattr(self, "_depth", 0)
+        if depth >= MAX_DEPTH:
+            raise yaml.YAMLError(f"nested deeper than {MAX_DEPTH} levels")
+        self._depth = depth + 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth = depth
+
+
+def _check_size(value: Any, where: str) -> None:
+    """Refuse a value nested deeper than `MAX_DEPTH` or expanding to more than
+    `MAX_YAML_NODES` values (shared values counted each time they appear)."""
+    sizes: dict[int, int] = {}
+
+    def size(node: Any, depth: int) -> int:
+        if depth > MAX_DEPTH:
+            raise UserFileError(f"{where}: nested deeper than {MAX_DEPTH} levels")
+        if not isinstance(node, dict | list):
+            return 1
+        known = sizes.get(id(node))
+        if known is not None:
+            return known
+        sizes[id(node)] = 1  # a value holding itself counts once
+        children = list(node.keys()) + list(node.values()) if isinstance(node, dict) else node
+        total = 1
+        for child in children:
+            total += size(child, depth + 1)
+            if total > MAX_YAML_NODES:
+                raise UserFileError(
+                    f"{where}: expands to more than {MAX_YAML_NODES:,} values (aliases)"
+                )
+        sizes[id(node)] = total
+        return total
+
+    size(value, 0)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a special file"
+
+
+def _size(limit: int) -> str:
+    return f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit:,} bytes"
