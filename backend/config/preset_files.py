@@ -19,7 +19,13 @@ from backend.config.preset_interchange import ImportedPreset, PresetFormatError
 from backend.config.presets import PresetError, load_presets
 from backend.config.sillytavern_format import import_sillytavern
 from backend.config.textgen_webui_format import import_textgen_webui, read_textgen_yaml
-from backend.config.user_files import PRESET_LIMIT, UserFileError, load_json, read_user_text
+from backend.config.user_files import (
+    PRESET_LIMIT,
+    UserFileError,
+    load_json,
+    non_finite,
+    read_user_text,
+)
 from sampling.errors import SettingsError
 from sampling.settings import SETTINGS_BY_NAME, SamplerSettings
 
@@ -46,8 +52,11 @@ def read_preset_file(path: Path, tool: Tool | None = None) -> ImportedPreset:
     yaml_suffix = Path(path).suffix.lower() in (".yaml", ".yml")
     try:
         if tool == "text-generation-webui" or (tool is None and yaml_suffix):
-            return import_textgen_webui(read_textgen_yaml(text, str(path)))
+            fields = read_textgen_yaml(text, str(path))
+            _check_finite(fields)
+            return import_textgen_webui(fields)
         data = _json_object(text, str(path))
+        _check_finite(data)
         chosen = tool or _json_tool(data)
         if chosen == "koboldcpp":
             return import_koboldcpp(data)
@@ -59,10 +68,22 @@ def read_preset_file(path: Path, tool: Tool | None = None) -> ImportedPreset:
         raise PresetFormatError(
             said if said.startswith(f"{path}:") else f"{path}: {said}"
         ) from None
-    except (TypeError, ValueError) as error:
+    except (TypeError, ValueError, OverflowError) as error:
         raise PresetFormatError(
             f"{path}: a field has a value of the wrong type: {error}"
         ) from error
+
+
+def _check_finite(data: dict[str, Any]) -> None:
+    """Refuse a field holding NaN or an infinity (JSON's `1e999`, YAML's `.inf`).
+
+    Raises:
+        PresetFormatError: Naming the field and the value.
+    """
+    found = non_finite(data)
+    if found is not None:
+        field, value = found
+        raise PresetFormatError(f"{field}={value!r}: expected a finite number")
 
 
 def _json_object(text: str, where: str) -> dict[str, Any]:

@@ -99,10 +99,17 @@ def order_from_names(
 
     Returns:
         The order, and one entry per name with no counterpart.
+
+    Raises:
+        PresetFormatError: The names are not a list of texts.
     """
     found: list[str] = []
     unmapped: list[Unmapped] = []
+    if isinstance(words, str | bytes | dict) or not isinstance(words, Iterable):
+        raise PresetFormatError(f"{field}: expected a list of sampler names, not {words!r:.60}")
     for word in words:
+        if not isinstance(word, str):
+            raise PresetFormatError(f"{field}: a sampler name is text, not {word!r:.60}")
         if word in aliases:
             name = aliases[word]
             if name is None:

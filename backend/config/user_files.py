@@ -15,6 +15,7 @@ Every refusal is a `UserFileError` whose one-line message names the file.
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 from pathlib import Path
@@ -161,6 +162,23 @@ def _check_size(value: Any, where: str) -> None:
         return total
 
     size(value, 0)
+
+
+def non_finite(value: Any, where: str = "") -> tuple[str, float] | None:
+    """The first number in a loaded JSON or YAML value that is NaN or infinite, with
+    where it is (`field.sub[2]`), or None."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (where, value)
+    items: list[tuple[str, Any]] = []
+    if isinstance(value, dict):
+        items = [(f"{where}.{key}" if where else str(key), item) for key, item in value.items()]
+    elif isinstance(value, list):
+        items = [(f"{where}[{n}]", item) for n, item in enumerate(value)]
+    for place, item in items:
+        found = non_finite(item, place)
+        if found is not None:
+            return found
+    return None
 
 
 def _kind(mode: int) -> str:

@@ -207,14 +207,20 @@ def beam_search(
         BeamSearchError: The width or the settings cannot be searched with.
         SamplescopeError: The prompt or the model failed.
     """
-    check_beam_search(backend.model, settings, width, max_tokens)
+    check_beam_search(backend.model, settings, width, max_tokens, length_penalty)
     search = _Search(backend, settings, width, max_tokens, length_penalty, cancel, on_step)
     search.bans = bans if bans else None
     search.lockstep = lockstep
     return search.run(messages, raw)
 
 
-def check_beam_search(model: Model, settings: SamplerSettings, width: int, max_tokens: int) -> None:
+def check_beam_search(
+    model: Model,
+    settings: SamplerSettings,
+    width: int,
+    max_tokens: int,
+    length_penalty: float = 0.0,
+) -> None:
     """Refuse a search `beam_search` cannot run (before anything is decoded or saved).
 
     Raises:
@@ -226,6 +232,8 @@ def check_beam_search(model: Model, settings: SamplerSettings, width: int, max_t
         )
     if max_tokens < 1:
         raise BeamSearchError(f"invalid max_tokens={max_tokens}: expected at least 1")
+    if not math.isfinite(length_penalty):
+        raise BeamSearchError(f"invalid length_penalty={length_penalty}: expected a finite number")
     if settings.greedy:
         raise BeamSearchError(
             "beam search ranks by the chain's probabilities, and at temperature 0 the chain "

@@ -95,7 +95,9 @@ class BeamJob:
             yield PhaseEvent("prefill")
             completion = self.mode == "completion"
             messages = as_document(self.messages) if completion else self.messages
-            check_beam_search(backend.model, self.settings, self.width, self.max_tokens)
+            check_beam_search(
+                backend.model, self.settings, self.width, self.max_tokens, self.length_penalty
+            )
             saver = None
             if self.recorder is not None:  # saved as it runs (see BeamRecorder)
                 saver = BeamRecorder(self.recorder, backend.model)

@@ -18,6 +18,7 @@ from backend.store.recorder import ChatRecorder
 from backend.store.records import StoreError
 from sampling.settings import SamplerSettings
 from tui.cli.model_flags import log
+from tui.cli.number_flags import finite_float
 from tui.cli.score import reply_score_json
 from tui.cli.store_access import recorder_for
 
@@ -45,7 +46,7 @@ def add_beam_flags(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--length-penalty",
-        type=float,
+        type=finite_float,
         default=0.0,
         metavar="A",
         help="rank finished beams by logprob / length**A (default 0: by logprob; "
@@ -69,7 +70,7 @@ def run_beams(
     recorder = None
     saver = None
     try:
-        check_beam_search(backend.model, settings, args.beams, args.max_tokens)
+        check_beam_search(backend.model, settings, args.beams, args.max_tokens, args.length_penalty)
         if args.save:  # saved as it runs: a killed search keeps its best beam so far
             recorder = recorder_for(args, backend)
             saver = BeamRecorder(recorder, backend.model)

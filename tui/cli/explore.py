@@ -22,6 +22,7 @@ from sampling.errors import SamplescopeError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings, settings_summary
 from tui.cli.generate import build_messages
 from tui.cli.model_flags import add_model_flags, chosen_model_path, chosen_rpc, log, model_or_hf
+from tui.cli.number_flags import unit_fraction
 from tui.cli.replay import DEFAULT_N_BATCH, DEFAULT_N_CTX
 from tui.cli.saved_reply import add_position_flags, find_target, with_text_bias
 from tui.cli.settings_flags import (
@@ -65,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument(
         "--mass",
-        type=float,
+        type=unit_fraction,
         default=1.0,
         metavar="P",
         help="a node's children stop once their probabilities reach P (default 1: --width "
