@@ -41,6 +41,8 @@ class CompareBenchResult:
         lockstep_tps: Each column's decode tokens/s in lockstep (its best run).
         in_turn_tps: Each column's decode tokens/s in turn (its best run).
         tokens: Each column's token count (every column runs to the same limit).
+        identical: Whether each column's tokens were the same both ways (exact
+            lockstep: each column in its own KV stream, weights not repacked).
     """
 
     lockstep_s: float
@@ -48,6 +50,7 @@ class CompareBenchResult:
     lockstep_tps: tuple[float, ...]
     in_turn_tps: tuple[float, ...]
     tokens: tuple[int, ...]
+    identical: bool = True
 
     @property
     def ratio(self) -> float:
@@ -83,6 +86,7 @@ def run_compare_bench(
     best = {False: float("inf"), True: float("inf")}
     tps: dict[bool, list[float]] = {False: [0.0] * len(columns), True: [0.0] * len(columns)}
     tokens: tuple[int, ...] = ()
+    ids: dict[bool, list[tuple[int, ...]]] = {}
     try:
         _once(backend, columns, 8, False)  # warm up
         for _ in range(repeats):
@@ -92,9 +96,17 @@ def run_compare_bench(
                 for column, end in enumerate(ends):
                     tps[sequential][column] = max(tps[sequential][column], end.stats.decode_tps)
                 tokens = tuple(len(end.token_ids) for end in ends)
+                ids[sequential] = [end.token_ids for end in ends]
     finally:
         backend.close()
-    return CompareBenchResult(best[False], best[True], tuple(tps[False]), tuple(tps[True]), tokens)
+    return CompareBenchResult(
+        best[False],
+        best[True],
+        tuple(tps[False]),
+        tuple(tps[True]),
+        tokens,
+        ids.get(False) == ids.get(True),
+    )
 
 
 def format_result(result: CompareBenchResult) -> str:
@@ -109,6 +121,7 @@ def format_result(result: CompareBenchResult) -> str:
         + " | ".join(f"{t:.1f}" for t in result.in_turn_tps)
         + " |",
         f"\nlockstep is {result.ratio:.2f}x faster (target >= {TARGET}); tokens per column:"
-        f" {', '.join(map(str, result.tokens))}",
+        f" {', '.join(map(str, result.tokens))}; every column's tokens the same both ways:"
+        f" {'yes' if result.identical else 'NO'}",
     ]
     return "\n".join(lines)

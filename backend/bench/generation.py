@@ -180,7 +180,7 @@ if kind == "ours":
     for _ in b.generate(messages, LiveSettings(DEFAULT_CHAT_SETTINGS), max_tokens=64):
         pass
 else:
-    import llama_cpp
+    from backend.llama.reference import plain_llama
     llm = plain_llama(model, n_ctx=n_ctx, n_threads=threads, verbose=True)
     llm.create_chat_completion([{"role": "user", "content": "Tell me a story."}], max_tokens=64)
 # VmHWM, not ru_maxrss: Linux carries ru_maxrss over exec from the parent process.

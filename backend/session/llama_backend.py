@@ -59,6 +59,7 @@ class LlamaBackend(SessionBackend):
         rpc: Sequence[Endpoint] = (),
         n_seq_max: int | None = None,
         flash_attn: bool = False,
+        repack: bool = False,
     ) -> LlamaBackend:
         """Validate a GGUF file, route llama.cpp's log to a file, and load the model.
 
@@ -75,6 +76,10 @@ class LlamaBackend(SessionBackend):
             n_seq_max: How many sequences the memory holds at once (None: the
                 runtime's default; an explore tree grows wider batches with more).
             flash_attn: Flash attention as llama.cpp's tools decide it (else off).
+            repack: Let llama.cpp repack the weights for its faster kernels (`--repack`):
+                lockstep is then not exact (a sequence beside others can get other
+                tokens than alone), and a model whose repacked kernels crash a batch on
+                this CPU is refused.
 
         Raises:
             ModelFileError: The file is missing, not GGUF, truncated or corrupt.
@@ -88,7 +93,13 @@ class LlamaBackend(SessionBackend):
         validate_gguf(path)  # before llama.cpp reads a byte of it
         log_file = install_llama_log(None if log_path is None else Path(log_path))
         options = RuntimeOptions(
-            n_ctx, n_batch, n_threads, n_gpu_layers, tuple(rpc), flash_attn=flash_attn
+            n_ctx,
+            n_batch,
+            n_threads,
+            n_gpu_layers,
+            tuple(rpc),
+            flash_attn=flash_attn,
+            repack=repack,
         )
         if n_seq_max is not None:
             options = replace(options, n_seq_max=n_seq_max)

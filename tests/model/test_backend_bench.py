@@ -58,8 +58,10 @@ def test_compare_bench_runs_every_column_to_the_limit_both_ways(default_model_pa
     assert result.lockstep_s > 0 and result.in_turn_s > 0
     assert math.isclose(result.ratio, result.in_turn_s / result.lockstep_s)
     assert all(t > 0 for t in (*result.lockstep_tps, *result.in_turn_tps))
+    assert result.identical  # exact lockstep: each column's tokens are its tokens in turn
     table = format_result(result)
     assert f"{result.ratio:.2f}x" in table and "| lockstep |" in table and "| in turn |" in table
+    assert "every column's tokens the same both ways: yes" in table
 
 
 def test_sweep_bench_runs_every_sample_to_the_limit_both_ways(default_model_path: Path) -> None:
@@ -71,3 +73,22 @@ def test_sweep_bench_runs_every_sample_to_the_limit_both_ways(default_model_path
     assert math.isclose(result.ratio, result.in_turn_s / result.lockstep_s)
     table = format_result(result)
     assert f"{result.ratio:.2f}x" in table and "| in turn |" in table
+
+
+def test_the_repack_rows_measure_both_weights_or_say_a_batch_crashes(
+    default_model_path: Path,
+) -> None:
+    """A tiny run of `bench --only backend`'s plain-against-repacked rows."""
+    from backend.bench.repack import format_repack_rows, run_repack_bench
+    from backend.llama.repack_probe import repack_survives
+
+    rows = run_repack_bench(
+        default_model_path, n_threads=1, decode_tokens=4, prefill_tokens=16, repeats=1
+    )
+    assert [row.metric.split(",")[0] for row in rows] == ["decode tok/s", "prefill tok/s"] * 2
+    assert all(row.plain > 0 for row in rows)
+    assert rows[0].repacked is not None and rows[0].repacked > 0  # one token: never a batch
+    survives = repack_survives(default_model_path)
+    assert (rows[1].repacked is not None) == survives
+    table = format_repack_rows(rows)
+    assert table.count("\n") == 5 and ("crashes a batch here" in table) == (not survives)

@@ -11,6 +11,7 @@ backend would repack: tests/quantized_models.py).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from backend.session.beams import beam_search
 from backend.session.compare import compare
 from backend.session.llama_backend import LlamaBackend
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from tui.cli.main import main
 
 QUESTION = [ChatMessage("user", "Describe a walk through a forest in autumn.")]
 MAX_TOKENS = 48
@@ -98,3 +100,35 @@ def test_beam_search_in_lockstep_is_the_search_one_beam_a_decode(backend: LlamaB
     assert [b.token_ids for b in batched.beams] == [b.token_ids for b in single.beams]
     assert [b.logprob for b in batched.beams] == [b.logprob for b in single.beams]
     assert batched.steps == single.steps
+
+
+def test_compare_json_and_info_say_lockstep_is_exact(
+    capsys: pytest.CaptureFixture[str], default_model_path: Path
+) -> None:
+    argv = ["compare", "Hi there.", "--set", "t=0", "--set", "t=1", "--max-tokens", "4"]
+    assert main([*argv, "--json", "--threads", "1", "--model", str(default_model_path)]) == 0
+    columns = json.loads(capsys.readouterr().out)
+    assert [c["lockstep"] for c in columns] == [
+        {"kv": "streams", "repack": False, "exact": True}
+    ] * 2
+    assert main(["info", str(default_model_path)]) == 0
+    out = capsys.readouterr().out
+    assert "lockstep decoding: exact (self-check at load" in out
+
+
+def test_repack_runs_inexact_or_is_refused_where_it_crashes_a_batch(
+    capsys: pytest.CaptureFixture[str], q4_0_model_path: Path
+) -> None:
+    """`--repack` (llama.cpp's extra buffer types): where their kernels decode a batch,
+    compare says its columns ran on them; where they crash one (this build's AMX
+    kernels), the model is refused with one line, before anything is decoded."""
+    argv = ["compare", "Hi there.", "--set", "t=0", "--set", "t=1", "--max-tokens", "4"]
+    argv += ["--json", "--repack", "--threads", "1", "--model", str(q4_0_model_path)]
+    code = main(argv)
+    out, err = capsys.readouterr()
+    if code == 0:
+        columns = json.loads(out)
+        assert all(c["lockstep"]["repack"] is True for c in columns)
+    else:
+        assert code == 2 and err.count("\n") == 1
+        assert "--repack: llama.cpp's repacked weights crash a batched decode" in err

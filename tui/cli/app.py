@@ -30,7 +30,7 @@ from backend.session.backend import SessionBackend
 from backend.store.store import ChatStore, StoreError
 from sampling.errors import SettingsError
 from sampling.settings import DEFAULT_CHAT_SETTINGS
-from tui.cli.model_flags import add_hf_flag, add_rpc_flag, model_or_hf
+from tui.cli.model_flags import add_hf_flag, add_repack_flag, add_rpc_flag, model_or_hf
 from tui.cli.sampler_file_flag import add_sampler_file_flag
 from tui.cli.settings_flags import add_settings_flags, settings_from_args
 
@@ -63,6 +63,7 @@ def build_app_parser() -> argparse.ArgumentParser:
         "--gpu-layers", type=int, default=None, help="layers offloaded (default 0; all with --rpc)"
     )
     add_rpc_flag(parser)
+    add_repack_flag(parser)
     parser.add_argument("--max-tokens", type=int, default=512, help="the longest reply")
     parser.add_argument("--system", default=None, help="a system prompt for every chat")
     parser.add_argument(
@@ -105,6 +106,7 @@ def backend_factory(
             n_batch=args.batch,
             n_gpu_layers=args.gpu_layers,
             rpc=rpc,
+            repack=getattr(args, "repack", False),
         )
 
     return load

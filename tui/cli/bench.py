@@ -83,6 +83,10 @@ def run(args: argparse.Namespace) -> int:
 
         print("\n## backend (best of 3 alternating runs)")
         print(format_backend(run_backend_bench(model_path, n_threads=args.threads)))
+        from backend.bench.repack import format_repack_rows, run_repack_bench
+
+        print("\n## exact lockstep's cost to one sequence: weights plain vs repacked (best of 3)")
+        print(format_repack_rows(run_repack_bench(model_path, n_threads=args.threads)))
     if "compare" in parts:
         from backend.bench.compare import format_result, run_compare_bench
 

@@ -260,13 +260,17 @@ def lockstep_json(result: FinishedEvent, invariant: bool | None) -> dict[str, ob
 
 
 def lockstep_note(results: list[FinishedEvent], invariant: bool | None) -> str:
-    """The header's line when the columns were decoded in lockstep on a model whose
-    load found lockstep not exact ("" otherwise)."""
-    if invariant is not False or all(r.decoding is None for r in results):
+    """The header's line when the columns were decoded in lockstep on weights repacked
+    (`--repack`) or a model whose load found lockstep not exact ("" otherwise)."""
+    lockstep = [r.decoding for r in results if r.decoding is not None]
+    if not lockstep or (invariant is not False and not lockstep[0].repack):
         return ""
+    why = "weights repacked (--repack)" if lockstep[0].repack else "this model and build"
+    if invariant is not False:
+        return f"note: decoded in lockstep on {why}; the load's self-check found it exact"
     return (
-        "note: on this model and build a sequence decoded beside others does not get "
-        "exactly its logits alone (the load's self-check): a column can differ from "
+        f"note: decoded in lockstep on {why}: a sequence beside others does not get "
+        "exactly its logits alone (the load's self-check), so a column can differ from "
         "`generate` with its settings; `replay` rebuilds it in lockstep"
     )
 

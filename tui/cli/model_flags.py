@@ -31,6 +31,18 @@ HF_HELP = (
 )
 
 
+REPACK_HELP = (
+    "let llama.cpp repack the weights for its faster CPU kernels: faster, but a sequence"
+    " decoded beside others (compare, explore, beams) can then get other tokens than"
+    " alone; refused where the repacked kernels crash a batch"
+)
+
+
+def add_repack_flag(parser: Any) -> None:
+    """Add `--repack` to a parser or an argument group."""
+    parser.add_argument("--repack", action="store_true", help=REPACK_HELP)
+
+
 def add_hf_flag(parser: Any) -> None:
     """Add `--hf ORG/REPO[:QUANT]` to a parser or an argument group."""
     parser.add_argument("--hf", default=None, metavar="ORG/REPO[:QUANT]", help=HF_HELP)
@@ -95,6 +107,7 @@ def add_model_flags(parser: argparse.ArgumentParser, *, ctx: int = 4096) -> None
         help="layers offloaded to a GPU or the RPC servers (default 0; all with --rpc)",
     )
     add_rpc_flag(group)
+    add_repack_flag(group)
     group.add_argument(
         "--log", default=None, help="llama.cpp's log file (default: the user log dir)"
     )
@@ -153,6 +166,7 @@ def load_backend(args: argparse.Namespace) -> LlamaBackend:
         n_gpu_layers=args.gpu_layers,
         log_path=args.log,
         rpc=chosen_rpc(args.rpc),
+        repack=getattr(args, "repack", False),
     )
     if getattr(args, "verbose", 0) >= 1:
         info = backend.info
