@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import keyword
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import get_args
 
 from backend.config.paths import config_dir
 from backend.config.user_files import UserFileError, read_user_bytes
 from sampling.plugins import PluginError, PluginOrigin, plugin_origins, register
+from sampling.setting_spec import SettingKind, SettingSpec
+from sampling.settings import SETTINGS
 
 SAMPLERS_DIRNAME = "samplers"
 SAMPLER_FILE_FLAG = "--sampler-file"
@@ -67,6 +72,9 @@ def load_sampler_file(path: Path) -> PluginOrigin:
     unit = module.__dict__.get("SAMPLER")
     if not isinstance(unit, type):
         raise PluginError(f"sampler plugin {path}: it must name its sampler class SAMPLER")
+    problem = specs_problem(unit)
+    if problem is not None:
+        raise PluginError(f"sampler plugin {path}: {problem}")
     try:
         register(unit, str(path), digest)
         return plugin_origins()[str(getattr(unit, "name", ""))]
@@ -76,6 +84,37 @@ def load_sampler_file(path: Path) -> PluginOrigin:
         raise PluginError(
             f"sampler plugin {path}: its sampler cannot be registered: {_what_happened(error)}"
         ) from None
+
+
+def specs_problem(unit: type) -> str | None:
+    """What is wrong with a plugin's setting declarations that would break a flag, a
+    key or a slider later (checked before it registers), or None."""
+    specs = getattr(unit, "specs", ())
+    if not isinstance(specs, tuple):
+        return None  # registration says what a unit's specs must be
+    taken = {spec.short_key: spec.name for spec in SETTINGS if spec.short_key}
+    for spec in specs:
+        if not isinstance(spec, SettingSpec):
+            return None
+        name = spec.name
+        if not (isinstance(name, str) and name.isidentifier()) or keyword.iskeyword(name):
+            return f"a setting's name must be a Python identifier, not {name!r}"
+        if spec.kind not in get_args(SettingKind):
+            return f"setting {name!r}: unknown kind {spec.kind!r}"
+        owner = taken.get(spec.short_key) if spec.short_key else None
+        if owner is not None and owner != name:
+            return f"setting {name!r}: short key {spec.short_key!r} is {owner!r}'s already"
+        flag = spec.short_flag
+        if flag is not None and not (len(flag) == 2 and flag[0] == "-" and flag[1].isalpha()):
+            return f"setting {name!r}: its short flag must be '-' and a letter, not {flag!r}"
+        slider = spec.slider
+        if slider is not None:
+            steps = (slider.fine, slider.coarse)
+            if not all(isinstance(v, int | float) and math.isfinite(v) and v > 0 for v in steps):
+                return f"setting {name!r}: its slider's steps must be above 0, not {steps}"
+            if not slider.soft_min < slider.soft_max:
+                return f"setting {name!r}: its slider's soft_min must lie below soft_max"
+    return None
 
 
 def _what_happened(error: BaseException) -> str:

@@ -66,7 +66,6 @@ def test_anything_a_plugin_raises_when_loaded_is_one_line_naming_it(
         (("top_h", "model"), "--model"),
         (("top_h", "help"), "--help"),
         (('label="top-h",', 'label="top-h", short_flag="-t",'), "-t"),
-        (('label="top-h",', 'label="top-h", short_flag="t",'), "t"),
     ],
 )
 def test_a_plugin_whose_flag_clashes_is_switched_off_with_a_notice(
@@ -147,3 +146,29 @@ def test_a_plugin_switched_off_is_told_where_it_happened(
         assert events.index(next(e for e in events if isinstance(e, NoticeEvent))) < first_token
     finally:
         unregister("rogue")
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (
+            ('"top_h",\n            "float"', '"",\n            "float"'),
+            "must be a Python identifier",
+        ),
+        (('"top_h",\n            "float"', '"top_h",\n            "complex"'), "unknown kind"),
+        (('label="top-h",', 'label="top-h", short_key="t",'), "short key 't' is 'temperature'"),
+        (('label="top-h",', 'label="top-h", short_flag="t",'), "its short flag must be"),
+        ("fine=0.01", "its slider's steps must be above 0"),
+    ],
+)
+def test_a_plugin_setting_that_would_break_a_flag_key_or_slider_is_refused_at_load(
+    config: Path, change: tuple[str, str] | str, words: str
+) -> None:
+    text = readme_plugin()
+    old, new = change if isinstance(change, tuple) else (change, "fine=0")
+    assert old in text
+    path = config.parent / "bad.py"
+    path.write_text(text.replace(old, new), encoding="utf-8")
+    with pytest.raises(PluginError, match=re.escape(words)) as caught:
+        load_sampler_file(path)
+    assert str(path) in str(caught.value) and not plugin_origins()
