@@ -276,3 +276,22 @@ def test_the_served_app_imports_presets_only_from_its_own_folders(
     assert not import_preset(host, str(secret), tmp_path / "config" / "presets.toml")
     assert "opens files only in" in notices[-1] and "hunter2" not in notices[-1]
     assert not applied
+
+
+def test_a_port_in_use_or_an_unknown_address_is_one_line_before_any_banner(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from tui.cli.main import main
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["serve", "--port", str(port)]) == 2
+    assert capsys.readouterr() == (
+        "",
+        f"samplescope: cannot listen on 127.0.0.1:{port}: address already in use\n",
+    )
+    assert main(["serve", "--host", "no-such-host.invalid", "--port", "8000"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("samplescope: cannot listen on no-such-host.invalid:8000: unknown")

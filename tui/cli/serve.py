@@ -13,6 +13,7 @@ import argparse
 import ipaddress
 import os
 import shlex
+import socket
 import sys
 from collections.abc import Sequence
 
@@ -161,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
     if args.max_tabs < 1:
         raise ServeError(f"invalid --max-tabs {args.max_tabs}: expected at least 1")
     app_args = checked_app_args(args.app_args)
+    check_listenable(args.host, args.port)
     try:
         from tui.cli.serve_gate import GatedServer, serve_gate
     except ImportError as error:
@@ -185,8 +187,31 @@ def run(args: argparse.Namespace) -> int:
         public_url=args.public_url,
         open_url=open_url,
     )
-    server.serve()
+    try:
+        server.serve()
+    except OSError as error:  # bound by another process between the check and now
+        raise ServeError(f"cannot listen on {args.host}:{args.port}: {error}") from None
     return 0
+
+
+def check_listenable(host: str, port: int) -> None:
+    """Refuse an address this machine cannot listen on before anything is printed.
+
+    Raises:
+        ServeError: The address is unknown, or the port is taken (or not allowed).
+    """
+    try:
+        found = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as error:
+        raise ServeError(f"cannot listen on {host}:{port}: unknown address ({error})") from None
+    family, kind, proto, _name, address = found[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as aiohttp binds
+        try:
+            probe.bind(address)
+        except OSError as error:
+            reason = (error.strerror or str(error)).lower()
+            raise ServeError(f"cannot listen on {host}:{port}: {reason}") from None
 
 
 def _url_host(host: str) -> str:
