@@ -122,7 +122,7 @@ def imported_settings(imported: ImportedPreset) -> SamplerSettings:
 def preset_toml(name: str, settings: SamplerSettings) -> str:
     """One preset as a TOML table: the settings that differ from the "off" values."""
     defaults = SamplerSettings().to_dict()
-    lines = [f"[{json.dumps(name, ensure_ascii=False)}]"]
+    lines = [f"[{toml_string(name)}]"]
     for key, value in settings.to_dict().items():
         if value == defaults.get(key):
             continue
@@ -138,7 +138,13 @@ def _toml_value(value: object) -> str:
         return "inf" if value > 0 else "-inf"
     if isinstance(value, int | float):
         return repr(value)
-    return json.dumps(str(value), ensure_ascii=False)
+    return toml_string(str(value))
+
+
+def toml_string(text: str) -> str:
+    """A TOML basic string holding `text`: JSON's escapes, which TOML shares, plus
+    U+007F, which JSON leaves raw and TOML forbids."""
+    return json.dumps(text, ensure_ascii=False).replace("\x7f", "\\u007f")
 
 
 def save_user_preset(path: Path, name: str, settings: SamplerSettings) -> None:
