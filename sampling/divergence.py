@@ -143,11 +143,11 @@ def _compare_block(
     log_norm = (top + log_sum_exp)[:, None]
     log_test = block - log_norm
     p_base = np.exp(log_base)
-    counted = log_base > np.float32(KLD_FLOOR)
-    # llama.cpp's order of operations: p_base * (log p_base - logit + log norm).
-    kld = np.where(counted, p_base * ((log_base - block) + log_norm), np.float32(0)).sum(
-        axis=1, dtype=np.float64
-    )
+    # llama.cpp's order of operations: p_base * (log p_base - logit + log norm), only
+    # where the stored base is above -16 nats.
+    terms = p_base * ((log_base - block) + log_norm)
+    np.multiply(terms, log_base > np.float32(KLD_FLOOR), out=terms)
+    kld = np.add.reduce(terms, axis=1, dtype=np.float64)
     p_test = np.exp(log_test)
     kld_reverse = (p_test * (log_test - log_base)).sum(axis=1, dtype=np.float64)
     delta_p = np.exp(-nll_test) - np.exp(-nll_base)

@@ -194,15 +194,17 @@ class BaseFileReader:
         layout = self.layout
         if not 0 <= index < layout.n_chunk or self._file is None:
             raise BaseFileError(f"internal: chunk {index} of {layout.n_chunk} in {self.path}")
+        count = layout.chunk_bytes // 2
         try:
             self._file.seek(layout.header_bytes + index * layout.chunk_bytes)
-            data = self._file.read(layout.chunk_bytes)
+            rows = np.fromfile(self._file, dtype="<u2", count=count)
         except OSError as error:
             raise BaseFileError(f"cannot read {self.path}: {error.strerror or error}") from None
-        if len(data) != layout.chunk_bytes:
+        if rows.size != count:
             raise BaseFileError(f"{self.path} is truncated in chunk {index + 1}")
-        rows = np.frombuffer(data, dtype="<u2").astype(np.uint16)
-        return rows.reshape(layout.rows_per_chunk, row_width(layout.n_vocab))
+        return rows.astype(np.uint16, copy=False).reshape(
+            layout.rows_per_chunk, row_width(layout.n_vocab)
+        )
 
     def close(self) -> None:
         """Close the file (idempotent)."""

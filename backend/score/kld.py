@@ -18,11 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from backend.llama.rpc import Endpoint
 from backend.llama.runtime import LlamaRuntime
 from backend.score.base_file import BaseFileLayout, BaseFileReader, BaseFileWriter
 from backend.session.llama_backend import LlamaBackend
@@ -33,6 +35,41 @@ from sampling.logprob_codec import encode_rows, row_width
 
 class KldError(SamplescopeError):
     """A KL divergence cannot be computed as asked; the message says why."""
+
+
+#: The smallest context samplescope creates (a shorter chunk runs in one of these).
+MIN_CONTEXT = 16
+
+
+def load_scorer(
+    path: Path,
+    n_ctx: int,
+    *,
+    n_batch: int,
+    n_threads: int | None = None,
+    n_gpu_layers: int | None = None,
+    log_path: str | Path | None = None,
+    rpc: Sequence[Endpoint] = (),
+) -> LlamaBackend:
+    """A model that scores chunks of `n_ctx` as llama-perplexity does: one sequence,
+    llama.cpp's default flash attention, batches of at most `n_batch`.
+
+    Raises:
+        ModelFileError: The file is missing or not a usable GGUF.
+        LlamaError: llama.cpp could not load it.
+    """
+    size = max(n_ctx, MIN_CONTEXT)
+    return LlamaBackend.load(
+        path,
+        n_threads=n_threads,
+        n_ctx=size,
+        n_batch=min(n_batch, size),
+        n_gpu_layers=n_gpu_layers,
+        log_path=log_path,
+        rpc=rpc,
+        n_seq_max=1,
+        flash_attn=True,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,18 @@ from pathlib import Path
 
 from tui.cli.model_flags import add_rpc_flag, chosen_model_path
 
-PARTS = ("sampler", "grammar", "backend", "compare", "explore", "sweep", "loops", "tui", "rpc")
+PARTS = (
+    "sampler",
+    "grammar",
+    "backend",
+    "compare",
+    "explore",
+    "sweep",
+    "loops",
+    "kld",
+    "tui",
+    "rpc",
+)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,7 +40,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "lockstep batches against the same nodes one per llama_decode, nodes per second. "
             "sweep: a 4-setting x 4-sample grid in lockstep batches against the same samples "
             "in turn, wall time. loops: the loop watch's µs a token against the sampler's, "
-            "on a real reply that loops. "
+            "on a real reply that loops. kld: `samplescope kld` (the model against itself, "
+            "ctx 512) against llama-perplexity --kl-divergence ($LLAMA_PERPLEXITY or on the "
+            "PATH), tokens scored per second, and peak memory against one chunk of logits. "
             "tui: a reply streamed through the app "
             "against the same generation consumed bare. rpc: decode and prefill tokens/s "
             "with the model split across two loopback rpc-servers (or --rpc servers) against "
@@ -110,6 +123,12 @@ def run(args: argparse.Namespace) -> int:
 
         print("\n## loops (the watch over a 200-token greedy reply, median of 7)")
         print(format_loops(run_loop_bench(model_path, n_threads=args.threads)))
+    if "kld" in parts:
+        from backend.bench.kld import format_result as format_kld
+        from backend.bench.kld import run_kld_bench
+
+        print("\n## kld (the model against itself, ctx 512, one run each, fresh processes)")
+        print(format_kld(run_kld_bench(model_path, n_threads=args.threads)), flush=True)
     if "tui" in parts:
         # A fresh process: once a thread has run llama.cpp's OpenMP team, decoding from
         # another thread of the same process is far slower (measured: 140 -> 53 tok/s),

@@ -19,6 +19,7 @@ from backend.score.kld import (
     KldPlan,
     ModelBase,
     bos_of,
+    load_scorer,
     plan_from_file,
     plan_kld,
     run_kld,
@@ -35,8 +36,6 @@ from tui.cli.score import read_text
 DEFAULT_CTX = 512
 #: llama-perplexity's default micro-batch: a chunk of 512 is decoded in one.
 DEFAULT_BATCH = 512
-#: The smallest context samplescope creates (a shorter chunk runs in one of these).
-MIN_CONTEXT = 16
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -87,19 +86,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _load(path: Path, args: argparse.Namespace, n_ctx: int) -> LlamaBackend:
-    """A model for scoring chunks of `n_ctx`: one sequence, llama.cpp's default flash
-    attention (llama-perplexity's settings)."""
-    size = max(n_ctx, MIN_CONTEXT)
-    return LlamaBackend.load(
+    """A model for scoring chunks of `n_ctx` with the flags' threads, layers and log."""
+    return load_scorer(
         path,
+        n_ctx,
+        n_batch=args.batch,
         n_threads=args.threads,
-        n_ctx=size,
-        n_batch=min(args.batch, size),
         n_gpu_layers=args.gpu_layers,
         log_path=args.log,
         rpc=chosen_rpc(args.rpc),
-        n_seq_max=1,
-        flash_attn=True,
     )
 
 
