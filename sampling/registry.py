@@ -21,6 +21,7 @@ from sampling.samplers.logit_bias import LogitBias
 from sampling.samplers.min_p import MinP
 from sampling.samplers.min_tokens import MinTokens
 from sampling.samplers.mirostat import Mirostat
+from sampling.samplers.p_less import PLess
 from sampling.samplers.penalties import Penalties
 from sampling.samplers.smoothing import Smoothing
 from sampling.samplers.tail_free import TailFree
@@ -45,6 +46,7 @@ UNITS: tuple[type[SamplerUnit], ...] = (
     EtaCutoff,
     TailFree,
     TopA,
+    PLess,
     MinP,
     Xtc,
     Temperature,

@@ -99,6 +99,7 @@ class SamplerSettings:
         smoothing_curve: Quadratic sampling's curve, from 1 (plain quadratic) to 3.
         adaptive_target: Adaptive-p's target probability (llama.cpp); negative is off.
         adaptive_decay: Adaptive-p's moving-average decay, 0 to 0.99.
+        p_less: p-less sampling: keep the tokens with p >= sum(p²) (no parameter).
         min_tokens: Ban the end-of-generation tokens until the reply has this many
             tokens; 0 is off.
         logit_bias: (token id, bias) pairs in id order, added to the logits before
@@ -157,6 +158,7 @@ class SamplerSettings:
     smoothing_curve: float = 1.0
     adaptive_target: float = -1.0
     adaptive_decay: float = 0.9
+    p_less: bool = False
     min_tokens: int = 0
     logit_bias: tuple[tuple[int, float], ...] = ()
     grammar: str = ""
