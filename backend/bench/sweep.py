@@ -1,8 +1,8 @@
 """A sweep in lockstep against the same samples in turn.
 
 `run_sweep_bench(model_path)` runs a 4-setting × 4-sample grid on one prompt (16
-samples, each to the same length) in lockstep batches of the model's `n_seq_max`
-sequences, and in turn (each sample a generation of its own, the prompt from the
+samples, each to the same length) in lockstep, as `sweep` does by default (one batch of
+16 sequences), and in turn (each sample a generation of its own, the prompt from the
 memory after the first), alternating, best of `repeats`. It reports the wall time of
 each way and their ratio (target: in turn / lockstep >= 1.3 on SmolLM2). Run:
 `samplescope bench --only sweep`.
@@ -15,7 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backend.session.llama_backend import LlamaBackend
-from backend.session.sweep import SweepPlan, SweepSample, SweepSetting, run_sweep
+from backend.session.sweep import (
+    DEFAULT_PARALLEL,
+    SweepPlan,
+    SweepSample,
+    SweepSetting,
+    run_sweep,
+)
 from sampling.settings import SamplerSettings
 
 PROMPT = "Write a long story about a lighthouse keeper and a storm."
@@ -77,7 +83,8 @@ def run_sweep_bench(
 ) -> SweepBenchResult:
     """Measure (see the module doc). The end-of-generation token is banned, so every
     sample runs to `max_tokens` both ways."""
-    backend = LlamaBackend.load(model_path, n_ctx=2048, n_threads=n_threads)
+    batch = min(DEFAULT_PARALLEL, len(SETTINGS) * SAMPLES)
+    backend = LlamaBackend.load(model_path, n_ctx=2048, n_threads=n_threads, n_seq_max=batch)
     eos = backend.runtime.eos
     ban = ((eos, float("-inf")),) if eos >= 0 else ()
     plan = _plan(max_tokens, ban)

@@ -29,6 +29,12 @@ from sampling.errors import SamplescopeError
 from sampling.records import Step
 from sampling.settings import SamplerSettings
 
+#: Samples one lockstep batch decodes at once unless asked otherwise (measured on
+#: SmolLM2, 1 thread: 16 samples in one batch ran ~1.6x faster than in batches of 4).
+DEFAULT_PARALLEL = 16
+#: The most samples one batch may hold.
+MAX_PARALLEL = 64
+
 
 @dataclass(frozen=True, slots=True)
 class SweepSetting:
@@ -79,6 +85,11 @@ class SweepPlan:
             raise SamplescopeError(
                 f"invalid seed={self.seed}: the seeds {self.seed}..{top} must lie in 0..2**64-1"
             )
+
+    @property
+    def per_prompt(self) -> int:
+        """How many samples each prompt has."""
+        return len(self.settings) * self.samples
 
     @property
     def keys(self) -> tuple[SampleKey, ...]:

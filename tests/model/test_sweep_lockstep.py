@@ -3,6 +3,9 @@ settings and seed, and the sweep in turn gives the same samples."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
+
 from backend.chat.events import FinishedEvent, TokenEvent
 from backend.chat.protocol import LiveSettings
 from backend.session.llama_backend import LlamaBackend
@@ -48,3 +51,22 @@ def test_in_turn_gives_the_same_samples(llama_backend: LlamaBackend) -> None:
     ]
     assert [e.key for e in in_turn] == list(PLAN.keys)
     assert {e.key: e.finished.token_ids for e in in_turn} == lockstep
+
+
+def test_eight_samples_in_one_batch_equal_generate_alone(default_model_path: Path) -> None:
+    plan = replace(PLAN, samples=4, max_tokens=12)
+    backend = LlamaBackend.load(default_model_path, n_ctx=1024, n_threads=1, n_seq_max=8)
+    try:
+        samples = [e for e in run_sweep(backend, plan) if isinstance(e, SweepSample)]
+        assert len(samples) == 8 and all(s.finished.decoding is not None for s in samples)
+        for sample in samples:
+            alone = list(
+                backend.generate(
+                    plan.messages(0), LiveSettings(sample.settings), max_tokens=plan.max_tokens
+                )
+            )
+            steps = [e.step for e in alone if isinstance(e, TokenEvent)]
+            assert tuple(s.token_id for s in steps) == sample.finished.token_ids
+            assert [s.prob for s in steps] == [s.prob for s in sample.steps]
+    finally:
+        backend.close()

@@ -11,6 +11,7 @@ from backend.session.sweep import SampleKey, SweepPlan, SweepSetting, batches
 from backend.session.sweep_result import temperature_place
 from sampling.errors import SamplescopeError, SettingsError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from tui.cli.main import main
 from tui.cli.sweep import cancel_on_interrupt
 from tui.cli.sweep_args import SweepArgumentError, grid_settings, parse_grid, read_prompts
 
@@ -152,3 +153,9 @@ def test_the_temperatures_place_in_the_chain() -> None:
     between = SamplerSettings(samplers=("top_k", "temperature", "min_p"))
     assert temperature_place(between) == "between"
     assert temperature_place(SamplerSettings(samplers=("top_k", "min_p"))) == "none"
+
+
+@pytest.mark.parametrize("parallel", ["0", "65"])
+def test_parallel_out_of_range(parallel: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sweep", "--prompt", "p", "--parallel", parallel]) == 2
+    assert "invalid --parallel" in capsys.readouterr().err

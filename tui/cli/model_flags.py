@@ -146,8 +146,9 @@ def chosen_rpc(explicit: str | None) -> tuple[Endpoint, ...]:
     return rpc_with_config(explicit, config)
 
 
-def load_backend(args: argparse.Namespace) -> LlamaBackend:
-    """Resolve, validate and load the model the flags name.
+def load_backend(args: argparse.Namespace, *, n_seq_max: int | None = None) -> LlamaBackend:
+    """Resolve, validate and load the model the flags name (`n_seq_max`: the sequences
+    one job may decode at once; None: the runtime's default).
 
     Raises:
         ModelFileError: The file is missing or not a usable GGUF.
@@ -167,6 +168,7 @@ def load_backend(args: argparse.Namespace) -> LlamaBackend:
         log_path=args.log,
         rpc=chosen_rpc(args.rpc),
         repack=getattr(args, "repack", False),
+        n_seq_max=n_seq_max,
     )
     if getattr(args, "verbose", 0) >= 1:
         info = backend.info

@@ -18,7 +18,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from backend.chat.completion import MODES, mode_for_backend
-from backend.session.sweep import SampleToken, SweepPlan, SweepSample, run_sweep
+from backend.session.sweep import (
+    DEFAULT_PARALLEL,
+    MAX_PARALLEL,
+    SampleToken,
+    SweepPlan,
+    SweepSample,
+    run_sweep,
+)
 from backend.session.sweep_result import SampleRecord, SweepFileError, SweepResult, record_of
 from backend.store.recorded_sweep import save_sample
 from backend.store.records import StoreError
@@ -104,6 +111,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     output.add_argument("--csv", action="store_true", help="print one CSV row per setting")
     parser.add_argument("--no-save", action="store_true", help="do not save the samples as chats")
     parser.add_argument(
+        "--parallel",
+        type=int,
+        default=DEFAULT_PARALLEL,
+        metavar="N",
+        help=f"samples of a prompt decoded at once in one lockstep batch (default"
+        f" {DEFAULT_PARALLEL}, at most {MAX_PARALLEL})",
+    )
+    parser.add_argument(
         "--in-turn",
         action="store_true",
         help="decode the samples one after the other (default: a prompt's samples in lockstep)",
@@ -128,6 +143,10 @@ def plan_from_args(args: argparse.Namespace) -> SweepPlan:
     Raises:
         SweepArgumentError: The prompts, grid or counts are wrong.
     """
+    if not 1 <= args.parallel <= MAX_PARALLEL:
+        raise SweepArgumentError(
+            f"invalid --parallel {args.parallel}: expected 1 to {MAX_PARALLEL}"
+        )
     if args.top_k_share < 1:
         raise SweepArgumentError(f"invalid --top-k-share {args.top_k_share}: expected ≥ 1")
     prompts = read_prompts(args.prompt, args.prompts)
@@ -168,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
     if args.view:
         return view(args, read_result(Path(args.view)))
     plan = plan_from_args(args)
-    backend = load_backend(args)
+    backend = load_backend(args, n_seq_max=min(args.parallel, plan.per_prompt))
     records: list[SampleRecord] = []
     recorder = None if args.no_save else recorder_for(args, backend)
     try:
