@@ -26,13 +26,16 @@ from sampling.errors import SamplescopeError
 from sampling.placement import IN_ORDER
 from sampling.registry import (
     GROUP_TITLES,
+    GROUPS,
     LABELS,
     LOGITS_SAMPLERS,
     PLACEMENTS,
     ROW_LABELS,
+    SAMPLER_NAMES,
     SAMPLERS,
     UNITS,
     UNITS_BY_NAME,
+    groups_of,
 )
 from sampling.samplers.unit import SamplerUnit, Stateless, UnitState
 from sampling.setting_spec import SettingSpec, SliderRange
@@ -188,13 +191,15 @@ def _derive() -> None:
     GROUP_TITLES.update(_BUILTIN_TITLES)
     for unit in plugins:
         GROUP_TITLES.update(unit.group_titles)
-    logits_plugins = tuple(unit.name for unit in plugins if unit.kind == "logits")
+    SAMPLER_NAMES[:] = list(SAMPLERS)
+    LOGITS_SAMPLERS[:] = [name for name, unit in SAMPLERS.items() if unit.kind == "logits"]
     order = replace(
         _BUILTIN_ORDER,
         choices=(*_BUILTIN_ORDER.choices, *((unit.name, unit.label) for unit in plugins)),
-        leading=(*LOGITS_SAMPLERS, *logits_plugins),
+        leading=tuple(LOGITS_SAMPLERS),
     )
     plugin_specs = [spec for unit in plugins for spec in unit.specs]
+    GROUPS[:] = groups_of((*_BUILTIN_SETTINGS, *plugin_specs))
     SETTINGS[:] = [order if spec.name == "samplers" else spec for spec in _BUILTIN_SETTINGS]
     SETTINGS.extend(plugin_specs)
     SETTINGS_BY_NAME.clear()

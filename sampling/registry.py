@@ -11,6 +11,8 @@ panel's groups and their titles, and each unit's labels on the probability panel
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from sampling.placement import Placement, joined
 from sampling.samplers.adaptive_p import AdaptiveP
 from sampling.samplers.dry import Dry
@@ -70,13 +72,13 @@ SAMPLERS: dict[str, type[SamplerUnit]] = {
 """Every unit an order may name, by its name (llama.cpp's `--samplers` names; a
 plugin's own name)."""
 
-SAMPLER_NAMES: tuple[str, ...] = tuple(SAMPLERS)
-"""Every name the chain's order may hold (llama.cpp's `--samplers` names), in registry order."""
+SAMPLER_NAMES: list[str] = list(SAMPLERS)
+"""Every name the chain's order may hold (llama.cpp's `--samplers` names), in registry
+order, then any plugin's (`sampling.plugins` keeps it in step with `SAMPLERS`)."""
 
-LOGITS_SAMPLERS: tuple[str, ...] = tuple(
-    name for name, unit in SAMPLERS.items() if unit.kind == "logits"
-)
-"""The samplers that rewrite logits before their order is read: they come first."""
+LOGITS_SAMPLERS: list[str] = [name for name, unit in SAMPLERS.items() if unit.kind == "logits"]
+"""The samplers that rewrite logits before their order is read: they come first (a
+plugin's too, once loaded)."""
 
 CUT_NAMES: tuple[str, ...] = (
     "none",
@@ -169,7 +171,7 @@ ORDER_SETTING = SettingSpec(
     label="order",
     help='the chain order, e.g. "top_k;temperature;min_p" (llama.cpp --samplers names)',
     choices=tuple((name, unit.label) for name, unit in SAMPLERS.items()),
-    leading=LOGITS_SAMPLERS,
+    leading=tuple(LOGITS_SAMPLERS),
 )
 """The chain's order: the names an order may hold are the registry's."""
 
@@ -187,12 +189,16 @@ GROUP_TITLES: dict[str, str] = {
 }
 """Each panel group's title."""
 
-GROUPS: tuple[str, ...] = (
-    "core",
-    *dict.fromkeys(spec.group for spec in DECLARED_SETTINGS if spec.group not in ("core", "order")),
-    "order",
-)
-"""The panel's groups of settings: the core, the units' groups in registry order, the order."""
+
+def groups_of(specs: Iterable[SettingSpec]) -> list[str]:
+    """The panel's groups of some settings: the core, the others in turn, the order."""
+    inner = dict.fromkeys(spec.group for spec in specs if spec.group not in ("core", "order"))
+    return ["core", *inner, "order"]
+
+
+GROUPS: list[str] = groups_of(DECLARED_SETTINGS)
+"""The panel's groups of settings: the core, the units' groups in registry order (then
+any plugin's), the order."""
 
 LABELS: dict[str, str] = {unit.name: unit.label for unit in UNITS}
 """Each unit's name on the probability panel's bars."""

@@ -21,8 +21,20 @@ from backend.config.sampler_files import load_sampler_file
 from backend.store.store import ChatStore, ModelRef, StoreError
 from sampling import Sampler, SamplerSettings, settings_summary
 from sampling.errors import SettingsError
+from sampling.placement import IN_ORDER
 from sampling.plugins import PluginError, plugin_origins, unregister
-from sampling.registry import LABELS, SAMPLERS, UNITS_BY_NAME
+from sampling.registry import (
+    GROUP_TITLES,
+    GROUPS,
+    LABELS,
+    LOGITS_SAMPLERS,
+    PLACEMENTS,
+    ROW_LABELS,
+    SAMPLER_NAMES,
+    SAMPLERS,
+    UNITS_BY_NAME,
+    groups_of,
+)
 from sampling.spec import DISPLAY_ORDER, SETTINGS, SETTINGS_BY_NAME
 from tests.golden import LOGITS
 
@@ -124,6 +136,80 @@ def test_the_readme_plugin_loads_as_it_stands_and_joins_everything(plugin_file: 
         SamplerSettings().with_changes(top_h=0.4)
 
 
+BONUS_PLUGIN = """
+from dataclasses import dataclass
+
+from sampling.plugins import SettingSpec, SliderRange, Stateless
+
+
+@dataclass(frozen=True)
+class Bonus(Stateless):
+    name = "bonus"
+    kind = "logits"
+    specs = (
+        SettingSpec(
+            "bonus",
+            "float",
+            default=0.0,
+            off=0.0,
+            group="bonus",
+            label="bonus",
+            help="add to token 0's logit",
+            slider=SliderRange(0.0, 1.0, hard_min=0.0, hard_max=1.0, fine=0.1, coarse=0.5),
+        ),
+    )
+    group_titles = {"bonus": "bonus"}
+    label = "bonus"
+    row_label = "bonus"
+    amount: float
+
+    @classmethod
+    def from_settings(cls, settings):
+        amount = settings.value("bonus")
+        return cls(amount) if amount > 0.0 else None
+
+    def apply(self, candidates):
+        logits = candidates.logits.copy()
+        logits[0] += self.amount
+        candidates.replace_logits(logits)
+
+
+SAMPLER = Bonus
+"""
+
+
+def tables_agree() -> None:
+    """Every table the registry derives says the same as `SAMPLERS` and `SETTINGS`."""
+    assert list(SAMPLERS) == SAMPLER_NAMES
+    assert [name for name, unit in SAMPLERS.items() if unit.kind == "logits"] == LOGITS_SAMPLERS
+    assert SETTINGS_BY_NAME["samplers"].leading == tuple(LOGITS_SAMPLERS)
+    assert [name for name, _ in SETTINGS_BY_NAME["samplers"].choices] == SAMPLER_NAMES
+    assert groups_of(SETTINGS) == GROUPS and set(GROUPS) <= set(GROUP_TITLES)
+    assert set(UNITS_BY_NAME) == set(LABELS) == set(ROW_LABELS) == set(PLACEMENTS)
+    assert set(SAMPLERS) <= set(UNITS_BY_NAME)
+
+
+def test_every_table_agrees_after_a_plugin_loads_and_after_it_goes(tmp_path: Path) -> None:
+    tables_agree()
+    built_in = (list(SAMPLER_NAMES), list(LOGITS_SAMPLERS), list(GROUPS))
+    path = tmp_path / "bonus.py"
+    path.write_text(BONUS_PLUGIN, encoding="utf-8")
+    load_sampler_file(path)
+    try:
+        tables_agree()
+        assert SAMPLER_NAMES[-1] == "bonus" and LOGITS_SAMPLERS[-1] == "bonus"
+        assert GROUPS[-2:] == ["bonus", "order"] and PLACEMENTS["bonus"] == IN_ORDER
+        # A logits plugin leads an order like the penalties.
+        settings = SamplerSettings(samplers="bonus;top_k;temperature").with_changes(bonus=0.5)
+        assert settings.order == ("bonus", "top_k", "temperature")
+        with pytest.raises(SettingsError, match="'bonus' before every sampler"):
+            SamplerSettings(samplers="top_k;bonus")
+    finally:
+        unregister("bonus")
+    tables_agree()
+    assert (list(SAMPLER_NAMES), list(LOGITS_SAMPLERS), list(GROUPS)) == built_in
+
+
 @pytest.mark.parametrize(("alpha", "temperature"), [(0.2, 1.0), (0.4, 1.0), (0.7, 0.5), (0.9, 2.0)])
 def test_top_h_keeps_what_its_paper_keeps(
     plugin_file: Path, alpha: float, temperature: float
@@ -218,7 +304,18 @@ def test_samplers_command_lists_built_ins_and_plugins(tmp_path: Path) -> None:
     listed = json.loads(subprocess.run(command, env=env, capture_output=True, check=True).stdout)
     by_name = {entry["name"]: entry for entry in listed}
     assert by_name["top_h"]["builtin"] is False and by_name["top_h"]["settings"] == ["top_h"]
-    assert by_name["top_k"] == {"name": "top_k", "builtin": True, "settings": ["top_k"]}
+    assert by_name["top_k"] == {
+        "name": "top_k",
+        "builtin": True,
+        "placement": "order",
+        "settings": ["top_k"],
+    }
+    # A plugin is listed as a built-in is, with its file besides.
+    assert by_name["top_h"]["placement"] == "order"
+    assert set(by_name["top_h"]) == {*by_name["top_k"], "file", "sha256"}
+    assert by_name["p_less"]["placement"] == "order" and by_name["mirostat"]["placement"] == (
+        "replaces"
+    )
     assert all(entry["builtin"] for entry in listed if entry["name"] != "top_h")
     help_text = subprocess.run(
         [sys.executable, "-m", "tui.cli.main", "generate", "-h"],

@@ -82,7 +82,7 @@ def test_registry_uses_llama_cpp_sampler_names() -> None:
     # The logits units lead the registry's order, as an order must have them.
     kinds = [SAMPLERS[name].kind for name in SAMPLER_NAMES]
     assert kinds == sorted(kinds, key=lambda kind: kind != "logits")
-    assert tuple(n for n in SAMPLER_NAMES if SAMPLERS[n].kind == "logits") == LOGITS_SAMPLERS
+    assert [n for n in SAMPLER_NAMES if SAMPLERS[n].kind == "logits"] == LOGITS_SAMPLERS
     assert {"penalties", "dry"} <= set(LOGITS_SAMPLERS)
     outside = {unit.name for unit in UNITS if not unit.placement.in_order}
     assert outside >= {"logit_bias", "mirostat"}
@@ -108,7 +108,7 @@ def test_the_order_is_samplers_as_given_with_temperature_last_moving_it_last() -
     assert DEFAULT_CHAT_SETTINGS.samplers[-3:] == ("temperature", "smoothing", "adaptive_p")
     assert not DEFAULT_CHAT_SETTINGS.temperature_last
     # The full list of names runs as given: no comparison with the known names.
-    assert order_of(SamplerSettings(samplers=SAMPLER_NAMES)) == SAMPLER_NAMES
+    assert order_of(SamplerSettings(samplers=SAMPLER_NAMES)) == tuple(SAMPLER_NAMES)
     custom = ("top_k", "temperature", "min_p")
     assert order_of(SamplerSettings(samplers=custom)) == custom
     assert order_of(SamplerSettings(samplers=custom, temperature_last=True)) == (

@@ -7,7 +7,7 @@ import json
 
 from backend.config.sampler_files import SAMPLER_FILE_FLAG, samplers_dir
 from sampling.plugins import plugin_origins
-from sampling.registry import UNITS_BY_NAME
+from sampling.registry import PLACEMENTS, UNITS_BY_NAME
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -24,20 +24,23 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--json",
         action="store_true",
-        help="a JSON list of objects with name, builtin, settings (and a plugin's file, sha256)",
+        help="a JSON list of objects with name, builtin, placement, settings (and a plugin's"
+        " file, sha256)",
     )
     parser.set_defaults(func=run)
 
 
 def sampler_list() -> list[dict[str, object]]:
-    """Each sampler unit: its name, whether built in, its settings' names (and for a
-    plugin its file and the file's SHA-256)."""
+    """Each sampler unit: its name, whether built in, where it runs (its placement's
+    kind, `sampling.placement`), its settings' names (and for a plugin its file and
+    the file's SHA-256)."""
     origins = plugin_origins()
     listed: list[dict[str, object]] = []
     for name, unit in UNITS_BY_NAME.items():
         entry: dict[str, object] = {
             "name": name,
             "builtin": name not in origins,
+            "placement": PLACEMENTS[name].kind,
             "settings": [spec.name for spec in unit.specs],
         }
         if name in origins:
