@@ -28,6 +28,7 @@ from backend.llama.rpc import Endpoint
 from backend.llama.runtime import LlamaRuntime
 from backend.score.base_file import BaseFileLayout, BaseFileReader, BaseFileWriter
 from backend.session.llama_backend import LlamaBackend
+from sampling.candidate_pairs import CandidatePairs, candidate_pairs
 from sampling.divergence import DivergenceTotals, PositionDivergence, compare_rows
 from sampling.errors import SamplescopeError
 from sampling.logprob_codec import encode_rows, row_width
@@ -50,9 +51,11 @@ def load_scorer(
     n_gpu_layers: int | None = None,
     log_path: str | Path | None = None,
     rpc: Sequence[Endpoint] = (),
+    flash_attn: bool = True,
 ) -> LlamaBackend:
     """A model that scores chunks of `n_ctx` as llama-perplexity does: one sequence,
-    llama.cpp's default flash attention, batches of at most `n_batch`.
+    llama.cpp's default flash attention (`flash_attn` False: off, as the app's own
+    model decodes), batches of at most `n_batch`.
 
     Raises:
         ModelFileError: The file is missing or not a usable GGUF.
@@ -68,7 +71,7 @@ def load_scorer(
         log_path=log_path,
         rpc=rpc,
         n_seq_max=1,
-        flash_attn=True,
+        flash_attn=flash_attn,
     )
 
 
@@ -251,6 +254,7 @@ class KldResult:
         token_ids: The scored tokens.
         divergence: Their figures, one entry per scored token.
         totals: llama-perplexity's sums (`sampling.divergence.summarize` them).
+        candidates: Both models' most probable tokens at each (None: not asked).
     """
 
     plan: KldPlan
@@ -258,6 +262,7 @@ class KldResult:
     token_ids: npt.NDArray[np.int64]
     divergence: PositionDivergence
     totals: DivergenceTotals
+    candidates: CandidatePairs | None = None
 
 
 def run_kld(
@@ -265,6 +270,7 @@ def run_kld(
     base: BaseRows,
     plan: KldPlan,
     on_chunk: Callable[[int, DivergenceTotals], None] | None = None,
+    top_n: int = 0,
 ) -> KldResult:
     """Compare `test` with `base` on every chunk of `plan`.
 
@@ -273,6 +279,7 @@ def run_kld(
         base: The base's rows (a model's or a file's).
         plan: The chunks and scored positions.
         on_chunk: Called after each chunk with its index and the totals so far.
+        top_n: Keep both models' `top_n` most probable tokens at each position (0: none).
 
     Raises:
         LlamaError: llama.cpp failed.
@@ -280,6 +287,7 @@ def run_kld(
     """
     totals = DivergenceTotals()
     parts: list[PositionDivergence] = []
+    tops: list[CandidatePairs] = []
     try:
         for index in range(plan.n_chunk):
             base_rows = base.chunk_rows(index)
@@ -289,6 +297,8 @@ def run_kld(
                 part = compare_rows(logits, base_rows[offset:end], targets[offset:end])
                 totals.add(part)
                 parts.append(part)
+                if top_n > 0:
+                    tops.append(candidate_pairs(logits, base_rows[offset:end], top_n))
             if on_chunk is not None:
                 on_chunk(index, totals)
     finally:
@@ -296,4 +306,5 @@ def run_kld(
     positions = np.concatenate([plan.positions(i) for i in range(plan.n_chunk)])
     tokens = np.asarray(plan.tokens, np.int64)[positions]
     divergence = PositionDivergence.concatenate(parts, test.runtime.n_vocab)
-    return KldResult(plan, positions, tokens, divergence, totals)
+    candidates = CandidatePairs.concatenate(tops, top_n) if top_n > 0 else None
+    return KldResult(plan, positions, tokens, divergence, totals, candidates)

@@ -10,7 +10,6 @@ import sys
 import time
 from pathlib import Path
 
-from backend.llama.utf8 import Utf8Stream
 from backend.llama.vocab_match import check_same_vocabulary
 from backend.score.base_file import BaseFileReader, BaseFileWriter
 from backend.score.kld import (
@@ -25,6 +24,7 @@ from backend.score.kld import (
     run_kld,
     text_tokens,
 )
+from backend.score.kld_pair import token_texts
 from backend.session.llama_backend import LlamaBackend
 from sampling.divergence import DivergenceTotals, summarize
 from sampling.fork import first_difference
@@ -129,14 +129,6 @@ def _file_plan(
     return plan_from_file(layout, bos_of(test.runtime))
 
 
-def _token_texts(backend: LlamaBackend, tokens: tuple[int, ...]) -> list[str]:
-    stream = Utf8Stream()
-    texts = [stream.feed(backend.runtime.token_bytes(t)) for t in tokens]
-    if texts:
-        texts[-1] += stream.flush()
-    return texts
-
-
 def run(args: argparse.Namespace) -> int:
     """Compare the two models (or the model and the file) and print the statistics."""
     _check_args(args)
@@ -195,7 +187,7 @@ def run(args: argparse.Namespace) -> int:
 
         result = run_kld(test, base_rows, plan, on_chunk)
         elapsed = time.perf_counter() - started
-        texts = _token_texts(test, plan.tokens)
+        texts = token_texts(test.runtime, plan.tokens)
     finally:
         if writer is not None:
             writer.close()

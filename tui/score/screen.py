@@ -1,5 +1,9 @@
 """Score a text in the app: paste or type it, or open a file, and see how the model
 judges each token (probability, rank, entropy, top alternatives) and the perplexity.
+With a second model named (ctrl+b), the text is scored against it instead, as
+`samplescope kld` does: each token coloured by its KLD, `d` and `t` jump to the
+largest divergences and to where the two models' top tokens differ, and the selected
+token's top candidates of both models side by side (`tui.score.kld_view`).
 
 The scoring runs on the app's generation runner (`ModelRunner`), the one thread
 that may use the model: its job calls the scorer (`samplescope score`'s
@@ -30,14 +34,19 @@ from backend.config.user_files import UserFileError, read_user_text
 from backend.errors import FileAccessError
 from backend.llama.pieces import visible_piece
 from backend.session.backend import SessionBackend
+from tui.score import kld_view
 from tui.widgets.score_label import logprob_label
 from tui.widgets.token_look import rank_style
 
 if TYPE_CHECKING:  # llama.cpp's bindings load when a text is scored, not with the app
+    from backend.score.kld_pair import PairScore
     from backend.score.text_score import TextScore, TokenScore
 
 Scorer = Callable[[SessionBackend, str], "TextScore"]
 """Scores a text with the model (called on the runner's thread)."""
+
+PairScorer = Callable[[SessionBackend, Path, str], "PairScore"]
+"""Scores a text with the model against a second model file (on the runner's thread)."""
 
 Job = Callable[[SessionBackend, threading.Event], Iterator[ColumnEvent]]
 """A job of the model's thread (`tui.chat.runner.Job`)."""
@@ -64,6 +73,8 @@ class ModelRunner(Protocol):
         ...
 
 
+SCORE_COLUMNS = ("#", "token", "logp", "p", "rank", "H", "top alternatives")
+
 MAX_FILE_BYTES = 4 << 20
 """The largest file the screen opens (4 MiB)."""
 
@@ -84,6 +95,23 @@ def llama_scorer(backend: SessionBackend, text: str) -> TextScore:
     return score_text(backend, text, stride=max(1, (n_ctx - 1) // 2))
 
 
+def llama_pair_scorer(backend: SessionBackend, base: Path, text: str) -> PairScore:
+    """`samplescope kld`'s rules with the app's model against the model at `base`
+    (loaded beside it for this text, then freed).
+
+    Raises:
+        ScoreError: The model is not a llama.cpp one.
+        KldError, VocabularyMismatch, ModelFileError: As `score_against`.
+    """
+    from backend.score.kld_pair import score_against
+    from backend.score.text_score import ScoreError
+    from backend.session.llama_backend import LlamaBackend
+
+    if not isinstance(backend, LlamaBackend):
+        raise ScoreError("comparing two models needs a llama.cpp model")
+    return score_against(backend, base, text)
+
+
 class ScoreScreen(Screen[None]):
     """Paste, type or open a text; ctrl+s scores it; the table lists every token.
 
@@ -96,14 +124,20 @@ class ScoreScreen(Screen[None]):
     ScoreScreen { layout: vertical; }
     ScoreScreen #score-title { height: auto; padding: 0 1; }
     ScoreScreen #score-path { height: 3; }
-    ScoreScreen #score-text { height: 8; }
+    ScoreScreen #score-base { height: 3; }
+    ScoreScreen #score-text { height: 6; }
     ScoreScreen #score-summary { height: auto; padding: 0 1; }
+    ScoreScreen #score-kld-text { height: auto; max-height: 8; padding: 0 1; display: none; }
+    ScoreScreen #score-detail { height: auto; max-height: 9; padding: 0 1; display: none; }
     ScoreScreen #score-table { height: 1fr; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "back"),
         Binding("ctrl+s", "score", "score", priority=True),
         Binding("ctrl+o", "open", "open file", priority=True),
+        Binding("ctrl+b", "base", "second model", priority=True),
+        Binding("d", "largest", "largest KLD"),
+        Binding("t", "tops_differ", "tops differ"),
     ]
 
     class Scored(Message):
@@ -113,12 +147,30 @@ class ScoreScreen(Screen[None]):
             super().__init__()
             self.score = score
 
-    def __init__(self, runner: ModelRunner, scorer: Scorer = llama_scorer) -> None:
+    class PairScored(Message):
+        """The pair scorer's result (posted from the runner's thread)."""
+
+        def __init__(self, pair: PairScore) -> None:
+            super().__init__()
+            self.pair = pair
+
+    def __init__(
+        self,
+        runner: ModelRunner,
+        scorer: Scorer = llama_scorer,
+        pair_scorer: PairScorer = llama_pair_scorer,
+    ) -> None:
         super().__init__()
         self.runner = runner
         self.scorer = scorer
+        self.pair_scorer = pair_scorer
         self.score: TextScore | None = None
         """The last result shown."""
+        self.pair: PairScore | None = None
+        """The last result against a second model shown."""
+        self.base: Path | None = None
+        """The second model (None: the text is scored by the model alone)."""
+        self._ranked: int | None = None  # the row the last `d` went to
         self.scoring = False
 
     def compose(self) -> ComposeResult:
@@ -131,14 +183,41 @@ class ScoreScreen(Screen[None]):
             id="score-title",
         )
         yield Input(placeholder="a UTF-8 text file to open (Enter opens it)", id="score-path")
+        yield Input(
+            placeholder="a second model (GGUF) to compare with, token by token (Enter sets"
+            " it; empty: the model alone)",
+            id="score-base",
+        )
         yield TextArea(id="score-text", soft_wrap=True)
         yield Static("", id="score-summary")
+        yield Static("", id="score-kld-text")
+        yield Static("", id="score-detail")
         yield DataTable(id="score-table", cursor_type="row", zebra_stripes=True)
         yield Footer()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        table.add_columns("#", "token", "logp", "p", "rank", "H", "top alternatives")
+        table.add_columns(*SCORE_COLUMNS)
+        self.query_one(TextArea).focus()
+
+    def action_base(self) -> None:
+        """Go to the second model's box."""
+        self.query_one("#score-base", Input).focus()
+
+    @on(Input.Submitted, "#score-base")
+    def _on_base(self, event: Input.Submitted) -> None:
+        event.stop()
+        name = event.value.strip()
+        if not name:
+            self.base = None
+            self.notify("the text is scored by the model alone")
+            return
+        path = Path(name).expanduser()
+        if not path.is_file():
+            self.notify(f"no such model file: {path}", severity="error")
+            return
+        self.base = path
+        self.notify(f"ctrl+s scores the text against {path.name}")
         self.query_one(TextArea).focus()
 
     # -- input -----------------------------------------------------------------------
@@ -183,11 +262,14 @@ class ScoreScreen(Screen[None]):
             return
         self.scoring = True
         self._summary(Text("scoring…", style="italic"))
-        self.runner.start(self._job(text), self)
+        self.runner.start(self._job(text, self.base), self)
 
-    def _job(self, text: str) -> Job:
+    def _job(self, text: str, base: Path | None) -> Job:
         def job(backend: SessionBackend, cancel: threading.Event) -> Iterator[ColumnEvent]:
-            self.post_message(self.Scored(self.scorer(backend, text)))
+            if base is None:
+                self.post_message(self.Scored(self.scorer(backend, text)))
+            else:
+                self.post_message(self.PairScored(self.pair_scorer(backend, base, text)))
             yield from ()
 
         return job
@@ -209,9 +291,73 @@ class ScoreScreen(Screen[None]):
         message.stop()
         self.show_score(message.score)
 
+    @on(PairScored)
+    def _on_pair_scored(self, message: PairScored) -> None:
+        message.stop()
+        self.show_pair(message.pair)
+
+    def show_pair(self, pair: PairScore) -> None:
+        """Fill the table, the coloured text and the summary with a two-model result."""
+        self.pair = pair
+        self.score = None
+        self._summary(kld_view.summary_text(pair))
+        for name in ("#score-kld-text", "#score-detail"):
+            self.query_one(name).display = True
+        table = self.query_one(DataTable)
+        table.clear(columns=True)
+        table.add_columns(*kld_view.PAIR_COLUMNS)
+        table.add_rows(kld_view.pair_row(pair, row) for row in range(pair.result.positions.size))
+        table.focus()  # d and t move its cursor
+        self._show_selected(0 if pair.result.positions.size else None)
+
+    def _show_selected(self, row: int | None) -> None:
+        pair = self.pair
+        if pair is None:
+            return
+        text = kld_view.coloured_text(pair, row)
+        self.query_one("#score-kld-text", Static).update(
+            Text.assemble(kld_view.legend(), "\n", text)
+        )
+        detail = self.query_one("#score-detail", Static)
+        detail.update("" if row is None else kld_view.candidates_table(pair, row))
+
+    @on(DataTable.RowHighlighted, "#score-table")
+    def _on_row(self, event: DataTable.RowHighlighted) -> None:
+        if self.pair is not None:
+            self._show_selected(event.cursor_row)
+
+    def _jump(self, order: list[int], *, by_position: bool, what: str) -> None:
+        table = self.query_one(DataTable)
+        if self.pair is None:
+            self.notify("score the text against a second model first (ctrl+b)")
+            return
+        current: int | None = table.cursor_row if table.row_count else None
+        if not by_position and self._ranked != current:
+            current = None  # the cursor moved since: the ranking starts again
+        row = kld_view.next_in(order, current, cyclic_after=by_position)
+        self._ranked = None if by_position else row
+        if row is None:
+            self.notify(f"no position where {what}")
+            return
+        table.focus()
+        table.move_cursor(row=row)
+
+    def action_largest(self) -> None:
+        """The next largest divergence (in order of KLD, largest first)."""
+        order = [] if self.pair is None else kld_view.largest_first(self.pair)
+        self._jump(order, by_position=False, what="a token was scored")
+
+    def action_tops_differ(self) -> None:
+        """The next position where the two models' most probable tokens differ."""
+        order = [] if self.pair is None else kld_view.tops_differ(self.pair)
+        self._jump(order, by_position=True, what="the two models' top tokens differ")
+
     def show_score(self, score: TextScore) -> None:
         """Fill the table and the summary with a result."""
         self.score = score
+        self.pair = None
+        for name in ("#score-kld-text", "#score-detail"):
+            self.query_one(name).display = False
         parts = [
             f"{len(score.tokens)} tokens, {score.n_tokens} scored",
             logprob_label(score.logprob, score.n_tokens),
@@ -220,7 +366,8 @@ class ScoreScreen(Screen[None]):
             parts.append(f"windows of {score.window} tokens, stride {score.stride}")
         self._summary(Text(" · ".join(parts), style="bold"))
         table = self.query_one(DataTable)
-        table.clear()
+        table.clear(columns=True)
+        table.add_columns(*SCORE_COLUMNS)
         table.add_rows(score_row(n, token) for n, token in enumerate(score.tokens))
 
     def _summary(self, text: Text) -> None:
