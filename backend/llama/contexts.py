@@ -158,27 +158,30 @@ class Contexts:
         """Whether a sequence's logits beside others equal its logits alone, bit for bit.
 
         `tokens` (a short text's) are the probe: all but the last `PROBE_STEPS` are a
-        prompt prefilled in a lockstep context and copied to `PROBE_SEQS` sequences,
-        which then take `PROBE_STEPS` steps in one batch each, every sequence its own
-        tokens; sequence 1's tokens are then decoded alone in the chat's context. Both
-        contexts are left empty.
+        prompt prefilled in a lockstep context and copied to `PROBE_SEQS` sequences
+        (fewer when the batch is smaller), which then take `PROBE_STEPS` steps in one
+        batch each, every sequence its own tokens; sequence 1's tokens are then decoded
+        alone in the chat's context. Both contexts are left empty. A batch of one never
+        holds two sequences: nothing to check then.
         """
-        steps = PROBE_STEPS
+        steps, seqs = PROBE_STEPS, min(PROBE_SEQS, self.n_batch)
+        if seqs < 2:
+            return True
         prompt, given = list(tokens[:-steps]), list(tokens[-steps:])
         n_vocab = self.n_vocab
         # Each sequence takes other tokens: the probe's shifted through the vocabulary.
-        fed = [[(t + 7919 * seq) % n_vocab for t in given] for seq in range(PROBE_SEQS)]
-        self.reserve(PROBE_SEQS, len(tokens))
+        fed = [[(t + 7919 * seq) % n_vocab for t in given] for seq in range(seqs)]
+        self.reserve(seqs, len(tokens))
         try:
             lockstep = self._active
-            if lockstep.decode(prompt, 0, 0) != 0:
+            if not _prefill(lockstep, prompt, self.n_batch):
                 return False
-            for seq in range(1, PROBE_SEQS):
+            for seq in range(1, seqs):
                 lockstep.seq_cp(0, seq, 0, -1)
             beside: list[npt.NDArray[np.float32]] = []
             for step in range(steps):
                 pos = len(prompt) + step
-                batch = [_Entry(fed[seq][step], pos, seq) for seq in range(PROBE_SEQS)]
+                batch = [_Entry(fed[seq][step], pos, seq) for seq in range(seqs)]
                 if lockstep.decode_batch(batch) != 0:
                     return False
                 beside.append(lockstep.logits(1).copy())
@@ -186,7 +189,7 @@ class Contexts:
             self.reserve(1, 0)
         chat = self.chat
         try:
-            if chat.decode(prompt, 0, 0) != 0:
+            if not _prefill(chat, prompt, self.n_batch):
                 return False
             for step in range(steps):
                 if chat.decode([fed[1][step]], len(prompt) + step, 0) != 0:
@@ -250,6 +253,14 @@ class Contexts:
         """Free every context (idempotent; the model is the caller's)."""
         self._free_lockstep()
         self.chat.close()
+
+
+def _prefill(context: LocalContext, tokens: Sequence[int], n_batch: int) -> bool:
+    """Decode `tokens` into sequence 0 in chunks of `n_batch`; False if one failed."""
+    for start in range(0, len(tokens), n_batch):
+        if context.decode(tokens[start : start + n_batch], start, 0) != 0:
+            return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,16 +46,14 @@ MAX_NODES = 100_000
 #: Sequences a model loaded for exploring holds (`samplescope explore`, the bench): its
 #: widest lockstep batch is one fewer, and a tree is at most this deep.
 EXPLORE_SEQ_MAX = 64
-#: The KV streams a tree decodes in when it is shallower (each stream holds the point's
-#: history; a node's copy of its parent's copies the whole stream).
-EXPLORE_STREAMS = 64
 
 
 def tree_streams(shape: TreeShape, n_seq_max: int) -> int:
     """How many sequences (KV streams) a tree of `shape` decodes in: one per level at
-    least, more for wider batches, up to `EXPLORE_STREAMS` (or the model's limit)."""
-    wanted = max(shape.depth, min(shape.most_decoded + 1, EXPLORE_STREAMS))
-    return min(n_seq_max, wanted)
+    least, one per decoded node at most (the widest batches), up to the model's limit.
+    Each stream holds the point's history and a path (at least 256 cells: llama.cpp's
+    smallest), and a node's copy of its parent copies the whole stream."""
+    return min(n_seq_max, max(shape.depth, shape.most_decoded + 1))
 
 
 class ExploreError(SamplescopeError):

@@ -43,7 +43,7 @@ def test_info_default_model(capsys: pytest.CaptureFixture[str], default_model_pa
     assert isinstance(template, str) and model_part.rstrip("\n").endswith(template.rstrip("\n"))
     # the devices llama.cpp sees, each with its memory; the CPU always
     devices = devices_part.splitlines()
-    *listed, rpc_line, system_line = devices
+    *listed, rpc_line, system_line, lockstep_line = devices
     assert any(d.startswith("  CPU  CPU  ") and " free of " in d for d in listed)
     gpu = any(d.split("  ")[2] in ("GPU", "integrated GPU") for d in listed if "  " in d[2:])
     assert any(d.startswith("  no GPU in this build: ") for d in listed) is not gpu
@@ -51,6 +51,8 @@ def test_info_default_model(capsys: pytest.CaptureFixture[str], default_model_pa
     assert rpc_line == f"  RPC backend: {rpc}"
     system = llama_cpp.llama_print_system_info().decode().strip().strip("|").strip()
     assert system_line == f"  system: {system}"
+    # and whether lockstep decoding is exact for the model here (its load's self-check)
+    assert lockstep_line.startswith("lockstep decoding: exact (self-check at load: ")
     assert any(line.startswith("tensors         272, ") for line in lines)
     assert any(line.split()[:3] == ["Q4_1", "210", "tensors"] for line in lines)
     assert any(line.split()[:3] == ["Q8_0", "1", "tensor"] for line in lines)
