@@ -46,6 +46,7 @@ from tui.chat.steering import regenerate, start_branch
 from tui.chat.view import ChatView
 from tui.compare.command import CompareCommands, CompareContext, last_user_turn, open_compare
 from tui.compare.result import CompareResult
+from tui.crash_log import CrashLoggingApp
 from tui.loops.escape import open_loop_why
 from tui.paste_driver import paste_safe_driver
 from tui.preset_commands import PresetCommands
@@ -100,7 +101,7 @@ APP_BINDINGS: tuple[Binding, ...] = (
 )
 
 
-class SamplescopeApp(App[None]):
+class SamplescopeApp(CrashLoggingApp):
     """The chat app.
 
     Args:
