@@ -1,5 +1,5 @@
 """The app's last word on an error nobody foresaw: its traceback goes to the errors
-log (as the commands' do, `tui.cli.unexpected`) and the app ends with one line saying
+log (`backend.config.error_log`, as the commands' do) and the app ends with one line saying
 where, instead of a screenful of traceback. The chat is kept: the store saves it as it
 goes."""
 
@@ -10,7 +10,7 @@ import sys
 from rich.text import Text
 from textual.app import App
 
-from tui.cli.unexpected import log_traceback
+from backend.config.error_log import log_traceback, one_line
 
 
 class CrashLoggingApp(App[None]):
@@ -19,11 +19,8 @@ class CrashLoggingApp(App[None]):
     _crash_line = "samplescope: unexpected error"
 
     def _handle_exception(self, error: Exception) -> None:
-        path = log_traceback(error, sys.argv[1:])
-        where = f"the traceback is in {path}" if path else "the traceback could not be logged"
-        text = " ".join(str(error).split())[:300]
-        detail = f"{type(error).__name__}: {text}" if text else type(error).__name__
-        self._crash_line = f"samplescope: unexpected error: {detail} ({where}; the chat is saved)"
+        line = one_line(error, log_traceback(error, sys.argv[1:]))
+        self._crash_line = f"samplescope: {line[:-1]}; the chat is saved)"
         super()._handle_exception(error)
 
     def _fatal_error(self) -> None:

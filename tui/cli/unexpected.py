@@ -1,40 +1,16 @@
 """An error nobody foresaw, as a command's last word: one line on stderr, the full
-traceback appended to `<log dir>/errors.log` for a bug report."""
+traceback appended to the errors log (`backend.config.error_log`)."""
 
 from __future__ import annotations
 
 import sys
-import traceback
 from collections.abc import Sequence
-from datetime import UTC, datetime
-from pathlib import Path
 
-from backend.config.paths import log_dir
-
-ERRORS_LOG = "errors.log"
-
-
-def log_traceback(error: BaseException, argv: Sequence[str]) -> Path | None:
-    """Append the error's traceback (with the time and the arguments) to the errors
-    log; the log's path, or None when it cannot be written."""
-    path = log_dir() / ERRORS_LOG
-    lines = traceback.format_exception(error)
-    stamp = datetime.now(UTC).isoformat(timespec="seconds")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8", errors="replace") as log:
-            log.write(f"--- {stamp} samplescope {' '.join(argv)}\n{''.join(lines)}\n")
-    except OSError:
-        return None
-    return path
+from backend.config.error_log import log_traceback, one_line
 
 
 def report_unexpected(error: BaseException, argv: Sequence[str]) -> int:
     """Say in one line that `error` ended the command and where its traceback went;
     the exit code (1)."""
-    path = log_traceback(error, argv)
-    where = f"the traceback is in {path}" if path else "the traceback could not be logged"
-    text = " ".join(str(error).split())[:300]
-    detail = f"{type(error).__name__}: {text}" if text else type(error).__name__
-    print(f"samplescope: unexpected error: {detail} ({where})", file=sys.stderr)
+    print(f"samplescope: {one_line(error, log_traceback(error, argv))}", file=sys.stderr)
     return 1
