@@ -206,6 +206,10 @@ def _download(
     return paths[0]
 
 
+COMMIT_HASH = re.compile(r"[0-9a-f]{40}")
+"""What a cached reference (refs/main) holds: a commit's hash."""
+
+
 def cached_files(repo: str, cache: Path) -> tuple[Path, list[str]] | None:
     """The snapshot folder of a repository's cached revision (refs/main, else the
     newest) and its files, or None when the cache has none."""
@@ -215,8 +219,13 @@ def cached_files(repo: str, cache: Path) -> tuple[Path, list[str]] | None:
         return None
     ref = folder / "refs" / "main"
     snapshot: Path | None = None
-    if ref.is_file():
-        candidate = snapshots / ref.read_text(encoding="utf-8").strip()
+    try:
+        commit = ref.read_bytes().decode("ascii").strip() if ref.is_file() else ""
+    except (OSError, UnicodeDecodeError):
+        commit = ""
+    # A reference names a commit: a 40-digit hash, never a path ("/", "../..").
+    if COMMIT_HASH.fullmatch(commit):
+        candidate = snapshots / commit
         snapshot = candidate if candidate.is_dir() else None
     if snapshot is None:
         revisions = sorted(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tomllib
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -24,6 +25,8 @@ from sampling.errors import SamplescopeError
 
 GGUF_SUFFIX = ".gguf"
 OLLAMA_MODEL_LAYER = "application/vnd.ollama.image.model"
+OLLAMA_DIGEST = re.compile(r"sha256:[0-9a-f]+")
+"""What an Ollama layer's digest looks like (its blob's name)."""
 OLLAMA_DEFAULT_HOST = "registry.ollama.ai"
 
 FILE_TYPES: dict[int, str] = {
@@ -269,23 +272,29 @@ def _ollama(store: Path | None) -> Found:
     if store is None or manifests is None or not manifests.is_dir():
         return
     for manifest in sorted(p for p in manifests.rglob("*") if p.is_file()):
+        parts = manifest.relative_to(manifests).parts
+        if len(parts) < 2:  # a manifest is .../model/tag
+            continue
         try:
             layers = json.loads(manifest.read_text(encoding="utf-8")).get("layers", [])
-        except (OSError, ValueError, AttributeError):
+        except (OSError, ValueError, AttributeError, RecursionError):
+            continue
+        if not isinstance(layers, list):
             continue
         digest = next(
             (
                 layer.get("digest")
                 for layer in layers
-                if layer.get("mediaType") == OLLAMA_MODEL_LAYER
+                if isinstance(layer, dict) and layer.get("mediaType") == OLLAMA_MODEL_LAYER
             ),
             None,
         )
-        if not isinstance(digest, str):
+        # A blob's name is its digest: anything else could lead out of the store.
+        if not isinstance(digest, str) or not OLLAMA_DIGEST.fullmatch(digest):
             continue
         blob = store / "blobs" / digest.replace(":", "-")
         if blob.is_file():
-            yield _ollama_name(manifest.relative_to(manifests).parts), blob, "ollama"
+            yield _ollama_name(parts), blob, "ollama"
 
 
 def _ollama_name(parts: tuple[str, ...]) -> str:
