@@ -40,6 +40,10 @@ Scalar = Union[int, float, bool, str]  # noqa: UP007 (a runtime alias)
 MetaValue = Union[Scalar, tuple["MetaValue", ...]]  # noqa: UP007
 
 
+MAX_ARRAY_DEPTH = 32
+"""The deepest nesting of metadata arrays read (llama.cpp's own files nest none)."""
+
+
 class ValueReader:
     """Reads little-endian GGUF values from a buffer, reporting truncation clearly."""
 
@@ -91,7 +95,7 @@ class ValueReader:
         assert fmt is not None
         return self.unpack(fmt), name
 
-    def array(self) -> tuple[tuple[MetaValue, ...], str]:
+    def array(self, depth: int = 0) -> tuple[tuple[MetaValue, ...], str]:
         item_type = self.u32()
         count = self.u64()
         if item_type not in VALUE_TYPES:
@@ -119,7 +123,12 @@ class ValueReader:
             self.need(count * 8)
             return tuple(self._strings(count)), "array[string]"
         self.need(count * 12)  # a nested array has at least a type and a count
-        items_list = [self.array()[0] for _ in range(count)]
+        if depth >= MAX_ARRAY_DEPTH:
+            raise self.fail(
+                f"corrupt GGUF file: arrays nested deeper than {MAX_ARRAY_DEPTH}"
+                f" in the {self.where}"
+            )
+        items_list = [self.array(depth + 1)[0] for _ in range(count)]
         return tuple(items_list), "array[array]"
 
     def _strings(self, count: int) -> list[str]:

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import struct
 from pathlib import Path
 
 import pytest
 
 from backend.config.hf_fetch import cached_files
-from backend.config.model_catalog import find_models
+from backend.config.model_catalog import ModelSources, find_models
+from tests.gguf_factory import ARRAY, INT32, error_of, gguf_string, write
 from tests.unit.test_model_catalog import lay_out
 
 
@@ -72,3 +74,14 @@ def test_a_cached_reference_ending_in_a_newline_is_followed(tmp_path: Path) -> N
     (repo / "refs").mkdir()
     (repo / "refs" / "main").write_text("b" * 40 + "\n")
     assert cached_files("org/Tiny", tmp_path) == (repo / "snapshots" / ("b" * 40), ["tiny.gguf"])
+
+
+def test_metadata_arrays_nested_thousands_deep_are_a_corrupt_file_not_a_recursion_error(
+    tmp_path: Path,
+) -> None:
+    nested = struct.pack("<I", ARRAY) + struct.pack("<IQ", ARRAY, 1) * 5000
+    data = b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + gguf_string("deep") + nested
+    path = write(tmp_path / "deep.gguf", data + struct.pack("<IQ", INT32, 0))
+    assert "arrays nested deeper than 32 in the metadata" in error_of(path)
+    (listed,) = find_models(ModelSources(None, None, None, None, (tmp_path,)))
+    assert "nested deeper" in listed.problem
