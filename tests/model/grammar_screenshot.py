@@ -1,4 +1,4 @@
-"""Draw the README's grammar screenshot on the real default model (a Pilot script).
+"""Draw the grammar screenshot of docs/grammar.md on the real default model (a Pilot script).
 
     .venv/bin/python -m tests.model.grammar_screenshot [OUT.svg]
 

@@ -1,13 +1,13 @@
-"""Run the README's sweep on the real default model and draw its frontier screen (a
+"""Run the sweep of docs/sweeps.md on the real default model and draw its frontier screen (a
 script, not a test; one thread, about three minutes on 2 cores).
 
     .venv/bin/python -m tests.model.sweep_screenshot OUT_DIR
 
-The sweep is the one the README shows: temperature 0.7, 1, 1.5 and 3 (first in the
+The sweep is the one docs/sweeps.md shows: temperature 0.7, 1, 1.5 and 3 (first in the
 chain) × top-p 0.9, min-p 0.1 and top-n-σ 1 × 4 samples on 3 prompts, 48 tokens. It
 writes OUT_DIR/sweep-result.json (`sweep --json`), OUT_DIR/sweep-table.txt (the
 table `sweep` prints) and OUT_DIR/sweep-frontier.svg (the sweep screen, the setting
-"t=1 nsigma=1" selected: the README's assets/sweep-frontier.svg). The samples are saved
+"t=1 nsigma=1" selected: docs/sweeps.md's assets/sweep-frontier.svg). The samples are saved
 in a chat database in a temporary folder.
 """
 

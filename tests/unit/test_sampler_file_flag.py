@@ -17,7 +17,7 @@ from tui.cli.sampler_file_flag import ArgvError, sampler_files_given
 
 @pytest.fixture
 def marked_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, Path]]:
-    """The README's plugin, writing a marker file when it runs, and that marker's path;
+    """The plugin of docs/plugins.md, writing a marker file when it runs, and that marker's path;
     no samplers folder of the user's own."""
     monkeypatch.setenv("SAMPLESCOPE_CONFIG_DIR", str(tmp_path / "config"))
     marker = tmp_path / "ran"

@@ -1,5 +1,5 @@
-"""A user's own sampler: the README's plugin file, loaded as it stands, and plugins that
-fail, switched off for the reply with the step run again without them."""
+"""A user's own sampler: the plugin file of docs/plugins.md, loaded as it stands, and plugins
+that fail, switched off for the reply with the step run again without them."""
 
 from __future__ import annotations
 
@@ -43,17 +43,16 @@ X = np.asarray(LOGITS, dtype=np.float32)
 
 
 def readme_plugin() -> str:
-    """The first Python block of the README's section "Your own sampler"."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Your own sampler", 1)[1]
-    found = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    """The first Python block of docs/plugins.md ("Your own sampler")."""
+    page = (ROOT / "docs" / "plugins.md").read_text(encoding="utf-8")
+    found = re.search(r"```python\n(.*?)```", page, re.DOTALL)
     assert found is not None
     return found.group(1)
 
 
 @pytest.fixture
 def plugin_file(tmp_path: Path) -> Iterator[Path]:
-    """The README's plugin as a file, unregistered again after the test."""
+    """The plugin of docs/plugins.md as a file, unregistered again after the test."""
     path = tmp_path / "top_h.py"
     path.write_text(readme_plugin(), encoding="utf-8")
     yield path

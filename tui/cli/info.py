@@ -244,7 +244,7 @@ def describe_servers(endpoints: tuple[Endpoint, ...]) -> tuple[list[str], bool]:
 
 BUILD_HINT = (
     "no GPU in this build: llama-cpp-python was built from source for the CPU; the"
-    " README's first lines say how to build it for CUDA, Metal or Vulkan (CMAKE_ARGS)"
+    " docs/setup.md says how to build it for CUDA, Metal or Vulkan (CMAKE_ARGS)"
 )
 
 

@@ -51,6 +51,26 @@ KEYS: tuple[tuple[str, str], ...] = (
 )
 
 
+DOCS: tuple[tuple[str, str], ...] = (
+    ("every key", "docs/keys.md"),
+    ("the panel, timeline and tail plot", "docs/screen.md"),
+    ("compare (ctrl+d)", "docs/compare.md"),
+    ("alternatives, what-if, branches, explore, beams, bans", "docs/steering.md"),
+    ("exact side by side", "docs/lockstep.md"),
+    ("grammars and JSON schemas", "docs/grammar.md"),
+    ("score (f8), surprising tokens, kld, fork", "docs/scores.md"),
+    ("sweeps", "docs/sweeps.md"),
+    ("loops (f9)", "docs/loops.md"),
+    ("sampling semantics", "docs/sampling.md"),
+    ("your own sampler", "docs/plugins.md"),
+    ("presets (ctrl+p)", "docs/presets.md"),
+    ("saved chats (ctrl+o), export, config", "docs/chats.md"),
+    ("models (f7)", "docs/models.md"),
+    ("commands and flags", "docs/commands.md"),
+)
+"""Each feature and the page of the repository's docs/ folder that describes it."""
+
+
 def help_table() -> Table:
     """The keys as a table."""
     table = Table(show_header=True, header_style="bold", box=None, padding=(0, 2))
@@ -58,6 +78,16 @@ def help_table() -> Table:
     table.add_column("what it does")
     for key, what in KEYS:
         table.add_row(Text(key), Text(what))
+    return table
+
+
+def docs_table() -> Table:
+    """Where each feature is described: a page of docs/."""
+    table = Table(show_header=True, header_style="bold", box=None, padding=(0, 2))
+    table.add_column("more on", style="bold cyan")
+    table.add_column("in samplescope's docs/", no_wrap=True)
+    for topic, page in DOCS:
+        table.add_row(Text(topic), Text(page))
     return table
 
 
@@ -78,6 +108,7 @@ class HelpScreen(ModalScreen[None]):
                     style="grey70",
                 )
             )
+            yield Static(docs_table(), id="help-docs")
 
     async def action_dismiss(self, result: None = None) -> None:
         self.dismiss(result)
