@@ -96,11 +96,6 @@ class Contexts:
         """The cells one sequence may hold in the context in use."""
         return self._active.seq_cells
 
-    @property
-    def lockstep_cells(self) -> int:
-        """Every cell the lockstep context holds (0 without one)."""
-        return 0 if self._lockstep is None else self._lockstep.n_ctx
-
     def reserve(self, n_seqs: int, cells: int, layout: Layout | None = None) -> Switch:
         """Decode `n_seqs` sequences of up to `cells` tokens each from now on.
 
@@ -119,10 +114,9 @@ class Contexts:
             self._active = self.chat
             return "chat"
         cells = min(stream_cells(cells), self.n_ctx) if layout.streams else self.n_ctx
-        if self._lockstep is not None and self._shape is not None:
+        if self._active is self._lockstep and self._shape is not None:
             held_seqs, held_cells, held_layout = self._shape
             if held_layout == layout and held_seqs >= n_seqs and held_cells >= cells:
-                self._active = self._lockstep
                 return "kept"
         self._free_lockstep()
         model = self._model
