@@ -11,8 +11,9 @@ count them (`GenerationStats.discarded_tokens`).
 A phrase that begins inside a token bans that whole token. The ban is a -inf logit
 bias at that index (`backend.session.run.with_banned`), so the step's record shows
 it and a replay of the stored reply samples the same tokens without searching again.
-When `tries` tokens have been banned at one index, the reply stops there (finish
-reason "banned"), its text never holding a banned phrase.
+When `tries` tokens have been banned at one index (at most `MAX_TRIES`), or the reply
+has been taken back `MAX_REWINDS` times in all, the reply stops there (finish reason
+"banned"), its text never holding a banned phrase.
 
 Searching is on the text so far: a regular expression's `$` or `\\b` sees the
 reply's end as an end, and a phrase is found as soon as its last character is out.
@@ -31,6 +32,10 @@ from sampling.errors import SamplescopeError
 
 #: How many tokens may be banned at one index before the reply stops there.
 DEFAULT_TRIES = 32
+#: The most tokens `tries` may allow to be banned at one index.
+MAX_TRIES = 100
+#: The most rewinds a reply may take in all (each keeps a ghost): then it stops there.
+MAX_REWINDS = 1000
 
 
 class PhraseBanError(SamplescopeError):
@@ -64,8 +69,8 @@ class PhraseBans:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "phrases", tuple(self.phrases))
-        if self.tries < 1:
-            raise PhraseBanError(f"invalid tries={self.tries}: expected at least 1")
+        if not 1 <= self.tries <= MAX_TRIES:
+            raise PhraseBanError(f"invalid tries={self.tries}: expected 1 to {MAX_TRIES}")
         for phrase in self.phrases:
             if not phrase:
                 raise PhraseBanError("a banned phrase is empty")
@@ -123,6 +128,7 @@ def backtracking(generation: Generation, bans: PhraseBans) -> Iterator[Event]:
     left alone.
     """
     forced = generation.steer.force is not None
+    rewinds: dict[int, int] = {}  # each column's rewinds so far
     joined: dict[int, tuple[int, str]] = {}  # each column's texts so far: (count, text)
     given_chars: dict[int, int] = {}  # each column's given tokens' text length
     for column, event in generation:
@@ -151,7 +157,17 @@ def backtracking(generation: Generation, bans: PhraseBans) -> Iterator[Event]:
         generation.rewind(column, lane.index - at)
         banned = lane.ban(at, discarded[0])
         yield column, RewindEvent(at, discarded, text, match.group(), tuple(sorted(banned)))
-        if len(banned) >= bans.tries:
+        rewinds[column] = rewinds.get(column, 0) + 1
+        if rewinds[column] >= MAX_REWINDS:
+            yield (
+                column,
+                NoticeEvent(
+                    f"phrase bans took the reply back {rewinds[column]} times: it stops at"
+                    f" token {at}"
+                ),
+            )
+            generation.end(column, "banned")
+        elif len(banned) >= bans.tries:
             yield (
                 column,
                 NoticeEvent(
