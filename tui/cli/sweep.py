@@ -194,6 +194,11 @@ def run(args: argparse.Namespace) -> int:
         mode, notice = mode_for_backend(backend, args.mode)
         if notice:
             log(notice)
+        if backend.info.batch_invariant is False and not args.in_turn:
+            log(
+                "lockstep decoding is not exact with this model here (the load's check):"
+                " a sample may differ from generate alone; --in-turn decodes one at a time"
+            )
         plan = replace(plan, mode=mode)
         total = len(plan.keys) * plan.max_tokens
         console = Console(file=sys.stderr)
