@@ -129,11 +129,15 @@ class Memory:
         several a lockstep context of their own.
 
         Raises:
-            SamplescopeError: The model cannot make such a context.
+            SamplescopeError: The model cannot make such a context (it is back in the
+                chat's, and so are the books).
         """
         try:
             switch = self.model.reserve(n_seqs, cells, layout)
         except Exception:
+            if self._chat is not None:
+                self._tokens, self._starts, self._shared = self._chat
+                self._chat, self._unified = None, False
             self._failed()
             raise
         if switch == "fresh":
