@@ -21,7 +21,7 @@ import numpy.typing as npt
 
 if TYPE_CHECKING:
     from sampling.ordering import IdArray
-    from sampling.settings import SamplerSettings
+    from sampling.settings_record import SamplerSettings
 
 BoolArray = npt.NDArray[np.bool_]
 

@@ -12,7 +12,7 @@ from sampling.errors import LogitsError
 from sampling.logits import within_float64_span
 
 if TYPE_CHECKING:
-    from sampling.settings import SamplerSettings
+    from sampling.settings_record import SamplerSettings
 
 History = Sequence[int] | npt.NDArray[np.integer]
 

@@ -194,7 +194,7 @@ def arranged(
 
 
 def temperature_moved_last(
-    order: Sequence[str], placements: dict[str, Placement]
+    order: Sequence[str], placements: Mapping[str, Placement]
 ) -> tuple[str, ...]:
     """`order` with "temperature" moved to its end (`temperature_last`), together with
     the units named right after it that are placed right after it (smoothing), ahead

@@ -44,7 +44,7 @@ from sampling.spec import DISPLAY_ORDER
 
 if TYPE_CHECKING:
     from sampling.samplers.unit import StepContext
-    from sampling.settings import SamplerSettings
+    from sampling.settings_record import SamplerSettings
 
 __all__ = ["IN_ORDER", "Candidates", "PluginError", "PluginOrigin", "SettingSpec", "SliderRange"]
 __all__ += ["PluginFailure", "PluginGuard", "Stateless", "is_plugin", "plugin_origins"]

@@ -21,7 +21,7 @@ from sampling.setting_spec import SettingSpec, SliderRange
 from sampling.vocabulary import BreakerHeads, breaker_heads
 
 if TYPE_CHECKING:
-    from sampling.settings import SamplerSettings
+    from sampling.settings_record import SamplerSettings
 
 SETTINGS = (
     SettingSpec(

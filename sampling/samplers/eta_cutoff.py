@@ -29,7 +29,7 @@ from sampling.setting_spec import SettingSpec, SliderRange
 from sampling.weight_floor import cut_below_weight, kept_normaliser_and_entropy
 
 if TYPE_CHECKING:
-    from sampling.settings import SamplerSettings
+    from sampling.settings_record import SamplerSettings
 
 SETTINGS = (
     SettingSpec(

@@ -38,7 +38,7 @@ from sampling.setting_spec import SettingSpec
 
 if TYPE_CHECKING:
     from sampling.samplers.unit import StepContext
-    from sampling.settings import SamplerSettings
+    from sampling.settings_record import SamplerSettings
 
 SETTINGS = (
     SettingSpec(

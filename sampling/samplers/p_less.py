@@ -32,7 +32,7 @@ from sampling.setting_spec import SettingSpec
 from sampling.weight_floor import cut_below_weight
 
 if TYPE_CHECKING:
-    from sampling.settings import SamplerSettings
+    from sampling.settings_record import SamplerSettings
 
 SETTINGS = (
     SettingSpec(

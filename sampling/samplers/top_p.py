@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar
 
 from sampling.candidates import Candidates
 from sampling.placement import IN_ORDER, Placement
@@ -12,9 +12,7 @@ from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
-    from sampling.settings import SamplerSettings
-
-TopPScope = Literal["kept", "vocab"]
+    from sampling.settings_record import SamplerSettings, TopPScope
 
 SETTINGS = (
     SettingSpec(

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from sampling.candidates import Candidates
     from sampling.engine import Kept
     from sampling.rng import UniformSource
-    from sampling.settings import SamplerSettings
+    from sampling.settings_record import SamplerSettings
 
 UnitKind = Literal["logits", "candidates"]
 

@@ -17,7 +17,7 @@ from sampling.setting_spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
     from sampling.samplers.unit import StepContext
-    from sampling.settings import SamplerSettings
+    from sampling.settings_record import SamplerSettings
 
 SETTINGS = (
     SettingSpec(
