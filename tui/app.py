@@ -149,6 +149,7 @@ class SamplescopeApp(CrashLoggingApp):
     ) -> None:
         super().__init__()
         self._on_start = on_start
+        self._chat_to_open: int | None = None
         if backend is not None:
             given = backend
             backend_factory = lambda: given  # noqa: E731
@@ -272,6 +273,9 @@ class SamplescopeApp(CrashLoggingApp):
                 self.store, info.path, n_ctx=info.n_ctx, n_batch=info.n_batch
             )
         self.chat.show_model(info)
+        chat_id, self._chat_to_open = self._chat_to_open, None
+        if chat_id is not None:
+            self.open_saved_chat(chat_id)
 
     @on(BackendFailed)
     def _on_backend_failed(self, message: BackendFailed) -> None:
@@ -394,7 +398,11 @@ class SamplescopeApp(CrashLoggingApp):
         if chat_id is None:
             return
         if recorder is None:
-            self.notify("The model is not loaded yet.", severity="error")
+            if self.store is None:
+                self.notify("Chats are not being saved (--no-save, or the database failed).")
+                return
+            self._chat_to_open = chat_id  # opened once the model is loaded
+            self.notify("The chat opens once the model is loaded.")
             return
         if self.chat.stop_then(lambda: self.open_saved_chat(chat_id)):
             return

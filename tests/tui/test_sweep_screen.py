@@ -8,6 +8,7 @@ and look at it before committing.
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,8 @@ from backend.session.sweep_result import DIVERSITY_AXES, SampleRecord, SweepResu
 from backend.store.store import ChatStore
 from sampling.settings import SamplerSettings
 from sampling.sweep_metrics import SampleFigures
-from tests.helpers import wait_until
+from tests.fake_backend import FakeBackend
+from tests.helpers import StepClock, wait_until
 from tests.tui.test_tui_snapshots import fake_backend, make_app, send
 from tui.app import SamplescopeApp
 from tui.cli.main import main
@@ -190,3 +192,33 @@ def test_sweep_view_of_a_file_that_is_no_sweep(tmp_path: Path) -> None:
     path = tmp_path / "other.json"
     path.write_text('{"text": "a generate --json"}', encoding="utf-8")
     assert main(["sweep", "--view", str(path)]) == 2
+
+
+async def test_a_sample_chosen_while_the_model_loads_opens_once_it_is_loaded(
+    tmp_path: Path,
+) -> None:
+    with ChatStore(tmp_path / "chats.sqlite3") as store:
+        chat_id = store.new_chat("sweep · t=0.7 · seed 5 · the sea", None)
+        store.add_message(chat_id, "user", "Tell me about the sea.")
+        store.add_message(chat_id, "assistant", "The sea is calm and blue.")
+        loaded = threading.Event()
+        fake = fake_backend()
+
+        def slow_load() -> FakeBackend:
+            loaded.wait(30)
+            return fake
+
+        app = SamplescopeApp(
+            backend_factory=slow_load, clock=StepClock(), cursor_blink=False, store=store
+        )
+        result = fixed_result()
+        result = replace(result, samples=(replace(result.samples[0], chat_id=chat_id),))
+        async with app.run_test(size=SIZE) as pilot:
+            open_sweep(app, result)
+            await wait_until(pilot, lambda: isinstance(app.screen, SweepScreen))
+            await pilot.press("enter", "enter")
+            await wait_until(pilot, lambda: not isinstance(app.screen, SweepScreen))
+            assert not app.messages  # not yet: the model is loading
+            loaded.set()
+            await wait_until(pilot, lambda: len(app.messages) == 2)
+            assert app.messages[1].content == "The sea is calm and blue."
