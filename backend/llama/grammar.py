@@ -55,17 +55,62 @@ def gbnf_of(spec: GrammarSpec) -> str:
     if not spec.json_schema:
         return spec.gbnf
     try:
-        gbnf = str(json_schema_to_gbnf(spec.json_schema))
+        contradiction = schema_contradiction(json.loads(spec.json_schema))
     except json.JSONDecodeError as error:
         raise GrammarError(
             f"invalid JSON schema: {error.msg} at line {error.lineno} column {error.colno}"
         ) from None
-    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as error:
+    except RecursionError:
+        raise GrammarError("invalid JSON schema: nested too deep") from None
+    if contradiction is not None:
+        raise GrammarError(f"the JSON schema cannot be met: {contradiction}")
+    try:
+        gbnf = str(json_schema_to_gbnf(spec.json_schema))
+    except (
+        ValueError,
+        KeyError,
+        TypeError,
+        AttributeError,
+        RecursionError,
+        AssertionError,
+    ) as error:
         text = str(error).splitlines()[0] if str(error) else type(error).__name__
+        if "allow-fetch" in text:  # the converter's own command line's flag
+            text = "a $ref to another document (schemas are never fetched: inline it)"
         raise GrammarError(f"cannot convert the JSON schema to a grammar: {text}") from None
     # JSON strings hold no raw control characters: llama.cpp's own converter says so,
     # llama-cpp-python's port lets them through.
     return gbnf.replace(_LOOSE_CHAR, _JSON_CHAR)
+
+
+_BOUNDS = (
+    ("minLength", "maxLength"),
+    ("minItems", "maxItems"),
+    ("minProperties", "maxProperties"),
+    ("minimum", "maximum"),
+)
+"""A schema's lower and upper bounds that must not cross."""
+
+
+def schema_contradiction(schema: object, where: str = "#") -> str | None:
+    """A bound a JSON schema sets above its own limit (`minLength` 5 with `maxLength`
+    2: no text could match, yet the converter's grammar would accept some), or None."""
+    if isinstance(schema, dict):
+        for low, high in _BOUNDS:
+            least, most = schema.get(low), schema.get(high)
+            numbers = (int, float)
+            if isinstance(least, numbers) and isinstance(most, numbers) and least > most:
+                return f"{where}: {low} {least} is above {high} {most}"
+        children = [(f"{where}/{key}", value) for key, value in schema.items()]
+    elif isinstance(schema, list):
+        children = [(f"{where}/{n}", value) for n, value in enumerate(schema)]
+    else:
+        return None
+    for place, child in children:
+        found = schema_contradiction(child, place)
+        if found is not None:
+            return found
+    return None
 
 
 _CHECK_SCRIPT = """

@@ -268,8 +268,19 @@ def test_flag_round_trip(spec: SettingSpec) -> None:
 def test_all_flags_at_once_and_the_short_ones() -> None:
     parser = argparse.ArgumentParser()
     add_settings_flags(parser)
-    argv = [word for spec in SETTINGS for word in flag_argv(spec, CHANGED[spec.name])]
-    assert settings_from_args(parser.parse_args(argv), DEFAULT_CHAT_SETTINGS).to_dict() == CHANGED
+    # A grammar and a JSON schema are refused together (the schema would win): the
+    # schema's flag is read on its own.
+    argv = [
+        word
+        for spec in SETTINGS
+        if spec.name != "json_schema"
+        for word in flag_argv(spec, CHANGED[spec.name])
+    ]
+    expected = {**CHANGED, "json_schema": DEFAULT_CHAT_SETTINGS.json_schema}
+    assert settings_from_args(parser.parse_args(argv), DEFAULT_CHAT_SETTINGS).to_dict() == expected
+    schema = flag_argv(SETTINGS_BY_NAME["json_schema"], CHANGED["json_schema"])
+    read = settings_from_args(parser.parse_args(schema), DEFAULT_CHAT_SETTINGS)
+    assert read.json_schema == CHANGED["json_schema"]
     short = parser.parse_args(["-t", "0", "-k", "5", "-p", "0.9", "-s", "11"])
     settings = settings_from_args(short, DEFAULT_CHAT_SETTINGS)
     assert (settings.temperature, settings.top_k, settings.top_p, settings.seed) == (0, 5, 0.9, 11)

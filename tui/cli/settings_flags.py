@@ -113,6 +113,12 @@ def settings_from_args(
     if text is not None:
         changes["logit_bias"] = logit_bias_from_text(text, tokenize)
     changes.update(_file_settings(args))
+    if changes.get("grammar") and changes.get("json_schema"):
+        raise SettingsError(
+            "grammar",
+            "(and a JSON schema)",
+            "either a grammar or a JSON schema: the schema would win, leaving the grammar unused",
+        )
     return base.with_changes(**changes)
 
 

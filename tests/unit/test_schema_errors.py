@@ -1,0 +1,52 @@
+"""A JSON schema that cannot be met or converted is one line saying why: crossed bounds
+refused (the converted grammar would accept text the schema forbids), a remote $ref
+named as such (not the converter's own command-line flag), a bad $ref not an
+AssertionError."""
+
+from __future__ import annotations
+
+import pytest
+
+from backend.llama.grammar import gbnf_of, schema_contradiction
+from sampling.constraint import GrammarSpec
+from sampling.errors import GrammarError
+
+
+@pytest.mark.parametrize(
+    ("schema", "words"),
+    [
+        (
+            '{"type": "string", "minLength": 5, "maxLength": 2}',
+            "#: minLength 5 is above maxLength 2",
+        ),
+        (
+            '{"type": "object", "properties":'
+            ' {"a": {"type": "array", "minItems": 3, "maxItems": 1}}}',
+            "#/properties/a: minItems 3 is above maxItems 1",
+        ),
+        ('{"type": "integer", "minimum": 5, "maximum": 1}', "minimum 5 is above maximum 1"),
+        ('{"$ref": "https://example.com/x.json"}', "a $ref to another document"),
+        ('{"$ref": "#/nope"}', "cannot convert the JSON schema to a grammar: Error resolving"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deep"),
+    ],
+)
+def test_a_schema_that_cannot_be_met_or_converted_is_one_line(schema: str, words: str) -> None:
+    with pytest.raises(GrammarError) as caught:
+        gbnf_of(GrammarSpec(json_schema=schema))
+    message = str(caught.value)
+    assert words in message and "\n" not in message and "--allow-fetch" not in message
+
+
+def test_bounds_that_hold_are_accepted() -> None:
+    assert schema_contradiction({"minLength": 2, "maxLength": 2, "items": [{"minimum": 0}]}) is None
+    assert gbnf_of(GrammarSpec(json_schema='{"type": "string", "maxLength": 3}'))
+
+
+def test_a_grammar_and_a_json_schema_together_are_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from tui.cli.main import main
+
+    argv = ["generate", "hi", "--grammar", 'root ::= "a"', "--json-schema", '{"type": "string"}']
+    assert main(argv) == 2
+    assert "either a grammar or a JSON schema" in capsys.readouterr().err
