@@ -7,6 +7,7 @@ The file lives at `<user config dir>/config.toml` (`samplescope config --path`;
     theme = "gruvbox"
     rpc = ["10.0.0.2:50052", "10.0.0.3:50052"]   # or "10.0.0.2:50052,10.0.0.3:50052"
     surprise = "p<0.05"   # which tokens the token cursor's [ ] jump to, or "surprise>2"
+    repack = false        # true: llama.cpp's repacked weights (faster, inexact side by side)
 
     [settings]          # any SamplerSettings field
     temperature = 0.7
@@ -64,6 +65,7 @@ TOP_LEVEL_KEYS = (
     "rpc",
     "model_dirs",
     "surprise",
+    "repack",
     "settings",
     "keys",
     "bans",
@@ -91,6 +93,7 @@ class Config:
             expanded).
         surprise: Which tokens count as surprising (`sampling.surprise`), or None
             (the default rule).
+        repack: Load models with llama.cpp's repacked weights (`--repack`).
         settings: The sampler settings fields the file sets, as (field, value) pairs.
         keys: Key overrides as (action, key) pairs.
         bans: The phrases a reply may not hold ([bans]; none: nothing banned).
@@ -103,6 +106,7 @@ class Config:
     rpc: tuple[Endpoint, ...] = ()
     model_dirs: tuple[str, ...] = ()
     surprise: SurpriseRule | None = None
+    repack: bool = False
     settings: tuple[tuple[str, Any], ...] = ()
     keys: tuple[tuple[str, str], ...] = ()
     bans: PhraseBans = field(default_factory=PhraseBans)
@@ -231,6 +235,10 @@ def _parse(path: Path, text: str, data: dict[str, Any]) -> Config:
         except SettingsError as error:
             raise fail(None, "surprise", str(error)) from error
 
+    repack = data.get("repack", False)
+    if not isinstance(repack, bool):
+        raise fail(None, "repack", f"expected true or false, got {repack!r}")
+
     settings = data.get("settings", {})
     if not isinstance(settings, dict):
         raise fail(None, "settings", "expected a table: [settings]")
@@ -263,6 +271,7 @@ def _parse(path: Path, text: str, data: dict[str, Any]) -> Config:
         rpc=rpc,
         model_dirs=tuple(model_dirs),
         surprise=surprise,
+        repack=repack,
         settings=tuple(settings.items()),
         keys=tuple((str(a), str(k)) for a, k in keys.items()),
         bans=_parse_bans(data.get("bans", {}), fail),
@@ -364,6 +373,8 @@ def effective_toml(
         f"surprise = {_toml_value(config.surprise.text)}"
         if config.surprise
         else f"# surprise: not set ({DEFAULT_SURPRISE.text}: the token cursor's [ ] jumps)",
+        f"repack = {_toml_value(config.repack)}"
+        + ("" if config.repack else "  # the weights as loaded: exact side by side"),
         "",
         "[settings]",
     ]

@@ -1,5 +1,6 @@
 """The compare view's title says when lockstep is not exact on the model (its load's
-self-check found a sequence beside others gets other logits than alone)."""
+self-check found a sequence beside others gets other logits than alone), and when the
+weights are repacked (`--repack`)."""
 
 from __future__ import annotations
 
@@ -18,10 +19,12 @@ COLUMNS = [SamplerSettings(temperature=0.0), SamplerSettings(temperature=1.0)]
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("invariant", [True, False, None])
-async def test_the_title_says_when_lockstep_is_not_exact(invariant: bool | None) -> None:
+@pytest.mark.parametrize(("invariant", "repack"), [(True, False), (False, True), (None, False)])
+async def test_the_title_says_when_lockstep_is_not_exact(
+    invariant: bool | None, repack: bool
+) -> None:
     backend = FakeBackend()
-    backend._info = replace(backend.info, batch_invariant=invariant)
+    backend._info = replace(backend.info, batch_invariant=invariant, repack=repack)
     app = HostApp(lambda: CompareScreen(backend, SEA, COLUMNS, 5, max_tokens=6))
     async with app.run_test(size=(120, 36)) as pilot:
         screen = app.compare_screen
@@ -29,3 +32,4 @@ async def test_the_title_says_when_lockstep_is_not_exact(invariant: bool | None)
         await wait_done(pilot, screen)
         title = str(screen.query_one("#compare-title").render())
     assert (NOT_EXACT_NOTE in title) == (invariant is False)
+    assert ("weights repacked (--repack)" in title) == repack

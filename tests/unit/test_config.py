@@ -203,3 +203,12 @@ def test_the_bans_table_gives_the_phrase_bans(tmp_path: Path) -> None:
 def test_bad_bans_name_the_key(tmp_path: Path, text: str, words: str) -> None:
     with pytest.raises(ConfigError, match=words.replace("(", r"\(")):
         load_config(write(tmp_path, text))
+
+
+def test_repack_is_true_or_false(tmp_path: Path) -> None:
+    assert load_config(write(tmp_path, "repack = true\n")).repack is True
+    assert load_config(write(tmp_path, "")).repack is False
+    with pytest.raises(ConfigError, match=r"line 2: repack: expected true or false, got 'yes'"):
+        load_config(write(tmp_path, '\nrepack = "yes"\n'))
+    text = effective_toml(load_config(write(tmp_path, "repack = true\n")), model="m.gguf")
+    assert tomllib.loads(text)["repack"] is True

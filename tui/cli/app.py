@@ -84,7 +84,10 @@ def build_app_parser() -> argparse.ArgumentParser:
 
 
 def backend_factory(
-    args: argparse.Namespace, model: str | None = None, rpc: tuple[Endpoint, ...] = ()
+    args: argparse.Namespace,
+    model: str | None = None,
+    rpc: tuple[Endpoint, ...] = (),
+    repack: bool = False,
 ) -> Callable[[], SessionBackend]:
     """A loader for the model the options name (run on the app's worker thread).
 
@@ -92,6 +95,7 @@ def backend_factory(
         args: The app's parsed options.
         model: The model to load (default `args.model`; None: the bundled default).
         rpc: The RPC servers to split it across (none: this machine).
+        repack: Load it with llama.cpp's repacked weights (`--repack`, the config's).
     """
     chosen = args.model if model is None else model
 
@@ -106,7 +110,7 @@ def backend_factory(
             n_batch=args.batch,
             n_gpu_layers=args.gpu_layers,
             rpc=rpc,
-            repack=getattr(args, "repack", False),
+            repack=repack,
         )
 
     return load
@@ -158,12 +162,13 @@ def build_app(
     from tui.app import SamplescopeApp
 
     rpc = rpc_with_config(args.rpc, config)
+    repack = args.repack or config.repack
 
     def open_model(path: Path) -> SessionBackend:
-        return backend_factory(args, str(path), rpc)()
+        return backend_factory(args, str(path), rpc, repack)()
 
     return SamplescopeApp(
-        backend_factory=backend_factory(args, model_with_config(model, config), rpc),
+        backend_factory=backend_factory(args, model_with_config(model, config), rpc, repack),
         list_models=models_for_picker,
         open_model=open_model,
         settings=settings,

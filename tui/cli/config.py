@@ -18,6 +18,7 @@ TEMPLATE = """\
 # rpc = "10.0.0.2:50052,10.0.0.3:50052"  # split the model across llama.cpp RPC servers
 # model_dirs = ["~/models"]              # more folders of GGUFs for `samplescope models`
 # surprise = "p<0.05"                   # tokens [ ] jump to: raw p below, or "surprise>2"
+# repack = false                         # true: repacked weights (faster, inexact side by side)
 
 [settings]                               # any sampler setting
 # temperature = 0.8

@@ -34,7 +34,8 @@ HF_HELP = (
 REPACK_HELP = (
     "let llama.cpp repack the weights for its faster CPU kernels: faster, but a sequence"
     " decoded beside others (compare, explore, beams) can then get other tokens than"
-    " alone; refused where the repacked kernels crash a batch"
+    " alone; refused where the repacked kernels crash a batch (default: the config's"
+    " repack)"
 )
 
 
@@ -144,6 +145,14 @@ def chosen_rpc(explicit: str | None) -> tuple[Endpoint, ...]:
 
     config, _problem = load_config_or_default()  # reported by chosen_model_path
     return rpc_with_config(explicit, config)
+
+
+def chosen_repack(explicit: bool) -> bool:
+    """Whether a command loads repacked weights: --repack, else the config's `repack`."""
+    from backend.config.config import load_config_or_default
+
+    config, _problem = load_config_or_default()  # reported by chosen_model_path
+    return explicit or config.repack
 
 
 def load_backend(args: argparse.Namespace, *, n_seq_max: int | None = None) -> LlamaBackend:

@@ -203,6 +203,8 @@ class CompareScreen(Screen[CompareResult | None]):
         title.append(f" · seed {self.seed} · ")
         title.append(f"“{prompt}”", style="italic")
         backend = self._runner.backend
+        if backend is not None and backend.info.repack:
+            title.append(" · weights repacked (--repack)")
         if backend is not None and backend.info.batch_invariant is False:
             # The load's self-check: decoded beside each other, this model's numbers move.
             title.append(" · ")
