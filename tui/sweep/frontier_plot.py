@@ -17,6 +17,13 @@ from backend.session.sweep_result import DIVERSITY_AXES, SweepResult, metric
 
 MARKS = string.digits[1:] + string.ascii_lowercase + string.ascii_uppercase
 """Each setting's mark on the plot, by index."""
+AXIS_NAMES = {
+    "ngram_diversity": "n-gram diversity",
+    "distinct_2": "distinct-2",
+    "compression_ratio": "compression ratio",
+    "self_repetition": "self-repetition",
+}
+"""Each diversity measure's short name (the table's column)."""
 AXIS_TITLES = {
     "ngram_diversity": "n-gram diversity (n=1..4) → more diverse",
     "distinct_2": "distinct-2 → more diverse",

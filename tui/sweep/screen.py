@@ -26,7 +26,7 @@ from backend.session.sweep_result import (
     metric,
 )
 from sampling.sweep_metrics import Estimate
-from tui.sweep.frontier_plot import AXIS_TITLES, FrontierPlot, mark_of
+from tui.sweep.frontier_plot import AXIS_NAMES, FrontierPlot, mark_of
 
 AXES = tuple(DIVERSITY_AXES)
 #: A sample's text is shown up to this many characters, on one line.
@@ -107,7 +107,7 @@ class SweepScreen(Screen[int | None]):
         self.listing = None
         table = self.query_one(DataTable)
         table.clear(columns=True)
-        axis_name = AXIS_TITLES[self.axis].split(" (")[0].split(" →")[0].split(" ←")[0]
+        axis_name = AXIS_NAMES[self.axis]
         for label in ("#", "setting", "★", "logp/token", axis_name, "ppl", "length", "finish"):
             table.add_column(label, key=label)
         frontier = set(self.result.frontier(self.axis))
