@@ -6,16 +6,20 @@ from __future__ import annotations
 import csv
 import io
 import json
+import signal
 import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from backend.session.llama_backend import LlamaBackend
-from backend.session.sweep import SweepPlan, SweepSample, SweepSetting, run_sweep
+from backend.session.sweep import SweepEvent, SweepPlan, SweepSample, SweepSetting, run_sweep
 from backend.session.sweep_result import METRIC_NAMES
 from backend.store.store import ChatStore
 from sampling.settings import SamplerSettings
+from tui.cli import sweep as sweep_cli
 from tui.cli.main import main
 
 MODEL_FLAGS = ["--threads", "1", "--ctx", "1024"]
@@ -115,3 +119,31 @@ def test_cli_csv_has_one_row_per_setting(capsys: pytest.CaptureFixture[str]) -> 
         assert float(row["logprob"]) < 0 and row["logprob_stderr"] == "" and row["logprob_n"] == "1"
         assert float(row["length"]) <= 12
         assert row["on_frontier"] in ("true", "false")
+
+
+def test_ctrl_c_keeps_what_was_done(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    real_run = sweep_cli.run_sweep
+
+    def interrupted_after_five_tokens(*args: Any, **kwargs: Any) -> Iterator[SweepEvent]:
+        for count, event in enumerate(real_run(*args, **kwargs)):
+            if count == 5:
+                signal.raise_signal(signal.SIGINT)  # as Ctrl-C does
+            yield event
+
+    monkeypatch.setattr(sweep_cli, "run_sweep", interrupted_after_five_tokens)
+    db = tmp_path / "chats.sqlite3"
+    argv = [*SWEEP, "--prompt", "Name a fruit.", "--json", "--db", str(db), "--parallel", "4"]
+    code, out = run_cli(capsys, *argv)
+    assert code == 130
+    result = json.loads(out)
+    assert result["cancelled"] is True
+    # The first prompt's batch stopped as cancelled and was kept; the second never ran.
+    assert {(s["prompt"], s["finish_reason"]) for s in result["samples"]} == {(0, "cancelled")}
+    assert len(result["samples"]) == 4
+    with ChatStore(db) as store:
+        for sample in result["samples"]:
+            assert store.load_chat(sample["chat_id"]).title.startswith("sweep · ")
+    # Cancelled samples are left out of the figures.
+    assert all(s["samples"] == 0 for s in result["settings"])
