@@ -3,9 +3,9 @@
 from sampling import modes
 from sampling.errors import LogitsError, SamplescopeError, SettingsError
 from sampling.loops import Loop, LoopRule, LoopWatch, find_loop, loop_rate
-from sampling.penalties import penalized_logits
 from sampling.records import Candidate, CutBy, Step
 from sampling.sampler import Sampler, SamplerState, probabilities
+from sampling.samplers.penalties import penalized_logits
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings, settings_summary
 from sampling.spec import SETTINGS, SETTINGS_BY_NAME, SettingSpec
 

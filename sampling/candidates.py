@@ -25,21 +25,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sampling.engine import (
-    Ban,
-    Cut,
-    Float64Array,
-    Kept,
-    scaled_gaps,
-    vocabulary_weights,
-    weights_of,
-)
 from sampling.errors import LogitsError
+from sampling.kept import Ban, Cut, Kept
 from sampling.ordering import FloatArray, IdArray, prefix_reaching, sort_descending, top_ids
+from sampling.weights import Float64Array, scaled_gaps, vocabulary_weights, weights_of
 from sampling.workspace import Workspace
 
 if TYPE_CHECKING:
-    from sampling.penalties import History
+    from sampling.logits import History
     from sampling.records import CutBy
     from sampling.vocabulary import Vocabulary
 

@@ -17,8 +17,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from sampling.engine import Kept, greedy_kept
 from sampling.errors import SettingsError
+from sampling.kept import Kept, greedy_kept
 from sampling.placement import arranged
 from sampling.plugins import PluginFailure, PluginGuard, is_plugin
 from sampling.registry import SAMPLERS, UNITS_BY_NAME
@@ -28,22 +28,7 @@ from sampling.settings import SETTINGS_BY_NAME, SamplerSettings
 if TYPE_CHECKING:
     from sampling.candidates import Candidates
 
-__all__ = ["SAMPLERS", "Chain", "build_chain", "checked_order", "order_of"]
-__all__ += ["DEFAULT_ORDER", "FILTER_ORDER", "TEMPERATURE_LAST_ORDER"]
-
-FILTER_ORDER: tuple[str, ...] = ("top_k", "top_p", "min_p")
-"""The filters, in the order both of today's chains run them."""
-
-DEFAULT_ORDER: tuple[str, ...] = ("penalties", "temperature", *FILTER_ORDER)
-"""Temperature first (candle, Hugging Face)."""
-
-TEMPERATURE_LAST_ORDER: tuple[str, ...] = ("penalties", *FILTER_ORDER, "temperature")
-"""Temperature after the filters (llama.cpp's default; `temperature_last`)."""
-
-
-def order_of(settings: SamplerSettings) -> tuple[str, ...]:
-    """The order of the units the settings ask for (`SamplerSettings.order`)."""
-    return settings.order
+__all__ = ["SAMPLERS", "Chain", "build_chain", "checked_order"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +145,7 @@ def build_chain(
 
     Args:
         settings: Each unit's parameters; a unit they turn off is left out.
-        order: Unit names in the order to run them; `order_of(settings)` when None.
+        order: Unit names in the order to run them; `settings.order` when None.
         previous: The chain these settings replace: each unit takes over the state
             of the unit of its name there (what of it still holds).
         leave_out: Units not to build (plugins switched off for the reply).
@@ -170,7 +155,7 @@ def build_chain(
             "logits" unit (penalties) after a unit that reads the order, or does not
             end with a unit placed last that is on.
     """
-    names = checked_order(order_of(settings) if order is None else order)
+    names = checked_order(settings.order if order is None else order)
     greedy = settings.greedy
     held: dict[str, RunningUnit] = {}
     for unit_type in UNITS_BY_NAME.values():

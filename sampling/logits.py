@@ -1,8 +1,10 @@
-"""Checking logits before sampling, with errors that say what is wrong with them."""
+"""A step's input: checking logits before sampling, with errors that say what is wrong
+with them, and the history it reads."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -11,6 +13,10 @@ import numpy.typing as npt
 from sampling.errors import LogitsError
 
 FloatArray = npt.NDArray[np.floating[Any]]
+
+History = Sequence[int] | npt.NDArray[np.integer]
+"""The token ids so far, prompt included, that a step reads (the penalties, DRY, a
+grammar)."""
 
 
 def checked_logits(logits: object, vocab_size: int | None = None) -> tuple[FloatArray, float, int]:

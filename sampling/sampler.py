@@ -10,10 +10,9 @@ import numpy as np
 
 from sampling.candidates import Candidates
 from sampling.chain import Chain, build_chain
-from sampling.engine import Float64Array, Kept
-from sampling.logits import FloatArray, checked_logits
+from sampling.kept import Kept
+from sampling.logits import FloatArray, History, checked_logits
 from sampling.ordering import token_at_mass
-from sampling.penalties import History
 from sampling.plugins import PluginFailure
 from sampling.records import Step
 from sampling.rng import UniformSource, make_source
@@ -24,6 +23,7 @@ from sampling.settings import SamplerSettings
 from sampling.table import candidate_table
 from sampling.token_scores import token_rank
 from sampling.vocabulary import Vocabulary
+from sampling.weights import Float64Array
 from sampling.workspace import Workspace
 
 DEFAULT_CANDIDATES = 20

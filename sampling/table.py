@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sampling.engine import Kept
 from sampling.entropy import entropy_and_normaliser
+from sampling.kept import Kept
 from sampling.logits import FloatArray
 from sampling.ordering import IdArray, top_ids
 from sampling.records import CandidateTable, RankTail

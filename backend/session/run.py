@@ -19,7 +19,7 @@ from backend.chat.events import Decoding, FinishedEvent, FinishReason, Generatio
 from backend.chat.protocol import LiveSettings
 from backend.llama.utf8 import Utf8Stream
 from sampling.errors import SamplescopeError
-from sampling.penalties import History
+from sampling.logits import History
 from sampling.records import Step
 from sampling.sampler import Sampler, SamplerState, probabilities
 from sampling.settings import SamplerSettings

@@ -36,7 +36,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sampling.candidates import Candidates
-from sampling.engine import Kept
+from sampling.kept import Kept
 from sampling.placement import LAST, Placement
 from sampling.samplers.unit import UnitKind, UnitState
 from sampling.setting_spec import SettingSpec, SliderRange

@@ -1,6 +1,8 @@
 """Penalties: repeat, frequency and presence penalties over the last-n window.
 
-llama.cpp's `penalties` sampler; the arithmetic is `sampling.penalties`.
+llama.cpp's `penalties` sampler, and its arithmetic (`penalized_logits`): every
+distinct token of the window penalised once by the repeat penalty, then by its count
+times the frequency penalty plus the presence penalty.
 """
 
 from __future__ import annotations
@@ -10,9 +12,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 
 from sampling.candidates import Candidates
-from sampling.penalties import penalized_logits
+from sampling.errors import LogitsError
+from sampling.logits import History, within_float64_span
 from sampling.placement import IN_ORDER, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
@@ -73,6 +77,179 @@ SETTINGS = (
         needs="repeat_last_n",
     ),
 )
+
+
+_LARGEST_FLOAT64 = float(np.finfo(np.float64).max)
+
+
+def penalty_window(history: History, settings: SamplerSettings) -> npt.NDArray[np.int64]:
+    """The last `repeat_last_n` token ids of `history` as an int64 array.
+
+    Raises:
+        LogitsError: The history is not a sequence, or its window holds something
+            other than integer token ids (a float, NaN, a string, None, an integer
+            beyond int64).
+    """
+    if isinstance(history, str | bytes) or not hasattr(history, "__len__"):
+        raise LogitsError(
+            f"the history must be a sequence of token ids, not {type(history).__name__}"
+        )
+    if settings.repeat_last_n == 0 or len(history) == 0:
+        return np.empty(0, dtype=np.int64)
+    window = history[-min(settings.repeat_last_n, len(history)) :]
+    try:
+        array = np.asarray(window)
+    except (TypeError, ValueError, OverflowError):
+        array = np.asarray(window, dtype=object)
+    if array.ndim != 1:
+        raise LogitsError(
+            f"the history must be a flat sequence of token ids, got shape {array.shape}"
+        )
+    integral = array.dtype.kind == "i" or (array.dtype.kind == "u" and array.max() <= _INT64_MAX)
+    # numpy reads [0, False] as integers: a bool among ints is no token id either.
+    if integral and (isinstance(window, np.ndarray) or bool not in map(type, window)):
+        return array.astype(np.int64, copy=False)
+    if array.dtype.kind == "u" and not integral:
+        bad: object = int(array.max())
+    else:
+        items = array.tolist() if isinstance(window, np.ndarray) else list(window)
+        bad = next((item for item in items if not _is_token_id(item)), None)
+        if array.dtype.kind == "f":
+            # A float array: name its first NaN or fraction, else its first value.
+            bad = next((item for item in items if not float(item).is_integer()), items[0])
+    raise LogitsError(f"the history must hold integer token ids; it holds {bad!r}")
+
+
+_INT64_MAX = int(np.iinfo(np.int64).max)
+
+
+def _is_token_id(value: object) -> bool:
+    """Whether `value` is a plain integer that fits in int64 (a bool is not)."""
+    return (
+        isinstance(value, int | np.integer)
+        and not isinstance(value, bool)
+        and -_INT64_MAX - 1 <= int(value) <= _INT64_MAX
+    )
+
+
+def penalized_logits(
+    logits: npt.NDArray[np.floating],
+    settings: SamplerSettings,
+    history: History,
+) -> npt.NDArray[np.floating]:
+    """The logits after the penalties, as a new array (the input is never changed).
+
+    Every distinct token of the window is penalised once by `repeat_penalty` (a
+    positive logit divided, a non-positive one multiplied, as llama.cpp and candle
+    do), then `count * frequency_penalty + presence_penalty` is subtracted.
+    Returns `logits` itself when no penalty applies. The penalised logits are kept
+    within the finite range of the logits' type: an extreme penalty (a repeat
+    penalty of 1e-300, a presence penalty of -1e39) pins a logit at the largest
+    finite value rather than making it infinite, so every figure of the step stays
+    a number.
+
+    Raises:
+        LogitsError: A history token id lies outside the vocabulary.
+    """
+    if not settings.penalizes:
+        return logits
+    window = penalty_window(history, settings)
+    if window.size == 0:
+        return logits
+    token_ids, counts = _distinct_with_counts(window)
+    if token_ids[0] < 0 or token_ids[-1] >= logits.shape[0]:
+        bad = int(token_ids[0] if token_ids[0] < 0 else token_ids[-1])
+        raise LogitsError(
+            f"history token id {bad} is outside the vocabulary of {logits.shape[0]} tokens"
+        )
+    if logits.dtype == np.float32 and _moderate(settings):
+        fast = _moderately_penalized(logits, settings, token_ids, counts)
+        if fast is not None:
+            return fast
+    return _extremely_penalized(logits, settings, token_ids, counts)
+
+
+def _distinct_with_counts(
+    window: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.intp]]:
+    """`np.unique(window, return_counts=True)` for a short window, at half its cost."""
+    ordered = np.sort(window)
+    starts = np.empty(ordered.shape[0] + 1, dtype=bool)
+    starts[0] = starts[-1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=starts[1:-1])
+    edges = np.flatnonzero(starts)
+    return ordered[edges[:-1]], edges[1:] - edges[:-1]
+
+
+# Repeat penalties within [1e-10, 1e10] and frequency/presence penalties within
+# ±1e200 move a float32 logit (at most 3.4e38 in size) nowhere near float64's limit.
+_MODERATE_REPEAT = (1e-10, 1e10)
+_MODERATE_AMOUNT = 1e200
+_LARGEST_FLOAT32 = float(np.finfo(np.float32).max)
+
+
+def _moderate(settings: SamplerSettings) -> bool:
+    """Whether the penalties cannot overflow float64 on float32 logits."""
+    low, high = _MODERATE_REPEAT
+    return (
+        low <= settings.repeat_penalty <= high
+        and abs(settings.frequency_penalty) <= _MODERATE_AMOUNT
+        and abs(settings.presence_penalty) <= _MODERATE_AMOUNT
+    )
+
+
+def _moderately_penalized(
+    logits: npt.NDArray[np.floating],
+    settings: SamplerSettings,
+    token_ids: npt.NDArray[np.int64],
+    counts: npt.NDArray[np.intp],
+) -> npt.NDArray[np.floating] | None:
+    """The common case, computed without guards: float32 logits, moderate penalties.
+
+    Returns None when a penalised value falls outside float32's finite range or a
+    window token's logit is -inf: `_extremely_penalized` handles those.
+    """
+    values = logits[token_ids].astype(np.float64)
+    if settings.repeat_penalty != 1.0:
+        values = np.where(
+            values > 0, values / settings.repeat_penalty, values * settings.repeat_penalty
+        )
+    if settings.frequency_penalty != 0.0 or settings.presence_penalty != 0.0:
+        values -= counts * settings.frequency_penalty + settings.presence_penalty
+    if float(values.min()) < -_LARGEST_FLOAT32 or float(values.max()) > _LARGEST_FLOAT32:
+        return None  # also when a window token's logit is -inf
+    penalized = logits.copy()
+    penalized[token_ids] = values
+    return penalized
+
+
+def _extremely_penalized(
+    logits: npt.NDArray[np.floating],
+    settings: SamplerSettings,
+    token_ids: npt.NDArray[np.int64],
+    counts: npt.NDArray[np.intp],
+) -> npt.NDArray[np.floating]:
+    """The penalties with every guard: any logits' type, any penalty, -inf logits."""
+    penalized = logits.copy()
+    largest = float(np.finfo(penalized.dtype).max)
+    values = penalized[token_ids].astype(np.float64)
+    masked = np.isneginf(values)  # a -inf logit stays -inf: never kept
+    # Overflow goes to ±inf and is clipped back after each step, so no inf - inf
+    # can make a NaN.
+    with np.errstate(over="ignore"):
+        if settings.repeat_penalty != 1.0:
+            values = np.where(
+                values > 0, values / settings.repeat_penalty, values * settings.repeat_penalty
+            )
+            np.clip(values, -largest, largest, out=values)
+        amounts = counts * settings.frequency_penalty + settings.presence_penalty
+        values -= np.clip(amounts, -_LARGEST_FLOAT64, _LARGEST_FLOAT64)
+    np.clip(values, -largest, largest, out=values)
+    values[masked] = -np.inf
+    penalized[token_ids] = values
+    if penalized.dtype == np.float64:
+        return within_float64_span(penalized, float(np.max(penalized)))
+    return penalized
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,10 +27,10 @@ import numpy as np
 import numpy.typing as npt
 
 from sampling.candidates import Candidates
-from sampling.engine import scaled_gaps
 from sampling.placement import Placement, right_after
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
+from sampling.weights import scaled_gaps
 
 if TYPE_CHECKING:
     from sampling.settings_record import SamplerSettings

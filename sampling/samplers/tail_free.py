@@ -21,11 +21,11 @@ import numpy as np
 import numpy.typing as npt
 
 from sampling.candidates import Candidates
-from sampling.engine import vocabulary_weights, weights_of
 from sampling.ordering import IdArray, descending_bands
 from sampling.placement import CUTOFF, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
+from sampling.weights import vocabulary_weights, weights_of
 
 if TYPE_CHECKING:
     from sampling.settings_record import SamplerSettings

@@ -36,7 +36,7 @@ from sampling.setting_spec import SettingSpec
 
 if TYPE_CHECKING:
     from sampling.candidates import Candidates
-    from sampling.engine import Kept
+    from sampling.kept import Kept
     from sampling.rng import UniformSource
     from sampling.settings_record import SamplerSettings
 

@@ -17,15 +17,11 @@ from sampling import (
 )
 from sampling.candidates import Candidates
 from sampling.chain import (
-    DEFAULT_ORDER,
     SAMPLERS,
-    TEMPERATURE_LAST_ORDER,
     build_chain,
-    order_of,
 )
-from sampling.engine import Kept
-from sampling.logits import checked_logits
-from sampling.penalties import History
+from sampling.kept import Kept
+from sampling.logits import History, checked_logits
 from sampling.registry import LLAMA_CPP_ORDER, LOGITS_SAMPLERS, SAMPLER_NAMES, UNITS
 from sampling.samplers.min_p import MinP
 from sampling.samplers.penalties import Penalties
@@ -74,6 +70,13 @@ LLAMA_CPP_CHAIN = (
 """llama.cpp's default `--samplers` chain (common/common.h), the names and their order."""
 
 
+FILTERS = ("top_k", "top_p", "min_p")
+TEMPERATURE_FIRST = ("penalties", "temperature", *FILTERS)
+"""Temperature first (candle, Hugging Face)."""
+TEMPERATURE_LAST = ("penalties", *FILTERS, "temperature")
+"""Temperature after the filters (llama.cpp's default; `temperature_last`)."""
+
+
 def test_registry_uses_llama_cpp_sampler_names() -> None:
     # llama.cpp's chain, in its order, among the names an order may hold.
     assert [name for name in SAMPLER_NAMES if name in LLAMA_CPP_CHAIN] == list(LLAMA_CPP_CHAIN)
@@ -96,22 +99,22 @@ def test_the_order_is_samplers_as_given_with_temperature_last_moving_it_last() -
     first = ("penalties", "dry", "temperature", *llama[2:])
     # Presets naming no order: the temperature first, before every filter.
     assert llama_names(SamplerSettings().samplers) == first
-    assert order_of(SamplerSettings()) == SamplerSettings().samplers
-    assert llama_names(order_of(SamplerSettings(temperature_last=True))) == LLAMA_CPP_CHAIN
+    assert SamplerSettings().order == SamplerSettings().samplers
+    assert llama_names(SamplerSettings(temperature_last=True).order) == LLAMA_CPP_CHAIN
     # New chats run llama.cpp's chain, the temperature last (and anything llama.cpp
     # lacks, off, in the registry's order).
     assert llama_names(DEFAULT_CHAT_SETTINGS.samplers) == LLAMA_CPP_CHAIN
     assert LLAMA_CPP_ORDER == LLAMA_CPP_CHAIN
-    assert order_of(DEFAULT_CHAT_SETTINGS) == DEFAULT_CHAT_SETTINGS.samplers
+    assert DEFAULT_CHAT_SETTINGS.order == DEFAULT_CHAT_SETTINGS.samplers
     assert llama_names(DEFAULT_CHAT_SETTINGS.samplers)[-1] == "temperature"
     # After it only what its placement joins right after it, and adaptive-p (last).
     assert DEFAULT_CHAT_SETTINGS.samplers[-3:] == ("temperature", "smoothing", "adaptive_p")
     assert not DEFAULT_CHAT_SETTINGS.temperature_last
     # The full list of names runs as given: no comparison with the known names.
-    assert order_of(SamplerSettings(samplers=SAMPLER_NAMES)) == tuple(SAMPLER_NAMES)
+    assert SamplerSettings(samplers=SAMPLER_NAMES).order == tuple(SAMPLER_NAMES)
     custom = ("top_k", "temperature", "min_p")
-    assert order_of(SamplerSettings(samplers=custom)) == custom
-    assert order_of(SamplerSettings(samplers=custom, temperature_last=True)) == (
+    assert SamplerSettings(samplers=custom).order == custom
+    assert SamplerSettings(samplers=custom, temperature_last=True).order == (
         "top_k",
         "min_p",
         "temperature",
@@ -143,7 +146,7 @@ def test_units_the_settings_turn_off_are_left_out(
 ) -> None:
     chain = build_chain(settings)
     assert chain.names == names
-    assert chain.order == order_of(settings)
+    assert chain.order == settings.order
     assert chain.greedy == settings.greedy
 
 
@@ -234,8 +237,8 @@ def test_top_k_after_top_p_cuts_the_kept_prefix() -> None:
 def test_temperature_placement_is_the_temperature_last_setting() -> None:
     settings = SamplerSettings(temperature=0.5, min_p=0.3)
     logits = np.asarray(LOGITS, dtype=np.float32)
-    first = run_chain(settings, DEFAULT_ORDER)
-    last = run_chain(settings, TEMPERATURE_LAST_ORDER)
+    first = run_chain(settings, TEMPERATURE_FIRST)
+    last = run_chain(settings, TEMPERATURE_LAST)
     assert (first.n_kept, last.n_kept) == (2, 3)
     assert np.array_equal(dense(first, 6), probabilities(logits, settings))
     assert np.array_equal(

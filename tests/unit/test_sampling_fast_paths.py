@@ -16,10 +16,14 @@ from hypothesis import strategies as st
 
 from sampling import SamplerSettings, probabilities
 from sampling.candidates import Candidates
-from sampling.engine import weights_of
 from sampling.entropy import entropy_and_normaliser
 from sampling.ordering import sort_descending, stable_argsort
-from sampling.penalties import _distinct_with_counts, _extremely_penalized, penalized_logits
+from sampling.samplers.penalties import (
+    _distinct_with_counts,
+    _extremely_penalized,
+    penalized_logits,
+)
+from sampling.weights import weights_of
 from sampling.workspace import Workspace
 
 pytestmark = pytest.mark.filterwarnings("error")

@@ -20,8 +20,8 @@ import numpy as np
 from backend.chat.events import TokenEvent
 from backend.session.run import StepInput
 from sampling.loops import Loop
-from sampling.penalties import penalized_logits
 from sampling.records import Step
+from sampling.samplers.penalties import penalized_logits
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,6 @@ from tui.widgets.loop_controls import LOOP_FIELDS, LoopControls, loops_title
 from tui.widgets.phrase_bans import BAN_FIELDS, PhraseBanControls
 from tui.widgets.setting_controls import (
     CORE_GROUP,
-    chain_order_of,
     control_for,
     group_is_on,
     group_specs,
@@ -115,7 +114,7 @@ class SamplingPanel(Vertical):
         self._shown = settings
         for control in self.controls():
             if isinstance(control, ChainOrder):
-                control.set_value(chain_order_of(settings))
+                control.set_value(settings.order)
             elif isinstance(control, TextSetting):
                 spec = SETTINGS_BY_NAME[control.field]
                 control.set_value(setting_text(spec, getattr(settings, spec.name)))

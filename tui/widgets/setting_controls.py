@@ -91,11 +91,6 @@ def _is_on(spec: SettingSpec, settings: SamplerSettings) -> bool:
     return spec.needs is None or _is_on(SETTINGS_BY_NAME[spec.needs], settings)
 
 
-def chain_order_of(settings: SamplerSettings) -> tuple[str, ...]:
-    """The samplers the settings run, in the order they run."""
-    return settings.order
-
-
 LINE_MARK = "⏎"
 """How a one-line input shows a line break of a text setting (a grammar, a schema)."""
 
@@ -116,7 +111,7 @@ def control_for(spec: SettingSpec, settings: SamplerSettings) -> Widget:
     value = getattr(settings, spec.name)
     if spec.name == ORDER_FIELD:
         names = [str(name) for name in spec.choice_values]  # the built-ins, then plugins
-        return ChainOrder(spec.name, spec.label, names, chain_order_of(settings))
+        return ChainOrder(spec.name, spec.label, names, settings.order)
     if spec.kind in ("bool", "choice"):
         return Toggle(spec.name, spec.label, spec.choices, value)
     if spec.slider is None:
