@@ -52,10 +52,12 @@ def load_scorer(
     log_path: str | Path | None = None,
     rpc: Sequence[Endpoint] = (),
     flash_attn: bool = True,
+    repack: bool = False,
 ) -> LlamaBackend:
     """A model that scores chunks of `n_ctx` as llama-perplexity does: one sequence,
     llama.cpp's default flash attention (`flash_attn` False: off, as the app's own
-    model decodes), batches of at most `n_batch`.
+    model decodes), batches of at most `n_batch`; `repack` lets llama.cpp repack the
+    weights (llama-perplexity's default; `-nr` is samplescope's).
 
     Raises:
         ModelFileError: The file is missing or not a usable GGUF.
@@ -72,6 +74,7 @@ def load_scorer(
         rpc=rpc,
         n_seq_max=1,
         flash_attn=flash_attn,
+        repack=repack,
     )
 
 

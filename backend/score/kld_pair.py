@@ -93,6 +93,7 @@ def score_against(
         n_threads=runtime.n_threads,
         log_path=test.log_path,
         flash_attn=False,
+        repack=runtime.repack,
     )
     try:
         check_same_vocabulary(runtime, base.runtime, ("the model", base_path.name))

@@ -29,7 +29,14 @@ from backend.session.llama_backend import LlamaBackend
 from sampling.divergence import DivergenceTotals, summarize
 from sampling.fork import first_difference
 from tui.cli.kld_report import CHUNK_HEADER, chunk_line, kld_json, summary_lines
-from tui.cli.model_flags import add_model_flags, chosen_model_path, chosen_rpc, log, model_or_hf
+from tui.cli.model_flags import (
+    add_model_flags,
+    chosen_model_path,
+    chosen_repack,
+    chosen_rpc,
+    log,
+    model_or_hf,
+)
 from tui.cli.score import read_text
 
 #: llama-perplexity's default context (tokens a chunk).
@@ -95,6 +102,7 @@ def _load(path: Path, args: argparse.Namespace, n_ctx: int) -> LlamaBackend:
         n_gpu_layers=args.gpu_layers,
         log_path=args.log,
         rpc=chosen_rpc(args.rpc),
+        repack=chosen_repack(args.repack),
     )
 
 
