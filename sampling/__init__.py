@@ -6,8 +6,14 @@ from sampling.loops import Loop, LoopRule, LoopWatch, find_loop, loop_rate
 from sampling.records import Candidate, CutBy, Step
 from sampling.sampler import Sampler, SamplerState, probabilities
 from sampling.samplers.penalties import penalized_logits
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings, settings_summary
-from sampling.spec import SETTINGS, SETTINGS_BY_NAME, SettingSpec
+from sampling.setting_spec import SettingSpec
+from sampling.settings import (
+    DEFAULT_CHAT_SETTINGS,
+    SETTINGS,
+    SETTINGS_BY_NAME,
+    SamplerSettings,
+    settings_summary,
+)
 
 __all__ = [
     "DEFAULT_CHAT_SETTINGS",

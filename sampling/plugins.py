@@ -39,8 +39,7 @@ from sampling.registry import (
 )
 from sampling.samplers.unit import SamplerUnit, Stateless, UnitState
 from sampling.setting_spec import SettingSpec, SliderRange
-from sampling.settings import PLUGIN_SETTINGS, SETTINGS, SETTINGS_BY_NAME
-from sampling.spec import DISPLAY_ORDER
+from sampling.settings import DISPLAY_ORDER, PLUGIN_SETTINGS, SETTINGS, SETTINGS_BY_NAME
 
 if TYPE_CHECKING:
     from sampling.samplers.unit import StepContext

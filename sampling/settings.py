@@ -37,6 +37,7 @@ SummaryStyle = Literal["active", "fixed"]
 
 __all__ = [
     "DEFAULT_CHAT_SETTINGS",
+    "DISPLAY_ORDER",
     "GREEDY_TEMPERATURE",
     "MAX_SEED",
     "PLUGIN_SETTINGS",
@@ -48,6 +49,7 @@ __all__ = [
     "SamplerSettings",
     "SummaryStyle",
     "TopPScope",
+    "find_setting",
     "settings_summary",
 ]
 
@@ -58,6 +60,22 @@ def _unit_is_on(name: str, settings: SamplerSettings) -> bool:
 
 
 connect(Catalogue(DECLARED_SETTINGS, PLACEMENTS, _unit_is_on, TEMPERATURE_FIRST_ORDER))
+
+DISPLAY_ORDER: list[SettingSpec] = [s for s in SETTINGS if s.is_number] + [
+    s for s in SETTINGS if s.is_scalar and not s.is_number
+]
+"""Numbers first, then switches, each in field order: how the panel and forms list the
+one-valued settings (the order, biases and breakers have their own editors). A
+plugin's settings join each part (`sampling.plugins`)."""
+
+
+def find_setting(key: str) -> SettingSpec | None:
+    """The setting a key names: a short key ("t"), a field name, or one with dashes."""
+    for spec in SETTINGS:
+        if key == spec.short_key:
+            return spec
+    return SETTINGS_BY_NAME.get(key.replace("-", "_"))
+
 
 DEFAULT_CHAT_SETTINGS = SamplerSettings(
     temperature=0.8,

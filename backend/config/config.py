@@ -55,8 +55,7 @@ from backend.llama.rpc import Endpoint, RpcError, format_endpoints, parse_endpoi
 from backend.session.loop_watch import LoopGuard
 from backend.session.phrase_bans import DEFAULT_TRIES, PhraseBanError, PhraseBans
 from sampling.errors import SamplescopeError, SettingsError
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
-from sampling.spec import SETTINGS_BY_NAME
+from sampling.settings import DEFAULT_CHAT_SETTINGS, SETTINGS_BY_NAME, SamplerSettings
 from sampling.surprise import DEFAULT_SURPRISE, SurpriseRule, parse_surprise
 
 TOP_LEVEL_KEYS = (

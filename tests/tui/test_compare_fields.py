@@ -7,8 +7,7 @@ import math
 import pytest
 
 from sampling.errors import SettingsError
-from sampling.settings import DEFAULT_CHAT_SETTINGS
-from sampling.spec import SETTINGS
+from sampling.settings import DEFAULT_CHAT_SETTINGS, SETTINGS
 from tui.compare.columns import (
     EDITABLE_FIELDS,
     VARIABLE_FIELDS,

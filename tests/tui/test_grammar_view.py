@@ -10,8 +10,7 @@ import pytest
 from textual.pilot import Pilot
 
 from sampling.errors import SettingsError
-from sampling.settings import DEFAULT_CHAT_SETTINGS
-from sampling.spec import SETTINGS_BY_NAME
+from sampling.settings import DEFAULT_CHAT_SETTINGS, SETTINGS_BY_NAME
 from tests.fake_backend import EOS_ID, FAKE_VOCAB
 from tests.grammar_fakes import give_word_grammar
 from tests.helpers import wait_until

@@ -11,8 +11,7 @@ from textual.widget import Widget
 from textual.widgets import Collapsible, Input
 
 from backend.chat.protocol import LiveSettings
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
-from sampling.spec import DISPLAY_ORDER
+from sampling.settings import DEFAULT_CHAT_SETTINGS, DISPLAY_ORDER, SamplerSettings
 from tests.fake_backend import FAKE_VOCAB, FakeBackend
 from tests.helpers import wait_until
 from tui.app import SamplescopeApp

@@ -19,8 +19,7 @@ from backend.config.config import (
 )
 from backend.config.paths import CONFIG_DIR_ENV, default_config_path
 from backend.session.phrase_bans import PhraseBans
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
-from sampling.spec import SETTINGS_BY_NAME
+from sampling.settings import DEFAULT_CHAT_SETTINGS, SETTINGS_BY_NAME, SamplerSettings
 from tui.cli.settings_flags import add_settings_flags, settings_from_args
 
 GOOD = """\

@@ -12,7 +12,7 @@ from sampling import SamplerSettings, probabilities, settings_summary
 from sampling.chain import build_chain
 from sampling.registry import CHAT_ORDER, GROUPS, SAMPLERS, TEMPERATURE_FIRST_ORDER
 from sampling.samplers.p_less import PLess, p_less_threshold
-from sampling.spec import DISPLAY_ORDER, SETTINGS_BY_NAME, find_setting
+from sampling.settings import DISPLAY_ORDER, SETTINGS_BY_NAME, find_setting
 from tui.cli.settings_flags import add_settings_flags, settings_from_args
 
 LOGITS = [2.0, 1.5, 1.0, 0.5, 0.0, -1.0]

@@ -35,7 +35,7 @@ from sampling.registry import (
     UNITS_BY_NAME,
     groups_of,
 )
-from sampling.spec import DISPLAY_ORDER, SETTINGS, SETTINGS_BY_NAME
+from sampling.settings import DISPLAY_ORDER, SETTINGS, SETTINGS_BY_NAME
 from tests.golden import LOGITS
 
 ROOT = Path(__file__).resolve().parents[2]

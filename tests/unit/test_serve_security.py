@@ -24,8 +24,7 @@ from backend.config import paths
 from backend.config.paths import user_file
 from backend.errors import FileAccessError
 from sampling.errors import SettingsError
-from sampling.settings import SamplerSettings
-from sampling.spec import SETTINGS_BY_NAME
+from sampling.settings import SETTINGS_BY_NAME, SamplerSettings
 from tui.chat.setting_input import read_setting_text
 from tui.cli.serve import ServeError, app_command, served_token
 from tui.cli.serve_gate import TOKEN_COOKIE, TOKEN_ENV, GatedServer, serve_gate

@@ -9,8 +9,17 @@ from dataclasses import fields
 import pytest
 
 from sampling.errors import SamplescopeError, SettingsError
-from sampling.settings import DEFAULT_CHAT_SETTINGS, MAX_SEED, SamplerSettings, settings_summary
-from sampling.spec import DISPLAY_ORDER, SETTINGS, SETTINGS_BY_NAME, SettingSpec, find_setting
+from sampling.setting_spec import SettingSpec
+from sampling.settings import (
+    DEFAULT_CHAT_SETTINGS,
+    DISPLAY_ORDER,
+    MAX_SEED,
+    SETTINGS,
+    SETTINGS_BY_NAME,
+    SamplerSettings,
+    find_setting,
+    settings_summary,
+)
 from tui.cli.app import build_app_parser
 from tui.cli.compare import CompareArgumentError, parse_set, short_keys
 from tui.cli.main import build_parser

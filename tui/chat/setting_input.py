@@ -15,8 +15,9 @@ from backend.config.paths import user_file
 from backend.config.user_files import UserFileError, read_user_text
 from backend.errors import FileAccessError
 from sampling.errors import SettingsError
+from sampling.setting_spec import SettingSpec, SettingValue
 from sampling.setting_text import BiasPairs, bias_entries, bias_pairs
-from sampling.spec import SETTINGS_BY_NAME, SettingSpec, SettingValue
+from sampling.settings import SETTINGS_BY_NAME
 from tui.widgets.setting_controls import LINE_MARK
 
 TextEncoder = Callable[[str], list[int]]

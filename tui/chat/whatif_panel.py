@@ -15,8 +15,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from sampling.records import Step
-from sampling.settings import SamplerSettings
-from sampling.spec import SETTINGS
+from sampling.settings import SETTINGS, SamplerSettings
 from tui.widgets.prob_panel import ProbPanel
 from tui.widgets.token_text import TokenPieces
 

@@ -22,8 +22,13 @@ from sampling.errors import SamplescopeError
 from sampling.loops import first_loop
 from sampling.records import Step
 from sampling.reply_score import reply_score
-from sampling.settings import SamplerSettings, settings_summary
-from sampling.spec import SETTINGS, SETTINGS_BY_NAME, find_setting
+from sampling.settings import (
+    SETTINGS,
+    SETTINGS_BY_NAME,
+    SamplerSettings,
+    find_setting,
+    settings_summary,
+)
 from tui.chat.setting_input import read_setting_text
 from tui.cli.generate import build_messages, step_line
 from tui.cli.model_flags import add_model_flags, load_backend, log

@@ -1,4 +1,5 @@
-"""The sampler settings flags, the same on every command, derived from `sampling.spec`.
+"""The sampler settings flags, the same on every command, derived from
+`sampling.settings.SETTINGS`.
 
 Every `SamplerSettings` field gets `--field-name` (plus its short flag, e.g. `-t`):
 numbers take a value, choices take one of their values, booleans are
@@ -15,9 +16,9 @@ from pathlib import Path
 
 from backend.config.user_files import UserFileError, read_user_text
 from sampling.errors import SettingsError
+from sampling.setting_spec import SettingSpec
 from sampling.setting_text import bias_entries, bias_pairs
-from sampling.settings import SamplerSettings
-from sampling.spec import SETTINGS, SettingSpec
+from sampling.settings import SETTINGS, SamplerSettings
 
 Tokenize = Callable[[str], list[int]]
 """A model's tokenizer: text to token ids, no BOS."""

@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from sampling.errors import SettingsError
-from sampling.settings import SamplerSettings
+from sampling.setting_spec import SettingValue
+from sampling.settings import DISPLAY_ORDER, SETTINGS, SETTINGS_BY_NAME, SamplerSettings
 
 # The one settings summary, re-exported for the compare view's widgets.
 from sampling.settings import settings_summary as settings_summary
-from sampling.spec import DISPLAY_ORDER, SETTINGS, SETTINGS_BY_NAME, SettingValue
 
 MIN_COLUMNS = 2
 MAX_COLUMNS = 4

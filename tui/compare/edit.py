@@ -19,8 +19,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
 from sampling.errors import SamplescopeError
-from sampling.settings import SamplerSettings
-from sampling.spec import SETTINGS, SETTINGS_BY_NAME
+from sampling.settings import SETTINGS, SETTINGS_BY_NAME, SamplerSettings
 from tui.compare.columns import (
     EDITABLE_FIELDS,
     MAX_COLUMNS,

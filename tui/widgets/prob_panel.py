@@ -16,9 +16,8 @@ from textual.widget import Widget
 from sampling.constraint import GrammarSpec
 from sampling.plugins import is_plugin
 from sampling.records import Candidate, Step
-from sampling.registry import UNITS_BY_NAME
+from sampling.registry import LOGITS_SAMPLERS, UNITS_BY_NAME
 from sampling.settings import SamplerSettings, settings_summary
-from sampling.spec import LOGITS_SAMPLERS
 from tui.widgets.prob_cuts import BANS, CutItem, layout_rows, row_label
 
 _PIECE_WIDTH = 12

@@ -1,4 +1,5 @@
-"""The sampling panel: a control for each sampler setting, in groups, from `sampling.spec`."""
+"""The sampling panel: a control for each sampler setting, in groups (from
+`sampling.settings.SETTINGS`)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,7 @@ from textual.widgets import Collapsible
 from backend.session.loop_watch import LoopGuard
 from backend.session.phrase_bans import PhraseBans
 from sampling.errors import SettingsError
-from sampling.settings import SamplerSettings
-from sampling.spec import SETTINGS_BY_NAME
+from sampling.settings import SETTINGS_BY_NAME, SamplerSettings
 from tui.screens.entry import ValueEntryScreen
 from tui.widgets.beam_controls import BEAM_FIELDS, BeamControls
 from tui.widgets.chain_order import ChainOrder

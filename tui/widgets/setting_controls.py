@@ -1,19 +1,19 @@
-"""Which control each setting gets, and how the panel groups them (from `sampling.spec`)."""
+"""Which control each setting gets, and how the panel groups them (from
+`sampling.settings.SETTINGS`)."""
 
 from __future__ import annotations
 
 from textual.widget import Widget
 
 from sampling.constraint import GrammarSpec
-from sampling.settings import USUAL_ORDERS, SamplerSettings
-from sampling.spec import (
+from sampling.registry import GROUP_TITLES, GROUPS
+from sampling.setting_spec import SettingSpec, SettingValue
+from sampling.settings import (
     DISPLAY_ORDER,
-    GROUP_TITLES,
-    GROUPS,
     SETTINGS,
     SETTINGS_BY_NAME,
-    SettingSpec,
-    SettingValue,
+    USUAL_ORDERS,
+    SamplerSettings,
 )
 from tui.widgets.chain_order import ChainOrder
 from tui.widgets.slider import Slider
@@ -36,7 +36,7 @@ _PLACEHOLDERS = {
 
 def group_specs() -> list[tuple[str, list[SettingSpec]]]:
     """(group, its settings), groups in the panel's order: the core, the chain's order,
-    then `sampling.spec.GROUPS`.
+    then `sampling.registry.GROUPS`.
 
     Within a group: numbers, then switches (as `DISPLAY_ORDER`), then the
     several-valued settings (order, biases, breakers).
