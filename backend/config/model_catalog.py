@@ -245,7 +245,9 @@ def _huggingface(cache: Path | None) -> Found:
         info = scan_cache_dir(cache)
     except CacheNotFound:
         return
+    scanned: set[str] = set()  # the repositories' folder names
     for repo in sorted(info.repos, key=lambda r: r.repo_id):
+        scanned.add(repo.repo_path.name)
         if repo.repo_type != "model":
             continue
         seen: set[str] = set()
@@ -255,6 +257,31 @@ def _huggingface(cache: Path | None) -> Found:
                 if relative.lower().endswith(GGUF_SUFFIX) and relative not in seen:
                     seen.add(relative)
                     yield f"{repo.repo_id}/{relative}", file.file_path, "huggingface"
+    # huggingface_hub passes over a whole repository for one flaw (a broken symbolic
+    # link, a reference it cannot follow): its GGUFs are still listed, from its folder.
+    for folder in sorted(cache.glob("models--*")):
+        if folder.name not in scanned and folder.is_dir():
+            yield from _snapshots(folder)
+
+
+def _snapshots(folder: Path) -> Found:
+    """A cached repository's GGUFs read from its snapshot folders, newest first (each
+    file once, broken links left out)."""
+    repo_id = folder.name.removeprefix("models--").replace("--", "/")
+    snapshots = folder / "snapshots"
+    try:
+        revisions = sorted(
+            (p for p in snapshots.iterdir() if p.is_dir()), key=lambda p: -p.stat().st_mtime
+        )
+    except OSError:
+        return
+    seen: set[str] = set()
+    for revision in revisions:
+        for path in sorted(revision.rglob(f"*{GGUF_SUFFIX}")):
+            relative = path.relative_to(revision).as_posix()
+            if relative not in seen and path.is_file():
+                seen.add(relative)
+                yield f"{repo_id}/{relative}", path, "huggingface"
 
 
 def _folder(folder: Path | None, source: str) -> Found:

@@ -85,3 +85,17 @@ def test_metadata_arrays_nested_thousands_deep_are_a_corrupt_file_not_a_recursio
     assert "arrays nested deeper than 32 in the metadata" in error_of(path)
     (listed,) = find_models(ModelSources(None, None, None, None, (tmp_path,)))
     assert "nested deeper" in listed.problem
+
+
+@pytest.mark.parametrize("flaw", ["broken link", "reference with a newline"])
+def test_one_flaw_in_a_cached_repository_does_not_hide_its_ggufs(tmp_path: Path, flaw: str) -> None:
+    sources = lay_out(tmp_path)
+    assert sources.hf_cache is not None
+    repo = sources.hf_cache / "models--org--Tiny-GGUF"
+    if flaw == "broken link":
+        (repo / "snapshots" / "0123abcd" / "gone.json").symlink_to(Path("../../blobs/none"))
+    else:
+        (repo / "refs" / "main").write_text("0123abcd\n")
+        (repo / "refs" / "other").write_text("feedface")  # a commit not in the cache
+    names = [m.name for m in find_models(sources)]
+    assert names.count("org/Tiny-GGUF/tiny-Q4_K_M.gguf") == 1
