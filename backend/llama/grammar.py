@@ -25,6 +25,7 @@ import ctypes
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from typing import Any
@@ -130,6 +131,8 @@ sys.exit(0 if sampler else 3)
 prints a parse error on stderr, and aborts the whole process on a bad pattern."""
 
 _checked: set[tuple[str, tuple[str, ...]]] = set()
+CHECK_SECONDS = 60
+"""How long llama.cpp may take to read a grammar before it is refused."""
 
 
 def check_in_child(gbnf: str, patterns: tuple[str, ...]) -> str | None:
@@ -150,24 +153,42 @@ def check_in_child(gbnf: str, patterns: tuple[str, ...]) -> str | None:
             input=json.dumps({"gbnf": gbnf, "patterns": list(patterns)}),
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=CHECK_SECONDS,
             env={**os.environ, "GGML_NO_BACKTRACE": "1"},
             check=False,
         )
+    except subprocess.TimeoutExpired:
+        return (
+            f"llama.cpp did not finish reading the grammar in {CHECK_SECONDS} s (a rule that"
+            " can recurse on itself without reading anything, or too many alternatives?)"
+        )
     except (OSError, subprocess.SubprocessError) as error:
-        raise GrammarError(f"cannot check the grammar: {error}") from None
+        raise GrammarError(f"cannot check the grammar: {type(error).__name__}") from None
     if done.returncode == 0:
         _checked.add(key)
         return None
-    if done.returncode < 0 or "what():" in done.stderr:  # a C++ exception: a bad pattern
+    if "what():" in done.stderr or (done.returncode < 0 and patterns):
+        # A C++ exception or an abort: std::regex refused a trigger pattern.
         what = done.stderr.partition("what():")[2].strip().splitlines()
         return f"a trigger pattern is not a regex llama.cpp reads ({what[0] if what else 'abort'})"
+    if done.returncode < 0:
+        return (
+            f"llama.cpp's grammar parser crashed ({_signal_name(-done.returncode)}): the"
+            " grammar is nested too deep for it"
+        )
     said = [
         line.strip()
         for line in done.stderr.splitlines()
         if line.strip() and "failed to parse grammar" not in line
     ]
     return parse_message(done.stderr, gbnf) or (said[-1] if said else "llama.cpp refuses it")
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def parse_message(stderr: str, gbnf: str) -> str | None:

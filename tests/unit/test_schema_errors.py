@@ -50,3 +50,22 @@ def test_a_grammar_and_a_json_schema_together_are_refused(
     argv = ["generate", "hi", "--grammar", 'root ::= "a"', "--json-schema", '{"type": "string"}']
     assert main(argv) == 2
     assert "either a grammar or a JSON schema" in capsys.readouterr().err
+
+
+def test_a_grammar_nested_too_deep_for_llama_cpp_is_named_as_such() -> None:
+    from backend.llama.grammar import check_in_child
+
+    deep = "root ::= " + "(" * 100_000 + '"a"' + ")" * 100_000
+    said = check_in_child(deep, ())
+    assert said is not None and "nested too deep" in said and "trigger" not in said
+
+
+def test_a_grammar_llama_cpp_takes_too_long_to_read_is_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from backend.llama import grammar
+
+    monkeypatch.setattr(grammar, "CHECK_SECONDS", 0.001)
+    said = grammar.check_in_child('root ::= "slow"', ())
+    assert said is not None and said.startswith("llama.cpp did not finish reading the grammar")
+    assert "\n" not in said and "import" not in said
