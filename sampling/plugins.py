@@ -25,6 +25,7 @@ from sampling.candidates import Candidates
 from sampling.errors import SamplescopeError
 from sampling.placement import IN_ORDER
 from sampling.registry import (
+    DECLARED_SETTINGS,
     GROUP_TITLES,
     GROUPS,
     LABELS,
@@ -198,7 +199,7 @@ def _derive() -> None:
         leading=tuple(LOGITS_SAMPLERS),
     )
     plugin_specs = [spec for unit in plugins for spec in unit.specs]
-    GROUPS[:] = groups_of((*_BUILTIN_SETTINGS, *plugin_specs))
+    GROUPS[:] = groups_of((*DECLARED_SETTINGS, *plugin_specs))  # the import's order, then theirs
     SETTINGS[:] = [order if spec.name == "samplers" else spec for spec in _BUILTIN_SETTINGS]
     SETTINGS.extend(plugin_specs)
     SETTINGS_BY_NAME.clear()

@@ -24,6 +24,7 @@ from sampling.errors import SettingsError
 from sampling.placement import IN_ORDER
 from sampling.plugins import PluginError, plugin_origins, unregister
 from sampling.registry import (
+    DECLARED_SETTINGS,
     GROUP_TITLES,
     GROUPS,
     LABELS,
@@ -35,7 +36,7 @@ from sampling.registry import (
     UNITS_BY_NAME,
     groups_of,
 )
-from sampling.settings import DISPLAY_ORDER, SETTINGS, SETTINGS_BY_NAME
+from sampling.settings import DISPLAY_ORDER, PLUGIN_SETTINGS, SETTINGS, SETTINGS_BY_NAME
 from tests.golden import LOGITS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -183,7 +184,8 @@ def tables_agree() -> None:
     assert [name for name, unit in SAMPLERS.items() if unit.kind == "logits"] == LOGITS_SAMPLERS
     assert SETTINGS_BY_NAME["samplers"].leading == tuple(LOGITS_SAMPLERS)
     assert [name for name, _ in SETTINGS_BY_NAME["samplers"].choices] == SAMPLER_NAMES
-    assert groups_of(SETTINGS) == GROUPS and set(GROUPS) <= set(GROUP_TITLES)
+    assert groups_of((*DECLARED_SETTINGS, *PLUGIN_SETTINGS.values())) == GROUPS
+    assert set(groups_of(SETTINGS)) == set(GROUPS) <= set(GROUP_TITLES)
     assert set(UNITS_BY_NAME) == set(LABELS) == set(ROW_LABELS) == set(PLACEMENTS)
     assert set(SAMPLERS) <= set(UNITS_BY_NAME)
 
