@@ -94,6 +94,8 @@ class SettingSpec:
         per_column: Whether compare columns may differ in it (every column shares
             one seed).
         variations: The values "Compare: vary <field>" offers, or () for none.
+        patterns: For "texts": they are regexes (a comma inside a group, a repeat
+            count or a class, or escaped, does not separate them; backslashes kept).
     """
 
     name: str
@@ -119,6 +121,7 @@ class SettingSpec:
     needs: str | None = None
     per_column: bool = True
     variations: tuple[SettingValue, ...] = ()
+    patterns: bool = False
 
     @property
     def is_number(self) -> bool:
@@ -263,7 +266,9 @@ class SettingSpec:
                 if self.kind == "order":
                     names = [str(name) for name in self.choice_values]
                     return parse_order(text, names, self.leading)
-                return parse_bias(text) if self.kind == "bias" else parse_texts(text)
+                if self.kind == "bias":
+                    return parse_bias(text)
+                return parse_texts(text, patterns=self.patterns)
             except ValueError as error:
                 raise SettingsError(self.name, text, f"{self.expected}: {error}") from None
         if self.kind == "bool":

@@ -225,10 +225,12 @@ def accepts_texts(value: object) -> bool:
     return isinstance(value, tuple) and all(isinstance(t, str) and t for t in value)
 
 
-def parse_texts(text: str) -> tuple[str, ...]:
+def parse_texts(text: str, *, patterns: bool = False) -> tuple[str, ...]:
     """Read a JSON list of strings, "none" (no texts), or texts separated by ','.
 
-    In the comma form a backslash escapes: "\\n" is a newline, "\\," a comma.
+    In the comma form a backslash escapes: "\\n" is a newline, "\\," a comma. For
+    `patterns` (regexes) the texts are kept as written, backslashes included, and only
+    a comma outside (), {} and [] and not escaped separates them: "x{1,3},foo" is two.
 
     Raises:
         ValueError: The JSON is malformed or holds something other than texts.
@@ -236,6 +238,8 @@ def parse_texts(text: str) -> tuple[str, ...]:
     stripped = text.strip()
     if stripped.lower() == "none":
         return ()
+    if patterns and not _is_text_list(stripped):  # "[a-z]+,x" is a class, not JSON
+        return tuple(t for t in _split_patterns(text) if t)
     if stripped.startswith("["):
         try:
             values = json.loads(stripped)
@@ -259,6 +263,42 @@ def parse_texts(text: str) -> tuple[str, ...]:
             current.append(character)
     texts.append("".join(current))
     return tuple(t for t in texts if t)
+
+
+def _is_text_list(text: str) -> bool:
+    """Whether `text` is a JSON list of strings."""
+    if not text.startswith("["):
+        return False
+    try:
+        values = json.loads(text)
+    except json.JSONDecodeError:
+        return False
+    return isinstance(values, list) and all(isinstance(value, str) for value in values)
+
+
+def _split_patterns(text: str) -> list[str]:
+    """The regexes in `text`, split at its top-level commas (see `parse_texts`)."""
+    texts: list[str] = []
+    start = depth = 0
+    in_class = escaped = False
+    for index, character in enumerate(text):
+        if escaped:
+            escaped = False
+        elif character == "\\":
+            escaped = True
+        elif in_class:
+            in_class = character != "]"
+        elif character == "[":
+            in_class = True
+        elif character in "({":
+            depth += 1
+        elif character in ")}":
+            depth = max(depth - 1, 0)
+        elif character == "," and depth == 0:
+            texts.append(text[start:index])
+            start = index + 1
+    texts.append(text[start:])
+    return texts
 
 
 def format_texts(value: object) -> str:

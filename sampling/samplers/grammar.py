@@ -73,6 +73,7 @@ SETTINGS = (
         label="triggers",
         help="lazy grammar: regexes searched in the reply; the grammar applies from a match"
         " on (its text included)",
+        patterns=True,
     ),
 )
 

@@ -3,6 +3,7 @@ tokens, the dead end, greedy, the state restored, and the settings."""
 
 from __future__ import annotations
 
+import argparse
 import math
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from sampling import Sampler, SamplerSettings, settings_summary
 from sampling.constraint import GrammarSpec
 from sampling.errors import GrammarDeadEnd, GrammarError
 from tests.grammar_fakes import Words
+from tui.cli.settings_flags import add_settings_flags, settings_from_args
 
 LOGITS = np.array([2.0, 1.0, 0.5, 0.0, -1.0, -3.0], dtype=np.float32)
 GRAMMAR = 'root ::= "x"'
@@ -135,6 +137,22 @@ def test_settings_hold_grammar_schema_and_triggers() -> None:
     assert GrammarSpec.from_settings(SamplerSettings()) is None
     assert settings_summary(settings) == 't=1 json-schema grammar_triggers=["\\\\{"]'
     assert SamplerSettings.from_dict(settings.to_dict()) == settings
+
+
+def test_a_comma_inside_a_trigger_regex_does_not_split_it() -> None:
+    parser = argparse.ArgumentParser()
+    add_settings_flags(parser)
+    args = parser.parse_args(["--grammar-triggers", "x{1,3},foo"])
+    assert settings_from_args(args, SamplerSettings()).grammar_triggers == ("x{1,3}", "foo")
+    cases = {
+        "(a,b)|[,;],c\\,d,\\d+": ("(a,b)|[,;]", "c\\,d", "\\d+"),
+        "[{],x": ("[{]", "x"),
+        "[0-9]+": ("[0-9]+",),
+        '["a,b", "c"]': ("a,b", "c"),
+    }
+    for text, triggers in cases.items():
+        assert SamplerSettings(grammar_triggers=text).grammar_triggers == triggers
+    assert SamplerSettings(dry_sequence_breakers="(,)").dry_sequence_breakers == ("(", ")")
 
 
 def test_without_a_constraint_source_the_grammar_is_an_error() -> None:
