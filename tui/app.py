@@ -44,9 +44,11 @@ from tui.chat.runner import GIL_SWITCH_INTERVAL, GenerationRunner
 from tui.chat.setting_input import TextEncoder, typed_value
 from tui.chat.steering import regenerate, start_branch
 from tui.chat.view import ChatView
+from tui.chat_keys import CHAT_BINDINGS
 from tui.compare.command import CompareCommands, CompareContext, last_user_turn, open_compare
 from tui.compare.result import CompareResult
 from tui.crash_log import CrashLoggingApp
+from tui.key_sections import key_sections
 from tui.loops.escape import open_loop_why
 from tui.paste_driver import paste_safe_driver
 from tui.preset_commands import PresetCommands
@@ -69,36 +71,15 @@ _CHAT_ACTIONS = frozenset(
 
 NEW_SEED_RANGE = 100_000
 
-# The app's keys, shown in the footer. Each binding has an id (its action's name) so
-# that the config file's [keys] table can move it (`App.set_keymap`).
-APP_BINDINGS: tuple[Binding, ...] = (
-    Binding("escape", "stop", "stop", id="stop"),
-    Binding("ctrl+r", "regenerate", "regen", id="regenerate"),
-    Binding("ctrl+n", "new_chat", "new chat", id="new_chat"),
-    Binding("ctrl+o", "history", "chats", id="history"),
-    Binding("ctrl+y", "copy_reply", "copy", id="copy_reply"),
-    Binding("ctrl+g", "new_seed", "new seed", id="new_seed"),
-    Binding("ctrl+l", "toggle_colour", "colour", id="toggle_colour"),
-    Binding("ctrl+t", "token_cursor", "tokens", id="token_cursor"),
-    # Letters: the message box takes them while it has focus. The token cursor's
-    # footer shows `w` and `x`; `b` shows while what-if is on.
-    Binding("w", "whatif", "what if", show=False, id="whatif"),
-    Binding("b", "whatif_branch", "branch", id="whatif_branch"),
-    Binding("x", "explore", "explore", show=False, id="explore"),
-    # priority: over the input's ctrl+d
-    Binding("ctrl+d", "compare", "compare", priority=True, id="compare"),
-    Binding("f2", "focus_sampling", "sliders", id="focus_sampling"),
-    Binding("f3", "focus_input", "input", show=False, id="focus_input"),
-    Binding("f4", "plot('timeline')", "timeline", id="timeline"),
-    Binding("f5", "plot('tail')", "tail", id="tail"),
-    Binding("f6", "toggle_mode", "mode", id="toggle_mode"),
-    Binding("f7", "pick_model", "model", show=False, id="pick_model"),
-    Binding("f8", "score_text", "score", id="score_text"),
-    Binding("f9", "loop_why", "loop", id="loop_why"),
-    Binding("f1", "help", "help", id="help"),
+# The app's keys, shown in the footer: the chat's, then help and quit. Each binding has
+# an id (its action's name) so that the config file's [keys] table can move it
+# (`App.set_keymap`).
+APP_WIDE_BINDINGS: tuple[Binding, ...] = (
+    Binding("f1", "help", "help", tooltip="this help: every key of every screen", id="help"),
     # Textual's own ctrl+q has no id; this copy lets [keys] add a quit key.
-    Binding("ctrl+q", "quit", "quit", show=False, priority=True, id="quit"),
+    Binding("ctrl+q", "quit", "quit", show=False, priority=True, tooltip="quit", id="quit"),
 )
+APP_BINDINGS: tuple[Binding, ...] = (*CHAT_BINDINGS, *APP_WIDE_BINDINGS)
 
 
 class SamplescopeApp(CrashLoggingApp):
@@ -181,6 +162,8 @@ class SamplescopeApp(CrashLoggingApp):
         """`--mode`; None: completion for a base model, else chat (set on load)."""
         self.encode: TextEncoder | None = None
         """The model's tokenizer on the UI thread (a logit bias typed as text)."""
+        self.keymap: dict[str, str] = {}
+        """The config's key overrides in force: binding id -> keys (the help shows them)."""
         self.switcher = ModelSwitcher(
             self, self.runner, self.chat, self.live, self.pieces, store, list_models, open_model
         )
@@ -225,6 +208,7 @@ class SamplescopeApp(CrashLoggingApp):
             self.theme = resolved.theme
         if resolved.keymap:
             self.set_keymap(resolved.keymap)
+            self.keymap = resolved.keymap
         for problem in resolved.problems:
             self.notify(problem, severity="warning", timeout=15)
 
@@ -484,7 +468,7 @@ class SamplescopeApp(CrashLoggingApp):
 
     def action_help(self) -> None:
         """Show the keys."""
-        self.push_screen(HelpScreen())
+        self.push_screen(HelpScreen(key_sections(APP_WIDE_BINDINGS, self.keymap)))
 
     # -- compare -----------------------------------------------------------------
 

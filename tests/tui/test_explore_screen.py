@@ -143,10 +143,12 @@ def test_the_tree_screen(snap_compare: object) -> None:
 
 
 def test_the_help_lists_x_and_the_explore_screens_keys() -> None:
-    from tui.screens.help import KEYS
+    from tui.app import APP_WIDE_BINDINGS
+    from tui.key_sections import key_sections
 
-    explained = dict(KEYS)
-    assert "explore" in explained["x"]
-    keys = [b.key for b in ExploreScreen.BINDINGS if isinstance(b, Binding) and b.key != "escape"]
-    assert " / ".join(keys) in explained
-    assert explained[" / ".join(keys)].startswith("explore:")
+    sections = dict(key_sections(APP_WIDE_BINDINGS, {}))
+    assert "explore" in dict(sections["chat"])["x"]
+    explained = dict(sections["explore (x on a token)"])
+    bindings = [b for b in ExploreScreen.BINDINGS if isinstance(b, Binding) and b.key != "escape"]
+    assert [explained[b.key] for b in bindings] == [b.description for b in bindings]
+    assert next(iter(sections)).startswith("everywhere")

@@ -1,55 +1,19 @@
-"""The help screen: every key of the app."""
+"""The help screen: every key of the app, read from the bindings of the app and each
+screen (and the chat's widgets), with the config's [keys] overrides applied."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from typing import ClassVar
 
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import Binding, BindingsMap, BindingType
 from textual.containers import VerticalScroll
+from textual.keys import format_key
 from textual.screen import ModalScreen
 from textual.widgets import Static
-
-KEYS: tuple[tuple[str, str], ...] = (
-    ("enter", "send the message (in the input box)"),
-    ("escape", "stop the reply, keeping what was generated; leave the token cursor"),
-    ("ctrl+r", "regenerate the last reply with the same seed (a new branch)"),
-    ("ctrl+n", "new chat"),
-    ("ctrl+o", "saved chats: search, open one and continue it, delete one"),
-    ("ctrl+y", "copy the reply (the selected one, else the last)"),
-    ("ctrl+g", "new random seed"),
-    ("ctrl+l", "colour each token by its probability"),
-    ("ctrl+d", "compare: the last question under several settings, one seed"),
-    ("ctrl+t", "token cursor: ← → pick a past token; its step shows on the right"),
-    ("enter on a token", "its alternatives; one chosen makes a new branch from there"),
-    ("w, then b", "what if: the step under the current settings; b: branch from it"),
-    ("x", "token cursor: explore the continuations the chain keeps there"),
-    ("e / s / b", "explore: grow from a node / every path by its p / branch"),
-    ("< > (ctrl+← →)", "token cursor: the reply's other branches (⋔N marks a fork)"),
-    ("u (ctrl+↑)", "token cursor: the branch this one forks from"),
-    ("[ ]", "token cursor: previous / next surprising token (raw p < 0.05)"),
-    ("s / S", "token cursor: next preset rule for surprising tokens / type one"),
-    ("g", "token cursor: colour by rank bucket (top 10 · 100 · 1000 · beyond) or by p"),
-    ("mouse", "click a token to see its step; click or drag a slider"),
-    ("f2 / f3", "go to the sampling panel / the input box"),
-    ("f4", "reply timeline; again: with the kept count; again: hidden (click a column)"),
-    ("f5", "tail plot: the selected step's probability by rank, log scale, the cut"),
-    ("f6", "switch between chat and completion mode (plain text continued)"),
-    ("f7", "open another model on disk; the chat goes on with it"),
-    ("f8", "score a text: paste or open it; each token's p, rank, entropy; perplexity"),
-    ("f9", "loop: a reply's repetition loop, copy under copy; a / x: leave it at its start"),
-    ("tab, shift+tab", "next / previous control"),
-    ("← →", "slider: fine step (a toggle: switch)"),
-    ("shift+← →, pgup pgdn", "slider: coarse step"),
-    ("home / end", "slider: minimum / maximum"),
-    ("enter on a slider", "type a value (any valid value, beyond the bar too)"),
-    ("enter, space", "toggle: top-p scope, temperature first/last, draw, generator"),
-    ("ctrl+p", "command palette"),
-    ("f1 / ctrl+q", "this help / quit"),
-)
-
 
 DOCS: tuple[tuple[str, str], ...] = (
     ("every key", "docs/keys.md"),
@@ -71,13 +35,48 @@ DOCS: tuple[tuple[str, str], ...] = (
 """Each feature and the page of the repository's docs/ folder that describes it."""
 
 
-def help_table() -> Table:
-    """The keys as a table."""
-    table = Table(show_header=True, header_style="bold", box=None, padding=(0, 2))
-    table.add_column("key", style="bold cyan", no_wrap=True)
-    table.add_column("what it does")
-    for key, what in KEYS:
-        table.add_row(Text(key), Text(what))
+def key_name(key: str) -> str:
+    """A key as the help shows it: "ctrl+r", "←", "[", "f1"."""
+    *modifiers, last = key.split("+")
+    return "+".join([*modifiers, format_key(last)])
+
+
+def binding_rows(
+    bindings: Iterable[BindingType], keymap: Mapping[str, str] = {}
+) -> list[tuple[str, str]]:
+    """(keys, what it does) for each action of `bindings`, the keymap applied.
+
+    A binding's several keys (or a remapped one's) share a row; so do bindings of one
+    `Binding.Group` (←/→: "token"). The text is the binding's tooltip, else its
+    footer description. System bindings (Textual's own) are left out.
+    """
+    bound = BindingsMap(bindings)
+    if keymap:
+        bound.apply_keymap(keymap)
+    rows: dict[tuple[str, str], list[str]] = {}
+    for key, binding in bound:
+        if binding.system:
+            continue
+        what = binding.tooltip or binding.description
+        if binding.group is not None:
+            what = binding.group.description or what
+        row_key = (binding.action if binding.group is None else what, what)
+        shown = binding.key_display if binding.key_display and key == binding.key else None
+        rows.setdefault(row_key, []).append(shown or key_name(key))
+    return [(" / ".join(dict.fromkeys(keys)), what) for (_, what), keys in rows.items()]
+
+
+KEY_WIDTH = 22
+"""The key column's width: the same in every section."""
+
+
+def help_table(rows: Sequence[tuple[str, str]]) -> Table:
+    """One section's keys as a table."""
+    table = Table(show_header=False, box=None, padding=(0, 2, 0, 0), expand=True)
+    table.add_column("key", style="bold cyan", width=KEY_WIDTH)
+    table.add_column("what it does", ratio=1)
+    for keys, what in rows:
+        table.add_row(Text(keys), Text(what))
     return table
 
 
@@ -92,19 +91,32 @@ def docs_table() -> Table:
 
 
 class HelpScreen(ModalScreen[None]):
-    """Lists the keys; any of escape, f1 or q closes it."""
+    """Lists the keys by screen; any of escape, f1 or q closes it.
+
+    Args:
+        sections: (title, its rows of (keys, what it does)), as `binding_rows` makes them.
+    """
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,f1,q", "dismiss", "close")]
+
+    def __init__(self, sections: Sequence[tuple[str, list[tuple[str, str]]]]) -> None:
+        super().__init__()
+        self.sections = list(sections)
+        """(title, its rows of (keys, what it does)), as shown."""
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-box"):
             yield Static(Text("samplescope — keys", style="bold"), id="help-title")
-            yield Static(help_table())
+            for title, rows in self.sections:
+                yield Static(Text(title, style="bold"), classes="help-section")
+                yield Static(help_table(rows))
             yield Static(
                 Text(
                     "Sliders change the sampler from the next token, also in the middle"
                     " of a reply. Bars: █ probability after the filters, ░ before."
-                    " The red line is the cutoff, labelled with the filter that made it.",
+                    " The red line is the cutoff, labelled with the filter that made it."
+                    " tab / shift+tab: next / previous control; click a token to see its"
+                    " step.",
                     style="grey70",
                 )
             )
