@@ -59,7 +59,6 @@ class ChatRecorder:
         model_path: The loaded model's file (hashed on the first reply).
         n_ctx: The backend's context size (recorded for exact replay).
         n_batch: The backend's prefill chunk size (recorded for exact replay).
-        keep_empty: Keep a reply that finishes with no text (see the attribute).
     """
 
     def __init__(
@@ -69,12 +68,8 @@ class ChatRecorder:
         *,
         n_ctx: int | None = None,
         n_batch: int | None = None,
-        keep_empty: bool = False,
     ) -> None:
         self.store = store
-        self.keep_empty = keep_empty
-        """Whether a reply with no text stays stored (the command line's: what it said
-        it saved stays saved); the app's is taken out, as the app adds no empty turn."""
         self.model_path = Path(model_path)
         self.n_ctx = n_ctx
         self.n_batch = n_batch
@@ -237,10 +232,9 @@ class ChatRecorder:
     def record(self, event: GenerationEvent) -> bool:
         """Store a generation event (tokens, rewinds and the finish; others are ignored).
 
-        A rewind keeps the rejected attempt as a ghost branch (`ghost_ids`).
-
-        A reply that finishes with no text is removed again, as the app does not add
-        an empty assistant turn to its conversation (unless `keep_empty`).
+        A rewind keeps the rejected attempt as a ghost branch (`ghost_ids`). A reply
+        that finishes with no text stays stored, as an empty turn: what was said to be
+        saved stays saved.
         """
         writer = self._writer
         if writer is None:
@@ -255,12 +249,8 @@ class ChatRecorder:
                 # A branch's turn is stored and counted already, with its other branches.
                 if self._branching:
                     return True
-                if event.text or self.keep_empty:
-                    self._stored += 1
-                    self._last_counted = True
-                else:
-                    self.store.delete_message(writer.message_id)
-                    self._writer = None
+                self._stored += 1
+                self._last_counted = True
         except StoreError as error:
             return self._fail(error)
         return True

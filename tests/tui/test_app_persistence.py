@@ -126,6 +126,27 @@ async def test_chats_are_saved_reopened_and_continued(tmp_path: Path, store: Cha
         assert _shown(app, ".user") == ["hello there", "and then?"]
 
 
+async def test_an_empty_reply_is_kept_stored_and_shown_as_empty(
+    tmp_path: Path, store: ChatStore
+) -> None:
+    fake = _fake(tmp_path)
+    fake.fake.min_reply_tokens = 0
+    settings = DEFAULT_CHAT_SETTINGS.with_changes(logit_bias=((0, 100.0),))  # id 0 ends it
+    app = SamplescopeApp(fake, settings=settings, max_tokens=4, cursor_blink=False, store=store)
+    async with app.run_test(size=SIZE) as pilot:
+        empty = await send_message(pilot, app, "say nothing")
+        assert empty.text == "" and empty.reason == "eos"
+        [chat] = store.list_chats()
+        expected = [("user", "say nothing"), ("assistant", "")]
+        assert _roles_and_texts(store, chat.id) == expected
+        assert [(m.role, m.content) for m in app.messages] == expected
+        [reply] = app.replies
+        assert reply.text == ""
+        assert len(app.query("#transcript ReplyView")) == 1
+        await send_message(pilot, app, "and now?")
+        assert _roles_and_texts(store, chat.id)[:3] == [*expected, ("user", "and now?")]
+
+
 async def test_without_a_store_nothing_is_saved_and_history_says_so(tmp_path: Path) -> None:
     app = SamplescopeApp(_fake(tmp_path), max_tokens=4, cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:

@@ -88,7 +88,7 @@ def test_stored_chat_mirrors_the_app(tmp_path: Path, model: Path) -> None:
         assert store.load_chat(chat_id).conversation() == app.messages
 
 
-def test_a_reply_without_text_is_not_kept(tmp_path: Path, model: Path) -> None:
+def test_a_reply_without_text_is_kept_as_an_empty_turn(tmp_path: Path, model: Path) -> None:
     with ChatStore(tmp_path / "chats.sqlite3") as store:
         app = MiniApp(store, model)
         app.messages.append(ChatMessage("user", "hi"))
@@ -97,7 +97,8 @@ def test_a_reply_without_text_is_not_kept(tmp_path: Path, model: Path) -> None:
         # Stopped during the prefill: no token, no text.
         assert recorder.record(FinishedEvent("cancelled", GenerationStats(), "", ()))
         assert recorder.chat_id is not None
-        assert store.load_chat(recorder.chat_id).conversation() == app.messages
+        expected = [*app.messages, ChatMessage("assistant", "")]
+        assert store.load_chat(recorder.chat_id).conversation() == expected
 
 
 def test_store_errors_are_reported_not_raised(tmp_path: Path, model: Path) -> None:
@@ -140,11 +141,9 @@ def test_a_store_that_failed_is_not_written_to_again(tmp_path: Path, model: Path
         assert [store.load_chat(c.id).messages for c in store.list_chats()] == [()]
 
 
-def test_the_command_lines_recorder_keeps_an_empty_reply_and_its_ghosts(
-    tmp_path: Path, model: Path
-) -> None:
+def test_the_recorder_keeps_an_empty_reply_and_its_ghosts(tmp_path: Path, model: Path) -> None:
     with ChatStore(tmp_path / "chats.sqlite3") as store:
-        recorder = ChatRecorder(store, model, n_ctx=2048, n_batch=8, keep_empty=True)
+        recorder = ChatRecorder(store, model, n_ctx=2048, n_batch=8)
         messages = [ChatMessage("user", "hi")]
         live = LiveSettings(SETTINGS)
         assert recorder.begin_reply(messages, SETTINGS, 5)

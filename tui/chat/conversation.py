@@ -213,7 +213,8 @@ class Conversation:
         return ghost
 
     def finish_reply(self, event: FinishedEvent) -> Reply:
-        """The last reply ended: its text becomes the assistant's turn (if any)."""
+        """The last reply ended: its text becomes the assistant's turn (an empty one
+        included: it is stored and shown as such)."""
         self.finished.append(event)
         reply = self.replies[-1]
         reply.finished = event.reason
@@ -223,9 +224,7 @@ class Conversation:
             reply.branch_id = self.recorder.reply_id
             for ghost, ghost_id in zip(reply.ghosts, self.recorder.ghost_ids, strict=False):
                 ghost.branch_id = ghost_id
-        # A branch keeps its turn even when empty: its other branches are a key away.
-        if event.text or reply.parent is not None:
-            self.messages.append(ChatMessage("assistant", event.text))
+        self.messages.append(ChatMessage("assistant", event.text))
         return reply
 
     def drop_last_reply(self) -> Reply | None:

@@ -29,9 +29,6 @@ def open_store(args: argparse.Namespace) -> ChatStore:
 
 
 def recorder_for(args: argparse.Namespace, backend: SessionBackend) -> ChatRecorder:
-    """A recorder into the `--db` store for the loaded model (a reply with no text is
-    kept: the command says what it saved)."""
+    """A recorder into the `--db` store for the loaded model."""
     info = backend.info
-    return ChatRecorder(
-        open_store(args), info.path, n_ctx=info.n_ctx, n_batch=info.n_batch, keep_empty=True
-    )
+    return ChatRecorder(open_store(args), info.path, n_ctx=info.n_ctx, n_batch=info.n_batch)
