@@ -11,7 +11,6 @@ from typing import Any
 from backend.chat.events import GenerationStats
 from backend.store.records import (
     INTERRUPTED,
-    SAMPLER_FILES_KEY,
     ChatRecord,
     ChatSummary,
     MessageRecord,
@@ -21,11 +20,9 @@ from backend.store.records import (
     StoreError,
 )
 from backend.store.steps import StepLayout, unpack_step
-from sampling.errors import SettingsError
+from backend.store.stored_settings import parse_stored_settings
 from sampling.loops import Loop
-from sampling.plugins import files_problem
 from sampling.records import Step
-from sampling.settings import SamplerSettings
 
 
 def to_datetime(seconds: float) -> datetime:
@@ -216,14 +213,16 @@ def _load_replies(
             (reply_id,),
         ).fetchall()
         tokens = tuple(int(t[0]) for t in token_rows)
-        changes = tuple(
-            SettingsChange(int(c[0]), _parse_settings(path, str(c[1]), reply_id))
+        read = [
+            (int(c[0]), parse_stored_settings(path, str(c[1]), reply_id))
             for c in conn.execute(
                 "SELECT from_index, settings FROM settings_changes WHERE reply_id = ? "
                 "ORDER BY from_index",
                 (reply_id,),
             )
-        )
+        ]
+        changes = tuple(SettingsChange(at, got.settings, got.unknown) for at, got in read)
+        problems = [got.problem for _, got in read if got.problem is not None]
         if not changes:
             raise StoreError(f"chat database {path}: reply {reply_id} has no settings recorded")
         siblings = replies.get(message_id, ())
@@ -251,6 +250,7 @@ def _load_replies(
             branch=len(siblings) + 1,
             decoding=None if row[19] is None else str(row[19]),
             loop=_parse_loop(row[20]),
+            replay_problem=problems[0] if problems else None,
         )
         replies[message_id] = (*siblings, record)
     return replies
@@ -320,22 +320,6 @@ def load_steps(conn: sqlite3.Connection, path: Path, reply: ReplyRecord) -> dict
     except (ValueError, TypeError, KeyError) as error:
         raise StoreError(
             f"chat database {path}: reply {reply.id} has unreadable token records: {error}"
-        ) from error
-
-
-def _parse_settings(path: Path, text: str, reply_id: int) -> SamplerSettings:
-    try:
-        values = json.loads(text)
-        if not isinstance(values, dict):
-            raise ValueError("not a JSON object")
-        used = values.pop(SAMPLER_FILES_KEY, {})
-        problem = files_problem(used) if isinstance(used, dict) else "bad sampler_files"
-        if problem is not None:
-            raise StoreError(f"chat database {path}: reply {reply_id} cannot run again: {problem}")
-        return SamplerSettings.from_dict(values)
-    except (ValueError, TypeError, SettingsError) as error:
-        raise StoreError(
-            f"chat database {path}: reply {reply_id} has unreadable settings: {error}"
         ) from error
 
 

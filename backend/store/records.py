@@ -106,10 +106,15 @@ def file_signature(path: Path) -> tuple[str, int, int]:
 
 @dataclass(frozen=True, slots=True)
 class SettingsChange:
-    """Settings in force from token `from_index` on (until the next change)."""
+    """Settings in force from token `from_index` on (until the next change).
+
+    `unknown` holds the values of sampler plug-ins not loaded in this process (name,
+    stored JSON): they are shown as such, and the reply cannot run again.
+    """
 
     from_index: int
     settings: SamplerSettings
+    unknown: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +151,9 @@ class ReplyRecord:
             sequences); None: alone, one sequence.
         loop: The latest repetition loop found in it while it ran (None: none found,
             not watched for, or stored before schema 6).
+        replay_problem: Why it cannot run again here (replayed, continued or branched
+            from: a sampler plug-in it used is not loaded, or its file changed), or
+            None. Reading, exporting and showing it work either way.
     """
 
     id: int
@@ -171,6 +179,7 @@ class ReplyRecord:
     branch: int = 1
     decoding: str | None = None
     loop: Loop | None = None
+    replay_problem: str | None = None
 
     @property
     def is_ghost(self) -> bool:

@@ -168,6 +168,8 @@ def replay(
     """
     if not reply.token_ids:
         raise ReplayError(f"reply {reply.number} has no tokens to replay")
+    if reply.replay_problem is not None:
+        raise ReplayError(f"reply {reply.number} cannot run again: {reply.replay_problem}")
     beams = beam_record(reply.decoding)
     if beams is not None:
         raise ReplayError(

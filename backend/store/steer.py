@@ -102,7 +102,13 @@ def check_position(reply: ReplyRecord, position: int) -> int:
 
 
 def settings_for(chat: ChatRecord, reply: ReplyRecord, index: int) -> SamplerSettings:
-    """The settings token `index` of a branch was sampled with (its parent's before its fork)."""
+    """The settings token `index` of a branch was sampled with (its parent's before its fork).
+
+    Raises:
+        StoreError: They cannot run here (a sampler plug-in they used is not loaded).
+    """
+    if reply.replay_problem is not None:
+        raise StoreError(f"reply {reply.number} cannot run again: {reply.replay_problem}")
     for branch in lineage(reply, turn_of(chat, reply)):
         if branch.fork_at is None or index >= branch.fork_at:
             return branch.settings_at(index)

@@ -18,7 +18,7 @@ import pytest
 
 from backend.chat.events import GenerationStats
 from backend.config.sampler_files import load_sampler_file
-from backend.store.store import ChatStore, ModelRef, StoreError
+from backend.store.store import ChatStore, ModelRef
 from sampling import Sampler, SamplerSettings, settings_summary
 from sampling.errors import SettingsError
 from sampling.placement import IN_ORDER
@@ -346,9 +346,13 @@ def test_a_reply_keeps_the_plugin_file_it_ran_and_refuses_without_it(
     stored = sqlite3.connect(path).execute("SELECT settings FROM settings_changes").fetchone()[0]
     assert json.loads(stored)["sampler_files"] == {"top_h": plugin_origins()["top_h"].sha256}
     unregister("top_h")
-    with ChatStore(path) as store, pytest.raises(StoreError, match=r"'top_h'.*not loaded"):
-        store.load_chat(chat)
+    with ChatStore(path) as store:  # readable, and refused to run again
+        (reply,) = store.load_chat(chat).replies
+    assert reply.replay_problem is not None
+    assert re.search(r"'top_h'.*not loaded", reply.replay_problem)
     plugin_file.write_text(readme_plugin() + "\n# changed\n", encoding="utf-8")
     load_sampler_file(plugin_file)
-    with ChatStore(path) as store, pytest.raises(StoreError, match="has changed since"):
-        store.load_chat(chat)
+    with ChatStore(path) as store:
+        (reply,) = store.load_chat(chat).replies
+    assert reply.replay_problem is not None and "has changed since" in reply.replay_problem
+    assert reply.settings_at(0) == settings

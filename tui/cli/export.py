@@ -10,7 +10,13 @@ from collections.abc import Mapping
 from dataclasses import asdict
 from pathlib import Path
 
-from backend.store.store import ChatRecord, ChatStore, MessageRecord, ReplyRecord
+from backend.store.store import (
+    ChatRecord,
+    ChatStore,
+    MessageRecord,
+    ReplyRecord,
+    SettingsChange,
+)
 from backend.store.token_table import TokenRow, chat_token_rows
 from sampling.errors import SamplescopeError
 from sampling.reply_score import ReplyScore, reply_score
@@ -63,7 +69,8 @@ Scores = Mapping[int, ReplyScore | None]
 
 
 def _reply_json(reply: ReplyRecord, scores: Scores) -> dict[str, object]:
-    return {
+    problem = {} if reply.replay_problem is None else {"cannot_run_again": reply.replay_problem}
+    return problem | {
         "number": reply.number,
         "model": asdict(reply.model),
         "seed": reply.seed,
@@ -76,10 +83,7 @@ def _reply_json(reply: ReplyRecord, scores: Scores) -> dict[str, object]:
         "error": reply.error,
         "stats": None if reply.stats is None else asdict(reply.stats),
         "token_ids": list(reply.token_ids),
-        "settings_changes": [
-            {"from_index": c.from_index, "settings": c.settings.to_dict()}
-            for c in reply.settings_changes
-        ],
+        "settings_changes": [_change_json(c) for c in reply.settings_changes],
         "created": reply.created.isoformat(),
         "finished": None if reply.finished is None else reply.finished.isoformat(),
         "branch_id": reply.id,
@@ -126,6 +130,24 @@ def chat_to_json(chat: ChatRecord, scores: Scores | None = None) -> dict[str, ob
     }
 
 
+def _change_json(change: SettingsChange) -> dict[str, object]:
+    """A settings change; a missing sampler plug-in's values under "unknown", as stored."""
+    found: dict[str, object] = {
+        "from_index": change.from_index,
+        "settings": change.settings.to_dict(),
+    }
+    if change.unknown:
+        found["unknown"] = {name: json.loads(value) for name, value in change.unknown}
+    return found
+
+
+def _unknown_md(change: SettingsChange) -> list[str]:
+    if not change.unknown:
+        return []
+    values = ", ".join(f"{name}={value}" for name, value in change.unknown)
+    return [f"> unknown (a sampler plug-in that is not loaded): {values}"]
+
+
 def _settings_text(values: Mapping[str, object]) -> str:
     return ", ".join(f"{k}={v}" for k, v in values.items())
 
@@ -141,12 +163,14 @@ def _reply_md(reply: ReplyRecord, score: ReplyScore | None) -> list[str]:
         f"seed {reply.seed} · {reply.rng} · {len(reply.token_ids)} tokens · "
         f"{reply.finish_reason}",
         f"> settings: {_settings_text(first.to_dict())}",
+        *_unknown_md(reply.settings_changes[0]),
     ]
     previous = first.to_dict()
     for change in reply.settings_changes[1:]:
         now = change.settings.to_dict()
         diff = {k: v for k, v in now.items() if previous.get(k) != v}
         lines.append(f"> from token {change.from_index}: {_settings_text(diff)}")
+        lines += _unknown_md(change)
         previous = now
     if reply.stats is not None and reply.stats.decode_tokens:
         lines.append(
