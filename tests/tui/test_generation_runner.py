@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from textual.app import App
@@ -88,7 +89,10 @@ async def test_a_stopped_job_hands_nothing_more_and_the_next_waits_for_the_model
         assert gc.get_freeze_count() == 0  # given back once no worker is left
 
 
-async def test_a_released_consumer_is_told_nothing_and_an_error_is_reported() -> None:
+async def test_a_released_consumer_is_told_nothing_and_an_error_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SAMPLESCOPE_LOG_DIR", str(tmp_path))
     app: App[None] = App()
     async with app.run_test() as pilot:
         runner = GenerationRunner(app, FakeBackend(token_delay=0.01))
@@ -108,7 +112,11 @@ async def test_a_released_consumer_is_told_nothing_and_an_error_is_reported() ->
         failed = Recorder()
         runner.start(broken, failed)
         await wait_until(pilot, lambda: bool(failed.ended))
-        assert failed.ended == ["RuntimeError: no luck"]
+        log = tmp_path / "errors.log"
+        line = f"unexpected error: RuntimeError: no luck (the traceback is in {log})"
+        assert failed.ended == [line]
+        assert 'raise RuntimeError("no luck")' in log.read_text(encoding="utf-8")
+        assert [n.message for n in app._notifications] == [line]
 
 
 async def test_without_a_model_nothing_starts() -> None:

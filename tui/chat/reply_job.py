@@ -7,6 +7,7 @@ not the reply, and is shown once).
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -15,12 +16,14 @@ from backend.chat.compare import ColumnEvent
 from backend.chat.completion import Mode, as_document
 from backend.chat.events import FinishedEvent, GenerationEvent, GenerationStats, NoticeEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.config.error_log import log_traceback, one_line
 from backend.session.backend import SessionBackend
 from backend.session.loop_watch import LoopGuard
 from backend.session.phrase_bans import PhraseBans
 from backend.session.run import Steer
 from backend.store.recorded import StoreErrorNotices, recorded
 from backend.store.recorder import ChatRecorder
+from sampling.errors import SamplescopeError
 
 REPLY_COLUMN = 0
 """The column a chat reply's events are tagged with (the runner's jobs are columns)."""
@@ -92,8 +95,15 @@ class ReplyJob:
                 loops=self.loops or None,
             )
             yield from recorded(events, recorder, self.notices)
-        except Exception as error:  # the contract says errors come as events; be safe
+        except SamplescopeError as error:  # the contract says errors come as events; be safe
             failed = FinishedEvent("error", GenerationStats(), "", (), error=str(error))
+            if recorder is not None:
+                recorder.record(failed)
+            yield failed
+        except Exception as error:  # a bug: logged, told in one line, the chat goes on
+            line = one_line(error, log_traceback(error, sys.argv[1:]))
+            yield NoticeEvent(line)
+            failed = FinishedEvent("error", GenerationStats(), "", (), error=line)
             if recorder is not None:
                 recorder.record(failed)
             yield failed

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -26,6 +27,7 @@ from textual.timer import Timer
 
 from backend.chat.compare import ColumnEvent
 from backend.chat.events import GenerationEvent, LoopEvent, TokenEvent
+from backend.config.error_log import log_traceback, one_line
 from backend.session.backend import SessionBackend
 from sampling.errors import SamplescopeError
 
@@ -83,6 +85,13 @@ class GenerationConsumer(Protocol):
 @dataclass(frozen=True, slots=True)
 class _JobEnded:
     error: str | None
+    unexpected: bool = False
+    """Whether the error is a bug's (logged, and shown as a notice too)."""
+
+
+def _logged(error: Exception) -> str:
+    """An unforeseen error's one line (its traceback logged: see `one_line`)."""
+    return one_line(error, log_traceback(error, sys.argv[1:]))
 
 
 class GenerationRunner:
@@ -110,6 +119,8 @@ class GenerationRunner:
         self._inbox: deque[tuple[int, int, GenerationEvent | _JobEnded]] = deque()
         """(generation, column, event) from the worker (deque appends/pops are atomic)."""
         self._timer: Timer | None = None
+        self._broken: tuple[int, str] | None = None
+        """(generation, one line): the job whose consumer raised, and what it raised."""
 
     @property
     def idle(self) -> bool:
@@ -197,18 +208,19 @@ class GenerationRunner:
         self, generation: int, job: Job, backend: SessionBackend, cancel: threading.Event
     ) -> None:
         error: str | None = None
+        unexpected = False
         try:
             with self._backend_lock:
                 for item in job(backend, cancel):
                     self._put(generation, item.column, item.event)
         except SamplescopeError as exc:
             error = str(exc)
-        except Exception as exc:  # a bug: show it rather than kill the app
-            error = f"{type(exc).__name__}: {exc}"
+        except Exception as exc:  # a bug: log and show it rather than kill the app
+            error, unexpected = _logged(exc), True
         finally:
             with self._count_lock:
                 self._workers -= 1
-        self._put(generation, -1, _JobEnded(error))
+        self._put(generation, -1, _JobEnded(error, unexpected))
 
     def _put(self, generation: int, column: int, event: GenerationEvent | _JobEnded) -> None:
         """Hand an event to the UI thread (worker thread).
@@ -233,15 +245,42 @@ class GenerationRunner:
             consumer = self._consumer
             if generation != self._generation or consumer is None:
                 continue  # of a stopped job
-            if isinstance(event, _JobEnded):
-                self.running = False
-                consumer.generation_ended(event.error)
-            else:
-                consumer.generation_event(column, event)
+            try:
+                self._hand(consumer, generation, column, event)
+            except Exception as error:  # a bug in the view: logged, told, the chat goes on
+                self._report(generation, _logged(error))
+
+    def _hand(
+        self,
+        consumer: GenerationConsumer,
+        generation: int,
+        column: int,
+        event: GenerationEvent | _JobEnded,
+    ) -> None:
+        """Hand one event to `consumer`; after it raised, only the job's end (with what
+        it raised as the job's error)."""
+        broken = self._broken if self._broken and self._broken[0] == generation else None
+        if isinstance(event, _JobEnded):
+            self.running = False
+            if event.unexpected:
+                self.host.app.notify(event.error or "", severity="error", timeout=30)
+            consumer.generation_ended(broken[1] if broken else event.error)
+        elif broken is None:
+            consumer.generation_event(column, event)
+
+    def _report(self, generation: int, line: str) -> None:
+        """The consumer raised: stop its job, drop its events, and tell in one line."""
+        self._broken = (generation, line)
+        self._cancel.set()
+        self.host.app.notify(f"{line}; the chat goes on", severity="error", timeout=30)
 
     def _tick(self) -> None:
         self.drain()
-        if self._consumer is not None:
-            self._consumer.paint()
+        broken = self._broken is not None and self._broken[0] == self._generation
+        if self._consumer is not None and not broken:
+            try:
+                self._consumer.paint()
+            except Exception as error:  # as in `drain`
+                self._report(self._generation, _logged(error))
         if self.idle and not self._inbox and self._timer is not None:
             self._timer.pause()  # an idle app does not wake up FLUSH_HZ times a second
