@@ -358,6 +358,10 @@ class LocalContext:
         """Empty the KV cache."""
         llama_cpp.llama_memory_clear(self._memory, True)
 
+    def set_threads(self, n_threads: int) -> None:
+        """Decode and prefill on `n_threads` threads from now on."""
+        llama_cpp.llama_set_n_threads(self._ctx, n_threads, n_threads)
+
     def close(self) -> None:
         """Free the batch and the context (idempotent)."""
         if self._batch is not None:

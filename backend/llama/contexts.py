@@ -157,10 +157,22 @@ class Contexts:
         batch each, every sequence its own tokens; sequence 1's tokens are then decoded
         alone in the chat's context. Both contexts are left empty. A batch of one never
         holds two sequences: nothing to check then.
+
+        The probe decodes on one thread: with OpenMP, a thread that has run a parallel
+        decode makes every later decode from another thread ~2.8x slower, and the check
+        runs at load, often on another thread than the one that generates (the app's).
+        One thread's sums are the same as several threads' (each row is one thread's).
         """
         steps, seqs = PROBE_STEPS, min(PROBE_SEQS, self.n_batch)
         if seqs < 2:
             return True
+        self.chat.set_threads(1)
+        try:
+            return self._check_invariance(tokens, steps, seqs)
+        finally:
+            self.chat.set_threads(self._n_threads)
+
+    def _check_invariance(self, tokens: Sequence[int], steps: int, seqs: int) -> bool:
         prompt, given = list(tokens[:-steps]), list(tokens[-steps:])
         n_vocab = self.n_vocab
         # Each sequence takes other tokens: the probe's shifted through the vocabulary.
@@ -168,6 +180,7 @@ class Contexts:
         self.reserve(seqs, len(tokens))
         try:
             lockstep = self._active
+            lockstep.set_threads(1)
             if not _prefill(lockstep, prompt, self.n_batch):
                 return False
             for seq in range(1, seqs):
@@ -180,6 +193,7 @@ class Contexts:
                     return False
                 beside.append(lockstep.logits(1).copy())
         finally:
+            self._active.set_threads(self._n_threads)
             self.reserve(1, 0)
         chat = self.chat
         try:
