@@ -34,6 +34,25 @@ def stored_tokens(db_path: Path) -> int:
         conn.close()
 
 
+def kill_once_stored(process: subprocess.Popen[str], db_path: Path) -> tuple[int, str, str]:
+    """SIGKILL `process` once its database holds MIN_TOKENS tokens (or give up after
+    GIVE_UP_S); the tokens seen stored, and its stdout and stderr."""
+    seen = 0
+    try:
+        deadline = time.monotonic() + GIVE_UP_S
+        while time.monotonic() < deadline and process.poll() is None:
+            seen = stored_tokens(db_path)
+            if seen >= MIN_TOKENS:
+                os.kill(process.pid, signal.SIGKILL)
+                break
+            time.sleep(0.01)
+    finally:
+        if process.poll() is None and seen < MIN_TOKENS:
+            process.kill()
+        stdout, stderr = process.communicate(timeout=30)
+    return seen, stdout, stderr
+
+
 def test_sigkill_mid_reply_keeps_the_partial_reply(
     tmp_path: Path, default_model_path: Path, llama_backend: object
 ) -> None:
@@ -50,19 +69,7 @@ def test_sigkill_mid_reply_keeps_the_partial_reply(
         stderr=subprocess.PIPE,
         text=True,
     )
-    seen = 0
-    try:
-        deadline = time.monotonic() + GIVE_UP_S
-        while time.monotonic() < deadline and process.poll() is None:
-            seen = stored_tokens(db_path)
-            if seen >= MIN_TOKENS:
-                os.kill(process.pid, signal.SIGKILL)
-                break
-            time.sleep(0.01)
-    finally:
-        if process.poll() is None and seen < MIN_TOKENS:
-            process.kill()
-        stdout, stderr = process.communicate(timeout=30)
+    seen, stdout, stderr = kill_once_stored(process, db_path)
     assert seen >= MIN_TOKENS, f"worker stored {seen} tokens; stderr:\n{stderr}"
     assert process.returncode == -signal.SIGKILL
     assert "finished" not in stdout
@@ -107,19 +114,7 @@ def test_sigkill_mid_beam_search_keeps_the_prompt_and_the_best_beam_so_far(
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )
-    seen = 0
-    try:
-        deadline = time.monotonic() + GIVE_UP_S
-        while time.monotonic() < deadline and process.poll() is None:
-            seen = stored_tokens(db_path)
-            if seen >= MIN_TOKENS:
-                os.kill(process.pid, signal.SIGKILL)
-                break
-            time.sleep(0.01)
-    finally:
-        if process.poll() is None and seen < MIN_TOKENS:
-            process.kill()
-        stdout, stderr = process.communicate(timeout=30)
+    seen, stdout, stderr = kill_once_stored(process, db_path)
     assert seen >= MIN_TOKENS, f"the search stored {seen} tokens; stderr:\n{stderr}"
     assert process.returncode == -signal.SIGKILL and not stdout
 
