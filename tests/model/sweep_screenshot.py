@@ -22,8 +22,8 @@ from pathlib import Path
 
 from textual.app import App
 
+from tui.cli.commands.sweep import read_result
 from tui.cli.main import main
-from tui.cli.sweep import read_result
 from tui.cli.sweep_output import print_table
 from tui.sweep.screen import SweepScreen
 

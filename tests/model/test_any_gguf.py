@@ -243,7 +243,7 @@ async def test_the_app_runs_them_with_the_fallback_tokenizer_and_says_which_mode
     notice: str,
 ) -> None:
     from tests.helpers import send_message, wait_until
-    from tui.cli.app import build_app, build_app_parser
+    from tui.cli.commands.app import build_app, build_app_parser
 
     path, vocab = models[name]
     monkeypatch.setenv(CONFIG_DIR_ENV, str(tmp_path / "config"))

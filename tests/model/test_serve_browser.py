@@ -29,8 +29,8 @@ import pytest
 
 from backend.config.paths import default_store_path
 from backend.store.store import ChatStore
+from tui.cli.commands.serve import app_command, checked_app_args, is_loopback
 from tui.cli.main import main
-from tui.cli.serve import app_command, checked_app_args, is_loopback
 
 CHROMIUM = os.environ.get("SAMPLESCOPE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [

@@ -19,7 +19,7 @@ from backend.session.sweep import SweepEvent, SweepPlan, SweepSample, SweepSetti
 from backend.session.sweep_result import METRIC_NAMES
 from backend.store.store import ChatStore
 from sampling.settings import SamplerSettings
-from tui.cli import sweep as sweep_cli
+from tui.cli.commands import sweep as sweep_cli
 from tui.cli.main import main
 
 MODEL_FLAGS = ["--threads", "1", "--ctx", "1024"]

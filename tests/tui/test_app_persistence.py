@@ -20,7 +20,7 @@ from tests.helpers import nth_reply_finished, send_message, wait_until
 from tui.app import SamplescopeApp
 from tui.app_config import resolve_app_config
 from tui.chat.reply_view import ReplyView
-from tui.cli.app import build_app, build_app_parser
+from tui.cli.commands.app import build_app, build_app_parser
 from tui.compare.result import CompareResult
 from tui.screens.history import HistoryScreen
 from tui.widgets.prob_panel import ProbPanel

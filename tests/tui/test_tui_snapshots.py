@@ -13,7 +13,7 @@ from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import FakeBackend
 from tests.helpers import StepClock, wait_until
 from tui.app import SamplescopeApp
-from tui.cli.app import backend_factory, build_app_parser
+from tui.cli.commands.app import backend_factory, build_app_parser
 
 SIZE = (120, 36)
 # min-p off so that top-p makes the cut the panel shows.

@@ -10,7 +10,7 @@ import pytest
 
 from sampling import Sampler, SamplerSettings, modes
 from sampling.experiments import draw_counts
-from tui.cli.dist import SEED000_LOGITS
+from tui.cli.commands.dist import SEED000_LOGITS
 from tui.cli.main import main
 
 # Seed 000's table (candle, 200000 draws each): observed frequencies.

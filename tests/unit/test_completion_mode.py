@@ -12,7 +12,7 @@ from backend.chat.completion import (
 )
 from backend.chat.protocol import ChatMessage
 from tests.fake_backend import FakeBackend
-from tui.cli.app import build_app_parser
+from tui.cli.commands.app import build_app_parser
 
 
 def test_a_base_model_gets_completion_mode_with_a_notice() -> None:

@@ -184,7 +184,7 @@ def test_explore_takes_hf_with_a_prompt_and_refuses_it_with_a_saved_chat(
 
 
 def test_serve_fetches_hf_once_and_hands_each_tab_the_file(hub_env: Path) -> None:
-    from tui.cli.serve import checked_app_args
+    from tui.cli.commands.serve import checked_app_args
 
     with fake_hub({REPO: FILES}) as (endpoint, requests), pytest.MonkeyPatch.context() as env:
         env.setenv("HF_ENDPOINT", endpoint)

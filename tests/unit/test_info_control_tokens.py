@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.gguf_factory import Tensor, gguf_bytes, write
-from tui.cli.info import control_token_summary
+from tui.cli.commands.info import control_token_summary
 from tui.cli.main import main
 
 F32 = 0

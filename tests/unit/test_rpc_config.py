@@ -13,8 +13,8 @@ import pytest
 
 from backend.config.config import ConfigError, effective_toml, load_config, rpc_with_config
 from backend.llama.rpc import Endpoint, RpcError, is_loopback, parse_endpoints, probe
+from tui.cli.commands.rpc_server import RemoteBindError, check_bind
 from tui.cli.main import build_parser
-from tui.cli.rpc_server import RemoteBindError, check_bind
 
 
 def test_endpoints_parse_and_bad_ones_are_named() -> None:

@@ -26,7 +26,7 @@ from backend.errors import FileAccessError
 from sampling.errors import SettingsError
 from sampling.settings import SETTINGS_BY_NAME, SamplerSettings
 from tui.chat.setting_input import read_setting_text
-from tui.cli.serve import ServeError, app_command, served_token
+from tui.cli.commands.serve import ServeError, app_command, served_token
 from tui.cli.serve_gate import TOKEN_COOKIE, TOKEN_ENV, GatedServer, serve_gate
 from tui.preset_commands import import_preset
 

@@ -20,8 +20,8 @@ from sampling.settings import (
     find_setting,
     settings_summary,
 )
-from tui.cli.app import build_app_parser
-from tui.cli.compare import CompareArgumentError, parse_set, short_keys
+from tui.cli.commands.app import build_app_parser
+from tui.cli.commands.compare import CompareArgumentError, parse_set, short_keys
 from tui.cli.main import build_parser
 from tui.cli.settings_flags import add_settings_flags, settings_from_args
 from tui.compare.columns import DEFAULT_VARIATIONS, VARIABLE_FIELDS, coerce_value

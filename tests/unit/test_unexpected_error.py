@@ -20,7 +20,7 @@ def test_an_unexpected_error_is_one_line_and_its_traceback_is_logged(
     def broken(args: argparse.Namespace) -> int:
         raise RuntimeError("boom\nsecond line")
 
-    monkeypatch.setattr("tui.cli.samplers.run", broken)
+    monkeypatch.setattr("tui.cli.commands.samplers.run", broken)
     assert main(["samplers"]) == 1
     err = capsys.readouterr().err
     log = tmp_path / "logs" / "errors.log"
@@ -40,6 +40,6 @@ def test_an_interrupt_is_exit_code_130_without_a_traceback(
     def interrupted(args: argparse.Namespace) -> int:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("tui.cli.samplers.run", interrupted)
+    monkeypatch.setattr("tui.cli.commands.samplers.run", interrupted)
     assert main(["samplers"]) == 130
     assert capsys.readouterr().err == ""

@@ -17,9 +17,9 @@ from backend.store.recorded_beams import BeamRecorder
 from backend.store.recorder import ChatRecorder
 from backend.store.records import StoreError
 from sampling.settings import SamplerSettings
+from tui.cli.commands.score import reply_score_json
 from tui.cli.model_flags import log
 from tui.cli.number_flags import finite_float
-from tui.cli.score import reply_score_json
 from tui.cli.store_access import recorder_for
 
 if TYPE_CHECKING:

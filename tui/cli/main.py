@@ -32,7 +32,7 @@ def command_modules() -> tuple[CommandModule, ...]:
     """Every command's module, imported here (not at the top, to keep `samplescope`
     quick to start). A module derives nothing from the settings when imported: the
     parser is built once before the `--sampler-file` plugins load and once after."""
-    from tui.cli import (
+    from tui.cli.commands import (
         bench,
         branch,
         compare,
@@ -89,7 +89,7 @@ def command_modules() -> tuple[CommandModule, ...]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command."""
-    from tui.cli.app import build_app_parser
+    from tui.cli.commands.app import build_app_parser
 
     app_usage = build_app_parser().format_usage().removeprefix("usage: ")
     parser = argparse.ArgumentParser(
@@ -171,7 +171,7 @@ def _front_parser(argv: Sequence[str]) -> tuple[argparse.ArgumentParser, bool]:
     app's."""
     parser = _parser_without_clashes()
     if _opens_app(parser, argv):
-        from tui.cli.app import build_app_parser
+        from tui.cli.commands.app import build_app_parser
 
         return build_app_parser(), True
     return parser, False
@@ -211,7 +211,7 @@ def _run(args_list: list[str]) -> int:
         print(f"samplescope: {error}", file=sys.stderr)
         return 2
     if opens_app or args.command is None:
-        from tui.cli.app import run_app
+        from tui.cli.commands.app import run_app
 
         return run_app(args_list)
     try:

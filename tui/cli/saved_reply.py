@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 from backend.store.steer import check_position, find_branch, settings_for
 from backend.store.store import ChatRecord, ChatStore, ReplyRecord
 from sampling.settings import SamplerSettings
+from tui.cli.commands.replay import DEFAULT_N_BATCH, DEFAULT_N_CTX, recorded_model
 from tui.cli.model_flags import add_rpc_flag, chosen_rpc
-from tui.cli.replay import DEFAULT_N_BATCH, DEFAULT_N_CTX, recorded_model
 from tui.cli.settings_flags import add_settings_flags, bias_needs_tokenizer, settings_from_args
 from tui.cli.store_access import add_db_flag
 

@@ -10,7 +10,7 @@ from typing import Any
 from backend.session.sweep import SweepSetting
 from sampling.errors import SamplescopeError, SettingsError
 from sampling.settings import SETTINGS_BY_NAME, SamplerSettings, find_setting, settings_summary
-from tui.cli.compare import parse_set, short_keys
+from tui.cli.commands.compare import parse_set, short_keys
 from tui.cli.settings_flags import settings_with_user_config
 
 

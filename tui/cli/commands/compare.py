@@ -30,9 +30,9 @@ from sampling.settings import (
     settings_summary,
 )
 from tui.chat.setting_input import read_setting_text
-from tui.cli.generate import build_messages, step_line
+from tui.cli.commands.generate import build_messages, step_line
+from tui.cli.commands.score import reply_score_json
 from tui.cli.model_flags import add_model_flags, load_backend, log
-from tui.cli.score import reply_score_json
 from tui.cli.settings_flags import settings_with_user_config
 from tui.resources import available_presets
 from tui.widgets.score_label import score_label

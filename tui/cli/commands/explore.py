@@ -20,10 +20,10 @@ from backend.session.explore import EXPLORE_SEQ_MAX, Tree, TreeNode, TreeShape, 
 from backend.store.steer import explore_step
 from sampling.errors import SamplescopeError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings, settings_summary
-from tui.cli.generate import build_messages
+from tui.cli.commands.generate import build_messages
+from tui.cli.commands.replay import DEFAULT_N_BATCH, DEFAULT_N_CTX
 from tui.cli.model_flags import add_model_flags, chosen_model_path, chosen_rpc, log, model_or_hf
 from tui.cli.number_flags import unit_fraction
-from tui.cli.replay import DEFAULT_N_BATCH, DEFAULT_N_CTX
 from tui.cli.saved_reply import add_position_flags, find_target, with_text_bias
 from tui.cli.settings_flags import (
     add_settings_flags,

@@ -20,10 +20,10 @@ from backend.store.store import (
 from backend.store.token_table import TokenRow, chat_token_rows
 from sampling.errors import SamplescopeError
 from sampling.reply_score import ReplyScore, reply_score
-from tui.cli.score import reply_score_object
+from tui.cli.commands.score import reply_score_object
+from tui.cli.commands.tree import tree_json
 from tui.cli.store_access import add_db_flag, open_store
 from tui.cli.token_export import rows_csv, rows_jsonl, vocabulary_text
-from tui.cli.tree import tree_json
 from tui.display import local_time
 from tui.widgets.score_label import score_label
 

@@ -24,9 +24,9 @@ from sampling.records import Step
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tui.cli.ban_flags import HeldBackText, add_ban_flags, bans_from_args, config_bans
 from tui.cli.beams import add_beam_flags, run_beams
+from tui.cli.commands.score import reply_score_json
 from tui.cli.loop_flags import add_loop_flags, config_loops, loops_from_args
 from tui.cli.model_flags import add_model_flags, load_backend, log
-from tui.cli.score import reply_score_json
 from tui.cli.settings_flags import (
     add_settings_flags,
     bias_needs_tokenizer,

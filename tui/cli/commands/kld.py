@@ -28,6 +28,7 @@ from backend.score.kld_pair import token_texts
 from backend.session.llama_backend import LlamaBackend
 from sampling.divergence import DivergenceTotals, summarize
 from sampling.fork import first_difference
+from tui.cli.commands.score import read_text
 from tui.cli.kld_report import CHUNK_HEADER, chunk_line, kld_json, summary_lines
 from tui.cli.model_flags import (
     add_model_flags,
@@ -37,7 +38,6 @@ from tui.cli.model_flags import (
     log,
     model_or_hf,
 )
-from tui.cli.score import read_text
 
 #: llama-perplexity's default context (tokens a chunk).
 DEFAULT_CTX = 512

@@ -96,7 +96,7 @@ def checked_app_args(app_args: Sequence[str]) -> list[str]:
         ServeError: The options are not the app's.
         HfFetchError: `--hf` cannot be had.
     """
-    from tui.cli.app import build_app_parser
+    from tui.cli.commands.app import build_app_parser
     from tui.cli.model_flags import model_or_hf
 
     args = list(app_args)

@@ -276,7 +276,7 @@ def read_result(path: Path) -> SweepResult:
 
 def view(args: argparse.Namespace, result: SweepResult) -> int:
     """Open the app (on the sweep's model and chat database) on the sweep's screen."""
-    from tui.cli.app import build_app, build_app_parser
+    from tui.cli.commands.app import build_app, build_app_parser
     from tui.sweep.command import open_sweep
 
     argv = ["--model", result.model, "--ctx", str(args.ctx), "--batch", str(args.batch)]
