@@ -98,6 +98,8 @@ def load_json(text: str, where: str) -> Any:
         value = json.loads(text)
     except json.JSONDecodeError as error:
         raise UserFileError(f"{where}: not valid JSON: {error}") from None
+    except ValueError:  # an integer past Python's 4,300 digits
+        raise UserFileError(f"{where}: holds a number too long to read") from None
     except RecursionError:
         raise UserFileError(f"{where}: nested deeper than {MAX_DEPTH} levels") from None
     _check_size(value, where)
@@ -116,6 +118,9 @@ def load_yaml(text: str, where: str) -> Any:
     except yaml.YAMLError as error:
         reason = " ".join(str(error).split())[:300]
         raise UserFileError(f"{where}: not valid YAML: {reason}") from None
+    except ValueError as error:  # a tagged value that is not its type (a date, a float)
+        reason = " ".join(str(error).split())[:300]
+        raise UserFileError(f"{where}: a value cannot be read: {reason}") from None
     except RecursionError:
         raise UserFileError(f"{where}: nested deeper than {MAX_DEPTH} levels") from None
     _check_size(value, where)
@@ -137,19 +142,23 @@ class _BoundedLoader(yaml.SafeLoader):  # type: ignore[misc]
 
 
 def _check_size(value: Any, where: str) -> None:
-    """Refuse a value nested deeper than `MAX_DEPTH` or expanding to more than
-    `MAX_YAML_NODES` values (shared values counted each time they appear)."""
+    """Refuse a value nested deeper than `MAX_DEPTH`, expanding to more than
+    `MAX_YAML_NODES` values (shared values counted each time they appear), or holding
+    itself (a YAML alias inside its own anchor), which nothing could walk to the end."""
     sizes: dict[int, int] = {}
+    inside: set[int] = set()
 
     def size(node: Any, depth: int) -> int:
         if depth > MAX_DEPTH:
             raise UserFileError(f"{where}: nested deeper than {MAX_DEPTH} levels")
         if not isinstance(node, dict | list):
             return 1
+        if id(node) in inside:
+            raise UserFileError(f"{where}: a value holds itself (an alias inside its anchor)")
         known = sizes.get(id(node))
         if known is not None:
             return known
-        sizes[id(node)] = 1  # a value holding itself counts once
+        inside.add(id(node))
         children = list(node.keys()) + list(node.values()) if isinstance(node, dict) else node
         total = 1
         for child in children:
@@ -158,6 +167,7 @@ def _check_size(value: Any, where: str) -> None:
                 raise UserFileError(
                     f"{where}: expands to more than {MAX_YAML_NODES:,} values (aliases)"
                 )
+        inside.discard(id(node))
         sizes[id(node)] = total
         return total
 
