@@ -10,6 +10,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from backend.config.user_files import DEFAULT_LIMIT, UserFileError, read_user_text
 from sampling.errors import SamplescopeError, SettingsError
 from sampling.settings import SamplerSettings
 
@@ -24,13 +25,14 @@ def load_presets(path: Path) -> dict[str, SamplerSettings]:
     """Every preset in a presets file, by name, in file order.
 
     Raises:
-        PresetError: The file cannot be read or parsed, or a preset has an unknown
-            field or a bad value (the message names the file, the preset and the field).
+        PresetError: The file cannot be read (not a regular file, too large, not
+            UTF-8) or parsed, or a preset has an unknown field or a bad value (the
+            message names the file, the preset and the field).
     """
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise PresetError(f"cannot read the presets file {path}: {error}") from error
+        text = read_user_text(Path(path), DEFAULT_LIMIT)
+    except UserFileError as error:
+        raise PresetError(f"cannot read the presets file: {error}") from None
     return parse_presets(text, str(path))
 
 
@@ -49,6 +51,10 @@ def parse_presets(text: str, where: str) -> dict[str, SamplerSettings]:
         data: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise PresetError(f"{where}: not valid TOML: {error}") from error
+    except ValueError:  # an integer past Python's 4,300 digits
+        raise PresetError(f"{where}: holds a number too long to read") from None
+    except RecursionError:
+        raise PresetError(f"{where}: nests tables or arrays too deeply") from None
     presets: dict[str, SamplerSettings] = {}
     for name, values in data.items():
         if not isinstance(values, dict):
