@@ -51,6 +51,7 @@ from typing import Any
 from backend.config.loops_table import loops_toml, parse_loops
 from backend.config.model_path import MODEL_ENV
 from backend.config.paths import default_config_path
+from backend.config.user_files import DEFAULT_LIMIT, UserFileError, read_user_text
 from backend.llama.rpc import Endpoint, RpcError, format_endpoints, parse_endpoints
 from backend.session.loop_watch import LoopGuard
 from backend.session.phrase_bans import DEFAULT_TRIES, PhraseBanError, PhraseBans
@@ -164,16 +165,18 @@ def load_config(path: Path | None = None) -> Config:
             value. The message names the file and the line.
     """
     path = default_config_path() if path is None else Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.exists():
         return Config()
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(f"cannot read config file {path}: {error}") from error
+    try:
+        text = read_user_text(path, DEFAULT_LIMIT)
+    except UserFileError as error:
+        raise ConfigError(f"cannot read the config file: {error}") from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"config file {path} is not valid TOML: {error}") from error
+    except ValueError:  # an integer past Python's 4,300 digits
+        raise ConfigError(f"config file {path} holds a number too long to read") from None
     except RecursionError:
         raise ConfigError(f"config file {path} nests tables or arrays too deeply") from None
     return _parse(path, text, data)

@@ -135,7 +135,7 @@ def test_broken_config_falls_back_to_defaults_with_the_message(tmp_path: Path) -
 def test_unreadable_file_is_a_config_error(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
     path.write_bytes(b"\xff\xfe bad")
-    with pytest.raises(ConfigError, match="cannot read config file"):
+    with pytest.raises(ConfigError, match=r"cannot read the config file.*not valid UTF-8"):
         load_config(path)
 
 
