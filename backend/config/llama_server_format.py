@@ -211,22 +211,27 @@ def import_server_flags(words: list[str]) -> ImportedPreset:
     if len(words) % 2:
         raise PresetFormatError(f"flags without a value: {flags_text(words)}")
     for flag, text in zip(words[::2], words[1::2], strict=True):
-        if flag in by_flag:
-            setting = by_flag[flag].setting
-            number = float(text)
-            changes[setting] = int(number) if number.is_integer() and "." not in text else number
-        elif flag == "--dry-sequence-breaker":
-            breakers += [] if text == "none" else [text]
-        elif flag == "--samplers":
-            changes["samplers"], left = order_from_names(text.split(";"), {}, "samplers")
-            unmapped += left
-        elif flag == "--logit-bias":
-            at = max(text.rfind("+"), text.rfind("-"))
-            biases[int(text[:at])] = float(text[at:])
-        elif flag in ("--grammar", "--json-schema"):
-            changes[flag[2:].replace("-", "_")] = text
-        else:
-            unmapped.append(Unmapped(flag, text, "not a sampling flag samplescope holds"))
+        try:
+            if flag in by_flag:
+                setting = by_flag[flag].setting
+                number = float(text)
+                changes[setting] = (
+                    int(number) if number.is_integer() and "." not in text else number
+                )
+            elif flag == "--dry-sequence-breaker":
+                breakers += [] if text == "none" else [text]
+            elif flag == "--samplers":
+                changes["samplers"], left = order_from_names(text.split(";"), {}, "samplers")
+                unmapped += left
+            elif flag == "--logit-bias":
+                at = max(text.rfind("+"), text.rfind("-"))
+                biases[int(text[:at])] = float(text[at:])
+            elif flag in ("--grammar", "--json-schema"):
+                changes[flag[2:].replace("-", "_")] = text
+            else:
+                unmapped.append(Unmapped(flag, text, "not a sampling flag samplescope holds"))
+        except (ValueError, OverflowError):
+            raise PresetFormatError(f"{flag} {text!r}: not a value it takes") from None
     if "--dry-sequence-breaker" in words:
         changes["dry_sequence_breakers"] = tuple(breakers)
     if biases:
