@@ -2,13 +2,15 @@
 
 A sequence decoded beside others gives exactly the tokens it gives alone when each
 sequence has its own KV stream and the weights are not repacked (measured on
-llama.cpp's CPU backend; `check_invariance` checks it at load). Streams cost memory:
-llama.cpp gives each of n_seq_max streams n_ctx / n_seq_max cells, so a context of
-four full-size streams holds four times the chat's cells. So the chat keeps one
-stream of the whole context, and a job of several sequences (compare, explore, beams,
-a lockstep replay) gets a second context of as many streams as it uses, each as long
-as it needs (`reserve`), freed when the next one-sequence job comes back to the chat,
-whose memory is left as it was.
+llama.cpp's CPU backend; the load's probe checks it: `Contexts.batch_invariant`).
+Streams cost memory: llama.cpp gives each of n_seq_max streams n_ctx / n_seq_max
+cells, so a context of four full-size streams holds four times the chat's cells. So
+the chat keeps one stream of the whole context, and a job of several sequences
+(compare, explore, beams, a lockstep replay) gets a second context of as many
+streams as it uses, each as long as it needs (`reserve`), freed when the next
+one-sequence job comes back to the chat, whose memory is left as it was. The load's
+probe decodes its lockstep half before the chat's context is made, so the two KV
+caches are never held at once.
 
 `Layout.legacy` rebuilds how lockstep replies were decoded before: one unified KV
 stream and repacked weights (a second copy of the model, loaded for the time; where
@@ -26,7 +28,7 @@ import llama_cpp
 import numpy as np
 import numpy.typing as npt
 
-from backend.llama.context import BatchToken, Layout, LocalContext, Switch, load_model
+from backend.llama.context import BatchToken, Layout, LlamaError, LocalContext, Switch, load_model
 from backend.llama.repack_probe import repack_survives
 
 #: The fewest cells llama.cpp gives a stream (it rounds each up to a multiple).
@@ -55,6 +57,12 @@ class Contexts:
         n_threads: Threads for decode and prefill.
         n_seq_max: The most sequences a job may decode at once.
         flash_attn: Flash attention as llama.cpp decides it (else off), in every context.
+        probe: A short text's tokens to check batch invariance with (see
+            `batch_invariant`); empty: no check.
+
+    Attributes:
+        batch_invariant: Whether a sequence's logits beside others equal its logits
+            alone, bit for bit (the probe's answer; None when there was no probe).
 
     Raises:
         LlamaError: llama.cpp could not create the chat's context.
@@ -71,17 +79,24 @@ class Contexts:
         n_seq_max: int,
         *,
         flash_attn: bool = False,
+        probe: Sequence[int] = (),
     ) -> None:
         self._model = model
         self._path = path
         self._repack = repack
         self._n_threads = n_threads
         self._flash_attn = flash_attn
-        self.chat = LocalContext(model, n_ctx, n_batch, n_threads, 1, flash_attn=flash_attn)
-        self.n_ctx = self.chat.n_ctx
         self.n_batch = n_batch
         self.n_seq_max = n_seq_max
+        # The probe's lockstep half runs before the chat's context exists: their KV
+        # caches never coexist, so the load's peak memory is the chat's alone.
+        beside = self._decode_beside(probe, n_ctx) if probe else None
+        self.chat = LocalContext(model, n_ctx, n_batch, n_threads, 1, flash_attn=flash_attn)
+        self.n_ctx = self.chat.n_ctx
         self.n_vocab = self.chat.n_vocab
+        self.batch_invariant: bool | None = None
+        if probe:
+            self.batch_invariant = beside is not None and self._matches_alone(probe, beside)
         self.placement = ""
         self.lost = False
         self._active: LocalContext = self.chat
@@ -148,65 +163,82 @@ class Contexts:
             self._other_model = None
         self._active = self.chat
 
-    def check_invariance(self, tokens: Sequence[int]) -> bool:
-        """Whether a sequence's logits beside others equal its logits alone, bit for bit.
+    def _decode_beside(
+        self, tokens: Sequence[int], n_ctx: int
+    ) -> list[npt.NDArray[np.float32]] | None:
+        """The probe's first half: sequence 1's logits decoded beside others.
 
-        `tokens` (a short text's) are the probe: all but the last `PROBE_STEPS` are a
-        prompt prefilled in a lockstep context and copied to `PROBE_SEQS` sequences
-        (fewer when the batch is smaller), which then take `PROBE_STEPS` steps in one
-        batch each, every sequence its own tokens; sequence 1's tokens are then decoded
-        alone in the chat's context. Both contexts are left empty. A batch of one never
-        holds two sequences: nothing to check then.
+        All but the last `PROBE_STEPS` of `tokens` are a prompt prefilled in a context
+        of `PROBE_SEQS` streams (fewer when the batch is smaller) and copied to every
+        sequence, which then take `PROBE_STEPS` steps in one batch each, every
+        sequence its own tokens (the probe's, shifted through the vocabulary). The
+        context is freed before returning.
 
         The probe decodes on one thread: with OpenMP, a thread that has run a parallel
         decode makes every later decode from another thread ~2.8x slower, and the check
         runs at load, often on another thread than the one that generates (the app's).
         One thread's sums are the same as several threads' (each row is one thread's).
+
+        Returns:
+            Sequence 1's logits at each step ([] when a batch cannot hold two
+            sequences: nothing to check), or None if llama.cpp failed.
         """
         steps, seqs = PROBE_STEPS, min(PROBE_SEQS, self.n_batch)
         if seqs < 2:
-            return True
-        self.chat.set_threads(1)
+            return []
+        prompt = list(tokens[:-steps])
+        cells = min(stream_cells(len(tokens)), n_ctx)
         try:
-            return self._check_invariance(tokens, steps, seqs)
-        finally:
-            self.chat.set_threads(self._n_threads)
-
-    def _check_invariance(self, tokens: Sequence[int], steps: int, seqs: int) -> bool:
-        prompt, given = list(tokens[:-steps]), list(tokens[-steps:])
-        n_vocab = self.n_vocab
-        # Each sequence takes other tokens: the probe's shifted through the vocabulary.
-        fed = [[(t + 7919 * seq) % n_vocab for t in given] for seq in range(seqs)]
-        self.reserve(seqs, len(tokens))
+            context = LocalContext(
+                self._model, cells * seqs, self.n_batch, 1, seqs, flash_attn=self._flash_attn
+            )
+        except LlamaError:
+            return None
         try:
-            lockstep = self._active
-            lockstep.set_threads(1)
-            if not _prefill(lockstep, prompt, self.n_batch):
-                return False
+            if not _prefill(context, prompt, self.n_batch):
+                return None
             for seq in range(1, seqs):
-                lockstep.seq_cp(0, seq, 0, -1)
+                context.seq_cp(0, seq, 0, -1)
+            fed = _probe_feeds(tokens, seqs, context.n_vocab)
             beside: list[npt.NDArray[np.float32]] = []
             for step in range(steps):
                 pos = len(prompt) + step
                 batch = [_Entry(fed[seq][step], pos, seq) for seq in range(seqs)]
-                if lockstep.decode_batch(batch) != 0:
-                    return False
-                beside.append(lockstep.logits(1).copy())
+                if context.decode_batch(batch) != 0:
+                    return None
+                beside.append(context.logits(1).copy())
+            return beside
+        except LlamaError:
+            return None
         finally:
-            self._active.set_threads(self._n_threads)
-            self.reserve(1, 0)
+            context.close()
+
+    def _matches_alone(
+        self, tokens: Sequence[int], beside: Sequence[npt.NDArray[np.float32]]
+    ) -> bool:
+        """The probe's second half: whether sequence 1's tokens decoded alone in the
+        chat's context (on one thread, left empty) give exactly the logits `beside`."""
+        if not beside:
+            return True
+        steps = len(beside)
+        prompt = list(tokens[:-steps])
+        fed = _probe_feeds(tokens, 2, self.n_vocab)[1]
         chat = self.chat
+        chat.set_threads(1)
         try:
             if not _prefill(chat, prompt, self.n_batch):
                 return False
             for step in range(steps):
-                if chat.decode([fed[1][step]], len(prompt) + step, 0) != 0:
+                if chat.decode([fed[step]], len(prompt) + step, 0) != 0:
                     return False
                 if not np.array_equal(chat.logits(-1), beside[step]):
                     return False
             return True
+        except LlamaError:
+            return False
         finally:
             chat.clear()
+            chat.set_threads(self._n_threads)
 
     # ---- the Context interface: the context in use ----------------------------------
 
@@ -261,6 +293,13 @@ class Contexts:
         """Free every context (idempotent; the model is the caller's)."""
         self._free_lockstep()
         self.chat.close()
+
+
+def _probe_feeds(tokens: Sequence[int], seqs: int, n_vocab: int) -> list[list[int]]:
+    """The tokens each probe sequence takes step by step: the probe's last
+    `PROBE_STEPS`, shifted through the vocabulary by the sequence's number."""
+    given = list(tokens[-PROBE_STEPS:])
+    return [[(t + 7919 * seq) % n_vocab for t in given] for seq in range(seqs)]
 
 
 def _prefill(context: LocalContext, tokens: Sequence[int], n_batch: int) -> bool:

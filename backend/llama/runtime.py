@@ -187,6 +187,7 @@ class LlamaRuntime:
                         self.n_threads,
                         options.n_seq_max,
                         flash_attn=options.flash_attn,
+                        probe=self._probe_tokens() if options.n_seq_max > 1 else (),
                     )
                 except LlamaError as error:
                     raise LlamaError(f"{path}: {error}") from None
@@ -205,20 +206,18 @@ class LlamaRuntime:
         self._grammars = GrammarTemplates(self._vocab, self.n_vocab)
         self.batch_invariant: bool | None = None
         """Whether a sequence decoded beside others gets exactly its logits alone
-        (checked at load; None: one sequence at a time, nothing to check)."""
-        if isinstance(self._context, Contexts) and self.n_seq_max > 1:
-            self.batch_invariant = self._check_invariance()
+        (checked at load: `Contexts.batch_invariant`; None: one sequence at a time,
+        nothing to check)."""
+        if isinstance(self._context, Contexts):
+            self.batch_invariant = self._context.batch_invariant
 
-    def _check_invariance(self) -> bool:
-        """The load's self-check (`Contexts.check_invariance`) on a short text."""
-        assert isinstance(self._context, Contexts)
+    def _probe_tokens(self) -> list[int]:
+        """The load's self-check text (`PROBE_TEXT`) as tokens."""
         tokens = self.tokenize(PROBE_TEXT, special=False)
         if len(tokens) < 6:  # an odd vocabulary: any ids will do
-            tokens = [t % self.n_vocab for t in range(100, 112)]
-        try:
-            return self._context.check_invariance(tokens)
-        except LlamaError:
-            return False
+            n_vocab = int(llama_cpp.llama_vocab_n_tokens(self._vocab))
+            tokens = [t % n_vocab for t in range(100, 112)]
+        return tokens
 
     @property
     def placement(self) -> str:
