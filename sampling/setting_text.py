@@ -217,7 +217,13 @@ def format_bias(value: object) -> str:
     """The pairs as "17=-inf;42=+2"."""
     if not isinstance(value, tuple):
         return str(value)
-    return ";".join(f"{token}={bias:+g}" for token, bias in value)
+    return ";".join(f"{token}={_bias_text(bias)}" for token, bias in value)
+
+
+def _bias_text(bias: float) -> str:
+    """A bias as short as reads back exactly: "+2", "-inf", "+1000001.0"."""
+    short = f"{bias:+g}"
+    return short if float(short) == bias else f"{bias:+}"
 
 
 def accepts_texts(value: object) -> bool:
@@ -245,6 +251,8 @@ def parse_texts(text: str, *, patterns: bool = False) -> tuple[str, ...]:
             values = json.loads(stripped)
         except json.JSONDecodeError as error:
             raise ValueError(f"not a JSON list: {error.msg}") from None
+        except RecursionError:
+            raise ValueError("not a JSON list of texts: nested too deep") from None
         if not isinstance(values, list) or not all(isinstance(v, str) and v for v in values):
             raise ValueError("a JSON list of non-empty texts")
         return tuple(values)
@@ -271,7 +279,7 @@ def _is_text_list(text: str) -> bool:
         return False
     try:
         values = json.loads(text)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(values, list) and all(isinstance(value, str) for value in values)
 
