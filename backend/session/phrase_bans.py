@@ -77,9 +77,10 @@ class PhraseBans:
             if self.regex:
                 try:
                     compiled = re.compile(phrase, self._flags)
-                except re.error as error:
+                except (re.error, RecursionError, OverflowError) as error:
+                    reason = str(error) if isinstance(error, re.error) else "too large"
                     raise PhraseBanError(
-                        f"banned phrase {phrase!r} is not a regular expression: {error}"
+                        f"banned phrase {phrase!r} is not a regular expression: {reason}"
                     ) from None
                 if compiled.fullmatch(""):
                     raise PhraseBanError(
