@@ -14,6 +14,8 @@ grammar taking the reply's token after it:
   rejected apply the grammar to the whole vocabulary and draw again. It is cheaper
   when the model already follows the grammar, and it does not draw from the
   distribution under the constraint.
+- the lazy grammar's trigger step at tokens 100 and 700 (`backend.bench.triggers`),
+  one run.
 """
 
 from __future__ import annotations
@@ -29,8 +31,10 @@ import llama_cpp
 import numpy as np
 
 from backend.bench.sampler import BenchRow, Logits, ModelWords
-from backend.llama.grammar import TOKEN_DATA, GrammarTemplates, LlamaGrammarConstraint
+from backend.bench.triggers import trigger_rows
+from backend.llama.grammar import GrammarTemplates, LlamaGrammarConstraint
 from backend.llama.reference import plain_llama
+from backend.llama.triggers import TOKEN_DATA
 from sampling import Sampler, SamplerSettings
 from sampling.constraint import GrammarSpec
 
@@ -177,9 +181,15 @@ def _time_native(
 
 
 def run_grammar_bench(
-    model_path: Path, *, steps: int = 48, repeats: int = 7, n_threads: int = 2
+    model_path: Path,
+    *,
+    steps: int = 48,
+    repeats: int = 7,
+    n_threads: int = 2,
+    trigger_at: tuple[int, int] = (100, 700),
 ) -> list[BenchRow]:
-    """Time both rows, ours and native alternating; each figure the median of `repeats`."""
+    """Time both rows, ours and native alternating; each figure the median of `repeats`;
+    then the trigger rows at the tokens `trigger_at`, once."""
     from backend.llama.grammar import gbnf_of
 
     llm = plain_llama(str(model_path), n_ctx=512, n_threads=n_threads, verbose=False)
@@ -208,6 +218,7 @@ def run_grammar_bench(
                     name, "json", statistics.median(ours), statistics.median(native), len(logits)
                 )
             )
-        return rows
+        # One run: llama.cpp's side takes about a minute to reach token 700.
+        return rows + trigger_rows(vocab, words.n_vocab, trigger_at)
     finally:
         llm.close()

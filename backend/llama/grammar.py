@@ -12,7 +12,9 @@ made llama.cpp's again: no raw control characters). llama.cpp prints a GBNF pars
 error on stderr (not through its log callback; under the app, stderr is the screen)
 and aborts the process on a trigger pattern std::regex refuses, so a new grammar is
 parsed first in a child process (`check_in_child`, about 50 ms): its message, with
-the line and column where parsing stopped, becomes the `GrammarError`'s.
+the line and column where parsing stopped, becomes the `GrammarError`'s. A lazy
+grammar's triggers are checked there too (a preset stays one llama.cpp reads), but
+followed by `backend.llama.triggers`: llama.cpp gets the grammar without them.
 
 A snapshot is a clone of the sampler (`GrammarSnapshot`); restoring clones it again,
 so one snapshot can be restored any number of times. llama.cpp aborts the process
@@ -35,12 +37,10 @@ import numpy as np
 from llama_cpp.llama_grammar import json_schema_to_gbnf
 
 from backend.llama.log import recent_problems
+from backend.llama.triggers import TOKEN_DATA, TriggerWatch, searched
 from sampling.constraint import BoolArray, GrammarSpec
 from sampling.errors import GrammarDeadEnd, GrammarError
 from sampling.ordering import IdArray
-
-TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
-"""`llama_token_data` as a numpy record (id, logit, p)."""
 
 _LOOSE_CHAR = 'char ::= [^"\\\\] |'
 _JSON_CHAR = 'char ::= [^"\\\\\\x7F\\x00-\\x1F] |'
@@ -216,13 +216,6 @@ def parse_message(stderr: str, gbnf: str) -> str | None:
     return " ".join(what.split())
 
 
-def searched(pattern: str) -> str:
-    """A trigger as llama.cpp matches it: the whole reply so far must match, and the
-    grammar takes the text from the first group on; so the trigger is searched for
-    anywhere, and the grammar starts where it matched."""
-    return f"[\\s\\S]*?({pattern})[\\s\\S]*"
-
-
 class GrammarTemplates:
     """Grammars parsed for one vocabulary, by spec; each constraint is a clone.
 
@@ -263,99 +256,21 @@ class GrammarTemplates:
         if not patterns:
             return strict, None
         try:
-            compiled = tuple(re.compile(pattern.encode("utf-8")) for pattern in patterns)
+            watch = TriggerWatch(self._vocab, spec.triggers)
         except re.error as error:
             llama_cpp.llama_sampler_free(strict)
             raise GrammarError(
                 f"invalid {kind}: a trigger pattern Python cannot follow ({error})"
             ) from None
-        encoded = [pattern.encode("utf-8") for pattern in patterns]
-        array = (ctypes.c_char_p * len(encoded))(*encoded)
-        lazy = llama_cpp.llama_sampler_init_grammar_lazy_patterns(
-            self._vocab, grammar, root, array, len(encoded), None, 0
-        )
-        return lazy, TriggerWatch(self._vocab, compiled, strict)
+        # llama.cpp gets the grammar without its triggers (it would match each whole
+        # reply against them at every token): the watch follows them.
+        return strict, watch
 
     def close(self) -> None:
         """Free every parsed grammar (constraints cloned from them live on)."""
-        for sampler, watch in self._parsed.values():
+        for sampler, _ in self._parsed.values():
             llama_cpp.llama_sampler_free(sampler)
-            if watch is not None:
-                llama_cpp.llama_sampler_free(watch.strict)
         self._parsed.clear()
-
-
-class TriggerWatch:
-    """A lazy grammar's triggers followed in Python, as llama.cpp follows them.
-
-    When a trigger matches, llama.cpp hands its grammar the text from the match on and
-    aborts the process if the grammar refuses it. The watch sees the match coming (the
-    reply's text so far, each token's piece appended, matched as llama.cpp matches it)
-    and first checks that text, token by token, on a strict copy of the grammar.
-
-    Args:
-        vocab: The vocabulary.
-        patterns: The trigger patterns as llama.cpp gets them, compiled over bytes.
-        strict: The grammar without triggers (owned by `GrammarTemplates`).
-    """
-
-    def __init__(self, vocab: Any, patterns: tuple[re.Pattern[bytes], ...], strict: Any) -> None:
-        self.vocab = vocab
-        self.patterns = patterns
-        self.strict = strict
-        self._buffer = ctypes.create_string_buffer(256)
-
-    def piece(self, token: int) -> bytes:
-        """A token's text as llama.cpp's grammar reads it (special tokens by name)."""
-        n = llama_cpp.llama_token_to_piece(self.vocab, token, self._buffer, 256, 0, True)
-        if n < 0:
-            big = ctypes.create_string_buffer(-n)
-            n = llama_cpp.llama_token_to_piece(self.vocab, token, big, -n, 0, True)
-            return bytes(big.raw[:n])
-        return bytes(self._buffer.raw[:n])
-
-    def matched(self, text: bytes) -> bytes | None:
-        """The text llama.cpp's grammar takes when `text` triggers it, else None."""
-        for pattern in self.patterns:
-            match = pattern.fullmatch(text)
-            if match is not None:
-                starts = [
-                    match.start(g) for g in range(1, len(match.groups()) + 1) if match.group(g)
-                ]
-                return text[starts[0] if starts else match.start() :]
-        return None
-
-    def check(self, text: bytes) -> None:
-        """Raise unless the grammar takes `text` from its start.
-
-        Raises:
-            GrammarDeadEnd: It does not (llama.cpp would abort).
-        """
-        capacity = len(text) + 8
-        tokens = (llama_cpp.llama_token * capacity)()
-        count = llama_cpp.llama_tokenize(
-            self.vocab, text, len(text), tokens, capacity, False, False
-        )
-        scratch = llama_cpp.llama_sampler_clone(self.strict)
-        one = np.zeros(1, dtype=TOKEN_DATA)
-        try:
-            for token in tokens[: max(count, 0)]:
-                one["id"], one["logit"] = token, 0.0
-                array = llama_cpp.llama_token_data_array(
-                    data=one.ctypes.data_as(llama_cpp.llama_token_data_p),
-                    size=1,
-                    selected=-1,
-                    sorted=False,
-                )
-                llama_cpp.llama_sampler_apply(scratch, ctypes.byref(array))
-                if not np.isfinite(one["logit"][0]):
-                    shown = text.decode("utf-8", "replace")
-                    raise GrammarDeadEnd(
-                        f"the trigger matched {shown!r}, which the grammar does not start with"
-                    )
-                llama_cpp.llama_sampler_accept(scratch, token)
-        finally:
-            llama_cpp.llama_sampler_free(scratch)
 
 
 class GrammarSnapshot:
@@ -409,7 +324,10 @@ class LlamaGrammarConstraint:
         return result
 
     def allowed(self, ids: IdArray | None) -> BoolArray:
-        """Whether each token (of `ids`, or of the vocabulary when None) may come next."""
+        """Whether each token (of `ids`, or of the vocabulary when None) may come next
+        (every token while a lazy grammar waits for its trigger)."""
+        if self._waiting is not None:
+            return np.ones(self.n_vocab if ids is None else ids.shape[0], dtype=np.bool_)
         if ids is None:
             data = self._every
             data["logit"] = 0.0
@@ -427,13 +345,24 @@ class LlamaGrammarConstraint:
         if not self.allowed(np.array([token], dtype=np.intp))[0]:
             raise GrammarDeadEnd(f"the reply's token {token} breaks the grammar")
         watch, waiting = self._watch, self._waiting
-        if watch is not None and waiting is not None:
-            text = waiting + watch.piece(token)
-            constrained = watch.matched(text)
-            if constrained is not None:
-                watch.check(constrained)
-            self._waiting = text if constrained is None else None
-        llama_cpp.llama_sampler_accept(self._sampler, token)
+        if watch is None or waiting is None:
+            llama_cpp.llama_sampler_accept(self._sampler, token)
+            return
+        text = waiting + watch.piece(token)
+        constrained = watch.matched(text, len(waiting))
+        if constrained is None:
+            self._waiting = text
+            return
+        # Triggered: the grammar (still in its start state) takes the text from the
+        # match on, this token's piece included, as llama.cpp's lazy grammar does.
+        started = llama_cpp.llama_sampler_clone(self._sampler)
+        try:
+            watch.feed(started, constrained)
+        except GrammarDeadEnd:
+            llama_cpp.llama_sampler_free(started)
+            raise
+        llama_cpp.llama_sampler_free(self._sampler)
+        self._sampler, self._waiting = started, None
 
     def reset(self) -> None:
         """Back to the grammar's start."""

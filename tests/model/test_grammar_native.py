@@ -200,10 +200,15 @@ def test_rewind_restores_the_grammar_state(llama_backend: LlamaBackend) -> None:
 def test_the_grammar_bench_runs_both_rows(default_model_path: Path) -> None:
     from backend.bench.grammar import run_grammar_bench
 
-    rows = run_grammar_bench(default_model_path, steps=4, repeats=1, n_threads=1)
+    rows = run_grammar_bench(
+        default_model_path, steps=4, repeats=1, n_threads=1, trigger_at=(20, 60)
+    )
     assert [(row.mode, row.logits_kind, row.steps) for row in rows] == [
         ("grammar first", "json", 4),
         ("grammar on rejection", "json", 4),
+        ("lazy trigger @20", "text", 10),
+        ("lazy trigger @60", "text", 10),
+        ("trigger @60/ours@20", "ours", 10),
     ]
     assert all(row.ours_us > 0 and row.native_us > 0 for row in rows)
 
@@ -219,6 +224,48 @@ def test_a_lazy_grammar_waits_for_its_trigger(llama_backend: LlamaBackend) -> No
     texts = {runtime.token_bytes(int(token)) for token in allowed}
     assert 0 < len(allowed) < 20 and b" yes" in texts and b" no" in texts
     assert all(b" yes".startswith(text) or b" no".startswith(text) for text in texts)
+
+
+def test_a_lazy_grammar_allows_what_llama_cpps_lazy_grammar_allows(
+    llama_backend: LlamaBackend, default_model_path: Path
+) -> None:
+    # llama.cpp gets the grammar without its triggers and the watch follows them: at
+    # every token, before and after the trigger, the legal set is llama.cpp's own
+    # lazy grammar's (which matches the whole reply at every token).
+    from backend.llama.grammar import TOKEN_DATA
+    from backend.llama.triggers import searched
+
+    runtime = llama_backend.runtime
+    gbnf = 'root ::= "Answer: " ("yes" | "no") " because " [a-z ]*'
+    spec = GrammarSpec(gbnf=gbnf, triggers=("Ans(?=wer)", "maybe$"))
+    ours = runtime.token_constraint(spec)
+    params = llama_cpp.llama_model_default_params()
+    params.vocab_only = True
+    model = llama_cpp.llama_model_load_from_file(str(default_model_path).encode(), params)
+    vocab = llama_cpp.llama_model_get_vocab(model)
+    patterns = [searched(p).encode() for p in spec.triggers]
+    native = llama_cpp.llama_sampler_init_grammar_lazy_patterns(
+        vocab, gbnf.encode(), b"root", (ctypes.c_char_p * 2)(*patterns), 2, None, 0
+    )
+    data = np.zeros(runtime.n_vocab, dtype=TOKEN_DATA)
+    try:
+        tokens = runtime.tokenize("So, I think so. Answer: yes because it is", special=False)
+        for token in tokens:
+            data["id"], data["logit"] = np.arange(runtime.n_vocab), 0.0
+            array = llama_cpp.llama_token_data_array(
+                data=data.ctypes.data_as(llama_cpp.llama_token_data_p),
+                size=runtime.n_vocab,
+                selected=-1,
+                sorted=False,
+            )
+            llama_cpp.llama_sampler_apply(native, ctypes.byref(array))
+            assert np.array_equal(ours.allowed(None), data["logit"] == 0.0)
+            ours.accept(token)
+            llama_cpp.llama_sampler_accept(native, token)
+        assert not ours.allowed(None).all()  # triggered on the way
+    finally:
+        llama_cpp.llama_sampler_free(native)
+        llama_cpp.llama_model_free(model)
 
 
 def test_what_llama_cpp_refuses_is_one_line_and_never_aborts(llama_backend: LlamaBackend) -> None:
