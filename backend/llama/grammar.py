@@ -26,7 +26,6 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -38,6 +37,7 @@ from llama_cpp.llama_grammar import json_schema_to_gbnf
 
 from backend.llama.log import recent_problems
 from backend.llama.triggers import TOKEN_DATA, TriggerWatch, searched
+from backend.user_regex import PatternError
 from sampling.constraint import BoolArray, GrammarSpec
 from sampling.errors import GrammarDeadEnd, GrammarError
 from sampling.ordering import IdArray
@@ -257,7 +257,7 @@ class GrammarTemplates:
             return strict, None
         try:
             watch = TriggerWatch(self._vocab, spec.triggers)
-        except re.error as error:
+        except PatternError as error:
             llama_cpp.llama_sampler_free(strict)
             raise GrammarError(
                 f"invalid {kind}: a trigger pattern Python cannot follow ({error})"

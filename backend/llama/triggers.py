@@ -18,6 +18,9 @@ searched only where a new match can be:
   `UNBOUNDED_WINDOW` bytes before the end of the text already checked. It differs
   from llama.cpp's full match in one case only: a match that would start earlier
   than that is not seen (the grammar is not triggered by it).
+
+The patterns run on `backend.user_regex`: a search that backtracks without end stops
+the reply after a time limit, in one line naming the pattern.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Any
 import llama_cpp
 import numpy as np
 
+from backend.user_regex import UserRegex
 from sampling.errors import GrammarDeadEnd
 
 sre_parse: Any = importlib.import_module("re._parser")
@@ -111,11 +115,16 @@ class TriggerWatch:
     Args:
         vocab: The vocabulary.
         patterns: The trigger patterns as the user gave them.
+
+    Raises:
+        PatternError: A pattern is not a regular expression.
     """
 
     def __init__(self, vocab: Any, patterns: tuple[str, ...]) -> None:
         self.vocab = vocab
-        self.patterns = tuple(re.compile(searched(p).encode("utf-8")) for p in patterns)
+        self.patterns = tuple(
+            UserRegex(searched(p).encode("utf-8"), "trigger pattern", shown=p) for p in patterns
+        )
         self.reaches = tuple(match_reach(p.encode("utf-8")) for p in patterns)
         self._buffer = ctypes.create_string_buffer(256)
 
@@ -135,14 +144,15 @@ class TriggerWatch:
             text: The reply's text so far.
             checked: How many bytes of `text` were matched before without a trigger
                 (0: the whole text is searched, as llama.cpp does).
+
+        Raises:
+            RegexTimeout: A pattern took longer than its time limit (`backend.user_regex`).
         """
         for pattern, reach in zip(self.patterns, self.reaches, strict=True):
             back = UNBOUNDED_WINDOW if reach is None else reach + _PEEK
             match = pattern.fullmatch(text, max(0, checked - back))
             if match is not None:
-                starts = [
-                    match.start(g) for g in range(1, len(match.groups()) + 1) if match.group(g)
-                ]
+                starts = [match.start(g) for g in range(1, pattern.groups + 1) if match.group(g)]
                 return text[starts[0] if starts else 0 :]
         return None
 

@@ -189,12 +189,12 @@ class Generation:
         lane.pending = wanted[start:]
         lane.row = None
 
-    def end(self, column: int, reason: FinishReason) -> None:
+    def end(self, column: int, reason: FinishReason, error: str | None = None) -> None:
         """End sequence `column` where it stands (between events); its FinishedEvent
-        comes when the generation ends."""
+        comes when the generation ends (with `error`, for the reason "error")."""
         lane = self.lanes[column]
         if lane.reason is None:
-            lane.reason = reason
+            lane.reason, lane.error = reason, error
             lane.pending = []
             lane.row = None
 
@@ -390,4 +390,5 @@ class Generation:
             layout = self.layout
             decoding = Decoding(lane.column, self.start_settings, layout.streams, layout.repack)
         yield lane.column, PhaseEvent("done")
+        error = lane.error if error is None else error
         yield lane.column, lane.finished(self.session.clock(), cached, error, decoding)

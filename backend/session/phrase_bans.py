@@ -21,13 +21,15 @@ reply's end as an end, and a phrase is found as soon as its last character is ou
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import accumulate
 
+from regex import Match, escape
+
 from backend.chat.events import NoticeEvent, RewindEvent, TokenEvent
 from backend.session.loop import Event, Generation
+from backend.user_regex import PatternError, RegexTimeout, UserRegex
 from sampling.errors import SamplescopeError
 
 #: How many tokens may be banned at one index before the reply stops there.
@@ -62,47 +64,57 @@ class PhraseBans:
     ignore_case: bool = False
     regex: bool = False
     tries: int = DEFAULT_TRIES
-    _patterns: tuple[re.Pattern[str], ...] = field(
-        default=(), init=False, repr=False, compare=False
-    )
-    """Each phrase compiled once (plain phrases escaped)."""
+    _patterns: tuple[UserRegex[str], ...] = field(default=(), init=False, repr=False, compare=False)
+    """Each phrase compiled once (plain phrases escaped), each search time-limited."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "phrases", tuple(self.phrases))
         if not 1 <= self.tries <= MAX_TRIES:
             raise PhraseBanError(f"invalid tries={self.tries}: expected 1 to {MAX_TRIES}")
+        patterns = []
         for phrase in self.phrases:
             if not phrase:
                 raise PhraseBanError("a banned phrase is empty")
-            if self.regex:
-                try:
-                    compiled = re.compile(phrase, self._flags)
-                except (re.error, RecursionError, OverflowError) as error:
-                    reason = str(error) if isinstance(error, re.error) else "too large"
-                    raise PhraseBanError(
-                        f"banned phrase {phrase!r} is not a regular expression: {reason}"
-                    ) from None
-                if compiled.fullmatch(""):
-                    raise PhraseBanError(
-                        f"banned phrase {phrase!r} matches the empty text: it bans everything"
+            if not self.regex:
+                patterns.append(
+                    UserRegex(
+                        escape(phrase),
+                        "banned phrase",
+                        shown=phrase,
+                        ignore_case=self.ignore_case,
                     )
-        parts = self.phrases if self.regex else tuple(re.escape(p) for p in self.phrases)
-        object.__setattr__(self, "_patterns", tuple(re.compile(p, self._flags) for p in parts))
-
-    @property
-    def _flags(self) -> int:
-        return re.IGNORECASE if self.ignore_case else 0
+                )
+                continue
+            try:
+                compiled = UserRegex(phrase, "banned phrase", ignore_case=self.ignore_case)
+                empty = compiled.fullmatch("")
+            except PatternError as error:
+                raise PhraseBanError(
+                    f"banned phrase {phrase!r} is not a regular expression: {error}"
+                ) from None
+            except RegexTimeout as error:
+                raise PhraseBanError(str(error)) from None
+            if empty:
+                raise PhraseBanError(
+                    f"banned phrase {phrase!r} matches the empty text: it bans everything"
+                )
+            patterns.append(compiled)
+        object.__setattr__(self, "_patterns", tuple(patterns))
 
     def __bool__(self) -> bool:
         return bool(self.phrases)
 
-    def find(self, text: str, after: int = 0) -> re.Match[str] | None:
+    def find(self, text: str, after: int = 0) -> Match[str] | None:
         """The banned phrase in `text` that starts first among those ending past
-        character `after` (matches may overlap: "aa" is found in "aaa" past 2)."""
-        found: re.Match[str] | None = None
-        for pattern in self._patterns:
+        character `after` (matches may overlap: "aa" is found in "aaa" past 2).
+
+        Raises:
+            RegexTimeout: A search took longer than its time limit (`backend.user_regex`).
+        """
+        found: Match[str] | None = None
+        for phrase, pattern in zip(self.phrases, self._patterns, strict=True):
             # A plain phrase ending past `after` starts at most its length before it.
-            position = 0 if self.regex else max(0, after - len(pattern.pattern) + 1)
+            position = 0 if self.regex else max(0, after - len(phrase) + 1)
             while (match := pattern.search(text, position)) is not None:
                 if match.end() > after:
                     if found is None or match.start() < found.start():
@@ -149,7 +161,11 @@ def backtracking(generation: Generation, bans: PhraseBans) -> Iterator[Event]:
         # lies in the given tokens, left alone): only one ending in the new text counts.
         if column not in given_chars:
             given_chars[column] = sum(len(text) for text in lane.texts[:fixed])
-        match = bans.find(whole, max(given_chars[column], len(text_before)))
+        try:
+            match = bans.find(whole, max(given_chars[column], len(text_before)))
+        except RegexTimeout as timeout:  # the reply ends there, in one line
+            generation.end(column, "error", str(timeout))
+            continue
         if match is None:
             continue
         at = max(fixed, token_at(lane.texts, match.start()))

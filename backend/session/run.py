@@ -134,6 +134,8 @@ class Lane:
     stream: Utf8Stream = field(default_factory=Utf8Stream)
     reason: FinishReason | None = None
     """Why it ended (None while it runs)."""
+    error: str | None = None
+    """The error it ended on, when ended from outside (`Generation.end`)."""
     ending: FinishReason | None = None
     """Why it ends after its latest token unless that token is rewound first
     (`Generation.end_after`; None: it goes on)."""

@@ -268,6 +268,22 @@ def test_a_lazy_grammar_allows_what_llama_cpps_lazy_grammar_allows(
         llama_cpp.llama_model_free(model)
 
 
+def test_a_trigger_that_never_ends_stops_the_reply_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from tui.cli.main import main
+
+    # The bias makes the reply a's; on a's with no c, (a|aa)+c backtracks without end.
+    argv = ["generate", "Hi", "-t", "0", "--logit-bias", "a=+100", "--max-tokens", "60"]
+    argv += ["--threads", "1", "--grammar", 'root ::= "c"', "--grammar-triggers", "(a|aa)+c"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert [line for line in err.splitlines() if line.startswith("samplescope:")] == [
+        "samplescope: the trigger pattern '(a|aa)+c' took over 1 s of CPU to match the reply"
+        " (a pattern that backtracks without end?): the reply stops here"
+    ]
+
+
 def test_what_llama_cpp_refuses_is_one_line_and_never_aborts(llama_backend: LlamaBackend) -> None:
     runtime = llama_backend.runtime
     cases = {

@@ -141,3 +141,21 @@ def test_generate_json_reports_the_ghosts_and_the_discarded_tokens(
             branch = stored[ghost["reply_id"]]
             assert branch.is_ghost and branch.fork_at == ghost["at"]
             assert list(branch.token_ids[ghost["at"] :]) == ghost["token_ids"]
+
+
+def test_a_banned_regex_that_never_ends_stops_the_reply_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The bias makes the reply a's; on a's with no c, (a|aa)+c tries every way of
+    # cutting them into ones and twos at each start: without a time limit the reply
+    # (and Ctrl-C) waited for ever.
+    argv = ["generate", "Hi", "-t", "0", "--logit-bias", "a=+100", "--max-tokens", "60"]
+    argv += ["--threads", "1", "--ban", "(a|aa)+c", "--ban-regex"]
+    assert main(argv) == 1
+    out, err = capsys.readouterr()
+    assert out.strip() and set(out.strip()) == {"a"}  # the reply so far
+    lines = [line for line in err.splitlines() if line.startswith("samplescope:")]
+    assert lines == [
+        "samplescope: the banned phrase '(a|aa)+c' took over 1 s of CPU to match the reply"
+        " (a pattern that backtracks without end?): the reply stops here"
+    ]

@@ -135,6 +135,7 @@ def subpackage_of(module: str) -> str:
                 "platformdirs",
                 "yaml",
                 "huggingface_hub",
+                "regex",  # the user's regular expressions, time-limited
             },
         ),
         (
