@@ -16,8 +16,8 @@ from backend.chat.protocol import ChatMessage
 from backend.errors import ModelFileError
 from backend.llama.gguf import read_gguf
 from backend.llama.vocab_match import VocabularyMismatch, check_same_gguf_vocabulary
+from backend.store.lookup import find_branch
 from backend.store.records import ChatRecord, ReplyRecord, StoreError
-from backend.store.steer import find_branch
 from backend.store.store import ChatStore
 from sampling.fork import Fork, find_fork
 from sampling.records import Step

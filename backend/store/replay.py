@@ -22,7 +22,7 @@ from backend.llama.context import Layout
 from backend.session.backend import SessionBackend
 from backend.session.beams import beam_record
 from backend.session.run import Steer
-from backend.store.records import ChatRecord, ReplyRecord, StoreError
+from backend.store.records import ChatRecord, ReplyRecord
 from backend.store.replay_cache import prepare_cache
 from sampling.errors import SamplescopeError
 from sampling.records import Step
@@ -61,24 +61,6 @@ class ReplayResult:
     def first_difference(self) -> int | None:
         """The first index where the sequences differ (None when identical)."""
         return first_divergence(self.stored, self.replayed)
-
-
-def pick_reply(chat: ChatRecord, number: int | None) -> ReplyRecord:
-    """Reply `number` (1-based) of a chat, or its last reply when None.
-
-    Raises:
-        StoreError: The chat has no generated reply, or no reply with that number.
-    """
-    replies = chat.replies
-    if not replies:
-        raise StoreError(f"chat {chat.id} has no generated reply to replay")
-    if number is None:
-        return replies[-1]
-    if not 1 <= number <= len(replies):
-        raise StoreError(
-            f"chat {chat.id} has no reply {number}: it has replies 1 to {len(replies)}"
-        )
-    return replies[number - 1]
 
 
 def prompt_messages(chat: ChatRecord, reply: ReplyRecord) -> list[ChatMessage]:

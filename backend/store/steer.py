@@ -24,7 +24,7 @@ from backend.chat.protocol import LiveSettings
 from backend.session.backend import SessionBackend
 from backend.session.explore import Tree, TreeShape, explore
 from backend.session.run import Steer, StepInput
-from backend.store.branches import lineage, turn_of
+from backend.store.branches import turn_of
 from backend.store.recorded import recorded
 from backend.store.recorder import ChatRecorder
 from backend.store.records import ChatRecord, ReplyRecord, StoreError
@@ -59,60 +59,6 @@ class BranchResult:
     parent: ReplyRecord
     at: int
     notices: tuple[str, ...]
-
-
-def find_branch(chat: ChatRecord, number: int | None, branch_id: int | None) -> ReplyRecord:
-    """Reply `number` (1-based; None: the last) of a chat, on branch `branch_id`
-    (None: the branch the conversation follows).
-
-    Raises:
-        StoreError: No such reply or branch.
-    """
-    turns = [m for m in chat.messages if m.reply is not None]
-    if not turns:
-        raise StoreError(f"chat {chat.id} has no generated reply")
-    if number is None:
-        number = len(turns)
-    if not 1 <= number <= len(turns):
-        raise StoreError(f"chat {chat.id} has no reply {number}: it has replies 1 to {len(turns)}")
-    turn = turns[number - 1]
-    if branch_id is None:
-        assert turn.reply is not None
-        return turn.reply
-    for branch in turn.branches:
-        if branch.id == branch_id:
-            return branch
-    ids = ", ".join(str(b.id) for b in turn.branches)
-    raise StoreError(f"reply {number} of chat {chat.id} has no branch {branch_id} (it has {ids})")
-
-
-def check_position(reply: ReplyRecord, position: int) -> int:
-    """The 0-based index of 1-based token `position` of a branch.
-
-    Raises:
-        StoreError: The branch has no such token.
-    """
-    count = len(reply.token_ids)
-    if not 1 <= position <= count:
-        raise StoreError(
-            f"reply {reply.number} (branch {reply.id}) has {count} tokens: "
-            f"the position must be 1 to {count}, not {position}"
-        )
-    return position - 1
-
-
-def settings_for(chat: ChatRecord, reply: ReplyRecord, index: int) -> SamplerSettings:
-    """The settings token `index` of a branch was sampled with (its parent's before its fork).
-
-    Raises:
-        StoreError: They cannot run here (a sampler plug-in they used is not loaded).
-    """
-    if reply.replay_problem is not None:
-        raise StoreError(f"reply {reply.number} cannot run again: {reply.replay_problem}")
-    for branch in lineage(reply, turn_of(chat, reply)):
-        if branch.fork_at is None or index >= branch.fork_at:
-            return branch.settings_at(index)
-    return reply.settings_at(index)
 
 
 def _limit(reply: ReplyRecord) -> int:

@@ -12,8 +12,8 @@ import pytest
 
 from backend.chat.events import GenerationStats
 from backend.config.sampler_files import load_sampler_file
+from backend.store.lookup import settings_for
 from backend.store.records import StoreError
-from backend.store.steer import settings_for
 from backend.store.store import ChatStore, ModelRef
 from sampling.plugins import plugin_origins, unregister
 from sampling.settings import SamplerSettings

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from backend.store.steer import check_position, find_branch, settings_for
+from backend.store.lookup import check_position, find_branch, settings_for
 from backend.store.store import ChatRecord, ChatStore, ReplyRecord
 from sampling.settings import SamplerSettings
 from tui.cli.commands.replay import DEFAULT_N_BATCH, DEFAULT_N_CTX, recorded_model
