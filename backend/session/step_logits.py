@@ -4,7 +4,7 @@ A past step recomputed under other settings must see exactly the logits and the
 history the sampler saw. For the running reply's latest steps `StepLogits` keeps a
 copy of both (the generating thread hands them over through
 `LiveSettings.step_sink`); an older step, or one of another reply, is rebuilt
-through the replay path instead (`backend.store.steer.recompute`).
+through the replay path instead (`backend.session.steer.recompute`).
 
 Memory budget: `DEFAULT_BUDGET_BYTES` (64 MiB). A step costs its logits as float32
 (4 bytes a token of the vocabulary: 196,608 bytes at SmolLM2's 49,152) plus its

@@ -17,7 +17,7 @@ stored text — no detokenizer is needed to read a chat back.
 
 Typical use (see `ChatStore.begin_reply`):
 
-    store = ChatStore()                        # <data dir>/chats.sqlite3
+    store = ChatStore(default_store_path())    # <data dir>/chats.sqlite3
     model = store.model_ref(model_path)        # hashes the file once, then cached
     chat = store.new_chat("Why is the sky blue?", model)
     store.add_message(chat, "user", "Why is the sky blue?")
@@ -40,7 +40,6 @@ from pathlib import Path
 from types import TracebackType
 
 from backend.chat.protocol import Role
-from backend.config.paths import default_store_path
 from backend.store import branches as store_branches
 from backend.store import read as store_read
 from backend.store.branches import Fork
@@ -87,8 +86,8 @@ class ChatStore:
     """The chat database.
 
     Args:
-        path: The database file; default `<user data dir>/chats.sqlite3` (the
-            directory is created). `SAMPLESCOPE_DATA_DIR` overrides the directory.
+        path: The database file (its directory is created); the front ends name
+            `backend.config.paths.default_store_path()` when the user names none.
         clock: Returns the current time (aware datetime); tests pass a fixed one.
 
     Raises:
@@ -99,12 +98,12 @@ class ChatStore:
 
     def __init__(
         self,
-        path: Path | None = None,
+        path: Path,
         *,
         clock: Callable[[], datetime] | None = None,
         timeout: float = 5.0,
     ) -> None:
-        self.path = Path(path) if path is not None else default_store_path()
+        self.path = Path(path)
         self._clock = clock or _utc_now
         self._lock = threading.RLock()
         self._hash_cache: dict[tuple[str, int, int], str] = {}

@@ -10,7 +10,7 @@ import pytest
 from textual.widgets import Tree
 
 from backend.session.llama_backend import LlamaBackend
-from backend.store.replay import forced_path, replay
+from backend.session.replay import forced_path, replay
 from backend.store.store import ChatStore
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tests.helpers import nth_reply_finished, send_message, wait_until

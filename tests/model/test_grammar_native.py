@@ -326,7 +326,7 @@ def test_a_trigger_the_grammar_refuses_ends_the_reply_not_the_process(
 def test_a_stored_constrained_reply_replays_token_for_token(
     llama_backend: LlamaBackend, default_model_path: Path, tmp_path: Path
 ) -> None:
-    from backend.store.replay import replay
+    from backend.session.replay import replay
     from backend.store.store import ChatStore
 
     settings = person_settings(seed=5, temperature=1.0)

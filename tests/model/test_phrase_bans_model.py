@@ -13,9 +13,9 @@ from backend.chat.events import FinishedEvent, GenerationEvent, RewindEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.llama_backend import LlamaBackend
 from backend.session.phrase_bans import PhraseBans
+from backend.session.replay import replay
 from backend.store.recorded import recorded
 from backend.store.recorder import ChatRecorder
-from backend.store.replay import replay
 from backend.store.store import ChatStore
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tui.cli.main import main

@@ -11,8 +11,8 @@ import pytest
 
 from backend.chat.events import FinishedEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
-from backend.config.paths import DATA_DIR_ENV
-from backend.store.replay import replay
+from backend.config.paths import DATA_DIR_ENV, default_store_path
+from backend.session.replay import replay
 from backend.store.store import ChatStore
 from sampling.settings import SamplerSettings
 from tui.cli.main import main
@@ -99,7 +99,7 @@ def saved_chat(
 
 
 def test_stored_replies_record_the_settings_schedule(saved_chat: int) -> None:
-    with ChatStore() as store:
+    with ChatStore(default_store_path()) as store:
         first, second, third = store.load_chat(saved_chat).replies
     assert len(first.token_ids) > 13, "the reply must outlast the settings changes"
     assert [(c.from_index, c.settings) for c in first.settings_changes] == [
@@ -131,7 +131,7 @@ def test_replay_is_token_identical(saved_chat: int, capsys: pytest.CaptureFixtur
 
 
 def test_replay_without_the_schedule_differs(saved_chat: int, llama_backend: object) -> None:
-    with ChatStore() as store:
+    with ChatStore(default_store_path()) as store:
         chat = store.load_chat(saved_chat)
     reply = chat.replies[0]
     result = replay(llama_backend, chat, reply)  # type: ignore[arg-type]
@@ -145,7 +145,7 @@ def test_replay_without_the_schedule_differs(saved_chat: int, llama_backend: obj
 def test_replay_of_an_interrupted_reply_compares_what_was_stored(
     saved_chat: int, llama_backend: object
 ) -> None:
-    with ChatStore() as store:
+    with ChatStore(default_store_path()) as store:
         chat = store.load_chat(saved_chat)
     reply = chat.replies[0]
     cut = replace(
@@ -163,7 +163,7 @@ def test_warm_reply_replayed_on_a_cold_cache_differs(
     saved_chat: int, llama_backend: object
 ) -> None:
     """Why the cache is rebuilt: without it this reply does not reproduce."""
-    with ChatStore() as store:
+    with ChatStore(default_store_path()) as store:
         chat = store.load_chat(saved_chat)
     reply = chat.replies[1]
     assert reply.stats is not None and reply.stats.prefilled_tokens < reply.stats.prompt_tokens

@@ -16,8 +16,8 @@ from backend.chat.events import FinishedEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.config.paths import DATA_DIR_ENV
 from backend.session.llama_backend import LlamaBackend
+from backend.session.replay import replay
 from backend.store.recorder import ChatRecorder
-from backend.store.replay import replay
 from backend.store.store import ChatStore
 from sampling.settings import SamplerSettings
 from tui.cli.main import main

@@ -15,7 +15,7 @@ from backend.llama.context import Layout
 from backend.session.compare import compare
 from backend.session.llama_backend import LlamaBackend
 from backend.session.model import BatchEntry
-from backend.store.replay import replay
+from backend.session.replay import replay
 from backend.store.store import ChatStore
 from sampling.sampler import Sampler
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings

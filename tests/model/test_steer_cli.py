@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from backend.session.llama_backend import LlamaBackend
+from backend.session.replay import replay
+from backend.session.steer import recompute
 from backend.store.lookup import settings_for
-from backend.store.replay import replay
-from backend.store.steer import recompute
 from backend.store.store import ChatStore
 from tui.cli.main import main
 

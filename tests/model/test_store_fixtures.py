@@ -17,7 +17,7 @@ import pytest
 
 from backend.chat.events import Decoding
 from backend.session.llama_backend import LlamaBackend
-from backend.store.replay import replay
+from backend.session.replay import replay
 from backend.store.schema import SCHEMA_VERSION
 from backend.store.store import ChatStore
 from tui.cli.main import main

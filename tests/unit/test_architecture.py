@@ -3,6 +3,7 @@
 - Imports go one way: tui → backend → sampling, and sampling is pure numpy; this
   holds for imports made for type checking only, too.
 - No import cycles at run time, between modules or between subpackages.
+- The store only stores: backend.store imports nothing from backend.session.
 - No package is named in a string across layers (an import the checks cannot see).
 - Modules are split by concept, not by count: a module (test files included) past
   400 lines is listed in a warning, one past 600 fails.
@@ -191,6 +192,20 @@ def test_no_subpackages_import_each_other() -> None:
             subpackage_of(t) for t in targets if subpackage_of(t) != home
         )
     assert find_cycle(packages) is None
+
+
+def test_the_store_only_stores() -> None:
+    """backend.store persists and reads; whatever generates tokens (replay, steering,
+    the beam and sweep recorders) lives beside the loop in backend.session, so no
+    store module imports it, not even for type checking."""
+    offenders = {
+        name: sorted(
+            t for t in imports_of(path, name, typing_too=True) if t.startswith("backend.session")
+        )
+        for name, path in modules().items()
+        if subpackage_of(name) == "backend.store"
+    }
+    assert {name: found for name, found in offenders.items() if found} == {}
 
 
 def strings_naming_packages(path: Path) -> set[str]:

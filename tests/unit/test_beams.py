@@ -20,9 +20,9 @@ from backend.session.beams import (
     token_texts,
 )
 from backend.session.phrase_bans import PhraseBans
-from backend.store.recorded_beams import BeamRecorder, save_beams
+from backend.session.recorded_beams import BeamRecorder, save_beams
+from backend.session.replay import ReplayError, decoding_of, replay
 from backend.store.recorder import ChatRecorder
-from backend.store.replay import ReplayError, decoding_of, replay
 from backend.store.store import ChatStore
 from sampling.sampler import probabilities
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings

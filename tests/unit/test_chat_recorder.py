@@ -8,8 +8,8 @@ import pytest
 
 from backend.chat.events import FinishedEvent, GenerationStats, RewindEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings, Role
+from backend.session.replay import replay
 from backend.store.recorder import ChatRecorder
-from backend.store.replay import replay
 from backend.store.store import ChatStore, StoreError
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import FakeBackend

@@ -15,10 +15,10 @@ import pytest
 from backend.chat.events import FinishedEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.explore import ExploreError, Tree, TreeNode, TreeShape, explore
+from backend.session.replay import forced_path, replay
 from backend.session.run import Steer
+from backend.session.steer import explore_step
 from backend.store.recorder import ChatRecorder
-from backend.store.replay import forced_path, replay
-from backend.store.steer import explore_step
 from backend.store.store import ChatStore
 from sampling.sampler import Sampler
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings

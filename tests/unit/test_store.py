@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import os
 import sqlite3
@@ -21,6 +22,7 @@ from backend.store.store import ChatStore, ModelRef, StoreError, suggest_title
 from sampling.sampler import Sampler
 from sampling.settings import MAX_SEED, SamplerSettings
 from tests.helpers import DateClock
+from tui.cli.store_access import open_store
 
 MODEL = ModelRef(path="/models/m.gguf", size=1234, sha256="ab" * 32)
 BASE = SamplerSettings(temperature=0.7, top_k=40, seed=7)
@@ -287,7 +289,7 @@ def test_default_path_follows_the_environment(
 ) -> None:
     monkeypatch.setenv(DATA_DIR_ENV, str(tmp_path / "data"))
     assert default_store_path() == tmp_path / "data" / "chats.sqlite3"
-    with ChatStore() as store:
+    with open_store(argparse.Namespace(db=None)) as store:
         assert store.path == tmp_path / "data" / "chats.sqlite3"
     assert (tmp_path / "data" / "chats.sqlite3").exists()
 

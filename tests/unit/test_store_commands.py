@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from backend.chat.events import GenerationStats
-from backend.config.paths import CONFIG_DIR_ENV, DATA_DIR_ENV
+from backend.config.paths import CONFIG_DIR_ENV, DATA_DIR_ENV, default_store_path
 from backend.store.store import ChatStore, ModelRef
 from sampling.settings import SamplerSettings
 from tests.helpers import DateClock
@@ -54,7 +54,7 @@ def fill(store: ChatStore) -> tuple[int, int]:
 @pytest.fixture
 def filled(env: Path) -> tuple[int, int]:
     hourly = DateClock(datetime(2026, 3, 4, 10, 0, tzinfo=UTC), timedelta(hours=1))
-    with ChatStore(clock=hourly) as store:
+    with ChatStore(default_store_path(), clock=hourly) as store:
         return fill(store)
 
 

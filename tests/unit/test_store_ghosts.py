@@ -10,10 +10,10 @@ import pytest
 from backend.chat.events import FinishedEvent, GenerationEvent, RewindEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.phrase_bans import PhraseBans
+from backend.session.replay import replay
 from backend.store.recorded import recorded
 from backend.store.recorder import ChatRecorder
 from backend.store.records import ReplyRecord
-from backend.store.replay import replay
 from backend.store.store import ChatStore
 from sampling.records import Step
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings

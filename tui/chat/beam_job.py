@@ -26,8 +26,8 @@ from backend.chat.protocol import ChatMessage
 from backend.session.backend import SessionBackend
 from backend.session.beams import Beam, BeamSearch, beam_search, check_beam_search, token_texts
 from backend.session.phrase_bans import PhraseBans
+from backend.session.recorded_beams import BeamRecorder
 from backend.store.recorded import StoreErrorNotices
-from backend.store.recorded_beams import BeamRecorder
 from backend.store.recorder import ChatRecorder
 from sampling.settings import SamplerSettings
 from tui.chat.reply_job import REPLY_COLUMN

@@ -5,7 +5,7 @@ current settings would make them, without generating; every setting changed redr
 it. The step's own logits and history come from memory for the current reply's
 latest steps (`backend.session.step_logits.StepLogits`, fed by the generating thread),
 else they are rebuilt once through the replay path on the model's worker thread
-("recomputing…"; `backend.store.steer.rebuild_step`); either way later changes are
+("recomputing…"; `backend.session.steer.rebuild_step`); either way later changes are
 computed from them on the UI thread, a fresh sampler for each. The draw reuses the
 step's own uniform: the randomness stays, the settings change (as in compare), so
 with the step's own settings it draws the stored token. A step without a uniform (a
@@ -30,9 +30,9 @@ from backend.chat.compare import ColumnEvent
 from backend.chat.events import GenerationEvent, NoticeEvent
 from backend.session.backend import SessionBackend
 from backend.session.run import StepInput
+from backend.session.steer import rebuild_step
 from backend.session.step_logits import StepLogits
 from backend.store.records import ReplyRecord
-from backend.store.steer import rebuild_step
 from backend.store.store import ChatStore
 from sampling.errors import SamplescopeError
 from sampling.records import Step

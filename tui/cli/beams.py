@@ -13,7 +13,7 @@ from backend.chat.protocol import ChatMessage
 from backend.session.beams import Beam, BeamSearch, beam_search, check_beam_search, token_texts
 from backend.session.model import Model
 from backend.session.phrase_bans import PhraseBans
-from backend.store.recorded_beams import BeamRecorder
+from backend.session.recorded_beams import BeamRecorder
 from backend.store.recorder import ChatRecorder
 from backend.store.records import StoreError
 from sampling.settings import SamplerSettings

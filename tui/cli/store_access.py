@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from backend.config.paths import default_store_path
 from backend.session.backend import SessionBackend
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatStore
@@ -25,7 +26,7 @@ def add_db_flag(parser: argparse.ArgumentParser) -> None:
 
 def open_store(args: argparse.Namespace) -> ChatStore:
     """The store `--db` names, or the default one."""
-    return ChatStore(getattr(args, "db", None))
+    return ChatStore(getattr(args, "db", None) or default_store_path())
 
 
 def recorder_for(args: argparse.Namespace, backend: SessionBackend) -> ChatRecorder:

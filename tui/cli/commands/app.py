@@ -23,7 +23,7 @@ from backend.config.config import (
 )
 from backend.config.hf_fetch import HfFetchError
 from backend.config.model_catalog import LocalModel
-from backend.config.paths import open_own_folders_only
+from backend.config.paths import default_store_path, open_own_folders_only
 from backend.errors import ModelFileError
 from backend.llama.rpc import Endpoint, RpcError
 from backend.session.backend import SessionBackend
@@ -156,7 +156,7 @@ def build_app(
     store: ChatStore | None = None
     if not args.no_save:
         try:
-            store = ChatStore(store_path)
+            store = ChatStore(store_path or default_store_path())
         except StoreError as error:
             notices.append(f"Chats will not be saved: {error}")
     from tui.app import SamplescopeApp

@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 
-from backend.store.steer import Choice, make_branch, pick_token, recompute
+from backend.session.steer import Choice, make_branch, pick_token, recompute
 from tui.cli.saved_reply import add_step_flags, find_target, load_for, with_text_bias
 from tui.cli.store_access import open_store
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from backend.chat.completion import MODES, as_document, mode_for_backend
 from backend.session.explore import EXPLORE_SEQ_MAX, Tree, TreeNode, TreeShape, explore
-from backend.store.steer import explore_step
+from backend.session.steer import explore_step
 from sampling.errors import SamplescopeError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings, settings_summary
 from tui.cli.commands.generate import build_messages

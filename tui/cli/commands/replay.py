@@ -12,8 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from backend.errors import ModelFileError
+from backend.session.replay import ReplayResult, forced_path, replay
 from backend.store.lookup import pick_reply
-from backend.store.replay import ReplayResult, forced_path, replay
 from backend.store.store import ChatStore, ModelRef, ReplyRecord
 from tui.cli.model_flags import add_rpc_flag, chosen_rpc
 from tui.cli.store_access import add_db_flag, open_store

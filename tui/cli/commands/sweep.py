@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from backend.chat.completion import MODES, mode_for_backend
+from backend.session.recorded_sweep import save_sample
 from backend.session.sweep import (
     DEFAULT_PARALLEL,
     MAX_PARALLEL,
@@ -27,7 +28,6 @@ from backend.session.sweep import (
     run_sweep,
 )
 from backend.session.sweep_result import SampleRecord, SweepFileError, SweepResult, record_of
-from backend.store.recorded_sweep import save_sample
 from backend.store.records import StoreError
 from sampling.sweep_metrics import DEFAULT_TOP_K
 from tui.cli.model_flags import add_model_flags, load_backend, log

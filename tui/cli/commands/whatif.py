@@ -12,7 +12,7 @@ import argparse
 import json
 import sys
 
-from backend.store.steer import recompute
+from backend.session.steer import recompute
 from sampling.records import Step
 from sampling.settings import settings_summary
 from tui.cli.saved_reply import (

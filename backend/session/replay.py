@@ -21,9 +21,9 @@ from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.llama.context import Layout
 from backend.session.backend import SessionBackend
 from backend.session.beams import beam_record
+from backend.session.replay_cache import prepare_cache
 from backend.session.run import Steer
 from backend.store.records import ChatRecord, ReplyRecord
-from backend.store.replay_cache import prepare_cache
 from sampling.errors import SamplescopeError
 from sampling.records import Step
 from sampling.settings import SamplerSettings
@@ -131,7 +131,7 @@ def replay(
 
     The backend's memory is reset, then rebuilt the way the
     original session built it when the reply started from a warm cache (see
-    `backend.store.replay_cache`): llama.cpp computes a token decoded alone slightly
+    `backend.session.replay_cache`): llama.cpp computes a token decoded alone slightly
     differently from one in a prefill batch, enough to change sampled tokens. The
     generation runs with the recorded max_tokens (prompt fitting depends on it) and
     stops once as many tokens as were stored came out, so an interrupted or

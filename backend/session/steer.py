@@ -2,7 +2,7 @@
 there, and branch from it.
 
 All three rebuild exactly what the sampler saw at step `index` of a branch: the KV cache
-as the reply's generation started from (`backend.store.replay_cache`), then the
+as the reply's generation started from (`backend.session.replay_cache`), then the
 prompt prefilled and the branch's earlier tokens decoded one at a time, as
 the generation loop does (`SessionBackend.step_input`). So the logits are the
 generation's own, and with the step's own settings the recomputed probabilities are
@@ -23,13 +23,13 @@ from backend.chat.events import FinishedEvent, NoticeEvent
 from backend.chat.protocol import LiveSettings
 from backend.session.backend import SessionBackend
 from backend.session.explore import Tree, TreeShape, explore
+from backend.session.replay import decoding_of, prompt_messages
+from backend.session.replay_cache import prepare_cache
 from backend.session.run import Steer, StepInput
 from backend.store.branches import turn_of
 from backend.store.recorded import recorded
 from backend.store.recorder import ChatRecorder
 from backend.store.records import ChatRecord, ReplyRecord, StoreError
-from backend.store.replay import decoding_of, prompt_messages
-from backend.store.replay_cache import prepare_cache
 from backend.store.store import ChatStore
 from sampling.errors import SamplescopeError
 from sampling.records import Step
