@@ -99,15 +99,18 @@ class _HfEncoder:
             if not sep:
                 raise _Unsupported(f"merge {merge!r} has no separator")
             pairs.append((left, right))
-        tokenizer = Tokenizer(
-            models.BPE(
-                vocab=vocab,
-                merges=pairs,
-                unk_token=_MISSING_TOKEN,
-                fuse_unk=False,
-                ignore_merges=False,
+        try:
+            tokenizer = Tokenizer(
+                models.BPE(
+                    vocab=vocab,
+                    merges=pairs,
+                    unk_token=_MISSING_TOKEN,
+                    fuse_unk=False,
+                    ignore_merges=False,
+                )
             )
-        )
+        except Exception as error:  # the library's own, e.g. a merge of unknown tokens
+            raise _Unsupported(f"the tokenizers library refuses it: {error}") from None
         byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
         if pre in _PRE_DIGITS_THEN_GPT2:
             tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
