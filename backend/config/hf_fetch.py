@@ -213,28 +213,43 @@ COMMIT_HASH = re.compile(r"[0-9a-f]{40}")
 def cached_files(repo: str, cache: Path) -> tuple[Path, list[str]] | None:
     """The snapshot folder of a repository's cached revision (refs/main, else the
     newest) and its files, or None when the cache has none."""
+    from backend.config.model_catalog import inside
+
     folder = cache / f"models--{repo.replace('/', '--')}"
     snapshots = folder / "snapshots"
-    if not snapshots.is_dir():
+    if folder.is_symlink() or not snapshots.is_dir():
         return None
     ref = folder / "refs" / "main"
     snapshot: Path | None = None
-    try:
-        commit = ref.read_bytes().decode("ascii").strip() if ref.is_file() else ""
-    except (OSError, UnicodeDecodeError):
-        commit = ""
-    # A reference names a commit: a 40-digit hash, never a path ("/", "../..").
+    commit = ""
+    if ref.is_file():  # a FIFO would never end
+        try:
+            with ref.open("rb") as handle:
+                commit = handle.read(100).decode("ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            commit = ""
+    # A reference names a commit: a 40-digit hash, never a path ("/", "../.."); a
+    # snapshot is a folder of the cache, never a link out of it.
     if COMMIT_HASH.fullmatch(commit):
         candidate = snapshots / commit
-        snapshot = candidate if candidate.is_dir() else None
+        snapshot = candidate if candidate.is_dir() and not candidate.is_symlink() else None
     if snapshot is None:
-        revisions = sorted(
-            (p for p in snapshots.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime
-        )
+        try:
+            revisions = sorted(
+                (p for p in snapshots.iterdir() if p.is_dir() and not p.is_symlink()),
+                key=lambda p: p.stat().st_mtime,
+            )
+        except OSError:
+            return None
         if not revisions:
             return None
         snapshot = revisions[-1]
-    files = sorted(p.relative_to(snapshot).as_posix() for p in snapshot.rglob("*") if p.is_file())
+    root = folder.resolve()
+    files = sorted(
+        p.relative_to(snapshot).as_posix()
+        for p in snapshot.rglob("*")
+        if p.is_file() and inside(p, root)
+    )
     return snapshot, files
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backend.config.paths import default_config_path
+from backend.config.user_files import UserFileError, read_user_bytes
 from backend.llama.gguf import read_gguf
 from sampling.errors import SamplescopeError
 
@@ -28,6 +29,8 @@ OLLAMA_MODEL_LAYER = "application/vnd.ollama.image.model"
 OLLAMA_DIGEST = re.compile(r"sha256:[0-9a-f]+")
 """What an Ollama layer's digest looks like (its blob's name)."""
 OLLAMA_DEFAULT_HOST = "registry.ollama.ai"
+MANIFEST_LIMIT = 1 << 20
+"""The most bytes an Ollama manifest (a small JSON file) is read to."""
 
 FILE_TYPES: dict[int, str] = {
     0: "F32",
@@ -235,53 +238,46 @@ Found = Iterator[tuple[str, Path, str]]
 
 
 def _huggingface(cache: Path | None) -> Found:
-    """The GGUFs of the hub cache's model repositories, newest revision first."""
+    """The GGUFs of the hub cache's model repositories, newest revision first.
+
+    The cache is walked here rather than by huggingface_hub's scan, which opens every
+    file under `refs/` (a FIFO there hangs it, a non-UTF-8 one raises) and follows a
+    snapshot linked out of the cache."""
     if cache is None or not cache.is_dir():
         return
-    from huggingface_hub import scan_cache_dir
-    from huggingface_hub.errors import CacheNotFound
-
-    try:
-        info = scan_cache_dir(cache)
-    except CacheNotFound:
-        return
-    scanned: set[str] = set()  # the repositories' folder names
-    for repo in sorted(info.repos, key=lambda r: r.repo_id):
-        scanned.add(repo.repo_path.name)
-        if repo.repo_type != "model":
-            continue
-        seen: set[str] = set()
-        for revision in sorted(repo.revisions, key=lambda r: -r.last_modified):
-            for file in sorted(revision.files, key=lambda f: f.file_name):
-                relative = file.file_path.relative_to(revision.snapshot_path).as_posix()
-                if relative.lower().endswith(GGUF_SUFFIX) and relative not in seen:
-                    seen.add(relative)
-                    yield f"{repo.repo_id}/{relative}", file.file_path, "huggingface"
-    # huggingface_hub passes over a whole repository for one flaw (a broken symbolic
-    # link, a reference it cannot follow): its GGUFs are still listed, from its folder.
     for folder in sorted(cache.glob("models--*")):
-        if folder.name not in scanned and folder.is_dir():
+        if folder.is_dir() and not folder.is_symlink():
             yield from _snapshots(folder)
 
 
 def _snapshots(folder: Path) -> Found:
     """A cached repository's GGUFs read from its snapshot folders, newest first (each
-    file once, broken links left out)."""
+    file once; broken links, linked folders and files outside the repository left out)."""
     repo_id = folder.name.removeprefix("models--").replace("--", "/")
     snapshots = folder / "snapshots"
     try:
+        root = folder.resolve()
         revisions = sorted(
-            (p for p in snapshots.iterdir() if p.is_dir()), key=lambda p: -p.stat().st_mtime
+            (p for p in snapshots.iterdir() if p.is_dir() and not p.is_symlink()),
+            key=lambda p: -p.stat().st_mtime,
         )
-    except OSError:
+    except (OSError, RuntimeError):
         return
     seen: set[str] = set()
     for revision in revisions:
         for path in sorted(revision.rglob(f"*{GGUF_SUFFIX}")):
             relative = path.relative_to(revision).as_posix()
-            if relative not in seen and path.is_file():
+            if relative not in seen and path.is_file() and inside(path, root):
                 seen.add(relative)
                 yield f"{repo_id}/{relative}", path, "huggingface"
+
+
+def inside(path: Path, root: Path) -> bool:
+    """Whether `path`, its links followed, lies under the resolved folder `root`."""
+    try:
+        return path.resolve().is_relative_to(root)
+    except (OSError, RuntimeError):  # a link loop
+        return False
 
 
 def _folder(folder: Path | None, source: str) -> Found:
@@ -298,13 +294,15 @@ def _ollama(store: Path | None) -> Found:
     manifests = store / "manifests" if store is not None else None
     if store is None or manifests is None or not manifests.is_dir():
         return
+    root = store.resolve()
     for manifest in sorted(p for p in manifests.rglob("*") if p.is_file()):
         parts = manifest.relative_to(manifests).parts
-        if len(parts) < 2:  # a manifest is .../model/tag
+        if len(parts) < 2 or not inside(manifest, root):  # a manifest is .../model/tag
             continue
         try:
-            layers = json.loads(manifest.read_text(encoding="utf-8")).get("layers", [])
-        except (OSError, ValueError, AttributeError, RecursionError):
+            text = read_user_bytes(manifest, MANIFEST_LIMIT).decode("utf-8")
+            layers = json.loads(text).get("layers", [])
+        except (UserFileError, ValueError, AttributeError, RecursionError):
             continue
         if not isinstance(layers, list):
             continue
@@ -320,7 +318,7 @@ def _ollama(store: Path | None) -> Found:
         if not isinstance(digest, str) or not OLLAMA_DIGEST.fullmatch(digest):
             continue
         blob = store / "blobs" / digest.replace(":", "-")
-        if blob.is_file():
+        if blob.is_file() and inside(blob, root):
             yield _ollama_name(parts), blob, "ollama"
 
 
