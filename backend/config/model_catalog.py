@@ -1,7 +1,7 @@
 """The GGUF models already on disk: where other tools keep them, and what each is.
 
-Five places are searched: the Hugging Face hub cache (huggingface_hub's cache
-scan), LM Studio's models folder, Ollama's store (each manifest's model layer, a
+Five places are searched: the Hugging Face hub cache (its snapshot folders),
+LM Studio's models folder, Ollama's store (each manifest's model layer, a
 blob named by its digest), llama.cpp's download cache, and the folders the
 config's `model_dirs` lists. Each model's name is the one its tool gives it
 ("org/repo/file.gguf", "llama3.2:1b", the file's path under the folder), which
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backend.config.paths import default_config_path
-from backend.config.user_files import UserFileError, read_user_bytes
+from backend.config.user_files import UserFileError, read_user_bytes, read_user_text
 from backend.llama.gguf import read_gguf
 from sampling.errors import SamplescopeError
 
@@ -341,9 +341,10 @@ def config_model_dirs() -> tuple[str, ...]:
     """The config file's `model_dirs`, read here alone (`backend.config.config` checks
     the whole file, and resolves the model through this module): none when the file
     is missing or broken (the commands that load it report it)."""
+    path = default_config_path()
     try:
-        data = tomllib.loads(default_config_path().read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = tomllib.loads(read_user_text(path)) if path.exists() else {}
+    except (UserFileError, ValueError, RecursionError):  # ValueError: TOML's own too
         return ()
     dirs = data.get("model_dirs", [])
     if not isinstance(dirs, list):

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from backend.config.config import Config, ConfigError, load_config
+from backend.config.model_catalog import config_model_dirs
 
 DEPTH = 100_000
 
@@ -62,3 +63,14 @@ def test_a_missing_or_dangling_config_is_the_defaults(tmp_path: Path) -> None:
     assert load_config(tmp_path / "absent.toml") == Config()
     (tmp_path / "dangling.toml").symlink_to(tmp_path / "nowhere")
     assert load_config(tmp_path / "dangling.toml") == Config()
+
+
+@pytest.mark.parametrize(
+    "data", [b"model_dirs = " + b"[" * DEPTH + b"]" * DEPTH, b"x = 1" + b"0" * 5000, b"\xff"]
+)
+def test_model_listing_reads_a_hostile_config_as_no_model_dirs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data: bytes
+) -> None:
+    monkeypatch.setenv("SAMPLESCOPE_CONFIG_DIR", str(tmp_path))
+    (tmp_path / "config.toml").write_bytes(data)
+    assert config_model_dirs() == ()
