@@ -9,16 +9,12 @@ from sampling.samplers.penalties import penalized_logits
 from sampling.setting_spec import SettingSpec
 from sampling.settings import (
     DEFAULT_CHAT_SETTINGS,
-    SETTINGS,
-    SETTINGS_BY_NAME,
     SamplerSettings,
     settings_summary,
 )
 
 __all__ = [
     "DEFAULT_CHAT_SETTINGS",
-    "SETTINGS",
-    "SETTINGS_BY_NAME",
     "Candidate",
     "CutBy",
     "LogitsError",

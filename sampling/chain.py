@@ -1,7 +1,7 @@
 """The chain: sampler units in order, built once whenever the settings change.
 
 The order is data: a tuple of unit names (llama.cpp's `--samplers` names) looked up
-in the registry's `SAMPLERS`, the settings' `samplers` as `SamplerSettings.order`
+in the registry's `samplers`, the settings' `samplers` as `SamplerSettings.order`
 places the temperature in it (see there). `build_chain` also takes any other order.
 Which units run, and where, is what each declares (`sampling.placement`): the
 order's units run exactly as it names them, and the units outside it (the logit
@@ -21,14 +21,14 @@ from sampling.errors import SettingsError
 from sampling.kept import Kept, greedy_kept
 from sampling.placement import arranged
 from sampling.plugins import PluginFailure, PluginGuard, is_plugin
-from sampling.registry import SAMPLERS, UNITS_BY_NAME
+from sampling.registry import registry
 from sampling.samplers.unit import Reshaping, RunningUnit, Stateless, StepContext, UnitState
-from sampling.settings import SETTINGS_BY_NAME, SamplerSettings
+from sampling.settings import SamplerSettings
 
 if TYPE_CHECKING:
     from sampling.candidates import Candidates
 
-__all__ = ["SAMPLERS", "Chain", "build_chain", "checked_order"]
+__all__ = ["Chain", "build_chain", "checked_order"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +158,7 @@ def build_chain(
     names = checked_order(settings.order if order is None else order)
     greedy = settings.greedy
     held: dict[str, RunningUnit] = {}
-    for unit_type in UNITS_BY_NAME.values():
+    for unit_type in registry().units:
         if unit_type.name in leave_out:
             continue
         if is_plugin(unit_type.name):
@@ -196,7 +196,7 @@ def checked_order(order: Sequence[str]) -> tuple[str, ...]:
     if isinstance(order, str):
         raise SettingsError("samplers", order, "a sequence of sampler names, not one string")
     names = tuple(order)
-    problem = SETTINGS_BY_NAME["samplers"].order_problem(names)
+    problem = registry().settings_by_name["samplers"].order_problem(names)
     if problem is not None:
         raise SettingsError("samplers", names, problem)
     return names

@@ -1,11 +1,12 @@
 """A user's own sampler units, registered next to the built-in ones.
 
 A plugin unit has the interface of every unit (`sampling.samplers.unit`): it joins
-the names an order may hold, its settings join `SETTINGS` (so they get flags, panel
-controls and compare keys) with their values held in `SamplerSettings.extra`, and
-its cuts carry its name and labels like a built-in's. `register` adds one unit, with
-where it came from (the file and its sha256), before the app derives its tables;
-`unregister` takes it out again.
+the names an order may hold, its settings join the registry's (so they get flags,
+panel controls and compare keys) with their values held in `SamplerSettings.extra`,
+and its cuts carry its name and labels like a built-in's. `register` adds one unit,
+with where it came from (the file and its sha256), and installs the registry of the
+built-in units and the plugins (`sampling.registry.install`); `unregister` takes it
+out again.
 
 What a plugin file imports: `Candidates`, `IN_ORDER` (its placement: a place in the
 order), `SettingSpec`, `SliderRange` and `Stateless` from here.
@@ -16,7 +17,7 @@ from __future__ import annotations
 import keyword
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -24,23 +25,9 @@ import numpy as np
 from sampling.candidates import Candidates
 from sampling.errors import SamplescopeError
 from sampling.placement import IN_ORDER
-from sampling.registry import (
-    DECLARED_SETTINGS,
-    GROUP_TITLES,
-    GROUPS,
-    LABELS,
-    LOGITS_SAMPLERS,
-    PLACEMENTS,
-    ROW_LABELS,
-    SAMPLER_NAMES,
-    SAMPLERS,
-    UNITS,
-    UNITS_BY_NAME,
-    groups_of,
-)
+from sampling.registry import UNITS, install, registry
 from sampling.samplers.unit import SamplerUnit, Stateless, UnitState
 from sampling.setting_spec import SettingSpec, SliderRange
-from sampling.settings import DISPLAY_ORDER, PLUGIN_SETTINGS, SETTINGS, SETTINGS_BY_NAME
 
 if TYPE_CHECKING:
     from sampling.samplers.unit import StepContext
@@ -107,14 +94,14 @@ def register(unit: type[SamplerUnit], path: str, sha256: str) -> None:
         )
     _ORIGINS[unit.name] = PluginOrigin(unit.name, path, sha256)
     _UNITS[unit.name] = unit
-    _derive()
+    install(tuple(_UNITS.values()))
 
 
 def unregister(name: str) -> None:
     """Take a plugin unit out again (nothing happens for a name not registered)."""
     if _ORIGINS.pop(name, None) is not None:
         del _UNITS[name]
-        _derive()
+        install(tuple(_UNITS.values()))
 
 
 def _problem(unit: type[SamplerUnit]) -> str | None:
@@ -151,7 +138,7 @@ def _problem(unit: type[SamplerUnit]) -> str | None:
             return f"setting {spec.name!r}: a plugin cannot declare an order"
         if not spec.accepts(spec.default):
             return f"setting {spec.name!r}: its default {spec.default!r} is not valid"
-        if spec.group not in titles and spec.group not in GROUP_TITLES:
+        if spec.group not in titles and spec.group not in registry().group_titles:
             return f"setting {spec.name!r}: group {spec.group!r} has no title in group_titles"
     return None
 
@@ -161,65 +148,8 @@ def _owner_of(setting: str) -> str | None:
     for unit in (*UNITS, *_UNITS.values()):
         if any(spec.name == setting for spec in unit.specs):
             return unit.name
-    return "the sampler" if setting in SETTINGS_BY_NAME or setting == "extra" else None
-
-
-_BUILTIN_SAMPLERS = dict(SAMPLERS)
-_BUILTIN_TITLES = dict(GROUP_TITLES)
-_BUILTIN_SETTINGS = tuple(SETTINGS)
-_BUILTIN_DISPLAY = tuple(DISPLAY_ORDER)
-_BUILTIN_ORDER = SETTINGS_BY_NAME["samplers"]
-
-
-def _derive() -> None:
-    """Rebuild, in place, every table the registry and the settings derive, from the
-    built-in units and the plugins registered now."""
-    plugins = tuple(_UNITS.values())
-    SAMPLERS.clear()
-    SAMPLERS.update(_BUILTIN_SAMPLERS)
-    SAMPLERS.update((unit.name, unit) for unit in plugins)
-    UNITS_BY_NAME.clear()
-    UNITS_BY_NAME.update((unit.name, unit) for unit in (*UNITS, *plugins))
-    LABELS.clear()
-    LABELS.update((unit.name, unit.label) for unit in (*UNITS, *plugins))
-    ROW_LABELS.clear()
-    ROW_LABELS.update((unit.name, unit.row_label) for unit in (*UNITS, *plugins))
-    PLACEMENTS.clear()
-    PLACEMENTS.update((unit.name, unit.placement) for unit in UNITS)
-    PLACEMENTS.update((unit.name, IN_ORDER) for unit in plugins)
-    GROUP_TITLES.clear()
-    GROUP_TITLES.update(_BUILTIN_TITLES)
-    for unit in plugins:
-        GROUP_TITLES.update(unit.group_titles)
-    SAMPLER_NAMES[:] = list(SAMPLERS)
-    LOGITS_SAMPLERS[:] = [name for name, unit in SAMPLERS.items() if unit.kind == "logits"]
-    order = replace(
-        _BUILTIN_ORDER,
-        choices=(*_BUILTIN_ORDER.choices, *((unit.name, unit.label) for unit in plugins)),
-        leading=tuple(LOGITS_SAMPLERS),
-    )
-    plugin_specs = [spec for unit in plugins for spec in unit.specs]
-    GROUPS[:] = groups_of((*DECLARED_SETTINGS, *plugin_specs))  # the import's order, then theirs
-    SETTINGS[:] = [order if spec.name == "samplers" else spec for spec in _BUILTIN_SETTINGS]
-    SETTINGS.extend(plugin_specs)
-    SETTINGS_BY_NAME.clear()
-    SETTINGS_BY_NAME.update((spec.name, spec) for spec in SETTINGS)
-    PLUGIN_SETTINGS.clear()
-    PLUGIN_SETTINGS.update((spec.name, spec) for spec in plugin_specs)
-    DISPLAY_ORDER[:] = [
-        *_BUILTIN_DISPLAY[: _first_switch()],
-        *(spec for spec in plugin_specs if spec.is_number),
-        *_BUILTIN_DISPLAY[_first_switch() :],
-        *(spec for spec in plugin_specs if spec.is_scalar and not spec.is_number),
-    ]
-
-
-def _first_switch() -> int:
-    """Where the built-in switches start in `DISPLAY_ORDER` (after the numbers)."""
-    return next(
-        (i for i, spec in enumerate(_BUILTIN_DISPLAY) if not spec.is_number),
-        len(_BUILTIN_DISPLAY),
-    )
+    known = registry().settings_by_name
+    return "the sampler" if setting in known or setting == "extra" else None
 
 
 class PluginFailure(SamplescopeError):

@@ -1,17 +1,20 @@
 """The registry: the one list of sampler units, and everything derived from it.
 
-`UNITS` lists every built-in unit (`sampling.samplers`). From it come the names an
-order may hold (`SAMPLER_NAMES`: the units placed in the order), the units that must
-lead it (`LOGITS_SAMPLERS`), each unit's placement (`PLACEMENTS`), the default orders
-(llama.cpp's chain with every unit it lacks joined where its placement puts it),
-every declared setting (`DECLARED_SETTINGS`: the units' own and the draw's), the
-panel's groups and their titles, and each unit's labels on the probability panel.
-`SamplerSettings` holds one field per declared setting and checks so at import.
+`UNITS` lists every built-in unit (`sampling.samplers`); the default orders
+(llama.cpp's chain with every unit it lacks joined where its placement puts it) and
+every declared setting (`DECLARED_SETTINGS`: the units' own and the draw's) come
+from it. A `Registry` is built once from the built-in units and the plugins loaded
+(`sampling.plugins`): the names an order may hold, the units that must lead it, each
+unit's placement, the settings in their order (which the flags, forms, summary
+and presets follow), the panel's groups and their titles, and each unit's labels on the
+probability panel. `registry()` is the one in use; loading or dropping a plugin
+installs a new one, so that every table agrees by construction.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields, replace
 
 from sampling.placement import Placement, joined
 from sampling.samplers.adaptive_p import AdaptiveP
@@ -36,6 +39,7 @@ from sampling.samplers.typical import Typical
 from sampling.samplers.unit import SamplerUnit
 from sampling.samplers.xtc import Xtc
 from sampling.setting_spec import MAX_SEED, SettingSpec, SliderRange
+from sampling.settings_record import SamplerSettings, check_fields
 
 UNITS: tuple[type[SamplerUnit], ...] = (
     Penalties,
@@ -63,28 +67,15 @@ UNITS: tuple[type[SamplerUnit], ...] = (
 only decides the order in which units joining an order at one place join it (the
 cutoffs before min-p, in text-generation-webui's order)."""
 
-UNITS_BY_NAME: dict[str, type[SamplerUnit]] = {unit.name: unit for unit in UNITS}
-"""Every unit by name: the built-in ones, then any plugin (`sampling.plugins`)."""
-
-SAMPLERS: dict[str, type[SamplerUnit]] = {
-    unit.name: unit for unit in UNITS if unit.placement.in_order
-}
-"""Every unit an order may name, by its name (llama.cpp's `--samplers` names; a
-plugin's own name)."""
-
-SAMPLER_NAMES: list[str] = list(SAMPLERS)
-"""Every name the chain's order may hold (llama.cpp's `--samplers` names), in registry
-order, then any plugin's (`sampling.plugins` keeps it in step with `SAMPLERS`)."""
-
-LOGITS_SAMPLERS: list[str] = [name for name, unit in SAMPLERS.items() if unit.kind == "logits"]
-"""The samplers that rewrite logits before their order is read: they come first (a
-plugin's too, once loaded)."""
+_BUILT_IN_SAMPLERS = tuple(unit for unit in UNITS if unit.placement.in_order)
+_BUILT_IN_NAMES = tuple(unit.name for unit in _BUILT_IN_SAMPLERS)
+_BUILT_IN_LOGITS = tuple(unit.name for unit in _BUILT_IN_SAMPLERS if unit.kind == "logits")
 
 CUT_NAMES: tuple[str, ...] = (
     "none",
     "greedy",
     *(unit.name for unit in UNITS if not unit.placement.in_order and unit.kind == "logits"),
-    *SAMPLER_NAMES,
+    *_BUILT_IN_NAMES,
     *(unit.name for unit in UNITS if not unit.placement.in_order and unit.kind != "logits"),
 )
 """Every name `Step.cut_by` and `CandidateTable.removed_by` may hold ("" aside): "none"
@@ -141,9 +132,6 @@ LLAMA_CPP_ORDER: tuple[str, ...] = (
 )
 """llama.cpp's default chain (`common_params_sampling.samplers`), the temperature last."""
 
-PLACEMENTS: dict[str, Placement] = {unit.name: unit.placement for unit in UNITS}
-"""Each unit's placement by name, in registry order (then any plugin's: in the order)."""
-
 _JOINING = tuple((unit.name, unit.placement) for unit in UNITS if unit.placement.joins)
 
 CHAT_ORDER: tuple[str, ...] = joined(LLAMA_CPP_ORDER, _JOINING)
@@ -153,9 +141,9 @@ them (off by default), it runs as `LLAMA_CPP_ORDER`."""
 
 TEMPERATURE_FIRST_ORDER: tuple[str, ...] = joined(
     (
-        *LOGITS_SAMPLERS,
+        *_BUILT_IN_LOGITS,
         "temperature",
-        *(name for name in LLAMA_CPP_ORDER if name not in (*LOGITS_SAMPLERS, "temperature")),
+        *(name for name in LLAMA_CPP_ORDER if name not in (*_BUILT_IN_LOGITS, "temperature")),
     ),
     _JOINING,
 )
@@ -170,10 +158,10 @@ ORDER_SETTING = SettingSpec(
     group="order",
     label="order",
     help='the chain order, e.g. "top_k;temperature;min_p" (llama.cpp --samplers names)',
-    choices=tuple((name, unit.label) for name, unit in SAMPLERS.items()),
-    leading=tuple(LOGITS_SAMPLERS),
+    choices=tuple((unit.name, unit.label) for unit in _BUILT_IN_SAMPLERS),
+    leading=_BUILT_IN_LOGITS,
 )
-"""The chain's order: the names an order may hold are the registry's."""
+"""The chain's order among the built-in units (a registry with plugins extends it)."""
 
 DECLARED_SETTINGS: tuple[SettingSpec, ...] = (
     *(spec for unit in UNITS for spec in unit.specs),
@@ -182,29 +170,13 @@ DECLARED_SETTINGS: tuple[SettingSpec, ...] = (
 )
 """Every setting the units and the draw declare (`SamplerSettings` orders them)."""
 
-GROUP_TITLES: dict[str, str] = {
-    "core": "core",
-    "order": "chain order",
-    **{group: title for unit in UNITS for group, title in unit.group_titles.items()},
-}
-"""Each panel group's title."""
+_FIXED_TITLES = {"core": "core", "order": "chain order"}
 
 
 def groups_of(specs: Iterable[SettingSpec]) -> list[str]:
     """The panel's groups of some settings: the core, the others in turn, the order."""
     inner = dict.fromkeys(spec.group for spec in specs if spec.group not in ("core", "order"))
     return ["core", *inner, "order"]
-
-
-GROUPS: list[str] = groups_of(DECLARED_SETTINGS)
-"""The panel's groups of settings: the core, the units' groups in registry order (then
-any plugin's), the order."""
-
-LABELS: dict[str, str] = {unit.name: unit.label for unit in UNITS}
-"""Each unit's name on the probability panel's bars."""
-
-ROW_LABELS: dict[str, str] = {unit.name: unit.row_label for unit in UNITS}
-"""Each unit's name on a candidate row it removed."""
 
 
 def check_declarations(units: tuple[type[SamplerUnit], ...]) -> None:
@@ -227,7 +199,7 @@ def _check_registry() -> None:
     Raises:
         RuntimeError: Naming the clash.
     """
-    if len(UNITS_BY_NAME) != len(UNITS):
+    if len({unit.name for unit in UNITS}) != len(UNITS):
         raise RuntimeError(f"two sampler units share a name: {[u.name for u in UNITS]}")
     seen: dict[str, str] = {}
     for unit in UNITS:
@@ -235,17 +207,156 @@ def _check_registry() -> None:
             if spec.name in seen:
                 raise RuntimeError(f"{unit.name} and {seen[spec.name]} both declare {spec.name}")
             seen[spec.name] = unit.name
+    titles = dict(_FIXED_TITLES)
     for unit in UNITS:
         for group, title in unit.group_titles.items():
-            if GROUP_TITLES[group] != title:
+            if titles.setdefault(group, title) != title:
                 raise RuntimeError(f"{unit.name} titles group {group!r} otherwise: {title!r}")
-    untitled = sorted(set(GROUPS) - set(GROUP_TITLES))
+    untitled = sorted(set(groups_of(DECLARED_SETTINGS)) - set(titles))
     if untitled:
         raise RuntimeError(f"panel groups without a title: {untitled}")
     check_declarations(UNITS)
+    check_fields(DECLARED_SETTINGS, TEMPERATURE_FIRST_ORDER)
     for order in (CHAT_ORDER, TEMPERATURE_FIRST_ORDER):
-        if sorted(order) != sorted(SAMPLER_NAMES):
+        if sorted(order) != sorted(_BUILT_IN_NAMES):
             raise RuntimeError(f"a default order lacks a unit placed in the order: {order}")
 
 
 _check_registry()
+
+
+def _is_number_first(specs: Iterable[SettingSpec]) -> tuple[SettingSpec, ...]:
+    """The one-valued settings: numbers first, then switches, each in the order given."""
+    listed = tuple(specs)
+    return (
+        *(spec for spec in listed if spec.is_number),
+        *(spec for spec in listed if spec.is_scalar and not spec.is_number),
+    )
+
+
+_FLAT_ORDER = tuple(f.name for f in fields(SamplerSettings) if f.name != "extra")
+
+
+@dataclass(frozen=True, slots=True)
+class Registry:
+    """Every unit in use, the built-in ones then the plugins, and the tables derived
+    from them. Built once (`build_registry`); never changed in place.
+
+    Attributes:
+        units: Every unit, the built-in ones (`UNITS`) then the plugins.
+        plugins: The plugin units, in the order they were loaded.
+        units_by_name: Every unit by its name.
+        samplers: Every unit an order may name, by its name (llama.cpp's `--samplers`
+            names; a plugin's own name).
+        sampler_names: The names an order may hold, the built-in ones then the plugins'.
+        logits_samplers: The samplers that rewrite the logits before their order is
+            read: an order names them first.
+        placements: Each unit's placement, by its name.
+        labels: Each unit's name on the probability panel's bars.
+        row_labels: Each unit's name on a candidate row it removed.
+        group_titles: Each panel group's title.
+        groups: The panel's groups: the core, the units' groups (the built-in ones as
+            declared, then the plugins'), the order.
+        settings: Every setting, the built-in ones in the record's order (the flags,
+            the summary and the forms follow it), then the plugins'.
+        settings_by_name: Every setting by its name.
+        plugin_settings: The plugins' settings by name.
+        display_order: How the panel and forms list the one-valued settings: the
+            numbers, then the switches (the plugins' after the built-in ones of each).
+    """
+
+    units: tuple[type[SamplerUnit], ...]
+    plugins: tuple[type[SamplerUnit], ...]
+    units_by_name: Mapping[str, type[SamplerUnit]]
+    samplers: Mapping[str, type[SamplerUnit]]
+    sampler_names: tuple[str, ...]
+    logits_samplers: tuple[str, ...]
+    placements: Mapping[str, Placement]
+    labels: Mapping[str, str]
+    row_labels: Mapping[str, str]
+    group_titles: Mapping[str, str]
+    groups: tuple[str, ...]
+    settings: tuple[SettingSpec, ...]
+    settings_by_name: Mapping[str, SettingSpec]
+    plugin_settings: Mapping[str, SettingSpec]
+    display_order: tuple[SettingSpec, ...]
+
+    @property
+    def default_order(self) -> tuple[str, ...]:
+        """The order `SamplerSettings()` holds."""
+        return TEMPERATURE_FIRST_ORDER
+
+    def is_on(self, name: str, settings: SamplerSettings) -> bool:
+        """The on-rule of the unit `name` under `settings`."""
+        return self.units_by_name[name].is_on(settings)
+
+    def find_setting(self, key: str) -> SettingSpec | None:
+        """The setting a key names: a short key ("t"), a name, or one with dashes."""
+        for spec in self.settings:
+            if key == spec.short_key:
+                return spec
+        return self.settings_by_name.get(key.replace("-", "_"))
+
+    def is_plugin(self, name: str) -> bool:
+        """Whether the unit `name` is a plugin."""
+        return any(unit.name == name for unit in self.plugins)
+
+
+def build_registry(plugins: tuple[type[SamplerUnit], ...] = ()) -> Registry:
+    """The registry of the built-in units and `plugins` (checked by `sampling.plugins`)."""
+    units = (*UNITS, *plugins)
+    samplers = {unit.name: unit for unit in units if unit.placement.in_order}
+    logits = tuple(name for name, unit in samplers.items() if unit.kind == "logits")
+    order = replace(
+        ORDER_SETTING,
+        choices=(*ORDER_SETTING.choices, *((unit.name, unit.label) for unit in plugins)),
+        leading=logits,
+    )
+    declared = {spec.name: spec for spec in DECLARED_SETTINGS}
+    declared["samplers"] = order
+    built_in = tuple(declared[name] for name in _FLAT_ORDER)
+    plugin_specs = tuple(spec for unit in plugins for spec in unit.specs)
+    settings = (*built_in, *plugin_specs)
+    built_in_shown = _is_number_first(built_in)
+    switches = next(
+        (i for i, spec in enumerate(built_in_shown) if not spec.is_number), len(built_in_shown)
+    )
+    titles = dict(_FIXED_TITLES)
+    for unit in units:
+        titles.update(unit.group_titles)
+    return Registry(
+        units=units,
+        plugins=plugins,
+        units_by_name={unit.name: unit for unit in units},
+        samplers=samplers,
+        sampler_names=tuple(samplers),
+        logits_samplers=logits,
+        placements={unit.name: unit.placement for unit in units},
+        labels={unit.name: unit.label for unit in units},
+        row_labels={unit.name: unit.row_label for unit in units},
+        group_titles=titles,
+        groups=tuple(groups_of((*DECLARED_SETTINGS, *plugin_specs))),
+        settings=settings,
+        settings_by_name={spec.name: spec for spec in settings},
+        plugin_settings={spec.name: spec for spec in plugin_specs},
+        display_order=(
+            *built_in_shown[:switches],
+            *(spec for spec in plugin_specs if spec.is_number),
+            *built_in_shown[switches:],
+            *(spec for spec in plugin_specs if spec.is_scalar and not spec.is_number),
+        ),
+    )
+
+
+_IN_USE: list[Registry] = [build_registry()]
+
+
+def registry() -> Registry:
+    """The registry in use: the built-in units and the plugins loaded now."""
+    return _IN_USE[0]
+
+
+def install(plugins: tuple[type[SamplerUnit], ...]) -> Registry:
+    """Build the registry of the built-in units and `plugins`, and use it from now on."""
+    _IN_USE[0] = build_registry(plugins)
+    return _IN_USE[0]

@@ -1,9 +1,10 @@
 """What samplescope knows about one sampler setting: `SettingSpec` and its kinds.
 
-The table of every setting is `sampling.settings.SETTINGS`. Besides numbers, switches
-and choices, three kinds hold several values: "order" (the chain's sampler names),
-"bias" (token id → logit bias pairs) and "texts" (DRY's sequence breakers); their
-text forms are read and written by `parse` and `format` (see `sampling.setting_text`).
+The table of every setting is the registry's (`sampling.registry.Registry.settings`).
+Besides numbers, switches and choices, three kinds hold several values: "order" (the
+chain's sampler names), "bias" (token id → logit bias pairs) and "texts" (DRY's
+sequence breakers); their text forms are read and written by `parse` and `format`
+(see `sampling.setting_text`).
 One kind holds a text as it is: "text" (a grammar, a JSON schema).
 """
 

@@ -2,27 +2,17 @@
 (`sampling.settings_record`) connected to the registry, the app's starting point
 (`DEFAULT_CHAT_SETTINGS`) and the one-line summary.
 
-Importing this module hands the record the registry's catalogue (the declared
-settings, the units' placements and on-rules, the default order).
+Importing this module hands the record the registry in use (its settings, the
+units' placements and on-rules, the default order).
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from sampling.registry import (
-    CHAT_ORDER,
-    DECLARED_SETTINGS,
-    PLACEMENTS,
-    TEMPERATURE_FIRST_ORDER,
-    UNITS_BY_NAME,
-)
+from sampling.registry import CHAT_ORDER, TEMPERATURE_FIRST_ORDER, registry
 from sampling.setting_spec import GREEDY_TEMPERATURE, MAX_SEED, SettingSpec
 from sampling.settings_record import (
-    PLUGIN_SETTINGS,
-    SETTINGS,
-    SETTINGS_BY_NAME,
-    Catalogue,
     DrawMethod,
     RngName,
     SamplerSettings,
@@ -37,12 +27,8 @@ SummaryStyle = Literal["active", "fixed"]
 
 __all__ = [
     "DEFAULT_CHAT_SETTINGS",
-    "DISPLAY_ORDER",
     "GREEDY_TEMPERATURE",
     "MAX_SEED",
-    "PLUGIN_SETTINGS",
-    "SETTINGS",
-    "SETTINGS_BY_NAME",
     "USUAL_ORDERS",
     "DrawMethod",
     "RngName",
@@ -54,27 +40,12 @@ __all__ = [
 ]
 
 
-def _unit_is_on(name: str, settings: SamplerSettings) -> bool:
-    """The on-rule of the unit `name` under `settings`."""
-    return UNITS_BY_NAME[name].is_on(settings)
-
-
-connect(Catalogue(DECLARED_SETTINGS, PLACEMENTS, _unit_is_on, TEMPERATURE_FIRST_ORDER))
-
-DISPLAY_ORDER: list[SettingSpec] = [s for s in SETTINGS if s.is_number] + [
-    s for s in SETTINGS if s.is_scalar and not s.is_number
-]
-"""Numbers first, then switches, each in field order: how the panel and forms list the
-one-valued settings (the order, biases and breakers have their own editors). A
-plugin's settings join each part (`sampling.plugins`)."""
+connect(registry)
 
 
 def find_setting(key: str) -> SettingSpec | None:
     """The setting a key names: a short key ("t"), a field name, or one with dashes."""
-    for spec in SETTINGS:
-        if key == spec.short_key:
-            return spec
-    return SETTINGS_BY_NAME.get(key.replace("-", "_"))
+    return registry().find_setting(key)
 
 
 DEFAULT_CHAT_SETTINGS = SamplerSettings(
@@ -104,9 +75,10 @@ def settings_summary(settings: SamplerSettings, style: SummaryStyle = "active") 
             "fixed" shows the main knobs every time with two decimals:
             "T 0.80 · k 40 · p 0.95 · min-p 0.05 · rep 1.00×64".
     """
+    specs = registry().settings
     if style == "fixed":
-        return " · ".join(_fixed_part(spec, settings) for spec in SETTINGS if spec.fixed_key)
-    parts = (_active_part(spec, settings) for spec in SETTINGS)
+        return " · ".join(_fixed_part(spec, settings) for spec in specs if spec.fixed_key)
+    parts = (_active_part(spec, settings) for spec in specs)
     return " ".join(part for part in parts if part)
 
 
@@ -143,14 +115,15 @@ def _active_part(spec: SettingSpec, settings: SamplerSettings) -> str | None:
     if spec.name == "dry_sequence_breakers":  # shown only when changed
         return (
             None
-            if value == spec.default or not _is_on(SETTINGS_BY_NAME["dry_multiplier"], settings)
+            if value == spec.default
+            or not _is_on(registry().settings_by_name["dry_multiplier"], settings)
             else f"{spec.key}={spec.format(value)}"
         )
     if spec.kind in ("bias", "texts", "order"):
         return None if not _is_on(spec, settings) else f"{spec.key}={spec.format(value)}"
     if not _is_on(spec, settings):
         return None
-    if spec.needs is not None and not _is_on(SETTINGS_BY_NAME[spec.needs], settings):
+    if spec.needs is not None and not _is_on(registry().settings_by_name[spec.needs], settings):
         return None
     if spec.kind in ("bool", "text"):  # a grammar or a schema is named, never written out
         return spec.summary_key or spec.name

@@ -1,23 +1,23 @@
-"""The sampler's settings: one frozen, validated record, and `SETTINGS` in its order.
+"""The sampler's settings: one frozen, validated record.
 
 Each field is a setting some unit of the registry declares (`sampling.registry`),
-typed here for the type checker; once the registry is connected (`connect`, which
-`sampling.settings` calls), the fields must equal the declared settings, name for
-name and default for default. The field order is the order `SETTINGS` lists them
-in, which the flags, the summary and the forms follow.
+typed here for the type checker; the registry checks at import that the fields equal
+the declared settings, name for name and default for default (`check_fields`). The
+field order is the order the registry's `settings` list them in, which the flags,
+the summary and the forms follow.
 
 The record does not import the registry: the registry lists the units, and each
-unit reads the record (`from_settings`). What the record needs of the registry (the
-declared settings, the units' placements and on-rules, the default order) is handed
-to it once, as a `Catalogue`; import `sampling.settings` (or `sampling`) before
-building a record.
+unit reads the record (`from_settings`). What the record needs of the registry in
+use (its settings, the units' placements and on-rules, the default order) it reads
+through a `Catalogue` handed to it once (`connect`, which `sampling.settings` calls);
+import `sampling.settings` (or `sampling`) before building a record.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from sampling.errors import SettingsError
 from sampling.placement import Placement, placed_order, temperature_moved_last
@@ -30,35 +30,51 @@ TopPScope = Literal["kept", "vocab"]
 whole vocabulary (candle's TopKThenTopP)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Catalogue:
-    """What the record reads of the registry, handed to it once (`connect`).
+class Catalogue(Protocol):
+    """What the record reads of the registry in use (`sampling.registry.Registry`)."""
 
-    Attributes:
-        declared: Every setting the units and the draw declare.
-        placements: Each unit's placement by name (a live table: plugins join it).
-        is_on: A unit's on-rule by its name (`SamplerUnit.is_on`).
-        default_order: The order `SamplerSettings()` holds.
-    """
+    @property
+    def settings(self) -> tuple[SettingSpec, ...]:
+        """Every setting: the record's fields', then the plugins'."""
+        ...
 
-    declared: tuple[SettingSpec, ...]
-    placements: Mapping[str, Placement]
-    is_on: Callable[[str, SamplerSettings], bool]
-    default_order: tuple[str, ...]
+    @property
+    def settings_by_name(self) -> Mapping[str, SettingSpec]:
+        """Every setting by its name."""
+        ...
+
+    @property
+    def plugin_settings(self) -> Mapping[str, SettingSpec]:
+        """The plugins' settings by name."""
+        ...
+
+    @property
+    def placements(self) -> Mapping[str, Placement]:
+        """Each unit's placement by its name."""
+        ...
+
+    @property
+    def default_order(self) -> tuple[str, ...]:
+        """The order `SamplerSettings()` holds."""
+        ...
+
+    def is_on(self, name: str, settings: SamplerSettings) -> bool:
+        """The on-rule of the unit `name` (`SamplerUnit.is_on`)."""
+        ...
 
 
-_CONNECTED: list[Catalogue] = []
+_CONNECTED: list[Callable[[], Catalogue]] = []
 
 
 def _catalogue() -> Catalogue:
-    """The registry's catalogue.
+    """The registry in use.
 
     Raises:
         RuntimeError: Nothing connected it (import `sampling.settings` first).
     """
     if not _CONNECTED:
         raise RuntimeError("the settings record is not connected: import sampling.settings")
-    return _CONNECTED[0]
+    return _CONNECTED[0]()
 
 
 def _default_order() -> tuple[str, ...]:
@@ -190,7 +206,8 @@ class SamplerSettings:
     def __post_init__(self) -> None:
         if self.extra:
             object.__setattr__(self, "extra", _plugin_values(self.extra))
-        for spec in SETTINGS:
+        catalogue = _catalogue()
+        for spec in catalogue.settings:
             given = getattr(self, spec.name)
             value = given
             if not spec.is_scalar:
@@ -206,7 +223,7 @@ class SamplerSettings:
                 accepted = False
             if not accepted:
                 raise SettingsError(spec.name, given, spec.expected)
-        order = placed_order(self.samplers, _catalogue().placements, self._switches_on)
+        order = placed_order(self.samplers, catalogue.placements, self._switches_on)
         if order != self.samplers:
             object.__setattr__(self, "samplers", order)
 
@@ -218,7 +235,7 @@ class SamplerSettings:
 
         def __getattr__(self, name: str) -> SettingValue:
             """A plugin's setting by its name: its value, else its default."""
-            spec = PLUGIN_SETTINGS.get(name)
+            spec = _catalogue().plugin_settings.get(name)
             if spec is None:
                 raise AttributeError(f"SamplerSettings has no setting {name!r}")
             return dict(self.extra).get(name, spec.default)
@@ -279,27 +296,18 @@ class SamplerSettings:
         Lists become the tuples the several-valued settings hold; a missing field
         takes its default (which switches every newer sampler off).
         """
-        known = _FIELD_NAMES | set(PLUGIN_SETTINGS)
-        unknown = sorted(set(values) - known)
+        specs = _catalogue().settings_by_name
+        unknown = sorted(set(values) - set(specs))
         if unknown:
-            raise SettingsError(unknown[0], values[unknown[0]], f"one of {sorted(known)}")
+            raise SettingsError(unknown[0], values[unknown[0]], f"one of {sorted(specs)}")
         typed: dict[str, Any] = {
-            name: SETTINGS_BY_NAME[name].coerce(value) if isinstance(value, list) else value
+            name: specs[name].coerce(value) if isinstance(value, list) else value
             for name, value in values.items()
         }
         return cls().with_changes(**typed)
 
 
 _FIELD_NAMES = frozenset(f.name for f in fields(SamplerSettings) if f.name != "extra")
-
-SETTINGS: list[SettingSpec] = []
-"""One declared setting per `SamplerSettings` field, in field order (filled by
-`connect`), then the settings of any plugin (`sampling.plugins` extends it in place)."""
-
-SETTINGS_BY_NAME: dict[str, SettingSpec] = {}
-
-PLUGIN_SETTINGS: dict[str, SettingSpec] = {}
-"""The settings plugins declare, by name (`sampling.plugins` fills it)."""
 
 
 def _plugin_values(
@@ -310,12 +318,13 @@ def _plugin_values(
     Raises:
         SettingsError: A name no plugin declares, or a value its spec refuses.
     """
+    declared = _catalogue().plugin_settings
     values: dict[str, SettingValue] = {}
     for pair in pairs:
         if not (isinstance(pair, tuple) and len(pair) == 2):
             raise SettingsError("extra", pairs, "(name, value) pairs of plugins' settings")
         name, value = pair
-        spec = PLUGIN_SETTINGS.get(name)
+        spec = declared.get(name)
         if spec is None:
             raise SettingsError(
                 str(name), value, "a setting of a loaded sampler plugin (see samplescope samplers)"
@@ -324,30 +333,17 @@ def _plugin_values(
         spec.check(value)
         values[name] = value
     return tuple(
-        (name, values[name])
-        for name in sorted(values)
-        if values[name] != PLUGIN_SETTINGS[name].default
+        (name, values[name]) for name in sorted(values) if values[name] != declared[name].default
     )
 
 
-def connect(catalogue: Catalogue) -> None:
-    """Hand the record the registry's catalogue (once) and fill `SETTINGS` from it.
-
-    Raises:
-        RuntimeError: The declared settings' names or defaults differ from the fields'.
-    """
-    if _CONNECTED:
-        return
-    _check_spec_matches_fields(catalogue.declared, catalogue.default_order)
-    _CONNECTED.append(catalogue)
-    declared = {spec.name: spec for spec in catalogue.declared}
-    SETTINGS[:] = [declared[f.name] for f in fields(SamplerSettings) if f.name in declared]
-    SETTINGS_BY_NAME.update((spec.name, spec) for spec in SETTINGS)
+def connect(catalogue: Callable[[], Catalogue]) -> None:
+    """Hand the record the registry in use (once): `catalogue` returns it."""
+    if not _CONNECTED:
+        _CONNECTED.append(catalogue)
 
 
-def _check_spec_matches_fields(
-    specs: tuple[SettingSpec, ...], default_order: tuple[str, ...]
-) -> None:
+def check_fields(specs: tuple[SettingSpec, ...], default_order: tuple[str, ...]) -> None:
     """Fail if a field has no declared setting, or a setting no field.
 
     Raises:

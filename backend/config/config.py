@@ -56,7 +56,8 @@ from backend.llama.rpc import Endpoint, RpcError, format_endpoints, parse_endpoi
 from backend.session.loop_watch import LoopGuard
 from backend.session.phrase_bans import DEFAULT_TRIES, PhraseBanError, PhraseBans
 from sampling.errors import SamplescopeError, SettingsError
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SETTINGS_BY_NAME, SamplerSettings
+from sampling.registry import registry
+from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from sampling.surprise import DEFAULT_SURPRISE, SurpriseRule, parse_surprise
 
 TOP_LEVEL_KEYS = (
@@ -245,14 +246,18 @@ def _parse(path: Path, text: str, data: dict[str, Any]) -> Config:
     if not isinstance(settings, dict):
         raise fail(None, "settings", "expected a table: [settings]")
     for key in settings:
-        if key not in SETTINGS_BY_NAME or key == "extra":
+        if key not in registry().settings_by_name or key == "extra":
             raise fail(
-                "settings", key, f"unknown setting; expected one of {', '.join(SETTINGS_BY_NAME)}"
+                "settings",
+                key,
+                f"unknown setting; expected one of {', '.join(registry().settings_by_name)}",
             )
     try:
         # The order, biases and breakers may be written as text or as TOML arrays.
         settings = {
-            key: value if SETTINGS_BY_NAME[key].is_scalar else SETTINGS_BY_NAME[key].coerce(value)
+            key: value
+            if registry().settings_by_name[key].is_scalar
+            else registry().settings_by_name[key].coerce(value)
             for key, value in settings.items()
         }
         DEFAULT_CHAT_SETTINGS.with_changes(**settings)
@@ -383,7 +388,7 @@ def effective_toml(
     set_here = config.settings_overrides
     for name, value in settings.to_dict().items():
         note = "  # from the config file" if name in set_here else ""
-        spec = SETTINGS_BY_NAME[name]
+        spec = registry().settings_by_name[name]
         # The order, biases and breakers are written in their text form.
         text = _toml_value(value if spec.is_scalar else spec.format(value))
         lines.append(f"{name} = {text}{note}")

@@ -27,7 +27,8 @@ from backend.config.user_files import (
     read_user_text,
 )
 from sampling.errors import SettingsError
-from sampling.settings import SETTINGS_BY_NAME, SamplerSettings
+from sampling.registry import registry
+from sampling.settings import SamplerSettings
 
 Tool = Literal["sillytavern", "text-generation-webui", "koboldcpp", "llama-server"]
 TOOLS: tuple[Tool, ...] = ("sillytavern", "text-generation-webui", "koboldcpp", "llama-server")
@@ -126,7 +127,7 @@ def preset_toml(name: str, settings: SamplerSettings) -> str:
     for key, value in settings.to_dict().items():
         if value == defaults.get(key):
             continue
-        spec = SETTINGS_BY_NAME[key]
+        spec = registry().settings_by_name[key]
         lines.append(f"{key} = {_toml_value(value if spec.is_scalar else spec.format(value))}")
     return "\n".join(lines) + "\n"
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sampling.errors import SamplescopeError
-from sampling.registry import LOGITS_SAMPLERS, SAMPLER_NAMES
+from sampling.registry import registry
 from sampling.setting_text import canonical_sampler
 from sampling.settings import SamplerSettings
 
@@ -115,14 +115,14 @@ def order_from_names(
             if name is None:
                 continue
         else:
-            name = canonical_sampler(word, SAMPLER_NAMES)
+            name = canonical_sampler(word, registry().sampler_names)
         if name is None:
             unmapped.append(Unmapped(f"{field}: {word}", word, "no such sampler in samplescope"))
         elif name not in found:
             found.append(name)
-    leading = [name for name in found if name in LOGITS_SAMPLERS]
-    leading += [name for name in LOGITS_SAMPLERS if name not in leading]
-    rest = [name for name in found if name not in LOGITS_SAMPLERS]
+    leading = [name for name in found if name in registry().logits_samplers]
+    leading += [name for name in registry().logits_samplers if name not in leading]
+    rest = [name for name in found if name not in registry().logits_samplers]
     return (*leading, *rest), unmapped
 
 

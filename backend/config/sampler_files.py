@@ -21,8 +21,8 @@ from typing import get_args
 from backend.config.paths import config_dir
 from backend.config.user_files import UserFileError, read_user_bytes
 from sampling.plugins import PluginError, PluginOrigin, plugin_origins, register
+from sampling.registry import registry
 from sampling.setting_spec import SettingKind, SettingSpec
-from sampling.settings import SETTINGS
 
 SAMPLERS_DIRNAME = "samplers"
 SAMPLER_FILE_FLAG = "--sampler-file"
@@ -92,7 +92,7 @@ def specs_problem(unit: type) -> str | None:
     specs = getattr(unit, "specs", ())
     if not isinstance(specs, tuple):
         return None  # registration says what a unit's specs must be
-    taken = {spec.short_key: spec.name for spec in SETTINGS if spec.short_key}
+    taken = {spec.short_key: spec.name for spec in registry().settings if spec.short_key}
     for spec in specs:
         if not isinstance(spec, SettingSpec):
             return None

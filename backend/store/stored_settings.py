@@ -16,7 +16,8 @@ from pathlib import Path
 from backend.store.records import SAMPLER_FILES_KEY, StoreError
 from sampling.errors import SettingsError
 from sampling.plugins import files_problem
-from sampling.settings import PLUGIN_SETTINGS, SETTINGS_BY_NAME, SamplerSettings
+from sampling.registry import registry
+from sampling.settings import SamplerSettings
 
 UnknownValues = tuple[tuple[str, str], ...]
 """Stored settings no loaded code knows: (name, its stored JSON), by name."""
@@ -70,11 +71,11 @@ def parse_stored_settings(path: Path, text: str, reply_id: int) -> StoredSetting
 
 def _take_unknown(values: dict[str, object]) -> UnknownValues:
     """Take the keys and order entries no loaded code knows out of `values`."""
-    known = set(SETTINGS_BY_NAME) | set(PLUGIN_SETTINGS)
+    known = set(registry().settings_by_name) | set(registry().plugin_settings)
     unknown = {name: values.pop(name) for name in sorted(set(values) - known)}
     order = values.get("samplers")
     if isinstance(order, list):
-        names = SETTINGS_BY_NAME["samplers"].choice_values
+        names = registry().settings_by_name["samplers"].choice_values
         kept = [name for name in order if name in names]
         if len(kept) < len(order):
             unknown["samplers"] = order

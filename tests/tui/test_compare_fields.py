@@ -7,7 +7,8 @@ import math
 import pytest
 
 from sampling.errors import SettingsError
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SETTINGS
+from sampling.registry import registry
+from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tui.compare.columns import (
     EDITABLE_FIELDS,
     VARIABLE_FIELDS,
@@ -18,7 +19,7 @@ from tui.compare.columns import (
 
 
 def test_every_setting_but_the_shared_seed_can_be_varied() -> None:
-    assert set(EDITABLE_FIELDS) == {spec.name for spec in SETTINGS if spec.per_column}
+    assert set(EDITABLE_FIELDS) == {spec.name for spec in registry().settings if spec.per_column}
     assert EDITABLE_FIELDS[: len(VARIABLE_FIELDS)] == VARIABLE_FIELDS  # the one-valued first
     assert "seed" not in EDITABLE_FIELDS
     for name in ("samplers", "logit_bias", "dry_sequence_breakers", "typical_p", "mirostat"):
@@ -42,7 +43,9 @@ def test_several_valued_settings_vary_from_their_text() -> None:
         varied_columns(base, "samplers", ["top_k;penalties"])  # penalties after a filter
 
 
-@pytest.mark.parametrize("spec", [s for s in SETTINGS if s.per_column], ids=lambda s: s.name)
+@pytest.mark.parametrize(
+    "spec", [s for s in registry().settings if s.per_column], ids=lambda s: s.name
+)
 def test_each_fields_shown_value_reads_back(spec: object) -> None:
     name = spec.name  # type: ignore[attr-defined]
     value = getattr(DEFAULT_CHAT_SETTINGS, name)

@@ -10,7 +10,8 @@ import pytest
 from textual.pilot import Pilot
 
 from sampling.errors import SettingsError
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SETTINGS_BY_NAME
+from sampling.registry import registry
+from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import EOS_ID, FAKE_VOCAB
 from tests.grammar_fakes import give_word_grammar
 from tests.helpers import wait_until
@@ -86,7 +87,7 @@ def test_snapshot_a_forced_token_and_the_grammars_cuts(snap_compare: object) -> 
 
 
 def test_a_grammar_is_typed_on_one_line_or_loaded_from_a_file(tmp_path: Path) -> None:
-    spec = SETTINGS_BY_NAME["grammar"]
+    spec = registry().settings_by_name["grammar"]
     grammar = 'root ::= answer\nanswer ::= "yes" | "no"'
     shown = setting_text(spec, grammar)
     assert shown == 'root ::= answer⏎answer ::= "yes" | "no"'

@@ -11,7 +11,8 @@ from textual.widget import Widget
 from textual.widgets import Collapsible, Input
 
 from backend.chat.protocol import LiveSettings
-from sampling.settings import DEFAULT_CHAT_SETTINGS, DISPLAY_ORDER, SamplerSettings
+from sampling.registry import registry
+from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tests.fake_backend import FAKE_VOCAB, FakeBackend
 from tests.helpers import wait_until
 from tui.app import SamplescopeApp
@@ -57,7 +58,7 @@ async def test_every_field_has_a_control_showing_its_value() -> None:
         )
         shown = [c.field for c in panel.controls()]
         assert shown == [spec.name for _, specs in group_specs() for spec in specs]
-        for spec in DISPLAY_ORDER:
+        for spec in registry().display_order:
             control = controls[spec.name]
             if spec.is_number:
                 assert isinstance(control, Slider)

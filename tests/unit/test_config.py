@@ -19,7 +19,8 @@ from backend.config.config import (
 )
 from backend.config.paths import CONFIG_DIR_ENV, default_config_path
 from backend.session.phrase_bans import PhraseBans
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SETTINGS_BY_NAME, SamplerSettings
+from sampling.registry import registry
+from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tui.cli.settings_flags import add_settings_flags, settings_from_args
 
 GOOD = """\
@@ -152,7 +153,7 @@ def test_effective_toml_is_valid_and_complete(tmp_path: Path) -> None:
     data = tomllib.loads(text)
     assert data["model"] == "/abs/tiny.gguf" and data["theme"] == "gruvbox"
     assert SamplerSettings.from_dict(
-        {k: SETTINGS_BY_NAME[k].coerce(v) for k, v in data["settings"].items()}
+        {k: registry().settings_by_name[k].coerce(v) for k, v in data["settings"].items()}
     ) == settings_with_config(DEFAULT_CHAT_SETTINGS, config)
     assert data["keys"] == {"quit": "ctrl+q", "new chat": "ctrl+n"}
     assert str(tmp_path / "config.toml") in text

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from backend.config.config import Config, ConfigError, load_config
 from sampling.errors import SamplescopeError
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SETTINGS
+from sampling.registry import registry
+from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tui.cli.main import build_parser
 from tui.cli.settings_flags import settings_from_args
 
@@ -38,7 +39,7 @@ COMMANDS = [
     "fwd",
     "rpc-server",
 ]
-FLAGS = [spec.flag for spec in SETTINGS] + [
+FLAGS = [spec.flag for spec in registry().settings] + [
     "--model",
     "--threads",
     "--ctx",
@@ -89,7 +90,7 @@ def test_every_parser_accepts_or_exits_with_usage(command: str, argv: list[str])
         assert exit_.code in (0, 2)
         return
     assert isinstance(args, argparse.Namespace)
-    if any(hasattr(args, spec.name) for spec in SETTINGS):
+    if any(hasattr(args, spec.name) for spec in registry().settings):
         try:
             settings_from_args(args, DEFAULT_CHAT_SETTINGS)
         except SamplescopeError as error:
@@ -108,7 +109,9 @@ toml_value = st.one_of(
     st.sampled_from(["true", "false", "[]", "[1, 2]", "{}", "{ a = 1 }", "1979-05-27", "nan"]),
 )
 toml_key = st.one_of(
-    st.sampled_from([spec.name for spec in SETTINGS] + ["model", "theme", "rpc", "keys"]),
+    st.sampled_from(
+        [spec.name for spec in registry().settings] + ["model", "theme", "rpc", "keys"]
+    ),
     st.from_regex(r"[a-z_]{1,8}", fullmatch=True),
 )
 toml_line = st.one_of(

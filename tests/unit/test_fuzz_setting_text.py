@@ -16,13 +16,13 @@ from hypothesis import strategies as st
 
 from backend.session.phrase_bans import PhraseBanError, PhraseBans
 from sampling.errors import SamplescopeError, SettingsError
-from sampling.registry import SAMPLER_NAMES
-from sampling.settings import SETTINGS, SETTINGS_BY_NAME, SamplerSettings
+from sampling.registry import registry
+from sampling.settings import SamplerSettings
 
 HEALTH = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 PIECES = [
-    *SAMPLER_NAMES, "top-k", "topk", "nucleus", "temp", "typ", "penalties", "dry",
+    *registry().sampler_names, "top-k", "topk", "nucleus", "temp", "typ", "penalties", "dry",
     ";", ",", "=", "+", "-", "inf", "-inf", "nan", "1e999", "0", "42", "-1", "2.5",
     "18446744073709551616", "'", '"', "[", "]", "{", "}", "(", ")", "\\", "\\,", "\\n",
     " ", "\x00", "\x7f", "\u2028", "true", "off", "none", "é", "\udcff", "1" * 30,
@@ -40,10 +40,10 @@ def one_line(error: BaseException) -> None:
 
 
 @HEALTH
-@given(st.sampled_from(SETTINGS), setting_text)
+@given(st.sampled_from(registry().settings), setting_text)
 def test_any_text_is_a_value_or_one_line_and_values_read_back(spec: object, text: str) -> None:
     name = spec.name  # type: ignore[attr-defined]
-    setting = SETTINGS_BY_NAME[name]
+    setting = registry().settings_by_name[name]
     try:
         value = setting.parse(text)
         chosen = SamplerSettings().with_changes(**{name: value})
@@ -64,7 +64,7 @@ def test_any_text_is_a_value_or_one_line_and_values_read_back(spec: object, text
     ).map(";".join)
 )
 def test_a_logit_bias_reads_back_to_the_same_numbers(text: str) -> None:
-    spec = SETTINGS_BY_NAME["logit_bias"]
+    spec = registry().settings_by_name["logit_bias"]
     try:
         held = SamplerSettings().with_changes(logit_bias=spec.parse(text)).logit_bias
     except SettingsError as error:
@@ -118,7 +118,7 @@ DEPTH = 100_000
     ids=["open", "nested", "list", "groups", "long-id", "long-bias", "separators", "escapes"],
 )
 def test_deep_and_huge_texts_give_a_value_or_one_line(text: str) -> None:
-    for spec in SETTINGS:
+    for spec in registry().settings:
         try:
             SamplerSettings().with_changes(**{spec.name: spec.parse(text)})
         except SettingsError as error:

@@ -10,9 +10,9 @@ import pytest
 from backend.config.preset_files import preset_toml
 from sampling import SamplerSettings, probabilities, settings_summary
 from sampling.chain import build_chain
-from sampling.registry import CHAT_ORDER, GROUPS, SAMPLERS, TEMPERATURE_FIRST_ORDER
+from sampling.registry import CHAT_ORDER, TEMPERATURE_FIRST_ORDER, registry
 from sampling.samplers.p_less import PLess, p_less_threshold
-from sampling.settings import DISPLAY_ORDER, SETTINGS_BY_NAME, find_setting
+from sampling.settings import find_setting
 from tui.cli.settings_flags import add_settings_flags, settings_from_args
 
 LOGITS = [2.0, 1.5, 1.0, 0.5, 0.0, -1.0]
@@ -77,10 +77,12 @@ def test_p_less_golden_table() -> None:
 
 
 def test_p_less_comes_from_the_registry_everywhere() -> None:
-    assert SAMPLERS["p_less"] is PLess
-    spec = SETTINGS_BY_NAME["p_less"]
+    assert registry().samplers["p_less"] is PLess
+    spec = registry().settings_by_name["p_less"]
     assert spec.flag == "--p-less" and find_setting("p_less") is spec  # compare key
-    assert spec in DISPLAY_ORDER and "p_less" in GROUPS  # the panel's toggle and group
+    assert (
+        spec in registry().display_order and "p_less" in registry().groups
+    )  # the panel's toggle and group
     # Switched on, it joins the orders before min-p, as the other cutoffs.
     for order in (CHAT_ORDER, TEMPERATURE_FIRST_ORDER):
         assert order[order.index("min_p") - 1] == "p_less"

@@ -15,11 +15,10 @@ from sampling.chain import build_chain
 from sampling.placement import CUTOFF, Placement, arranged
 from sampling.registry import (
     CHAT_ORDER,
-    PLACEMENTS,
-    SAMPLER_NAMES,
     TEMPERATURE_FIRST_ORDER,
     UNITS,
     check_declarations,
+    registry,
 )
 from sampling.samplers.unit import SamplerUnit, Stateless, UnitKind
 from sampling.setting_spec import SettingSpec
@@ -105,7 +104,7 @@ def test_temperature_last_moves_the_temperature_with_smoothing_ahead_of_adaptive
 
 def test_every_default_order_names_every_unit_of_the_order_where_it_runs() -> None:
     for order in (CHAT_ORDER, TEMPERATURE_FIRST_ORDER):
-        assert sorted(order) == sorted(SAMPLER_NAMES)
+        assert sorted(order) == sorted(registry().sampler_names)
         assert order[-1] == "adaptive_p"
         assert order[order.index("temperature") + 1] == "smoothing"
     assert DEFAULT_CHAT_SETTINGS.samplers == CHAT_ORDER
@@ -145,7 +144,7 @@ def test_each_unit_s_on_rule_is_when_it_is_built(unit: type[SamplerUnit]) -> Non
 
 def test_every_built_in_unit_declares_its_placement_and_on_rule() -> None:
     check_declarations(UNITS)
-    assert {unit.name: unit.placement for unit in UNITS} == PLACEMENTS
+    assert {unit.name: unit.placement for unit in UNITS} == registry().placements
 
     class NewCutoff(Stateless):
         """A cutoff added without saying where it runs or when it is on."""
@@ -185,12 +184,12 @@ def test_the_builder_puts_the_units_outside_the_order_where_they_run() -> None:
     held = {
         unit.name: unit
         for unit in (
-            Named("grammar", "candidates", PLACEMENTS["grammar"]),
-            Named("top_k", "candidates", PLACEMENTS["top_k"]),
-            Named("min_tokens", "logits", PLACEMENTS["min_tokens"]),
-            Named("penalties", "logits", PLACEMENTS["penalties"]),
-            Named("logit_bias", "logits", PLACEMENTS["logit_bias"]),
-            Named("temperature", "candidates", PLACEMENTS["temperature"]),
+            Named("grammar", "candidates", registry().placements["grammar"]),
+            Named("top_k", "candidates", registry().placements["top_k"]),
+            Named("min_tokens", "logits", registry().placements["min_tokens"]),
+            Named("penalties", "logits", registry().placements["penalties"]),
+            Named("logit_bias", "logits", registry().placements["logit_bias"]),
+            Named("temperature", "candidates", registry().placements["temperature"]),
         )
     }
     order = ("penalties", "temperature", "top_k")
@@ -198,6 +197,6 @@ def test_the_builder_puts_the_units_outside_the_order_where_they_run() -> None:
     assert names == ["logit_bias", "penalties", "min_tokens", "grammar", "temperature", "top_k"]
     greedy = [unit.name for unit in arranged(order, held, greedy=True)]
     assert greedy == ["logit_bias", "penalties", "min_tokens", "grammar"]
-    held["mirostat"] = Named("mirostat", "candidates", PLACEMENTS["mirostat"])
+    held["mirostat"] = Named("mirostat", "candidates", registry().placements["mirostat"])
     replaced = [unit.name for unit in arranged(order, held, greedy=False)]
     assert replaced == ["logit_bias", "min_tokens", "grammar", "mirostat"]

@@ -23,20 +23,7 @@ from sampling import Sampler, SamplerSettings, settings_summary
 from sampling.errors import SettingsError
 from sampling.placement import IN_ORDER
 from sampling.plugins import PluginError, plugin_origins, unregister
-from sampling.registry import (
-    DECLARED_SETTINGS,
-    GROUP_TITLES,
-    GROUPS,
-    LABELS,
-    LOGITS_SAMPLERS,
-    PLACEMENTS,
-    ROW_LABELS,
-    SAMPLER_NAMES,
-    SAMPLERS,
-    UNITS_BY_NAME,
-    groups_of,
-)
-from sampling.settings import DISPLAY_ORDER, PLUGIN_SETTINGS, SETTINGS, SETTINGS_BY_NAME
+from sampling.registry import DECLARED_SETTINGS, build_registry, groups_of, registry
 from tests.golden import LOGITS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -117,21 +104,27 @@ def test_the_readme_plugin_loads_as_it_stands_and_joins_everything(plugin_file: 
     origin = load_sampler_file(plugin_file)
     assert origin.name == "top_h" and len(origin.sha256) == 64
     assert plugin_origins()["top_h"].path == str(plugin_file)
-    assert "top_h" in SAMPLERS and LABELS["top_h"] == "top-h"
-    assert SETTINGS[-1] is SETTINGS_BY_NAME["top_h"] and SETTINGS_BY_NAME["top_h"] in DISPLAY_ORDER
-    assert "top_h" in SETTINGS_BY_NAME["samplers"].choice_values
+    assert "top_h" in registry().samplers and registry().labels["top_h"] == "top-h"
+    assert (
+        registry().settings[-1] is registry().settings_by_name["top_h"]
+        and registry().settings_by_name["top_h"] in registry().display_order
+    )
+    assert "top_h" in registry().settings_by_name["samplers"].choice_values
     settings = SamplerSettings(samplers=("top_h",)).with_changes(top_h=0.4)
     assert settings.value("top_h") == 0.4 and settings.extra == (("top_h", 0.4),)
     assert settings.to_dict()["top_h"] == 0.4
     assert SamplerSettings.from_dict(settings.to_dict()) == settings
     assert "top_h=0.4" in settings_summary(settings)
-    assert SETTINGS_BY_NAME["samplers"].parse("top-h;temperature") == ("top_h", "temperature")
+    assert registry().settings_by_name["samplers"].parse("top-h;temperature") == (
+        "top_h",
+        "temperature",
+    )
     with pytest.raises(SettingsError, match="top_h"):
         settings.with_changes(top_h=1.5)
     load_sampler_file(plugin_file)  # the same file again changes nothing
     unregister("top_h")
-    assert "top_h" not in SAMPLERS and "top_h" not in SETTINGS_BY_NAME
-    assert [spec.name for spec in SETTINGS][-1] == "samplers"
+    assert "top_h" not in registry().samplers and "top_h" not in registry().settings_by_name
+    assert [spec.name for spec in registry().settings][-1] == "samplers"
     with pytest.raises(SettingsError, match="loaded sampler plugin"):
         SamplerSettings().with_changes(top_h=0.4)
 
@@ -179,27 +172,41 @@ SAMPLER = Bonus
 
 
 def tables_agree() -> None:
-    """Every table the registry derives says the same as `SAMPLERS` and `SETTINGS`."""
-    assert list(SAMPLERS) == SAMPLER_NAMES
-    assert [name for name, unit in SAMPLERS.items() if unit.kind == "logits"] == LOGITS_SAMPLERS
-    assert SETTINGS_BY_NAME["samplers"].leading == tuple(LOGITS_SAMPLERS)
-    assert [name for name, _ in SETTINGS_BY_NAME["samplers"].choices] == SAMPLER_NAMES
-    assert groups_of((*DECLARED_SETTINGS, *PLUGIN_SETTINGS.values())) == GROUPS
-    assert set(groups_of(SETTINGS)) == set(GROUPS) <= set(GROUP_TITLES)
-    assert set(UNITS_BY_NAME) == set(LABELS) == set(ROW_LABELS) == set(PLACEMENTS)
-    assert set(SAMPLERS) <= set(UNITS_BY_NAME)
+    """Every table the registry in use derives says the same as its `samplers` and
+    `settings`, and a registry built afresh from the same plugins is the same."""
+    tables = registry()
+    assert tuple(tables.samplers) == tables.sampler_names
+    logits = tuple(name for name, unit in tables.samplers.items() if unit.kind == "logits")
+    assert logits == tables.logits_samplers
+    order = tables.settings_by_name["samplers"]
+    assert order.leading == tables.logits_samplers
+    assert tuple(name for name, _ in order.choices) == tables.sampler_names
+    assert groups_of((*DECLARED_SETTINGS, *tables.plugin_settings.values())) == list(tables.groups)
+    assert set(groups_of(tables.settings)) == set(tables.groups) <= set(tables.group_titles)
+    names = set(tables.units_by_name)
+    assert names == set(tables.labels) == set(tables.row_labels) == set(tables.placements)
+    assert set(tables.samplers) <= names
+    assert {spec.name for spec in tables.display_order} <= set(tables.settings_by_name)
+    assert tables == build_registry(tables.plugins)
 
 
 def test_every_table_agrees_after_a_plugin_loads_and_after_it_goes(tmp_path: Path) -> None:
     tables_agree()
-    built_in = (list(SAMPLER_NAMES), list(LOGITS_SAMPLERS), list(GROUPS))
+    built_in = (
+        list(registry().sampler_names),
+        list(registry().logits_samplers),
+        list(registry().groups),
+    )
     path = tmp_path / "bonus.py"
     path.write_text(BONUS_PLUGIN, encoding="utf-8")
     load_sampler_file(path)
     try:
         tables_agree()
-        assert SAMPLER_NAMES[-1] == "bonus" and LOGITS_SAMPLERS[-1] == "bonus"
-        assert GROUPS[-2:] == ["bonus", "order"] and PLACEMENTS["bonus"] == IN_ORDER
+        assert registry().sampler_names[-1] == "bonus" and registry().logits_samplers[-1] == "bonus"
+        assert (
+            registry().groups[-2:] == ("bonus", "order")
+            and registry().placements["bonus"] == IN_ORDER
+        )
         # A logits plugin leads an order like the penalties.
         settings = SamplerSettings(samplers="bonus;top_k;temperature").with_changes(bonus=0.5)
         assert settings.order == ("bonus", "top_k", "temperature")
@@ -208,7 +215,11 @@ def test_every_table_agrees_after_a_plugin_loads_and_after_it_goes(tmp_path: Pat
     finally:
         unregister("bonus")
     tables_agree()
-    assert (list(SAMPLER_NAMES), list(LOGITS_SAMPLERS), list(GROUPS)) == built_in
+    assert (
+        list(registry().sampler_names),
+        list(registry().logits_samplers),
+        list(registry().groups),
+    ) == built_in
 
 
 @pytest.mark.parametrize(("alpha", "temperature"), [(0.2, 1.0), (0.4, 1.0), (0.7, 0.5), (0.9, 2.0)])
@@ -289,7 +300,7 @@ def test_a_plugin_that_is_not_one_is_refused_naming_its_file(tmp_path: Path) -> 
         assert str(path) in str(caught.value)
     with pytest.raises(PluginError, match="cannot read"):
         load_sampler_file(tmp_path / "absent.py")
-    assert "top_k" in UNITS_BY_NAME and not plugin_origins()
+    assert "top_k" in registry().units_by_name and not plugin_origins()
 
 
 def test_samplers_command_lists_built_ins_and_plugins(tmp_path: Path) -> None:

@@ -16,13 +16,10 @@ from sampling import (
     probabilities,
 )
 from sampling.candidates import Candidates
-from sampling.chain import (
-    SAMPLERS,
-    build_chain,
-)
+from sampling.chain import build_chain
 from sampling.kept import Kept
 from sampling.logits import History, checked_logits
-from sampling.registry import LLAMA_CPP_ORDER, LOGITS_SAMPLERS, SAMPLER_NAMES, UNITS
+from sampling.registry import LLAMA_CPP_ORDER, UNITS, registry
 from sampling.samplers.min_p import MinP
 from sampling.samplers.penalties import Penalties
 from sampling.samplers.temperature import Temperature
@@ -79,14 +76,19 @@ TEMPERATURE_LAST = ("penalties", *FILTERS, "temperature")
 
 def test_registry_uses_llama_cpp_sampler_names() -> None:
     # llama.cpp's chain, in its order, among the names an order may hold.
-    assert [name for name in SAMPLER_NAMES if name in LLAMA_CPP_CHAIN] == list(LLAMA_CPP_CHAIN)
-    for name, unit_type in SAMPLERS.items():
+    assert [name for name in registry().sampler_names if name in LLAMA_CPP_CHAIN] == list(
+        LLAMA_CPP_CHAIN
+    )
+    for name, unit_type in registry().samplers.items():
         assert unit_type.name == name and unit_type.placement.in_order
     # The logits units lead the registry's order, as an order must have them.
-    kinds = [SAMPLERS[name].kind for name in SAMPLER_NAMES]
+    kinds = [registry().samplers[name].kind for name in registry().sampler_names]
     assert kinds == sorted(kinds, key=lambda kind: kind != "logits")
-    assert [n for n in SAMPLER_NAMES if SAMPLERS[n].kind == "logits"] == LOGITS_SAMPLERS
-    assert {"penalties", "dry"} <= set(LOGITS_SAMPLERS)
+    assert (
+        tuple(n for n in registry().sampler_names if registry().samplers[n].kind == "logits")
+        == registry().logits_samplers
+    )
+    assert {"penalties", "dry"} <= set(registry().logits_samplers)
     outside = {unit.name for unit in UNITS if not unit.placement.in_order}
     assert outside >= {"logit_bias", "mirostat"}
 
@@ -111,7 +113,9 @@ def test_the_order_is_samplers_as_given_with_temperature_last_moving_it_last() -
     assert DEFAULT_CHAT_SETTINGS.samplers[-3:] == ("temperature", "smoothing", "adaptive_p")
     assert not DEFAULT_CHAT_SETTINGS.temperature_last
     # The full list of names runs as given: no comparison with the known names.
-    assert SamplerSettings(samplers=SAMPLER_NAMES).order == tuple(SAMPLER_NAMES)
+    assert SamplerSettings(samplers=registry().sampler_names).order == tuple(
+        registry().sampler_names
+    )
     custom = ("top_k", "temperature", "min_p")
     assert SamplerSettings(samplers=custom).order == custom
     assert SamplerSettings(samplers=custom, temperature_last=True).order == (
@@ -158,7 +162,7 @@ def test_units_hold_their_parameters() -> None:
     penalizing = settings.with_changes(presence_penalty=0.5)
     assert build_chain(penalizing).units[0] == Penalties(penalizing)
     off = SamplerSettings()
-    built = {name: unit_type.from_settings(off) for name, unit_type in SAMPLERS.items()}
+    built = {name: unit_type.from_settings(off) for name, unit_type in registry().samplers.items()}
     assert built.pop("temperature") == Temperature(1.0)
     assert set(built.values()) == {None}
 

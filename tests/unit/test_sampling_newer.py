@@ -16,7 +16,7 @@ from hypothesis.extra.numpy import arrays
 
 from sampling import Sampler, SamplerSettings, probabilities, setting_text
 from sampling.errors import SettingsError
-from sampling.registry import LOGITS_SAMPLERS, SAMPLER_NAMES
+from sampling.registry import registry
 from sampling.samplers.dry import dry_penalties
 from sampling.setting_text import parse_bias, parse_texts
 from tests.golden import LOGITS, TOL, renormalised, softmax
@@ -128,7 +128,7 @@ def test_the_order_changes_what_xtc_sees() -> None:
 
 def parse_order(text: str) -> tuple[str, ...]:
     """An order's text read against the registry's names."""
-    return setting_text.parse_order(text, SAMPLER_NAMES, LOGITS_SAMPLERS)
+    return setting_text.parse_order(text, registry().sampler_names, registry().logits_samplers)
 
 
 def test_orders_read_like_llama_cpp_samplers_flag() -> None:

@@ -24,7 +24,8 @@ from backend.config import paths
 from backend.config.paths import user_file
 from backend.errors import FileAccessError
 from sampling.errors import SettingsError
-from sampling.settings import SETTINGS_BY_NAME, SamplerSettings
+from sampling.registry import registry
+from sampling.settings import SamplerSettings
 from tui.chat.setting_input import read_setting_text
 from tui.cli.commands.serve import ServeError, app_command, served_token
 from tui.cli.serve_gate import TOKEN_COOKIE, TOKEN_ENV, GatedServer, serve_gate
@@ -255,7 +256,7 @@ def test_the_served_app_opens_files_only_in_its_own_folders(
     for outside in ("/etc/passwd", str(tmp_path / "data" / "out"), f"{own.parent}/../x"):
         with pytest.raises(FileAccessError, match="opens files only in"):
             user_file(Path(outside))
-    spec = SETTINGS_BY_NAME["grammar"]
+    spec = registry().settings_by_name["grammar"]
     assert read_setting_text(spec, f"@{own}", None) == 'root ::= "a"'
     with pytest.raises(SettingsError, match="opens files only in"):
         read_setting_text(spec, "@/etc/passwd", None)

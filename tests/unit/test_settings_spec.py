@@ -9,13 +9,11 @@ from dataclasses import fields
 import pytest
 
 from sampling.errors import SamplescopeError, SettingsError
+from sampling.registry import registry
 from sampling.setting_spec import SettingSpec
 from sampling.settings import (
     DEFAULT_CHAT_SETTINGS,
-    DISPLAY_ORDER,
     MAX_SEED,
-    SETTINGS,
-    SETTINGS_BY_NAME,
     SamplerSettings,
     find_setting,
     settings_summary,
@@ -27,9 +25,9 @@ from tui.cli.settings_flags import add_settings_flags, settings_from_args
 from tui.compare.columns import DEFAULT_VARIATIONS, VARIABLE_FIELDS, coerce_value
 
 FIELDS = [f.name for f in fields(SamplerSettings) if f.name != "extra"]
-NUMBERS = [spec for spec in SETTINGS if spec.is_number]
-SWITCHES = [spec for spec in SETTINGS if spec.is_scalar and not spec.is_number]
-SEVERAL = [spec for spec in SETTINGS if not spec.is_scalar]
+NUMBERS = [spec for spec in registry().settings if spec.is_number]
+SWITCHES = [spec for spec in registry().settings if spec.is_scalar and not spec.is_number]
+SEVERAL = [spec for spec in registry().settings if not spec.is_scalar]
 #: A valid value other than the default for some fields (the others: `changed_value`).
 CHOSEN: dict[str, object] = {
     "temperature": 0.25,
@@ -105,7 +103,7 @@ def changed_value(spec: SettingSpec) -> object:
 #: A valid value other than the default for every field: what the round trips set.
 CHANGED: dict[str, object] = {
     spec.name: CHOSEN[spec.name] if spec.name in CHOSEN else changed_value(spec)
-    for spec in SETTINGS
+    for spec in registry().settings
 }
 # Every sampler CHANGED switches on is named: a missing name joins the order given
 # where its placement puts it, and the stored order is that one.
@@ -126,19 +124,21 @@ def one_changed(name: str, value: object) -> SamplerSettings:
 
 
 def test_every_field_has_one_spec_in_field_order_with_its_default() -> None:
-    assert [spec.name for spec in SETTINGS] == FIELDS
-    assert list(SETTINGS_BY_NAME) == FIELDS
+    assert [spec.name for spec in registry().settings] == FIELDS
+    assert list(registry().settings_by_name) == FIELDS
     defaults = SamplerSettings()
-    assert {s.name: s.default for s in SETTINGS} == {n: getattr(defaults, n) for n in FIELDS}
+    assert {s.name: s.default for s in registry().settings} == {
+        n: getattr(defaults, n) for n in FIELDS
+    }
     assert sorted(CHANGED) == sorted(FIELDS)
-    for spec in SETTINGS:  # the value read off a spec is valid and not the default
+    for spec in registry().settings:  # the value read off a spec is valid and not the default
         value = changed_value(spec)
         assert spec.accepts(value) and value != spec.default, spec.name
 
 
 def test_display_order_lists_numbers_then_switches_each_in_field_order() -> None:
-    assert [s.name for s in DISPLAY_ORDER] == [s.name for s in NUMBERS + SWITCHES]
-    assert [s.name for s in DISPLAY_ORDER][len(NUMBERS) :][:4] == [
+    assert [s.name for s in registry().display_order] == [s.name for s in NUMBERS + SWITCHES]
+    assert [s.name for s in registry().display_order][len(NUMBERS) :][:4] == [
         "top_p_scope",
         "temperature_last",
         "draw",
@@ -146,7 +146,7 @@ def test_display_order_lists_numbers_then_switches_each_in_field_order() -> None
     ]
 
 
-@pytest.mark.parametrize("spec", SETTINGS, ids=ids)
+@pytest.mark.parametrize("spec", registry().settings, ids=ids)
 def test_off_default_and_slider_limits_are_valid_values(spec: SettingSpec) -> None:
     for value in (spec.default, spec.off):
         if value is not None:
@@ -197,7 +197,7 @@ def bad_values(spec: SettingSpec) -> list[object]:
     return values
 
 
-@pytest.mark.parametrize("spec", SETTINGS, ids=ids)
+@pytest.mark.parametrize("spec", registry().settings, ids=ids)
 def test_each_bad_value_is_refused_naming_the_field(spec: SettingSpec) -> None:
     for value in bad_values(spec):
         with pytest.raises(SettingsError) as caught:
@@ -234,7 +234,7 @@ def test_a_bad_value_is_refused_even_when_another_field_is_fine() -> None:
     ],
 )
 def test_expected_says_what_a_valid_value_looks_like(name: str, expected: str) -> None:
-    assert SETTINGS_BY_NAME[name].expected == expected
+    assert registry().settings_by_name[name].expected == expected
 
 
 # --- flags ------------------------------------------------------------------------------
@@ -258,11 +258,11 @@ def flag_argv(spec: SettingSpec, value: object) -> list[str]:
 def test_every_field_has_a_flag_on_every_command(command: str) -> None:
     parser = build_app_parser() if command == "app" else subcommand_parser(command)
     options = {o for action in parser._actions for o in action.option_strings}
-    assert {spec.flag for spec in SETTINGS} <= options
+    assert {spec.flag for spec in registry().settings} <= options
     assert {"-t", "-k", "-p", "-s", "--no-temperature-last"} <= options
 
 
-@pytest.mark.parametrize("spec", SETTINGS, ids=ids)
+@pytest.mark.parametrize("spec", registry().settings, ids=ids)
 def test_flag_round_trip(spec: SettingSpec) -> None:
     parser = argparse.ArgumentParser()
     add_settings_flags(parser)
@@ -281,13 +281,13 @@ def test_all_flags_at_once_and_the_short_ones() -> None:
     # schema's flag is read on its own.
     argv = [
         word
-        for spec in SETTINGS
+        for spec in registry().settings
         if spec.name != "json_schema"
         for word in flag_argv(spec, CHANGED[spec.name])
     ]
     expected = {**CHANGED, "json_schema": DEFAULT_CHAT_SETTINGS.json_schema}
     assert settings_from_args(parser.parse_args(argv), DEFAULT_CHAT_SETTINGS).to_dict() == expected
-    schema = flag_argv(SETTINGS_BY_NAME["json_schema"], CHANGED["json_schema"])
+    schema = flag_argv(registry().settings_by_name["json_schema"], CHANGED["json_schema"])
     read = settings_from_args(parser.parse_args(schema), DEFAULT_CHAT_SETTINGS)
     assert read.json_schema == CHANGED["json_schema"]
     short = parser.parse_args(["-t", "0", "-k", "5", "-p", "0.9", "-s", "11"])
@@ -310,16 +310,16 @@ def test_a_choice_flag_refuses_an_unknown_value(capsys: pytest.CaptureFixture[st
 
 
 def test_compare_may_vary_every_field_but_the_seed() -> None:
-    scalar = {spec.name for spec in SETTINGS if spec.is_scalar}
+    scalar = {spec.name for spec in registry().settings if spec.is_scalar}
     assert sorted(VARIABLE_FIELDS) == sorted(scalar - {"seed"})
-    assert list(VARIABLE_FIELDS) == [s.name for s in DISPLAY_ORDER if s.name != "seed"]
+    assert list(VARIABLE_FIELDS) == [s.name for s in registry().display_order if s.name != "seed"]
     assert list(DEFAULT_VARIATIONS) == ["temperature", "top_k", "top_p", "min_p", "repeat_penalty"]
     for name, values in DEFAULT_VARIATIONS.items():
         for value in values:
             one_changed(name, value)
 
 
-@pytest.mark.parametrize("spec", SETTINGS, ids=ids)
+@pytest.mark.parametrize("spec", registry().settings, ids=ids)
 def test_typed_text_becomes_the_fields_type(spec: SettingSpec) -> None:
     value = CHANGED[spec.name]
     text = spec.format(value)  # type: ignore[arg-type]
@@ -335,7 +335,7 @@ def test_typed_text_becomes_the_fields_type(spec: SettingSpec) -> None:
 def test_set_keys_are_the_short_keys_and_the_field_names() -> None:
     keys = short_keys()
     assert keys["t"] == "temperature" and keys["k"] == "top_k" and keys["p"] == "top_p"
-    for spec in SETTINGS:
+    for spec in registry().settings:
         assert find_setting(spec.name) is spec
         assert find_setting(spec.name.replace("_", "-")) is spec
         if spec.short_key:

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sampling.errors import SettingsError
-from sampling.registry import LOGITS_SAMPLERS, SAMPLER_NAMES
+from sampling.registry import registry
 from sampling.setting_text import format_bias
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 
@@ -130,8 +130,13 @@ def test_any_repeated_id_is_named(tokens: list[int], data: st.DataObject) -> Non
 
 
 orders = st.tuples(
-    st.lists(st.sampled_from(LOGITS_SAMPLERS), unique=True),
-    st.lists(st.sampled_from([n for n in SAMPLER_NAMES if n not in LOGITS_SAMPLERS]), unique=True),
+    st.lists(st.sampled_from(registry().logits_samplers), unique=True),
+    st.lists(
+        st.sampled_from(
+            [n for n in registry().sampler_names if n not in registry().logits_samplers]
+        ),
+        unique=True,
+    ),
 ).map(lambda parts: (*parts[0], *parts[1]))
 
 

@@ -15,9 +15,9 @@ from backend.config.paths import user_file
 from backend.config.user_files import UserFileError, read_user_text
 from backend.errors import FileAccessError
 from sampling.errors import SettingsError
+from sampling.registry import registry
 from sampling.setting_spec import SettingSpec, SettingValue
 from sampling.setting_text import BiasPairs, bias_entries, bias_pairs
-from sampling.settings import SETTINGS_BY_NAME
 from tui.widgets.setting_controls import LINE_MARK
 
 TextEncoder = Callable[[str], list[int]]
@@ -89,7 +89,7 @@ def typed_value(field: str, value: object, encode: TextEncoder | None) -> object
     Raises:
         SettingsError: The text cannot be read.
     """
-    spec = SETTINGS_BY_NAME.get(field)
+    spec = registry().settings_by_name.get(field)
     if spec is None or spec.is_scalar or not isinstance(value, str):
         return value
     return read_setting_text(spec, value, encode)

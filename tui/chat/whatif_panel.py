@@ -15,7 +15,8 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from sampling.records import Step
-from sampling.settings import SETTINGS, SamplerSettings
+from sampling.registry import registry
+from sampling.settings import SamplerSettings
 from tui.widgets.prob_panel import ProbPanel
 from tui.widgets.token_text import TokenPieces
 
@@ -31,7 +32,7 @@ def _shown(value: object) -> str:
 def settings_diff(own: SamplerSettings, current: SamplerSettings) -> list[str]:
     """Each setting that differs, as "name own→current", in the settings' order."""
     changes = []
-    for spec in SETTINGS:
+    for spec in registry().settings:
         before, after = getattr(own, spec.name), getattr(current, spec.name)
         if before != after:
             changes.append(f"{spec.name} {_shown(before)}→{_shown(after)}")

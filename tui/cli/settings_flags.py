@@ -1,5 +1,5 @@
 """The sampler settings flags, the same on every command, derived from
-`sampling.settings.SETTINGS`.
+`sampling.registry.Registry.settings`.
 
 Every `SamplerSettings` field gets `--field-name` (plus its short flag, e.g. `-t`):
 numbers take a value, choices take one of their values, booleans are
@@ -16,9 +16,10 @@ from pathlib import Path
 
 from backend.config.user_files import UserFileError, read_user_text
 from sampling.errors import SettingsError
+from sampling.registry import registry
 from sampling.setting_spec import SettingSpec
 from sampling.setting_text import bias_entries, bias_pairs
-from sampling.settings import SETTINGS, SamplerSettings
+from sampling.settings import SamplerSettings
 
 Tokenize = Callable[[str], list[int]]
 """A model's tokenizer: text to token ids, no BOS."""
@@ -31,7 +32,7 @@ FILE_FLAGS = {"grammar_file": "grammar", "json_schema_file": "json_schema"}
 def add_settings_flags(parser: argparse.ArgumentParser) -> None:
     """Add the sampler settings flags to a command's parser (all default to unset)."""
     group = parser.add_argument_group("sampling")
-    for spec in SETTINGS:
+    for spec in registry().settings:
         _add_flag(group, spec)
     for field, setting in FILE_FLAGS.items():
         group.add_argument(
@@ -107,7 +108,7 @@ def settings_from_args(
         spec.name: getattr(args, spec.name)
         if spec.is_scalar
         else spec.coerce(getattr(args, spec.name))
-        for spec in SETTINGS
+        for spec in registry().settings
         if getattr(args, spec.name, None) is not None and spec.name != "logit_bias"
     }
     text = getattr(args, "logit_bias", None)

@@ -9,7 +9,8 @@ from typing import Any
 
 from backend.session.sweep import SweepSetting
 from sampling.errors import SamplescopeError, SettingsError
-from sampling.settings import SETTINGS_BY_NAME, SamplerSettings, find_setting, settings_summary
+from sampling.registry import registry
+from sampling.settings import SamplerSettings, find_setting, settings_summary
 from tui.cli.commands.compare import parse_set, short_keys
 from tui.cli.settings_flags import settings_with_user_config
 
@@ -77,7 +78,7 @@ def parse_grid(text: str) -> tuple[str, list[Any]]:
     if spec is None:
         raise SweepArgumentError(
             f"--grid {text!r}: unknown key {key!r} (use {', '.join(short_keys())} or a field name:"
-            f" {', '.join(sorted(SETTINGS_BY_NAME))})"
+            f" {', '.join(sorted(registry().settings_by_name))})"
         )
     if not spec.per_column:
         raise SweepArgumentError(

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sampling.errors import SettingsError
+from sampling.registry import registry
 from sampling.setting_spec import SettingValue
-from sampling.settings import DISPLAY_ORDER, SETTINGS, SETTINGS_BY_NAME, SamplerSettings
+from sampling.settings import SamplerSettings
 
 # The one settings summary, re-exported for the compare view's widgets.
 from sampling.settings import settings_summary as settings_summary
@@ -22,18 +23,20 @@ MAX_COLUMNS = 4
 
 #: The one-valued fields a column may vary (every one but the seed, which the
 #: columns share), in display order.
-VARIABLE_FIELDS: tuple[str, ...] = tuple(spec.name for spec in DISPLAY_ORDER if spec.per_column)
+VARIABLE_FIELDS: tuple[str, ...] = tuple(
+    spec.name for spec in registry().display_order if spec.per_column
+)
 
 #: Every field a column may vary, in the order the edit form offers them: the
 #: one-valued ones, then the chain's order, logit biases and DRY's breakers (typed as
 #: their text form).
 EDITABLE_FIELDS: tuple[str, ...] = VARIABLE_FIELDS + tuple(
-    spec.name for spec in SETTINGS if not spec.is_scalar and spec.per_column
+    spec.name for spec in registry().settings if not spec.is_scalar and spec.per_column
 )
 
 #: Values offered by "Compare: vary <field>" in the command palette.
 DEFAULT_VARIATIONS: dict[str, tuple[SettingValue, ...]] = {
-    spec.name: spec.variations for spec in SETTINGS if spec.variations
+    spec.name: spec.variations for spec in registry().settings if spec.variations
 }
 
 
@@ -67,7 +70,7 @@ def columns_varying(
         SettingsError: `field` is not a setting (or is the seed), or a value is out of
             range; the message names the field and the value.
     """
-    spec = SETTINGS_BY_NAME.get(field)
+    spec = registry().settings_by_name.get(field)
     if spec is None or not spec.per_column:
         raise SettingsError(field, values, f"a field to vary, one of {list(EDITABLE_FIELDS)}")
     return [base.with_changes(**{field: coerce_value(field, value)}) for value in values]
@@ -79,9 +82,9 @@ def coerce_value(field: str, value: Any) -> Any:
     Raises:
         SettingsError: `field` is not a setting, or the value cannot be read as its type.
     """
-    spec = SETTINGS_BY_NAME.get(field)
+    spec = registry().settings_by_name.get(field)
     if spec is None:
-        raise SettingsError(field, value, f"a setting, one of {list(SETTINGS_BY_NAME)}")
+        raise SettingsError(field, value, f"a setting, one of {list(registry().settings_by_name)}")
     return spec.coerce(value)
 
 
@@ -93,7 +96,7 @@ def format_value(value: Any, field: str | None = None) -> str:
         value: The value.
         field: The field it belongs to, when known (an empty tuple fits several).
     """
-    spec = SETTINGS_BY_NAME.get(field) if field is not None else None
+    spec = registry().settings_by_name.get(field) if field is not None else None
     if spec is not None and not spec.is_scalar:
         return spec.format(value)
     if isinstance(value, tuple):
@@ -137,7 +140,7 @@ def check_column_count(count: int) -> None:
 
 def _tuple_text(value: tuple[Any, ...]) -> str:
     """A several-valued setting's text, as its spec writes it (read back by `coerce_value`)."""
-    for spec in SETTINGS:
+    for spec in registry().settings:
         if not spec.is_scalar and spec.accepts(value):
             return spec.format(value)
     return str(value)

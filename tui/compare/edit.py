@@ -19,7 +19,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
 from sampling.errors import SamplescopeError
-from sampling.settings import SETTINGS, SETTINGS_BY_NAME, SamplerSettings
+from sampling.registry import registry
+from sampling.settings import SamplerSettings
 from tui.compare.columns import (
     EDITABLE_FIELDS,
     MAX_COLUMNS,
@@ -49,7 +50,7 @@ def changed_fields(base: SamplerSettings, settings: SamplerSettings) -> list[str
     """The fields a column may vary (not the seed) where `settings` differs from `base`."""
     return [
         spec.name
-        for spec in SETTINGS
+        for spec in registry().settings
         if spec.per_column and getattr(base, spec.name) != getattr(settings, spec.name)
     ]
 
@@ -236,7 +237,9 @@ class CompareEditScreen(ModalScreen[CompareRequest | None]):
         Raises:
             SettingsError: The seed or a value is not valid, or too few columns.
         """
-        typed_seed = SETTINGS_BY_NAME["seed"].parse(self.query_one("#edit-seed", Input).value)
+        typed_seed = (
+            registry().settings_by_name["seed"].parse(self.query_one("#edit-seed", Input).value)
+        )
         seed = SamplerSettings().with_changes(seed=typed_seed).seed  # validates the range
         columns: list[CompareColumn] = []
         for i in range(MAX_COLUMNS):

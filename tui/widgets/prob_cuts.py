@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sampling.registry import LABELS, UNITS
-from sampling.registry import ROW_LABELS as UNIT_ROW_LABELS
+from sampling.registry import UNITS, registry
 
 BANS: frozenset[str] = frozenset(
     unit.name for unit in UNITS if unit.kind == "logits" and not unit.placement.in_order
@@ -23,8 +22,8 @@ BANS: frozenset[str] = frozenset(
 """The `removed_by` of a banned token (-inf): the logit bias, min_tokens."""
 
 OTHER_LABELS: dict[str, str] = {
-    "typical_p": LABELS["typ_p"],
-    "mirostat_v2": LABELS["mirostat"],
+    "typical_p": registry().labels["typ_p"],
+    "mirostat_v2": registry().labels["mirostat"],
     "greedy": "greedy",
     "none": "none",
 }
@@ -32,21 +31,21 @@ OTHER_LABELS: dict[str, str] = {
 included): the names older records may hold, and the two cut names no unit has."""
 
 OTHER_ROW_LABELS: dict[str, str] = {
-    "typical_p": UNIT_ROW_LABELS["typ_p"],
-    "mirostat_v2": UNIT_ROW_LABELS["mirostat"],
+    "typical_p": registry().row_labels["typ_p"],
+    "mirostat_v2": registry().row_labels["mirostat"],
 }
 """Row names besides each unit's own (older records' names)."""
 
 
 def row_label(name: str) -> str:
     """A sampler's name on a removed row, at most 6 cells: "typ-p", "xtc", "ban"."""
-    label = UNIT_ROW_LABELS.get(name) or OTHER_ROW_LABELS.get(name) or sampler_label(name)
+    label = registry().row_labels.get(name) or OTHER_ROW_LABELS.get(name) or sampler_label(name)
     return label[:6]
 
 
 def sampler_label(name: str) -> str:
     """A sampler's name on the bars (at most 8 cells): "top-k", "typical", "xtc", "ban"."""
-    return LABELS.get(name) or OTHER_LABELS.get(name) or name.replace("_", "-")
+    return registry().labels.get(name) or OTHER_LABELS.get(name) or name.replace("_", "-")
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from textual.widget import Widget
 from sampling.constraint import GrammarSpec
 from sampling.plugins import is_plugin
 from sampling.records import Candidate, Step
-from sampling.registry import LOGITS_SAMPLERS, UNITS_BY_NAME
+from sampling.registry import registry
 from sampling.settings import SamplerSettings, settings_summary
 from tui.widgets.prob_cuts import BANS, CutItem, layout_rows, row_label
 
@@ -170,7 +170,7 @@ class ProbPanel(Widget):
 def _switched_on(name: str, settings: SamplerSettings) -> bool:
     """Whether the unit `name` is on under `settings` (a plugin, or a unit not
     loaded: on; a plugin's own code is not run here)."""
-    unit = UNITS_BY_NAME.get(name)
+    unit = registry().units_by_name.get(name)
     return unit is None or is_plugin(name) or unit.is_on(settings)
 
 
@@ -182,7 +182,8 @@ def _temperature_note(step: Step) -> str:
     reading = [
         name
         for name in order
-        if name not in LOGITS_SAMPLERS and (name == "temperature" or _switched_on(name, settings))
+        if name not in registry().logits_samplers
+        and (name == "temperature" or _switched_on(name, settings))
     ]
     if settings.dynatemp_range > 0:
         note = f"T used {step.temperature:.2f}"

@@ -1,5 +1,5 @@
 """The sampling panel: a control for each sampler setting, in groups (from
-`sampling.settings.SETTINGS`)."""
+`sampling.registry.Registry.settings`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from textual.widgets import Collapsible
 from backend.session.loop_watch import LoopGuard
 from backend.session.phrase_bans import PhraseBans
 from sampling.errors import SettingsError
-from sampling.settings import SETTINGS_BY_NAME, SamplerSettings
+from sampling.registry import registry
+from sampling.settings import SamplerSettings
 from tui.screens.entry import ValueEntryScreen
 from tui.widgets.beam_controls import BEAM_FIELDS, BeamControls
 from tui.widgets.chain_order import ChainOrder
@@ -116,7 +117,7 @@ class SamplingPanel(Vertical):
             if isinstance(control, ChainOrder):
                 control.set_value(settings.order)
             elif isinstance(control, TextSetting):
-                spec = SETTINGS_BY_NAME[control.field]
+                spec = registry().settings_by_name[control.field]
                 control.set_value(setting_text(spec, getattr(settings, spec.name)))
             else:
                 control.set_value(getattr(settings, control.field))
@@ -179,7 +180,7 @@ class SamplingPanel(Vertical):
     def _on_edit(self, event: Slider.EditRequested) -> None:
         event.stop()
         slider = event.slider
-        spec = SETTINGS_BY_NAME[slider.field]
+        spec = registry().settings_by_name[slider.field]
         kind = "an integer" if slider.integer else "a number"
         hint = f"{kind}; the bar spans {slider.format_value(slider.minimum)}"
         hint += f" to {slider.format_value(slider.maximum)}. Enter sets it, Esc cancels."

@@ -1,20 +1,14 @@
 """Which control each setting gets, and how the panel groups them (from
-`sampling.settings.SETTINGS`)."""
+`sampling.registry.Registry.settings`)."""
 
 from __future__ import annotations
 
 from textual.widget import Widget
 
 from sampling.constraint import GrammarSpec
-from sampling.registry import GROUP_TITLES, GROUPS
+from sampling.registry import registry
 from sampling.setting_spec import SettingSpec, SettingValue
-from sampling.settings import (
-    DISPLAY_ORDER,
-    SETTINGS,
-    SETTINGS_BY_NAME,
-    USUAL_ORDERS,
-    SamplerSettings,
-)
+from sampling.settings import USUAL_ORDERS, SamplerSettings
 from tui.widgets.chain_order import ChainOrder
 from tui.widgets.slider import Slider
 from tui.widgets.text_setting import TextSetting
@@ -36,25 +30,28 @@ _PLACEHOLDERS = {
 
 def group_specs() -> list[tuple[str, list[SettingSpec]]]:
     """(group, its settings), groups in the panel's order: the core, the chain's order,
-    then `sampling.registry.GROUPS`.
+    then the registry's `groups`.
 
-    Within a group: numbers, then switches (as `DISPLAY_ORDER`), then the
+    Within a group: numbers, then switches (as the registry's `display_order`), then the
     several-valued settings (order, biases, breakers).
     """
-    listed = [*DISPLAY_ORDER, *(spec for spec in SETTINGS if not spec.is_scalar)]
+    listed = [
+        *registry().display_order,
+        *(spec for spec in registry().settings if not spec.is_scalar),
+    ]
     groups: dict[str, list[SettingSpec]] = {}
     for spec in listed:
         groups.setdefault(spec.group, []).append(spec)
-    shown = (CORE_GROUP, ORDER_GROUP, *GROUPS)
+    shown = (CORE_GROUP, ORDER_GROUP, *registry().groups)
     known = [name for name in dict.fromkeys(shown) if name in groups]
-    rest = [name for name in groups if name not in GROUPS]
+    rest = [name for name in groups if name not in registry().groups]
     return [(name, groups[name]) for name in known + rest]
 
 
 def group_title(group: str, on: bool, settings: SamplerSettings | None = None) -> str:
     """A group's title; "● on" marks a group other than the core where something is on
     (the grammar's group names the grammar: "● json schema", "● lazy gbnf")."""
-    title = GROUP_TITLES.get(group, group)
+    title = registry().group_titles.get(group, group)
     if not on or group == CORE_GROUP:
         return title
     spec = GrammarSpec.from_settings(settings) if settings is not None else None
@@ -68,7 +65,7 @@ def group_is_on(group: str, settings: SamplerSettings) -> bool:
     A setting that only serves others (a window such as `repeat_last_n`, which
     `repeat_penalty` needs) counts only when one of those is on too.
     """
-    specs = [spec for spec in SETTINGS if spec.group == group]
+    specs = [spec for spec in registry().settings if spec.group == group]
     for spec in specs:
         if spec.name == ORDER_FIELD:
             if settings.order not in USUAL_ORDERS:
@@ -76,7 +73,7 @@ def group_is_on(group: str, settings: SamplerSettings) -> bool:
             continue
         if not _is_on(spec, settings):
             continue
-        served = [other for other in SETTINGS if other.needs == spec.name]
+        served = [other for other in registry().settings if other.needs == spec.name]
         if not served or any(_is_on(other, settings) for other in served):
             return True
     return False
@@ -88,7 +85,7 @@ def _is_on(spec: SettingSpec, settings: SamplerSettings) -> bool:
         return False
     if spec.is_off(getattr(settings, spec.name)):
         return False
-    return spec.needs is None or _is_on(SETTINGS_BY_NAME[spec.needs], settings)
+    return spec.needs is None or _is_on(registry().settings_by_name[spec.needs], settings)
 
 
 LINE_MARK = "⏎"

@@ -21,14 +21,9 @@ from backend.session.compare import compare
 from sampling.errors import SamplescopeError
 from sampling.loops import first_loop
 from sampling.records import Step
+from sampling.registry import registry
 from sampling.reply_score import reply_score
-from sampling.settings import (
-    SETTINGS,
-    SETTINGS_BY_NAME,
-    SamplerSettings,
-    find_setting,
-    settings_summary,
-)
+from sampling.settings import SamplerSettings, find_setting, settings_summary
 from tui.chat.setting_input import read_setting_text
 from tui.cli.commands.generate import build_messages, step_line
 from tui.cli.commands.score import reply_score_json
@@ -41,7 +36,7 @@ from tui.widgets.score_label import score_label
 def short_keys() -> dict[str, str]:
     """Short keys accepted by --set, besides the settings' own field names (read when
     asked: a plugin loaded later adds its own)."""
-    return {spec.short_key: spec.name for spec in SETTINGS if spec.short_key}
+    return {spec.short_key: spec.name for spec in registry().settings if spec.short_key}
 
 
 #: Narrower than this per column, the columns are printed one under the other.
@@ -112,7 +107,7 @@ def parse_set(text: str) -> SamplerSettings:
             raise CompareArgumentError(f"--set {text!r}: {pair!r} is not key=value")
         spec = find_setting(key)
         if spec is None:
-            known = ", ".join([*short_keys(), *sorted(SETTINGS_BY_NAME)])
+            known = ", ".join([*short_keys(), *sorted(registry().settings_by_name)])
             raise CompareArgumentError(
                 f"--set {text!r}: unknown key {key!r} (use a short key or a field name: {known})"
             )

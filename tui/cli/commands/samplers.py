@@ -7,7 +7,7 @@ import json
 
 from backend.config.sampler_files import SAMPLER_FILE_FLAG, samplers_dir
 from sampling.plugins import plugin_origins
-from sampling.registry import PLACEMENTS, UNITS_BY_NAME
+from sampling.registry import registry
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -36,11 +36,11 @@ def sampler_list() -> list[dict[str, object]]:
     the file's SHA-256)."""
     origins = plugin_origins()
     listed: list[dict[str, object]] = []
-    for name, unit in UNITS_BY_NAME.items():
+    for name, unit in registry().units_by_name.items():
         entry: dict[str, object] = {
             "name": name,
             "builtin": name not in origins,
-            "placement": PLACEMENTS[name].kind,
+            "placement": registry().placements[name].kind,
             "settings": [spec.name for spec in unit.specs],
         }
         if name in origins:
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(sampler_list(), indent=2))
         return 0
     origins = plugin_origins()
-    for name, unit in UNITS_BY_NAME.items():
+    for name, unit in registry().units_by_name.items():
         kind = f"plugin {origins[name].path}" if name in origins else "built-in"
         settings = ", ".join(spec.name for spec in unit.specs) or "-"
         print(f"{name:<14} {kind:<10} {settings}")
