@@ -45,12 +45,22 @@ MAX_ARRAY_DEPTH = 32
 
 
 class ValueReader:
-    """Reads little-endian GGUF values from a buffer, reporting truncation clearly."""
+    """Reads little-endian GGUF values from a buffer, reporting truncation clearly.
 
-    def __init__(self, buffer: mmap.mmap, path: Path, size: int) -> None:
+    Args:
+        buffer: The file's bytes.
+        path: The file (named in errors).
+        size: The file's size.
+        arrays: Build array values; False: an array is walked and bounds-checked item
+            by item but read as an empty tuple (a vocabulary's 50,000 strings are never
+            made: a check that needs none of them holds no memory for them).
+    """
+
+    def __init__(self, buffer: mmap.mmap, path: Path, size: int, *, arrays: bool = True) -> None:
         self.buffer = buffer
         self.path = path
         self.size = size
+        self.arrays = arrays
         self.pos = 0
         self.where = "header"  # what is being read, for error messages
 
@@ -106,8 +116,11 @@ class ValueReader:
         if fmt is not None:  # numbers: one bulk conversion
             item_size = struct.calcsize("<" + fmt)
             self.need(count * item_size)
-            raw = self.buffer[self.pos : self.pos + count * item_size]
+            start = self.pos
             self.pos += count * item_size
+            if not self.arrays:
+                return (), f"array[{item_name}]"
+            raw = self.buffer[start : self.pos]
             if fmt == "?":
                 return tuple(byte != 0 for byte in raw), f"array[{item_name}]"
             values = array(fmt)
@@ -121,6 +134,9 @@ class ValueReader:
         if item_type == STRING_TYPE:
             # Each string takes at least its 8-byte length: a count beyond that is a lie.
             self.need(count * 8)
+            if not self.arrays:
+                self._skip_strings(count)
+                return (), "array[string]"
             return tuple(self._strings(count)), "array[string]"
         self.need(count * 12)  # a nested array has at least a type and a count
         if depth >= MAX_ARRAY_DEPTH:
@@ -128,6 +144,10 @@ class ValueReader:
                 f"corrupt GGUF file: arrays nested deeper than {MAX_ARRAY_DEPTH}"
                 f" in the {self.where}"
             )
+        if not self.arrays:
+            for _ in range(count):
+                self.array(depth + 1)
+            return (), "array[array]"
         items_list = [self.array(depth + 1)[0] for _ in range(count)]
         return tuple(items_list), "array[array]"
 
@@ -150,6 +170,23 @@ class ValueReader:
             pos = end
         self.pos = pos
         return out
+
+    def _skip_strings(self, count: int) -> None:
+        """Move past `count` strings, checking each one's bounds as `_strings` does."""
+        pos, size = self.pos, self.size
+        unpack_from = struct.Struct("<Q").unpack_from
+        buffer = self.buffer
+        for _ in range(count):
+            if pos + 8 > size:
+                self.pos = pos
+                self.need(8)
+            (length,) = unpack_from(buffer, pos)
+            pos += 8
+            if pos + length > size:
+                self.pos = pos
+                self.need(length)
+            pos += length
+        self.pos = pos
 
 
 def open_checked(path: Path) -> tuple[int, int]:

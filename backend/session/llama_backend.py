@@ -90,7 +90,7 @@ class LlamaBackend(SessionBackend):
         from backend.llama.log import install_llama_log
 
         path = Path(model_path)
-        validate_gguf(path)  # before llama.cpp reads a byte of it
+        validate_gguf(path, arrays=False)  # before llama.cpp reads a byte of it
         log_file = install_llama_log(None if log_path is None else Path(log_path))
         options = RuntimeOptions(
             n_ctx,

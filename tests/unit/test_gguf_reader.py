@@ -10,8 +10,9 @@ from pathlib import Path
 import llama_cpp
 import pytest
 
+from backend.errors import ModelFileError
 from backend.llama.gguf import GGML_TYPES, read_gguf, validate_gguf
-from tests.gguf_factory import Tensor, error_of, gguf_bytes, write
+from tests.gguf_factory import Tensor, error_of, gguf_bytes, gguf_string, write
 
 F32, Q4_1, Q8_0 = 0, 3, 8
 SMALL_META: dict[str, object] = {"general.architecture": "llama", "general.name": "tiny"}
@@ -190,3 +191,61 @@ def test_bad_alignment(tmp_path: Path) -> None:
         gguf_bytes({"general.alignment": 24}, [Tensor("a", (4,), F32, 0)], 16),
     )
     assert "power of two" in error_of(path)
+
+
+def arrays_file() -> bytes:
+    """A valid GGUF whose metadata holds arrays of strings, of ints and of arrays."""
+    nested = struct.pack("<IIQ", 9, 9, 2)  # ARRAY of 2 ARRAYs
+    nested += struct.pack("<IQ", 8, 2) + gguf_string("x") + gguf_string("yz")  # 2 strings
+    nested += struct.pack("<IQ2i", 5, 2, 7, -7)  # 2 int32
+    meta: dict[str, object] = {
+        "general.architecture": "llama",
+        "tokenizer.ggml.tokens": ["<s>", "hello", "wörld", ""],
+        "tokenizer.ggml.token_type": [1, 2, 3, 4],
+        "nested": "_" * (len(nested) - 12),  # a string as long, replaced below
+    }
+    data = gguf_bytes(meta, [Tensor("a", (4,), F32, 0)], 16)
+    placeholder = struct.pack("<I", 8) + gguf_string(str(meta["nested"]))
+    assert len(placeholder) == len(nested) and data.count(placeholder) == 1
+    return data.replace(placeholder, nested)
+
+
+def test_a_check_without_arrays_reads_everything_else(tmp_path: Path) -> None:
+    path = write(tmp_path / "arrays.gguf", arrays_file())
+    full, bare = validate_gguf(path), validate_gguf(path, arrays=False)
+    assert full.metadata["tokenizer.ggml.tokens"] == ("<s>", "hello", "wörld", "")
+    assert full.metadata["nested"] == (("x", "yz"), (7, -7))
+    arrays = {"tokenizer.ggml.tokens", "tokenizer.ggml.token_type", "nested"}
+    assert {key for key, value in bare.metadata.items() if value == ()} == arrays
+    assert {k: v for k, v in bare.metadata.items() if k not in arrays} == {
+        "general.architecture": "llama"
+    }
+    assert bare.metadata_types == full.metadata_types
+    assert (bare.tensors, bare.data_offset, bare.file_size) == (
+        full.tensors,
+        full.data_offset,
+        full.file_size,
+    )
+
+
+def test_a_check_without_arrays_fails_where_reading_them_fails(tmp_path: Path) -> None:
+    """Every prefix of the file, and every 8-byte field set to a huge count or length:
+    the same error (or none) whether the arrays are read or only walked."""
+    data = arrays_file()
+    variants = [data[:cut] for cut in range(len(data))]
+    for at in range(len(data) - 8):
+        variant = bytearray(data)
+        variant[at : at + 8] = struct.pack("<Q", 1 << 40)
+        variants.append(bytes(variant))
+    path = tmp_path / "variant.gguf"
+    for variant in variants:
+        outcomes = []
+        for arrays in (True, False):
+            write(path, variant)
+            try:
+                validate_gguf(path, arrays=arrays)
+                outcomes.append("")
+            except ModelFileError as error:
+                outcomes.append(str(error))
+        assert outcomes[0] == outcomes[1], variant
+    assert sum(1 for v in variants if v) > len(data)  # the variants were built

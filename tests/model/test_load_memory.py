@@ -1,8 +1,10 @@
-"""The load's batch-invariance probe never holds its KV cache beside the chat's.
+"""Loading a model holds no more memory than the work needs.
 
-The probe decodes in a lockstep context of several streams; made while the chat's
-context of n_ctx cells exists, its cache would add to the chat's and raise the
-process's peak memory (the backend bench's "peak RSS vs llama-cpp-python's").
+The load's batch-invariance probe decodes in a lockstep context of several streams;
+made while the chat's context of n_ctx cells exists, its cache would add to the chat's
+and raise the process's peak memory (the backend bench's "peak RSS vs
+llama-cpp-python's"). And the file's check before llama.cpp reads it makes no Python
+string of the vocabulary (llama.cpp has its own).
 """
 
 from __future__ import annotations
@@ -44,3 +46,16 @@ def test_the_probe_context_is_freed_before_the_chat_context_is_made(
     finally:
         backend.close()
     assert live == []
+
+
+def test_the_file_check_at_load_makes_no_vocabulary_strings(
+    default_model_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from backend.llama.gguf_reader import ValueReader
+
+    def refused(self: ValueReader, count: int) -> list[str]:
+        raise AssertionError(f"{count} strings decoded at load")
+
+    monkeypatch.setattr(ValueReader, "_strings", refused)
+    backend = LlamaBackend.load(default_model_path, n_ctx=512, n_threads=1)
+    backend.close()
