@@ -217,12 +217,12 @@ class FakeModel:
         """Append the batch's tokens to their sequences: a batch holding several tokens
         of one sequence is a prefill chunk (a pause after some comes before the next
         one); a reply's token may pause."""
-        seqs = [entry.seq for entry in batch]
+        seqs = [entry.seq_id for entry in batch]
         prefill = len(batch) > len(set(seqs))
         if prefill and self._chunks == self.pause_after_chunks:
             self._pause()
         for entry in batch:
-            held = self._seqs.setdefault(entry.seq, [])
+            held = self._seqs.setdefault(entry.seq_id, [])
             if entry.pos != len(held):
                 raise AssertionError(f"fake: position {entry.pos} after {len(held)} tokens")
             held.append(entry.token)

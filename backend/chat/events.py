@@ -138,15 +138,15 @@ class Decoding:
     settings, in the layout recorded here.
 
     Attributes:
-        column: The reply's place among the siblings.
-        columns: Every sibling's settings at the start, in order (its own included).
+        number: The reply's sequence among its siblings (its place, from 0).
+        settings: Every sequence's settings at the start, in order (its own included).
         streams: Each sequence had its own KV stream (else one unified stream: every
             record stored before streams, which says nothing of them).
         repack: The weights were repacked (records before streams: they were).
     """
 
-    column: int
-    columns: tuple[SamplerSettings, ...]
+    number: int
+    settings: tuple[SamplerSettings, ...]
     streams: bool = True
     repack: bool = False
 
@@ -154,8 +154,8 @@ class Decoding:
         """The record as stored (`replies.decoding`)."""
         return json.dumps(
             {
-                "lockstep": self.column,
-                "columns": [s.to_dict() for s in self.columns],
+                "lockstep": self.number,
+                "columns": [s.to_dict() for s in self.settings],
                 "kv": "streams" if self.streams else "unified",
                 "repack": self.repack,
             }
@@ -171,17 +171,17 @@ class Decoding:
         """
         try:
             values = json.loads(text)
-            columns = tuple(SamplerSettings.from_dict(v) for v in values["columns"])
-            column = int(values["lockstep"])
+            settings = tuple(SamplerSettings.from_dict(v) for v in values["columns"])
+            number = int(values["lockstep"])
             kv = values.get("kv", "unified")
             repack = bool(values.get("repack", "kv" not in values))
         except (TypeError, KeyError, AttributeError, json.JSONDecodeError) as error:
             raise ValueError(f"not a decoding record: {text[:60]!r} ({error})") from None
-        if not 0 <= column < len(columns):
-            raise ValueError(f"decoding record: column {column} of {len(columns)}")
+        if not 0 <= number < len(settings):
+            raise ValueError(f"decoding record: sequence {number} of {len(settings)}")
         if kv not in ("streams", "unified"):
             raise ValueError(f"decoding record: unknown kv {kv!r}")
-        return cls(column, columns, kv == "streams", repack)
+        return cls(number, settings, kv == "streams", repack)
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,7 +64,7 @@ class BatchToken(Protocol):
     def pos(self) -> int: ...
 
     @property
-    def seq(self) -> int: ...
+    def seq_id(self) -> int: ...
 
 
 class Context(Protocol):
@@ -314,9 +314,9 @@ class LocalContext:
             batch.token[i] = entry.token
             batch.pos[i] = entry.pos
             batch.n_seq_id[i] = 1
-            batch.seq_id[i][0] = entry.seq
+            batch.seq_id[i][0] = entry.seq_id
             batch.logits[i] = 0
-            last[entry.seq] = i
+            last[entry.seq_id] = i
         for i in last.values():
             batch.logits[i] = 1
         batch.n_tokens = len(entries)

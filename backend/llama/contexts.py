@@ -316,4 +316,4 @@ class _Entry:
 
     token: int
     pos: int
-    seq: int
+    seq_id: int

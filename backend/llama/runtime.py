@@ -384,15 +384,17 @@ class LlamaRuntime:
         if n > self.n_batch:
             raise LlamaError(f"internal: {n} tokens exceed the batch size {self.n_batch}")
         first = batch[0]
-        single = all(e.seq == first.seq and e.pos == first.pos + i for i, e in enumerate(batch))
+        single = all(
+            e.seq_id == first.seq_id and e.pos == first.pos + i for i, e in enumerate(batch)
+        )
         if single:
-            code = self._context.decode([e.token for e in batch], first.pos, first.seq)
+            code = self._context.decode([e.token for e in batch], first.pos, first.seq_id)
         else:
             code = self._context.decode_batch(batch)
         if code != 0:
             starts: dict[int, int] = {}
             for entry in batch:
-                starts[entry.seq] = min(entry.pos, starts.get(entry.seq, entry.pos))
+                starts[entry.seq_id] = min(entry.pos, starts.get(entry.seq_id, entry.pos))
             for seq, start in starts.items():
                 if not self._context.seq_rm(seq, start, -1):
                     self._context.clear()

@@ -151,10 +151,10 @@ class SessionBackend:
         layout: Layout | None = None,
     ) -> Generation:
         """Replies to `messages`, one per settings, in lockstep (one decode per step for
-        every live sequence); iterate it for (column, event) pairs, each column's
-        events as `generate` yields them. One column decodes into the chat's sequence;
-        several decode in a context of their own, each in its own KV stream (`layout`
-        None), so that each column gets the tokens it gets alone.
+        every live sequence); iterate it for (sequence number, event) pairs, each
+        sequence's events as `generate` yields them. One sequence decodes into the
+        chat's; several decode in a context of their own, each in its own KV stream
+        (`layout` None), so that each sequence gets the tokens it gets alone.
         `rewindable`: the generation can be rewound (`Generation.rewind`)."""
         return self.session.generation(
             lambda: self.fit_prompt(messages, max_tokens, raw),
@@ -239,12 +239,12 @@ class SessionBackend:
         layout = None
         if decoding is None:
             lives, steer = [LiveSettings(SamplerSettings(temperature=0.0))], Steer(tuple(prefix))
-            column = 0
+            number = 0
         else:
-            lives = [LiveSettings(settings) for settings in decoding.columns]
-            column, steer = decoding.column, Steer()
+            lives = [LiveSettings(settings) for settings in decoding.settings]
+            number, steer = decoding.number, Steer()
             layout = Layout(decoding.streams, decoding.repack)
-        lives[column].step_sink = keep
+        lives[number].step_sink = keep
         generation = self.session.generation(
             lambda: self.fit_prompt(messages, max_tokens, raw),
             lives,

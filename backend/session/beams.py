@@ -151,7 +151,7 @@ class BeamSearch:
 class _Live:
     """A live beam: its sequence, its tokens and steps so far, and its text."""
 
-    seq: int
+    seq_id: int
     token_ids: list[int]
     steps: list[Step]
     logprob: float
@@ -330,7 +330,7 @@ class _Search:
                 if self.cancel is not None and self.cancel.is_set():
                     reason = "cancelled"
                     break
-                if not memory.fits({beam.seq: 1 for beam in live}):
+                if not memory.fits({beam.seq_id: 1 for beam in live}):
                     reason = "context_full"
                     break
                 self._decode(live)
@@ -392,7 +392,7 @@ class _Search:
         scored: list[tuple[float, int, int, float]] = []  # (logprob, beam, token, prob)
         for number, beam in enumerate(live):
             logits = self._logits(beam)
-            history = self.memory.tokens(beam.seq)
+            history = self.memory.tokens(beam.seq_id)
             probs = probabilities(
                 logits,
                 self.settings,
@@ -419,7 +419,7 @@ class _Search:
             step = _as_taken(steps[number], token, p)
             text, pending = _grown_text(model, parent, token)
             grown = _Live(
-                parent.seq,
+                parent.seq_id,
                 [*parent.token_ids, token],
                 [*parent.steps, step],
                 logprob,
@@ -470,7 +470,7 @@ class _Search:
             # One sampler serves every beam: it continues this beam's reply at its length
             # (min_tokens and a grammar count the reply's tokens).
             self.sampler.resume(len(beam.token_ids))
-            step = self.sampler.sample(self._logits(beam), self.memory.tokens(beam.seq))
+            step = self.sampler.sample(self._logits(beam), self.memory.tokens(beam.seq_id))
             self.sampler_us += step.elapsed_us
             steps[number] = step
         return steps
@@ -478,19 +478,19 @@ class _Search:
     def _assign(self, live: list[_Live], children: list[_Live]) -> None:
         """Give each child a sequence holding its parent's: the first child of a parent
         keeps the parent's, the others copy it into one no beam holds any more."""
-        parent_seqs = {beam.seq for beam in live}
-        kept = {child.seq for child in children}
+        parent_seqs = {beam.seq_id for beam in live}
+        kept = {child.seq_id for child in children}
         free = [s for s in range(self.width) if s not in kept]
         free.sort(key=lambda s: s in parent_seqs)  # never held first, then childless parents
         seen: set[int] = set()
         copies: list[tuple[_Live, int]] = []
         for child in children:
-            if child.seq in seen:
-                copies.append((child, child.seq))
-            seen.add(child.seq)
+            if child.seq_id in seen:
+                copies.append((child, child.seq_id))
+            seen.add(child.seq_id)
         for child, source in copies:
-            child.seq = free.pop(0)
-            self.memory.fork(child.seq, source)
+            child.seq_id = free.pop(0)
+            self.memory.fork(child.seq_id, source)
 
     def _decode(self, live: list[_Live]) -> None:
         """One step: each live beam's last token, in one batch (or one a decode)."""
@@ -498,11 +498,11 @@ class _Search:
         if not self.lockstep:
             self._rows = []
             for row, beam in enumerate(live):
-                self.memory.step([(beam.seq, beam.token_ids[-1])])
+                self.memory.step([(beam.seq_id, beam.token_ids[-1])])
                 self._rows.append(self.model.logits(-1).copy())
                 beam.row = row
             return
-        self.memory.step([(beam.seq, beam.token_ids[-1]) for beam in live])
+        self.memory.step([(beam.seq_id, beam.token_ids[-1]) for beam in live])
         for row, beam in enumerate(live):
             beam.row = row if len(live) > 1 else -1
 

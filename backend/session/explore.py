@@ -188,7 +188,7 @@ class _Node:
     decodable: bool
     ends: bool
     parent: _Node | None = None
-    seq: int | None = None
+    seq_id: int | None = None
     state: SamplerState | None = None
     """The sampler's state after this node's step (where its children's steps start)."""
     kids: list[_Node] = field(default_factory=list)
@@ -267,7 +267,7 @@ class _Grower:
             assert node.parent.state is not None
             sampler.restore(node.parent.state)
         sampler.resume(self.index + node.level)
-        history = self.memory.tokens(0 if node.seq is None else node.seq)
+        history = self.memory.tokens(0 if node.seq_id is None else node.seq_id)
         step = sampler.sample(logits, history, uniform=uniform)
         node.state = sampler.state()
         level = node.level + 1
@@ -289,10 +289,10 @@ class _Grower:
 
     def release(self, node: _Node) -> None:
         """Give a node's sequence back (never sequence 0, the point's own)."""
-        if node.seq:
-            self.memory.drop(node.seq)
-            self.free.append(node.seq)
-        node.seq = None
+        if node.seq_id:
+            self.memory.drop(node.seq_id)
+            self.free.append(node.seq_id)
+        node.seq_id = None
 
     def new_seqs(self, chunks: Sequence[tuple[_Node, Sequence[_Node]]]) -> int:
         """How many free sequences decoding these kids takes (a parent's last kid
@@ -319,16 +319,16 @@ class _Grower:
         batch: list[_Node] = []
         for parent, kids in chunks:
             for kid in kids:
-                assert parent.seq is not None
+                assert parent.seq_id is not None
                 parent.remaining -= 1
                 if parent.remaining == 0 and parent.level > 0:
-                    kid.seq = parent.seq  # takes the parent's sequence over
-                    parent.seq = None
+                    kid.seq_id = parent.seq_id  # takes the parent's sequence over
+                    parent.seq_id = None
                 else:
-                    kid.seq = self.free.pop()
-                    memory.fork(kid.seq, parent.seq)
+                    kid.seq_id = self.free.pop()
+                    memory.fork(kid.seq_id, parent.seq_id)
                 batch.append(kid)
-        entries = [(kid.seq, kid.token) for kid in batch if kid.seq is not None]
+        entries = [(kid.seq_id, kid.token) for kid in batch if kid.seq_id is not None]
         if self.lockstep:
             memory.step(entries)
             self.decodes += 1
@@ -352,7 +352,7 @@ class _Grower:
         for node in group:
             if node.remaining == 0 or self.stopped:
                 self.release(node)
-        group = [node for node in group if node.seq is not None]
+        group = [node for node in group if node.seq_id is not None]
         if not group:
             return
         everything = [(node, [k for k in node.kids if k.decodable]) for node in group]
@@ -431,7 +431,7 @@ def grow_tree(
             f"{shape.most_nodes} nodes: at most {MAX_NODES} are explored at once"
         )
     grower = _Grower(session, settings, shape, index, lockstep, cancel, streams)
-    root = _Node(-1, 1.0, 0.0, 0, decodable=True, ends=False, seq=0)
+    root = _Node(-1, 1.0, 0.0, 0, decodable=True, ends=False, seq_id=0)
     started = session.clock()
     try:
         grower.expand(root, given.logits, uniform)
@@ -521,7 +521,7 @@ def explore(
     memory.reserve(streams, len(given.history) + shape.depth)
     held = memory.tokens(0)
     if list(held) != list(given.history):
-        # Rebuilt beside siblings (sequence 0 is another column's, or another layout's):
+        # Rebuilt beside siblings (sequence 0 is another sibling's, or another layout's):
         # the point's own prompt prefilled and its tokens decoded alone after what they
         # share, as a generation decodes them.
         kept = memory.keep(common_prefix(held, given.history))

@@ -9,11 +9,11 @@ what-if's rebuilt step, a replay) runs here, over the narrow `Model` protocol:
 - **many sequences in lockstep**: the other sequences share the prompt through
   `seq_cp`, then every step decodes one token of every live sequence in one batch
   (one `llama_decode`); each sequence has its own sampler and random stream;
-- **rewind**: between events, `Generation.rewind(column, k)` drops a sequence's last
+- **rewind**: between events, `Generation.rewind(number, k)` drops a sequence's last
   k tokens, from the memory and from its sampler's state, and the loop goes on from
   there, the dropped position computed again the way it was first computed.
 
-Events come as (column, event) pairs: each column's stream is the
+Events come as (sequence number, event) pairs: each sequence's stream is the
 `backend.chat.protocol.ChatBackend.generate` contract (ending in one FinishedEvent).
 """
 
@@ -36,12 +36,12 @@ from backend.chat.protocol import LiveSettings
 from backend.llama.context import Layout
 from backend.session.memory import Memory
 from backend.session.model import Model
-from backend.session.run import Lane, Steer, clock_now
+from backend.session.run import LoopSequence, Steer, clock_now
 from sampling.errors import GrammarDeadEnd, SamplescopeError
 from sampling.sampler import Sampler
 
 Event = tuple[int, GenerationEvent]
-"""An event of one column of a generation."""
+"""An event of one sequence of a generation: (the sequence's number, the event)."""
 
 LOST_NOTICE = "the model's memory was lost (an RPC connection failed): loading the model again"
 
@@ -119,7 +119,7 @@ class Room:
 
 
 class Generation:
-    """One run of the loop; iterate for its (column, event) pairs. See the module doc."""
+    """One run of the loop; iterate for its (sequence number, event) pairs. See the module doc."""
 
     def __init__(
         self,
@@ -150,27 +150,27 @@ class Generation:
         started = session.clock()
         self.start_settings = tuple(live.current for live in lives)
         """Each sequence's settings at the start (what a lockstep reply records)."""
-        self.lanes = [
-            Lane(
-                column,
-                column,
+        self.sequences = [
+            LoopSequence(
+                number,
+                number,
                 live,
                 Sampler(live.current, vocab_size=model.n_vocab, vocabulary=model),
                 started,
                 given=len(steer.prefix),
                 rewindable=rewindable,
             )
-            for column, live in enumerate(lives)
+            for number, live in enumerate(lives)
         ]
-        for lane in self.lanes:
-            lane.sampler.resume(lane.given)  # min_tokens counts the given tokens
+        for sequence in self.sequences:
+            sequence.sampler.resume(sequence.given)  # min_tokens counts the given tokens
 
     @property
     def _cancelled(self) -> bool:
         return self.cancel is not None and self.cancel.is_set()
 
-    def rewind(self, column: int, count: int) -> None:
-        """Drop the last `count` sampled tokens of sequence `column` (between events).
+    def rewind(self, number: int, count: int) -> None:
+        """Drop the last `count` sampled tokens of sequence `number` (between events).
 
         Its memory is cut back to where the batch that computed the last kept token
         began, and that batch's tokens are decoded again with the next step, so the
@@ -179,32 +179,32 @@ class Generation:
         Raises:
             RewindError: The sequence ended, or sampled fewer tokens.
         """
-        lane = self.lanes[column]
+        sequence = self.sequences[number]
         memory = self.session.memory
-        keep = lane.rewind(count, self.session.model.token_bytes)
-        wanted = memory.tokens(lane.seq)[: lane.prompt_tokens] + lane.token_ids
-        wanted = wanted[: lane.prompt_tokens + keep]
-        start, _ = memory.batch_of(len(wanted) - 1, lane.seq)
-        memory.keep(start, lane.seq)
-        lane.pending = wanted[start:]
-        lane.row = None
+        keep = sequence.rewind(count, self.session.model.token_bytes)
+        wanted = memory.tokens(sequence.seq_id)[: sequence.prompt_tokens] + sequence.token_ids
+        wanted = wanted[: sequence.prompt_tokens + keep]
+        start, _ = memory.batch_of(len(wanted) - 1, sequence.seq_id)
+        memory.keep(start, sequence.seq_id)
+        sequence.pending = wanted[start:]
+        sequence.row = None
 
-    def end(self, column: int, reason: FinishReason, error: str | None = None) -> None:
-        """End sequence `column` where it stands (between events); its FinishedEvent
+    def end(self, number: int, reason: FinishReason, error: str | None = None) -> None:
+        """End sequence `number` where it stands (between events); its FinishedEvent
         comes when the generation ends (with `error`, for the reason "error")."""
-        lane = self.lanes[column]
-        if lane.reason is None:
-            lane.reason, lane.error = reason, error
-            lane.pending = []
-            lane.row = None
+        sequence = self.sequences[number]
+        if sequence.reason is None:
+            sequence.reason, sequence.error = reason, error
+            sequence.pending = []
+            sequence.row = None
 
-    def end_after(self, column: int, reason: FinishReason) -> None:
-        """End sequence `column` after its latest token (between events), unless a
+    def end_after(self, number: int, reason: FinishReason) -> None:
+        """End sequence `number` after its latest token (between events), unless a
         rewind drops that token first: a check after a token (a loop found) lets the
         checks after it (a phrase ban going back) have their say."""
-        lane = self.lanes[column]
-        if lane.reason is None:
-            lane.ending = reason
+        sequence = self.sequences[number]
+        if sequence.reason is None:
+            sequence.ending = reason
 
     def __iter__(self) -> Iterator[Event]:
         error: str | None = None
@@ -220,19 +220,19 @@ class Generation:
             error = f"{type(failure).__name__}: {failure}"
         if error is not None:
             self._end_all("error")
-        for lane in self.lanes:
-            yield from self._finish(lane, error if lane.reason == "error" else None)
+        for sequence in self.sequences:
+            yield from self._finish(sequence, error if sequence.reason == "error" else None)
         memory = self.session.memory
-        for lane in self.lanes:
-            memory.drop(lane.seq)
+        for sequence in self.sequences:
+            memory.drop(sequence.seq_id)
         if not self.room.hold and not memory.model.lost:
             memory.reserve(1, 0)  # a lockstep context is freed: the chat's comes back
 
     # ---- the phases ---------------------------------------------------------------
 
     def _each(self, event: GenerationEvent) -> Iterator[Event]:
-        for lane in self.lanes:
-            yield lane.column, event
+        for sequence in self.sequences:
+            yield sequence.number, event
 
     def _prepare(self) -> Generator[Event, None, bool]:
         """Check, fit and prefill the prompt, decode the given tokens, share them.
@@ -277,8 +277,12 @@ class Generation:
                 if cancelled:
                     break
         prefill_ms = (session.clock() - prefill_started) * 1000
-        for lane in self.lanes:
-            lane.prompt_tokens, lane.prefilled, lane.prefill_ms = len(prompt), len(todo), prefill_ms
+        for sequence in self.sequences:
+            sequence.prompt_tokens, sequence.prefilled, sequence.prefill_ms = (
+                len(prompt),
+                len(todo),
+                prefill_ms,
+            )
         if cancelled:
             return False
         # The given start of the reply: decoded alone, as a generation decodes it.
@@ -286,12 +290,12 @@ class Generation:
             if len(memory.tokens()) >= model.n_ctx:
                 raise SamplescopeError(f"the given tokens overflow the context of {model.n_ctx}")
             memory.append([token])
-        for lane in self.lanes:
+        for sequence in self.sequences:
             for token in steer.prefix:
                 eog = model.is_eog(token)
-                lane.give(token, "" if eog else lane.stream.feed(model.token_bytes(token)))
-            if lane.seq:
-                memory.fork(lane.seq)
+                sequence.give(token, "" if eog else sequence.stream.feed(model.token_bytes(token)))
+            if sequence.seq_id:
+                memory.fork(sequence.seq_id)
         return True
 
     def _decode(self) -> Iterator[Event]:
@@ -299,96 +303,102 @@ class Generation:
         model, memory = session.model, session.memory
         yield from self._each(PhaseEvent("decode"))
         now = session.clock()
-        for lane in self.lanes:
-            lane.decode_started = now
+        for sequence in self.sequences:
+            sequence.decode_started = now
         while True:
             if self._cancelled:
                 self._end_all("cancelled")
                 return
-            for lane in self.lanes:
-                if lane.reason is None and lane.row is not None:
-                    yield from self._sample(lane)
-            stepping = [lane for lane in self.lanes if lane.reason is None and lane.pending]
+            for sequence in self.sequences:
+                if sequence.reason is None and sequence.row is not None:
+                    yield from self._sample(sequence)
+            stepping = [
+                sequence
+                for sequence in self.sequences
+                if sequence.reason is None and sequence.pending
+            ]
             if not stepping:
                 return
-            if not memory.fits({lane.seq: len(lane.pending) for lane in stepping}):
-                for lane in stepping:
+            if not memory.fits({sequence.seq_id: len(sequence.pending) for sequence in stepping}):
+                for sequence in stepping:
                     yield (
-                        lane.column,
+                        sequence.number,
                         NoticeEvent(
                             f"the context of {model.n_ctx} tokens is full: reply cut short"
                         ),
                     )
-                    lane.reason = "context_full"
-                    yield from self._finish(lane, None)
+                    sequence.reason = "context_full"
+                    yield from self._finish(sequence, None)
                 return
-            memory.step([(lane.seq, token) for lane in stepping for token in lane.pending])
+            memory.step(
+                [(sequence.seq_id, token) for sequence in stepping for token in sequence.pending]
+            )
             row = 0
-            for lane in stepping:
-                row += len(lane.pending)
-                lane.row = row - 1 if len(stepping) > 1 else -1
-                lane.pending = []
+            for sequence in stepping:
+                row += len(sequence.pending)
+                sequence.row = row - 1 if len(stepping) > 1 else -1
+                sequence.pending = []
 
-    def _sample(self, lane: Lane) -> Iterator[Event]:
+    def _sample(self, sequence: LoopSequence) -> Iterator[Event]:
         session = self.session
         model, memory = session.model, session.memory
-        assert lane.row is not None
-        logits = model.logits(lane.row)
-        index = lane.index
+        assert sequence.row is not None
+        logits = model.logits(sequence.row)
+        index = sequence.index
         force = self.steer.forced_at(index)
         try:
-            step = lane.sample(logits, memory.tokens(lane.seq), force)
+            step = sequence.sample(logits, memory.tokens(sequence.seq_id), force)
         except GrammarDeadEnd as dead_end:  # the reply ends; the chat is kept
-            yield lane.column, NoticeEvent(str(dead_end))
-            lane.reason, lane.row, lane.pending = "grammar", None, []
-            yield from self._finish(lane, None)
+            yield sequence.number, NoticeEvent(str(dead_end))
+            sequence.reason, sequence.row, sequence.pending = "grammar", None, []
+            yield from self._finish(sequence, None)
             return
         for note in step.notes:  # a sampler plugin switched off: told where it happened
-            yield lane.column, NoticeEvent(note)
+            yield sequence.number, NoticeEvent(note)
         token = step.token_id
-        if lane.first_token_at is None:
-            lane.first_token_at = session.clock()
+        if sequence.first_token_at is None:
+            sequence.first_token_at = session.clock()
         eog = model.is_eog(token)
-        text = "" if eog else lane.stream.feed(model.token_bytes(token))
-        lane.give(token, text)
-        lane.row = None
-        lane.pending = [token]
+        text = "" if eog else sequence.stream.feed(model.token_bytes(token))
+        sequence.give(token, text)
+        sequence.row = None
+        sequence.pending = [token]
         yield (
-            lane.column,
+            sequence.number,
             TokenEvent(index=index, step=step, text=text, piece=model.shown_piece(token)),
         )
-        if lane.row is not None or lane.pending != [token] or lane.index != index + 1:
+        if sequence.row is not None or sequence.pending != [token] or sequence.index != index + 1:
             return  # rewound while the event was out
         if eog:
-            lane.reason = "eos"
-        elif lane.ending is not None:
-            lane.reason = lane.ending
+            sequence.reason = "eos"
+        elif sequence.ending is not None:
+            sequence.reason = sequence.ending
         elif index + 1 >= self.max_tokens:
-            lane.reason = "max_tokens"
+            sequence.reason = "max_tokens"
         else:
             return
-        lane.pending = []
-        yield from self._finish(lane, None)
+        sequence.pending = []
+        yield from self._finish(sequence, None)
 
     # ---- the end ------------------------------------------------------------------
 
     def _end_all(self, reason: FinishReason) -> None:
-        for lane in self.lanes:
-            if lane.reason is None:
-                lane.reason = reason
+        for sequence in self.sequences:
+            if sequence.reason is None:
+                sequence.reason = reason
 
-    def _finish(self, lane: Lane, error: str | None) -> Iterator[Event]:
-        """The lane's last events (once): its phase "done" and its FinishedEvent."""
-        if lane.row == -2:
+    def _finish(self, sequence: LoopSequence, error: str | None) -> Iterator[Event]:
+        """The sequence's last events (once): its phase "done" and its FinishedEvent."""
+        if sequence.row == -2:
             return
-        lane.row = -2  # reported
+        sequence.row = -2  # reported
         memory = self.session.memory
         # What the memory holds now is what a later reply starts from: replay needs it.
-        cached = len(memory.tokens(lane.seq)) if not memory.model.lost else 0
+        cached = len(memory.tokens(sequence.seq_id)) if not memory.model.lost else 0
         decoding = None
-        if len(self.lanes) > 1:
+        if len(self.sequences) > 1:
             layout = self.layout
-            decoding = Decoding(lane.column, self.start_settings, layout.streams, layout.repack)
-        yield lane.column, PhaseEvent("done")
-        error = lane.error if error is None else error
-        yield lane.column, lane.finished(self.session.clock(), cached, error, decoding)
+            decoding = Decoding(sequence.number, self.start_settings, layout.streams, layout.repack)
+        yield sequence.number, PhaseEvent("done")
+        error = sequence.error if error is None else error
+        yield sequence.number, sequence.finished(self.session.clock(), cached, error, decoding)

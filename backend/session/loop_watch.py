@@ -57,30 +57,30 @@ def watching(
     `events` when both run: a rewind restarts the watch from the tokens kept.
     """
     watches: dict[int, LoopWatch] = {}
-    for column, event in generation if events is None else events:
+    for number, event in generation if events is None else events:
         if isinstance(event, TokenEvent):
-            watch = watches.get(column)
+            watch = watches.get(number)
             if watch is None:
-                watch = watches[column] = LoopWatch(guard.rule)
+                watch = watches[number] = LoopWatch(guard.rule)
             before = watch.last
             if watch.length != event.index:  # a branch's given tokens
-                watch.restart(generation.lanes[column].token_ids[: event.index])
+                watch.restart(generation.sequences[number].token_ids[: event.index])
             found = watch.push(event.step.token_id)
-            yield column, event
+            yield number, event
             if watch.last != before:
-                yield column, LoopEvent(watch.last)
+                yield number, LoopEvent(watch.last)
                 if found is not None and guard.mode == "stop":
-                    generation.end_after(column, "loop")
+                    generation.end_after(number, "loop")
         elif isinstance(event, RewindEvent):
-            yield column, event
-            watch = watches.get(column)
+            yield number, event
+            watch = watches.get(number)
             if watch is not None:
                 before = watch.last
-                watch.restart(generation.lanes[column].token_ids[: event.index])
+                watch.restart(generation.sequences[number].token_ids[: event.index])
                 if watch.last != before:
-                    yield column, LoopEvent(watch.last)
+                    yield number, LoopEvent(watch.last)
         elif isinstance(event, FinishedEvent):
-            watch = watches.get(column)
-            yield column, replace(event, loop=None if watch is None else watch.last)
+            watch = watches.get(number)
+            yield number, replace(event, loop=None if watch is None else watch.last)
         else:
-            yield column, event
+            yield number, event

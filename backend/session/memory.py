@@ -77,9 +77,9 @@ class Memory:
 
     # ---- reading ------------------------------------------------------------------
 
-    def tokens(self, seq: int = 0) -> list[int]:
-        """The tokens `seq` holds, position by position (a live list: do not change it)."""
-        return self._tokens[seq]
+    def tokens(self, seq_id: int = 0) -> list[int]:
+        """The tokens `seq_id` holds, position by position (a live list: do not change it)."""
+        return self._tokens[seq_id]
 
     @property
     def cells_used(self) -> int:
@@ -88,16 +88,16 @@ class Memory:
         return main + sum(len(t) - self._shared[s] for s, t in self._tokens.items() if s)
 
     def fits(self, needed: Mapping[int, int]) -> bool:
-        """Whether each sequence can take `needed[seq]` more tokens: within its own
+        """Whether each sequence can take `needed[seq_id]` more tokens: within its own
         stream's cells, or within the cells every sequence shares."""
         if self._unified:
             return self.cells_used + sum(needed.values()) <= self.model.n_ctx
         cells = self.model.seq_cells
-        return all(len(self._tokens[seq]) + n <= cells for seq, n in needed.items())
+        return all(len(self._tokens[seq_id]) + n <= cells for seq_id, n in needed.items())
 
-    def batch_of(self, pos: int, seq: int = 0) -> tuple[int, int]:
+    def batch_of(self, pos: int, seq_id: int = 0) -> tuple[int, int]:
         """The [start, end) positions of the decode batch that computed position `pos`."""
-        starts = self._starts[seq]
+        starts = self._starts[seq_id]
         start = starts[pos]
         end = pos + 1
         while end < len(starts) and starts[end] == start:
@@ -153,66 +153,66 @@ class Memory:
         if switch != "kept":
             self._unified = layout is not None and not layout.streams
 
-    def append(self, tokens: Sequence[int], seq: int = 0) -> None:
-        """Decode `tokens` (at most n_batch) at the end of `seq`, in one batch."""
-        held = self._tokens[seq]
+    def append(self, tokens: Sequence[int], seq_id: int = 0) -> None:
+        """Decode `tokens` (at most n_batch) at the end of `seq_id`, in one batch."""
+        held = self._tokens[seq_id]
         start = len(held)
         try:
-            self.model.decode([BatchEntry(t, start + i, seq) for i, t in enumerate(tokens)])
+            self.model.decode([BatchEntry(t, start + i, seq_id) for i, t in enumerate(tokens)])
         except Exception:
             self._failed()
             raise
         held.extend(tokens)
-        self._starts[seq].extend([start] * len(tokens))
+        self._starts[seq_id].extend([start] * len(tokens))
 
     def step(self, entries: Sequence[tuple[int, int]]) -> None:
         """One lockstep step: each (sequence, token) appended in order, all in one
         batch (one decode); each sequence's logits are the row of its last entry."""
-        ends = {seq: len(held) for seq, held in self._tokens.items()}
+        ends = {seq_id: len(held) for seq_id, held in self._tokens.items()}
         batch: list[BatchEntry] = []
         first: dict[int, int] = {}
-        for seq, token in entries:
-            batch.append(BatchEntry(token, ends[seq], seq))
-            first.setdefault(seq, ends[seq])
-            ends[seq] += 1
+        for seq_id, token in entries:
+            batch.append(BatchEntry(token, ends[seq_id], seq_id))
+            first.setdefault(seq_id, ends[seq_id])
+            ends[seq_id] += 1
         try:
             self.model.decode(batch)
         except Exception:
             self._failed()
             raise
         for entry in batch:
-            self._tokens[entry.seq].append(entry.token)
-            self._starts[entry.seq].append(first[entry.seq])
+            self._tokens[entry.seq_id].append(entry.token)
+            self._starts[entry.seq_id].append(first[entry.seq_id])
 
-    def prefill(self, tokens: Sequence[int], seq: int = 0) -> Iterator[int]:
-        """Append a prompt's tokens to `seq` in n_batch chunks; yields how many are done.
+    def prefill(self, tokens: Sequence[int], seq_id: int = 0) -> Iterator[int]:
+        """Append a prompt's tokens to `seq_id` in n_batch chunks; yields how many are done.
 
         The one way every prefill runs (generation, replay and rewind alike), so a
         cache rebuilt later holds the same numbers.
         """
         n_batch = self.model.n_batch
         for start in range(0, len(tokens), n_batch):
-            self.append(tokens[start : start + n_batch], seq)
+            self.append(tokens[start : start + n_batch], seq_id)
             yield min(start + n_batch, len(tokens))
 
-    def keep(self, n: int, seq: int = 0) -> int:
-        """Truncate `seq` to its first `n` tokens; returns how many are kept."""
-        held = self._tokens[seq]
+    def keep(self, n: int, seq_id: int = 0) -> int:
+        """Truncate `seq_id` to its first `n` tokens; returns how many are kept."""
+        held = self._tokens[seq_id]
         n = max(0, min(n, len(held)))
         if n == len(held):
             return n
         try:
-            if not self.model.seq_rm(seq, n, -1):
+            if not self.model.seq_rm(seq_id, n, -1):
                 # A partial removal can fail on some memory types: start over.
-                self.model.seq_rm(seq, -1, -1)
+                self.model.seq_rm(seq_id, -1, -1)
                 n = 0
         except Exception:
             self._failed()
             raise
         del held[n:]
-        del self._starts[seq][n:]
-        if seq:
-            self._shared[seq] = min(self._shared[seq], n)
+        del self._starts[seq_id][n:]
+        if seq_id:
+            self._shared[seq_id] = min(self._shared[seq_id], n)
         return n
 
     def remove_span(self, start: int, end: int) -> bool:
@@ -241,25 +241,25 @@ class Memory:
         starts[start:] = [max(start, s - shift) if s >= start else s for s in starts[end:]]
         return True
 
-    def fork(self, seq: int, src: int = 0) -> None:
-        """Make `seq` (emptied first) share everything `src` holds."""
-        self.model.seq_rm(seq, -1, -1)
-        self.model.seq_cp(src, seq, 0, -1)
-        self._tokens[seq] = list(self._tokens[src])
-        self._starts[seq] = list(self._starts[src])
-        self._shared[seq] = len(self._tokens[src])
+    def fork(self, seq_id: int, src: int = 0) -> None:
+        """Make `seq_id` (emptied first) share everything `src` holds."""
+        self.model.seq_rm(seq_id, -1, -1)
+        self.model.seq_cp(src, seq_id, 0, -1)
+        self._tokens[seq_id] = list(self._tokens[src])
+        self._starts[seq_id] = list(self._starts[src])
+        self._shared[seq_id] = len(self._tokens[src])
 
-    def drop(self, seq: int) -> None:
-        """Forget sequence `seq` (not 0) altogether."""
-        if seq and seq in self._tokens:
-            self.model.seq_rm(seq, -1, -1)
-            del self._tokens[seq], self._starts[seq], self._shared[seq]
+    def drop(self, seq_id: int) -> None:
+        """Forget sequence `seq_id` (not 0) altogether."""
+        if seq_id and seq_id in self._tokens:
+            self.model.seq_rm(seq_id, -1, -1)
+            del self._tokens[seq_id], self._starts[seq_id], self._shared[seq_id]
 
     def drop_others(self) -> None:
         """Forget every sequence but 0 (what a generation left that was not run to
         its end)."""
-        for seq in [s for s in self._tokens if s]:
-            self.drop(seq)
+        for seq_id in [s for s in self._tokens if s]:
+            self.drop(seq_id)
 
     def reuse(self, prompt: list[int]) -> int:
         """Keep the longest cached prefix of `prompt` in sequence 0, less what must be

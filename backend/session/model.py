@@ -23,12 +23,12 @@ class BatchEntry(NamedTuple):
     Attributes:
         token: The token id.
         pos: Its position in its sequence.
-        seq: The sequence it belongs to (0 .. n_seq_max - 1).
+        seq_id: The sequence it belongs to (0 .. n_seq_max - 1).
     """
 
     token: int
     pos: int
-    seq: int
+    seq_id: int
 
 
 class Model(Protocol):

@@ -141,55 +141,55 @@ def backtracking(generation: Generation, bans: PhraseBans) -> Iterator[Event]:
     left alone.
     """
     forced = generation.steer.force is not None
-    rewinds: dict[int, int] = {}  # each column's rewinds so far
-    joined: dict[int, tuple[int, str]] = {}  # each column's texts so far: (count, text)
-    given_chars: dict[int, int] = {}  # each column's given tokens' text length
-    for column, event in generation:
-        yield column, event
+    rewinds: dict[int, int] = {}  # each number's rewinds so far
+    joined: dict[int, tuple[int, str]] = {}  # each number's texts so far: (count, text)
+    given_chars: dict[int, int] = {}  # each number's given tokens' text length
+    for number, event in generation:
+        yield number, event
         if not isinstance(event, TokenEvent):
             continue
-        lane = generation.lanes[column]
-        count, text_before = joined.get(column, (-1, ""))
-        if count != len(lane.texts) - 1:  # first token, or after a rewind
-            text_before = "".join(lane.texts[:-1])
-        whole = text_before + lane.texts[-1]
-        joined[column] = (len(lane.texts), whole)
-        fixed = lane.given + forced  # the first index a rewind may go back to
-        if lane.index <= fixed:
+        sequence = generation.sequences[number]
+        count, text_before = joined.get(number, (-1, ""))
+        if count != len(sequence.texts) - 1:  # first token, or after a rewind
+            text_before = "".join(sequence.texts[:-1])
+        whole = text_before + sequence.texts[-1]
+        joined[number] = (len(sequence.texts), whole)
+        fixed = sequence.given + forced  # the first index a rewind may go back to
+        if sequence.index <= fixed:
             continue
         # A phrase ending in the text checked before would have been found then (or
         # lies in the given tokens, left alone): only one ending in the new text counts.
-        if column not in given_chars:
-            given_chars[column] = sum(len(text) for text in lane.texts[:fixed])
+        if number not in given_chars:
+            given_chars[number] = sum(len(text) for text in sequence.texts[:fixed])
         try:
-            match = bans.find(whole, max(given_chars[column], len(text_before)))
+            match = bans.find(whole, max(given_chars[number], len(text_before)))
         except RegexTimeout as timeout:  # the reply ends there, in one line
-            generation.end(column, "error", str(timeout))
+            generation.end(number, "error", str(timeout))
             continue
         if match is None:
             continue
-        at = max(fixed, token_at(lane.texts, match.start()))
-        discarded = tuple(lane.token_ids[at:])
-        text = "".join(lane.texts[at:])
-        generation.rewind(column, lane.index - at)
-        banned = lane.ban(at, discarded[0])
-        yield column, RewindEvent(at, discarded, text, match.group(), tuple(sorted(banned)))
-        rewinds[column] = rewinds.get(column, 0) + 1
-        if rewinds[column] >= MAX_REWINDS:
+        at = max(fixed, token_at(sequence.texts, match.start()))
+        discarded = tuple(sequence.token_ids[at:])
+        text = "".join(sequence.texts[at:])
+        generation.rewind(number, sequence.index - at)
+        banned = sequence.ban(at, discarded[0])
+        yield number, RewindEvent(at, discarded, text, match.group(), tuple(sorted(banned)))
+        rewinds[number] = rewinds.get(number, 0) + 1
+        if rewinds[number] >= MAX_REWINDS:
             yield (
-                column,
+                number,
                 NoticeEvent(
-                    f"phrase bans took the reply back {rewinds[column]} times: it stops at"
+                    f"phrase bans took the reply back {rewinds[number]} times: it stops at"
                     f" token {at}"
                 ),
             )
-            generation.end(column, "banned")
+            generation.end(number, "banned")
         elif len(banned) >= bans.tries:
             yield (
-                column,
+                number,
                 NoticeEvent(
                     f"phrase bans rejected {len(banned)} tokens at token {at}: "
                     "the reply stops there"
                 ),
             )
-            generation.end(column, "banned")
+            generation.end(number, "banned")

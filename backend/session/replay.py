@@ -140,7 +140,7 @@ def replay(
     `forced`: the tokens the branch forced after its fork token (`forced_path`).
 
     A reply decoded in lockstep with siblings (its recorded `decoding`: a compare
-    column) is rebuilt the same way: every sibling runs again beside it, each with its
+    column's sequence) is rebuilt the same way: every sibling runs again beside it, each with its
     settings, in the memory layout it records (one unified KV stream and repacked
     weights for a reply stored before streams: a token's logits then depend on the
     batch it was decoded in).
@@ -169,14 +169,14 @@ def replay(
     replayed: list[int] = list(reply.token_ids[: reply.fork_at or 0])
     finished: FinishedEvent | None = None
     max_tokens = max(reply.max_tokens or stored, stored)
-    lives, column, steer = [live], 0, branch_steer(reply, forced)
+    lives, number, steer = [live], 0, branch_steer(reply, forced)
     layout = None
     if decoding is not None:
         layout = Layout(decoding.streams, decoding.repack)
-        column = decoding.column
-        lives = [LiveSettings(settings) for settings in decoding.columns]
-        lives[column] = live
-        # A column made the reply of its turn is a branch from its first token, drawn
+        number = decoding.number
+        lives = [LiveSettings(settings) for settings in decoding.settings]
+        lives[number] = live
+        # A compare column made the reply of its turn is a branch from its first token, drawn
         # by its own sampler: nothing is forced, or its siblings would be too.
         steer = None if not reply.fork_at else steer
     generation = backend.generate_many(
@@ -189,7 +189,7 @@ def replay(
         layout=layout,
     )
     for at, event in generation:
-        if at != column:
+        if at != number:
             continue
         if isinstance(event, TokenEvent):
             replayed.append(event.step.token_id)

@@ -120,7 +120,7 @@ def prepare_cache(backend: SessionBackend, chat: ChatRecord, reply: ReplyRecord)
     lockstep = _lockstep(reply)
     if lockstep is not None:  # its warm cache was in its lockstep context: built there
         layout = Layout(lockstep.streams, lockstep.repack)
-        memory.reserve(len(lockstep.columns), backend.model.n_ctx, layout)
+        memory.reserve(len(lockstep.settings), backend.model.n_ctx, layout)
     for earlier in warm_chain(chat, reply):
         prompt = prompt_of(backend, chat, earlier)
         kept, notice = _fill_up(backend, prompt, earlier)

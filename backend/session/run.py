@@ -1,6 +1,6 @@
 """One sequence of a generation: its sampler, its tokens and text, its figures, rewind.
 
-A `Lane` is what the loop (`backend.session.loop`) keeps for each sequence it runs:
+A `LoopSequence` is what the loop (`backend.session.loop`) keeps for each sequence it runs:
 the sampler with its live settings, the tokens and the text they make, the sampler's
 state before each sampled token (to rewind to), and the figures its FinishedEvent
 reports.
@@ -99,12 +99,12 @@ class RewindError(SamplescopeError):
 
 
 @dataclass(slots=True)
-class Lane:
+class LoopSequence:
     """One sequence of a generation and what it has produced so far.
 
     Attributes:
-        column: Which of the generation's sequences it is (its events' tag).
-        seq: The model's sequence id it decodes into.
+        number: Which of the generation's sequences it is (its events' tag).
+        seq_id: The model's sequence id it decodes into (its KV stream).
         live: Its settings, read before every token.
         sampler: Its sampler (its own random stream).
         started: When the generation started (the clock's reading).
@@ -112,8 +112,8 @@ class Lane:
         rewindable: Keep the sampler's state before every token (what rewind needs).
     """
 
-    column: int
-    seq: int
+    number: int
+    seq_id: int
     live: LiveSettings
     sampler: Sampler
     started: float
@@ -198,19 +198,19 @@ class Lane:
         before the first of them, the text is cut.
 
         Returns:
-            How many tokens the lane holds now.
+            How many tokens the sequence holds now.
 
         Raises:
-            RewindError: Fewer than `count` tokens were sampled, or the lane ended.
+            RewindError: Fewer than `count` tokens were sampled, or the sequence ended.
         """
         sampled = len(self.states)
         if not self.rewindable:
             raise RewindError("this generation keeps no sampler states: start it rewindable")
         if self.reason is not None:
-            raise RewindError(f"sequence {self.column} has ended ({self.reason})")
+            raise RewindError(f"sequence {self.number} has ended ({self.reason})")
         if not 1 <= count <= sampled:
             raise RewindError(
-                f"cannot rewind {count} tokens: sequence {self.column} sampled {sampled}"
+                f"cannot rewind {count} tokens: sequence {self.number} sampled {sampled}"
             )
         keep = self.index - count
         self.discarded += count

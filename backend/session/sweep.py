@@ -191,11 +191,11 @@ def run_sweep(
             raw=plan.mode == "completion",
         )
         events: list[list[GenerationEvent]] = [[] for _ in batch]
-        for column, event in generation:
-            events[column].append(event)
-            key = batch[column]
+        for number, event in generation:
+            events[number].append(event)
+            key = batch[number]
             if isinstance(event, TokenEvent):
                 yield SampleToken(key)
             elif isinstance(event, FinishedEvent):
-                steps = tuple(e.step for e in events[column] if isinstance(e, TokenEvent))
-                yield SweepSample(key, lives[column].current, steps, event, tuple(events[column]))
+                steps = tuple(e.step for e in events[number] if isinstance(e, TokenEvent))
+                yield SweepSample(key, lives[number].current, steps, event, tuple(events[number]))

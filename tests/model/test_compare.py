@@ -36,8 +36,8 @@ def test_compare_in_lockstep_streams_the_columns_at_once(llama_backend: LlamaBac
         assert final.token_ids == tuple(e.event.step.token_id for e in tokens if e.column == column)
         # The prompt was prefilled once, for every column.
         assert final.stats.prompt_tokens == final.stats.prefilled_tokens == prompt
-        assert final.decoding is not None and final.decoding.column == column
-        assert final.decoding.columns == tuple(SETTINGS)
+        assert final.decoding is not None and final.decoding.number == column
+        assert final.decoding.settings == tuple(SETTINGS)
     # Greedy in lockstep is greedy: its first token is generate's.
     alone = list(llama_backend.generate(QUESTION, LiveSettings(SETTINGS[0]), max_tokens=1))[-1]
     assert isinstance(alone, FinishedEvent) and alone.decoding is None

@@ -50,7 +50,7 @@ class ContextsStub:
 
     def decode(self, batch: Sequence[BatchEntry]) -> None:
         for entry in batch:
-            held = self.active.setdefault(entry.seq, [])
+            held = self.active.setdefault(entry.seq_id, [])
             assert entry.pos == len(held)
             held.append(entry.token)
 
