@@ -392,6 +392,11 @@ def migrate(conn: sqlite3.Connection, target: int = SCHEMA_VERSION) -> int:
             the message).
     """
     start = schema_version(conn)
+    if start < 0:  # the header's version field damaged, or another program's file
+        raise ValueError(
+            f"its schema version is {start}, which samplescope never writes; move it aside"
+            " and samplescope starts a new one"
+        )
     if start > SCHEMA_VERSION:
         raise ValueError(
             f"its schema version is {start}, newer than this samplescope knows "
