@@ -59,6 +59,7 @@ from backend.store.records import (
 )
 from backend.store.schema import open_database, schema_version
 from backend.store.writer import ReplyWriter
+from sampling.errors import SamplescopeError
 from sampling.records import Step
 from sampling.settings import SamplerSettings
 
@@ -164,6 +165,22 @@ class ChatStore:
             except OverflowError as error:
                 # An id past SQLite's 64-bit integers names nothing stored.
                 raise StoreError(f"cannot {action}: {error} (ids are below 2**63)") from error
+
+    @contextmanager
+    def _reading(self, action: str) -> Iterator[None]:
+        """As `_guard`, and a stored value of the wrong type or shape (damage, or a
+        hand edit: text where a number belongs, JSON that is not a record) is a
+        StoreError naming the file, not the reader's own exception."""
+        with self._guard(action):
+            try:
+                yield
+            except SamplescopeError:
+                raise
+            except (ValueError, TypeError, KeyError, IndexError, AttributeError) as error:
+                raise StoreError(
+                    f"chat database {self.path}: cannot {action}: a stored value is damaged"
+                    f" ({type(error).__name__}: {' '.join(str(error).split())[:200]})"
+                ) from error
 
     @contextmanager
     def _transaction(self, action: str) -> Iterator[sqlite3.Connection]:
@@ -342,13 +359,13 @@ class ChatStore:
             StoreError: A record cannot be read.
         """
         siblings = store_branches.turn_of(chat, reply)
-        with self._guard("load token records"):
+        with self._reading("load token records"):
             return store_branches.steps_along(self._conn, self.path, reply, siblings)
 
     def load_pieces(self, chat: ChatRecord, reply: ReplyRecord) -> dict[int, str]:
         """The text each token of a branch of `chat` added, by index (from its parent
         before its fork; missing for tokens stored before pieces were)."""
-        with self._guard("load token texts"):
+        with self._reading("load token texts"):
             return store_branches.pieces_along(self._conn, chat, reply)
 
     def rename_chat(self, chat_id: int, title: str) -> None:
@@ -398,7 +415,7 @@ class ChatStore:
             search: Keep only chats whose title or any message contains this text
                 (case-insensitive for ASCII); None or "" keeps all.
         """
-        with self._guard("list chats"):
+        with self._reading("list chats"):
             return store_read.list_chats(self._conn, search)
 
     def load_chat(self, chat_id: int) -> ChatRecord:
@@ -407,5 +424,5 @@ class ChatStore:
         Raises:
             StoreError: There is no such chat, or a stored record cannot be read.
         """
-        with self._guard("load a chat"):
+        with self._reading("load a chat"):
             return store_read.load_chat(self._conn, self.path, chat_id)
