@@ -92,7 +92,10 @@ class ServeGate:
         """A missing or wrong token, refused (when one is asked)."""
         if self.token is None:
             return None
-        if given is not None and hmac.compare_digest(given.encode(), self.token.encode()):
+        # aiohttp reads a header's bytes that are not UTF-8 as lone surrogates.
+        if given is not None and hmac.compare_digest(
+            given.encode("utf-8", "surrogateescape"), self.token.encode()
+        ):
             return None
         return Refusal(401, "a token is required: open the address `samplescope serve` printed")
 
