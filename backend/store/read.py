@@ -311,7 +311,7 @@ def load_steps(conn: sqlite3.Connection, path: Path, reply: ReplyRecord) -> dict
     try:
         layout = StepLayout.from_json(str(row[0]))
         return {
-            int(idx): unpack_step(str(scalars), bytes(blob), layout, reply.settings_at(int(idx)))
+            int(idx): unpack_step(str(scalars), _packed(blob), layout, reply.settings_at(int(idx)))
             for idx, scalars, blob in conn.execute(
                 "SELECT idx, scalars, arrays FROM reply_steps WHERE reply_id = ? ORDER BY idx",
                 (reply.id,),
@@ -321,6 +321,18 @@ def load_steps(conn: sqlite3.Connection, path: Path, reply: ReplyRecord) -> dict
         raise StoreError(
             f"chat database {path}: reply {reply.id} has unreadable token records: {error}"
         ) from error
+
+
+def _packed(blob: object) -> bytes:
+    """A step's packed arrays as stored; anything else (an integer, which `bytes()`
+    would make that many zero bytes of) refused.
+
+    Raises:
+        TypeError: The column holds no blob.
+    """
+    if not isinstance(blob, bytes):
+        raise TypeError(f"a step's arrays are a {type(blob).__name__}, not packed bytes")
+    return blob
 
 
 def _parse_loop(text: str | None) -> Loop | None:

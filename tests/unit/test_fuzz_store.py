@@ -207,3 +207,33 @@ def test_a_folder_or_a_fifo_in_place_of_the_database_gives_one_line(tmp_path: Pa
         with pytest.raises(StoreError) as raised:
             ChatStore(path, timeout=0.1)
         assert str(path) in str(raised.value) and "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("table", "column", "value"),
+    [
+        ("reply_steps", "arrays", 25_279_574_410),  # bytes(n) would be n zero bytes
+        ("reply_steps", "arrays", "text"),
+        ("reply_steps", "scalars", "{"),
+        ("settings_changes", "settings", '{"temperature": "hot"}'),
+        ("settings_changes", "settings", "[1, 2]"),
+        ("replies", "step_layout", "{}"),
+        ("replies", "stats", "["),
+        ("replies", "created", "yesterday"),
+        ("chats", "created", -1e300),
+        ("messages", "position", "first"),
+    ],
+)
+def test_known_damage_reads_or_gives_one_line(
+    pristine: Path, table: str, column: str, value: object
+) -> None:
+    path = copy_of(pristine)
+    try:
+        conn = sqlite3.connect(path)
+        where = " WHERE rowid = 1" if table in ("chats", "messages", "replies") else ""
+        conn.execute(f'UPDATE {table} SET "{column}" = ?{where}', (value,))
+        conn.commit()
+        conn.close()
+        read_everything(path)
+    finally:
+        shutil.rmtree(path.parent, ignore_errors=True)
