@@ -10,9 +10,10 @@ from __future__ import annotations
 import pytest
 
 from tests.fake_backend import FakeBackend
-from tests.helpers import nth_reply_finished, type_message, wait_until
+from tests.helpers import nth_reply_finished, send_message, type_message, wait_until
 from tui.app import SamplescopeApp
 from tui.chat.draw_budget import DrawBudget
+from tui.chat.reply import Reply
 from tui.chat.reply_view import GROW, ReplyView
 from tui.chat.transcript import FOLLOW_JUMP, Transcript
 
@@ -54,6 +55,23 @@ async def test_an_overdrawn_budget_holds_the_text_back_and_loses_no_token(held: 
         await nth_reply_finished(pilot, app)
         words = "".join(token.text for token in reply.tokens).split()
         assert len(reply.tokens) == 20 and view.plain_text().split()[: len(words)] == words
+
+
+async def test_tokens_that_arrive_before_the_first_layout_wait_for_a_sync() -> None:
+    """The view's first layout draws the tokens the chat has shown (`sync`), not those
+    that arrived before it: when text is drawn does not hang on when layout runs."""
+    app = SamplescopeApp(FakeBackend(), max_tokens=8, cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await send_message(pilot, app, "hello")
+        done = app.conversation.replies[-1]
+        streaming = Reply(seed=done.seed, settings=done.settings)
+        view = ReplyView(streaming, 1)  # made as the reply starts: no token yet
+        streaming.tokens.extend(done.tokens[:5])  # tokens arrive before it is laid out
+        await app.query_one(Transcript).mount(view)
+        await wait_until(pilot, lambda: view.size.width > 0)
+        assert view.plain_text() == "…"
+        view.sync()
+        assert view.plain_text().split() == "".join(t.text for t in done.tokens[:5]).split()
 
 
 async def test_the_transcript_follows_the_last_line_not_the_room_below_it() -> None:

@@ -71,6 +71,9 @@ class ReplyView(Widget):
         self._lines: list[list[_Run]] = [[]]
         self._line_width = 0  # cells used on the last line
         self._laid_out = 0  # tokens laid out
+        self._shown = len(reply.tokens)
+        """Tokens to show: while the reply streams, those there at the last `sync` (the
+        chat's redraw budget decides when text is drawn, not the view's first layout)."""
         self._wrap = 0  # the width laid out for
         self._finished_shown = ""
         self._placeholder = False
@@ -94,10 +97,12 @@ class ReplyView(Widget):
     def show(self, reply: Reply) -> None:
         """Draw another branch of the reply's turn instead."""
         self.reply = reply
+        self._shown = len(reply.tokens)
         self._relayout()
 
     def sync(self) -> None:
         """Lay out the tokens that arrived since the last call and redraw what changed."""
+        self._shown = len(self.reply.tokens)
         if self._wrap <= 0:
             self.refresh(layout=True)  # not sized yet: laid out on the first resize
             return
@@ -140,10 +145,12 @@ class ReplyView(Widget):
         self._laid_out = 0
         self._strips.clear()
         self._forks = fork_counts(self.reply)
+        if self.reply.finished:
+            self._shown = len(self.reply.tokens)  # its end marks follow the last token
         if self._wrap > 0:
-            for index in range(len(self.reply.tokens)):
+            for index in range(self._shown):
                 self._place_token(index)
-            self._laid_out = len(self.reply.tokens)
+            self._laid_out = self._shown
             self._place_finish()
         if refresh:
             self.refresh(layout=True)
@@ -151,7 +158,7 @@ class ReplyView(Widget):
     def _place_finish(self) -> None:
         reply = self.reply
         self._finished_shown = reply.finished
-        self._placeholder = not reply.tokens and not reply.finished
+        self._placeholder = not self._shown and not reply.finished
         if self._placeholder:
             self._place("…", _NO_TOKEN, _NOTE)
         label = GHOST_LABEL if reply.is_ghost else FINISH_LABELS.get(reply.finished)
