@@ -15,8 +15,14 @@ from textual.widgets import Input
 
 from backend.chat.events import FinishedEvent
 from tui.app import SamplescopeApp
+from tui.chat.view import ChatView
 from tui.compare.result import CompareResult
 from tui.compare.screen import CompareScreen
+
+
+def chat_of(app: SamplescopeApp) -> ChatView:
+    """The chat view, queried on the chat's screen (whatever screen is on top of it)."""
+    return app.chat_screen.query_one(ChatView)
 
 
 class StepClock:
@@ -64,7 +70,7 @@ async def type_message(pilot: Pilot[Any], app: SamplescopeApp, text: str) -> Non
     Enter goes through the input's action, not `Pilot.press`: that waits for the app
     to go idle, i.e. (with tokens streaming in) for the end of the reply.
     """
-    await wait_until(pilot, lambda: app.ready)
+    await wait_until(pilot, lambda: chat_of(app).ready)
     prompt = app.query_one("#prompt", Input)
     prompt.focus()
     await pilot.press(*text)
@@ -75,14 +81,18 @@ async def nth_reply_finished(
     pilot: Pilot[Any], app: SamplescopeApp, count: int = 1
 ) -> FinishedEvent:
     """Wait until the app has finished `count` replies in all; the `count`-th one's end."""
-    await wait_until(pilot, lambda: len(app.finished) >= count and not app.generating, 240)
-    return app.finished[count - 1]
+    await wait_until(
+        pilot,
+        lambda: len(chat_of(app).conversation.finished) >= count and not chat_of(app).generating,
+        240,
+    )
+    return chat_of(app).conversation.finished[count - 1]
 
 
 async def send_message(pilot: Pilot[Any], app: SamplescopeApp, text: str) -> FinishedEvent:
     """Send `text` as one paste and wait for the reply to it; its end."""
-    await wait_until(pilot, lambda: app.ready)
-    count = len(app.finished)
+    await wait_until(pilot, lambda: chat_of(app).ready)
+    count = len(chat_of(app).conversation.finished)
     prompt = app.query_one("#prompt", Input)
     prompt.focus()
     prompt.value = text

@@ -107,9 +107,9 @@ class AppSession:
                 store=store,
             )
             async with app.run_test(size=(120, 36)) as pilot:
-                while not app.ready:
+                while not app.chat.ready:
                     await pilot.pause(0.02)
-                app.action_toggle_colour()  # the most drawing: tinted tokens, bars, status
+                app.chat_screen.action_toggle_colour()  # the most drawing: tints, bars, status
                 self.app = app
                 await rounds(self)
 
@@ -125,21 +125,27 @@ class AppSession:
         app = self.app
         if app is None:
             raise RuntimeError("AppSession.reply runs inside AppSession.run")
-        app.action_new_chat()  # the backend's cache is reset before the reply
+        app.chat_screen.action_new_chat()  # the backend's cache is reset before the reply
         prompt = app.query_one("#prompt", Input)
         prompt.value = PROMPT
         # The app has settled before the message is sent, as after a person typed it.
         await asyncio.sleep(SETTLE_SECONDS)
-        replies = len(app.finished)
+        replies = len(app.conversation.finished)
         started = time.thread_time()
         # Submit without Pilot.press: that waits for idle, polling every widget
         # while the reply streams, which would load the UI thread.
         await prompt.action_submit()
-        while len(app.finished) == replies:  # a plain sleep: Pilot.pause would add work
+        while (
+            len(app.conversation.finished) == replies
+        ):  # a plain sleep: Pilot.pause would add work
             await asyncio.sleep(0.2)
         ui_seconds = time.thread_time() - started
         budget = app.chat.schedule.budget
-        return app.finished[-1], ui_seconds, budget.drawn if budget is not None else None
+        return (
+            app.conversation.finished[-1],
+            ui_seconds,
+            budget.drawn if budget is not None else None,
+        )
 
 
 class DecodeThreadClock:

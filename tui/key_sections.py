@@ -12,7 +12,7 @@ from textual.screen import Screen
 
 from tui.chat.explore_screen import ExploreScreen
 from tui.chat.transcript import Transcript
-from tui.chat_keys import CHAT_BINDINGS
+from tui.chat_screen import ChatScreen
 from tui.compare.column import CompareColumnView
 from tui.compare.edit import CompareEditScreen
 from tui.compare.screen import CompareScreen
@@ -33,7 +33,7 @@ def own_bindings(*nodes: type[DOMNode]) -> list[BindingType]:
 
 
 SCREENS: tuple[tuple[str, Sequence[BindingType]], ...] = (
-    ("chat", CHAT_BINDINGS),
+    ("chat", own_bindings(ChatScreen)),
     ("chat: token cursor (ctrl+t)", own_bindings(Transcript)),
     ("chat: sampling panel (f2)", own_bindings(Slider, Toggle, ChainOrder)),
     (

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from backend.config.model_path import resolve_model_path
 from backend.session.llama_backend import LlamaBackend
-from tests.helpers import nth_reply_finished, type_message
+from tests.helpers import chat_of, nth_reply_finished, type_message
 from tui.app import SamplescopeApp
 from tui.resources import shipped_presets
 
@@ -33,13 +33,13 @@ async def shoot(out: Path) -> None:
             await pilot.press("f4")
             await type_message(pilot, app, PROMPT)
             await nth_reply_finished(pilot, app)
-            tokens = app.replies[-1].tokens
+            tokens = chat_of(app).conversation.replies[-1].tokens
             removed = [token.step.grammar_removed or 0.0 for token in tokens]
             most = max(range(len(tokens)), key=lambda i: removed[i])
-            app.chat.enter_token_cursor()
+            chat_of(app).enter_token_cursor()
             await pilot.pause()
             await pilot.press(*["left"] * (len(tokens) - 1 - most))
-            app.flush_now()
+            chat_of(app).flush_now()
             await pilot.pause(0.2)
             out.write_text(app.export_screenshot(), encoding="utf-8")
     finally:

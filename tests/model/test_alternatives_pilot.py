@@ -7,7 +7,7 @@ from textual.widgets import OptionList
 
 from backend.session.llama_backend import LlamaBackend
 from backend.store.store import ChatStore
-from tests.helpers import nth_reply_finished, send_message, wait_until
+from tests.helpers import chat_of, nth_reply_finished, send_message, wait_until
 from tui.app import SamplescopeApp
 from tui.chat.alternatives import AlternativesScreen
 from tui.chat.transcript import Transcript
@@ -25,7 +25,7 @@ async def test_choosing_an_alternative_forces_it_continues_and_keeps_the_old_bra
     app = SamplescopeApp(llama_backend, max_tokens=16, cursor_blink=False, store=store)
     async with app.run_test(size=SIZE) as pilot:
         first = await send_message(pilot, app, "Name three colours.")
-        old = list(app.replies[-1].tokens)
+        old = list(chat_of(app).conversation.replies[-1].tokens)
         step = old[INDEX].step
         transcript = app.query_one(Transcript)
         transcript.focus()
@@ -43,12 +43,15 @@ async def test_choosing_an_alternative_forces_it_continues_and_keeps_the_old_bra
         wanted = int(step.table.token_ids[rank])
         assert second.token_ids[:INDEX] == first.token_ids[:INDEX]
         assert second.token_ids[INDEX] == wanted != first.token_ids[INDEX]
-        reply = app.replies[-1]
+        reply = chat_of(app).conversation.replies[-1]
         assert [t.step.token_id for t in reply.tokens] == list(second.token_ids)
         assert [t.index for t in reply.tokens] == list(range(len(reply.tokens)))
         assert reply.tokens[INDEX].step.prob == pytest.approx(float(step.table.prob_after[rank]))
-        assert app.messages[-1].content == second.text
-        assert len(app.replies) == 1 and len(app.finished) == 2
+        assert chat_of(app).conversation.messages[-1].content == second.text
+        assert (
+            len(chat_of(app).conversation.replies) == 1
+            and len(chat_of(app).conversation.finished) == 2
+        )
 
         # "re-sample here" on the new reply: drawn again, deterministic for a seed.
         transcript.focus()

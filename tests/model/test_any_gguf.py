@@ -23,6 +23,7 @@ from backend.config.paths import CONFIG_DIR_ENV
 from backend.llama.ui_tokenizer import UiTokenizer
 from backend.session.llama_backend import LlamaBackend
 from sampling.settings import SamplerSettings
+from tests.helpers import chat_of
 from tests.tiny_models import Vocab, bpe_vocab, spm_vocab, write_tiny_llama
 from tui.cli.main import main
 
@@ -251,7 +252,7 @@ async def test_the_app_runs_them_with_the_fallback_tokenizer_and_says_which_mode
     app = build_app(build_app_parser().parse_args([*argv, "--no-save", "--temperature", "0"]))
     try:
         async with app.run_test(size=(120, 36)) as pilot:
-            await wait_until(pilot, lambda: app.ready, 60)
+            await wait_until(pilot, lambda: chat_of(app).ready, 60)
             finished = await send_message(pilot, app, "hello the owl")
             assert finished.reason in ("eos", "max_tokens"), finished.error
             assert any(notice in n.message for n in app._notifications)

@@ -8,7 +8,7 @@ from textual.widgets import OptionList
 
 from backend.session.llama_backend import LlamaBackend
 from backend.store.store import ChatStore
-from tests.helpers import nth_reply_finished, reopen_chat, send_message, wait_until
+from tests.helpers import chat_of, nth_reply_finished, reopen_chat, send_message, wait_until
 from tui.app import SamplescopeApp
 from tui.chat.alternatives import AlternativesScreen
 from tui.chat.reply_view import FORK_MARK, ReplyView
@@ -65,28 +65,30 @@ async def test_moving_back_and_forth_between_branches(
         # Back to the first branch: its text, its records, and the store follows it.
         app.query_one(Transcript).focus()
         await pilot.press("less_than_sign")
-        assert app.replies[-1].text == first.text
+        assert chat_of(app).conversation.replies[-1].text == first.text
         assert _shows(app, first.text)
-        assert app.messages[-1].content == first.text
+        assert chat_of(app).conversation.messages[-1].content == first.text
         assert _followed(store, chat.id) == (root.id, first.text)
-        assert app.cursor == (0, INDEX)  # where the two part
+        assert chat_of(app).cursor == (0, INDEX)  # where the two part
         probs = app.query_one("#probs", ProbPanel)
-        assert probs.step is app.replies[-1].tokens[INDEX].step
+        assert probs.step is chat_of(app).conversation.replies[-1].tokens[INDEX].step
         assert probs.step.token_id == first.token_ids[INDEX]
 
         # Forward again, then up to the parent.
         await pilot.press("greater_than_sign")
-        assert app.replies[-1].text == second.text and _shows(app, second.text)
+        assert chat_of(app).conversation.replies[-1].text == second.text and _shows(
+            app, second.text
+        )
         assert _followed(store, chat.id) == (branch.id, second.text)
         await pilot.press("u")
-        assert app.replies[-1].text == first.text
+        assert chat_of(app).conversation.replies[-1].text == first.text
         assert _followed(store, chat.id) == (root.id, first.text)
 
         # The conversation goes on from the branch on screen.
         await send_message(pilot, app, "And one more?")
         record = store.load_chat(chat.id)
         assert [m.content for m in record.messages[:2]] == ["Name three colours.", first.text]
-        assert app.messages[1].content == first.text
+        assert chat_of(app).conversation.messages[1].content == first.text
 
 
 async def test_regenerate_adds_a_branch(llama_backend: LlamaBackend, store: ChatStore) -> None:
@@ -102,11 +104,14 @@ async def test_regenerate_adds_a_branch(llama_backend: LlamaBackend, store: Chat
         turn = store.load_chat(chat.id).messages[-1]
         assert [b.token_ids for b in turn.branches] == [first.token_ids, second.token_ids]
         assert turn.reply is not None and turn.reply.id == turn.branches[1].id
-        assert len(app.replies) == 1 and len(app.replies[-1].tree) == 2
+        assert (
+            len(chat_of(app).conversation.replies) == 1
+            and len(chat_of(app).conversation.replies[-1].tree) == 2
+        )
 
         # The old text is a key away.
         await pilot.press("ctrl+t", "less_than_sign")
-        assert app.replies[-1].text == first.text
+        assert chat_of(app).conversation.replies[-1].text == first.text
         assert _followed(store, chat.id) == (turn.branches[0].id, first.text)
 
 
@@ -117,11 +122,11 @@ async def test_a_reopened_chat_is_inspectable_and_branchable(
     app = SamplescopeApp(llama_backend, max_tokens=16, cursor_blink=False, store=store)
     async with app.run_test(size=SIZE) as pilot:
         first = await send_message(pilot, app, "Name three colours.")
-        live_steps = [t.step for t in app.replies[-1].tokens]
+        live_steps = [t.step for t in chat_of(app).conversation.replies[-1].tokens]
         await reopen_chat(pilot, app)
 
         # The reply is back with every step's record: the panel shows them.
-        [reply] = app.replies
+        [reply] = chat_of(app).conversation.replies
         assert reply.text == first.text
         assert [t.step.token_id for t in reply.tokens] == list(first.token_ids)
         transcript = app.query_one(Transcript)
@@ -168,8 +173,11 @@ async def test_an_alternative_in_an_earlier_reply_starts_a_new_continuation(
         branch = await nth_reply_finished(pilot, app, 3)
         assert branch.token_ids[:INDEX] == first.token_ids[:INDEX] != branch.token_ids
         # The screen follows the new branch: the turns after reply 1 are cut.
-        assert [m.content for m in app.messages] == ["Name three colours.", branch.text]
-        assert len(app.replies) == 1 and len(app.query(ReplyView)) == 1
+        assert [m.content for m in chat_of(app).conversation.messages] == [
+            "Name three colours.",
+            branch.text,
+        ]
+        assert len(chat_of(app).conversation.replies) == 1 and len(app.query(ReplyView)) == 1
         assert _shows(app, branch.text)
         record = store.load_chat(chat.id)
         assert [m.content for m in record.messages] == ["Name three colours.", branch.text]
@@ -187,12 +195,12 @@ async def test_an_alternative_in_an_earlier_reply_starts_a_new_continuation(
         transcript.select(0, 0)
         await pilot.press("less_than_sign")
         old_path = ["Name three colours.", first.text, "And three animals?", later.text]
-        assert [m.content for m in app.messages] == old_path
-        assert [r.text for r in app.replies] == [first.text, later.text]
-        assert app.cursor == (0, INDEX)
+        assert [m.content for m in chat_of(app).conversation.messages] == old_path
+        assert [r.text for r in chat_of(app).conversation.replies] == [first.text, later.text]
+        assert chat_of(app).cursor == (0, INDEX)
         old = store.load_chat(chat.id)
         assert [r.id for r in old.replies] == [old_first, old_later]
         # ">" comes back to the new branch and its turns.
         await pilot.press("greater_than_sign")
-        assert [m.content for m in app.messages] == new_path
+        assert [m.content for m in chat_of(app).conversation.messages] == new_path
         assert [m.content for m in store.load_chat(chat.id).messages] == new_path

@@ -13,7 +13,7 @@ from backend.session.llama_backend import LlamaBackend
 from backend.session.replay import forced_path, replay
 from backend.store.store import ChatStore
 from sampling.settings import DEFAULT_CHAT_SETTINGS
-from tests.helpers import nth_reply_finished, send_message, wait_until
+from tests.helpers import chat_of, nth_reply_finished, send_message, wait_until
 from tui.app import SamplescopeApp
 from tui.chat.explore_screen import ExploreScreen
 from tui.chat.transcript import Transcript
@@ -34,7 +34,7 @@ async def test_x_grows_the_tree_at_a_token_and_a_path_becomes_a_branch(
     )
     async with app.run_test(size=SIZE) as pilot:
         await send_message(pilot, app, "Name three colours.")
-        reply = app.replies[-1]
+        reply = chat_of(app).conversation.replies[-1]
         transcript = app.query_one(Transcript)
         transcript.focus()
         transcript.select(0, INDEX)
@@ -62,11 +62,11 @@ async def test_x_grows_the_tree_at_a_token_and_a_path_becomes_a_branch(
         )
         await pilot.press("b")
         await nth_reply_finished(pilot, app, 2)
-        branch = app.replies[-1]
+        branch = chat_of(app).conversation.replies[-1]
         ids = tuple(t.step.token_id for t in branch.tokens)
         assert branch.fork_at == INDEX and ids[INDEX : INDEX + 3] == leaf.path
-        assert branch.branch_id is not None and app.recorder is not None
-        chat = store.load_chat(app.recorder.chat_id)  # type: ignore[arg-type]
+        assert branch.branch_id is not None and chat_of(app).conversation.recorder is not None
+        chat = store.load_chat(chat_of(app).conversation.recorder.chat_id)  # type: ignore[arg-type]
         record = next(b for m in chat.messages for b in m.branches if b.id == branch.branch_id)
         forced = forced_path(record, store.load_steps(chat, record))
         assert forced == leaf.path[1:]

@@ -16,7 +16,7 @@ from backend.session.llama_backend import LlamaBackend
 from backend.session.loop_watch import LoopGuard
 from sampling.loops import LoopRule, find_loop, first_loop
 from sampling.settings import DEFAULT_CHAT_SETTINGS
-from tests.helpers import nth_reply_finished, send_message, wait_until
+from tests.helpers import chat_of, nth_reply_finished, send_message, wait_until
 from tui.app import SamplescopeApp
 from tui.chat.alternatives import AlternativesScreen
 from tui.cli.main import main
@@ -79,7 +79,7 @@ async def test_the_app_marks_stops_explains_and_escapes_the_loop(
         assert "stopped on a loop" in str(app.query_one("#status").render())
         await pilot.press("f4")
         await pilot.pause()
-        x = app.chat.plots.timeline.x_of(loop.start)
+        x = chat_of(app).plots.timeline.x_of(loop.start)
         assert x is not None and str(app.query_one("#timeline-marks").render())[x] == LOOP_MARK
 
         await pilot.press("f9")
@@ -97,7 +97,7 @@ async def test_the_app_marks_stops_explains_and_escapes_the_loop(
         assert sum(climbs) > 0
 
         # Out of it: back to the loop's first token, its best other candidate.
-        step = app.replies[-1].tokens[loop.start].step
+        step = chat_of(app).conversation.replies[-1].tokens[loop.start].step
         await pilot.press("a")
         await wait_until(pilot, lambda: isinstance(app.screen, AlternativesScreen))
         await wait_until(pilot, lambda: isinstance(app.focused, OptionList))
@@ -107,7 +107,7 @@ async def test_the_app_marks_stops_explains_and_escapes_the_loop(
         assert second.token_ids[: loop.start] == first.token_ids[: loop.start]
         assert second.token_ids[loop.start] == int(step.table.token_ids[rank])
         assert second.loop != loop
-        branch = app.replies[-1]
+        branch = chat_of(app).conversation.replies[-1]
         assert branch.fork_at == loop.start and branch.parent is not None
 
 
@@ -133,7 +133,7 @@ async def test_banning_the_loop_there_goes_on_and_keeps_the_attempt_as_a_ghost(
         first = await send_message(pilot, app, PROMPT)
         loop = first.loop
         assert first.reason == "loop" and loop is not None
-        old = app.replies[-1]
+        old = chat_of(app).conversation.replies[-1]
         await pilot.press("f9")
         await wait_until(pilot, lambda: isinstance(app.screen, LoopWhyScreen))
         await pilot.press("x")
@@ -141,7 +141,7 @@ async def test_banning_the_loop_there_goes_on_and_keeps_the_attempt_as_a_ghost(
         assert second.token_ids[: loop.start] == first.token_ids[: loop.start]
         assert second.token_ids[loop.start] != first.token_ids[loop.start]
         assert second.stats.discarded_tokens == loop.period  # the copy sampled again
-        branch = app.replies[-1]
+        branch = chat_of(app).conversation.replies[-1]
         assert branch.parent is old and branch.fork_at == loop.start
         [ghost] = branch.ghosts
         ghost_ids = [t.step.token_id for t in ghost.tokens]

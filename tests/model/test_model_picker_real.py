@@ -10,7 +10,7 @@ import pytest
 from backend.config.model_catalog import describe
 from backend.session.backend import SessionBackend
 from backend.session.llama_backend import LlamaBackend
-from tests.helpers import send_message, wait_until
+from tests.helpers import chat_of, send_message, wait_until
 from tests.tiny_models import spm_vocab, write_tiny_llama
 from tui.app import SamplescopeApp
 from tui.screens.model_picker import ModelPickerScreen
@@ -44,7 +44,7 @@ async def test_another_gguf_opens_and_answers_the_next_message(
         assert isinstance(picker, ModelPickerScreen)
         await wait_until(pilot, lambda: picker.models != [])
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.ready and app.switching is None, 120)
+        await wait_until(pilot, lambda: chat_of(app).ready and app.runner.loading is None, 120)
         now = app.runner.backend
         assert isinstance(now, LlamaBackend)
         assert now.info.path == str(tiny)
@@ -53,4 +53,4 @@ async def test_another_gguf_opens_and_answers_the_next_message(
         second = await send_message(pilot, app, "hello")
         assert len(second.token_ids) == 6
         assert now.info.n_vocab == 1000
-        assert app.messages[0].content == "Hi"
+        assert chat_of(app).conversation.messages[0].content == "Hi"

@@ -9,7 +9,7 @@ from backend.chat.events import TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.llama_backend import LlamaBackend
 from sampling.settings import DEFAULT_CHAT_SETTINGS
-from tests.helpers import nth_reply_finished, type_message
+from tests.helpers import chat_of, nth_reply_finished, type_message
 from tui.app import SamplescopeApp
 from tui.widgets.tail_plot import TAIL_RANKS, TailPlot
 from tui.widgets.timeline import ReplyTimeline
@@ -50,9 +50,9 @@ async def test_timeline_and_tail_on_the_real_model(llama_backend: LlamaBackend) 
         await pilot.press("f4", "f5")
         await type_message(pilot, app, "Name three colours.")
         await nth_reply_finished(pilot, app)
-        app.flush_now()
+        chat_of(app).flush_now()
         await pilot.pause()
-        tokens = app.replies[-1].tokens
+        tokens = chat_of(app).conversation.replies[-1].tokens
         tail = app.query_one(TailPlot)
         assert tail.step is tokens[-1].step and tail.step.tail is not None
         timeline = app.query_one(ReplyTimeline)
@@ -60,5 +60,5 @@ async def test_timeline_and_tail_on_the_real_model(llama_backend: LlamaBackend) 
         assert x is not None
         await pilot.click("#timeline-prob", offset=(x, 0))
         await pilot.pause()
-        assert app.cursor == (0, 2)
+        assert chat_of(app).cursor == (0, 2)
         assert tail.step is tokens[2].step

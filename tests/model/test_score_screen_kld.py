@@ -13,7 +13,7 @@ import pytest
 from textual.widgets import DataTable, Static, TextArea
 
 from backend.session.llama_backend import LlamaBackend
-from tests.helpers import wait_until
+from tests.helpers import chat_of, wait_until
 from tests.tiny_models import spm_vocab, write_tiny_llama
 from tui.app import SamplescopeApp
 from tui.score import kld_view
@@ -37,7 +37,7 @@ def llama(default_model_path: Path) -> Iterator[LlamaBackend]:
 
 
 async def scored_screen(pilot: object, app: SamplescopeApp, base: Path) -> ScoreScreen:
-    await wait_until(pilot, lambda: app.ready)
+    await wait_until(pilot, lambda: chat_of(app).ready)
     await pilot.press("f8")  # type: ignore[attr-defined]
     await wait_until(pilot, lambda: isinstance(app.screen, ScoreScreen))
     screen = app.screen

@@ -12,7 +12,7 @@ from textual.widgets import DataTable, Static, TextArea
 
 from backend.score.text_score import score_text
 from backend.session.llama_backend import LlamaBackend
-from tests.helpers import wait_until
+from tests.helpers import chat_of, wait_until
 from tui.app import SamplescopeApp
 from tui.score.screen import ScoreScreen, llama_scorer
 from tui.widgets.score_label import logprob_label
@@ -35,7 +35,7 @@ async def test_the_screen_shows_score_texts_figures(llama: LlamaBackend) -> None
     assert expected.stride == 0  # it fits in one window: the stride is not used
     app = SamplescopeApp(llama, cursor_blink=False)
     async with app.run_test(size=(140, 40)) as pilot:
-        await wait_until(pilot, lambda: app.ready)
+        await wait_until(pilot, lambda: chat_of(app).ready)
         await pilot.press("f8")
         await wait_until(pilot, lambda: isinstance(app.screen, ScoreScreen))
         screen = app.screen

@@ -14,7 +14,7 @@ from backend.session.llama_backend import LlamaBackend
 from backend.store.store import ChatStore
 from sampling.records import Step
 from sampling.settings import DEFAULT_CHAT_SETTINGS
-from tests.helpers import nth_reply_finished, reopen_chat, send_message, wait_until
+from tests.helpers import chat_of, nth_reply_finished, reopen_chat, send_message, wait_until
 from tui.app import SamplescopeApp
 from tui.chat.alternatives import AlternativesScreen
 from tui.chat.transcript import Transcript
@@ -40,9 +40,9 @@ async def whatif_at(pilot: Pilot[Any], app: SamplescopeApp, index: int) -> Step:
     """Select token `index` of the last reply, press `w`, wait for the recomputed step."""
     transcript = app.query_one(Transcript)
     transcript.focus()
-    transcript.select(len(app.replies) - 1, index)
+    transcript.select(len(chat_of(app).conversation.replies) - 1, index)
     await pilot.pause()
-    whatif = app.chat.whatif
+    whatif = chat_of(app).whatif
     if not whatif.active:  # else what-if followed the cursor there
         await pilot.press("w")
     await wait_until(pilot, lambda: whatif.step is not None and not whatif.recomputing, 120)
@@ -59,8 +59,8 @@ async def test_whatif_with_the_steps_own_settings_reproduces_it_and_a_slider_rec
     )
     async with app.run_test(size=SIZE) as pilot:
         await send_message(pilot, app, "Name three colours.")
-        stored = app.replies[-1].tokens[INDEX].step
-        whatif = app.chat.whatif
+        stored = chat_of(app).conversation.replies[-1].tokens[INDEX].step
+        whatif = chat_of(app).whatif
         step = await whatif_at(pilot, app, INDEX)
         assert whatif.source == "memory"
         assert_same_step(step, stored)
@@ -78,10 +78,12 @@ async def test_whatif_with_the_steps_own_settings_reproduces_it_and_a_slider_rec
         assert moved.draw == stored.draw  # the same randomness under other settings
         assert np.array_equal(moved.table.prob_before, stored.table.prob_before)
         assert "top_k 0→3" in str(whatif.panel.header.render())
-        assert not app.generating and len(app.finished) == 1  # nothing was generated
+        assert (
+            not chat_of(app).generating and len(chat_of(app).conversation.finished) == 1
+        )  # nothing was generated
 
         await pilot.press("escape")
-        assert not whatif.active and app.chat.cursor is not None
+        assert not whatif.active and chat_of(app).cursor is not None
 
 
 async def test_whatif_beyond_the_memory_budget_replays_the_step_exactly(
@@ -92,12 +94,15 @@ async def test_whatif_beyond_the_memory_budget_replays_the_step_exactly(
         llama_backend, settings=SETTINGS, max_tokens=12, cursor_blink=False, store=store
     )
     async with app.run_test(size=SIZE) as pilot:
-        keeper = app.chat.whatif.keeper
+        keeper = chat_of(app).whatif.keeper
         keeper.budget_bytes = 3 * (4 * llama_backend.info.n_vocab + 8 * 1024)  # ~3 steps
         await send_message(pilot, app, "Name three colours.")
-        tokens = app.replies[-1].tokens
-        assert 1 <= len(keeper) <= 3 and keeper.get(app.replies[-1], INDEX) is None
-        whatif = app.chat.whatif
+        tokens = chat_of(app).conversation.replies[-1].tokens
+        assert (
+            1 <= len(keeper) <= 3
+            and keeper.get(chat_of(app).conversation.replies[-1], INDEX) is None
+        )
+        whatif = chat_of(app).whatif
 
         # An old step: rebuilt through the replay path, the same as stored.
         step = await whatif_at(pilot, app, INDEX)
@@ -105,7 +110,7 @@ async def test_whatif_beyond_the_memory_budget_replays_the_step_exactly(
         assert_same_step(step, tokens[INDEX].step)
 
         # A recent step under other settings: from memory, then replayed, alike.
-        app._apply("top_k", 3)
+        app.apply_setting("top_k", 3)
         last = len(tokens) - 2
         from_memory = await whatif_at(pilot, app, last)
         assert whatif.source == "memory" and from_memory.cut_by == "top_k"
@@ -126,18 +131,18 @@ async def test_branch_from_whatif_takes_the_token_it_shows_and_adds_a_branch(
     )
     async with app.run_test(size=SIZE) as pilot:
         first = await send_message(pilot, app, "Name three colours.")
-        app._apply("top_k", 3)
-        app._apply("seed", 7)
+        app.apply_setting("top_k", 3)
+        app.apply_setting("seed", 7)
         step = await whatif_at(pilot, app, INDEX)
         await pilot.press("b")  # the candidates under these settings, ▶ highlighted
         await wait_until(pilot, lambda: isinstance(app.screen, AlternativesScreen))
         assert app.screen.query_one(OptionList).highlighted_option.id == f"token-{step.token_id}"
         await pilot.press("enter")
         second = await nth_reply_finished(pilot, app, 2)
-        assert not app.chat.whatif.active
+        assert not chat_of(app).whatif.active
         assert second.token_ids[:INDEX] == first.token_ids[:INDEX]
         assert second.token_ids[INDEX] == step.token_id
-        assert len(app.replies) == 1
+        assert len(chat_of(app).conversation.replies) == 1
 
     [chat] = store.list_chats()
     turn = store.load_chat(chat.id).messages[-1]
@@ -155,11 +160,11 @@ async def test_whatif_on_a_reopened_chat_goes_through_replay_and_reproduces_the_
     )
     async with app.run_test(size=SIZE) as pilot:
         await send_message(pilot, app, "Name three colours.")
-        live = app.replies[-1].tokens[INDEX].step
+        live = chat_of(app).conversation.replies[-1].tokens[INDEX].step
         await reopen_chat(pilot, app)
-        assert len(app.replies) == 1
+        assert len(chat_of(app).conversation.replies) == 1
 
-        whatif = app.chat.whatif
+        whatif = chat_of(app).whatif
         step = await whatif_at(pilot, app, INDEX)
         assert whatif.source == "replay"  # a reopened reply's logits are not in memory
         assert step.token_id == live.token_id

@@ -16,7 +16,7 @@ from backend.config.paths import CONFIG_DIR_ENV, CONFIG_FILENAME, DATA_DIR_ENV
 from backend.store.store import ChatStore
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import FakeBackend
-from tests.helpers import nth_reply_finished, send_message, wait_until
+from tests.helpers import chat_of, nth_reply_finished, send_message, wait_until
 from tui.app import SamplescopeApp
 from tui.app_config import resolve_app_config
 from tui.chat.reply_view import ReplyView
@@ -69,7 +69,9 @@ async def test_chats_are_saved_reopened_and_continued(tmp_path: Path, store: Cha
         ]
         [reply] = store.load_chat(chat.id).replies
         assert reply.token_ids == first.token_ids != ()
-        assert reply.token_ids == tuple(t.step.token_id for t in app.replies[0].tokens)
+        assert reply.token_ids == tuple(
+            t.step.token_id for t in chat_of(app).conversation.replies[0].tokens
+        )
 
         # ctrl+r regenerates: a second branch of the turn, which the turn follows.
         await pilot.press("ctrl+r")
@@ -103,8 +105,10 @@ async def test_chats_are_saved_reopened_and_continued(tmp_path: Path, store: Cha
         assert _shown(app, ".user") == ["hello there"]
         # The reply is back token by token, with its records and both branches.
         assert _shown(app, ".stored") == []
-        assert [(m.role, m.content) for m in app.messages] == _roles_and_texts(store, chat.id)
-        [reopened] = app.replies
+        assert [
+            (m.role, m.content) for m in chat_of(app).conversation.messages
+        ] == _roles_and_texts(store, chat.id)
+        [reopened] = chat_of(app).conversation.replies
         assert reopened.text == again.text
         assert [t.step.token_id for t in reopened.tokens] == list(again.token_ids)
         assert [len(b.tokens) for b in reopened.tree] == [len(first.token_ids)] * 2
@@ -139,8 +143,8 @@ async def test_an_empty_reply_is_kept_stored_and_shown_as_empty(
         [chat] = store.list_chats()
         expected = [("user", "say nothing"), ("assistant", "")]
         assert _roles_and_texts(store, chat.id) == expected
-        assert [(m.role, m.content) for m in app.messages] == expected
-        [reply] = app.replies
+        assert [(m.role, m.content) for m in chat_of(app).conversation.messages] == expected
+        [reply] = chat_of(app).conversation.replies
         assert reply.text == ""
         assert len(app.query("#transcript ReplyView")) == 1
         await send_message(pilot, app, "and now?")
@@ -151,7 +155,7 @@ async def test_without_a_store_nothing_is_saved_and_history_says_so(tmp_path: Pa
     app = SamplescopeApp(_fake(tmp_path), max_tokens=4, cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
         await send_message(pilot, app, "hi")
-        assert app.recorder is None
+        assert chat_of(app).conversation.recorder is None
         await pilot.press("ctrl+o")
         await pilot.pause()
         assert not isinstance(app.screen, HistoryScreen)
@@ -183,7 +187,7 @@ async def test_a_broken_config_still_starts_and_says_where(
     assert app.store is not None and app.store.path.parent == tmp_path / "data"
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await wait_until(pilot, lambda: app.ready, 60)
+            await wait_until(pilot, lambda: chat_of(app).ready, 60)
             messages = [n.message for n in app._notifications]
             assert any(str(path) in m and "line 3" in m for m in messages), messages
     finally:
@@ -215,7 +219,7 @@ async def test_a_corrupt_database_is_never_written_and_the_app_says_so(
     app = build_app(build_app_parser().parse_args(["--threads", "1", "--max-tokens", "4"]))
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await wait_until(pilot, lambda: app.ready, 60)
+            await wait_until(pilot, lambda: chat_of(app).ready, 60)
             finished = await send_message(pilot, app, "hi")
             assert finished.reason != "error", finished.error
             messages = [n.message for n in app._notifications]
@@ -246,7 +250,7 @@ async def test_the_config_sets_theme_settings_and_keys(
     app.store = ChatStore(tmp_path / "chats.sqlite3")  # for the history screen
     try:
         async with app.run_test(size=SIZE) as pilot:
-            await wait_until(pilot, lambda: app.ready, 60)
+            await wait_until(pilot, lambda: chat_of(app).ready, 60)
             assert app.theme == "gruvbox"
             messages = " ".join(n.message for n in app._notifications)
             assert "no_such_action" in messages and "new_seed" in messages
@@ -281,7 +285,9 @@ async def test_a_compare_column_used_as_reply_is_a_new_branch(
         # generated in lockstep beside the current settings' column.
         settings = app.live.current.with_changes(seed=5)
         lives = [LiveSettings(app.live.current), LiveSettings(settings)]
-        generation = FakeBackend().generate_many(app.messages[:-1], lives, max_tokens=8)
+        generation = FakeBackend().generate_many(
+            chat_of(app).conversation.messages[:-1], lives, max_tokens=8
+        )
         events = [event for column, event in generation if column == 1]
         finished = events[-1]
         assert isinstance(finished, FinishedEvent) and finished.token_ids != first.token_ids
@@ -297,11 +303,14 @@ async def test_a_compare_column_used_as_reply_is_a_new_branch(
         # How it was decoded is stored, so a replay rebuilds it beside its sibling.
         assert old.decoding is None and new.decoding == finished.decoding.to_json()
         assert turn.reply is not None and turn.reply.id == new.id
-        assert turn.content == finished.text == app.messages[-1].content
-        assert len(app.replies) == 1 and len(app.replies[-1].tree) == 2
+        assert turn.content == finished.text == chat_of(app).conversation.messages[-1].content
+        assert (
+            len(chat_of(app).conversation.replies) == 1
+            and len(chat_of(app).conversation.replies[-1].tree) == 2
+        )
 
         # The reply it replaced on screen is a key away, and the store follows it.
         app.query_one("#transcript").focus()
         await pilot.press("less_than_sign")
-        assert app.replies[-1].text == first.text
+        assert chat_of(app).conversation.replies[-1].text == first.text
         assert _roles_and_texts(store, chat.id)[-1] == ("assistant", first.text)

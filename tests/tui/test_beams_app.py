@@ -13,7 +13,7 @@ from backend.session.beams import beam_search
 from backend.session.phrase_bans import PhraseBans
 from backend.store.store import ChatStore
 from tests.fake_backend import FakeBackend
-from tests.helpers import send_message, wait_until
+from tests.helpers import chat_of, send_message, wait_until
 from tui.app import SamplescopeApp
 from tui.widgets.toggle import Toggle
 
@@ -35,12 +35,12 @@ async def test_a_beam_search_reply_brings_its_beams_as_branches(
 ) -> None:
     app = SamplescopeApp(_fake(tmp_path), max_tokens=12, cursor_blink=False, store=store)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.ready)
+        await wait_until(pilot, lambda: chat_of(app).ready)
         width = app.query_one("#toggle-beam_width", Toggle)
         width.action_cycle(1)
         width.action_cycle(1)  # off → 2 → 3
         await pilot.pause()
-        assert app.chat.beam_width == 3
+        assert chat_of(app).beam_width == 3
         finished = await send_message(pilot, app, "tell me about the cat")
         expected = beam_search(
             FakeBackend(min_reply_tokens=0),
@@ -70,7 +70,7 @@ async def test_a_beam_search_reply_brings_its_beams_as_branches(
         width.action_cycle(1)
         width.action_cycle(1)
         await pilot.pause()
-        assert app.chat.beam_width == 0
+        assert chat_of(app).beam_width == 0
         await send_message(pilot, app, "and the dog?")
         assert len(app.conversation.replies[-1].tree) == 1
 
@@ -78,7 +78,7 @@ async def test_a_beam_search_reply_brings_its_beams_as_branches(
 async def test_a_beam_search_at_temperature_zero_says_why_it_cannot_run(tmp_path: Path) -> None:
     app = SamplescopeApp(_fake(tmp_path), max_tokens=12, cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.ready)
+        await wait_until(pilot, lambda: chat_of(app).ready)
         app.live.current = app.live.current.with_changes(temperature=0.0)
         app.query_one("#toggle-beam_width", Toggle).action_cycle(1)
         await pilot.pause()
@@ -90,8 +90,8 @@ async def test_a_beam_search_at_temperature_zero_says_why_it_cannot_run(tmp_path
 async def test_beam_search_keeps_the_banned_phrases_out_of_every_beam(tmp_path: Path) -> None:
     app = SamplescopeApp(_fake(tmp_path), max_tokens=12, cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.ready)
-        app.chat.set_bans(PhraseBans((" the", " cat")))
+        await wait_until(pilot, lambda: chat_of(app).ready)
+        chat_of(app).set_bans(PhraseBans((" the", " cat")))
         app.query_one("#toggle-beam_width", Toggle).action_cycle(1)
         await pilot.pause()
         await send_message(pilot, app, "tell me about the cat")

@@ -9,7 +9,7 @@ from textual.pilot import Pilot
 
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tests.fake_backend import FakeBackend
-from tests.helpers import type_message, wait_until
+from tests.helpers import chat_of, type_message, wait_until
 from tui.app import SamplescopeApp
 from tui.widgets.chain_order import ChainOrder, rows_for
 from tui.widgets.sampling_panel import SamplingPanel
@@ -98,10 +98,16 @@ async def send_message_and_wait_paused(
     pilot: Pilot[object], app: SamplescopeApp, fake: FakeBackend
 ) -> None:
     """Send a message and wait until the fake model pauses mid-reply."""
-    await wait_until(pilot, lambda: app.ready)
+    await wait_until(pilot, lambda: chat_of(app).ready)
     await type_message(pilot, app, "tell me about the cat")
     await wait_until(pilot, fake.paused.is_set)
-    await wait_until(pilot, lambda: bool(app.replies) and len(app.replies[-1].tokens) == 5)
+    await wait_until(
+        pilot,
+        lambda: (
+            bool(chat_of(app).conversation.replies)
+            and len(chat_of(app).conversation.replies[-1].tokens) == 5
+        ),
+    )
 
 
 class PanelHost(App[None]):
@@ -155,8 +161,10 @@ async def test_a_change_of_order_mid_reply_applies_from_the_next_token() -> None
         without_top_k = tuple(name for name in DEFAULT_CHAT_SETTINGS.order if name != "top_k")
         assert app.live.current.samplers == without_top_k
         fake.resume.set()
-        await wait_until(pilot, lambda: not app.generating and bool(app.finished))
-        steps = [token.step for token in app.replies[-1].tokens]
+        await wait_until(
+            pilot, lambda: not chat_of(app).generating and bool(chat_of(app).conversation.finished)
+        )
+        steps = [token.step for token in chat_of(app).conversation.replies[-1].tokens]
         assert len(steps) > 5
         assert [s.settings.order for s in steps[:5]] == [DEFAULT_CHAT_SETTINGS.order] * 5
         assert {s.settings.order for s in steps[5:]} == {without_top_k}

@@ -17,7 +17,7 @@ from textual.pilot import Pilot
 from sampling.records import CandidateTable, Step
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tests.fake_backend import FAKE_VOCAB, FakeBackend
-from tests.helpers import StepClock, wait_until
+from tests.helpers import StepClock, chat_of, wait_until
 from tui.app import SamplescopeApp
 from tui.widgets.chain_order import ChainOrder
 from tui.widgets.prob_panel import ProbPanel
@@ -36,8 +36,8 @@ def test_grouped_panel(snap_compare: object, size: tuple[int, int]) -> None:
     app = make_app()
 
     async def ready(pilot: Pilot[object]) -> None:
-        await wait_until(pilot, lambda: app.ready)
-        app.action_focus_sampling()
+        await wait_until(pilot, lambda: chat_of(app).ready)
+        app.chat_screen.action_focus_sampling()
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=ready)  # type: ignore[operator]
@@ -48,7 +48,7 @@ def test_order_editor(snap_compare: object, size: tuple[int, int]) -> None:
     app = make_app()
 
     async def edited(pilot: Pilot[object]) -> None:
-        await wait_until(pilot, lambda: app.ready)
+        await wait_until(pilot, lambda: chat_of(app).ready)
         app.query_one(SamplingPanel).open_group("order")
         app.query_one(ChainOrder).focus()
         await pilot.press(

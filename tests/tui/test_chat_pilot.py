@@ -7,7 +7,7 @@ from textual.widgets import Input
 
 from backend.chat.events import PrefillProgress
 from tests.fake_backend import FakeBackend
-from tests.helpers import nth_reply_finished, type_message, wait_until
+from tests.helpers import chat_of, nth_reply_finished, type_message, wait_until
 from tui.app import SamplescopeApp
 from tui.chat.reply_view import ReplyView
 from tui.widgets.prob_panel import ProbPanel
@@ -23,8 +23,8 @@ LONG_PROMPT = "Write a long story about a lighthouse keeper and a storm."
 async def test_slider_keys_typed_entry_and_toggle() -> None:
     app = SamplescopeApp(FakeBackend(), cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.ready)
-        app.action_focus_sampling()
+        await wait_until(pilot, lambda: chat_of(app).ready)
+        app.chat_screen.action_focus_sampling()
         await pilot.press("right", "right")
         assert app.live.current.temperature == pytest.approx(0.82)
         await pilot.press("pagedown")
@@ -58,22 +58,25 @@ async def test_click_a_token_and_copy_the_reply() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await type_message(pilot, app, "hello")
         await nth_reply_finished(pilot, app)
-        app.flush_now()
+        chat_of(app).flush_now()
         await pilot.pause()
         view = app.query_one(ReplyView)
         await pilot.click(ReplyView, offset=(3, 0))
-        assert app.cursor is not None and app.cursor[0] == 0
-        index = app.cursor[1]
-        assert app.query_one("#probs", ProbPanel).step is app.replies[0].tokens[index].step
+        assert chat_of(app).cursor is not None and chat_of(app).cursor[0] == 0
+        index = chat_of(app).cursor[1]
+        assert (
+            app.query_one("#probs", ProbPanel).step
+            is chat_of(app).conversation.replies[0].tokens[index].step
+        )
         assert view.selected == index
         await pilot.press("ctrl+y")
-        assert app.clipboard == app.replies[0].text
+        assert app.clipboard == chat_of(app).conversation.replies[0].text
 
 
 async def test_model_text_is_literal() -> None:
     app = SamplescopeApp(FakeBackend(), max_tokens=5, cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.ready)
+        await wait_until(pilot, lambda: chat_of(app).ready)
         app.query_one("#prompt", Input).value = "[bold]x[/bold] \x1b[31mred"
         await pilot.press("enter")
         await nth_reply_finished(pilot, app)
@@ -87,16 +90,16 @@ async def test_token_cursor_keys_and_escape() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await type_message(pilot, app, "hello")
         await nth_reply_finished(pilot, app)
-        tokens = app.replies[0].tokens
+        tokens = chat_of(app).conversation.replies[0].tokens
         await pilot.press("ctrl+t")
-        assert app.cursor == (0, len(tokens) - 1)
+        assert chat_of(app).cursor == (0, len(tokens) - 1)
         await pilot.press("left", "left")
-        assert app.cursor == (0, len(tokens) - 3)
+        assert chat_of(app).cursor == (0, len(tokens) - 3)
         assert app.query_one("#probs", ProbPanel).step is tokens[-3].step
         await pilot.press("home")
-        assert app.cursor == (0, 0)
+        assert chat_of(app).cursor == (0, 0)
         await pilot.press("escape")
-        assert app.cursor is None
+        assert chat_of(app).cursor is None
         assert app.focused is app.query_one("#prompt")
         await pilot.pause()
         assert app.query_one("#probs", ProbPanel).step is tokens[-1].step
@@ -105,18 +108,20 @@ async def test_token_cursor_keys_and_escape() -> None:
 async def test_new_chat_forgets_the_conversation_and_the_cache() -> None:
     fake = FakeBackend()
     app = SamplescopeApp(fake, max_tokens=10, cursor_blink=False)
-    app.event_log = []
     async with app.run_test(size=SIZE) as pilot:
+        chat_of(app).event_log = []
         await type_message(pilot, app, "hello there")
         await nth_reply_finished(pilot, app)
         assert fake.context_used > 0
         await pilot.press("ctrl+n")
         await pilot.pause()
-        assert app.messages == [] and app.replies == []
+        assert chat_of(app).conversation.messages == [] and chat_of(app).conversation.replies == []
         assert not app.query(ReplyView)
-        app.event_log.clear()
+        chat_of(app).event_log.clear()
         await type_message(pilot, app, "hello there")
         await nth_reply_finished(pilot, app, 2)
-        progress = [e for e in app.event_log if isinstance(e, PrefillProgress)]
+        progress = [e for e in chat_of(app).event_log if isinstance(e, PrefillProgress)]
         # The whole prompt is prefilled again: the backend's cache was reset.
-        assert progress[-1].total == len(fake.tokenize_messages(app.messages[:1]))
+        assert progress[-1].total == len(
+            fake.tokenize_messages(chat_of(app).conversation.messages[:1])
+        )

@@ -20,7 +20,7 @@ from backend.chat.protocol import ChatBackend, ChatMessage
 from sampling.errors import SettingsError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tests.fake_backend import FakeBackend
-from tests.helpers import HostApp, token_ids_of, wait_done, wait_until
+from tests.helpers import HostApp, chat_of, token_ids_of, wait_done, wait_until
 from tui.compare.column_text import ColumnText
 from tui.compare.columns import (
     CompareColumn,
@@ -308,14 +308,14 @@ async def test_the_chat_app_opens_compare_and_takes_the_promoted_reply() -> None
 
     app = SamplescopeApp(FakeBackend(), max_tokens=16, cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
-        while not app.ready:
+        while not chat_of(app).ready:
             await pilot.pause(0.02)
         await pilot.press("ctrl+d")  # no user turn yet: a notification, no screen
         await pilot.pause()
         assert not isinstance(app.screen, CompareScreen)
         await pilot.click("#prompt")
         await pilot.press(*"the cat sat", "enter")
-        while app.generating or not app.finished:
+        while chat_of(app).generating or not chat_of(app).conversation.finished:
             await pilot.pause(0.02)
         await pilot.press("ctrl+d")
         await pilot.pause()
@@ -331,10 +331,10 @@ async def test_the_chat_app_opens_compare_and_takes_the_promoted_reply() -> None
         assert screen.seed == app.live.current.seed
         assert all(len(v.tokens) == 16 for v in screen.column_views)
         # Chat keys do nothing behind the comparison.
-        conversation = list(app.messages)
+        conversation = list(chat_of(app).conversation.messages)
         await pilot.press("ctrl+n", "ctrl+r")
         await pilot.pause()
-        assert app.messages == conversation and not app.generating
+        assert chat_of(app).conversation.messages == conversation and not chat_of(app).generating
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, CompareScreen)
@@ -354,19 +354,21 @@ async def test_the_chat_app_opens_compare_and_takes_the_promoted_reply() -> None
         assert [c.settings.top_k for c in screen.columns] == [1, 10, 40, 0]
         assert screen.columns[0].settings.with_changes(top_k=40) == app.live.current
         # The view regenerates the last user turn, not the reply after it.
-        assert app.messages[-1].role == "assistant"
-        assert screen.messages == app.messages[:-1]
+        assert chat_of(app).conversation.messages[-1].role == "assistant"
+        assert screen.messages == chat_of(app).conversation.messages[:-1]
         promoted = screen.column_views[1]
         text = "".join(token.text for token in promoted.tokens)
-        count = len(app.messages)
+        count = len(chat_of(app).conversation.messages)
         await pilot.press("2", "p")
         await pilot.pause()
         assert not isinstance(app.screen, CompareScreen)
         # The column replaced the last reply, in the conversation and on screen.
-        assert len(app.messages) == count
-        assert app.messages[-1] == ChatMessage("assistant", text)
-        assert [t.step.token_id for t in app.replies[-1].tokens] == list(promoted.token_ids)
-        assert len(app.replies) == 1
+        assert len(chat_of(app).conversation.messages) == count
+        assert chat_of(app).conversation.messages[-1] == ChatMessage("assistant", text)
+        assert [t.step.token_id for t in chat_of(app).conversation.replies[-1].tokens] == list(
+            promoted.token_ids
+        )
+        assert len(chat_of(app).conversation.replies) == 1
 
 
 # --- the whole flow on the real model -------------------------------------------------
@@ -406,11 +408,11 @@ async def test_an_alternative_chosen_in_a_column_branches_the_chat_from_there() 
 
     app = SamplescopeApp(FakeBackend(), max_tokens=12, cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
-        while not app.ready:
+        while not chat_of(app).ready:
             await pilot.pause(0.02)
         await pilot.click("#prompt")
         await pilot.press(*"the cat sat", "enter")
-        while app.generating or not app.finished:
+        while chat_of(app).generating or not chat_of(app).conversation.finished:
             await pilot.pause(0.02)
         await pilot.press("ctrl+d")
         await pilot.pause()
@@ -431,10 +433,10 @@ async def test_an_alternative_chosen_in_a_column_branches_the_chat_from_there() 
         await pilot.press(*(["down"] * rank), "enter")
         await pilot.pause()
         assert not isinstance(app.screen, (CompareScreen, AlternativesScreen))
-        while app.generating or len(app.finished) < 2:
+        while chat_of(app).generating or len(chat_of(app).conversation.finished) < 2:
             await pilot.pause(0.02)
 
-        branch = app.replies[-1]
+        branch = chat_of(app).conversation.replies[-1]
         ids = [t.step.token_id for t in branch.tokens]
         assert ids[:3] == column_ids[:3] and ids[3] == chosen
         assert branch.fork_at == 3 and branch.parent is not None

@@ -12,7 +12,7 @@ from textual.message import Message
 from textual.pilot import Pilot
 
 from sampling.settings import DEFAULT_CHAT_SETTINGS
-from tests.helpers import wait_until
+from tests.helpers import chat_of, wait_until
 from tests.tui.test_tui_snapshots import SIZE, fake_backend, make_app, send
 from tui.app import SamplescopeApp
 from tui.chat.explore_screen import ExploreScreen, Shown
@@ -32,7 +32,9 @@ def explore_messages(log: list[Message]) -> list[str]:
 
 async def open_tree(pilot: Pilot[object], app: SamplescopeApp) -> ExploreScreen:
     await send(pilot, app, "hello there")
-    await wait_until(pilot, lambda: not app.generating and bool(app.finished))
+    await wait_until(
+        pilot, lambda: not chat_of(app).generating and bool(chat_of(app).conversation.finished)
+    )
     await pilot.press("ctrl+t")
     app.query_one(Transcript).select(0, INDEX)
     await pilot.press("x")
@@ -58,7 +60,7 @@ async def test_x_grows_the_tree_e_grows_deeper_and_b_makes_a_path_a_branch() -> 
     async with app.run_test(size=SIZE, message_hook=log.append) as pilot:
         screen = await open_tree(pilot, app)
         assert explore_messages(log) == ["Grown"]
-        reply = app.replies[-1]
+        reply = chat_of(app).conversation.replies[-1]
         step = reply.tokens[INDEX].step
         # The root's children: the step's candidates as generated (the same settings).
         kept = sorted(
@@ -101,8 +103,11 @@ async def test_x_grows_the_tree_e_grows_deeper_and_b_makes_a_path_a_branch() -> 
         await pilot.press("b")
         await wait_until(pilot, lambda: not isinstance(app.screen, ExploreScreen))
         assert explore_messages(log) == ["Grown", "Grown", "Chosen"]
-        await wait_until(pilot, lambda: not app.generating and len(app.finished) == 2)
-        branch = app.replies[-1]
+        await wait_until(
+            pilot,
+            lambda: not chat_of(app).generating and len(chat_of(app).conversation.finished) == 2,
+        )
+        branch = chat_of(app).conversation.replies[-1]
         ids = [t.step.token_id for t in branch.tokens]
         assert branch.fork_at == INDEX and branch.parent is reply
         assert ids[:INDEX] == [t.step.token_id for t in reply.tokens[:INDEX]]
@@ -118,8 +123,10 @@ async def test_x_needs_a_selected_token_and_escape_goes_back() -> None:
     app = make_app(fake_backend(), max_tokens=20, settings=SETTINGS)
     async with app.run_test(size=SIZE, message_hook=log.append) as pilot:
         await send(pilot, app, "hello there")
-        await wait_until(pilot, lambda: not app.generating and bool(app.finished))
-        app.action_explore()
+        await wait_until(
+            pilot, lambda: not chat_of(app).generating and bool(chat_of(app).conversation.finished)
+        )
+        app.chat_screen.action_explore()
         await pilot.pause()
         assert not isinstance(app.screen, ExploreScreen)  # a notice says how
         await pilot.press("ctrl+t", "left", "x")
@@ -129,7 +136,10 @@ async def test_x_needs_a_selected_token_and_escape_goes_back() -> None:
         await wait_until(pilot, lambda: bool(screen.nodes))
         await pilot.press("escape")
         await pilot.pause()
-        assert not isinstance(app.screen, ExploreScreen) and len(app.finished) == 1
+        assert (
+            not isinstance(app.screen, ExploreScreen)
+            and len(chat_of(app).conversation.finished) == 1
+        )
         assert explore_messages(log) == ["Grown"]
 
 

@@ -14,7 +14,7 @@ from sampling.registry import registry
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import EOS_ID, FAKE_VOCAB
 from tests.grammar_fakes import give_word_grammar
-from tests.helpers import wait_until
+from tests.helpers import chat_of, wait_until
 from tests.tui.test_tui_snapshots import fake_backend, make_app, send
 from tui.app import SamplescopeApp
 from tui.chat.setting_input import read_setting_text
@@ -39,10 +39,16 @@ async def test_the_panel_and_timeline_show_the_grammar() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("f4")  # the timeline
         await send(pilot, app, "hello cat")
-        await wait_until(pilot, lambda: bool(app.replies) and bool(app.replies[-1].finished))
-        app.flush_now()
+        await wait_until(
+            pilot,
+            lambda: (
+                bool(chat_of(app).conversation.replies)
+                and bool(chat_of(app).conversation.replies[-1].finished)
+            ),
+        )
+        chat_of(app).flush_now()
         await pilot.pause()
-        reply = app.replies[-1]
+        reply = chat_of(app).conversation.replies[-1]
         assert reply.finished == "eos"
         steps = [token.step for token in reply.tokens]
         words = [FAKE_VOCAB[step.token_id] for step in steps]
@@ -63,14 +69,26 @@ async def test_a_dead_end_ends_the_reply_and_the_chat_goes_on() -> None:
     app = _constrained_reply('root ::= " the" " cat"', min_tokens=5)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, app, "hello cat")
-        await wait_until(pilot, lambda: bool(app.replies) and bool(app.replies[-1].finished))
-        first = app.replies[-1]
+        await wait_until(
+            pilot,
+            lambda: (
+                bool(chat_of(app).conversation.replies)
+                and bool(chat_of(app).conversation.replies[-1].finished)
+            ),
+        )
+        first = chat_of(app).conversation.replies[-1]
         assert first.finished == "grammar"
         assert [FAKE_VOCAB[token.step.token_id] for token in first.tokens] == [" the", " cat"]
         app.live.current = app.live.current.with_changes(min_tokens=0)
         await send(pilot, app, "again")
-        await wait_until(pilot, lambda: len(app.replies) == 2 and bool(app.replies[-1].finished))
-        assert app.replies[-1].finished == "eos"
+        await wait_until(
+            pilot,
+            lambda: (
+                len(chat_of(app).conversation.replies) == 2
+                and bool(chat_of(app).conversation.replies[-1].finished)
+            ),
+        )
+        assert chat_of(app).conversation.replies[-1].finished == "eos"
 
 
 def test_snapshot_a_forced_token_and_the_grammars_cuts(snap_compare: object) -> None:
@@ -79,9 +97,11 @@ def test_snapshot_a_forced_token_and_the_grammars_cuts(snap_compare: object) -> 
     async def select(pilot: Pilot[object]) -> None:
         await pilot.press("f4")
         await send(pilot, app, "hello cat")
-        await wait_until(pilot, lambda: not app.generating and bool(app.finished))
+        await wait_until(
+            pilot, lambda: not chat_of(app).generating and bool(chat_of(app).conversation.finished)
+        )
         await pilot.press("ctrl+t", "left", "left", "left")
-        await wait_until(pilot, lambda: app.cursor == (0, 1))
+        await wait_until(pilot, lambda: chat_of(app).cursor == (0, 1))
 
     assert snap_compare(app, terminal_size=SIZE, run_before=select)  # type: ignore[operator]
 

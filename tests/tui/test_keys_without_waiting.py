@@ -17,7 +17,7 @@ import textual.app
 
 from backend.chat.protocol import ChatMessage
 from tests.fake_backend import FakeBackend
-from tests.helpers import HostApp, wait_done, wait_until
+from tests.helpers import HostApp, chat_of, wait_done, wait_until
 from tests.tui.test_tui_snapshots import SIZE, TOP_P_SETTINGS, fake_backend, make_app, send
 from tui.compare.screen import CompareScreen
 from tui.widgets.sampling_panel import SamplingPanel
@@ -41,16 +41,18 @@ async def test_arrows_straight_after_ctrl_t_move_the_token_cursor(no_idle_wait: 
     app = make_app(fake_backend(), max_tokens=20, settings=TOP_P_SETTINGS)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, app, "hello there")
-        await wait_until(pilot, lambda: not app.generating and bool(app.finished))
-        last = len(app.replies[-1].tokens) - 1
+        await wait_until(
+            pilot, lambda: not chat_of(app).generating and bool(chat_of(app).conversation.finished)
+        )
+        last = len(chat_of(app).conversation.replies[-1].tokens) - 1
         await pilot.press("ctrl+t", "left", "left", "left")
-        await wait_until(pilot, lambda: app.cursor == (0, last - 3), timeout=10)
+        await wait_until(pilot, lambda: chat_of(app).cursor == (0, last - 3), timeout=10)
 
 
 async def test_keys_straight_after_f2_go_to_the_first_slider(no_idle_wait: None) -> None:
     app = make_app(fake_backend())
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.ready)
+        await wait_until(pilot, lambda: chat_of(app).ready)
         temperature = app.live.current.temperature
         await pilot.press("f2", "left")
         await wait_until(pilot, lambda: app.live.current.temperature < temperature, timeout=10)

@@ -26,7 +26,7 @@ from textual.widgets import Input
 from backend.chat.events import TokenEvent
 from backend.chat.protocol import LiveSettings
 from tests.fake_backend import FakeBackend
-from tests.helpers import StepClock
+from tests.helpers import StepClock, chat_of
 from tui.app import SamplescopeApp
 from tui.chat.conversation import Conversation
 from tui.chat.reply import Reply
@@ -118,15 +118,15 @@ async def test_work_per_token_does_not_grow_with_the_reply(
 
     monkeypatch.setattr(ChatView, "paint", sampled_paint)
     async with app.run_test(size=(120, 40)) as pilot:
-        while not app.ready:
+        while not chat_of(app).ready:
             await pilot.pause(0.02)
-        app.action_toggle_colour()
+        app.chat_screen.action_toggle_colour()
         for plot in ("timeline", "timeline", "tail"):
-            app.action_plot(plot)
+            app.chat_screen.action_plot(plot)
         prompt = app.query_one("#prompt", Input)
         prompt.value = "tell me a long story"
         await prompt.action_submit()
-        while not app.finished:
+        while not chat_of(app).conversation.finished:
             await pilot.pause(0.05)
     assert len(tokens) == LENGTH
     for at, what in ((1, "tokens read"), (2, "characters sent")):

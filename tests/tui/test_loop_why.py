@@ -13,7 +13,7 @@ from backend.config.config import Config
 from backend.session.loop_watch import LoopGuard
 from sampling.loops import LoopRule
 from sampling.settings import SamplerSettings
-from tests.helpers import send_message, wait_until
+from tests.helpers import chat_of, send_message, wait_until
 from tests.tui.test_tui_snapshots import fake_backend, make_app, send
 from tui.app import SamplescopeApp
 from tui.chat.alternatives import AlternativesScreen
@@ -91,11 +91,11 @@ async def test_x_bans_the_loop_there_and_keeps_the_attempt_as_a_ghost() -> None:
         old = app.conversation.replies[-1]
         loop = old.loop
         assert loop is not None
-        phrase = loop_phrase(app.chat, 0, loop)
+        phrase = loop_phrase(chat_of(app), 0, loop)
         await _why(pilot, app)
         await pilot.press("x")
         await wait_until(pilot, lambda: app.conversation.replies[-1] is not old)
-        await wait_until(pilot, lambda: not app.chat.generating, timeout=60)
+        await wait_until(pilot, lambda: not chat_of(app).generating, timeout=60)
         branch = app.conversation.replies[-1]
         assert branch.parent is old and branch.fork_at == loop.start
         assert [t.step.token_id for t in branch.tokens[: loop.start]] == [
@@ -113,7 +113,9 @@ def test_snapshot_of_the_why_view(snap_compare: object, tmp_path: Path) -> None:
 
     async def why(pilot: Pilot[object]) -> None:
         await send(pilot, app, "tell me about the cat")
-        await wait_until(pilot, lambda: not app.chat.generating and bool(app.finished))
+        await wait_until(
+            pilot, lambda: not chat_of(app).generating and bool(chat_of(app).conversation.finished)
+        )
         await pilot.press("f9")
         await wait_until(pilot, lambda: isinstance(app.screen, LoopWhyScreen))
         await pilot.press("right")

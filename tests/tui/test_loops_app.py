@@ -15,7 +15,7 @@ from backend.store.store import ChatStore
 from sampling.loops import LoopRule, find_loop, first_loop
 from sampling.settings import SamplerSettings
 from tests.fake_backend import FakeBackend
-from tests.helpers import HostApp, send_message, wait_done, wait_until
+from tests.helpers import HostApp, chat_of, send_message, wait_done, wait_until
 from tui.app import SamplescopeApp
 from tui.compare.columns import CompareColumn
 from tui.compare.screen import CompareScreen
@@ -64,7 +64,7 @@ async def test_a_loop_is_marked_on_the_timeline_and_the_status_line(tmp_path: Pa
         assert f"loop: {loop.period} tokens × {loop.count} from token {loop.start + 1}" in status
         await pilot.press("f4")  # the timeline
         await pilot.pause()
-        timeline = app.chat.plots.timeline
+        timeline = chat_of(app).plots.timeline
         marks = str(app.query_one("#timeline-marks").render())
         start = timeline.x_of(loop.start)
         assert start is not None and marks[start] == LOOP_MARK
@@ -87,7 +87,7 @@ async def test_stop_ends_the_reply_and_the_loop_is_stored(tmp_path: Path, store:
 async def test_the_panel_switches_loops_off(tmp_path: Path) -> None:
     app = _app(tmp_path, "stop")
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.ready)
+        await wait_until(pilot, lambda: chat_of(app).ready)
         assert app.conversation.loops == LoopGuard("stop", RULE)
         mode = app.query_one("#toggle-loop_mode", Toggle)
         assert mode.value == "stop"

@@ -10,7 +10,7 @@ import pytest
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.loop import Generation
 from tests.fake_backend import FakeBackend
-from tests.helpers import send_message, wait_done, wait_until
+from tests.helpers import chat_of, send_message, wait_done, wait_until
 from tui.app import SamplescopeApp
 from tui.chat.mode_switch import MODE_NOTICES
 from tui.compare.command import open_compare
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.anyio
 async def test_f6_switches_between_chat_and_completion_mode() -> None:
     app = SamplescopeApp(FakeBackend(), max_tokens=4, cursor_blink=False)
     async with app.run_test(size=(120, 36)) as pilot:
-        await wait_until(pilot, lambda: app.ready)
+        await wait_until(pilot, lambda: chat_of(app).ready)
         assert app.conversation.mode == "chat"
         await pilot.press("f6")
         assert app.conversation.mode == "completion"

@@ -20,7 +20,7 @@ from backend.errors import ModelFileError
 from backend.session.backend import SessionBackend
 from backend.store.store import ChatStore
 from tests.fake_backend import FakeBackend
-from tests.helpers import nth_reply_finished, send_message, type_message, wait_until
+from tests.helpers import chat_of, nth_reply_finished, send_message, type_message, wait_until
 from tui.app import SamplescopeApp
 from tui.chat.model_switch import carried_bias
 from tui.screens.model_picker import ModelPickerScreen
@@ -105,22 +105,27 @@ async def test_f7_opens_a_listed_model_and_the_chat_goes_on(tmp_path: Path) -> N
         assert "cannot be read: not a GGUF file" in lines[2]
         assert options.get_option_at_index(2).disabled
         await pilot.press("down", "enter")
-        await wait_until(pilot, lambda: app.ready and app.switching is None)
+        await wait_until(pilot, lambda: chat_of(app).ready and app.runner.loading is None)
         assert opened == [tmp_path / "second.gguf"]
         assert app.screen is not picker
         second = app.runner.backend
         assert isinstance(second, NamedFake)
         assert second.info.name == "second"
         assert first.closed and not second.closed
-        assert app.status.model == "second"
+        assert chat_of(app).status.model == "second"
         # the conversation stays, and the next reply is the new model's
-        assert [m.content for m in app.messages][:1] == ["hello"]
+        assert [m.content for m in chat_of(app).conversation.messages][:1] == ["hello"]
         finished = await send_message(pilot, app, "and now?")
         assert finished.reason in ("stop", "max_tokens") and finished.token_ids
-        assert [m.role for m in app.messages] == ["user", "assistant", "user", "assistant"]
-        assert app.messages[0].content == "hello"
+        assert [m.role for m in chat_of(app).conversation.messages] == [
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+        ]
+        assert chat_of(app).conversation.messages[0].content == "hello"
         assert second.context_used > 0
-        assert len(app.replies) == 2
+        assert len(chat_of(app).conversation.replies) == 2
 
 
 async def test_a_model_that_fails_to_load_leaves_the_one_before(tmp_path: Path) -> None:
@@ -131,7 +136,7 @@ async def test_a_model_that_fails_to_load_leaves_the_one_before(tmp_path: Path) 
         first = app.runner.backend
         await open_picker(pilot, app)
         await pilot.press("down", "down", "enter")  # past the disabled row
-        await wait_until(pilot, lambda: app.switching is None and app.ready)
+        await wait_until(pilot, lambda: app.runner.loading is None and chat_of(app).ready)
         assert opened == [tmp_path / "fails.gguf"]
         assert app.runner.backend is first
         assert isinstance(first, NamedFake) and not first.closed
@@ -142,7 +147,7 @@ async def test_a_model_that_fails_to_load_leaves_the_one_before(tmp_path: Path) 
         ]
         finished = await send_message(pilot, app, "still here?")
         assert finished.reason in ("stop", "max_tokens") and finished.token_ids
-        assert len(app.replies) == 2
+        assert len(chat_of(app).conversation.replies) == 2
 
 
 async def test_picking_a_model_during_a_reply_stops_it_first(tmp_path: Path) -> None:
@@ -156,9 +161,9 @@ async def test_picking_a_model_during_a_reply_stops_it_first(tmp_path: Path) -> 
         picker = await open_picker(pilot, app)
         picker.query_one(OptionList).highlighted = 1
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.ready and app.switching is None)
-        assert not app.generating
-        assert app.finished[-1].reason == "cancelled"
+        await wait_until(pilot, lambda: chat_of(app).ready and app.runner.loading is None)
+        assert not chat_of(app).generating
+        assert chat_of(app).conversation.finished[-1].reason == "cancelled"
         assert first.closed
         assert app.runner.backend is not first
 
@@ -167,7 +172,7 @@ async def test_escape_keeps_the_model_and_the_palette_offers_the_picker(tmp_path
     opened: list[Path] = []
     app = make_app(tmp_path, opened)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.ready)
+        await wait_until(pilot, lambda: chat_of(app).ready)
         first = app.runner.backend
         await open_picker(pilot, app)
         await pilot.press("escape")
@@ -184,7 +189,7 @@ async def test_escape_keeps_the_model_and_the_palette_offers_the_picker(tmp_path
 async def test_an_app_with_a_fixed_model_says_so() -> None:
     app = SamplescopeApp(FakeBackend(), cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.ready)
+        await wait_until(pilot, lambda: chat_of(app).ready)
         await pilot.press("f7")
         await pilot.pause()
         assert not isinstance(app.screen, ModelPickerScreen)
@@ -207,12 +212,12 @@ async def test_after_the_first_model_failed_to_load_the_picker_opens_another(
         open_model=NamedFake,
     )
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.status.phase == "error")
-        assert not app.ready
+        await wait_until(pilot, lambda: chat_of(app).status.phase == "error")
+        assert not chat_of(app).ready
         await open_picker(pilot, app)
         await pilot.press("down", "enter")
-        await wait_until(pilot, lambda: app.ready)
-        assert app.status.model == "second"
+        await wait_until(pilot, lambda: chat_of(app).ready)
+        assert chat_of(app).status.model == "second"
         finished = await send_message(pilot, app, "hello")
         assert finished.reason in ("stop", "max_tokens") and finished.token_ids
 
@@ -242,13 +247,13 @@ async def test_while_a_model_loads_every_key_that_would_start_a_job_says_so(
             picker = await open_picker(pilot, app)
             picker.query_one(OptionList).highlighted = 1
             await pilot.press("enter")
-            await wait_until(pilot, lambda: app.switching is not None)
+            await wait_until(pilot, lambda: app.runner.loading is not None)
             await pilot.press("ctrl+t", "left")
             for key in ("x", "enter", "w", "ctrl+r", "ctrl+d", "f8"):
                 await pilot.press(key)
                 await pilot.pause()
                 assert app.screen is app.screen_stack[0], key
-            assert not app.chat.whatif.active
+            assert not chat_of(app).whatif.active
             await pilot.press("escape")
             prompt = app.query_one("#prompt", Input)
             await pilot.press(*"more")
@@ -256,10 +261,10 @@ async def test_while_a_model_loads_every_key_that_would_start_a_job_says_so(
             await pilot.pause()
             said = [n.message for n in app._notifications]
             assert said.count(LOADING) == 7, said
-            assert len(app.replies) == 1 and not app.generating
+            assert len(chat_of(app).conversation.replies) == 1 and not chat_of(app).generating
         finally:
             gate.set()
-        await wait_until(pilot, lambda: app.ready)
+        await wait_until(pilot, lambda: chat_of(app).ready)
         finished = await send_message(pilot, app, "now?")
         assert finished.token_ids
 
@@ -285,14 +290,17 @@ async def test_replies_of_the_model_before_cannot_be_steered_and_saving_goes_on(
         picker = await open_picker(pilot, app)
         picker.query_one(OptionList).highlighted = 1
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.ready and app.switching is None)
+        await wait_until(pilot, lambda: chat_of(app).ready and app.runner.loading is None)
         assert app.live.current.logit_bias == ((5, -2.0),)
         assert (
             f"The logit bias now names second's tokens (1 kept; dropped #{n_vocab + 3}:"
             " not one token of second)." in [n.message for n in app._notifications]
         )
         await send_message(pilot, app, "and now?")
-        assert [r.model for r in app.replies] == [str(tmp_path / "first.gguf"), second]
+        assert [r.model for r in chat_of(app).conversation.replies] == [
+            str(tmp_path / "first.gguf"),
+            second,
+        ]
         # the first reply, the model before's: no alternatives, explore, what-if
         await pilot.press("ctrl+t", "home")
         said = len(app._notifications)
@@ -300,11 +308,14 @@ async def test_replies_of_the_model_before_cannot_be_steered_and_saving_goes_on(
             await pilot.press(key)
             await pilot.pause()
             assert app.screen is app.screen_stack[0], key
-        assert not app.chat.whatif.active
+        assert not chat_of(app).whatif.active
         assert [n.message for n in app._notifications][said:] == [refusal] * 3
         await pilot.press("escape")
         finished = await send_message(pilot, app, "still saving?")
-        assert app.recorder is not None and app.recorder.error is None
+        assert (
+            chat_of(app).conversation.recorder is not None
+            and chat_of(app).conversation.recorder.error is None
+        )
         [new_chat] = [c for c in store.list_chats() if c.id != old_chat.id]
         stored = store.load_chat(new_chat.id)
         assert [m.content for m in stored.messages if m.role == "user"] == [
@@ -317,14 +328,17 @@ async def test_replies_of_the_model_before_cannot_be_steered_and_saving_goes_on(
         # on its last reply makes a new reply of this model, not a branch of it
         app.open_saved_chat(old_chat.id)
         await pilot.pause()
-        assert app.replies[0].model == str(tmp_path / "first.gguf")
+        assert chat_of(app).conversation.replies[0].model == str(tmp_path / "first.gguf")
         await pilot.press("ctrl+r")
         await nth_reply_finished(pilot, app, 4)
-        assert app.replies[-1].model == second and app.replies[-1].parent is None
-        assert app.recorder.error is None
+        assert (
+            chat_of(app).conversation.replies[-1].model == second
+            and chat_of(app).conversation.replies[-1].parent is None
+        )
+        assert chat_of(app).conversation.recorder.error is None
         stored = store.load_chat(old_chat.id)
         assert stored.replies[-1].model.path == second
-        assert stored.replies[-1].token_ids == app.finished[-1].token_ids
+        assert stored.replies[-1].token_ids == chat_of(app).conversation.finished[-1].token_ids
 
 
 def test_a_logit_bias_is_carried_to_the_new_model_by_its_tokens_text() -> None:
@@ -371,7 +385,7 @@ async def test_a_switch_waits_until_no_job_uses_the_model(tmp_path: Path) -> Non
 
     app.switcher.open_model = open_model
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.ready)
+        await wait_until(pilot, lambda: chat_of(app).ready)
         stopped = threading.Event()
 
         def job(backend: SessionBackend, cancel: threading.Event) -> Iterator[ColumnEvent]:
@@ -385,7 +399,7 @@ async def test_a_switch_waits_until_no_job_uses_the_model(tmp_path: Path) -> Non
         picker = await open_picker(pilot, app)
         picker.query_one(OptionList).highlighted = 1
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.ready and app.switching is None)
+        await wait_until(pilot, lambda: chat_of(app).ready and app.runner.loading is None)
         assert stopped.is_set() and idle_at_open == [True]
         assert holder.ended
 
@@ -394,10 +408,10 @@ async def test_the_palette_cannot_switch_behind_another_screen(tmp_path: Path) -
     opened: list[Path] = []
     app = make_app(tmp_path, opened)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.ready)
+        await wait_until(pilot, lambda: chat_of(app).ready)
         await pilot.press("f8")  # the score screen
         await wait_until(pilot, lambda: len(app.screen_stack) == 2)
-        app.action_pick_model()  # as "Open a model" in the command palette does
+        app.chat_screen.action_pick_model()  # as "Open a model" in the command palette does
         await pilot.pause()
         assert not isinstance(app.screen, ModelPickerScreen)
         assert app._notifications and list(app._notifications)[-1].message == (
@@ -409,12 +423,12 @@ async def test_the_palette_cannot_switch_behind_another_screen(tmp_path: Path) -
 async def test_a_model_that_cannot_be_freed_is_said(tmp_path: Path) -> None:
     app = make_app(tmp_path, [])
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.ready)
+        await wait_until(pilot, lambda: chat_of(app).ready)
         app.runner.close_after_use = lambda backend, timeout=10.0: False  # type: ignore[method-assign]
         picker = await open_picker(pilot, app)
         picker.query_one(OptionList).highlighted = 1
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.ready and app.switching is None)
+        await wait_until(pilot, lambda: chat_of(app).ready and app.runner.loading is None)
         await pilot.pause()
         assert (
             "first could not be freed (a job still held it): it stays in memory until"
@@ -437,7 +451,7 @@ async def test_a_compare_column_replaces_a_reply_of_the_model_before(
         picker = await open_picker(pilot, app)
         picker.query_one(OptionList).highlighted = 1
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.ready and app.switching is None)
+        await wait_until(pilot, lambda: chat_of(app).ready and app.runner.loading is None)
         await pilot.press("ctrl+d")
         await wait_until(pilot, lambda: isinstance(app.screen, CompareScreen))
         screen = app.screen
@@ -446,11 +460,14 @@ async def test_a_compare_column_replaces_a_reply_of_the_model_before(
         promoted = screen.column_views[1]
         await pilot.press("2", "p")
         await wait_until(pilot, lambda: not isinstance(app.screen, CompareScreen))
-        [reply] = app.replies
+        [reply] = chat_of(app).conversation.replies
         assert reply.model == str(tmp_path / "second.gguf") and reply.parent is None
         assert [t.step.token_id for t in reply.tokens] == list(promoted.token_ids)
-        assert [m.role for m in app.messages] == ["user", "assistant"]
-        assert app.recorder is not None and app.recorder.error is None
+        assert [m.role for m in chat_of(app).conversation.messages] == ["user", "assistant"]
+        assert (
+            chat_of(app).conversation.recorder is not None
+            and chat_of(app).conversation.recorder.error is None
+        )
         [saved] = [c for c in store.list_chats() if c.model_path.endswith("second.gguf")]
         stored = store.load_chat(saved.id)
         assert [m.role for m in stored.messages] == ["user", "assistant"]

@@ -9,7 +9,7 @@ from textual.pilot import Pilot
 
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from sampling.surprise import DEFAULT_SURPRISE, SurpriseRule, next_rule
-from tests.helpers import wait_until
+from tests.helpers import chat_of, wait_until
 from tests.tui.test_tui_snapshots import fake_backend, make_app, send
 from tui.app import SamplescopeApp
 from tui.chat.reply_view import ReplyView
@@ -27,15 +27,23 @@ HOT = DEFAULT_CHAT_SETTINGS.with_changes(temperature=1.5, top_k=0, top_p=1.0, mi
 async def reply_then_cursor(pilot: Pilot[object], app: SamplescopeApp, *keys: str) -> None:
     await pilot.press(*keys)
     await send(pilot, app, "hello cat")
-    await wait_until(pilot, lambda: bool(app.replies) and bool(app.replies[-1].finished))
-    app.flush_now()
+    await wait_until(
+        pilot,
+        lambda: (
+            bool(chat_of(app).conversation.replies)
+            and bool(chat_of(app).conversation.replies[-1].finished)
+        ),
+    )
+    chat_of(app).flush_now()
     await pilot.pause()
     await pilot.press("ctrl+t")  # token-cursor mode on the latest token
     await pilot.pause()
 
 
 def surprising(app: SamplescopeApp, rule: SurpriseRule) -> list[int]:
-    return [i for i, t in enumerate(app.replies[0].tokens) if rule.matches(t.step)]
+    return [
+        i for i, t in enumerate(chat_of(app).conversation.replies[0].tokens) if rule.matches(t.step)
+    ]
 
 
 async def test_brackets_jump_between_surprising_tokens() -> None:
@@ -44,23 +52,23 @@ async def test_brackets_jump_between_surprising_tokens() -> None:
         await reply_then_cursor(pilot, app)
         rule = app.query_one(Transcript).surprise
         assert rule == DEFAULT_SURPRISE
-        last = len(app.replies[0].tokens) - 1
+        last = len(chat_of(app).conversation.replies[0].tokens) - 1
         expected = [i for i in surprising(app, rule) if i < last]  # before the cursor
         assert 3 <= len(expected) < last  # some tokens are surprising, not all
-        assert app.cursor == (0, last)
+        assert chat_of(app).cursor == (0, last)
         visited = []
         for _ in expected:
             await pilot.press("left_square_bracket")
-            assert app.cursor is not None
-            visited.append(app.cursor[1])
+            assert chat_of(app).cursor is not None
+            visited.append(chat_of(app).cursor[1])
         assert visited == expected[::-1]
         await pilot.press("left_square_bracket")  # none before: the cursor stays
-        assert app.cursor == (0, expected[0])
+        assert chat_of(app).cursor == (0, expected[0])
         await pilot.press("right_square_bracket")
-        assert app.cursor == (0, expected[1])
+        assert chat_of(app).cursor == (0, expected[1])
         # The panel follows the cursor, as for ← →.
         probs = app.query_one("#probs")
-        assert probs.step is app.replies[0].tokens[expected[1]].step  # type: ignore[attr-defined]
+        assert probs.step is chat_of(app).conversation.replies[0].tokens[expected[1]].step  # type: ignore[attr-defined]
 
 
 async def test_s_changes_the_rule_and_the_timeline_marks_follow() -> None:
@@ -72,7 +80,7 @@ async def test_s_changes_the_rule_and_the_timeline_marks_follow() -> None:
         assert timeline.surprising == surprising(app, DEFAULT_SURPRISE)
         marks = app.query_one("#timeline-marks").render().plain
         drawn = [x for x, mark in enumerate(marks) if mark == SURPRISE_MARK]
-        cursor_x = timeline.x_of(len(app.replies[0].tokens) - 1)
+        cursor_x = timeline.x_of(len(chat_of(app).conversation.replies[0].tokens) - 1)
         assert drawn == [
             timeline.x_of(i) for i in timeline.surprising if timeline.x_of(i) != cursor_x
         ]
@@ -111,8 +119,8 @@ async def test_g_tints_by_rank_bucket_and_back() -> None:
         view = app.query_one(ReplyView)
         assert not view.marks.colour
         await pilot.press("g")
-        assert view.marks.colour and view.marks.by_rank and app.chat.colour
-        tokens = app.replies[0].tokens
+        assert view.marks.colour and view.marks.by_rank and chat_of(app).colour
+        tokens = chat_of(app).conversation.replies[0].tokens
         ranks = [t.step.rank for t in tokens]
         assert all(r is not None for r in ranks) and max(r or 0 for r in ranks) > 10
         for index in (0, 5):

@@ -14,7 +14,7 @@ from textual.drivers.linux_driver import LinuxDriver
 from textual.widgets import Input
 
 from tests.fake_backend import FakeBackend
-from tests.helpers import wait_until
+from tests.helpers import chat_of, wait_until
 from tui.app import SamplescopeApp
 from tui.paste_driver import PasteSafeLinuxDriver, PasteSafeParser
 
@@ -25,7 +25,7 @@ PASTED = "abc\x1b[31mred\x1b[0m"
 async def test_a_paste_event_reaches_the_prompt_whole() -> None:
     app = SamplescopeApp(FakeBackend(), cursor_blink=False)
     async with app.run_test(size=(120, 36)) as pilot:
-        await wait_until(pilot, lambda: app.ready)
+        await wait_until(pilot, lambda: chat_of(app).ready)
         prompt = app.query_one("#prompt", Input)
         prompt.focus()
         await pilot.pause()

@@ -13,7 +13,7 @@ from backend.config.config import Config
 from backend.session.phrase_bans import PhraseBans
 from backend.store.store import ChatStore
 from tests.fake_backend import FakeBackend
-from tests.helpers import send_message, wait_until
+from tests.helpers import chat_of, send_message, wait_until
 from tui.app import SamplescopeApp
 from tui.chat.branches import ghost_forks
 from tui.chat.reply_view import ReplyView
@@ -86,7 +86,7 @@ async def test_a_reply_goes_back_from_banned_phrases_and_shows_its_ghosts(
 async def test_the_panel_sets_the_banned_phrases(tmp_path: Path) -> None:
     app = SamplescopeApp(_fake(tmp_path), max_tokens=30, cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.ready)
+        await wait_until(pilot, lambda: chat_of(app).ready)
         field = app.query_one("#input-banned_phrases", Input)
         field.value = '[" the", " cat"]'
         await field.action_submit()

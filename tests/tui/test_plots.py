@@ -7,7 +7,7 @@ import pytest
 from textual.pilot import Pilot
 
 from sampling.settings import DEFAULT_CHAT_SETTINGS
-from tests.helpers import wait_until
+from tests.helpers import chat_of, wait_until
 from tests.tui.test_tui_snapshots import fake_backend, make_app, send
 from tui.app import SamplescopeApp
 from tui.widgets.tail_plot import TAIL_RANKS, TailPlot
@@ -26,8 +26,14 @@ async def _reply(pilot: Pilot[object], app: SamplescopeApp, *keys: str) -> None:
     """Show the plots (`keys`), send a message, wait for the whole reply."""
     await pilot.press(*keys)
     await send(pilot, app, "hello cat")
-    await wait_until(pilot, lambda: bool(app.replies) and bool(app.replies[-1].finished))
-    app.flush_now()
+    await wait_until(
+        pilot,
+        lambda: (
+            bool(chat_of(app).conversation.replies)
+            and bool(chat_of(app).conversation.replies[-1].finished)
+        ),
+    )
+    chat_of(app).flush_now()
     await pilot.pause()
 
 
@@ -52,8 +58,11 @@ async def test_clicking_the_timeline_selects_that_token() -> None:
         assert x is not None and x >= SPIKE
         await pilot.click("#timeline-entropy", offset=(x, 0))
         await pilot.pause()
-        assert app.cursor == (0, SPIKE)
-        assert app.chat.query_one("#probs").step is app.replies[0].tokens[SPIKE].step  # type: ignore[attr-defined]
+        assert chat_of(app).cursor == (0, SPIKE)
+        assert (
+            chat_of(app).query_one("#probs").step
+            is chat_of(app).conversation.replies[0].tokens[SPIKE].step
+        )  # type: ignore[attr-defined]
         assert timeline.cursor == SPIKE
 
 
@@ -64,7 +73,7 @@ async def test_moving_the_token_cursor_moves_the_marker() -> None:
         await pilot.press("ctrl+t", "left", "left", "left")
         await pilot.pause()
         timeline = app.query_one(ReplyTimeline)
-        assert app.cursor == (0, 26)
+        assert chat_of(app).cursor == (0, 26)
         assert timeline.cursor == 26
         assert timeline.column_of(26) == 26
         assert app.query_one("#timeline-marks").render().plain.index("▲") == timeline.x_of(26)
@@ -80,11 +89,11 @@ async def test_a_setting_changed_mid_reply_is_marked() -> None:
         await pilot.press("f4")
         await send(pilot, app, "hello cat")
         await wait_until(pilot, fake.paused.is_set)
-        await wait_until(pilot, lambda: len(app.replies[-1].tokens) == 12)
+        await wait_until(pilot, lambda: len(chat_of(app).conversation.replies[-1].tokens) == 12)
         app.live.current = app.live.current.with_changes(temperature=1.3)
         fake.resume.set()
-        await wait_until(pilot, lambda: bool(app.replies[-1].finished))
-        app.flush_now()
+        await wait_until(pilot, lambda: bool(chat_of(app).conversation.replies[-1].finished))
+        chat_of(app).flush_now()
         await pilot.pause()
         timeline = app.query_one(ReplyTimeline)
         marks = app.query_one("#timeline-marks").render().plain
@@ -95,14 +104,14 @@ async def test_the_tail_records_deeper_ranks_only_while_shown() -> None:
     app = make_app(fake_backend(), max_tokens=14, settings=TOP_K_7)
     async with app.run_test(size=SIZE) as pilot:
         await _reply(pilot, app)
-        assert app.replies[0].tokens[-1].step.tail is None
+        assert chat_of(app).conversation.replies[0].tokens[-1].step.tail is None
         await pilot.press("f5")
         assert app.live.tail_ranks == TAIL_RANKS
         await pilot.press("ctrl+r")
-        await wait_until(pilot, lambda: bool(app.replies[-1].finished))
-        app.flush_now()
+        await wait_until(pilot, lambda: bool(chat_of(app).conversation.replies[-1].finished))
+        chat_of(app).flush_now()
         await pilot.pause()
-        step = app.replies[-1].tokens[-1].step
+        step = chat_of(app).conversation.replies[-1].tokens[-1].step
         assert step.tail is not None and step.n_kept == 7
         assert app.query_one(TailPlot).step is step
         await pilot.press("f5")

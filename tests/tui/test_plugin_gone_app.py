@@ -13,7 +13,7 @@ from backend.store.store import ChatStore
 from sampling.plugins import plugin_origins, unregister
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import FakeBackend
-from tests.helpers import reopen_chat, send_message
+from tests.helpers import chat_of, reopen_chat, send_message
 from tests.unit.test_sampler_plugins import readme_plugin
 from tui.app import SamplescopeApp
 
@@ -52,10 +52,10 @@ async def test_a_chat_whose_plugin_is_gone_opens_in_the_app(
     async with app.run_test(size=SIZE) as pilot:
         await reopen_chat(pilot, app)
         await pilot.pause()
-        assert [(m.role, m.content) for m in app.messages] == [
+        assert [(m.role, m.content) for m in chat_of(app).conversation.messages] == [
             ("user", "hello there"),
             ("assistant", made.text),
         ]
-        [reply] = app.replies
+        [reply] = chat_of(app).conversation.replies
         assert reply.text == made.text
         assert "top_h" not in plugin_origins()

@@ -12,7 +12,7 @@ from backend.config.sampler_files import load_sampler_file
 from sampling.plugins import unregister
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import FakeBackend
-from tests.helpers import nth_reply_finished, type_message
+from tests.helpers import chat_of, nth_reply_finished, type_message
 from tests.unit.test_sampler_plugins import write_plugin
 from tui.app import SamplescopeApp
 
@@ -32,6 +32,6 @@ async def test_a_plugin_switched_off_is_a_notice_in_the_transcript(tmp_path: Pat
             notes = [str(note.render()) for note in app.query(".note").results(Static)]
             expected = "sampler plugin rogue switched off for this reply: RuntimeError: no luck"
             assert expected in notes
-            assert app.replies[0].text
+            assert chat_of(app).conversation.replies[0].text
     finally:
         unregister("rogue")

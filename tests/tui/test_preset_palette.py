@@ -13,7 +13,7 @@ from backend.config.llama_server_format import completion_body, flags_text, serv
 from backend.config.paths import CONFIG_DIR_ENV
 from backend.config.presets import load_presets
 from tests.fake_backend import FakeBackend
-from tests.helpers import wait_until
+from tests.helpers import chat_of, wait_until
 from tui.app import SamplescopeApp
 from tui.screens.entry import ValueEntryScreen
 
@@ -40,7 +40,7 @@ async def test_a_sillytavern_file_is_imported_saved_and_applied(
     preset.write_text(json.dumps(PRESET))
     app = SamplescopeApp(FakeBackend(), cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.ready)
+        await wait_until(pilot, lambda: chat_of(app).ready)
         await run_command(pilot, "import a file")
         assert isinstance(app.screen, ValueEntryScreen)
         await pilot.press(*str(preset), "enter")
@@ -67,7 +67,7 @@ async def test_a_file_that_is_no_preset_is_reported_and_changes_nothing(tmp_path
     bad.write_text("[1, 2")
     app = SamplescopeApp(FakeBackend(), cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.ready)
+        await wait_until(pilot, lambda: chat_of(app).ready)
         before = app.live.current
         await run_command(pilot, "import a file")
         await pilot.press(*str(bad), "enter")
@@ -82,7 +82,7 @@ async def test_a_file_that_is_no_preset_is_reported_and_changes_nothing(tmp_path
 async def test_the_live_settings_are_exported_to_the_clipboard(form: str) -> None:
     app = SamplescopeApp(FakeBackend(), cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.ready)
+        await wait_until(pilot, lambda: chat_of(app).ready)
         app.apply_settings(app.live.current.with_changes(temperature=0.55, top_k=7))
         await run_command(pilot, f"export as {form}")
         copied = app.clipboard

@@ -9,7 +9,7 @@ import pytest
 
 from sampling.reply_score import ReplyScore, reply_score
 from tests.fake_backend import FakeBackend
-from tests.helpers import nth_reply_finished, type_message
+from tests.helpers import chat_of, nth_reply_finished, type_message
 from tui.app import SamplescopeApp
 from tui.chat.reply_view import ReplyView
 from tui.widgets.score_label import score_label
@@ -35,10 +35,12 @@ async def test_a_finished_reply_ends_with_its_score() -> None:
     async with app.run_test(size=(120, 36)) as pilot:
         await type_message(pilot, app, "hello")
         await nth_reply_finished(pilot, app)
-        app.flush_now()
+        chat_of(app).flush_now()
         await pilot.pause()
         view = app.query_one(ReplyView)
-        expected = score_label(reply_score([t.step for t in app.replies[0].tokens]))
+        expected = score_label(
+            reply_score([t.step for t in chat_of(app).conversation.replies[0].tokens])
+        )
         assert expected.startswith("logp −")
         assert view.plain_text().rstrip().endswith(expected)
         # The cursor moves the marks, not the score: it is drawn once, at the end.

@@ -57,7 +57,7 @@ async def test_partial_updates_equal_textuals_on_the_chat_screen() -> None:
     app = SamplescopeApp(backend, max_tokens=60, cursor_blink=False)
     async with app.run_test(size=(120, 36)) as pilot:
         assert isinstance(app.screen._compositor, RowCompositor)
-        app.action_toggle_colour()
+        app.chat_screen.action_toggle_colour()
         await type_message(pilot, app, "hello")
         await wait_until(pilot, backend.paused.is_set)
         await pilot.pause(0.3)

@@ -13,7 +13,7 @@ from textual.widgets import Collapsible
 from backend.config.sampler_files import load_sampler_file
 from sampling.plugins import unregister
 from tests.fake_backend import FakeBackend
-from tests.helpers import wait_until
+from tests.helpers import chat_of, wait_until
 from tui.app import SamplescopeApp
 from tui.widgets.chain_order import ChainOrder
 from tui.widgets.prob_cuts import layout_rows, row_label, sampler_label
@@ -41,7 +41,7 @@ def top_h(tmp_path: Path) -> Iterator[None]:
 async def test_a_plugins_setting_is_a_slider_in_its_own_group(top_h: None) -> None:
     app = SamplescopeApp(FakeBackend(), cursor_blink=False)
     async with app.run_test(size=(120, 36)) as pilot:
-        await wait_until(pilot, lambda: app.ready)
+        await wait_until(pilot, lambda: chat_of(app).ready)
         panel = app.query_one(SamplingPanel)
         group = panel.query_one("#group-top_h", Collapsible)
         assert str(group.title).startswith("Top-H: bounded entropy")

@@ -14,7 +14,7 @@ from backend.chat.protocol import LiveSettings
 from sampling.registry import registry
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tests.fake_backend import FAKE_VOCAB, FakeBackend
-from tests.helpers import wait_until
+from tests.helpers import chat_of, wait_until
 from tui.app import SamplescopeApp
 from tui.widgets.sampling_panel import SamplingPanel
 from tui.widgets.setting_controls import group_specs
@@ -115,7 +115,7 @@ async def test_the_panel_asks_and_never_writes_the_settings() -> None:
 async def test_the_app_makes_new_controls_live_and_refuses_bad_values() -> None:
     app = SamplescopeApp(FakeBackend(), cursor_blink=False)
     async with app.run_test(size=(120, 36)) as pilot:
-        await wait_until(pilot, lambda: app.ready)
+        await wait_until(pilot, lambda: chat_of(app).ready)
         app.query_one("#toggle-rng", Toggle).focus()
         await pilot.press("enter")
         # The change travels as a message: wait for the app to handle it.
@@ -129,9 +129,9 @@ async def test_the_app_makes_new_controls_live_and_refuses_bad_values() -> None:
         assert app.live.current.frequency_penalty == pytest.approx(0.1)
         slider = app.query_one("#slider-frequency_penalty", Slider)
         assert slider.value == pytest.approx(0.1)
-        assert app._apply("presence_penalty", 0.25) is True
+        assert app.apply_setting("presence_penalty", 0.25) is True
         assert app.query_one("#slider-presence_penalty", Slider).value == 0.25
-        assert app._apply("repeat_last_n", -3) is False
+        assert app.apply_setting("repeat_last_n", -3) is False
         assert app.live.current.repeat_last_n == DEFAULT_CHAT_SETTINGS.repeat_last_n
 
 
@@ -145,14 +145,14 @@ def _shown_in(panel: SamplingPanel, focused: Widget | None) -> bool:
 async def test_at_80x24_the_panel_scrolls_and_each_focused_control_is_visible() -> None:
     app = SamplescopeApp(FakeBackend(), cursor_blink=False)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: app.ready)
+        await wait_until(pilot, lambda: chat_of(app).ready)
         panel = app.query_one(SamplingPanel)
         probs = app.query_one("#probs")
         assert panel.region.height <= probs.region.height + 1  # at most half the column
         for name, _ in group_specs():
             panel.open_group(name)
         await pilot.pause()  # each group opened scrolls itself into view once laid out
-        app.action_focus_sampling()
+        app.chat_screen.action_focus_sampling()
         order = [spec.name for _, specs in group_specs() for spec in specs]
         seen: list[str] = []
         previous = None
@@ -176,7 +176,7 @@ async def test_at_80x24_the_panel_scrolls_and_each_focused_control_is_visible() 
 async def test_text_settings_are_read_by_the_app_with_the_models_tokenizer() -> None:
     app = SamplescopeApp(FakeBackend(), cursor_blink=False)
     async with app.run_test(size=(120, 36)) as pilot:
-        await wait_until(pilot, lambda: app.ready)
+        await wait_until(pilot, lambda: chat_of(app).ready)
         panel = app.query_one(SamplingPanel)
         panel.open_group("bias")
         panel.open_group("dry")

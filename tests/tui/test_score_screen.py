@@ -14,7 +14,7 @@ from textual.widgets import DataTable, Static, TextArea
 from backend.score.text_score import Alternative, TextScore, TokenScore
 from backend.session.backend import SessionBackend
 from tests.fake_backend import FakeBackend
-from tests.helpers import wait_until
+from tests.helpers import chat_of, wait_until
 from tui.app import SamplescopeApp
 from tui.score.screen import ScoreScreen
 from tui.widgets.score_label import logprob_label
@@ -44,7 +44,7 @@ class WordScorer:
 
 
 async def open_screen(pilot: object, app: SamplescopeApp) -> ScoreScreen:
-    await wait_until(pilot, lambda: app.ready)  # type: ignore[arg-type]
+    await wait_until(pilot, lambda: chat_of(app).ready)  # type: ignore[arg-type]
     await pilot.press("f8")  # type: ignore[attr-defined]
     await wait_until(pilot, lambda: isinstance(app.screen, ScoreScreen))  # type: ignore[arg-type]
     screen = app.screen

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import wait_until
+from tests.helpers import chat_of, wait_until
 from tests.tui.test_tui_snapshots import SIZE, TOP_P_SETTINGS, fake_backend, make_app, send
 from tui.chat.steering import start_branch
 from tui.widgets.status_line import StatusLine
@@ -44,20 +44,28 @@ async def test_a_branch_counts_only_the_tokens_it_generated() -> None:
     app = make_app(fake, max_tokens=30, settings=TOP_P_SETTINGS)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, app, "hello there")
-        await wait_until(pilot, lambda: not app.generating and bool(app.finished))
+        await wait_until(
+            pilot, lambda: not chat_of(app).generating and bool(chat_of(app).conversation.finished)
+        )
         fake.pause_after_tokens = 15
-        start_branch(app.chat, 10, None)
+        start_branch(chat_of(app), 10, None)
         await wait_until(pilot, fake.paused.is_set)
-        await wait_until(pilot, lambda: len(app.replies[-1].tokens) == 15)
-        app.flush_now()
-        assert app.status.phase == "decode" and app.status.decode_tokens == 5
+        await wait_until(pilot, lambda: len(chat_of(app).conversation.replies[-1].tokens) == 15)
+        chat_of(app).flush_now()
+        assert chat_of(app).status.phase == "decode" and chat_of(app).status.decode_tokens == 5
         assert "· 5 tokens" in app.query_one(StatusLine).render().plain
         fake.resume.set()
-        await wait_until(pilot, lambda: not app.generating and len(app.finished) == 2)
-        branch, stats = app.replies[-1], app.finished[-1].stats
+        await wait_until(
+            pilot,
+            lambda: not chat_of(app).generating and len(chat_of(app).conversation.finished) == 2,
+        )
+        branch, stats = (
+            chat_of(app).conversation.replies[-1],
+            chat_of(app).conversation.finished[-1].stats,
+        )
         assert len(branch.tokens) == 30 and stats.decode_tokens == 20
-        assert app.status.last_tps == stats.decode_tps
+        assert chat_of(app).status.last_tps == stats.decode_tps
         assert stats.decode_tps == pytest.approx(20 / (stats.decode_ms / 1000))
-        prompt = fake.tokenize_messages(app.messages[:-1])
+        prompt = fake.tokenize_messages(chat_of(app).conversation.messages[:-1])
         # The last token (the limit reached) is sampled, never decoded.
-        assert app.status.ctx_used == fake.context_used == len(prompt) + 29
+        assert chat_of(app).status.ctx_used == fake.context_used == len(prompt) + 29

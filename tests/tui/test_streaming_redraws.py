@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.fake_backend import FakeBackend
-from tests.helpers import nth_reply_finished, send_message, type_message, wait_until
+from tests.helpers import chat_of, nth_reply_finished, send_message, type_message, wait_until
 from tui.app import SamplescopeApp
 from tui.chat.draw_budget import DrawBudget
 from tui.chat.reply import Reply
@@ -38,8 +38,8 @@ async def test_an_overdrawn_budget_holds_the_text_back_and_loses_no_token(held: 
     backend = FakeBackend(pause_after_tokens=12)
     app = SamplescopeApp(backend, max_tokens=20, cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.ready)
-        app.chat.schedule.budget = never_allowing() if held else None
+        await wait_until(pilot, lambda: chat_of(app).ready)
+        chat_of(app).schedule.budget = never_allowing() if held else None
         await type_message(pilot, app, "hello")
         await wait_until(pilot, backend.paused.is_set)
         reply = app.conversation.replies[-1]
@@ -48,7 +48,7 @@ async def test_an_overdrawn_budget_holds_the_text_back_and_loses_no_token(held: 
         view = app.query(ReplyView).last()
         shown = view.plain_text()
         if held:
-            assert shown == "…" and app.chat.schedule.budget.held > 0  # type: ignore[union-attr]
+            assert shown == "…" and chat_of(app).schedule.budget.held > 0  # type: ignore[union-attr]
         else:
             assert shown.split() == "".join(token.text for token in reply.tokens).split()
         backend.resume.set()

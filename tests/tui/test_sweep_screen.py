@@ -24,7 +24,7 @@ from backend.store.store import ChatStore
 from sampling.settings import SamplerSettings
 from sampling.sweep_metrics import SampleFigures
 from tests.fake_backend import FakeBackend
-from tests.helpers import StepClock, wait_until
+from tests.helpers import StepClock, chat_of, wait_until
 from tests.tui.test_tui_snapshots import fake_backend, make_app, send
 from tui.app import SamplescopeApp
 from tui.cli.main import main
@@ -150,13 +150,13 @@ async def test_in_the_app_the_sample_chosen_becomes_the_chat(tmp_path: Path) -> 
         app = make_app(fake, store=store)
         async with app.run_test(size=SIZE) as pilot:
             await send(pilot, app, "tell me about the sea")
-            await wait_until(pilot, lambda: bool(app.finished))
-            recorder = app.recorder
+            await wait_until(pilot, lambda: bool(chat_of(app).conversation.finished))
+            recorder = chat_of(app).conversation.recorder
             assert recorder is not None and recorder.chat_id is not None, recorder.error
             chat_id = recorder.chat_id
-            reply_text = app.replies[-1].text
+            reply_text = chat_of(app).conversation.replies[-1].text
             await pilot.press("ctrl+n")
-            await wait_until(pilot, lambda: not app.replies)
+            await wait_until(pilot, lambda: not chat_of(app).conversation.replies)
             result = fixed_result()
             first = result.samples[0]
             result = replace(result, samples=(replace(first, chat_id=chat_id),))
@@ -164,9 +164,9 @@ async def test_in_the_app_the_sample_chosen_becomes_the_chat(tmp_path: Path) -> 
             await wait_until(pilot, lambda: isinstance(app.screen, SweepScreen))
             await pilot.press("enter", "enter")
             await wait_until(pilot, lambda: not isinstance(app.screen, SweepScreen))
-            await wait_until(pilot, lambda: bool(app.replies))
-            assert app.replies[-1].text == reply_text
-            assert app.messages[0].content == "tell me about the sea"
+            await wait_until(pilot, lambda: bool(chat_of(app).conversation.replies))
+            assert chat_of(app).conversation.replies[-1].text == reply_text
+            assert chat_of(app).conversation.messages[0].content == "tell me about the sea"
 
 
 def test_sweep_view_file_opens_the_app_on_the_sweep(
@@ -218,7 +218,7 @@ async def test_a_sample_chosen_while_the_model_loads_opens_once_it_is_loaded(
             await wait_until(pilot, lambda: isinstance(app.screen, SweepScreen))
             await pilot.press("enter", "enter")
             await wait_until(pilot, lambda: not isinstance(app.screen, SweepScreen))
-            assert not app.messages  # not yet: the model is loading
+            assert not chat_of(app).conversation.messages  # not yet: the model is loading
             loaded.set()
-            await wait_until(pilot, lambda: len(app.messages) == 2)
-            assert app.messages[1].content == "The sea is calm and blue."
+            await wait_until(pilot, lambda: len(chat_of(app).conversation.messages) == 2)
+            assert chat_of(app).conversation.messages[1].content == "The sea is calm and blue."

@@ -11,7 +11,7 @@ from textual.widgets import OptionList
 
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import FakeBackend
-from tests.helpers import StepClock, wait_until
+from tests.helpers import StepClock, chat_of, wait_until
 from tui.app import SamplescopeApp
 from tui.cli.commands.app import backend_factory, build_app_parser
 
@@ -32,7 +32,7 @@ def fake_backend(**kwargs: object) -> FakeBackend:
 
 async def send(pilot: Pilot[object], app: SamplescopeApp, text: str) -> None:
     """Wait for the model, type `text` and press Enter."""
-    await wait_until(pilot, lambda: app.ready)
+    await wait_until(pilot, lambda: chat_of(app).ready)
     await pilot.press(*text, "enter")
 
 
@@ -44,8 +44,13 @@ async def open_alternatives(pilot: Pilot[object], app: SamplescopeApp, back: int
     while it sleeps): on a loaded machine it ends early, so a key must not depend on
     a screen that is still being pushed; wait for it instead."""
     await pilot.press("ctrl+t", *["left"] * back)
-    tokens = len(app.replies[-1].tokens)
-    await wait_until(pilot, lambda: app.cursor == (len(app.replies) - 1, tokens - 1 - back))
+    tokens = len(chat_of(app).conversation.replies[-1].tokens)
+    await wait_until(
+        pilot,
+        lambda: (
+            chat_of(app).cursor == (len(chat_of(app).conversation.replies) - 1, tokens - 1 - back)
+        ),
+    )
     await pilot.press("enter")
     await wait_until(pilot, lambda: isinstance(app.focused, OptionList))
 
@@ -54,7 +59,7 @@ def test_empty_app(snap_compare: object) -> None:
     async def ready(pilot: Pilot[object]) -> None:
         app = pilot.app
         assert isinstance(app, SamplescopeApp)
-        await wait_until(pilot, lambda: app.ready)
+        await wait_until(pilot, lambda: chat_of(app).ready)
 
     assert snap_compare(make_app(fake_backend()), terminal_size=SIZE, run_before=ready)  # type: ignore[operator]
 
@@ -66,9 +71,9 @@ def test_mid_decode_with_top_p_cutoff(snap_compare: object) -> None:
     async def mid_decode(pilot: Pilot[object]) -> None:
         await send(pilot, app, "tell me about the cat")
         await wait_until(pilot, fake.paused.is_set)
-        await wait_until(pilot, lambda: len(app.replies[-1].tokens) == 24)
-        app.action_toggle_colour()
-        app.flush_now()
+        await wait_until(pilot, lambda: len(chat_of(app).conversation.replies[-1].tokens) == 24)
+        app.chat_screen.action_toggle_colour()
+        chat_of(app).flush_now()
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=mid_decode)  # type: ignore[operator]
@@ -82,7 +87,7 @@ def test_prefill_in_progress(snap_compare: object) -> None:
     async def mid_prefill(pilot: Pilot[object]) -> None:
         await send(pilot, app, prompt)
         await wait_until(pilot, fake.paused.is_set)
-        await wait_until(pilot, lambda: app.status.prefill_done == 12)
+        await wait_until(pilot, lambda: chat_of(app).status.prefill_done == 12)
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=mid_prefill)  # type: ignore[operator]
@@ -94,9 +99,16 @@ def test_selected_past_token(snap_compare: object) -> None:
 
     async def select(pilot: Pilot[object]) -> None:
         await send(pilot, app, "hello there")
-        await wait_until(pilot, lambda: not app.generating and bool(app.finished))
+        await wait_until(
+            pilot, lambda: not chat_of(app).generating and bool(chat_of(app).conversation.finished)
+        )
         await pilot.press("ctrl+t", "left", "left", "left", "left", "left")
-        await wait_until(pilot, lambda: app.cursor == (0, len(app.replies[-1].tokens) - 6))
+        await wait_until(
+            pilot,
+            lambda: (
+                chat_of(app).cursor == (0, len(chat_of(app).conversation.replies[-1].tokens) - 6)
+            ),
+        )
 
     assert snap_compare(app, terminal_size=SIZE, run_before=select)  # type: ignore[operator]
 
@@ -107,7 +119,9 @@ def test_alternatives_of_a_past_token(snap_compare: object) -> None:
 
     async def alternatives(pilot: Pilot[object]) -> None:
         await send(pilot, app, "hello there")
-        await wait_until(pilot, lambda: not app.generating and bool(app.finished))
+        await wait_until(
+            pilot, lambda: not chat_of(app).generating and bool(chat_of(app).conversation.finished)
+        )
         await open_alternatives(pilot, app, 5)
 
     assert snap_compare(app, terminal_size=SIZE, run_before=alternatives)  # type: ignore[operator]
@@ -117,7 +131,7 @@ def test_help_screen(snap_compare: object) -> None:
     app = make_app(fake_backend())
 
     async def help_screen(pilot: Pilot[object]) -> None:
-        await wait_until(pilot, lambda: app.ready)
+        await wait_until(pilot, lambda: chat_of(app).ready)
         await pilot.press("f1")
         await pilot.pause()
 
@@ -131,7 +145,7 @@ def test_bad_model_path(snap_compare: object) -> None:
     )
 
     async def failed(pilot: Pilot[object]) -> None:
-        await wait_until(pilot, lambda: app.status.phase == "error")
+        await wait_until(pilot, lambda: chat_of(app).status.phase == "error")
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=failed)  # type: ignore[operator]
@@ -143,12 +157,22 @@ def test_fork_marker(snap_compare: object) -> None:
 
     async def branch(pilot: Pilot[object]) -> None:
         await send(pilot, app, "hello there")
-        await wait_until(pilot, lambda: not app.generating and bool(app.finished))
+        await wait_until(
+            pilot, lambda: not chat_of(app).generating and bool(chat_of(app).conversation.finished)
+        )
         # The fifth token from the end: its second candidate makes a second branch.
         await open_alternatives(pilot, app, 4)
         await pilot.press("down", "enter")
-        await wait_until(pilot, lambda: len(app.finished) == 2 and not app.generating)
+        await wait_until(
+            pilot,
+            lambda: len(chat_of(app).conversation.finished) == 2 and not chat_of(app).generating,
+        )
         await pilot.press("ctrl+t")
-        await wait_until(pilot, lambda: app.cursor == (0, len(app.replies[-1].tokens) - 1))
+        await wait_until(
+            pilot,
+            lambda: (
+                chat_of(app).cursor == (0, len(chat_of(app).conversation.replies[-1].tokens) - 1)
+            ),
+        )
 
     assert snap_compare(app, terminal_size=SIZE, run_before=branch)  # type: ignore[operator]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from textual.pilot import Pilot
 
-from tests.helpers import wait_until
+from tests.helpers import chat_of, wait_until
 from tests.tui.test_tui_snapshots import SIZE, TOP_P_SETTINGS, fake_backend, make_app, send
 from tui.app import SamplescopeApp
 from tui.chat.transcript import Transcript
@@ -20,14 +20,20 @@ async def test_w_follows_the_cursor_and_esc_leaves_what_if_before_the_cursor() -
     app = make_app(fake_backend(), max_tokens=20, settings=TOP_P_SETTINGS)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, app, "hello there")
-        await wait_until(pilot, lambda: not app.generating and bool(app.finished))
-        whatif = app.chat.whatif
-        assert app.check_action("whatif_branch", ()) is False  # `b` hidden until what-if
+        await wait_until(
+            pilot, lambda: not chat_of(app).generating and bool(chat_of(app).conversation.finished)
+        )
+        whatif = chat_of(app).whatif
+        assert (
+            app.chat_screen.check_action("whatif_branch", ()) is False
+        )  # `b` hidden until what-if
         await pilot.press("ctrl+t", "left", "w")
         await pilot.pause()
-        reply = app.replies[-1]
+        reply = chat_of(app).conversation.replies[-1]
         assert whatif.active and whatif.target == (0, len(reply.tokens) - 2)
-        assert whatif.source == "memory" and app.check_action("whatif_branch", ()) is True
+        assert (
+            whatif.source == "memory" and app.chat_screen.check_action("whatif_branch", ()) is True
+        )
         assert whatif.panel.display and not app.query_one("#probs").display
         step = whatif.step
         assert step is not None
@@ -38,50 +44,57 @@ async def test_w_follows_the_cursor_and_esc_leaves_what_if_before_the_cursor() -
         assert whatif.target == (0, len(reply.tokens) - 3)
 
         await pilot.press("escape")
-        assert not whatif.active and app.chat.cursor is not None
+        assert not whatif.active and chat_of(app).cursor is not None
         assert app.query_one("#probs").display and not whatif.panel.display
         await pilot.press("escape")
-        assert app.chat.cursor is None
+        assert chat_of(app).cursor is None
 
 
 async def test_w_needs_a_selected_token_and_a_step_beyond_memory_needs_a_saved_chat() -> None:
     app = make_app(fake_backend(), max_tokens=20, settings=TOP_P_SETTINGS)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, app, "hello there")
-        await wait_until(pilot, lambda: not app.generating and bool(app.finished))
-        whatif = app.chat.whatif
-        app.action_whatif()
+        await wait_until(
+            pilot, lambda: not chat_of(app).generating and bool(chat_of(app).conversation.finished)
+        )
+        whatif = chat_of(app).whatif
+        app.chat_screen.action_whatif()
         assert not whatif.active  # no token selected: a notice says how
 
         whatif.keeper.begin(None)  # as if the reply's steps were beyond the budget
         app.query_one(Transcript).select(0, 2)
-        app.action_whatif()
+        app.chat_screen.action_whatif()
         await pilot.pause()
         assert whatif.active and whatif.step is None and not whatif.recomputing
         assert whatif.source.startswith("nowhere: this chat is not saved")
-        app.action_whatif()  # again: off
+        app.chat_screen.action_whatif()  # again: off
         assert not whatif.active
 
 
 async def whatif_on_the_last_token(pilot: Pilot[Any], app: SamplescopeApp) -> None:
     """Send a message, wait for the reply, then what-if on its last token."""
     await send(pilot, app, "hello there")
-    await wait_until(pilot, lambda: not app.generating and bool(app.finished))
+    await wait_until(
+        pilot, lambda: not chat_of(app).generating and bool(chat_of(app).conversation.finished)
+    )
     await pilot.press("ctrl+t", "left", "w")
     await pilot.pause()
-    assert app.chat.whatif.active
+    assert chat_of(app).whatif.active
 
 
 async def test_a_reply_starting_leaves_what_if() -> None:
     app = make_app(fake_backend(), max_tokens=20, settings=TOP_P_SETTINGS)
     async with app.run_test(size=SIZE) as pilot:
         await whatif_on_the_last_token(pilot, app)
-        app.action_regenerate()
+        app.chat_screen.action_regenerate()
         await pilot.pause()
-        assert not app.chat.whatif.active
-        await wait_until(pilot, lambda: not app.generating and len(app.finished) == 2)
+        assert not chat_of(app).whatif.active
+        await wait_until(
+            pilot,
+            lambda: not chat_of(app).generating and len(chat_of(app).conversation.finished) == 2,
+        )
         # The new reply's steps are in memory, the old reply's are gone.
-        assert app.chat.whatif.keeper.get(app.replies[-1], 0) is not None
+        assert chat_of(app).whatif.keeper.get(chat_of(app).conversation.replies[-1], 0) is not None
 
 
 async def test_a_new_chat_leaves_what_if() -> None:
@@ -90,19 +103,19 @@ async def test_a_new_chat_leaves_what_if() -> None:
         await whatif_on_the_last_token(pilot, app)
         await pilot.press("ctrl+n")
         await pilot.pause()
-        assert not app.chat.whatif.active and app.query_one("#probs").display
+        assert not chat_of(app).whatif.active and app.query_one("#probs").display
 
 
 async def test_a_redraw_with_nothing_changed_does_not_recompute_the_step() -> None:
     app = make_app(fake_backend(), max_tokens=20, settings=TOP_P_SETTINGS)
     async with app.run_test(size=SIZE) as pilot:
         await whatif_on_the_last_token(pilot, app)
-        whatif = app.chat.whatif
+        whatif = chat_of(app).whatif
         step = whatif.step
         assert step is not None
-        app.flush_now()
+        chat_of(app).flush_now()
         assert whatif.step is step
-        app._apply("top_k", 3)
+        app.apply_setting("top_k", 3)
         await pilot.pause()
         assert whatif.step is not step and whatif.step is not None
         assert whatif.step.n_kept <= 3
@@ -114,24 +127,26 @@ async def test_what_if_with_the_steps_own_settings_draws_the_stored_token() -> N
     app = make_app(fake_backend(), max_tokens=20, settings=TOP_P_SETTINGS)
     async with app.run_test(size=SIZE) as pilot:
         await send(pilot, app, "hello there")
-        await wait_until(pilot, lambda: not app.generating and bool(app.finished))
-        reply = app.replies[-1]
+        await wait_until(
+            pilot, lambda: not chat_of(app).generating and bool(chat_of(app).conversation.finished)
+        )
+        reply = chat_of(app).conversation.replies[-1]
         assert app.live.current.temperature > 0 and len(reply.tokens) > 5
-        whatif = app.chat.whatif
+        whatif = chat_of(app).whatif
         drawn = []
         for index, token in enumerate(reply.tokens):
             app.query_one(Transcript).select(0, index)
-            app.action_whatif()
+            app.chat_screen.action_whatif()
             await pilot.pause()
             assert whatif.target == (0, index) and whatif.step is not None
             assert whatif.step.draw == token.step.draw is not None
             drawn.append(whatif.step.token_id)
-            app.action_whatif()
+            app.chat_screen.action_whatif()
         assert drawn == [token.step.token_id for token in reply.tokens]
 
         app.query_one(Transcript).select(0, 3)
-        app.action_whatif()
-        app._apply("temperature", 0.0)  # greedy: the argmax, whatever the uniform
+        app.chat_screen.action_whatif()
+        app.apply_setting("temperature", 0.0)  # greedy: the argmax, whatever the uniform
         await pilot.pause()
         step = whatif.step
         assert step is not None and step.token_id == int(step.table.token_ids[0])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.pilot import Pilot
 
-from tests.helpers import wait_until
+from tests.helpers import chat_of, wait_until
 from tests.tui.test_tui_snapshots import SIZE, TOP_P_SETTINGS, fake_backend, make_app, send
 from tui.widgets.slider import Slider
 
@@ -15,11 +15,13 @@ def test_whatif_with_top_k_moved(snap_compare: object) -> None:
 
     async def whatif(pilot: Pilot[object]) -> None:
         await send(pilot, app, "hello there")
-        await wait_until(pilot, lambda: not app.generating and bool(app.finished))
+        await wait_until(
+            pilot, lambda: not chat_of(app).generating and bool(chat_of(app).conversation.finished)
+        )
         await pilot.press("ctrl+t", "left", "left", "left", "left", "left", "w")
-        last = len(app.replies[-1].tokens) - 1
-        await wait_until(pilot, lambda: app.chat.whatif.target == (0, last - 5))
-        await wait_until(pilot, lambda: app.chat.whatif.step is not None)
+        last = len(chat_of(app).conversation.replies[-1].tokens) - 1
+        await wait_until(pilot, lambda: chat_of(app).whatif.target == (0, last - 5))
+        await wait_until(pilot, lambda: chat_of(app).whatif.step is not None)
         app.query_one("#slider-top_k", Slider).focus()
         await pilot.press("right", "right", "right")
         await wait_until(pilot, lambda: app.live.current.top_k == 3)

@@ -44,8 +44,8 @@ class Transcript(VerticalScroll, can_focus=True):
         Binding("home", "move_token(-1000000)", "first", show=False),
         Binding("end", "move_token(1000000)", "last", show=False),
         Binding("enter", "alternatives", "alts", key_display="⏎"),
-        Binding("w", "app.whatif", "what if"),
-        Binding("x", "app.explore", "explore"),
+        Binding("w", "screen.whatif", "what if"),
+        Binding("x", "screen.explore", "explore"),
         # The reply's other branches (swipes); ctrl+←/→ where the terminal sends them.
         Binding("less_than_sign,ctrl+left", "branch(-1)", "branch", group=_BRANCH),
         Binding("greater_than_sign,ctrl+right", "branch(1)", "branch", group=_BRANCH),

@@ -1,0 +1,172 @@
+"""The chat's screen: the chat view, its footer, and the chat's keys and their actions.
+
+Its keys are live only while it is the screen on top: a screen pushed over it (compare,
+saved chats, score, …) has its own keys, and the chat's cannot reach the conversation
+behind it. The app-wide state (the runner, the live settings, the store) stays on the
+app, which this screen reaches as its host.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import TYPE_CHECKING, ClassVar, cast
+
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from tui.chat.explore import open_explore
+from tui.chat.mode_switch import switch_mode
+from tui.chat.steering import regenerate
+from tui.chat.view import ChatView
+from tui.chat_keys import CHAT_BINDINGS
+from tui.compare.command import open_compare
+from tui.loops.escape import open_loop_why
+from tui.row_compositor import RowCompositor
+from tui.score.screen import ScoreScreen
+from tui.screens.history import HistoryScreen
+
+if TYPE_CHECKING:
+    from tui.app import SamplescopeApp
+
+NEW_SEED_RANGE = 100_000
+
+
+class ChatScreen(Screen[None]):
+    """The chat: its view and footer, drawn by a `RowCompositor` (a token redraws its
+    rows only), and the chat's keys.
+
+    Args:
+        chat: The chat view (the app builds it: it shares the app's runner and settings).
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = list(CHAT_BINDINGS)
+
+    def __init__(self, chat: ChatView) -> None:
+        super().__init__()
+        self.chat = chat
+        self._compositor = RowCompositor()
+
+    @property
+    def host(self) -> SamplescopeApp:
+        """The app: its runner, live settings and store."""
+        return cast("SamplescopeApp", self.app)
+
+    def compose(self) -> ComposeResult:
+        yield self.chat
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        self.host.chat_mounted()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """`b` (branch from what-if) only while what-if is on (the footer shows it then)."""
+        return action != "whatif_branch" or self.chat.whatif.active
+
+    def _refused(self) -> bool:
+        """Whether no job can start now (a model is loading): says why."""
+        why = self.host.runner.unavailable()
+        if why is not None:
+            self.notify(why)
+        return why is not None
+
+    # -- actions -----------------------------------------------------------------
+
+    def action_stop(self) -> None:
+        """Esc: stop the reply, else leave what-if, else leave the token cursor."""
+        if not self.chat.stop() and not self.chat.whatif.leave():
+            self.chat.leave_token_cursor()
+
+    def action_regenerate(self) -> None:
+        """Redo the last reply with the seed it had (a new branch of it)."""
+        replies = self.chat.conversation.replies
+        if self._refused() or not replies or self.chat.stop_then(self.action_regenerate):
+            return
+        self.host.apply_setting("seed", replies[-1].seed)
+        regenerate(self.chat)
+
+    def action_new_chat(self) -> None:
+        """Forget the conversation (the backend's cache is reset before the next reply)."""
+        if not self.chat.stop_then(self.action_new_chat):
+            self.chat.new_chat()
+
+    def action_history(self) -> None:
+        """Show the saved chats; the one picked becomes the conversation."""
+        host = self.host
+        if host.store is None:
+            self.notify("Chats are not being saved (--no-save, or the database failed).")
+            return
+        host.push_screen(HistoryScreen(host.store), host.open_saved_chat)
+
+    def action_copy_reply(self) -> None:
+        """Copy the selected reply (token cursor), else the last one."""
+        replies = self.chat.conversation.replies
+        if not replies:
+            return
+        cursor = self.chat.cursor
+        number = cursor[0] if cursor is not None else len(replies) - 1
+        text = replies[number].text
+        self.app.copy_to_clipboard(text)
+        self.notify(f"Copied reply {number + 1} ({len(text)} characters).")
+
+    def action_new_seed(self) -> None:
+        """Pick a random seed."""
+        self.host.apply_setting("seed", secrets.randbelow(NEW_SEED_RANGE))
+
+    def action_toggle_mode(self) -> None:
+        """Switch between chat and completion mode (from the next reply)."""
+        self.notify(switch_mode(self.chat.conversation), timeout=10)
+
+    def action_toggle_colour(self) -> None:
+        """Tint each token by its probability (or stop tinting)."""
+        self.chat.set_colour(not self.chat.colour)
+
+    def action_plot(self, plot: str) -> None:
+        """Cycle the reply timeline's rows ("timeline") or show/hide the tail plot ("tail")."""
+        self.chat.plots.toggle(plot)
+
+    def action_token_cursor(self) -> None:
+        """Enter token-cursor mode on the latest token."""
+        self.chat.enter_token_cursor()
+
+    def action_whatif(self) -> None:
+        """What-if on the selected past token (again: off)."""
+        self.chat.whatif.toggle(self.chat.cursor)
+
+    def action_whatif_branch(self) -> None:
+        """Branch from the what-if step with the token it shows drawn."""
+        self.chat.whatif.branch()
+
+    def action_explore(self) -> None:
+        """The tree of continuations at the selected past token."""
+        open_explore(self.chat, self.chat.cursor)
+
+    def action_loop_why(self) -> None:
+        """Why the selected (else the last looping) reply looped, and the ways out."""
+        open_loop_why(self.chat)
+
+    def action_focus_sampling(self) -> None:
+        """Focus the first slider."""
+        self.chat.focus_sampling()
+
+    def action_focus_input(self) -> None:
+        """Focus the message box."""
+        self.chat.focus_input()
+
+    def action_pick_model(self) -> None:
+        """Open another model from the ones on disk (the chat goes on)."""
+        self.host.switcher.pick()
+
+    def action_score_text(self) -> None:
+        """Score a pasted or opened text with the model (a screen of its own)."""
+        if self._refused():
+            return
+        if self.chat.generating:
+            self.notify("wait for the reply to finish")
+            return
+        self.app.push_screen(ScoreScreen(self.host.runner))
+
+    def action_compare(self) -> None:
+        """Regenerate the last user turn under several settings, side by side."""
+        open_compare(self.app)
