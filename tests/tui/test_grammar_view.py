@@ -120,7 +120,7 @@ def test_a_grammar_is_typed_on_one_line_or_loaded_from_a_file(tmp_path: Path) ->
 
 
 def test_compare_takes_a_schema_from_a_file(tmp_path: Path) -> None:
-    from tui.cli.commands.compare import parse_set
+    from tui.cli.setting_sets import parse_set
 
     path = tmp_path / "person.json"
     schema = '{"type": "object", "properties": {"ok": {"type": "boolean"}}}'

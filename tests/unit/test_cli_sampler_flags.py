@@ -76,7 +76,7 @@ def test_every_newer_setting_has_a_flag() -> None:
 
 
 def test_compare_set_takes_every_newer_setting() -> None:
-    from tui.cli.commands.compare import parse_set
+    from tui.cli.setting_sets import parse_set
 
     settings = parse_set("samplers=top_k;temperature;min_p,dry=0.8,bias=42=+2;7=-inf,typ=0.9")
     assert settings.samplers == ("top_k", "temperature", "min_p")

@@ -223,7 +223,7 @@ def test_json_and_markdown_carry_each_branchs_score(
     branched: tuple[Path, int], capsys: pytest.CaptureFixture[str]
 ) -> None:
     from sampling.reply_score import reply_score
-    from tui.cli.commands.score import reply_score_json
+    from tui.cli.reply_score_json import reply_score_json
     from tui.widgets.score_label import score_label
 
     db, chat = branched

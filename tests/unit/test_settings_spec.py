@@ -19,8 +19,8 @@ from sampling.settings import (
     settings_summary,
 )
 from tui.cli.commands.app import build_app_parser
-from tui.cli.commands.compare import CompareArgumentError, parse_set, short_keys
 from tui.cli.main import build_parser
+from tui.cli.setting_sets import SetArgumentError, parse_set, short_keys
 from tui.cli.settings_flags import add_settings_flags, settings_from_args
 from tui.compare.columns import DEFAULT_VARIATIONS, VARIABLE_FIELDS, coerce_value
 
@@ -358,7 +358,7 @@ def test_set_keys_are_the_short_keys_and_the_field_names() -> None:
     ],
 )
 def test_set_refuses_what_it_cannot_read(text: str, words: str) -> None:
-    with pytest.raises(CompareArgumentError, match=words):
+    with pytest.raises(SetArgumentError, match=words):
         parse_set(text)
 
 

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tui.cli.verbose import log
+
 if TYPE_CHECKING:
     from backend.llama.rpc import Endpoint
     from backend.session.llama_backend import LlamaBackend
@@ -188,8 +190,3 @@ def load_backend(args: argparse.Namespace, *, n_seq_max: int | None = None) -> L
             f" llama.cpp log: {backend.log_path}"
         )
     return backend
-
-
-def log(message: str) -> None:
-    """One line of verbose output on stderr."""
-    print(f"samplescope: {message}", file=sys.stderr, flush=True)

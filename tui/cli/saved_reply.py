@@ -1,4 +1,5 @@
-"""Shared bits of the commands that work on a saved reply (`whatif`, `branch`).
+"""Shared bits of the commands that work on a saved reply (`whatif`, `branch`, `explore`,
+`replay`).
 
 They take the chat, `--reply N` (from 1; default the last), `--branch ID` (default
 the branch the conversation follows), `--at POS` (from 1, as in the app), the
@@ -9,20 +10,24 @@ used with its context and prefill chunk size.
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from backend.errors import ModelFileError
 from backend.store.lookup import check_position, find_branch, settings_for
-from backend.store.store import ChatRecord, ChatStore, ReplyRecord
+from backend.store.store import ChatRecord, ChatStore, ModelRef, ReplyRecord
 from sampling.settings import SamplerSettings
-from tui.cli.commands.replay import DEFAULT_N_BATCH, DEFAULT_N_CTX, recorded_model
 from tui.cli.model_flags import add_rpc_flag, chosen_rpc
 from tui.cli.settings_flags import add_settings_flags, bias_needs_tokenizer, settings_from_args
 from tui.cli.store_access import add_db_flag
 
 if TYPE_CHECKING:
     from backend.session.llama_backend import LlamaBackend
+
+DEFAULT_N_CTX = 4096  # LlamaBackend.load's defaults, for replies that did not record them
+DEFAULT_N_BATCH = 256
 
 
 def add_position_flags(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
@@ -133,3 +138,34 @@ def with_text_bias(target: Target, args: argparse.Namespace, backend: LlamaBacke
 def piece_text(backend: LlamaBackend, token: int) -> str:
     """A token's text (special tokens by name), undecodable bytes replaced."""
     return backend.runtime.token_bytes(token, special=True).decode("utf-8", "replace")
+
+
+def check_model(path: Path, recorded: ModelRef, actual: ModelRef) -> str | None:
+    """A warning when the file is not the one that generated the reply, else None."""
+    if actual.size != recorded.size or actual.sha256 != recorded.sha256:
+        return (
+            f"warning: {path} is not the file that generated this reply "
+            f"(recorded size {recorded.size}, sha256 {recorded.sha256[:16]}…; "
+            f"now size {actual.size}, sha256 {actual.sha256[:16]}…): "
+            "the replay may differ"
+        )
+    return None
+
+
+def recorded_model(store: ChatStore, reply: ReplyRecord, model: str | None) -> Path:
+    """The GGUF to load for a stored reply: `--model`, else the recorded path; a warning
+    on stderr when the file is not the one recorded.
+
+    Raises:
+        ModelFileError: The file is missing.
+    """
+    path = Path(model) if model else Path(reply.model.path)
+    if not path.is_file():
+        raise ModelFileError(
+            f"the model file {path} that generated reply {reply.number} is missing; "
+            "pass --model PATH to use another copy of it"
+        )
+    warning = check_model(path, reply.model, store.model_ref(path))
+    if warning:
+        print(warning, file=sys.stderr)
+    return path

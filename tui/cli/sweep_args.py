@@ -11,7 +11,7 @@ from backend.session.sweep import SweepSetting
 from sampling.errors import SamplescopeError, SettingsError
 from sampling.registry import registry
 from sampling.settings import SamplerSettings, find_setting, settings_summary
-from tui.cli.commands.compare import parse_set, short_keys
+from tui.cli.setting_sets import parse_set, short_keys
 from tui.cli.settings_flags import settings_with_user_config
 
 

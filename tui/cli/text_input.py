@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from sampling.errors import SamplescopeError
 
@@ -51,3 +52,21 @@ def read_stdin() -> str:
         raise TextInputError(
             f"stdin is not valid UTF-8 (byte 0x{data[error.start]:02x} at offset {error.start})"
         ) from None
+
+
+def read_text(name: str) -> str:
+    """The text of FILE, or of stdin for "-".
+
+    Raises:
+        ScoreError: The file cannot be read or is not UTF-8 (one line, naming it).
+        TextInputError: Stdin is not UTF-8.
+    """
+    from backend.config.user_files import UserFileError, read_user_text
+    from backend.score.text_score import ScoreError
+
+    if name == "-":
+        return read_stdin()
+    try:
+        return read_user_text(Path(name))
+    except UserFileError as error:
+        raise ScoreError(str(error)) from None

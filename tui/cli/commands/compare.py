@@ -21,31 +21,27 @@ from backend.session.compare import compare
 from sampling.errors import SamplescopeError
 from sampling.loops import first_loop
 from sampling.records import Step
-from sampling.registry import registry
 from sampling.reply_score import reply_score
-from sampling.settings import SamplerSettings, find_setting, settings_summary
-from tui.chat.setting_input import read_setting_text
-from tui.cli.commands.generate import build_messages, step_line
-from tui.cli.commands.score import reply_score_json
-from tui.cli.model_flags import add_model_flags, load_backend, log
-from tui.cli.settings_flags import settings_with_user_config
+from sampling.settings import (
+    SamplerSettings,
+    settings_summary,
+)
+from tui.cli.model_flags import add_model_flags, load_backend
+from tui.cli.prompt_messages import build_messages
+from tui.cli.reply_score_json import reply_score_json
+from tui.cli.setting_sets import parse_set, short_keys
+from tui.cli.verbose import log, step_line
 from tui.resources import available_presets
 from tui.widgets.score_label import score_label
 
 
-def short_keys() -> dict[str, str]:
-    """Short keys accepted by --set, besides the settings' own field names (read when
-    asked: a plugin loaded later adds its own)."""
-    return {spec.short_key: spec.name for spec in registry().settings if spec.short_key}
+class CompareArgumentError(SamplescopeError):
+    """--preset is wrong, or no prompt was given; the message says which and why."""
 
 
 #: Narrower than this per column, the columns are printed one under the other.
 MIN_COLUMN_WIDTH = 24
 DEFAULT_SEED = 42
-
-
-class CompareArgumentError(SamplescopeError):
-    """--set or --preset is wrong; the message says which and why."""
 
 
 def register(subparsers: Any) -> None:
@@ -88,40 +84,6 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--list-presets", action="store_true", help="list the presets and exit")
     add_model_flags(parser)
     parser.set_defaults(func=run)
-
-
-def parse_set(text: str) -> SamplerSettings:
-    """Settings from "t=0.8,k=40" (on top of the off values and the config's [settings]).
-
-    Raises:
-        CompareArgumentError: A pair is malformed, or a key unknown.
-        SettingsError: A value is out of range.
-    """
-    changes: dict[str, Any] = {}
-    for pair in (part.strip() for part in text.split(",")):
-        if not pair:
-            continue
-        key, sep, value = pair.partition("=")
-        key = key.strip()
-        if not sep:
-            raise CompareArgumentError(f"--set {text!r}: {pair!r} is not key=value")
-        spec = find_setting(key)
-        if spec is None:
-            known = ", ".join([*short_keys(), *sorted(registry().settings_by_name)])
-            raise CompareArgumentError(
-                f"--set {text!r}: unknown key {key!r} (use a short key or a field name: {known})"
-            )
-        if not spec.per_column:
-            flags = "/".join(flag for flag in (spec.short_flag, spec.flag) if flag)
-            raise CompareArgumentError(
-                f"--set {text!r}: every column shares one {spec.name}; give it with {flags}"
-            )
-        # A grammar or a schema holds commas: "@path" reads it from a file.
-        text_kind = spec.kind == "text"
-        changes[spec.name] = (
-            read_setting_text(spec, value, None) if text_kind else spec.coerce(value)
-        )
-    return settings_with_user_config(SamplerSettings()).with_changes(**changes)
 
 
 def columns_from_args(args: argparse.Namespace) -> list[tuple[str, SamplerSettings]]:

@@ -20,11 +20,16 @@ from backend.session.explore import EXPLORE_SEQ_MAX, Tree, TreeNode, TreeShape, 
 from backend.session.steer import explore_step
 from sampling.errors import SamplescopeError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings, settings_summary
-from tui.cli.commands.generate import build_messages
-from tui.cli.commands.replay import DEFAULT_N_BATCH, DEFAULT_N_CTX
-from tui.cli.model_flags import add_model_flags, chosen_model_path, chosen_rpc, log, model_or_hf
+from tui.cli.model_flags import add_model_flags, chosen_model_path, chosen_rpc, model_or_hf
 from tui.cli.number_flags import unit_fraction
-from tui.cli.saved_reply import add_position_flags, find_target, with_text_bias
+from tui.cli.prompt_messages import build_messages
+from tui.cli.saved_reply import (
+    DEFAULT_N_BATCH,
+    DEFAULT_N_CTX,
+    add_position_flags,
+    find_target,
+    with_text_bias,
+)
 from tui.cli.settings_flags import (
     add_settings_flags,
     bias_needs_tokenizer,
@@ -33,6 +38,7 @@ from tui.cli.settings_flags import (
 )
 from tui.cli.store_access import add_db_flag, open_store
 from tui.cli.text_input import read_stdin
+from tui.cli.verbose import log
 
 if TYPE_CHECKING:
     from backend.session.llama_backend import LlamaBackend

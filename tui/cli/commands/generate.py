@@ -6,7 +6,6 @@ import argparse
 import json
 import sys
 from dataclasses import asdict
-from typing import TYPE_CHECKING
 
 from backend.chat.completion import MODES, as_document, mode_for_backend
 from backend.chat.events import (
@@ -17,16 +16,18 @@ from backend.chat.events import (
     RewindEvent,
     TokenEvent,
 )
-from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.chat.protocol import LiveSettings
 from backend.store.recorded import recorded
 from backend.store.records import StoreError
 from sampling.records import Step
 from sampling.settings import DEFAULT_CHAT_SETTINGS
-from tui.cli.ban_flags import HeldBackText, add_ban_flags, bans_from_args, config_bans
+from tui.cli.ban_flags import add_ban_flags, bans_from_args, config_bans
 from tui.cli.beams import add_beam_flags, run_beams
-from tui.cli.commands.score import reply_score_json
+from tui.cli.held_back_text import HeldBackText
 from tui.cli.loop_flags import add_loop_flags, config_loops, loops_from_args
-from tui.cli.model_flags import add_model_flags, load_backend, log
+from tui.cli.model_flags import add_model_flags, load_backend
+from tui.cli.prompt_messages import build_messages
+from tui.cli.reply_score_json import reply_score_json
 from tui.cli.settings_flags import (
     add_settings_flags,
     bias_needs_tokenizer,
@@ -35,9 +36,7 @@ from tui.cli.settings_flags import (
 )
 from tui.cli.store_access import add_db_flag, recorder_for
 from tui.cli.text_input import read_stdin
-
-if TYPE_CHECKING:
-    pass
+from tui.cli.verbose import log, step_line
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -79,22 +78,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_beam_flags(parser)
     add_model_flags(parser)
     parser.set_defaults(func=run)
-
-
-def build_messages(prompt: str, system: str | None) -> list[ChatMessage]:
-    """The conversation for a one-shot prompt."""
-    messages = [] if system is None else [ChatMessage("system", system)]
-    messages.append(ChatMessage("user", prompt))
-    return messages
-
-
-def step_line(index: int, step: Step, piece: str) -> str:
-    """A step's record on one line (for -vv)."""
-    draw = "-" if step.draw is None else f"{step.draw:.6f}"
-    return (
-        f"step {index}: token {step.token_id} {piece!r} p={step.prob:.4f} kept={step.n_kept}"
-        f" cut_by={step.cut_by} H={step.entropy:.3f} draw={draw} {step.elapsed_us:.0f}us"
-    )
 
 
 def ghosts_json(ghosts: list[RewindEvent], reply_ids: list[int]) -> list[dict[str, object]]:

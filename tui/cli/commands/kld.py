@@ -28,16 +28,16 @@ from backend.score.kld_pair import token_texts
 from backend.session.llama_backend import LlamaBackend
 from sampling.divergence import DivergenceTotals, summarize
 from sampling.fork import first_difference
-from tui.cli.commands.score import read_text
 from tui.cli.kld_report import CHUNK_HEADER, chunk_line, kld_json, summary_lines
 from tui.cli.model_flags import (
     add_model_flags,
     chosen_model_path,
     chosen_repack,
     chosen_rpc,
-    log,
     model_or_hf,
 )
+from tui.cli.text_input import read_text
+from tui.cli.verbose import log
 
 #: llama-perplexity's default context (tokens a chunk).
 DEFAULT_CTX = 512

@@ -9,17 +9,13 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
-from backend.errors import ModelFileError
 from backend.session.replay import ReplayResult, forced_path, replay
 from backend.store.lookup import pick_reply
-from backend.store.store import ChatStore, ModelRef, ReplyRecord
+from backend.store.store import ReplyRecord
 from tui.cli.model_flags import add_rpc_flag, chosen_rpc
+from tui.cli.saved_reply import DEFAULT_N_BATCH, DEFAULT_N_CTX, recorded_model
 from tui.cli.store_access import add_db_flag, open_store
-
-DEFAULT_N_CTX = 4096  # LlamaBackend.load's defaults, for replies that did not record them
-DEFAULT_N_BATCH = 256
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -52,18 +48,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
-def check_model(path: Path, recorded: ModelRef, actual: ModelRef) -> str | None:
-    """A warning when the file is not the one that generated the reply, else None."""
-    if actual.size != recorded.size or actual.sha256 != recorded.sha256:
-        return (
-            f"warning: {path} is not the file that generated this reply "
-            f"(recorded size {recorded.size}, sha256 {recorded.sha256[:16]}…; "
-            f"now size {actual.size}, sha256 {actual.sha256[:16]}…): "
-            "the replay may differ"
-        )
-    return None
-
-
 def describe(result: ReplayResult, reply: ReplyRecord, piece: Callable[[int], str]) -> str:
     """One or two lines saying whether the replay matched."""
     n = len(result.stored)
@@ -82,25 +66,6 @@ def describe(result: ReplayResult, reply: ReplyRecord, piece: Callable[[int], st
         f"{head}: DIFFERS at token {index}: stored {show(stored)}, replayed {show(again)} "
         f"({len(result.replayed)} tokens replayed, {result.finish_reason})"
     )
-
-
-def recorded_model(store: ChatStore, reply: ReplyRecord, model: str | None) -> Path:
-    """The GGUF to load for a stored reply: `--model`, else the recorded path; a warning
-    on stderr when the file is not the one recorded.
-
-    Raises:
-        ModelFileError: The file is missing.
-    """
-    path = Path(model) if model else Path(reply.model.path)
-    if not path.is_file():
-        raise ModelFileError(
-            f"the model file {path} that generated reply {reply.number} is missing; "
-            "pass --model PATH to use another copy of it"
-        )
-    warning = check_model(path, reply.model, store.model_ref(path))
-    if warning:
-        print(warning, file=sys.stderr)
-    return path
 
 
 def run(args: argparse.Namespace) -> int:

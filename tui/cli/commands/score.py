@@ -4,19 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-from collections.abc import Sequence
-from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
-from backend.config.user_files import UserFileError, read_user_text
 from backend.llama.pieces import visible_piece
 from backend.score.text_score import TOP_ALTERNATIVES, ScoreError, TextScore, score_text
-from sampling.records import Step
-from sampling.reply_score import ReplyScore, reply_score
 from tui.cli.model_flags import add_model_flags, load_backend
-from tui.cli.text_input import read_stdin
+from tui.cli.text_input import read_text
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -57,21 +50,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
-def read_text(name: str) -> str:
-    """The text of FILE, or of stdin for "-".
-
-    Raises:
-        ScoreError: The file cannot be read or is not UTF-8 (one line, naming it).
-        TextInputError: Stdin is not UTF-8.
-    """
-    if name == "-":
-        return read_stdin()
-    try:
-        return read_user_text(Path(name))
-    except UserFileError as error:
-        raise ScoreError(str(error)) from None
-
-
 def score_json(score: TextScore) -> dict[str, Any]:
     """The `--json` object."""
     return {
@@ -95,22 +73,6 @@ def score_json(score: TextScore) -> dict[str, Any]:
         "window": score.window,
         "stride": score.stride,
         "bos": score.bos,
-    }
-
-
-def reply_score_json(steps: Sequence[Step]) -> dict[str, Any] | None:
-    """`generate --json`'s `score` object: the reply's score from its steps (None for
-    no token; a figure that is not finite, or not recorded, is null)."""
-    return reply_score_object(reply_score(steps))
-
-
-def reply_score_object(score: ReplyScore | None) -> dict[str, Any] | None:
-    """A reply's score as JSON; a figure that is not finite (or not recorded) is null."""
-    if score is None:
-        return None
-    return {
-        name: None if isinstance(value, float) and not math.isfinite(value) else value
-        for name, value in asdict(score).items()
     }
 
 

@@ -1,0 +1,80 @@
+"""The command line's layout: `tui/cli/commands/` holds one module per command, the
+helpers they share sit beside it in `tui/cli/`, and a command reaches another only to
+open the app (`serve` passes the app its options, `sweep --view` opens it)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.unit.test_architecture import ROOT, import_graph
+from tui.cli.main import build_parser, command_modules
+
+COMMANDS = "tui.cli.commands"
+APP = f"{COMMANDS}.app"
+
+
+def command_module_names() -> set[str]:
+    """Every module in the commands folder, by dotted name."""
+    folder = ROOT / "tui" / "cli" / "commands"
+    return {f"{COMMANDS}.{path.stem}" for path in folder.glob("*.py") if path.stem != "__init__"}
+
+
+def test_every_command_module_is_a_registered_command_and_only_those() -> None:
+    registered = {module.__name__ for module in command_modules()}
+    assert registered == command_module_names() - {APP}
+
+
+def handlers(parser: argparse.ArgumentParser, prefix: str = "") -> dict[str, Callable[..., int]]:
+    """Each subcommand's `func`, by its words (a command with verbs by each verb:
+    `preset import`)."""
+    found: dict[str, Callable[..., int]] = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, command in action.choices.items():
+                func = command.get_default("func")
+                words = f"{prefix}{name}"
+                found.update({words: func} if func else handlers(command, words + " "))
+    return found
+
+
+def test_every_subcommand_runs_in_a_module_of_the_commands_folder() -> None:
+    modules = {name: func.__module__ for name, func in handlers(build_parser()).items()}
+    assert {name: m for name, m in modules.items() if not m.startswith(COMMANDS + ".")} == {}
+    assert set(modules.values()) == command_module_names() - {APP}
+
+
+def commands_reached(graph: dict[str, set[str]]) -> dict[str, list[str]]:
+    """The commands a helper imports, and those a command imports besides the app."""
+    offenders: dict[str, list[str]] = {}
+    for source, targets in graph.items():
+        if not source.startswith("tui.cli") or source in ("tui.cli.main", COMMANDS):
+            continue
+        reached = {t for t in targets if t.startswith(COMMANDS + ".")}
+        allowed = {APP} if source.startswith(COMMANDS + ".") else set()
+        if bad := sorted(reached - allowed - {source}):
+            offenders[source] = bad
+    return offenders
+
+
+def test_helpers_import_no_command_and_commands_import_no_other_but_the_app() -> None:
+    assert commands_reached(import_graph()) == {}
+
+
+def test_the_layout_check_sees_a_command_or_a_helper_importing_a_command(tmp_path: Path) -> None:
+    folder = tmp_path / "tui" / "cli" / "commands"
+    folder.mkdir(parents=True)
+    for package in ("sampling", "backend"):
+        (tmp_path / package).mkdir()
+    for init in (tmp_path / "tui", tmp_path / "tui" / "cli", folder):
+        (init / "__init__.py").write_text("")
+    (folder / "app.py").write_text("X = 1\n")
+    (folder / "tree.py").write_text("X = 1\n")
+    (folder / "serve.py").write_text("from tui.cli.commands.app import X\n")
+    (folder / "export.py").write_text("from tui.cli.commands.tree import X\n")
+    (tmp_path / "tui" / "cli" / "flags.py").write_text("from tui.cli.commands import app\n")
+    assert commands_reached(import_graph(tmp_path)) == {
+        "tui.cli.commands.export": ["tui.cli.commands.tree"],
+        "tui.cli.flags": [APP],
+    }

@@ -1,0 +1,28 @@
+"""A reply's score as JSON (`generate --json`, `compare --json`, `export`): a figure that
+is not finite, or not recorded, is null."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from sampling.records import Step
+from sampling.reply_score import ReplyScore, reply_score
+
+
+def reply_score_json(steps: Sequence[Step]) -> dict[str, Any] | None:
+    """`generate --json`'s `score` object: the reply's score from its steps (None for
+    no token; a figure that is not finite, or not recorded, is null)."""
+    return reply_score_object(reply_score(steps))
+
+
+def reply_score_object(score: ReplyScore | None) -> dict[str, Any] | None:
+    """A reply's score as JSON; a figure that is not finite (or not recorded) is null."""
+    if score is None:
+        return None
+    return {
+        name: None if isinstance(value, float) and not math.isfinite(value) else value
+        for name, value in asdict(score).items()
+    }

@@ -1,0 +1,56 @@
+"""`--set K=V,...`: settings from key=value pairs on top of the off values and the
+config's [settings] (each column of `compare`, each base of `sweep`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sampling.errors import SamplescopeError
+from sampling.registry import registry
+from sampling.settings import SamplerSettings, find_setting
+from tui.chat.setting_input import read_setting_text
+from tui.cli.settings_flags import settings_with_user_config
+
+
+def short_keys() -> dict[str, str]:
+    """Short keys accepted by --set, besides the settings' own field names (read when
+    asked: a plugin loaded later adds its own)."""
+    return {spec.short_key: spec.name for spec in registry().settings if spec.short_key}
+
+
+class SetArgumentError(SamplescopeError):
+    """A --set is wrong; the message says which pair and why."""
+
+
+def parse_set(text: str) -> SamplerSettings:
+    """Settings from "t=0.8,k=40" (on top of the off values and the config's [settings]).
+
+    Raises:
+        SetArgumentError: A pair is malformed, or a key unknown.
+        SettingsError: A value is out of range.
+    """
+    changes: dict[str, Any] = {}
+    for pair in (part.strip() for part in text.split(",")):
+        if not pair:
+            continue
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep:
+            raise SetArgumentError(f"--set {text!r}: {pair!r} is not key=value")
+        spec = find_setting(key)
+        if spec is None:
+            known = ", ".join([*short_keys(), *sorted(registry().settings_by_name)])
+            raise SetArgumentError(
+                f"--set {text!r}: unknown key {key!r} (use a short key or a field name: {known})"
+            )
+        if not spec.per_column:
+            flags = "/".join(flag for flag in (spec.short_flag, spec.flag) if flag)
+            raise SetArgumentError(
+                f"--set {text!r}: every column shares one {spec.name}; give it with {flags}"
+            )
+        # A grammar or a schema holds commas: "@path" reads it from a file.
+        text_kind = spec.kind == "text"
+        changes[spec.name] = (
+            read_setting_text(spec, value, None) if text_kind else spec.coerce(value)
+        )
+    return settings_with_user_config(SamplerSettings()).with_changes(**changes)
