@@ -14,6 +14,7 @@ from typing import Any
 from backend.session.sweep import SweepPlan, SweepSample, SweepSetting
 from sampling.errors import SamplescopeError
 from sampling.frontier import pareto_frontier
+from sampling.registry import registry
 from sampling.settings import SamplerSettings
 from sampling.sweep_metrics import (
     DEFAULT_TOP_K,
@@ -48,24 +49,32 @@ class SweepFileError(SamplescopeError):
     """A sweep file cannot be read; the message says which and why."""
 
 
-#: Units that rewrite the logits before any filter, wherever the temperature runs.
-_BEFORE_FILTERS = frozenset({"penalties", "dry"})
-#: Units that place themselves right after the temperature (smoothing) or last
-#: (adaptive-p): no filter, so a temperature before them still runs last of the filters.
-_AFTER_TEMPERATURE = frozenset({"smoothing", "adaptive_p"})
-
-
 def temperature_place(settings: SamplerSettings) -> str:
     """Where the chain runs the temperature: "first" (before every filter, as Hugging
     Face does), "last" (llama.cpp's chain) or "between" the filters; "none" when
-    the order has none."""
+    the order has none.
+
+    Before it, only the units that rewrite the logits may run for "first" (penalties,
+    DRY: the registry's `logits_samplers`); after it, only units placed right after the
+    temperature or last (smoothing, adaptive-p: no filter) for "last".
+    """
     order = settings.order
     if "temperature" not in order:
         return "none"
     at = order.index("temperature")
-    if all(name in _BEFORE_FILTERS for name in order[:at]):
+    if all(name in registry().logits_samplers for name in order[:at]):
         return "first"
-    return "last" if all(name in _AFTER_TEMPERATURE for name in order[at + 1 :]) else "between"
+    after = order[at + 1 :]
+    return "last" if all(_follows_the_temperature(name) for name in after) else "between"
+
+
+def _follows_the_temperature(name: str) -> bool:
+    """Whether the unit places itself right after the temperature, or last."""
+    placement = registry().placements.get(name)
+    return placement is not None and (
+        placement.kind == "last"
+        or (placement.kind == "after" and placement.anchor == "temperature")
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -153,6 +153,14 @@ def test_the_temperatures_place_in_the_chain() -> None:
     between = SamplerSettings(samplers=("top_k", "temperature", "min_p"))
     assert temperature_place(between) == "between"
     assert temperature_place(SamplerSettings(samplers=("top_k", "min_p"))) == "none"
+    # The registry says which units may come before or after: the logits' rewrites
+    # before, the units placed right after the temperature or last after.
+    rewrites_first = SamplerSettings(samplers=("penalties", "dry", "temperature", "top_k"))
+    assert temperature_place(rewrites_first) == "first"
+    no_filter_after = ("top_k", "temperature", "smoothing", "adaptive_p")
+    assert temperature_place(SamplerSettings(samplers=no_filter_after)) == "last"
+    a_filter_after = ("top_k", "temperature", "smoothing", "xtc")
+    assert temperature_place(SamplerSettings(samplers=a_filter_after)) == "between"
 
 
 @pytest.mark.parametrize("parallel", ["0", "65"])
