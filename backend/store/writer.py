@@ -189,13 +189,7 @@ class ReplyWriter:
             StoreError: The reply is finished, the index lies outside the tokens
                 appended, or the database cannot be written.
         """
-        if self._finished:
-            raise StoreError(f"reply {self.reply_id} is already finished")
-        if not self._start <= at <= self._count:
-            raise StoreError(
-                f"reply {self.reply_id}: cannot go back to token {at} "
-                f"(it holds tokens {self._start} to {self._count - 1})"
-            )
+        self._check_going_back(at, self._count)
         if at == self._count:
             return
         self.commit()
@@ -204,20 +198,8 @@ class ReplyWriter:
                 conn.execute(
                     f"DELETE FROM {table} WHERE reply_id = ? AND idx >= ?", (self.reply_id, at)
                 )
-            conn.execute(
-                "DELETE FROM settings_changes WHERE reply_id = ? AND from_index >= ? "
-                "AND from_index > 0",
-                (self.reply_id, at),
-            )
-            if at == 0:  # a change at token 0 replaced the start's row: put it back
-                conn.execute(
-                    "UPDATE settings_changes SET settings = ? WHERE reply_id = ? AND "
-                    "from_index = 0",
-                    (settings_json(self._changes[0][1]), self.reply_id),
-                )
-        self._changes = [(i, s) for i, s in self._changes if i < at]
-        self._last_settings = self._changes[-1][1]
-        self._count = at
+            self._drop_changes_from(conn, at)
+        self._back_to(at)
 
     def rewind(self, event: RewindEvent) -> int:
         """The reply went back to token `event.index`: its tokens from there on become
@@ -235,16 +217,9 @@ class ReplyWriter:
                 appended, or the database cannot be written.
         """
         at = event.index
-        if self._finished:
-            raise StoreError(f"reply {self.reply_id} is already finished")
-        if not self._start <= at < self._count:
-            raise StoreError(
-                f"reply {self.reply_id}: cannot go back to token {at} "
-                f"(it holds tokens {self._start} to {self._count - 1})"
-            )
+        self._check_going_back(at, self._count - 1)
         self.commit()
         in_force = [s for i, s in self._changes if i <= at][-1]
-        kept = [(i, s) for i, s in self._changes if i < at]
         now = self._now()
         with self._transaction("keep a rejected attempt") as conn:
             pieces = conn.execute(
@@ -284,26 +259,49 @@ class ReplyWriter:
                 "WHERE reply_id = ? AND from_index > ?",
                 (ghost, self.reply_id, at),
             )
-            conn.execute(
-                "DELETE FROM settings_changes WHERE reply_id = ? AND from_index >= ? "
-                "AND from_index > 0",
-                (self.reply_id, at),
-            )
-            if at == 0:  # a change at token 0 replaced the start's row: put it back
-                conn.execute(
-                    "UPDATE settings_changes SET settings = ? WHERE reply_id = ? AND "
-                    "from_index = 0",
-                    (settings_json(self._changes[0][1]), self.reply_id),
-                )
+            self._drop_changes_from(conn, at)
             conn.execute(
                 "UPDATE replies SET parent_id = ? WHERE parent_id = ? AND fork_at > ? "
                 "AND finish_reason = ?",
                 (ghost, self.reply_id, at, REJECTED),
             )
-        self._changes = kept
-        self._last_settings = kept[-1][1]
-        self._count = at
+        self._back_to(at)
         return ghost
+
+    def _check_going_back(self, at: int, last: int) -> None:
+        """Refuse to go back to token `at` unless the reply is open and `at` lies
+        between its first appended token and `last`.
+
+        Raises:
+            StoreError: The reply is finished, or `at` lies outside those tokens.
+        """
+        if self._finished:
+            raise StoreError(f"reply {self.reply_id} is already finished")
+        if not self._start <= at <= last:
+            raise StoreError(
+                f"reply {self.reply_id}: cannot go back to token {at} "
+                f"(it holds tokens {self._start} to {self._count - 1})"
+            )
+
+    def _drop_changes_from(self, conn: sqlite3.Connection, at: int) -> None:
+        """Delete the reply's settings changes from token `at` on; the start's row
+        stays, holding the settings the reply started with again."""
+        conn.execute(
+            "DELETE FROM settings_changes WHERE reply_id = ? AND from_index >= ? "
+            "AND from_index > 0",
+            (self.reply_id, at),
+        )
+        if at == 0:  # a change at token 0 replaced the start's row: put it back
+            conn.execute(
+                "UPDATE settings_changes SET settings = ? WHERE reply_id = ? AND from_index = 0",
+                (settings_json(self._changes[0][1]), self.reply_id),
+            )
+
+    def _back_to(self, at: int) -> None:
+        """The reply holds tokens up to `at` (excluded) and the settings in force there."""
+        self._changes = [(i, s) for i, s in self._changes if i < at]
+        self._last_settings = self._changes[-1][1]
+        self._count = at
 
     def append(self, event: TokenEvent) -> None:
         """Store a TokenEvent (its index, token, step record, settings and text)."""

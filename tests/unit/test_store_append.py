@@ -6,6 +6,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
+from backend.store.records import StoreError
 from backend.store.store import ChatStore, Fork, ModelRef
 from sampling.settings import SamplerSettings
 
@@ -82,3 +85,37 @@ def test_an_unfinished_reply_reads_back_whole_from_its_pieces(tmp_path: Path) ->
         assert [b.text for b in final.branches] == ["one, two.", "one, three!"]
         store.follow_branch(chat, final.branches[1].id)
         assert store.load_chat(chat).messages[-1].content == "one, three!"
+
+
+def test_revise_takes_back_tokens_and_their_settings_changes(tmp_path: Path) -> None:
+    hotter = BASE.with_changes(temperature=1.5)
+    colder = BASE.with_changes(temperature=0.2)
+    with ChatStore(tmp_path / "chats.sqlite3") as store:
+        chat = store.new_chat("c", MODEL)
+        store.add_message(chat, "user", "count")
+        writer = store.begin_reply(chat, MODEL, BASE)
+        for index, settings in enumerate([hotter, hotter, colder, colder]):
+            writer.append_token(index, 10 + index, settings, f" {index}")
+        writer.revise(4)  # nothing to take back
+        writer.revise(2)
+        reply = store.load_chat(chat).messages[-1].reply
+        assert reply is not None
+        assert reply.token_ids == (10, 11)
+        assert [c.from_index for c in reply.settings_changes] == [0]
+        assert reply.settings_at(1) == hotter
+        # Back to the start: the start's row holds the settings the reply began with.
+        writer.revise(0)
+        reply = store.load_chat(chat).messages[-1].reply
+        assert reply is not None
+        assert reply.token_ids == ()
+        assert [(c.from_index, c.settings) for c in reply.settings_changes] == [(0, BASE)]
+        writer.append_token(0, 20, colder, " again")
+        with pytest.raises(StoreError, match="cannot go back to token 2"):
+            writer.revise(2)
+        writer.finish("stop", None, " again")
+        with pytest.raises(StoreError, match="already finished"):
+            writer.revise(0)
+        reply = store.load_chat(chat).messages[-1].reply
+        assert reply is not None
+        assert reply.token_ids == (20,)
+        assert reply.settings_at(0) == colder
