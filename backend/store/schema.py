@@ -29,7 +29,7 @@ Version history:
        is rewritten to the order the rule before version 5 ran (that rule placed the
        temperature by comparing `samplers` with the list of known names, so adding a
        name would have changed how old replies replay; the list is frozen in
-       `_V4_SAMPLER_NAMES`). replies.decoding: how the reply was decoded, as JSON
+       `backend.store.past_orders`). replies.decoding: how the reply was decoded, as JSON
        (e.g. in lockstep with which sibling sequences); NULL means decoded alone, one
        sequence — every reply before version 5. reply_tokens.piece: the text each
        token added, so storing a token is one new row: a reply's text is written
@@ -44,7 +44,7 @@ Version history:
        not watched for, or a reply of an earlier version.
     7: an order runs exactly as stored. Before, the chain moved smoothing right after
        the temperature and adaptive-p to the end wherever the order named them; each
-       stored `samplers` is rewritten to the order that ran (`order_before_v7`).
+       stored `samplers` is rewritten to the order that ran (`backend.store.past_orders`).
 
 The current schema is written out in `schema.sql` (a test checks it against a new
 database and against databases migrated from each earlier version).
@@ -52,9 +52,10 @@ database and against databases migrated from each earlier version).
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Callable
+
+from backend.store.past_orders import order_before_v5, order_before_v7, rewrite_orders
 
 SCHEMA_VERSION = 7
 
@@ -192,44 +193,6 @@ def _v4(conn: sqlite3.Connection) -> None:
             current[chat_id] = branch_id if branch_id is not None else first[message_id]
 
 
-_V4_SAMPLER_NAMES = (
-    "penalties",
-    "dry",
-    "top_n_sigma",
-    "top_k",
-    "typ_p",
-    "top_p",
-    "min_p",
-    "xtc",
-    "temperature",
-)
-"""The order names known up to version 4, in the order the rule compared against."""
-
-_V4_LOGITS_SAMPLERS = ("penalties", "dry")
-"""Up to version 4: the samplers placed before the temperature in the default order."""
-
-
-def order_before_v5(values: dict[str, object]) -> list[str]:
-    """The order a settings JSON of version 4 or earlier ran with.
-
-    A missing `samplers` was the default list. The temperature moved last with
-    `temperature_last`; otherwise the default list ran it right after the logits
-    samplers, and any other list ran as given.
-    """
-    stored = values.get("samplers", _V4_SAMPLER_NAMES)
-    samplers = [str(name) for name in stored] if isinstance(stored, list | tuple) else []
-    if "temperature" not in samplers:
-        return samplers
-    others = [name for name in samplers if name != "temperature"]
-    if values.get("temperature_last") is True:
-        return [*others, "temperature"]
-    if tuple(samplers) != _V4_SAMPLER_NAMES:
-        return samplers
-    logits = [name for name in others if name in _V4_LOGITS_SAMPLERS]
-    rest = [name for name in others if name not in _V4_LOGITS_SAMPLERS]
-    return [*logits, "temperature", *rest]
-
-
 _V5_MESSAGES = """
 CREATE TABLE messages_v5 (
     id INTEGER PRIMARY KEY AUTOINCREMENT,  -- ids are never reused
@@ -259,19 +222,7 @@ ALTER TABLE replies ADD COLUMN decoding TEXT
 def _v5(conn: sqlite3.Connection) -> None:
     """Write each stored order as it ran; add replies.decoding and reply_tokens.piece;
     rebuild messages with its references to replies."""
-    rows = conn.execute("SELECT reply_id, from_index, settings FROM settings_changes").fetchall()
-    for reply_id, from_index, text in rows:
-        try:
-            values = json.loads(text)
-        except ValueError:
-            continue  # unreadable either way: loading the reply names it
-        if not isinstance(values, dict):
-            continue
-        values["samplers"] = order_before_v5(values)
-        conn.execute(
-            "UPDATE settings_changes SET settings = ? WHERE reply_id = ? AND from_index = ?",
-            (json.dumps(values, sort_keys=True), reply_id, from_index),
-        )
+    rewrite_orders(conn, order_before_v5)
     # Message ids are never reused: the rebuilt table keeps the old one's counter.
     sequence = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'messages'").fetchone()
     _run_script(conn, _V5_MESSAGES)
@@ -280,62 +231,17 @@ def _v5(conn: sqlite3.Connection) -> None:
         conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('messages', ?)", sequence)
 
 
-def order_before_v7(values: dict[str, object]) -> list[str] | None:
-    """The order a settings JSON of version 6 or earlier ran with, written so that it
-    runs as stored; None when it already does.
+Migration = str | Callable[[sqlite3.Connection], None]
+"""A migration: a script of SQL statements, or a step in Python."""
 
-    Before version 7 the chain ran the order (`temperature_last` moving the
-    temperature last), then moved smoothing, when on, right after the temperature,
-    and adaptive-p, when on, to the end. Today `temperature_last` moves the
-    temperature with smoothing right after it, ahead of adaptive-p ending the order,
-    so the order that ran is also the one to store.
-    """
-    stored = values.get("samplers")
-    if not isinstance(stored, list) or not all(isinstance(name, str) for name in stored):
-        return None
-    order = [str(name) for name in stored]
-    if values.get("temperature_last") is True and "temperature" in order:
-        order = [*(name for name in order if name != "temperature"), "temperature"]
-    smoothing = values.get("smoothing_factor", 0.0)
-    smoothed = isinstance(smoothing, int | float) and smoothing > 0.0
-    if smoothed and "smoothing" in order and "temperature" in order:
-        order.remove("smoothing")
-        order.insert(order.index("temperature") + 1, "smoothing")
-    target = values.get("adaptive_target", -1.0)
-    if isinstance(target, int | float) and target >= 0.0 and "adaptive_p" in order:
-        order.remove("adaptive_p")
-        order.append("adaptive_p")
-    return None if order == stored else order
-
-
-def _v7(conn: sqlite3.Connection) -> None:
-    """Write each stored order as it ran before version 7."""
-    rows = conn.execute("SELECT reply_id, from_index, settings FROM settings_changes").fetchall()
-    for reply_id, from_index, text in rows:
-        try:
-            values = json.loads(text)
-        except ValueError:
-            continue  # unreadable either way: loading the reply names it
-        if not isinstance(values, dict):
-            continue
-        order = order_before_v7(values)
-        if order is None:
-            continue
-        values["samplers"] = order
-        conn.execute(
-            "UPDATE settings_changes SET settings = ? WHERE reply_id = ? AND from_index = ?",
-            (json.dumps(values, sort_keys=True), reply_id, from_index),
-        )
-
-
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {
-    1: lambda conn: _run_script(conn, _V1),
-    2: lambda conn: _run_script(conn, _V2),
-    3: lambda conn: _run_script(conn, _V3),
+MIGRATIONS: dict[int, Migration] = {
+    1: _V1,
+    2: _V2,
+    3: _V3,
     4: _v4,
     5: _v5,
-    6: lambda conn: _run_script(conn, "ALTER TABLE replies ADD COLUMN loop TEXT"),
-    7: _v7,
+    6: "ALTER TABLE replies ADD COLUMN loop TEXT",
+    7: lambda conn: rewrite_orders(conn, order_before_v7),
 }
 """Migration to version N (from N - 1)."""
 
@@ -421,7 +327,11 @@ def _migrate_steps(conn: sqlite3.Connection, start: int, target: int) -> None:
             if schema_version(conn) >= version:
                 conn.execute("COMMIT")
                 continue
-            MIGRATIONS[version](conn)
+            step = MIGRATIONS[version]
+            if isinstance(step, str):
+                _run_script(conn, step)
+            else:
+                step(conn)
             broken = conn.execute("PRAGMA foreign_key_check").fetchone()
             if broken is not None:
                 raise sqlite3.IntegrityError(f"migration {version} broke a reference: {broken}")
