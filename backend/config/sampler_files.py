@@ -93,12 +93,19 @@ def specs_problem(unit: type) -> str | None:
     if not isinstance(specs, tuple):
         return None  # registration says what a unit's specs must be
     taken = {spec.short_key: spec.name for spec in registry().settings if spec.short_key}
+    claimed: dict[str, str] = {}  # its own settings' names, keys and short flags
     for spec in specs:
         if not isinstance(spec, SettingSpec):
             return None
         name = spec.name
         if not (isinstance(name, str) and name.isidentifier()) or keyword.iskeyword(name):
             return f"a setting's name must be a Python identifier, not {name!r}"
+        if name in claimed.values():
+            return f"setting {name!r} is declared twice"
+        for part in {name, spec.key, spec.short_flag} - {None}:
+            first = claimed.setdefault(str(part), name)
+            if first != name:
+                return f"settings {first!r} and {name!r} both use {part!r}"
         if spec.kind not in get_args(SettingKind):
             return f"setting {name!r}: unknown kind {spec.kind!r}"
         owner = taken.get(spec.short_key) if spec.short_key else None
