@@ -40,14 +40,20 @@ class UserRegex(Generic[AnyStr]):
         ignore_case: Match regardless of case.
 
     Raises:
-        PatternError: `pattern` is not a regular expression.
+        PatternError: `pattern` is not a regular expression, or one too deeply nested
+            or with too large a repeat for the engine.
     """
 
     def __init__(
         self, pattern: AnyStr, role: str, *, shown: str | None = None, ignore_case: bool = False
     ) -> None:
         flags = regex.VERSION0 | (regex.IGNORECASE if ignore_case else 0)
-        self.compiled: regex.Pattern[AnyStr] = regex.compile(pattern, flags)
+        try:
+            self.compiled: regex.Pattern[AnyStr] = regex.compile(pattern, flags)
+        except RecursionError:  # the parser recurses once a group: 100,000 nested groups
+            raise PatternError("it nests its groups too deeply") from None
+        except OverflowError:  # a repeat past the engine's limit: a{1,99999999999}
+            raise PatternError("a repetition count is too large") from None
         if shown is None:
             shown = pattern.decode("utf-8", "replace") if isinstance(pattern, bytes) else pattern
         self.shown = shown
