@@ -181,7 +181,10 @@ def non_finite(value: Any, where: str = "") -> tuple[str, float] | None:
         return None if math.isfinite(value) else (where, value)
     items: list[tuple[str, Any]] = []
     if isinstance(value, dict):
-        items = [(f"{where}.{key}" if where else str(key), item) for key, item in value.items()]
+        items = [
+            (f"{where}.{_shown(key)}" if where else _shown(key), item)
+            for key, item in value.items()
+        ]
     elif isinstance(value, list):
         items = [(f"{where}[{n}]", item) for n, item in enumerate(value)]
     for place, item in items:
@@ -189,6 +192,13 @@ def non_finite(value: Any, where: str = "") -> tuple[str, float] | None:
         if found is not None:
             return found
     return None
+
+
+def _shown(key: object) -> str:
+    """A field's name as a message shows it: quoted when empty or holding a line break
+    or another character that is not printable."""
+    text = str(key)
+    return text if text.isprintable() and text.strip() == text and text else repr(text)
 
 
 def _kind(mode: int) -> str:
