@@ -209,7 +209,10 @@ def import_server_flags(words: list[str]) -> ImportedPreset:
     biases: dict[int, float] = {}
     unmapped: list[Unmapped] = []
     if len(words) % 2:
-        raise PresetFormatError(f"flags without a value: {flags_text(words)}")
+        raise PresetFormatError(
+            f"a flag lacks its value: {len(words)} words, not flag and value pairs"
+            f" (the last is {words[-1]!r})"
+        )
     for flag, text in zip(words[::2], words[1::2], strict=True):
         try:
             if flag in by_flag:
@@ -231,7 +234,7 @@ def import_server_flags(words: list[str]) -> ImportedPreset:
             else:
                 unmapped.append(Unmapped(flag, text, "not a sampling flag samplescope holds"))
         except (ValueError, OverflowError):
-            raise PresetFormatError(f"{flag} {text!r}: not a value it takes") from None
+            raise PresetFormatError(f"{flag!r} {text!r}: not a value it takes") from None
     if "--dry-sequence-breaker" in words:
         changes["dry_sequence_breakers"] = tuple(breakers)
     if biases:

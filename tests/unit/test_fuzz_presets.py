@@ -149,7 +149,7 @@ def test_random_bytes_import_or_give_one_line(work: Path, data: bytes, suffix: s
 @given(st.lists(st.one_of(st.sampled_from(
     ["--temp", "--top-k", "--samplers", "--logit-bias", "--dry-sequence-breaker",
      "--grammar", "--json-schema", "--seed", "--mirostat", "nan", "inf", "1e999", "-1",
-     "5+1", "5-inf", "x", "", "top_k;typ_p;x", "none", "--repeat-penalty"]
+     "5+1", "5-inf", "x", "", "top_k;typ_p;x", "none", "--repeat-penalty", "\n", "--temp\n"]
 ), st.text(max_size=6)), max_size=8))  # fmt: skip
 def test_llama_server_flags_import_or_give_one_line(words: list[str]) -> None:
     try:
@@ -208,6 +208,7 @@ DEPTH = 100_000
         ("huge-number.json", '{"temp": 1' + "0" * 5000 + "}"),
         ("huge-seed.json", '{"temp": 1, "seed": 1e999}'),
         ("nul.json", '{"temp": 1, "\x00": "\x00"}'),
+        ("newline-key.json", '{"": {"\\n": 1e999}}'),
         ("controls.yaml", "temperature: 1\nx: \"\\x1b[31m\\u0085\"\n"),
         ("surrogate.json", '{"temp": "\\udc80"}'),
         ("deep.toml", "[a]\nx = " + "[" * DEPTH + "]" * DEPTH + "\n"),
