@@ -6,8 +6,8 @@ unit asks the model's vocabulary for a `TokenConstraint` (the vocabulary is a
 `ConstraintSource`), then every step asks it which candidates are legal and tells it
 each token the reply takes.
 
-`GrammarSpec` is what the settings ask for: GBNF text, or a JSON schema the backend
-converts to GBNF, and the trigger patterns of a lazy grammar.
+`GrammarSpec` is what the settings ask for (`GrammarParams.spec`): GBNF text, or a
+JSON schema the backend converts to GBNF, and the trigger patterns of a lazy grammar.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import numpy.typing as npt
 
 if TYPE_CHECKING:
     from sampling.ordering import IdArray
-    from sampling.settings_record import SamplerSettings
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -42,19 +41,6 @@ class GrammarSpec:
     gbnf: str = ""
     json_schema: str = ""
     triggers: tuple[str, ...] = ()
-
-    @classmethod
-    def from_settings(cls, settings: SamplerSettings) -> GrammarSpec | None:
-        """The grammar `settings` ask for; None when they ask for none.
-
-        A JSON schema wins over GBNF text when both are given (llama-server refuses
-        both; here the schema is the more specific).
-        """
-        if settings.json_schema.strip():
-            return cls("", settings.json_schema, settings.grammar_triggers)
-        if settings.grammar.strip():
-            return cls(settings.grammar, "", settings.grammar_triggers)
-        return None
 
     @property
     def title(self) -> str:

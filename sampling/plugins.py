@@ -1,15 +1,18 @@
 """A user's own sampler units, registered next to the built-in ones.
 
-A plugin unit has the interface of every unit (`sampling.samplers.unit`): it joins
-the names an order may hold, its settings join the registry's (so they get flags,
-panel controls and compare keys) with their values held in `SamplerSettings.extra`,
-and its cuts carry its name and labels like a built-in's. `register` adds one unit,
+A plugin unit has the interface of every unit (`sampling.samplers.unit`) and is the
+same kind of thing as a built-in one: it joins the names an order may hold, it
+declares its parameter record (`params`, fields made by `setting`, or only `specs`,
+from which the record is made), its settings join the registry's (so they get
+flags, panel controls and compare keys) with their values held in its record in the
+settings (`SamplerSettings.of`), and its cuts carry its name and labels like a
+built-in's. `register` adds one unit,
 with where it came from (the file and its sha256), and installs the registry of the
 built-in units and the plugins (`sampling.registry.install`); `unregister` takes it
 out again.
 
 What a plugin file imports: `Candidates`, `IN_ORDER` (its placement: a place in the
-order), `SettingSpec`, `SliderRange` and `Stateless` from here.
+order), `SettingSpec`, `SliderRange`, `setting` and `Stateless` from here.
 """
 
 from __future__ import annotations
@@ -18,12 +21,13 @@ import keyword
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from sampling.candidates import Candidates
 from sampling.errors import SamplescopeError
+from sampling.params import record_of_specs, setting, specs_of
 from sampling.placement import IN_ORDER
 from sampling.registry import UNITS, install, registry
 from sampling.samplers.unit import SamplerUnit, Stateless, UnitState
@@ -34,6 +38,7 @@ if TYPE_CHECKING:
     from sampling.settings_record import SamplerSettings
 
 __all__ = ["IN_ORDER", "Candidates", "PluginError", "PluginOrigin", "SettingSpec", "SliderRange"]
+__all__ += ["setting"]
 __all__ += ["PluginFailure", "PluginGuard", "Stateless", "is_plugin", "plugin_origins"]
 __all__ += ["files_problem", "files_used", "plugin_units", "register", "unregister"]
 
@@ -62,6 +67,9 @@ class PluginOrigin:
 
 
 _ORIGINS: dict[str, PluginOrigin] = {}
+_MADE_RECORDS: dict[tuple[str, tuple[SettingSpec, ...]], type[Any]] = {}
+"""The records made for plugins that declare only their specs: one per name and specs,
+so that a file loaded again makes the same record."""
 _UNITS: dict[str, type[SamplerUnit]] = {}
 
 
@@ -92,6 +100,12 @@ def register(unit: type[SamplerUnit], path: str, sha256: str) -> None:
         raise PluginError(
             f"sampler plugin {path}: a sampler named {unit.name!r} came already from {known.path}"
         )
+    if getattr(unit, "params", None) is None:  # declared by its specs alone
+        made = _MADE_RECORDS.setdefault(
+            (unit.name, unit.specs), record_of_specs(unit.name, unit.specs)
+        )
+        setattr(unit, "params", made)  # noqa: B010
+    setattr(unit, "specs", specs_of(unit.params))  # noqa: B010
     _ORIGINS[unit.name] = PluginOrigin(unit.name, path, sha256)
     _UNITS[unit.name] = unit
     install(tuple(_UNITS.values()))
@@ -127,9 +141,21 @@ def _problem(unit: type[SamplerUnit]) -> str | None:
     titles = getattr(unit, "group_titles", None)
     if not isinstance(titles, Mapping):
         return f"{name}'s group_titles must map each of its groups to a title"
-    specs = getattr(unit, "specs", None)
-    if not isinstance(specs, tuple) or not all(isinstance(s, SettingSpec) for s in specs):
-        return f"{name}'s specs must be a tuple of SettingSpec"
+    params = getattr(unit, "params", None)
+    specs: tuple[SettingSpec, ...]
+    if params is not None:
+        try:
+            specs = specs_of(params)
+        except TypeError as error:
+            return f"{name}'s params: {error}"
+    else:
+        declared = getattr(unit, "specs", None)
+        if not isinstance(declared, tuple) or not all(isinstance(s, SettingSpec) for s in declared):
+            return (
+                f"{name} must declare params (a frozen dataclass of setting(SettingSpec(...))"
+                " fields) or specs (a tuple of SettingSpec)"
+            )
+        specs = declared
     for spec in specs:
         owner = _owner_of(spec.name)
         if owner is not None and owner != name:
@@ -149,7 +175,7 @@ def _owner_of(setting: str) -> str | None:
         if any(spec.name == setting for spec in unit.specs):
             return unit.name
     known = registry().settings_by_name
-    return "the sampler" if setting in known or setting == "extra" else None
+    return "the sampler" if setting in known else None
 
 
 class PluginFailure(SamplescopeError):

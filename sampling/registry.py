@@ -14,8 +14,10 @@ installs a new one, so that every table agrees by construction.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
+from sampling.params import specs_of
 from sampling.placement import Placement, joined
 from sampling.samplers.adaptive_p import AdaptiveP
 from sampling.samplers.dry import Dry
@@ -39,7 +41,7 @@ from sampling.samplers.typical import Typical
 from sampling.samplers.unit import SamplerUnit
 from sampling.samplers.xtc import Xtc
 from sampling.setting_spec import MAX_SEED, SettingSpec, SliderRange
-from sampling.settings_record import SamplerSettings, check_fields
+from sampling.settings_record import DRAW_FIELDS, SamplerSettings
 
 UNITS: tuple[type[SamplerUnit], ...] = (
     Penalties,
@@ -216,13 +218,14 @@ def _check_registry() -> None:
     if untitled:
         raise RuntimeError(f"panel groups without a title: {untitled}")
     check_declarations(UNITS)
-    check_fields(DECLARED_SETTINGS, TEMPERATURE_FIRST_ORDER)
+    declared = {spec.name for spec in DECLARED_SETTINGS}
+    if unknown := sorted(set(SETTINGS_ORDER) - declared):
+        raise RuntimeError(f"SETTINGS_ORDER names settings no unit declares: {unknown}")
+    if drawn := sorted(set(DRAW_FIELDS) - {spec.name for spec in DRAW_SETTINGS} - {"samplers"}):
+        raise RuntimeError(f"the record holds settings the draw does not declare: {drawn}")
     for order in (CHAT_ORDER, TEMPERATURE_FIRST_ORDER):
         if sorted(order) != sorted(_BUILT_IN_NAMES):
             raise RuntimeError(f"a default order lacks a unit placed in the order: {order}")
-
-
-_check_registry()
 
 
 def _is_number_first(specs: Iterable[SettingSpec]) -> tuple[SettingSpec, ...]:
@@ -234,7 +237,55 @@ def _is_number_first(specs: Iterable[SettingSpec]) -> tuple[SettingSpec, ...]:
     )
 
 
-_FLAT_ORDER = tuple(f.name for f in fields(SamplerSettings) if f.name != "extra")
+SETTINGS_ORDER: tuple[str, ...] = (
+    "temperature",
+    "top_k",
+    "top_p",
+    "top_p_scope",
+    "min_p",
+    "repeat_penalty",
+    "repeat_last_n",
+    "frequency_penalty",
+    "presence_penalty",
+    "temperature_last",
+    "draw",
+    "rng",
+    "seed",
+    "typical_p",
+    "top_n_sigma",
+    "xtc_probability",
+    "xtc_threshold",
+    "dry_multiplier",
+    "dry_base",
+    "dry_allowed_length",
+    "dry_penalty_last_n",
+    "dry_sequence_breakers",
+    "mirostat",
+    "mirostat_tau",
+    "mirostat_eta",
+    "dynatemp_range",
+    "dynatemp_exponent",
+    "top_a",
+    "tfs",
+    "epsilon_cutoff",
+    "eta_cutoff",
+    "smoothing_factor",
+    "smoothing_curve",
+    "adaptive_target",
+    "adaptive_decay",
+    "p_less",
+    "min_tokens",
+    "logit_bias",
+    "grammar",
+    "json_schema",
+    "grammar_triggers",
+)
+"""How flags, the summary, the forms and `to_dict` list the settings the units had
+when it was written (the core knobs first, the newer after). The settings of a
+unit added since follow these in registry order, then the order's; a plugin's come
+last."""
+
+Params = TypeVar("Params")
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,6 +312,8 @@ class Registry:
             the summary and the forms follow it), then the plugins'.
         settings_by_name: Every setting by its name.
         plugin_settings: The plugins' settings by name.
+        owners: The parameter record that holds each unit's setting, by its name.
+        default_params: Each unit's parameter record at its defaults, by its type.
         display_order: How the panel and forms list the one-valued settings: the
             numbers, then the switches (the plugins' after the built-in ones of each).
     """
@@ -279,6 +332,8 @@ class Registry:
     settings: tuple[SettingSpec, ...]
     settings_by_name: Mapping[str, SettingSpec]
     plugin_settings: Mapping[str, SettingSpec]
+    owners: Mapping[str, type[Any]]
+    default_params: Mapping[type[Any], Any]
     display_order: tuple[SettingSpec, ...]
 
     @property
@@ -286,9 +341,19 @@ class Registry:
         """The order `SamplerSettings()` holds."""
         return TEMPERATURE_FIRST_ORDER
 
+    def defaults(self, params: type[Params]) -> Params:
+        """A parameter record at its defaults (one no unit in use declares: built)."""
+        record = self.default_params.get(params)
+        return params() if record is None else record
+
     def is_on(self, name: str, settings: SamplerSettings) -> bool:
         """The on-rule of the unit `name` under `settings`."""
         return self.units_by_name[name].is_on(settings)
+
+    @property
+    def built_in_settings(self) -> tuple[SettingSpec, ...]:
+        """The settings of the built-in units and the draw, in their order."""
+        return tuple(spec for spec in self.settings if spec.name not in self.plugin_settings)
 
     def find_setting(self, key: str) -> SettingSpec | None:
         """The setting a key names: a short key ("t"), a name, or one with dashes."""
@@ -312,10 +377,13 @@ def build_registry(plugins: tuple[type[SamplerUnit], ...] = ()) -> Registry:
         choices=(*ORDER_SETTING.choices, *((unit.name, unit.label) for unit in plugins)),
         leading=logits,
     )
-    declared = {spec.name: spec for spec in DECLARED_SETTINGS}
-    declared["samplers"] = order
-    built_in = tuple(declared[name] for name in _FLAT_ORDER)
-    plugin_specs = tuple(spec for unit in plugins for spec in unit.specs)
+    declared = {spec.name: spec for spec in DECLARED_SETTINGS if spec.name != "samplers"}
+    built_in = (
+        *(declared[name] for name in SETTINGS_ORDER),
+        *(spec for name, spec in declared.items() if name not in SETTINGS_ORDER),
+        order,
+    )
+    plugin_specs = tuple(spec for unit in plugins for spec in specs_of(unit.params))
     settings = (*built_in, *plugin_specs)
     built_in_shown = _is_number_first(built_in)
     switches = next(
@@ -339,6 +407,8 @@ def build_registry(plugins: tuple[type[SamplerUnit], ...] = ()) -> Registry:
         settings=settings,
         settings_by_name={spec.name: spec for spec in settings},
         plugin_settings={spec.name: spec for spec in plugin_specs},
+        owners={spec.name: unit.params for unit in units for spec in specs_of(unit.params)},
+        default_params={unit.params: unit.params() for unit in units},
         display_order=(
             *built_in_shown[:switches],
             *(spec for spec in plugin_specs if spec.is_number),
@@ -348,15 +418,20 @@ def build_registry(plugins: tuple[type[SamplerUnit], ...] = ()) -> Registry:
     )
 
 
-_IN_USE: list[Registry] = [build_registry()]
+_IN_USE: list[Registry] = []
 
 
 def registry() -> Registry:
     """The registry in use: the built-in units and the plugins loaded now."""
+    if not _IN_USE:
+        _IN_USE.append(build_registry())
     return _IN_USE[0]
 
 
 def install(plugins: tuple[type[SamplerUnit], ...]) -> Registry:
     """Build the registry of the built-in units and `plugins`, and use it from now on."""
-    _IN_USE[0] = build_registry(plugins)
+    _IN_USE[:] = [build_registry(plugins)]
     return _IN_USE[0]
+
+
+_check_registry()

@@ -16,8 +16,14 @@ from sampling.ordering import token_at_mass
 from sampling.plugins import PluginFailure
 from sampling.records import Step
 from sampling.rng import UniformSource, make_source
-from sampling.samplers.adaptive_p import AdaptiveP, AdaptiveSnapshot, adapted_target
-from sampling.samplers.mirostat import Mirostat, MirostatState
+from sampling.samplers.adaptive_p import (
+    AdaptiveP,
+    AdaptivePParams,
+    AdaptiveSnapshot,
+    adapted_target,
+)
+from sampling.samplers.mirostat import Mirostat, MirostatParams, MirostatState
+from sampling.samplers.temperature import TemperatureParams
 from sampling.samplers.unit import StepContext, UnitState
 from sampling.settings import SamplerSettings
 from sampling.table import candidate_table
@@ -86,7 +92,9 @@ def probabilities(
     candidates = Candidates(*checked_logits(logits), history, Workspace(), vocabulary)
     chain = build_chain(settings)
     if mirostat_mu is not None:
-        chain.restore([(Mirostat.name, MirostatState(settings.mirostat, mirostat_mu))])
+        chain.restore(
+            [(Mirostat.name, MirostatState(settings.of(MirostatParams).mirostat, mirostat_mu))]
+        )
     chain.begin(StepContext(None, generated, tuple(end_of_generation), adapted_target), every=True)
     kept = chain.run(candidates)
     if kept.ids is None:
@@ -185,7 +193,9 @@ class Sampler:
         state = self._chain.state_of(Mirostat.name)
         if not isinstance(state, MirostatState):
             return None
-        return 2.0 * self._settings.mirostat_tau if state.mu is None else state.mu
+        return (
+            2.0 * self._settings.of(MirostatParams).mirostat_tau if state.mu is None else state.mu
+        )
 
     @property
     def adapted_target(self) -> float | None:
@@ -199,7 +209,9 @@ class Sampler:
         if pinned is not None:
             return pinned
         return adapted_target(
-            self._settings.adaptive_target, state.weighted_sum, state.total_weight
+            self._settings.of(AdaptivePParams).adaptive_target,
+            state.weighted_sum,
+            state.total_weight,
         )
 
     def resume(self, generated: int, adapted_target: float | None = None) -> None:
@@ -289,7 +301,7 @@ class Sampler:
         started = time.perf_counter_ns()
         settings = self._settings
         checked = checked_logits(logits, self.vocab_size)
-        mu = self.mirostat_mu if settings.mirostat else None
+        mu = self.mirostat_mu if settings.of(MirostatParams).mirostat else None
         if self._chain.drawing or self._resumed is not None:
             self._begin()
         while True:  # a plugin that fails is switched off and the step run again
@@ -341,7 +353,9 @@ class Sampler:
             table=table,
             elapsed_us=(time.perf_counter_ns() - started) / 1000.0,
             settings=settings,
-            temperature=settings.temperature if chain.greedy else kept.temperature,
+            temperature=settings.of(TemperatureParams).temperature
+            if chain.greedy
+            else kept.temperature,
             mirostat_mu=mu,
             tail=tail,
             notes=self._take_notes(),

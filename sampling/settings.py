@@ -11,14 +11,11 @@ from __future__ import annotations
 from typing import Literal
 
 from sampling.registry import CHAT_ORDER, TEMPERATURE_FIRST_ORDER, registry
+from sampling.samplers.penalties import PenaltiesParams
+from sampling.samplers.top_p import TopPParams, TopPScope
+from sampling.samplers.xtc import Xtc
 from sampling.setting_spec import GREEDY_TEMPERATURE, MAX_SEED, SettingSpec
-from sampling.settings_record import (
-    DrawMethod,
-    RngName,
-    SamplerSettings,
-    TopPScope,
-    connect,
-)
+from sampling.settings_record import DrawMethod, RngName, SamplerSettings, connect
 
 #: "active": only what is switched on, e.g. "t=0.8 k=40 p=0.95 min_p=0.05".
 #: "fixed": the same main knobs every time with fixed decimals, so successive lines
@@ -83,10 +80,10 @@ def settings_summary(settings: SamplerSettings, style: SummaryStyle = "active") 
 
 
 def _fixed_part(spec: SettingSpec, settings: SamplerSettings) -> str:
-    value = getattr(settings, spec.name)
+    value = settings.value(spec.name)
     text = f"{spec.fixed_key} {value:.2f}" if spec.kind == "float" else f"{spec.fixed_key} {value}"
     if spec.name == "repeat_penalty":  # the window it looks back over
-        text += f"×{settings.repeat_last_n}"
+        text += f"×{settings.of(PenaltiesParams).repeat_last_n}"
     return text
 
 
@@ -95,12 +92,12 @@ def _is_on(spec: SettingSpec, settings: SamplerSettings) -> bool:
     if spec.name == "temperature":
         return not settings.greedy
     if spec.name == "xtc_probability":  # a threshold above 0.5 switches it off too
-        return settings.xtc_probability > 0.0 and settings.xtc_threshold <= 0.5
-    return not spec.is_off(getattr(settings, spec.name))
+        return Xtc.is_on(settings)
+    return not spec.is_off(settings.value(spec.name))
 
 
 def _active_part(spec: SettingSpec, settings: SamplerSettings) -> str | None:
-    value = getattr(settings, spec.name)
+    value = settings.value(spec.name)
     if spec.name == "temperature":  # never off: shown always, as "greedy" below 1e-6
         return "greedy" if settings.greedy else f"{spec.key}={value:g}"
     if spec.name == "seed":  # a run's seed is given next to the summary, if at all
@@ -130,8 +127,9 @@ def _active_part(spec: SettingSpec, settings: SamplerSettings) -> str | None:
     if spec.kind == "choice":
         return str(value)
     text = f"{spec.key}={value}" if spec.kind == "int" else f"{spec.key}={value:g}"
-    if spec.name == "top_p" and settings.top_p_scope != "kept":
-        text += f"({settings.top_p_scope})"
+    scope = settings.of(TopPParams).top_p_scope
+    if spec.name == "top_p" and scope != "kept":
+        text += f"({scope})"
     if spec.name == "repeat_penalty":
-        text += f"/{settings.repeat_last_n}"
+        text += f"/{settings.of(PenaltiesParams).repeat_last_n}"
     return text

@@ -34,6 +34,7 @@ from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.config.model_path import resolve_model_path
 from backend.llama.reference import plain_llama
 from backend.session.llama_backend import LlamaBackend
+from sampling.samplers.temperature import TemperatureParams
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 
 DECODE_PROMPT = "Write a long story about a lighthouse keeper and a storm."
@@ -244,7 +245,7 @@ def run_backend_bench(
                 best_ours = max(best_ours, tps)
                 bare_tps, chosen = _bare_decode(llm, prompt, tokens)
                 best_bare = max(best_bare, bare_tps)
-            greedy = settings.temperature == 0.0
+            greedy = settings.of(TemperatureParams).temperature == 0.0
             rows.append(
                 BackendBenchRow(
                     f"decode tok/s, {label} ({len(tokens)} tokens, {threads} threads)",

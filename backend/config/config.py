@@ -44,7 +44,7 @@ import os
 import re
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +73,7 @@ TOP_LEVEL_KEYS = (
     "loops",
 )
 BAN_KEYS = ("phrases", "ignore_case", "regex", "tries")
-SETTINGS_KEYS = tuple(f.name for f in fields(SamplerSettings) if f.name != "extra")
+SETTINGS_KEYS = tuple(spec.name for spec in registry().built_in_settings)
 """The built-in settings' keys (a loaded sampler plugin's settings are keys too)."""
 
 

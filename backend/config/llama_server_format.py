@@ -25,6 +25,9 @@ from backend.config.preset_interchange import (
     plugin_leftovers,
 )
 from sampling.registry import LLAMA_CPP_ORDER
+from sampling.samplers.dry import DryParams
+from sampling.samplers.grammar import GrammarParams
+from sampling.samplers.logit_bias import LogitBiasParams
 from sampling.settings import SamplerSettings
 
 TOOL = "llama-server"
@@ -112,19 +115,19 @@ def completion_body(settings: SamplerSettings) -> tuple[dict[str, Any], list[Unm
     body: dict[str, Any] = {
         field.key: _plain(getattr(settings, field.setting)) for field in SCALAR_FIELDS
     }
-    body["dry_sequence_breakers"] = list(settings.dry_sequence_breakers)
+    body["dry_sequence_breakers"] = list(settings.of(DryParams).dry_sequence_breakers)
     body["samplers"] = list(llama_order(settings))
     body["logit_bias"] = [
         [token, False if bias == -math.inf else plain_number(bias)]
-        for token, bias in settings.logit_bias
+        for token, bias in settings.of(LogitBiasParams).logit_bias
     ]
-    if settings.grammar:
-        body["grammar"] = settings.grammar
-    if settings.json_schema:
+    if settings.of(GrammarParams).grammar:
+        body["grammar"] = settings.of(GrammarParams).grammar
+    if settings.of(GrammarParams).json_schema:
         try:
-            body["json_schema"] = json.loads(settings.json_schema)
+            body["json_schema"] = json.loads(settings.of(GrammarParams).json_schema)
         except json.JSONDecodeError:
-            body["json_schema"] = settings.json_schema
+            body["json_schema"] = settings.of(GrammarParams).json_schema
     return body, _unmapped(settings)
 
 
@@ -133,16 +136,16 @@ def server_flags(settings: SamplerSettings) -> tuple[list[str], list[Unmapped]]:
     words: list[str] = []
     for field in SCALAR_FIELDS:
         words += [field.flag, str(_plain(getattr(settings, field.setting)))]
-    breakers = settings.dry_sequence_breakers or ("none",)
+    breakers = settings.of(DryParams).dry_sequence_breakers or ("none",)
     for breaker in breakers:
         words += ["--dry-sequence-breaker", breaker]
     words += ["--samplers", ";".join(llama_order(settings))]
-    for token, bias in settings.logit_bias:
+    for token, bias in settings.of(LogitBiasParams).logit_bias:
         words += ["--logit-bias", f"{token}{'+' if bias >= 0 else '-'}{abs(bias):g}"]
-    if settings.grammar:
-        words += ["--grammar", settings.grammar]
-    if settings.json_schema:
-        words += ["--json-schema", settings.json_schema]
+    if settings.of(GrammarParams).grammar:
+        words += ["--grammar", settings.of(GrammarParams).grammar]
+    if settings.of(GrammarParams).json_schema:
+        words += ["--json-schema", settings.of(GrammarParams).json_schema]
     return words, _unmapped(settings)
 
 

@@ -79,7 +79,12 @@ def leftover_fields(
 def plugin_leftovers(settings: SamplerSettings) -> list[Unmapped]:
     """The settings of sampler plugins (no other tool has them), those not at their
     default."""
-    return [Unmapped(name, value, "a sampler plugin's setting") for name, value in settings.extra]
+    built_in = {spec.name for spec in registry().built_in_settings}
+    return [
+        Unmapped(name, value, "a sampler plugin's setting")
+        for name, value in settings.to_dict().items()
+        if name not in built_in
+    ]
 
 
 def order_from_names(

@@ -20,6 +20,7 @@ from typing import get_args
 
 from backend.config.paths import config_dir
 from backend.config.user_files import UserFileError, read_user_bytes
+from sampling.params import declared_specs
 from sampling.plugins import PluginError, PluginOrigin, plugin_origins, register
 from sampling.registry import registry
 from sampling.setting_spec import SettingKind, SettingSpec
@@ -89,7 +90,8 @@ def load_sampler_file(path: Path) -> PluginOrigin:
 def specs_problem(unit: type) -> str | None:
     """What is wrong with a plugin's setting declarations that would break a flag, a
     key or a slider later (checked before it registers), or None."""
-    specs = getattr(unit, "specs", ())
+    params = getattr(unit, "params", None)
+    specs = getattr(unit, "specs", ()) if params is None else declared_specs(params)
     if not isinstance(specs, tuple):
         return None  # registration says what a unit's specs must be
     taken = {spec.short_key: spec.name for spec in registry().settings if spec.short_key}

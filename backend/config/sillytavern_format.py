@@ -27,6 +27,9 @@ from backend.config.preset_interchange import (
     plugin_leftovers,
     to_text_units,
 )
+from sampling.samplers.dry import DryParams
+from sampling.samplers.logit_bias import LogitBiasParams
+from sampling.samplers.temperature import TemperatureParams
 from sampling.settings import SamplerSettings
 
 TOOL = "sillytavern"
@@ -167,15 +170,18 @@ def export_sillytavern(settings: SamplerSettings) -> tuple[dict[str, Any], list[
     for key in TEXT_UNIT_FIELDS:
         preset[key] = plain_number(to_text_units(getattr(settings, key)))
     preset["seed"] = settings.seed
-    temperature, spread = settings.temperature, settings.dynatemp_range
+    temperature, spread = (
+        settings.of(TemperatureParams).temperature,
+        settings.of(TemperatureParams).dynatemp_range,
+    )
     preset["dynatemp"] = spread > 0.0
     preset["min_temp"] = plain_number(float(f"{max(temperature - spread, 0.0):.12g}"))
     preset["max_temp"] = plain_number(float(f"{temperature + spread:.12g}"))
-    preset["dry_sequence_breakers"] = json.dumps(list(settings.dry_sequence_breakers))
+    preset["dry_sequence_breakers"] = json.dumps(list(settings.of(DryParams).dry_sequence_breakers))
     preset["samplers"] = [EXPORT_ORDER_NAMES.get(name, name) for name in settings.samplers]
     unmapped: list[Unmapped] = []
     preset["logit_bias"] = []
-    for token, bias in settings.logit_bias:
+    for token, bias in settings.of(LogitBiasParams).logit_bias:
         if math.isinf(bias):
             unmapped.append(
                 Unmapped("logit_bias", f"{token}={bias}", f"a ban, written as {BAN_BIAS:g}")

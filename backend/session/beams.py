@@ -48,6 +48,8 @@ from backend.session.phrase_bans import PhraseBans
 from sampling.errors import SamplescopeError
 from sampling.records import Step
 from sampling.sampler import Sampler, probabilities
+from sampling.samplers.adaptive_p import AdaptivePParams
+from sampling.samplers.mirostat import MirostatParams
 from sampling.settings import SamplerSettings
 
 SearchEnd = Literal["eos", "max_tokens", "context_full", "cancelled", "banned"]
@@ -239,7 +241,7 @@ def check_beam_search(
             "beam search ranks by the chain's probabilities, and at temperature 0 the chain "
             "keeps one token: use a temperature above 0 (1: the model's own probabilities)"
         )
-    if settings.mirostat or settings.adaptive_target >= 0:
+    if settings.of(MirostatParams).mirostat or settings.of(AdaptivePParams).adaptive_target >= 0:
         raise BeamSearchError(
             "beam search needs a chain without state: mirostat and adaptive-p are off limits"
         )

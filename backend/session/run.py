@@ -22,6 +22,7 @@ from sampling.errors import SamplescopeError
 from sampling.logits import History
 from sampling.records import Step
 from sampling.sampler import Sampler, SamplerState, probabilities
+from sampling.samplers.logit_bias import LogitBiasParams
 from sampling.settings import SamplerSettings
 from sampling.vocabulary import Vocabulary
 
@@ -67,7 +68,7 @@ class StepInput:
 
 def with_banned(settings: SamplerSettings, tokens: frozenset[int]) -> SamplerSettings:
     """`settings` with `tokens` banned (a -inf logit bias; other biases kept)."""
-    bias = dict(settings.logit_bias)
+    bias = dict(settings.of(LogitBiasParams).logit_bias)
     bias.update((token, -math.inf) for token in tokens)
     return settings.with_changes(logit_bias=tuple(sorted(bias.items())))
 

@@ -37,6 +37,7 @@ import numpy.typing as npt
 
 from sampling.candidates import Candidates
 from sampling.kept import Kept
+from sampling.params import setting, specs_of
 from sampling.placement import LAST, Placement
 from sampling.samplers.unit import UnitKind, UnitState
 from sampling.setting_spec import SettingSpec, SliderRange
@@ -45,35 +46,48 @@ if TYPE_CHECKING:
     from sampling.samplers.unit import StepContext
     from sampling.settings_record import SamplerSettings
 
-SETTINGS = (
-    SettingSpec(
-        "adaptive_target",
-        "float",
-        default=-1.0,
-        off=-1.0,
-        off_below=0.0,
-        group="adaptive",
-        label="adaptive-p",
-        help="adaptive-p (llama.cpp): draw tokens near this probability; negative is off",
-        minimum=-1.0,
-        maximum=1.0,
-        slider=SliderRange(-1.0, 1.0, hard_min=-1.0, hard_max=1.0, fine=0.01, coarse=0.05),
-        short_key="adaptive",
-    ),
-    SettingSpec(
-        "adaptive_decay",
-        "float",
-        default=0.9,
-        group="adaptive",
-        label="adapt. decay",
-        help="adaptive-p: the moving average's decay (history ~ 1/(1-decay) tokens)",
-        minimum=0.0,
-        maximum=0.99,
-        slider=SliderRange(0.0, 0.99, hard_min=0.0, hard_max=0.99, fine=0.01, coarse=0.05),
-        short_key="adaptive_decay",
-        needs="adaptive_target",
-    ),
-)
+
+@dataclass(frozen=True, slots=True)
+class AdaptivePParams:
+    """AdaptiveP's parameters, one field per setting.
+
+    Attributes:
+        adaptive_target: Adaptive-p's target probability (llama.cpp); negative is off.
+        adaptive_decay: Adaptive-p's moving-average decay, 0 to 0.99.
+    """
+
+    adaptive_target: float = setting(
+        SettingSpec(
+            "adaptive_target",
+            "float",
+            default=-1.0,
+            off=-1.0,
+            off_below=0.0,
+            group="adaptive",
+            label="adaptive-p",
+            help="adaptive-p (llama.cpp): draw tokens near this probability; negative is off",
+            minimum=-1.0,
+            maximum=1.0,
+            slider=SliderRange(-1.0, 1.0, hard_min=-1.0, hard_max=1.0, fine=0.01, coarse=0.05),
+            short_key="adaptive",
+        )
+    )
+    adaptive_decay: float = setting(
+        SettingSpec(
+            "adaptive_decay",
+            "float",
+            default=0.9,
+            group="adaptive",
+            label="adapt. decay",
+            help="adaptive-p: the moving average's decay (history ~ 1/(1-decay) tokens)",
+            minimum=0.0,
+            maximum=0.99,
+            slider=SliderRange(0.0, 0.99, hard_min=0.0, hard_max=0.99, fine=0.01, coarse=0.05),
+            short_key="adaptive_decay",
+            needs="adaptive_target",
+        )
+    )
+
 
 DISTRIBUTION_WIDTH = 0.3
 PEAK_LOGIT = 5.0
@@ -170,7 +184,8 @@ class AdaptiveP:
     name: ClassVar[str] = "adaptive_p"
     kind: ClassVar[UnitKind] = "candidates"
     placement: ClassVar[Placement] = LAST
-    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    params: ClassVar[type[AdaptivePParams]] = AdaptivePParams
+    specs: ClassVar[tuple[SettingSpec, ...]] = specs_of(AdaptivePParams)
     group_titles: ClassVar[Mapping[str, str]] = {"adaptive": "adaptive-p"}
     label: ClassVar[str] = "adapt-p"
     row_label: ClassVar[str] = "adapt"
@@ -194,14 +209,16 @@ class AdaptiveP:
     @classmethod
     def is_on(cls, settings: SamplerSettings) -> bool:
         """On when settings.adaptive_target >= 0.0."""
-        return settings.adaptive_target >= 0.0
+        params = settings.of(AdaptivePParams)
+        return params.adaptive_target >= 0.0
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> AdaptiveP | None:
         """Built when adaptive_target is on (not negative)."""
+        params = settings.of(AdaptivePParams)
         if not cls.is_on(settings):
             return None
-        return cls(settings.adaptive_target, settings.adaptive_decay)
+        return cls(params.adaptive_target, params.adaptive_decay)
 
     @property
     def current_target(self) -> float:

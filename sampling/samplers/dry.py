@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from sampling.candidates import Candidates
+from sampling.params import setting, specs_of
 from sampling.placement import IN_ORDER, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
@@ -23,67 +24,89 @@ from sampling.vocabulary import BreakerHeads, breaker_heads
 if TYPE_CHECKING:
     from sampling.settings_record import SamplerSettings
 
-SETTINGS = (
-    SettingSpec(
-        "dry_multiplier",
-        "float",
-        default=0.0,
-        off=0.0,
-        group="dry",
-        label="dry mult.",
-        help="DRY: penalise tokens that extend a repeat; 0 is off",
-        minimum=0.0,
-        slider=SliderRange(0.0, 2.0, hard_min=0.0, hard_max=100.0, fine=0.01, coarse=0.1),
-        short_key="dry",
-    ),
-    SettingSpec(
-        "dry_base",
-        "float",
-        default=1.75,
-        group="dry",
-        label="dry base",
-        help="DRY: the penalty grows as base ** (repeat length - allowed length)",
-        minimum=1.0,
-        slider=SliderRange(1.0, 4.0, hard_min=1.0, hard_max=100.0, fine=0.01, coarse=0.25),
-        short_key="dry_base",
-        needs="dry_multiplier",
-    ),
-    SettingSpec(
-        "dry_allowed_length",
-        "int",
-        default=2,
-        group="dry",
-        label="dry allowed",
-        help="DRY: repeats up to this long go unpenalised",
-        minimum=0,
-        slider=SliderRange(0, 20, hard_min=0, hard_max=10_000, fine=1, coarse=4),
-        short_key="dry_len",
-        needs="dry_multiplier",
-    ),
-    SettingSpec(
-        "dry_penalty_last_n",
-        "int",
-        default=64,
-        off=0,
-        group="dry",
-        label="dry last-n",
-        help="DRY: tokens scanned for repeats; -1 is the whole context, 0 is off",
-        minimum=-1,
-        slider=SliderRange(-1, 1024, hard_min=-1, hard_max=1_000_000, fine=1, coarse=64),
-        short_key="dry_n",
-        needs="dry_multiplier",
-    ),
-    SettingSpec(
-        "dry_sequence_breakers",
-        "texts",
-        default=("\n", ":", '"', "*"),
-        group="dry",
-        label="dry breaks",
-        help='DRY: texts that end a repeat (JSON list or comma-separated, "none")',
-        short_key="dry_breakers",
-        needs="dry_multiplier",
-    ),
-)
+
+@dataclass(frozen=True, slots=True)
+class DryParams:
+    """Dry's parameters, one field per setting.
+
+    Attributes:
+        dry_multiplier: DRY's penalty scale; 0.0 is off.
+        dry_base: DRY's penalty is multiplier * base ** (length - allowed length).
+        dry_allowed_length: Repeats up to this long are not penalised.
+        dry_penalty_last_n: Tokens DRY scans (-1: the whole history; 0 is off).
+        dry_sequence_breakers: Texts that end a repeat (matched on token text).
+    """
+
+    dry_multiplier: float = setting(
+        SettingSpec(
+            "dry_multiplier",
+            "float",
+            default=0.0,
+            off=0.0,
+            group="dry",
+            label="dry mult.",
+            help="DRY: penalise tokens that extend a repeat; 0 is off",
+            minimum=0.0,
+            slider=SliderRange(0.0, 2.0, hard_min=0.0, hard_max=100.0, fine=0.01, coarse=0.1),
+            short_key="dry",
+        )
+    )
+    dry_base: float = setting(
+        SettingSpec(
+            "dry_base",
+            "float",
+            default=1.75,
+            group="dry",
+            label="dry base",
+            help="DRY: the penalty grows as base ** (repeat length - allowed length)",
+            minimum=1.0,
+            slider=SliderRange(1.0, 4.0, hard_min=1.0, hard_max=100.0, fine=0.01, coarse=0.25),
+            short_key="dry_base",
+            needs="dry_multiplier",
+        )
+    )
+    dry_allowed_length: int = setting(
+        SettingSpec(
+            "dry_allowed_length",
+            "int",
+            default=2,
+            group="dry",
+            label="dry allowed",
+            help="DRY: repeats up to this long go unpenalised",
+            minimum=0,
+            slider=SliderRange(0, 20, hard_min=0, hard_max=10_000, fine=1, coarse=4),
+            short_key="dry_len",
+            needs="dry_multiplier",
+        )
+    )
+    dry_penalty_last_n: int = setting(
+        SettingSpec(
+            "dry_penalty_last_n",
+            "int",
+            default=64,
+            off=0,
+            group="dry",
+            label="dry last-n",
+            help="DRY: tokens scanned for repeats; -1 is the whole context, 0 is off",
+            minimum=-1,
+            slider=SliderRange(-1, 1024, hard_min=-1, hard_max=1_000_000, fine=1, coarse=64),
+            short_key="dry_n",
+            needs="dry_multiplier",
+        )
+    )
+    dry_sequence_breakers: tuple[str, ...] = setting(
+        SettingSpec(
+            "dry_sequence_breakers",
+            "texts",
+            default=("\n", ":", '"', "*"),
+            group="dry",
+            label="dry breaks",
+            help='DRY: texts that end a repeat (JSON list or comma-separated, "none")',
+            short_key="dry_breakers",
+            needs="dry_multiplier",
+        )
+    )
+
 
 _FLOAT_MAX_LOG = 88.7228391
 
@@ -103,7 +126,8 @@ class Dry(Stateless):
     name: ClassVar[str] = "dry"
     kind: ClassVar[UnitKind] = "logits"
     placement: ClassVar[Placement] = IN_ORDER
-    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    params: ClassVar[type[DryParams]] = DryParams
+    specs: ClassVar[tuple[SettingSpec, ...]] = specs_of(DryParams)
     group_titles: ClassVar[Mapping[str, str]] = {"dry": "DRY: repeated sequences"}
     label: ClassVar[str] = "dry"
     row_label: ClassVar[str] = "dry"
@@ -116,19 +140,21 @@ class Dry(Stateless):
     @classmethod
     def is_on(cls, settings: SamplerSettings) -> bool:
         """On when settings.dry_multiplier != 0.0 and settings.dry_penalty_last_n != 0."""
-        return settings.dry_multiplier != 0.0 and settings.dry_penalty_last_n != 0
+        params = settings.of(DryParams)
+        return params.dry_multiplier != 0.0 and params.dry_penalty_last_n != 0
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> Dry | None:
         """Built when DRY is on (multiplier > 0, last-n not 0)."""
+        params = settings.of(DryParams)
         if not cls.is_on(settings):
             return None
         return cls(
-            settings.dry_multiplier,
-            settings.dry_base,
-            settings.dry_allowed_length,
-            settings.dry_penalty_last_n,
-            settings.dry_sequence_breakers,
+            params.dry_multiplier,
+            params.dry_base,
+            params.dry_allowed_length,
+            params.dry_penalty_last_n,
+            params.dry_sequence_breakers,
         )
 
     def apply(self, candidates: Candidates) -> None:

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sampling.candidates import Candidates
+from sampling.params import setting, specs_of
 from sampling.placement import CUTOFF, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
@@ -29,22 +30,32 @@ from sampling.weight_floor import cut_below_weight, kept_normaliser
 if TYPE_CHECKING:
     from sampling.settings_record import SamplerSettings
 
-SETTINGS = (
-    SettingSpec(
-        "epsilon_cutoff",
-        "float",
-        default=0.0,
-        off=0.0,
-        group="cutoffs",
-        label="epsilon cut",
-        help="keep p >= epsilon (a probability, as Hugging Face's; 3e-4 .. 9e-4); 0 is off",
-        minimum=0.0,
-        maximum=1.0,
-        maximum_open=True,
-        slider=SliderRange(0.0, 0.01, hard_min=0.0, hard_max=0.99, fine=1e-4, coarse=1e-3),
-        short_key="eps",
-    ),
-)
+
+@dataclass(frozen=True, slots=True)
+class EpsilonCutoffParams:
+    """EpsilonCutoff's parameters, one field per setting.
+
+    Attributes:
+        epsilon_cutoff: Keep tokens with p >= epsilon (Hugging Face's `epsilon_cutoff`,
+            a probability); 0.0 is off.
+    """
+
+    epsilon_cutoff: float = setting(
+        SettingSpec(
+            "epsilon_cutoff",
+            "float",
+            default=0.0,
+            off=0.0,
+            group="cutoffs",
+            label="epsilon cut",
+            help="keep p >= epsilon (a probability, as Hugging Face's; 3e-4 .. 9e-4); 0 is off",
+            minimum=0.0,
+            maximum=1.0,
+            maximum_open=True,
+            slider=SliderRange(0.0, 0.01, hard_min=0.0, hard_max=0.99, fine=1e-4, coarse=1e-3),
+            short_key="eps",
+        )
+    )
 
 
 def cutoff_count(probs: npt.NDArray[np.float64], cutoff: float) -> int:
@@ -72,7 +83,8 @@ class EpsilonCutoff(Stateless):
     name: ClassVar[str] = "epsilon_cutoff"
     kind: ClassVar[UnitKind] = "candidates"
     placement: ClassVar[Placement] = CUTOFF
-    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    params: ClassVar[type[EpsilonCutoffParams]] = EpsilonCutoffParams
+    specs: ClassVar[tuple[SettingSpec, ...]] = specs_of(EpsilonCutoffParams)
     group_titles: ClassVar[Mapping[str, str]] = {"cutoffs": "cutoffs: top-a · tail-free · ε · η"}
     label: ClassVar[str] = "epsilon"
     row_label: ClassVar[str] = "eps"
@@ -81,12 +93,13 @@ class EpsilonCutoff(Stateless):
     @classmethod
     def is_on(cls, settings: SamplerSettings) -> bool:
         """On when settings.epsilon_cutoff > 0.0."""
-        return settings.epsilon_cutoff > 0.0
+        params = settings.of(EpsilonCutoffParams)
+        return params.epsilon_cutoff > 0.0
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> EpsilonCutoff | None:
         """Built when epsilon_cutoff is on (> 0)."""
-        return cls(settings.epsilon_cutoff) if cls.is_on(settings) else None
+        return cls(settings.of(EpsilonCutoffParams).epsilon_cutoff) if cls.is_on(settings) else None
 
     def apply(self, candidates: Candidates) -> None:
         """Cut the kept set to the tokens at least epsilon probable."""

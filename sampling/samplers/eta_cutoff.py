@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sampling.candidates import Candidates
+from sampling.params import setting, specs_of
 from sampling.placement import CUTOFF, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
@@ -31,22 +32,32 @@ from sampling.weight_floor import cut_below_weight, kept_normaliser_and_entropy
 if TYPE_CHECKING:
     from sampling.settings_record import SamplerSettings
 
-SETTINGS = (
-    SettingSpec(
-        "eta_cutoff",
-        "float",
-        default=0.0,
-        off=0.0,
-        group="cutoffs",
-        label="eta cut",
-        help="keep p >= min(eta, sqrt(eta) * exp(-entropy)) (Hugging Face's); 0 is off",
-        minimum=0.0,
-        maximum=1.0,
-        maximum_open=True,
-        slider=SliderRange(0.0, 0.01, hard_min=0.0, hard_max=0.99, fine=1e-4, coarse=1e-3),
-        short_key="eta_cut",
-    ),
-)
+
+@dataclass(frozen=True, slots=True)
+class EtaCutoffParams:
+    """EtaCutoff's parameters, one field per setting.
+
+    Attributes:
+        eta_cutoff: Keep tokens with p >= min(eta, sqrt(eta) * exp(-entropy)) (Hugging
+            Face's `eta_cutoff`); 0.0 is off.
+    """
+
+    eta_cutoff: float = setting(
+        SettingSpec(
+            "eta_cutoff",
+            "float",
+            default=0.0,
+            off=0.0,
+            group="cutoffs",
+            label="eta cut",
+            help="keep p >= min(eta, sqrt(eta) * exp(-entropy)) (Hugging Face's); 0 is off",
+            minimum=0.0,
+            maximum=1.0,
+            maximum_open=True,
+            slider=SliderRange(0.0, 0.01, hard_min=0.0, hard_max=0.99, fine=1e-4, coarse=1e-3),
+            short_key="eta_cut",
+        )
+    )
 
 
 def eta(epsilon: float, entropy: float) -> float:
@@ -71,7 +82,8 @@ class EtaCutoff(Stateless):
     name: ClassVar[str] = "eta_cutoff"
     kind: ClassVar[UnitKind] = "candidates"
     placement: ClassVar[Placement] = CUTOFF
-    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    params: ClassVar[type[EtaCutoffParams]] = EtaCutoffParams
+    specs: ClassVar[tuple[SettingSpec, ...]] = specs_of(EtaCutoffParams)
     group_titles: ClassVar[Mapping[str, str]] = {"cutoffs": "cutoffs: top-a · tail-free · ε · η"}
     label: ClassVar[str] = "eta"
     row_label: ClassVar[str] = "eta"
@@ -80,12 +92,13 @@ class EtaCutoff(Stateless):
     @classmethod
     def is_on(cls, settings: SamplerSettings) -> bool:
         """On when settings.eta_cutoff > 0.0."""
-        return settings.eta_cutoff > 0.0
+        params = settings.of(EtaCutoffParams)
+        return params.eta_cutoff > 0.0
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> EtaCutoff | None:
         """Built when eta_cutoff is on (> 0)."""
-        return cls(settings.eta_cutoff) if cls.is_on(settings) else None
+        return cls(settings.of(EtaCutoffParams).eta_cutoff) if cls.is_on(settings) else None
 
     def apply(self, candidates: Candidates) -> None:
         """Cut the kept set to the tokens at least eta probable."""

@@ -32,6 +32,7 @@ from sampling.candidates import Candidates
 from sampling.constraint import ConstraintSource, GrammarSpec, TokenConstraint
 from sampling.errors import GrammarDeadEnd, GrammarError
 from sampling.ordering import sort_descending
+from sampling.params import setting, specs_of
 from sampling.placement import CONSTRAINT, Placement
 from sampling.samplers.unit import UnitKind, UnitState
 from sampling.setting_spec import SettingSpec
@@ -40,42 +41,73 @@ if TYPE_CHECKING:
     from sampling.samplers.unit import StepContext
     from sampling.settings_record import SamplerSettings
 
-SETTINGS = (
-    SettingSpec(
-        "grammar",
-        "text",
-        default="",
-        off="",
-        group="grammar",
-        label="grammar",
-        help="a GBNF grammar (llama.cpp's format) every reply follows, applied first in"
-        " the chain (the exact distribution under it); empty is off",
-        summary_key="grammar",
-    ),
-    SettingSpec(
-        "json_schema",
-        "text",
-        default="",
-        off="",
-        group="grammar",
-        label="json schema",
-        help="a JSON schema every reply follows (converted to a grammar, applied first);"
-        " empty is off",
-        short_key="json_schema",
-        summary_key="json-schema",
-    ),
-    SettingSpec(
-        "grammar_triggers",
-        "texts",
-        default=(),
-        off=(),
-        group="grammar",
-        label="triggers",
-        help="lazy grammar: regexes searched in the reply; the grammar applies from a match"
-        " on (its text included)",
-        patterns=True,
-    ),
-)
+
+@dataclass(frozen=True, slots=True)
+class GrammarParams:
+    """Grammar's parameters, one field per setting.
+
+    Attributes:
+        grammar: A GBNF grammar or a JSON schema every reply must follow, and a lazy
+            grammar's triggers (`sampling.constraint`).
+        json_schema: A GBNF grammar or a JSON schema every reply must follow, and a lazy
+            grammar's triggers (`sampling.constraint`).
+        grammar_triggers: A GBNF grammar or a JSON schema every reply must follow, and a
+            lazy grammar's triggers (`sampling.constraint`).
+    """
+
+    grammar: str = setting(
+        SettingSpec(
+            "grammar",
+            "text",
+            default="",
+            off="",
+            group="grammar",
+            label="grammar",
+            help="a GBNF grammar (llama.cpp's format) every reply follows, applied first in"
+            " the chain (the exact distribution under it); empty is off",
+            summary_key="grammar",
+        )
+    )
+    json_schema: str = setting(
+        SettingSpec(
+            "json_schema",
+            "text",
+            default="",
+            off="",
+            group="grammar",
+            label="json schema",
+            help="a JSON schema every reply follows (converted to a grammar, applied first);"
+            " empty is off",
+            short_key="json_schema",
+            summary_key="json-schema",
+        )
+    )
+    grammar_triggers: tuple[str, ...] = setting(
+        SettingSpec(
+            "grammar_triggers",
+            "texts",
+            default=(),
+            off=(),
+            group="grammar",
+            label="triggers",
+            help="lazy grammar: regexes searched in the reply; the grammar applies from a match"
+            " on (its text included)",
+            patterns=True,
+        )
+    )
+
+    @property
+    def spec(self) -> GrammarSpec | None:
+        """The grammar these ask for; None when they ask for none.
+
+        A JSON schema wins over GBNF text when both are given (llama-server refuses
+        both; here the schema is the more specific).
+        """
+        if self.json_schema.strip():
+            return GrammarSpec("", self.json_schema, self.grammar_triggers)
+        if self.grammar.strip():
+            return GrammarSpec(self.grammar, "", self.grammar_triggers)
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,7 +143,8 @@ class Grammar:
     name: ClassVar[str] = "grammar"
     kind: ClassVar[UnitKind] = "candidates"
     placement: ClassVar[Placement] = CONSTRAINT
-    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    params: ClassVar[type[GrammarParams]] = GrammarParams
+    specs: ClassVar[tuple[SettingSpec, ...]] = specs_of(GrammarParams)
     group_titles: ClassVar[Mapping[str, str]] = {"grammar": "grammar (runs first)"}
     label: ClassVar[str] = "grammar"
     row_label: ClassVar[str] = "gramm"
@@ -128,12 +161,13 @@ class Grammar:
     @classmethod
     def is_on(cls, settings: SamplerSettings) -> bool:
         """On when bool(settings.json_schema.strip() or settings.grammar.strip())."""
-        return bool(settings.json_schema.strip() or settings.grammar.strip())
+        params = settings.of(GrammarParams)
+        return bool(params.json_schema.strip() or params.grammar.strip())
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> Grammar | None:
         """Built when the settings give a grammar or a JSON schema."""
-        spec = GrammarSpec.from_settings(settings)
+        spec = settings.of(GrammarParams).spec
         return None if spec is None else cls(spec)
 
     def begin(self, step: StepContext) -> None:

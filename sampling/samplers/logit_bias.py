@@ -14,6 +14,7 @@ import numpy as np
 
 from sampling.candidates import Candidates
 from sampling.errors import LogitsError
+from sampling.params import setting, specs_of
 from sampling.placement import FIRST, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec
@@ -21,18 +22,30 @@ from sampling.setting_spec import SettingSpec
 if TYPE_CHECKING:
     from sampling.settings_record import SamplerSettings
 
-SETTINGS = (
-    SettingSpec(
-        "logit_bias",
-        "bias",
-        default=(),
-        off=(),
-        group="bias",
-        label="logit bias",
-        help='add to token logits: "42=+2;17=-inf" (-inf bans; --logit-bias also takes text)',
-        short_key="bias",
-    ),
-)
+
+@dataclass(frozen=True, slots=True)
+class LogitBiasParams:
+    """LogitBias's parameters, one field per setting.
+
+    Attributes:
+        logit_bias: (token id, bias) pairs in id order, added to the logits before
+            anything else; -inf bans the token. Also given as a {id: bias} dict, pairs
+            in any order, or text "42=+2;17=-inf" (held as the pairs in id order; a
+            token given twice is an error).
+    """
+
+    logit_bias: tuple[tuple[int, float], ...] = setting(
+        SettingSpec(
+            "logit_bias",
+            "bias",
+            default=(),
+            off=(),
+            group="bias",
+            label="logit bias",
+            help='add to token logits: "42=+2;17=-inf" (-inf bans; --logit-bias also takes text)',
+            short_key="bias",
+        )
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +60,8 @@ class LogitBias(Stateless):
     name: ClassVar[str] = "logit_bias"
     kind: ClassVar[UnitKind] = "logits"
     placement: ClassVar[Placement] = FIRST
-    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    params: ClassVar[type[LogitBiasParams]] = LogitBiasParams
+    specs: ClassVar[tuple[SettingSpec, ...]] = specs_of(LogitBiasParams)
     group_titles: ClassVar[Mapping[str, str]] = {"bias": "logit bias"}
     label: ClassVar[str] = "ban"
     row_label: ClassVar[str] = "ban"
@@ -57,14 +71,15 @@ class LogitBias(Stateless):
     @classmethod
     def is_on(cls, settings: SamplerSettings) -> bool:
         """On when bool(settings.logit_bias)."""
-        return bool(settings.logit_bias)
+        params = settings.of(LogitBiasParams)
+        return bool(params.logit_bias)
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> LogitBias | None:
         """Built when some token has a bias."""
         if not cls.is_on(settings):
             return None
-        ids, biases = zip(*settings.logit_bias, strict=True)
+        ids, biases = zip(*settings.of(LogitBiasParams).logit_bias, strict=True)
         return cls(tuple(ids), tuple(biases))
 
     def apply(self, candidates: Candidates) -> None:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from sampling.candidates import Candidates
+from sampling.params import setting, specs_of
 from sampling.placement import IN_ORDER, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
@@ -14,22 +15,31 @@ from sampling.setting_spec import SettingSpec, SliderRange
 if TYPE_CHECKING:
     from sampling.settings_record import SamplerSettings
 
-SETTINGS = (
-    SettingSpec(
-        "min_p",
-        "float",
-        default=0.0,
-        off=0.0,
-        label="min-p",
-        help="keep p >= min_p * p_max; 0 is off",
-        minimum=0.0,
-        maximum=1.0,
-        maximum_open=True,
-        slider=SliderRange(0.0, 0.99, hard_min=0.0, hard_max=0.99, fine=0.01, coarse=0.05),
-        fixed_key="min-p",
-        variations=(0.0, 0.05, 0.1, 0.2),
-    ),
-)
+
+@dataclass(frozen=True, slots=True)
+class MinPParams:
+    """MinP's parameters, one field per setting.
+
+    Attributes:
+        min_p: Keep tokens with p_i >= min_p * p_max; 0.0 is off.
+    """
+
+    min_p: float = setting(
+        SettingSpec(
+            "min_p",
+            "float",
+            default=0.0,
+            off=0.0,
+            label="min-p",
+            help="keep p >= min_p * p_max; 0 is off",
+            minimum=0.0,
+            maximum=1.0,
+            maximum_open=True,
+            slider=SliderRange(0.0, 0.99, hard_min=0.0, hard_max=0.99, fine=0.01, coarse=0.05),
+            fixed_key="min-p",
+            variations=(0.0, 0.05, 0.1, 0.2),
+        )
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +53,8 @@ class MinP(Stateless):
     name: ClassVar[str] = "min_p"
     kind: ClassVar[UnitKind] = "candidates"
     placement: ClassVar[Placement] = IN_ORDER
-    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    params: ClassVar[type[MinPParams]] = MinPParams
+    specs: ClassVar[tuple[SettingSpec, ...]] = specs_of(MinPParams)
     group_titles: ClassVar[Mapping[str, str]] = {}
     label: ClassVar[str] = "min-p"
     row_label: ClassVar[str] = "min-p"
@@ -52,12 +63,13 @@ class MinP(Stateless):
     @classmethod
     def is_on(cls, settings: SamplerSettings) -> bool:
         """On when settings.min_p > 0.0."""
-        return settings.min_p > 0.0
+        params = settings.of(MinPParams)
+        return params.min_p > 0.0
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> MinP | None:
         """Built when min_p is on (> 0)."""
-        return cls(settings.min_p) if cls.is_on(settings) else None
+        return cls(settings.of(MinPParams).min_p) if cls.is_on(settings) else None
 
     def apply(self, candidates: Candidates) -> None:
         """Cut the kept set to the tokens at least min_p as probable as the top one."""

@@ -21,6 +21,7 @@ import numpy as np
 from sampling.candidates import Candidates
 from sampling.errors import LogitsError
 from sampling.logits import FloatArray
+from sampling.params import setting, specs_of
 from sampling.placement import BAN, Placement
 from sampling.samplers.unit import UnitKind, UnitState
 from sampling.setting_spec import SettingSpec, SliderRange
@@ -29,19 +30,29 @@ if TYPE_CHECKING:
     from sampling.samplers.unit import StepContext
     from sampling.settings_record import SamplerSettings
 
-SETTINGS = (
-    SettingSpec(
-        "min_tokens",
-        "int",
-        default=0,
-        off=0,
-        group="min_tokens",
-        label="min tokens",
-        help="ban the end-of-generation tokens until the reply has this many; 0 is off",
-        minimum=0,
-        slider=SliderRange(0, 512, hard_min=0, hard_max=1_000_000, fine=1, coarse=16),
-    ),
-)
+
+@dataclass(frozen=True, slots=True)
+class MinTokensParams:
+    """MinTokens's parameters, one field per setting.
+
+    Attributes:
+        min_tokens: Ban the end-of-generation tokens until the reply has this many
+            tokens; 0 is off.
+    """
+
+    min_tokens: int = setting(
+        SettingSpec(
+            "min_tokens",
+            "int",
+            default=0,
+            off=0,
+            group="min_tokens",
+            label="min tokens",
+            help="ban the end-of-generation tokens until the reply has this many; 0 is off",
+            minimum=0,
+            slider=SliderRange(0, 512, hard_min=0, hard_max=1_000_000, fine=1, coarse=16),
+        )
+    )
 
 
 def end_of_generation_ban(
@@ -94,7 +105,8 @@ class MinTokens:
     name: ClassVar[str] = "min_tokens"
     kind: ClassVar[UnitKind] = "logits"
     placement: ClassVar[Placement] = BAN
-    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    params: ClassVar[type[MinTokensParams]] = MinTokensParams
+    specs: ClassVar[tuple[SettingSpec, ...]] = specs_of(MinTokensParams)
     group_titles: ClassVar[Mapping[str, str]] = {"min_tokens": "min tokens: no early end"}
     label: ClassVar[str] = "min-tok"
     row_label: ClassVar[str] = "mintok"
@@ -109,12 +121,13 @@ class MinTokens:
     @classmethod
     def is_on(cls, settings: SamplerSettings) -> bool:
         """On when settings.min_tokens > 0."""
-        return settings.min_tokens > 0
+        params = settings.of(MinTokensParams)
+        return params.min_tokens > 0
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> MinTokens | None:
         """Built when min_tokens is on (> 0)."""
-        return cls(settings.min_tokens) if cls.is_on(settings) else None
+        return cls(settings.of(MinTokensParams).min_tokens) if cls.is_on(settings) else None
 
     def begin(self, step: StepContext) -> None:
         """A step begins: it counts one more token of the reply (nothing is drawn),

@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from sampling.candidates import Candidates
+from sampling.params import setting, specs_of
 from sampling.placement import REPLACES_ORDER, Placement
+from sampling.samplers.temperature import TemperatureParams
 from sampling.samplers.unit import UnitState
 from sampling.setting_spec import SettingSpec, SliderRange
 
@@ -24,44 +26,61 @@ if TYPE_CHECKING:
     from sampling.samplers.unit import StepContext, UnitKind
     from sampling.settings_record import SamplerSettings
 
-SETTINGS = (
-    SettingSpec(
-        "mirostat",
-        "int",
-        default=0,
-        off=0,
-        group="mirostat",
-        label="mirostat",
-        help="mirostat 1 or 2 (replaces the chain after temperature); 0 is off",
-        minimum=0,
-        maximum=2,
-        slider=SliderRange(0, 2, hard_min=0, hard_max=2, fine=1, coarse=2),
-    ),
-    SettingSpec(
-        "mirostat_tau",
-        "float",
-        default=5.0,
-        group="mirostat",
-        label="miro. tau",
-        help="mirostat: the target surprise in bits",
-        minimum=0.0,
-        slider=SliderRange(0.0, 10.0, hard_min=0.0, hard_max=100.0, fine=0.1, coarse=1.0),
-        short_key="tau",
-        needs="mirostat",
-    ),
-    SettingSpec(
-        "mirostat_eta",
-        "float",
-        default=0.1,
-        group="mirostat",
-        label="miro. eta",
-        help="mirostat: the learning rate of mu",
-        minimum=0.0,
-        slider=SliderRange(0.0, 1.0, hard_min=0.0, hard_max=10.0, fine=0.01, coarse=0.1),
-        short_key="eta",
-        needs="mirostat",
-    ),
-)
+
+@dataclass(frozen=True, slots=True)
+class MirostatParams:
+    """Mirostat's parameters, one field per setting.
+
+    Attributes:
+        mirostat: 0 (off), 1 or 2: after temperature, mirostat alone chooses the kept
+            set from its state mu (the `samplers` order is not used).
+        mirostat_tau: Mirostat's target surprise, in bits (mu starts at 2 * tau).
+        mirostat_eta: Mirostat's learning rate.
+    """
+
+    mirostat: int = setting(
+        SettingSpec(
+            "mirostat",
+            "int",
+            default=0,
+            off=0,
+            group="mirostat",
+            label="mirostat",
+            help="mirostat 1 or 2 (replaces the chain after temperature); 0 is off",
+            minimum=0,
+            maximum=2,
+            slider=SliderRange(0, 2, hard_min=0, hard_max=2, fine=1, coarse=2),
+        )
+    )
+    mirostat_tau: float = setting(
+        SettingSpec(
+            "mirostat_tau",
+            "float",
+            default=5.0,
+            group="mirostat",
+            label="miro. tau",
+            help="mirostat: the target surprise in bits",
+            minimum=0.0,
+            slider=SliderRange(0.0, 10.0, hard_min=0.0, hard_max=100.0, fine=0.1, coarse=1.0),
+            short_key="tau",
+            needs="mirostat",
+        )
+    )
+    mirostat_eta: float = setting(
+        SettingSpec(
+            "mirostat_eta",
+            "float",
+            default=0.1,
+            group="mirostat",
+            label="miro. eta",
+            help="mirostat: the learning rate of mu",
+            minimum=0.0,
+            slider=SliderRange(0.0, 1.0, hard_min=0.0, hard_max=10.0, fine=0.01, coarse=0.1),
+            short_key="eta",
+            needs="mirostat",
+        )
+    )
+
 
 MIROSTAT_M = 100
 """Tokens mirostat 1 estimates the Zipf exponent from (llama.cpp's common passes 100)."""
@@ -100,7 +119,8 @@ class Mirostat:
     name: ClassVar[str] = "mirostat"
     kind: ClassVar[UnitKind] = "candidates"
     placement: ClassVar[Placement] = REPLACES_ORDER
-    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    params: ClassVar[type[MirostatParams]] = MirostatParams
+    specs: ClassVar[tuple[SettingSpec, ...]] = specs_of(MirostatParams)
     group_titles: ClassVar[Mapping[str, str]] = {"mirostat": "mirostat"}
     label: ClassVar[str] = "mirostat"
     row_label: ClassVar[str] = "miro"
@@ -114,15 +134,20 @@ class Mirostat:
     @classmethod
     def is_on(cls, settings: SamplerSettings) -> bool:
         """On when settings.mirostat != 0."""
-        return settings.mirostat != 0
+        params = settings.of(MirostatParams)
+        return params.mirostat != 0
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> Mirostat | None:
         """Built when mirostat is 1 or 2."""
+        params = settings.of(MirostatParams)
         if not cls.is_on(settings):
             return None
         return cls(
-            settings.mirostat, settings.mirostat_tau, settings.mirostat_eta, settings.temperature
+            params.mirostat,
+            params.mirostat_tau,
+            params.mirostat_eta,
+            settings.of(TemperatureParams).temperature,
         )
 
     @property

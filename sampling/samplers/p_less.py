@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from sampling.candidates import Candidates
+from sampling.params import setting, specs_of
 from sampling.placement import CUTOFF, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec
@@ -34,19 +35,30 @@ from sampling.weight_floor import cut_below_weight
 if TYPE_CHECKING:
     from sampling.settings_record import SamplerSettings
 
-SETTINGS = (
-    SettingSpec(
-        "p_less",
-        "bool",
-        default=False,
-        off=False,
-        group="p_less",
-        label="p-less",
-        help="p-less sampling: keep tokens with p >= sum(p**2), no parameter (arXiv 2509.23234)",
-        choices=((False, "off"), (True, "on")),
-        summary_key="p-less",
-    ),
-)
+
+@dataclass(frozen=True, slots=True)
+class PLessParams:
+    """PLess's parameters, one field per setting.
+
+    Attributes:
+        p_less: p-less sampling: keep the tokens with p >= sum(p²) (no parameter).
+    """
+
+    p_less: bool = setting(
+        SettingSpec(
+            "p_less",
+            "bool",
+            default=False,
+            off=False,
+            group="p_less",
+            label="p-less",
+            help=(
+                "p-less sampling: keep tokens with p >= sum(p**2), no parameter (arXiv 2509.23234)"
+            ),
+            choices=((False, "off"), (True, "on")),
+            summary_key="p-less",
+        )
+    )
 
 
 def p_less_threshold(probs: np.ndarray) -> float:
@@ -61,7 +73,8 @@ class PLess(Stateless):
     name: ClassVar[str] = "p_less"
     kind: ClassVar[UnitKind] = "candidates"
     placement: ClassVar[Placement] = CUTOFF
-    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    params: ClassVar[type[PLessParams]] = PLessParams
+    specs: ClassVar[tuple[SettingSpec, ...]] = specs_of(PLessParams)
     group_titles: ClassVar[Mapping[str, str]] = {"p_less": "p-less: no parameter"}
     label: ClassVar[str] = "p-less"
     row_label: ClassVar[str] = "p-less"
@@ -69,7 +82,8 @@ class PLess(Stateless):
     @classmethod
     def is_on(cls, settings: SamplerSettings) -> bool:
         """On when settings.p_less is."""
-        return settings.p_less
+        params = settings.of(PLessParams)
+        return params.p_less
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> PLess | None:

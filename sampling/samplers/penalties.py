@@ -17,6 +17,7 @@ import numpy.typing as npt
 from sampling.candidates import Candidates
 from sampling.errors import LogitsError
 from sampling.logits import History, within_float64_span
+from sampling.params import setting, specs_of
 from sampling.placement import IN_ORDER, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
@@ -24,59 +25,87 @@ from sampling.setting_spec import SettingSpec, SliderRange
 if TYPE_CHECKING:
     from sampling.settings_record import SamplerSettings
 
-SETTINGS = (
-    SettingSpec(
-        "repeat_penalty",
-        "float",
-        default=1.0,
-        group="penalties",
-        off=1.0,
-        label="rep. penalty",
-        help="repeat penalty; 1 is off",
-        minimum=0.0,
-        minimum_open=True,
-        slider=SliderRange(0.5, 2.0, hard_min=0.5, hard_max=10.0, fine=0.01, coarse=0.1),
-        short_key="rep",
-        fixed_key="rep",
-        needs="repeat_last_n",
-        variations=(1.0, 1.1, 1.3, 1.5),
-    ),
-    SettingSpec(
-        "repeat_last_n",
-        "int",
-        default=0,
-        group="penalties",
-        off=0,
-        label="rep. last-n",
-        help="tokens the penalties see; 0 is off",
-        minimum=0,
-        slider=SliderRange(0, 512, hard_min=0, hard_max=1_000_000, fine=1, coarse=16),
-    ),
-    SettingSpec(
-        "frequency_penalty",
-        "float",
-        default=0.0,
-        group="penalties",
-        off=0.0,
-        label="freq penalty",
-        help="subtract count * f",
-        slider=SliderRange(-2.0, 2.0, hard_min=-2.0, hard_max=2.0, fine=0.01, coarse=0.1),
-        short_key="freq",
-        needs="repeat_last_n",
-    ),
-    SettingSpec(
-        "presence_penalty",
-        "float",
-        default=0.0,
-        group="penalties",
-        off=0.0,
-        label="pres penalty",
-        help="subtract it once if seen",
-        slider=SliderRange(-2.0, 2.0, hard_min=-2.0, hard_max=2.0, fine=0.01, coarse=0.1),
-        short_key="pres",
-        needs="repeat_last_n",
-    ),
-)
+
+@dataclass(frozen=True, slots=True)
+class PenaltiesParams:
+    """Penalties's parameters, one field per setting.
+
+    Attributes:
+        repeat_penalty: Over the last `repeat_last_n` tokens, each distinct token once:
+            a positive logit is divided by it, a non-positive one multiplied.
+        repeat_last_n: How many recent tokens (prompt included) the penalties see.
+        frequency_penalty: Subtract count * frequency_penalty from a seen token's logit.
+        presence_penalty: Subtract presence_penalty from every seen token's logit.
+    """
+
+    repeat_penalty: float = setting(
+        SettingSpec(
+            "repeat_penalty",
+            "float",
+            default=1.0,
+            group="penalties",
+            off=1.0,
+            label="rep. penalty",
+            help="repeat penalty; 1 is off",
+            minimum=0.0,
+            minimum_open=True,
+            slider=SliderRange(0.5, 2.0, hard_min=0.5, hard_max=10.0, fine=0.01, coarse=0.1),
+            short_key="rep",
+            fixed_key="rep",
+            needs="repeat_last_n",
+            variations=(1.0, 1.1, 1.3, 1.5),
+        )
+    )
+    repeat_last_n: int = setting(
+        SettingSpec(
+            "repeat_last_n",
+            "int",
+            default=0,
+            group="penalties",
+            off=0,
+            label="rep. last-n",
+            help="tokens the penalties see; 0 is off",
+            minimum=0,
+            slider=SliderRange(0, 512, hard_min=0, hard_max=1_000_000, fine=1, coarse=16),
+        )
+    )
+    frequency_penalty: float = setting(
+        SettingSpec(
+            "frequency_penalty",
+            "float",
+            default=0.0,
+            group="penalties",
+            off=0.0,
+            label="freq penalty",
+            help="subtract count * f",
+            slider=SliderRange(-2.0, 2.0, hard_min=-2.0, hard_max=2.0, fine=0.01, coarse=0.1),
+            short_key="freq",
+            needs="repeat_last_n",
+        )
+    )
+    presence_penalty: float = setting(
+        SettingSpec(
+            "presence_penalty",
+            "float",
+            default=0.0,
+            group="penalties",
+            off=0.0,
+            label="pres penalty",
+            help="subtract it once if seen",
+            slider=SliderRange(-2.0, 2.0, hard_min=-2.0, hard_max=2.0, fine=0.01, coarse=0.1),
+            short_key="pres",
+            needs="repeat_last_n",
+        )
+    )
+
+    @property
+    def penalizes(self) -> bool:
+        """Whether any penalty can change a logit."""
+        return self.repeat_last_n > 0 and (
+            self.repeat_penalty != 1.0
+            or self.frequency_penalty != 0.0
+            or self.presence_penalty != 0.0
+        )
 
 
 _LARGEST_FLOAT64 = float(np.finfo(np.float64).max)
@@ -90,13 +119,14 @@ def penalty_window(history: History, settings: SamplerSettings) -> npt.NDArray[n
             other than integer token ids (a float, NaN, a string, None, an integer
             beyond int64).
     """
+    params = settings.of(PenaltiesParams)
     if isinstance(history, str | bytes) or not hasattr(history, "__len__"):
         raise LogitsError(
             f"the history must be a sequence of token ids, not {type(history).__name__}"
         )
-    if settings.repeat_last_n == 0 or len(history) == 0:
+    if params.repeat_last_n == 0 or len(history) == 0:
         return np.empty(0, dtype=np.int64)
-    window = history[-min(settings.repeat_last_n, len(history)) :]
+    window = history[-min(params.repeat_last_n, len(history)) :]
     try:
         array = np.asarray(window)
     except (TypeError, ValueError, OverflowError):
@@ -151,7 +181,7 @@ def penalized_logits(
     Raises:
         LogitsError: A history token id lies outside the vocabulary.
     """
-    if not settings.penalizes:
+    if not settings.of(PenaltiesParams).penalizes:
         return logits
     window = penalty_window(history, settings)
     if window.size == 0:
@@ -190,11 +220,12 @@ _LARGEST_FLOAT32 = float(np.finfo(np.float32).max)
 
 def _moderate(settings: SamplerSettings) -> bool:
     """Whether the penalties cannot overflow float64 on float32 logits."""
+    params = settings.of(PenaltiesParams)
     low, high = _MODERATE_REPEAT
     return (
-        low <= settings.repeat_penalty <= high
-        and abs(settings.frequency_penalty) <= _MODERATE_AMOUNT
-        and abs(settings.presence_penalty) <= _MODERATE_AMOUNT
+        low <= params.repeat_penalty <= high
+        and abs(params.frequency_penalty) <= _MODERATE_AMOUNT
+        and abs(params.presence_penalty) <= _MODERATE_AMOUNT
     )
 
 
@@ -209,13 +240,14 @@ def _moderately_penalized(
     Returns None when a penalised value falls outside float32's finite range or a
     window token's logit is -inf: `_extremely_penalized` handles those.
     """
+    params = settings.of(PenaltiesParams)
     values = logits[token_ids].astype(np.float64)
-    if settings.repeat_penalty != 1.0:
+    if params.repeat_penalty != 1.0:
         values = np.where(
-            values > 0, values / settings.repeat_penalty, values * settings.repeat_penalty
+            values > 0, values / params.repeat_penalty, values * params.repeat_penalty
         )
-    if settings.frequency_penalty != 0.0 or settings.presence_penalty != 0.0:
-        values -= counts * settings.frequency_penalty + settings.presence_penalty
+    if params.frequency_penalty != 0.0 or params.presence_penalty != 0.0:
+        values -= counts * params.frequency_penalty + params.presence_penalty
     if float(values.min()) < -_LARGEST_FLOAT32 or float(values.max()) > _LARGEST_FLOAT32:
         return None  # also when a window token's logit is -inf
     penalized = logits.copy()
@@ -230,6 +262,7 @@ def _extremely_penalized(
     counts: npt.NDArray[np.intp],
 ) -> npt.NDArray[np.floating]:
     """The penalties with every guard: any logits' type, any penalty, -inf logits."""
+    params = settings.of(PenaltiesParams)
     penalized = logits.copy()
     largest = float(np.finfo(penalized.dtype).max)
     values = penalized[token_ids].astype(np.float64)
@@ -237,12 +270,12 @@ def _extremely_penalized(
     # Overflow goes to ±inf and is clipped back after each step, so no inf - inf
     # can make a NaN.
     with np.errstate(over="ignore"):
-        if settings.repeat_penalty != 1.0:
+        if params.repeat_penalty != 1.0:
             values = np.where(
-                values > 0, values / settings.repeat_penalty, values * settings.repeat_penalty
+                values > 0, values / params.repeat_penalty, values * params.repeat_penalty
             )
             np.clip(values, -largest, largest, out=values)
-        amounts = counts * settings.frequency_penalty + settings.presence_penalty
+        amounts = counts * params.frequency_penalty + params.presence_penalty
         values -= np.clip(amounts, -_LARGEST_FLOAT64, _LARGEST_FLOAT64)
     np.clip(values, -largest, largest, out=values)
     values[masked] = -np.inf
@@ -263,7 +296,8 @@ class Penalties(Stateless):
     name: ClassVar[str] = "penalties"
     kind: ClassVar[UnitKind] = "logits"
     placement: ClassVar[Placement] = IN_ORDER
-    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    params: ClassVar[type[PenaltiesParams]] = PenaltiesParams
+    specs: ClassVar[tuple[SettingSpec, ...]] = specs_of(PenaltiesParams)
     group_titles: ClassVar[Mapping[str, str]] = {"penalties": "penalties"}
     label: ClassVar[str] = "penalties"
     row_label: ClassVar[str] = "pen."
@@ -271,8 +305,8 @@ class Penalties(Stateless):
 
     @classmethod
     def is_on(cls, settings: SamplerSettings) -> bool:
-        """On when settings.penalizes."""
-        return settings.penalizes
+        """On when any penalty can change a logit."""
+        return settings.of(PenaltiesParams).penalizes
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> Penalties | None:

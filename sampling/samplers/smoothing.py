@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sampling.candidates import Candidates
+from sampling.params import setting, specs_of
 from sampling.placement import Placement, right_after
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
@@ -35,33 +36,47 @@ from sampling.weights import scaled_gaps
 if TYPE_CHECKING:
     from sampling.settings_record import SamplerSettings
 
-SETTINGS = (
-    SettingSpec(
-        "smoothing_factor",
-        "float",
-        default=0.0,
-        off=0.0,
-        group="smoothing",
-        label="smoothing",
-        help="quadratic sampling's factor, after the temperature; 0 is off",
-        minimum=0.0,
-        slider=SliderRange(0.0, 2.0, hard_min=0.0, hard_max=100.0, fine=0.01, coarse=0.1),
-        short_key="smooth",
-    ),
-    SettingSpec(
-        "smoothing_curve",
-        "float",
-        default=1.0,
-        group="smoothing",
-        label="smooth curve",
-        help="quadratic sampling's curve: 1 is the plain quadratic, up to 3",
-        minimum=1.0,
-        maximum=3.0,
-        slider=SliderRange(1.0, 3.0, hard_min=1.0, hard_max=3.0, fine=0.01, coarse=0.25),
-        short_key="smooth_curve",
-        needs="smoothing_factor",
-    ),
-)
+
+@dataclass(frozen=True, slots=True)
+class SmoothingParams:
+    """Smoothing's parameters, one field per setting.
+
+    Attributes:
+        smoothing_factor: Quadratic sampling's factor (text-generation-webui); 0.0 is
+            off.
+        smoothing_curve: Quadratic sampling's curve, from 1 (plain quadratic) to 3.
+    """
+
+    smoothing_factor: float = setting(
+        SettingSpec(
+            "smoothing_factor",
+            "float",
+            default=0.0,
+            off=0.0,
+            group="smoothing",
+            label="smoothing",
+            help="quadratic sampling's factor, after the temperature; 0 is off",
+            minimum=0.0,
+            slider=SliderRange(0.0, 2.0, hard_min=0.0, hard_max=100.0, fine=0.01, coarse=0.1),
+            short_key="smooth",
+        )
+    )
+    smoothing_curve: float = setting(
+        SettingSpec(
+            "smoothing_curve",
+            "float",
+            default=1.0,
+            group="smoothing",
+            label="smooth curve",
+            help="quadratic sampling's curve: 1 is the plain quadratic, up to 3",
+            minimum=1.0,
+            maximum=3.0,
+            slider=SliderRange(1.0, 3.0, hard_min=1.0, hard_max=3.0, fine=0.01, coarse=0.25),
+            short_key="smooth_curve",
+            needs="smoothing_factor",
+        )
+    )
+
 
 SMOOTHING_CURVE_RANGE = (1.0, 3.0)
 """The curves whose transform keeps the order of the tokens."""
@@ -116,7 +131,8 @@ class Smoothing(Stateless):
     name: ClassVar[str] = "smoothing"
     kind: ClassVar[UnitKind] = "candidates"
     placement: ClassVar[Placement] = right_after("temperature")
-    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    params: ClassVar[type[SmoothingParams]] = SmoothingParams
+    specs: ClassVar[tuple[SettingSpec, ...]] = specs_of(SmoothingParams)
     group_titles: ClassVar[Mapping[str, str]] = {"smoothing": "smoothing: quadratic sampling"}
     label: ClassVar[str] = "smooth"
     row_label: ClassVar[str] = "smooth"
@@ -126,14 +142,16 @@ class Smoothing(Stateless):
     @classmethod
     def is_on(cls, settings: SamplerSettings) -> bool:
         """On when settings.smoothing_factor > 0.0."""
-        return settings.smoothing_factor > 0.0
+        params = settings.of(SmoothingParams)
+        return params.smoothing_factor > 0.0
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> Smoothing | None:
         """Built when smoothing_factor is on (> 0)."""
+        params = settings.of(SmoothingParams)
         if not cls.is_on(settings):
             return None
-        return cls(settings.smoothing_factor, settings.smoothing_curve)
+        return cls(params.smoothing_factor, params.smoothing_curve)
 
     def apply(self, candidates: Candidates) -> None:
         """Replace the kept set's logits by their smoothed copy."""

@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from sampling.candidates import Candidates
 from sampling.ordering import IdArray, descending_bands
+from sampling.params import setting, specs_of
 from sampling.placement import CUTOFF, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
@@ -30,20 +31,30 @@ from sampling.weights import vocabulary_weights, weights_of
 if TYPE_CHECKING:
     from sampling.settings_record import SamplerSettings
 
-SETTINGS = (
-    SettingSpec(
-        "tfs",
-        "float",
-        default=1.0,
-        off=1.0,
-        group="cutoffs",
-        label="tail-free z",
-        help="tail-free sampling: keep the head up to where the curve flattens; 1 is off",
-        minimum=0.0,
-        maximum=1.0,
-        slider=SliderRange(0.0, 1.0, hard_min=0.0, hard_max=1.0, fine=0.01, coarse=0.05),
-    ),
-)
+
+@dataclass(frozen=True, slots=True)
+class TailFreeParams:
+    """TailFree's parameters, one field per setting.
+
+    Attributes:
+        tfs: Tail-free sampling's z (KoboldCpp's `tfs`); 1.0 is off.
+    """
+
+    tfs: float = setting(
+        SettingSpec(
+            "tfs",
+            "float",
+            default=1.0,
+            off=1.0,
+            group="cutoffs",
+            label="tail-free z",
+            help="tail-free sampling: keep the head up to where the curve flattens; 1 is off",
+            minimum=0.0,
+            maximum=1.0,
+            slider=SliderRange(0.0, 1.0, hard_min=0.0, hard_max=1.0, fine=0.01, coarse=0.05),
+        )
+    )
+
 
 _FLAT_CURVE = 1e-6
 """At most this much total curvature: the second differences count as equal."""
@@ -120,7 +131,8 @@ class TailFree(Stateless):
     name: ClassVar[str] = "tfs"
     kind: ClassVar[UnitKind] = "candidates"
     placement: ClassVar[Placement] = CUTOFF
-    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    params: ClassVar[type[TailFreeParams]] = TailFreeParams
+    specs: ClassVar[tuple[SettingSpec, ...]] = specs_of(TailFreeParams)
     group_titles: ClassVar[Mapping[str, str]] = {"cutoffs": "cutoffs: top-a · tail-free · ε · η"}
     label: ClassVar[str] = "tfs"
     row_label: ClassVar[str] = "tfs"
@@ -129,12 +141,13 @@ class TailFree(Stateless):
     @classmethod
     def is_on(cls, settings: SamplerSettings) -> bool:
         """On when settings.tfs < 1.0."""
-        return settings.tfs < 1.0
+        params = settings.of(TailFreeParams)
+        return params.tfs < 1.0
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> TailFree | None:
         """Built when tfs is on (< 1)."""
-        return cls(settings.tfs) if cls.is_on(settings) else None
+        return cls(settings.of(TailFreeParams).tfs) if cls.is_on(settings) else None
 
     def apply(self, candidates: Candidates) -> None:
         """Cut the kept set where the tail begins."""

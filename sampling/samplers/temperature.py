@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from sampling.candidates import Candidates
+from sampling.params import setting, specs_of
 from sampling.placement import IN_ORDER, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
@@ -17,56 +18,76 @@ from sampling.setting_spec import SettingSpec, SliderRange
 if TYPE_CHECKING:
     from sampling.settings_record import SamplerSettings
 
-SETTINGS = (
-    SettingSpec(
-        "temperature",
-        "float",
-        default=1.0,
-        label="temperature",
-        help="temperature; 0 is greedy",
-        minimum=0.0,
-        slider=SliderRange(0.0, 2.0, hard_min=0.0, hard_max=100.0, fine=0.01, coarse=0.1),
-        short_key="t",
-        short_flag="-t",
-        fixed_key="T",
-        variations=(0.5, 0.8, 1.2, 1.5),
-    ),
-    SettingSpec(
-        "temperature_last",
-        "bool",
-        default=False,
-        off=False,
-        label="temperature",
-        help="run temperature last whatever the chain order says",
-        choices=((False, "in order"), (True, "last")),
-        summary_key="t-last",
-        needs="temperature",
-    ),
-    SettingSpec(
-        "dynatemp_range",
-        "float",
-        default=0.0,
-        off=0.0,
-        group="dynatemp",
-        label="dynatemp +-",
-        help="dynamic temperature: temperature +- range, by the entropy; 0 is off",
-        minimum=0.0,
-        slider=SliderRange(0.0, 2.0, hard_min=0.0, hard_max=100.0, fine=0.01, coarse=0.1),
-        short_key="dyn",
-    ),
-    SettingSpec(
-        "dynatemp_exponent",
-        "float",
-        default=1.0,
-        group="dynatemp",
-        label="dynatemp exp",
-        help="dynamic temperature: how the normalised entropy maps to it",
-        minimum=0.0,
-        slider=SliderRange(0.0, 4.0, hard_min=0.0, hard_max=100.0, fine=0.01, coarse=0.25),
-        short_key="dyn_exp",
-        needs="dynatemp_range",
-    ),
-)
+
+@dataclass(frozen=True, slots=True)
+class TemperatureParams:
+    """Temperature's parameters, one field per setting.
+
+    Attributes:
+        temperature: Divides the logits; below 1e-6 (0 included) means greedy argmax.
+        temperature_last: Run "temperature" last whatever its place in `samplers` (off:
+            it runs where `samplers` puts it).
+        dynatemp_range: Dynamic temperature: temperature +- range by the kept set's
+            normalised entropy; 0.0 is off.
+        dynatemp_exponent: The entropy's exponent in the dynamic temperature.
+    """
+
+    temperature: float = setting(
+        SettingSpec(
+            "temperature",
+            "float",
+            default=1.0,
+            label="temperature",
+            help="temperature; 0 is greedy",
+            minimum=0.0,
+            slider=SliderRange(0.0, 2.0, hard_min=0.0, hard_max=100.0, fine=0.01, coarse=0.1),
+            short_key="t",
+            short_flag="-t",
+            fixed_key="T",
+            variations=(0.5, 0.8, 1.2, 1.5),
+        )
+    )
+    temperature_last: bool = setting(
+        SettingSpec(
+            "temperature_last",
+            "bool",
+            default=False,
+            off=False,
+            label="temperature",
+            help="run temperature last whatever the chain order says",
+            choices=((False, "in order"), (True, "last")),
+            summary_key="t-last",
+            needs="temperature",
+        )
+    )
+    dynatemp_range: float = setting(
+        SettingSpec(
+            "dynatemp_range",
+            "float",
+            default=0.0,
+            off=0.0,
+            group="dynatemp",
+            label="dynatemp +-",
+            help="dynamic temperature: temperature +- range, by the entropy; 0 is off",
+            minimum=0.0,
+            slider=SliderRange(0.0, 2.0, hard_min=0.0, hard_max=100.0, fine=0.01, coarse=0.1),
+            short_key="dyn",
+        )
+    )
+    dynatemp_exponent: float = setting(
+        SettingSpec(
+            "dynatemp_exponent",
+            "float",
+            default=1.0,
+            group="dynatemp",
+            label="dynatemp exp",
+            help="dynamic temperature: how the normalised entropy maps to it",
+            minimum=0.0,
+            slider=SliderRange(0.0, 4.0, hard_min=0.0, hard_max=100.0, fine=0.01, coarse=0.25),
+            short_key="dyn_exp",
+            needs="dynatemp_range",
+        )
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +109,8 @@ class Temperature(Stateless):
     name: ClassVar[str] = "temperature"
     kind: ClassVar[UnitKind] = "candidates"
     placement: ClassVar[Placement] = IN_ORDER
-    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    params: ClassVar[type[TemperatureParams]] = TemperatureParams
+    specs: ClassVar[tuple[SettingSpec, ...]] = specs_of(TemperatureParams)
     group_titles: ClassVar[Mapping[str, str]] = {"dynatemp": "dynamic temperature"}
     label: ClassVar[str] = "temp"
     row_label: ClassVar[str] = "temp"
@@ -104,9 +126,10 @@ class Temperature(Stateless):
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> Temperature | None:
         """Built unless the temperature means greedy."""
+        params = settings.of(TemperatureParams)
         if not cls.is_on(settings):
             return None
-        return cls(settings.temperature, settings.dynatemp_range, settings.dynatemp_exponent)
+        return cls(params.temperature, params.dynatemp_range, params.dynatemp_exponent)
 
     def apply(self, candidates: Candidates) -> None:
         """Read everything from here on at this (or the dynamic) temperature."""

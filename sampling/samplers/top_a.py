@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sampling.candidates import Candidates
+from sampling.params import setting, specs_of
 from sampling.placement import CUTOFF, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
@@ -27,20 +28,29 @@ from sampling.weight_floor import cut_below_weight, kept_normaliser
 if TYPE_CHECKING:
     from sampling.settings_record import SamplerSettings
 
-SETTINGS = (
-    SettingSpec(
-        "top_a",
-        "float",
-        default=0.0,
-        off=0.0,
-        group="cutoffs",
-        label="top-a",
-        help="keep p >= top_a * p_max**2 (KoboldCpp); 0 is off",
-        minimum=0.0,
-        maximum=1.0,
-        slider=SliderRange(0.0, 1.0, hard_min=0.0, hard_max=1.0, fine=0.01, coarse=0.05),
-    ),
-)
+
+@dataclass(frozen=True, slots=True)
+class TopAParams:
+    """TopA's parameters, one field per setting.
+
+    Attributes:
+        top_a: Keep tokens with p >= top_a * p_max² (KoboldCpp); 0.0 is off.
+    """
+
+    top_a: float = setting(
+        SettingSpec(
+            "top_a",
+            "float",
+            default=0.0,
+            off=0.0,
+            group="cutoffs",
+            label="top-a",
+            help="keep p >= top_a * p_max**2 (KoboldCpp); 0 is off",
+            minimum=0.0,
+            maximum=1.0,
+            slider=SliderRange(0.0, 1.0, hard_min=0.0, hard_max=1.0, fine=0.01, coarse=0.05),
+        )
+    )
 
 
 def top_a_count(probs: npt.NDArray[np.float64], a: float) -> int:
@@ -71,7 +81,8 @@ class TopA(Stateless):
     name: ClassVar[str] = "top_a"
     kind: ClassVar[UnitKind] = "candidates"
     placement: ClassVar[Placement] = CUTOFF
-    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    params: ClassVar[type[TopAParams]] = TopAParams
+    specs: ClassVar[tuple[SettingSpec, ...]] = specs_of(TopAParams)
     group_titles: ClassVar[Mapping[str, str]] = {"cutoffs": "cutoffs: top-a · tail-free · ε · η"}
     label: ClassVar[str] = "top-a"
     row_label: ClassVar[str] = "top-a"
@@ -80,12 +91,13 @@ class TopA(Stateless):
     @classmethod
     def is_on(cls, settings: SamplerSettings) -> bool:
         """On when settings.top_a > 0.0."""
-        return settings.top_a > 0.0
+        params = settings.of(TopAParams)
+        return params.top_a > 0.0
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> TopA | None:
         """Built when top_a is on (> 0)."""
-        return cls(settings.top_a) if cls.is_on(settings) else None
+        return cls(settings.of(TopAParams).top_a) if cls.is_on(settings) else None
 
     def apply(self, candidates: Candidates) -> None:
         """Cut the kept set to the tokens with p >= a * p_max²."""

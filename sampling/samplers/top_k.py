@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from sampling.candidates import Candidates
+from sampling.params import setting, specs_of
 from sampling.placement import IN_ORDER, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
@@ -14,22 +15,31 @@ from sampling.setting_spec import SettingSpec, SliderRange
 if TYPE_CHECKING:
     from sampling.settings_record import SamplerSettings
 
-SETTINGS = (
-    SettingSpec(
-        "top_k",
-        "int",
-        default=0,
-        off=0,
-        label="top-k",
-        help="keep the k most probable tokens; 0 is off",
-        minimum=0,
-        slider=SliderRange(0, 100, hard_min=0, hard_max=1_000_000, fine=1, coarse=10),
-        short_key="k",
-        short_flag="-k",
-        fixed_key="k",
-        variations=(1, 10, 40, 0),
-    ),
-)
+
+@dataclass(frozen=True, slots=True)
+class TopKParams:
+    """TopK's parameters, one field per setting.
+
+    Attributes:
+        top_k: Keep the k most probable tokens; 0 turns it off.
+    """
+
+    top_k: int = setting(
+        SettingSpec(
+            "top_k",
+            "int",
+            default=0,
+            off=0,
+            label="top-k",
+            help="keep the k most probable tokens; 0 is off",
+            minimum=0,
+            slider=SliderRange(0, 100, hard_min=0, hard_max=1_000_000, fine=1, coarse=10),
+            short_key="k",
+            short_flag="-k",
+            fixed_key="k",
+            variations=(1, 10, 40, 0),
+        )
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +53,8 @@ class TopK(Stateless):
     name: ClassVar[str] = "top_k"
     kind: ClassVar[UnitKind] = "candidates"
     placement: ClassVar[Placement] = IN_ORDER
-    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    params: ClassVar[type[TopKParams]] = TopKParams
+    specs: ClassVar[tuple[SettingSpec, ...]] = specs_of(TopKParams)
     group_titles: ClassVar[Mapping[str, str]] = {}
     label: ClassVar[str] = "top-k"
     row_label: ClassVar[str] = "top-k"
@@ -52,12 +63,13 @@ class TopK(Stateless):
     @classmethod
     def is_on(cls, settings: SamplerSettings) -> bool:
         """On when settings.top_k > 0."""
-        return settings.top_k > 0
+        params = settings.of(TopKParams)
+        return params.top_k > 0
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> TopK | None:
         """Built when top_k is on (> 0)."""
-        return cls(settings.top_k) if cls.is_on(settings) else None
+        return cls(settings.of(TopKParams).top_k) if cls.is_on(settings) else None
 
     def apply(self, candidates: Candidates) -> None:
         """Keep the first k of the order."""

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from sampling.candidates import Candidates
+from sampling.params import setting, specs_of
 from sampling.placement import IN_ORDER, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
@@ -20,21 +21,30 @@ from sampling.setting_spec import SettingSpec, SliderRange
 if TYPE_CHECKING:
     from sampling.settings_record import SamplerSettings
 
-SETTINGS = (
-    SettingSpec(
-        "top_n_sigma",
-        "float",
-        default=-1.0,
-        off=-1.0,
-        off_at_or_below=0.0,
-        group="typical",
-        label="top-n-sigma",
-        help="keep logits within n standard deviations of the top; <= 0 is off",
-        minimum=-1.0,
-        slider=SliderRange(-1.0, 5.0, hard_min=-1.0, hard_max=100.0, fine=0.05, coarse=0.5),
-        short_key="nsigma",
-    ),
-)
+
+@dataclass(frozen=True, slots=True)
+class TopNSigmaParams:
+    """TopNSigma's parameters, one field per setting.
+
+    Attributes:
+        top_n_sigma: Keep logits >= max - n * std of the kept logits; <= 0 is off.
+    """
+
+    top_n_sigma: float = setting(
+        SettingSpec(
+            "top_n_sigma",
+            "float",
+            default=-1.0,
+            off=-1.0,
+            off_at_or_below=0.0,
+            group="typical",
+            label="top-n-sigma",
+            help="keep logits within n standard deviations of the top; <= 0 is off",
+            minimum=-1.0,
+            slider=SliderRange(-1.0, 5.0, hard_min=-1.0, hard_max=100.0, fine=0.05, coarse=0.5),
+            short_key="nsigma",
+        )
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +58,8 @@ class TopNSigma(Stateless):
     name: ClassVar[str] = "top_n_sigma"
     kind: ClassVar[UnitKind] = "candidates"
     placement: ClassVar[Placement] = IN_ORDER
-    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    params: ClassVar[type[TopNSigmaParams]] = TopNSigmaParams
+    specs: ClassVar[tuple[SettingSpec, ...]] = specs_of(TopNSigmaParams)
     group_titles: ClassVar[Mapping[str, str]] = {"typical": "typical-p · top-n-σ"}
     label: ClassVar[str] = "top-n-σ"
     row_label: ClassVar[str] = "top-nσ"
@@ -57,12 +68,13 @@ class TopNSigma(Stateless):
     @classmethod
     def is_on(cls, settings: SamplerSettings) -> bool:
         """On when settings.top_n_sigma > 0.0."""
-        return settings.top_n_sigma > 0.0
+        params = settings.of(TopNSigmaParams)
+        return params.top_n_sigma > 0.0
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> TopNSigma | None:
         """Built when top_n_sigma is on (> 0)."""
-        return cls(settings.top_n_sigma) if cls.is_on(settings) else None
+        return cls(settings.of(TopNSigmaParams).top_n_sigma) if cls.is_on(settings) else None
 
     def apply(self, candidates: Candidates) -> None:
         """Cut the kept set to the logits within n standard deviations of the top."""

@@ -4,44 +4,62 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from sampling.candidates import Candidates
+from sampling.params import setting, specs_of
 from sampling.placement import IN_ORDER, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
-    from sampling.settings_record import SamplerSettings, TopPScope
+    from sampling.settings_record import SamplerSettings
 
-SETTINGS = (
-    SettingSpec(
-        "top_p",
-        "float",
-        default=1.0,
-        off=1.0,
-        label="top-p",
-        help="nucleus: keep the mass p; 1 is off",
-        minimum=0.0,
-        minimum_open=True,
-        maximum=1.0,
-        slider=SliderRange(0.01, 1.0, hard_min=0.01, hard_max=1.0, fine=0.01, coarse=0.05),
-        short_key="p",
-        short_flag="-p",
-        fixed_key="p",
-        variations=(0.5, 0.8, 0.95, 1.0),
-    ),
-    SettingSpec(
-        "top_p_scope",
-        "choice",
-        default="kept",
-        off="kept",
-        label="top-p scope",
-        help="measure p after top-k renormalises, or on the vocabulary",
-        choices=(("kept", "kept"), ("vocab", "vocab")),
-        needs="top_p",
-    ),
-)
+TopPScope = Literal["kept", "vocab"]
+"""Where top-p measures its mass: "kept" after the cuts before it, "vocab" against the
+whole vocabulary (candle's TopKThenTopP)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TopPParams:
+    """TopP's parameters, one field per setting.
+
+    Attributes:
+        top_p: Keep the shortest most-probable prefix whose mass reaches p; 1.0 is off.
+        top_p_scope: "kept" measures p after top-k renormalises; "vocab" against the
+            whole-vocabulary mass (candle's TopKThenTopP).
+    """
+
+    top_p: float = setting(
+        SettingSpec(
+            "top_p",
+            "float",
+            default=1.0,
+            off=1.0,
+            label="top-p",
+            help="nucleus: keep the mass p; 1 is off",
+            minimum=0.0,
+            minimum_open=True,
+            maximum=1.0,
+            slider=SliderRange(0.01, 1.0, hard_min=0.01, hard_max=1.0, fine=0.01, coarse=0.05),
+            short_key="p",
+            short_flag="-p",
+            fixed_key="p",
+            variations=(0.5, 0.8, 0.95, 1.0),
+        )
+    )
+    top_p_scope: TopPScope = setting(
+        SettingSpec(
+            "top_p_scope",
+            "choice",
+            default="kept",
+            off="kept",
+            label="top-p scope",
+            help="measure p after top-k renormalises, or on the vocabulary",
+            choices=(("kept", "kept"), ("vocab", "vocab")),
+            needs="top_p",
+        )
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +75,8 @@ class TopP(Stateless):
     name: ClassVar[str] = "top_p"
     kind: ClassVar[UnitKind] = "candidates"
     placement: ClassVar[Placement] = IN_ORDER
-    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    params: ClassVar[type[TopPParams]] = TopPParams
+    specs: ClassVar[tuple[SettingSpec, ...]] = specs_of(TopPParams)
     group_titles: ClassVar[Mapping[str, str]] = {}
     label: ClassVar[str] = "top-p"
     row_label: ClassVar[str] = "top-p"
@@ -67,12 +86,14 @@ class TopP(Stateless):
     @classmethod
     def is_on(cls, settings: SamplerSettings) -> bool:
         """On when settings.top_p < 1.0."""
-        return settings.top_p < 1.0
+        params = settings.of(TopPParams)
+        return params.top_p < 1.0
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> TopP | None:
         """Built when top_p is on (< 1)."""
-        return cls(settings.top_p, settings.top_p_scope) if cls.is_on(settings) else None
+        params = settings.of(TopPParams)
+        return cls(params.top_p, params.top_p_scope) if cls.is_on(settings) else None
 
     def apply(self, candidates: Candidates) -> None:
         """Cut the kept set to the prefix that reaches p."""

@@ -13,6 +13,7 @@ import numpy.typing as npt
 
 from sampling.candidates import Candidates
 from sampling.ordering import stable_argsort
+from sampling.params import setting, specs_of
 from sampling.placement import IN_ORDER, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
@@ -20,21 +21,30 @@ from sampling.setting_spec import SettingSpec, SliderRange
 if TYPE_CHECKING:
     from sampling.settings_record import SamplerSettings
 
-SETTINGS = (
-    SettingSpec(
-        "typical_p",
-        "float",
-        default=1.0,
-        off=1.0,
-        group="typical",
-        label="typical-p",
-        help="locally typical: keep the tokens nearest the entropy up to mass p; 1 is off",
-        minimum=0.0,
-        maximum=1.0,
-        slider=SliderRange(0.0, 1.0, hard_min=0.0, hard_max=1.0, fine=0.01, coarse=0.05),
-        short_key="typ",
-    ),
-)
+
+@dataclass(frozen=True, slots=True)
+class TypicalParams:
+    """Typical's parameters, one field per setting.
+
+    Attributes:
+        typical_p: Locally typical sampling's mass (llama.cpp `typ_p`); 1.0 is off.
+    """
+
+    typical_p: float = setting(
+        SettingSpec(
+            "typical_p",
+            "float",
+            default=1.0,
+            off=1.0,
+            group="typical",
+            label="typical-p",
+            help="locally typical: keep the tokens nearest the entropy up to mass p; 1 is off",
+            minimum=0.0,
+            maximum=1.0,
+            slider=SliderRange(0.0, 1.0, hard_min=0.0, hard_max=1.0, fine=0.01, coarse=0.05),
+            short_key="typ",
+        )
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +58,8 @@ class Typical(Stateless):
     name: ClassVar[str] = "typ_p"
     kind: ClassVar[UnitKind] = "candidates"
     placement: ClassVar[Placement] = IN_ORDER
-    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    params: ClassVar[type[TypicalParams]] = TypicalParams
+    specs: ClassVar[tuple[SettingSpec, ...]] = specs_of(TypicalParams)
     group_titles: ClassVar[Mapping[str, str]] = {"typical": "typical-p · top-n-σ"}
     label: ClassVar[str] = "typical"
     row_label: ClassVar[str] = "typ-p"
@@ -57,12 +68,13 @@ class Typical(Stateless):
     @classmethod
     def is_on(cls, settings: SamplerSettings) -> bool:
         """On when settings.typical_p < 1.0."""
-        return settings.typical_p < 1.0
+        params = settings.of(TypicalParams)
+        return params.typical_p < 1.0
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> Typical | None:
         """Built when typical_p is on (< 1)."""
-        return cls(settings.typical_p) if cls.is_on(settings) else None
+        return cls(settings.of(TypicalParams).typical_p) if cls.is_on(settings) else None
 
     def apply(self, candidates: Candidates) -> None:
         """Keep the most typical tokens until their mass exceeds p."""

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from sampling.placement import IN_ORDER, Placement
 from sampling.setting_spec import SettingSpec
@@ -80,8 +80,13 @@ class SamplerUnit(Protocol):
             place in the order (joining it once switched on, for the samplers
             llama.cpp's chain lacks), right after another unit, last, or instead
             of the order (`sampling.placement`).
-        specs: The settings it owns, each declared once: the flag, the panel's
-            control, the compare key and the config key derive from the entry.
+        params: Its parameter record (`sampling.params`): a frozen dataclass, one
+            field per setting it owns, each carrying its `SettingSpec`; the
+            settings hold one per unit, and the unit reads its own
+            (`SamplerSettings.of`).
+        specs: The settings it owns (`specs_of(params)`), each declared once: the
+            flag, the panel's control, the compare key and the config key derive
+            from the entry.
         group_titles: The title of each panel group its settings open (a group
             two units share may be titled by both, alike).
         label: Its name on the probability panel's bars (at most 8 cells).
@@ -93,6 +98,7 @@ class SamplerUnit(Protocol):
     name: ClassVar[str]
     kind: ClassVar[UnitKind]
     placement: ClassVar[Placement]
+    params: ClassVar[type[Any]]
     specs: ClassVar[tuple[SettingSpec, ...]]
     group_titles: ClassVar[Mapping[str, str]]
     label: ClassVar[str]

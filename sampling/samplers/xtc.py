@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from sampling.candidates import Candidates
+from sampling.params import setting, specs_of
 from sampling.placement import IN_ORDER, Placement
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
@@ -19,34 +20,47 @@ if TYPE_CHECKING:
     from sampling.samplers.unit import StepContext
     from sampling.settings_record import SamplerSettings
 
-SETTINGS = (
-    SettingSpec(
-        "xtc_probability",
-        "float",
-        default=0.0,
-        off=0.0,
-        group="xtc",
-        label="xtc prob.",
-        help="chance per token that XTC removes the top choices; 0 is off",
-        minimum=0.0,
-        maximum=1.0,
-        slider=SliderRange(0.0, 1.0, hard_min=0.0, hard_max=1.0, fine=0.01, coarse=0.1),
-        short_key="xtc",
-    ),
-    SettingSpec(
-        "xtc_threshold",
-        "float",
-        default=0.1,
-        group="xtc",
-        label="xtc thresh.",
-        help="XTC removes all but the last token at least this probable; above 0.5 is off",
-        minimum=0.0,
-        maximum=1.0,
-        slider=SliderRange(0.0, 0.5, hard_min=0.0, hard_max=1.0, fine=0.01, coarse=0.05),
-        short_key="xtc_t",
-        needs="xtc_probability",
-    ),
-)
+
+@dataclass(frozen=True, slots=True)
+class XtcParams:
+    """Xtc's parameters, one field per setting.
+
+    Attributes:
+        xtc_probability: The chance per token that XTC applies; 0.0 is off.
+        xtc_threshold: XTC removes every token at least this probable but the least
+            probable of them; above 0.5 it never applies.
+    """
+
+    xtc_probability: float = setting(
+        SettingSpec(
+            "xtc_probability",
+            "float",
+            default=0.0,
+            off=0.0,
+            group="xtc",
+            label="xtc prob.",
+            help="chance per token that XTC removes the top choices; 0 is off",
+            minimum=0.0,
+            maximum=1.0,
+            slider=SliderRange(0.0, 1.0, hard_min=0.0, hard_max=1.0, fine=0.01, coarse=0.1),
+            short_key="xtc",
+        )
+    )
+    xtc_threshold: float = setting(
+        SettingSpec(
+            "xtc_threshold",
+            "float",
+            default=0.1,
+            group="xtc",
+            label="xtc thresh.",
+            help="XTC removes all but the last token at least this probable; above 0.5 is off",
+            minimum=0.0,
+            maximum=1.0,
+            slider=SliderRange(0.0, 0.5, hard_min=0.0, hard_max=1.0, fine=0.01, coarse=0.05),
+            short_key="xtc_t",
+            needs="xtc_probability",
+        )
+    )
 
 
 @dataclass(slots=True)
@@ -65,7 +79,8 @@ class Xtc(Stateless):
     name: ClassVar[str] = "xtc"
     kind: ClassVar[UnitKind] = "candidates"
     placement: ClassVar[Placement] = IN_ORDER
-    specs: ClassVar[tuple[SettingSpec, ...]] = SETTINGS
+    params: ClassVar[type[XtcParams]] = XtcParams
+    specs: ClassVar[tuple[SettingSpec, ...]] = specs_of(XtcParams)
     group_titles: ClassVar[Mapping[str, str]] = {"xtc": "XTC: exclude top choices"}
     label: ClassVar[str] = "xtc"
     row_label: ClassVar[str] = "xtc"
@@ -78,14 +93,16 @@ class Xtc(Stateless):
     @classmethod
     def is_on(cls, settings: SamplerSettings) -> bool:
         """On when settings.xtc_probability > 0.0 and settings.xtc_threshold <= 0.5."""
-        return settings.xtc_probability > 0.0 and settings.xtc_threshold <= 0.5
+        params = settings.of(XtcParams)
+        return params.xtc_probability > 0.0 and params.xtc_threshold <= 0.5
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> Xtc | None:
         """Built when XTC is on (probability > 0, threshold <= 0.5)."""
+        params = settings.of(XtcParams)
         if not cls.is_on(settings):
             return None
-        return cls(settings.xtc_probability, settings.xtc_threshold)
+        return cls(params.xtc_probability, params.xtc_threshold)
 
     def begin(self, step: StepContext) -> None:
         """Roll this step's coin (none is needed when XTC always applies, nor taken

@@ -13,6 +13,7 @@ import pytest
 from sampling import Sampler, SamplerSettings, settings_summary
 from sampling.constraint import GrammarSpec
 from sampling.errors import GrammarDeadEnd, GrammarError
+from sampling.samplers.grammar import GrammarParams
 from tests.grammar_fakes import Words
 from tui.cli.settings_flags import add_settings_flags, settings_from_args
 
@@ -133,8 +134,8 @@ def test_a_what_if_at_step_n_takes_the_reply_so_far() -> None:
 def test_settings_hold_grammar_schema_and_triggers() -> None:
     settings = SamplerSettings(json_schema='{"type": "boolean"}', grammar_triggers="\\{")
     assert settings.grammar_triggers == ("\\{",)
-    assert GrammarSpec.from_settings(settings) == GrammarSpec("", '{"type": "boolean"}', ("\\{",))
-    assert GrammarSpec.from_settings(SamplerSettings()) is None
+    assert settings.of(GrammarParams).spec == GrammarSpec("", '{"type": "boolean"}', ("\\{",))
+    assert SamplerSettings().of(GrammarParams).spec is None
     assert settings_summary(settings) == 't=1 json-schema grammar_triggers=["\\\\{"]'
     assert SamplerSettings.from_dict(settings.to_dict()) == settings
 

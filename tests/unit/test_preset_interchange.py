@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 import shlex
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,7 @@ from backend.config.presets import PresetError, load_presets
 from backend.config.sampler_files import load_sampler_file
 from backend.config.sillytavern_format import export_sillytavern, import_sillytavern
 from sampling.plugins import unregister
-from sampling.registry import CHAT_ORDER
+from sampling.registry import CHAT_ORDER, DECLARED_SETTINGS
 from sampling.settings import SamplerSettings
 from tests.unit.test_sampler_plugins import readme_plugin
 from tui.cli.main import main
@@ -340,7 +339,7 @@ RICH = SamplerSettings(
     draw="gumbel",
     rng="xorshift128",
 )
-ALL_FIELDS = {f.name for f in fields(SamplerSettings) if f.name != "extra"}
+ALL_FIELDS = {spec.name for spec in DECLARED_SETTINGS}
 
 SILLYTAVERN_LACKS = {
     "top_p_scope",

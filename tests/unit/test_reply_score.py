@@ -47,7 +47,7 @@ def test_raw_logprob_equals_softmax_of_the_logits(n_candidates: int) -> None:
 
 
 def test_filters_make_the_sampled_logprob_higher() -> None:
-    rows, steps = sampled_reply(replace(DEFAULT_CHAT_SETTINGS, seed=5), 20)
+    rows, steps = sampled_reply(DEFAULT_CHAT_SETTINGS.with_changes(seed=5), 20)
     score = reply_score(steps)
     assert score is not None and score.logprob_raw is not None
     assert score.logprob_sampled > score.logprob_raw

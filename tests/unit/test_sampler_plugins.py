@@ -111,7 +111,9 @@ def test_the_readme_plugin_loads_as_it_stands_and_joins_everything(plugin_file: 
     )
     assert "top_h" in registry().settings_by_name["samplers"].choice_values
     settings = SamplerSettings(samplers=("top_h",)).with_changes(top_h=0.4)
-    assert settings.value("top_h") == 0.4 and settings.extra == (("top_h", 0.4),)
+    assert settings.value("top_h") == 0.4 and settings.top_h == 0.4
+    (record,) = settings.params.values()
+    assert type(record) is registry().owners["top_h"] and record.top_h == 0.4
     assert settings.to_dict()["top_h"] == 0.4
     assert SamplerSettings.from_dict(settings.to_dict()) == settings
     assert "top_h=0.4" in settings_summary(settings)

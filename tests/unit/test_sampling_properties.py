@@ -13,6 +13,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from sampling import Sampler, SamplerSettings, probabilities
+from sampling.samplers.penalties import PenaltiesParams
 from tests.unit.sampling_strategies import PROPERTY_SETTINGS, cases
 
 # --- a slow reference: full sort, written out -----------------------------------
@@ -25,7 +26,7 @@ def reference_logits(logits: np.ndarray, chosen: SamplerSettings, history: list[
     if np.isposinf(x).any():
         x = np.where(np.isposinf(x), 0.0, -np.inf).astype(dtype)
     window = history[-chosen.repeat_last_n :] if chosen.repeat_last_n > 0 else []
-    if chosen.penalizes and window:
+    if chosen.of(PenaltiesParams).penalizes and window:
         x = x.copy()
         for token in set(window):
             value = float(x[token])

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import math
-from dataclasses import fields
 
 import pytest
 
 from sampling.errors import SamplescopeError, SettingsError
-from sampling.registry import registry
+from sampling.registry import SETTINGS_ORDER, registry
 from sampling.setting_spec import SettingSpec
 from sampling.settings import (
     DEFAULT_CHAT_SETTINGS,
@@ -24,7 +23,7 @@ from tui.cli.setting_sets import SetArgumentError, parse_set, short_keys
 from tui.cli.settings_flags import add_settings_flags, settings_from_args
 from tui.compare.columns import DEFAULT_VARIATIONS, VARIABLE_FIELDS, coerce_value
 
-FIELDS = [f.name for f in fields(SamplerSettings) if f.name != "extra"]
+FIELDS = [*SETTINGS_ORDER, "samplers"]
 NUMBERS = [spec for spec in registry().settings if spec.is_number]
 SWITCHES = [spec for spec in registry().settings if spec.is_scalar and not spec.is_number]
 SEVERAL = [spec for spec in registry().settings if not spec.is_scalar]

@@ -24,6 +24,7 @@ from backend.chat.protocol import LiveSettings, ModelInfo
 from backend.config.model_catalog import LocalModel
 from backend.session.backend import SessionBackend
 from backend.store.store import ChatStore
+from sampling.samplers.logit_bias import LogitBiasParams
 from sampling.setting_text import BiasPairs
 from tui.chat.loading import load_backend
 from tui.chat.runner import GenerationRunner
@@ -213,7 +214,7 @@ class ModelSwitcher:
     def carry_bias(self, encode: TextEncoder | None, info: ModelInfo) -> None:
         """Another model opened: the logit bias names its tokens, or loses the entries
         it cannot (said in a notice)."""
-        bias = self.live.current.logit_bias
+        bias = self.live.current.of(LogitBiasParams).logit_bias
         if not bias:
             return
         carried, dropped = carried_bias(bias, self.pieces.token_bytes, encode, info.n_vocab)

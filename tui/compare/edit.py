@@ -20,6 +20,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from sampling.errors import SamplescopeError
 from sampling.registry import registry
+from sampling.samplers.temperature import TemperatureParams
 from sampling.settings import SamplerSettings
 from tui.compare.columns import (
     EDITABLE_FIELDS,
@@ -168,7 +169,11 @@ class CompareEditScreen(ModalScreen[CompareRequest | None]):
                     source, field = initial_source(column, self._base, self._presets)
                     value = getattr(column.settings, field)
                 else:
-                    source, field, value = OFF, "temperature", self._base.temperature
+                    source, field, value = (
+                        OFF,
+                        "temperature",
+                        self._base.of(TemperatureParams).temperature,
+                    )
                 with Horizontal(classes="edit-row"):
                     yield Label(f"Column {i + 1}")
                     yield Select(

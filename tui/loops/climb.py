@@ -21,7 +21,7 @@ from backend.chat.events import TokenEvent
 from backend.session.run import StepInput
 from sampling.loops import Loop
 from sampling.records import Step
-from sampling.samplers.penalties import penalized_logits
+from sampling.samplers.penalties import PenaltiesParams, penalized_logits
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +74,7 @@ def stage_probs(given: StepInput, step: Step) -> tuple[float, float]:
     own logits and history."""
     token = step.token_id
     raw = _softmax_at(given.logits, token)
-    if not step.settings.penalizes:
+    if not step.settings.of(PenaltiesParams).penalizes:
         return raw, raw
     penalized = penalized_logits(given.logits, step.settings, given.history)
     return raw, _softmax_at(np.asarray(penalized), token)

@@ -27,6 +27,8 @@ from textual.widgets import DataTable, Footer, Static
 from backend.chat.events import TokenEvent
 from backend.session.run import StepInput
 from sampling.loops import Loop
+from sampling.samplers.dry import DryParams
+from sampling.samplers.penalties import PenaltiesParams
 from tui.chat.alternatives import candidate_rows
 from tui.loops.climb import LoopCell, climb_text, dry_blind_spot, loop_cells
 from tui.widgets.token_text import TokenPieces
@@ -68,10 +70,10 @@ def cell_prob(cell: LoopCell) -> float:
 def dry_note(rows: Sequence[Sequence[LoopCell]]) -> str | None:
     """What DRY could see of the loop, when it was on (None: it was off)."""
     settings = rows[0][0].step.settings
-    if settings.dry_multiplier == 0.0:
+    if settings.of(DryParams).dry_multiplier == 0.0:
         return None
     copy_text = "".join(cell.text for cell in rows[0])
-    blind = dry_blind_spot(copy_text, settings.dry_sequence_breakers)
+    blind = dry_blind_spot(copy_text, settings.of(DryParams).dry_sequence_breakers)
     if blind is None:
         return "on; the loop holds none of its sequence breakers"
     return (
@@ -103,9 +105,9 @@ def cell_detail(column: Sequence[LoopCell], at: LoopCell, dry: str | None) -> Te
     notes = [f"{step.n_kept} kept", f"last cut by {step.cut_by}"]
     if step.rank_known is not None:
         notes.insert(0, f"rank {step.rank_known}")
-    if not settings.penalizes:
+    if not settings.of(PenaltiesParams).penalizes:
         notes.append("no repeat penalty")
-    if settings.dry_multiplier == 0.0:
+    if settings.of(DryParams).dry_multiplier == 0.0:
         notes.append("DRY off")
     text.append("this copy: " + " · ".join(notes) + "\n")
     if dry is not None:

@@ -13,10 +13,12 @@ from textual.geometry import Size
 from textual.strip import Strip
 from textual.widget import Widget
 
-from sampling.constraint import GrammarSpec
 from sampling.plugins import is_plugin
 from sampling.records import Candidate, Step
 from sampling.registry import registry
+from sampling.samplers.grammar import GrammarParams
+from sampling.samplers.logit_bias import LogitBiasParams
+from sampling.samplers.temperature import TemperatureParams
 from sampling.settings import SamplerSettings, settings_summary
 from tui.widgets.prob_cuts import BANS, CutItem, layout_rows, row_label
 
@@ -118,7 +120,11 @@ class ProbPanel(Widget):
                 (f"{'before':>{_NUMBER_WIDTH}} {'after':>{_NUMBER_WIDTH}}", "grey62"),
             ],
         ]
-        bans = [token for token, bias in step.settings.logit_bias if bias == -math.inf]
+        bans = [
+            token
+            for token, bias in step.settings.of(LogitBiasParams).logit_bias
+            if bias == -math.inf
+        ]
         grammar = 1 if step.grammar_removed is not None else 0
         rows = max(1, self.size.height - _HEADER_LINES - 1 - (1 if bans else 0) - grammar)
         candidates = step.candidates[:rows]  # built on each access: take it once
@@ -185,7 +191,7 @@ def _temperature_note(step: Step) -> str:
         if name not in registry().logits_samplers
         and (name == "temperature" or _switched_on(name, settings))
     ]
-    if settings.dynatemp_range > 0:
+    if settings.of(TemperatureParams).dynatemp_range > 0:
         note = f"T used {step.temperature:.2f}"
     elif "temperature" not in order:
         note = "no T"
@@ -205,7 +211,7 @@ def _grammar_line(step: Step) -> list[_Line]:
     token (none without a grammar)."""
     if step.grammar_removed is None:
         return []
-    title = GrammarSpec.from_settings(step.settings)
+    title = step.settings.of(GrammarParams).spec
     name = "grammar" if title is None else f"grammar ({title.title})"
     removed = step.grammar_removed
     kept = 1.0 - removed

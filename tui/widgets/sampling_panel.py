@@ -15,6 +15,7 @@ from backend.session.loop_watch import LoopGuard
 from backend.session.phrase_bans import PhraseBans
 from sampling.errors import SettingsError
 from sampling.registry import registry
+from sampling.samplers.temperature import TemperatureParams
 from sampling.settings import SamplerSettings
 from tui.screens.entry import ValueEntryScreen
 from tui.widgets.beam_controls import BEAM_FIELDS, BeamControls
@@ -167,7 +168,7 @@ class SamplingPanel(Vertical):
         event.stop()
         order = event.order
         wanted = _temperature_last_for(order)
-        if wanted is not None and wanted != self._shown.temperature_last:
+        if wanted is not None and wanted != self._shown.of(TemperatureParams).temperature_last:
             self.post_message(self.SettingChanged("temperature_last", wanted))
         self.post_message(self.SettingChanged(event.chain.field, order))
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from textual.widget import Widget
 
-from sampling.constraint import GrammarSpec
 from sampling.registry import registry
+from sampling.samplers.grammar import GrammarParams
 from sampling.setting_spec import SettingSpec, SettingValue
 from sampling.settings import USUAL_ORDERS, SamplerSettings
 from tui.widgets.chain_order import ChainOrder
@@ -54,7 +54,7 @@ def group_title(group: str, on: bool, settings: SamplerSettings | None = None) -
     title = registry().group_titles.get(group, group)
     if not on or group == CORE_GROUP:
         return title
-    spec = GrammarSpec.from_settings(settings) if settings is not None else None
+    spec = settings.of(GrammarParams).spec if settings is not None else None
     return f"{title}  ● {spec.title if group == GRAMMAR_GROUP and spec else 'on'}"
 
 
