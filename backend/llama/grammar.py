@@ -61,6 +61,8 @@ def gbnf_of(spec: GrammarSpec) -> str:
         raise GrammarError(
             f"invalid JSON schema: {error.msg} at line {error.lineno} column {error.colno}"
         ) from None
+    except ValueError:  # an integer past Python's 4,300 digits
+        raise GrammarError("invalid JSON schema: it holds a number too long to read") from None
     except RecursionError:
         raise GrammarError("invalid JSON schema: nested too deep") from None
     if contradiction is not None:
