@@ -1,8 +1,8 @@
 """Where samplescope keeps its files: the user data and config directories.
 
 Both follow the platform's conventions (platformdirs); the environment variables
-`SAMPLESCOPE_DATA_DIR`, `SAMPLESCOPE_CONFIG_DIR` and `SAMPLESCOPE_LOG_DIR` override
-them (tests use these to stay out of the real home directory).
+`SAMPLESCOPE_DATA_DIR` and `SAMPLESCOPE_CONFIG_DIR` override them (tests use these to
+stay out of the real home directory). The log directory is `backend.error_log`'s.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from backend.errors import FileAccessError
 APP_NAME = "samplescope"
 DATA_DIR_ENV = "SAMPLESCOPE_DATA_DIR"
 CONFIG_DIR_ENV = "SAMPLESCOPE_CONFIG_DIR"
-LOG_DIR_ENV = "SAMPLESCOPE_LOG_DIR"
 STORE_FILENAME = "chats.sqlite3"
 CONFIG_FILENAME = "config.toml"
 
@@ -36,14 +35,6 @@ def config_dir() -> Path:
     if override:
         return Path(override).expanduser()
     return Path(platformdirs.user_config_dir(APP_NAME, appauthor=False))
-
-
-def log_dir() -> Path:
-    """The directory of samplescope's logs (not created here)."""
-    override = os.environ.get(LOG_DIR_ENV)
-    if override:
-        return Path(override).expanduser()
-    return Path(platformdirs.user_log_dir(APP_NAME, appauthor=False))
 
 
 def default_store_path() -> Path:

@@ -19,6 +19,7 @@ Events come as (sequence number, event) pairs: each sequence's stream is the
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from backend.chat.events import (
     TokenEvent,
 )
 from backend.chat.protocol import LiveSettings
+from backend.error_log import log_traceback, one_line
 from backend.llama.context import Layout
 from backend.session.memory import Memory
 from backend.session.model import Model
@@ -216,8 +218,8 @@ class Generation:
                 self._end_all("cancelled")
         except SamplescopeError as failure:
             error = str(failure)
-        except Exception as failure:  # never crash the caller: report it
-            error = f"{type(failure).__name__}: {failure}"
+        except Exception as failure:  # a bug: never crash the caller, log and report it
+            error = one_line(failure, log_traceback(failure, sys.argv[1:]))
         if error is not None:
             self._end_all("error")
         for sequence in self.sequences:

@@ -8,6 +8,7 @@ turn's tree once the reply has finished.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -23,12 +24,14 @@ from backend.chat.events import (
     TokenEvent,
 )
 from backend.chat.protocol import ChatMessage
+from backend.error_log import log_traceback, one_line
 from backend.session.backend import SessionBackend
 from backend.session.beams import Beam, BeamSearch, beam_search, check_beam_search, token_texts
 from backend.session.phrase_bans import PhraseBans
 from backend.session.recorded_beams import BeamRecorder
 from backend.store.recorded import StoreErrorNotices
 from backend.store.recorder import ChatRecorder
+from sampling.errors import SamplescopeError
 from sampling.settings import SamplerSettings
 from tui.chat.reply_job import REPLY_COLUMN
 
@@ -142,8 +145,11 @@ class BeamJob:
             yield PhaseEvent("done")
             text = "".join(token_texts(backend.model, best.token_ids))
             yield FinishedEvent(best.finish_reason, search.stats, text, best.token_ids)
-        except Exception as error:  # the contract says errors come as events; be safe
+        except SamplescopeError as error:  # the contract says errors come as events; be safe
             yield FinishedEvent("error", GenerationStats(), "", (), error=str(error))
+        except Exception as error:  # a bug: logged, told in one line, the chat goes on
+            line = one_line(error, log_traceback(error, sys.argv[1:]))
+            yield FinishedEvent("error", GenerationStats(), "", (), error=line)
 
 
 def search_summary(search: BeamSearch) -> str:

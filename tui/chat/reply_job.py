@@ -16,7 +16,7 @@ from backend.chat.compare import ColumnEvent
 from backend.chat.completion import Mode, as_document
 from backend.chat.events import FinishedEvent, GenerationEvent, GenerationStats, NoticeEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
-from backend.config.error_log import log_traceback, one_line
+from backend.error_log import log_traceback, one_line
 from backend.session.backend import SessionBackend
 from backend.session.loop_watch import LoopGuard
 from backend.session.phrase_bans import PhraseBans

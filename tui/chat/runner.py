@@ -27,7 +27,7 @@ from textual.timer import Timer
 
 from backend.chat.compare import ColumnEvent
 from backend.chat.events import GenerationEvent, LoopEvent, TokenEvent
-from backend.config.error_log import log_traceback, one_line
+from backend.error_log import log_traceback, one_line
 from backend.session.backend import SessionBackend
 from sampling.errors import SamplescopeError
 

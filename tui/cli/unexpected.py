@@ -1,12 +1,12 @@
 """An error nobody foresaw, as a command's last word: one line on stderr, the full
-traceback appended to the errors log (`backend.config.error_log`)."""
+traceback appended to the errors log (`backend.error_log`)."""
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
 
-from backend.config.error_log import log_traceback, one_line
+from backend.error_log import log_traceback, one_line
 
 
 def report_unexpected(error: BaseException, argv: Sequence[str]) -> int:

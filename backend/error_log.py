@@ -1,16 +1,31 @@
 """The errors log: the full traceback of an error nobody foresaw, appended to
-`<log dir>/errors.log` for a bug report (the user is told one line and where)."""
+`<log dir>/errors.log` for a bug report (the user is told one line and where).
+
+A module of its own at the top of `backend`, below every other unit: the generation
+loop logs here as the commands and the app do.
+"""
 
 from __future__ import annotations
 
+import os
 import traceback
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from backend.config.paths import log_dir
+import platformdirs
 
 ERRORS_LOG = "errors.log"
+LOG_DIR_ENV = "SAMPLESCOPE_LOG_DIR"
+"""Overrides the log directory (tests use it to stay out of the real home directory)."""
+
+
+def log_dir() -> Path:
+    """The directory of samplescope's logs (not created here)."""
+    override = os.environ.get(LOG_DIR_ENV)
+    if override:
+        return Path(override).expanduser()
+    return Path(platformdirs.user_log_dir("samplescope", appauthor=False))
 
 
 def log_traceback(error: BaseException, argv: Sequence[str]) -> Path | None:
