@@ -341,7 +341,8 @@ def files_problem(used: Mapping[str, str]) -> str | None:
             )
         if origin.sha256 != sha256:
             return (
-                f"it ran the sampler plugin {name!r} from a file with SHA-256 {sha256[:12]}…,"
-                f" but {origin.path} has changed since (SHA-256 {origin.sha256[:12]}…)"
+                f"it ran the sampler plugin {name!r}, which is loaded, but from a file whose"
+                f" content changed: it ran SHA-256 {sha256[:12]}…, {origin.path} holds"
+                f" SHA-256 {origin.sha256[:12]}… (put back the file it ran)"
             )
     return None

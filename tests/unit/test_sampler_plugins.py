@@ -361,11 +361,21 @@ def test_a_reply_keeps_the_plugin_file_it_ran_and_refuses_without_it(
     unregister("top_h")
     with ChatStore(path) as store:  # readable, and refused to run again
         (reply,) = store.load_chat(chat).replies
-    assert reply.replay_problem is not None
-    assert re.search(r"'top_h'.*not loaded", reply.replay_problem)
+    sha = json.loads(stored)["sampler_files"]["top_h"]
+    # Gone: the message says it is not loaded (by name and the content it ran).
+    assert reply.replay_problem == (
+        f"it ran the sampler plugin 'top_h' (file SHA-256 {sha[:12]}…), which is not"
+        " loaded: put its file in the config folder's samplers/ or give --sampler-file PATH"
+    )
     plugin_file.write_text(readme_plugin() + "\n# changed\n", encoding="utf-8")
     load_sampler_file(plugin_file)
     with ChatStore(path) as store:
         (reply,) = store.load_chat(chat).replies
-    assert reply.replay_problem is not None and "has changed since" in reply.replay_problem
+    # Loaded, but its file's content changed: the message says so, naming the file.
+    now = plugin_origins()["top_h"].sha256
+    assert reply.replay_problem == (
+        "it ran the sampler plugin 'top_h', which is loaded, but from a file whose content"
+        f" changed: it ran SHA-256 {sha[:12]}…, {plugin_file} holds SHA-256 {now[:12]}…"
+        " (put back the file it ran)"
+    )
     assert reply.settings_at(0) == settings
