@@ -33,7 +33,7 @@ from typing import Any
 
 import llama_cpp
 import numpy as np
-from llama_cpp.llama_grammar import json_schema_to_gbnf
+from llama_cpp import llama_grammar
 
 from backend.llama.log import recent_problems
 from backend.llama.triggers import TOKEN_DATA, TriggerWatch, searched
@@ -68,7 +68,7 @@ def gbnf_of(spec: GrammarSpec) -> str:
     if contradiction is not None:
         raise GrammarError(f"the JSON schema cannot be met: {contradiction}")
     try:
-        gbnf = str(json_schema_to_gbnf(spec.json_schema))
+        gbnf = _schema_to_gbnf(spec.json_schema)
     except (
         ValueError,
         KeyError,
@@ -84,6 +84,22 @@ def gbnf_of(spec: GrammarSpec) -> str:
     # JSON strings hold no raw control characters: llama.cpp's own converter says so,
     # llama-cpp-python's port lets them through.
     return gbnf.replace(_LOOSE_CHAR, _JSON_CHAR)
+
+
+_CONVERTER: Any = llama_grammar.SchemaConverter
+"""llama-cpp-python's port of llama.cpp's JSON schema converter (untyped)."""
+
+
+def _schema_to_gbnf(schema: str) -> str:
+    """`json_schema_to_gbnf`, a literal escaped as llama.cpp's converter escapes it: the
+    port leaves a backslash as it is, so a const or enum value's JSON escape
+    (`\\u0000`, `\\n`) became a GBNF escape (NUL, a raw newline) that no JSON reply
+    holds."""
+    converter = _CONVERTER(prop_order={}, allow_fetch=False, dotall=False, raw_pattern=False)
+    escaped = converter._format_literal
+    converter._format_literal = lambda literal: escaped(literal.replace("\\", "\\\\"))
+    converter.visit(converter.resolve_refs(json.loads(schema), "stdin"), "")
+    return str(converter.format_grammar())
 
 
 _BOUNDS = (

@@ -284,6 +284,18 @@ def test_a_trigger_that_never_ends_stops_the_reply_in_one_line(
     ]
 
 
+def test_a_const_holding_escapes_is_a_reply_that_parses_to_it(llama_backend: LlamaBackend) -> None:
+    # Written in JSON as \u0000, \\, \n and \": the converter's grammar spelt them as
+    # GBNF escapes (a NUL no token can match: every such reply dead-ended).
+    value = 'a\x00b\\c\nd"e'
+    settings = SamplerSettings(temperature=0.0, json_schema=json.dumps({"const": value}))
+    llama_backend.reset()
+    events = list(llama_backend.generate(QUESTION, LiveSettings(settings), max_tokens=40))
+    end = events[-1]
+    assert isinstance(end, FinishedEvent) and end.reason == "eos"
+    assert json.loads(end.text) == value
+
+
 def test_what_llama_cpp_refuses_is_one_line_and_never_aborts(llama_backend: LlamaBackend) -> None:
     runtime = llama_backend.runtime
     cases = {
