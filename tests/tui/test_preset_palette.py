@@ -62,9 +62,14 @@ async def test_a_sillytavern_file_is_imported_saved_and_applied(
         assert list(tomllib.loads(text)) == ["Cool"]
 
 
-async def test_a_file_that_is_no_preset_is_reported_and_changes_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "content", [b"[1, 2", b"\xff\xfe\x00binary\x81", b"[" * 100_000], ids=["json", "binary", "deep"]
+)
+async def test_a_file_that_is_no_preset_is_reported_and_changes_nothing(
+    tmp_path: Path, content: bytes
+) -> None:
     bad = tmp_path / "bad.json"
-    bad.write_text("[1, 2")
+    bad.write_bytes(content)
     app = SamplescopeApp(FakeBackend(), cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: chat_of(app).ready)

@@ -5,6 +5,7 @@ show. (tests/model/test_score_screen_model.py checks the figures on the real mod
 from __future__ import annotations
 
 import math
+import os
 import threading
 from pathlib import Path
 
@@ -86,6 +87,9 @@ async def test_the_fake_model_is_refused_with_a_message_and_files_open(tmp_path:
         bad = tmp_path / "b.bin"
         bad.write_bytes(b"\xff\xfe")
         assert not screen.open_file(bad) and screen.query_one(TextArea).text == ""
+        fifo = tmp_path / "fifo"
+        os.mkfifo(fifo)  # nobody writes to it: a read would wait for ever
+        assert not screen.open_file(fifo) and screen.query_one(TextArea).text == ""
         assert not screen.open_file(tmp_path / "missing.txt")
         await pilot.press("ctrl+o", *str(good), "enter")
         await pilot.pause()
