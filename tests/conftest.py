@@ -29,6 +29,28 @@ if TYPE_CHECKING:
     from backend.session.llama_backend import LlamaBackend
 
 
+@pytest.fixture(autouse=True)
+def handler_errors_fail_the_test(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """An error a handler of the app raises is a notice there, and the app goes on
+    (`tui.crash_log`); in a test it is a failure, unless the test is marked
+    `handler_errors` (it expects one)."""
+    from tui.crash_log import CrashLoggingApp
+
+    raised: list[Exception] = []
+    told = CrashLoggingApp.handler_failed
+
+    def record(app: CrashLoggingApp, error: Exception) -> None:
+        raised.append(error)
+        told(app, error)
+
+    monkeypatch.setattr(CrashLoggingApp, "handler_failed", record)
+    yield
+    if raised and request.node.get_closest_marker("handler_errors") is None:
+        pytest.fail(f"a handler of the app raised {raised[0]!r}", pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def default_model_path() -> Path:
     """The model the tests run on: `$SAMPLESCOPE_MODEL` or the default SmolLM2 GGUF."""

@@ -12,7 +12,7 @@ from textual.widgets import Input, Static
 
 from backend.chat.events import GenerationEvent, TokenEvent
 from tests.fake_backend import FakeBackend
-from tests.helpers import send_message
+from tests.helpers import send_message, wait_until
 from tui.app import SamplescopeApp
 from tui.chat.conversation import Conversation
 from tui.chat.view import ChatView
@@ -62,6 +62,7 @@ async def test_an_error_handling_a_replys_events_is_a_notice_and_the_chat_goes_o
         log = tmp_path / "logs" / "errors.log"
         line = f"unexpected error: RuntimeError: the view tripped (the traceback is in {log})"
         assert ended.reason == "error" and ended.error == line
+        await wait_until(pilot, lambda: bool(app._notifications))  # a notice is a message
         assert [n.message for n in app._notifications] == [f"{line}; the chat goes on"]
         assert 'raise RuntimeError("the view tripped")' in log.read_text(encoding="utf-8")
         monkeypatch.setattr(ChatView, "generation_event", shown)
@@ -94,6 +95,7 @@ async def test_an_error_in_a_replys_job_is_a_notice_and_the_chat_goes_on(
     assert app.return_code in (0, None)
 
 
+@pytest.mark.handler_errors
 async def test_an_error_in_a_handler_is_a_notice_and_the_app_and_its_chat_go_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -120,7 +122,7 @@ async def test_an_error_in_a_handler_is_a_notice_and_the_app_and_its_chat_go_on(
         prompt = app.query_one("#prompt", Input)
         prompt.value = "this one trips"
         await prompt.action_submit()
-        await pilot.pause()
+        await wait_until(pilot, lambda: len(app._notifications) == 2)
         assert app.is_running
         log = tmp_path / "logs" / "errors.log"
         assert [n.message for n in app._notifications] == [
