@@ -1,4 +1,4 @@
-"""Beam search on the one model memory: W sequences decoded in lockstep, forked by `seq_cp`.
+"""Beam search, a strategy of the loop: W sequences decoded in lockstep, forked by `seq_cp`.
 
 Beams are ranked by their cumulative log-probability under the chain's
 probabilities: at each step a beam's next-token distribution is the one the
@@ -8,10 +8,12 @@ nothing cut ranks by the model's own probabilities, and the filters bound which
 tokens a beam may take. A token's probability is its step record's `prob`: a beam's
 log-probability is the sum of the logs of its steps' `prob`.
 
-Each step decodes one token of every live beam in one batch (one `llama_decode`).
-The prompt is prefilled once into sequence 0; a beam whose parent has another child
-already gets a free sequence that copies the parent's (`Memory.fork`, llama.cpp's
-`seq_cp`: the cells are shared, not computed again).
+The prompt is prepared as every generation's is (`Session.prepare`: fitted, then
+prefilled into sequence 0 reusing what the memory holds). Then the search is a strategy
+of the loop (`backend.session.strategy`): each step it names the next token of every
+live beam, and the loop decodes them in one batch (one `llama_decode`); a beam whose
+parent has another child already gets a free sequence that copies the parent's
+(llama.cpp's `seq_cp`: the cells are shared, not computed again).
 
 As in Hugging Face's beam search, every step looks at the 2W best continuations:
 an end-of-generation token among the first W finishes a hypothesis, the others
@@ -32,7 +34,7 @@ from __future__ import annotations
 import json
 import math
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -42,9 +44,10 @@ from backend.chat.events import FinishReason, GenerationStats
 from backend.chat.protocol import ChatMessage
 from backend.llama.utf8 import Utf8Stream
 from backend.session.backend import SessionBackend
-from backend.session.loop import LOST_NOTICE
+from backend.session.loop import Room
 from backend.session.model import Model
 from backend.session.phrase_bans import PhraseBans
+from backend.session.strategy import Decodes, Extend, Plan, run_quietly
 from sampling.errors import SamplescopeError
 from sampling.records import Step
 from sampling.sampler import Sampler, probabilities
@@ -157,7 +160,10 @@ class _Live:
     token_ids: list[int]
     steps: list[Step]
     logprob: float
-    row: int = -1
+    logits: np.ndarray | None = None
+    """Its next token's logits (None until its last token is decoded)."""
+    fork_from: int | None = None
+    """The sequence its own copies (its parent's) before its last token is decoded."""
     text: str = ""
     pending: bytes = b""
     """The bytes of a character its last tokens began and did not finish."""
@@ -273,14 +279,11 @@ class _Search:
         self.sampler = Sampler(settings, vocab_size=self.model.n_vocab, vocabulary=self.model)
         self.finished: list[Beam] = []
         self.pruned: list[Beam] = []
-        self.decoded = 0
         self.sampler_us = 0.0
         self.bans: PhraseBans | None = None
         self.banned = 0
         self.dead_ends: list[Beam] = []
         self.lockstep = True
-        self._rows: list[np.ndarray] = []
-        """Each beam's logits, copied after its own decode (one beam a decode)."""
 
     def score(self, logprob: float, length: int) -> float:
         """A hypothesis's rank: its log-probability over its length to the penalty."""
@@ -297,45 +300,21 @@ class _Search:
         )
 
     def run(self, messages: Sequence[ChatMessage], raw: bool) -> BeamSearch:
-        backend, memory, model = self.backend, self.memory, self.model
+        backend, memory = self.backend, self.memory
         started = self.clock()
-        notices: list[str] = []
-        if model.lost:
-            notices.append(LOST_NOTICE)
-            memory.clear()
-            model.recover()
-        memory.drop_others()
-        prompt, fitted = backend.fit_prompt(messages, self.max_tokens, raw)
-        notices += fitted
-        if not prompt:
-            raise SamplescopeError("the prompt is empty")
-        memory.reserve(self.width, len(prompt) + self.max_tokens)
-        todo = prompt[memory.reuse(prompt) :]
-        for _ in memory.prefill(todo):
-            pass
+        prepared, notices = backend.session.prepare_quietly(
+            lambda: backend.fit_prompt(messages, self.max_tokens, raw),
+            self.max_tokens,
+            Room(streams=self.width),
+        )
+        prompt = prepared.prompt
         prefill_ms = (self.clock() - started) * 1000
         decode_started = self.clock()
-        live = [_Live(0, [], [], 0.0)]
-        step = 0
-        reason: SearchEnd = "max_tokens"
+        counts = Decodes()
         try:
-            while True:
-                live = self._expand(live)
-                step += 1
-                if self.on_step is not None:
-                    self.on_step(step, [self._beam(b, "live") for b in live])
-                if not live or self._done(live):
-                    reason = "eos"
-                    break
-                if step >= self.max_tokens:
-                    break
-                if self.cancel is not None and self.cancel.is_set():
-                    reason = "cancelled"
-                    break
-                if not memory.fits({beam.seq_id: 1 for beam in live}):
-                    reason = "context_full"
-                    break
-                self._decode(live)
+            reason, live, step = run_quietly(
+                memory, self._search(), lockstep=self.lockstep, counts=counts
+            )
         finally:
             memory.drop_others()
             memory.keep(len(prompt))
@@ -359,26 +338,54 @@ class _Search:
         n = len(best.token_ids)
         stats = GenerationStats(
             prompt_tokens=len(prompt),
-            prefilled_tokens=len(todo),
+            prefilled_tokens=prepared.prefilled,
             prefill_ms=prefill_ms,
             ttft_ms=prefill_ms,
             decode_tokens=n,
             decode_ms=decode_ms,
-            decode_tps=self.decoded / (decode_ms / 1000) if decode_ms > 0 else 0.0,
+            decode_tps=counts.tokens / (decode_ms / 1000) if decode_ms > 0 else 0.0,
             sampler_us=self.sampler_us,
             cached_tokens=cached,
-            discarded_tokens=max(0, self.decoded - n),
+            discarded_tokens=max(0, counts.tokens - n),
         )
         return BeamSearch(
             tuple(kept),
             tuple(self.pruned),
             stats,
             step,
-            tuple(notices),
+            notices,
             reason,
             self.banned,
             self.length_penalty,
         )
+
+    def _search(self) -> Generator[Plan, list[np.ndarray], tuple[SearchEnd, list[_Live], int]]:
+        """The strategy: each step the live beams' next tokens, until the search ends.
+
+        Returns (as the generator's value): why it ended, the live beams then, and how
+        many steps ran.
+        """
+        live = [_Live(0, [], [], 0.0, logits=self.model.logits(-1))]
+        step = 0
+        while True:
+            live = self._expand(live)
+            step += 1
+            if self.on_step is not None:
+                self.on_step(step, [self._beam(b, "live") for b in live])
+            if not live or self._done(live):
+                return "eos", live, step
+            if step >= self.max_tokens:
+                return "max_tokens", live, step
+            if self.cancel is not None and self.cancel.is_set():
+                return "cancelled", live, step
+            # A copy holds as many cells as the sequence it copies.
+            held = {b.seq_id if b.fork_from is None else b.fork_from: 1 for b in live}
+            if not self.memory.fits(held):
+                return "context_full", live, step
+            plan = [Extend(b.seq_id, (b.token_ids[-1],), b.fork_from) for b in live]
+            logits = yield Plan(plan)
+            for beam, row in zip(live, logits, strict=True):
+                beam.logits, beam.fork_from = row, None
 
     def _done(self, live: list[_Live]) -> bool:
         """Whether W hypotheses are finished and no live beam can beat the worst."""
@@ -393,7 +400,8 @@ class _Search:
         model, width = self.model, self.width
         scored: list[tuple[float, int, int, float]] = []  # (logprob, beam, token, prob)
         for number, beam in enumerate(live):
-            logits = self._logits(beam)
+            assert beam.logits is not None
+            logits = beam.logits
             history = self.memory.tokens(beam.seq_id)
             probs = probabilities(
                 logits,
@@ -472,14 +480,16 @@ class _Search:
             # One sampler serves every beam: it continues this beam's reply at its length
             # (min_tokens and a grammar count the reply's tokens).
             self.sampler.resume(len(beam.token_ids))
-            step = self.sampler.sample(self._logits(beam), self.memory.tokens(beam.seq_id))
+            assert beam.logits is not None
+            step = self.sampler.sample(beam.logits, self.memory.tokens(beam.seq_id))
             self.sampler_us += step.elapsed_us
             steps[number] = step
         return steps
 
     def _assign(self, live: list[_Live], children: list[_Live]) -> None:
         """Give each child a sequence holding its parent's: the first child of a parent
-        keeps the parent's, the others copy it into one no beam holds any more."""
+        keeps the parent's, the others copy it (with the step) into one no beam holds
+        any more."""
         parent_seqs = {beam.seq_id for beam in live}
         kept = {child.seq_id for child in children}
         free = [s for s in range(self.width) if s not in kept]
@@ -491,28 +501,7 @@ class _Search:
                 copies.append((child, child.seq_id))
             seen.add(child.seq_id)
         for child, source in copies:
-            child.seq_id = free.pop(0)
-            self.memory.fork(child.seq_id, source)
-
-    def _decode(self, live: list[_Live]) -> None:
-        """One step: each live beam's last token, in one batch (or one a decode)."""
-        self.decoded += len(live)
-        if not self.lockstep:
-            self._rows = []
-            for row, beam in enumerate(live):
-                self.memory.step([(beam.seq_id, beam.token_ids[-1])])
-                self._rows.append(self.model.logits(-1).copy())
-                beam.row = row
-            return
-        self.memory.step([(beam.seq_id, beam.token_ids[-1]) for beam in live])
-        for row, beam in enumerate(live):
-            beam.row = row if len(live) > 1 else -1
-
-    def _logits(self, beam: _Live) -> np.ndarray:
-        """The beam's logits from the last step (the prompt's last row at first)."""
-        if not self.lockstep and self._rows:
-            return self._rows[beam.row]
-        return self.model.logits(beam.row)
+            child.seq_id, child.fork_from = free.pop(0), source
 
 
 def _most_probable(probs: np.ndarray, nonzero: int, first: int) -> Iterator[int]:

@@ -6,15 +6,16 @@ them, and no more once their probabilities reach `mass` (the child that crosses 
 kept, as top-p keeps it). Every child above the last level is decoded to give its own
 children, down to `depth` levels; an end-of-generation token is a leaf.
 
-The decoding is the loop's machinery (`backend.session.memory.Memory`): a node's
-sequence shares its parent's memory through `seq_cp` (its parent's last child takes
-the parent's sequence over), and the nodes are decoded in lockstep batches, one token
-per sequence per `llama_decode`, as many at once as the model's sequences allow.
-`lockstep=False` decodes the same nodes in the same order, one per `llama_decode` (the
-reference the bench measures against): the memory's cells are then laid out the same,
-which matters because llama.cpp's numbers depend on where a sequence's cells lie, not
-only on how tokens were batched. The sequences are scheduled so that a tree of depth D always
-fits in D sequences (the point's own and D - 1 more): wider batches when more are free.
+Growing a tree is a strategy of the loop (`backend.session.strategy`): each step it
+asks for a batch of nodes, a node's sequence forked from its parent's by `seq_cp` (its
+parent's last child takes the parent's sequence over), and the loop decodes them in
+one `llama_decode`, one token per sequence, as many at once as the model's sequences
+allow. `lockstep=False` decodes the same nodes in the same order, one per
+`llama_decode` (the reference the bench measures against): the memory's cells are then
+laid out the same, which matters because llama.cpp's numbers depend on where a
+sequence's cells lie, not only on how tokens were batched. The sequences are scheduled
+so that a tree of depth D always fits in D sequences (the point's own and D - 1 more):
+wider batches when more are free.
 
 Each node's probability is the `prob_after` of its token in the step's record, the
 sampler run on the node's logits and history (prompt, reply and path) with a sampler
@@ -27,8 +28,10 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from backend.chat.compare import common_prefix
 from backend.chat.events import Decoding
@@ -36,6 +39,7 @@ from backend.chat.protocol import ChatMessage
 from backend.session.backend import SessionBackend
 from backend.session.loop import Session
 from backend.session.run import StepInput
+from backend.session.strategy import Decodes, Extend, Plan, run_quietly
 from sampling.errors import SamplescopeError
 from sampling.records import Step
 from sampling.sampler import DEFAULT_CANDIDATES, Sampler, SamplerState
@@ -236,7 +240,6 @@ class _Grower:
         settings: SamplerSettings,
         shape: TreeShape,
         index: int,
-        lockstep: bool,
         cancel: threading.Event | None,
         streams: int,
     ) -> None:
@@ -245,7 +248,6 @@ class _Grower:
         self.memory = session.memory
         self.shape = shape
         self.index = index
-        self.lockstep = lockstep
         self.cancel = cancel
         self.sampler = Sampler(
             settings,
@@ -254,8 +256,8 @@ class _Grower:
             vocabulary=self.model,
         )
         self.free = list(range(streams - 1, 0, -1))
-        self.decoded = 0
-        self.decodes = 0
+        self.ended: list[int] = []
+        """Sequences given back since the last step (the next plan ends them)."""
         self.stopped = False
 
     # ---- steps --------------------------------------------------------------------
@@ -290,7 +292,7 @@ class _Grower:
     def release(self, node: _Node) -> None:
         """Give a node's sequence back (never sequence 0, the point's own)."""
         if node.seq_id:
-            self.memory.drop(node.seq_id)
+            self.ended.append(node.seq_id)
             self.free.append(node.seq_id)
         node.seq_id = None
 
@@ -313,10 +315,12 @@ class _Grower:
         below = self.shape.depth - 1 - level  # decodable levels under the kids
         return len(self.free) - self.new_seqs(chunks) >= below
 
-    def decode(self, chunks: Sequence[tuple[_Node, Sequence[_Node]]]) -> None:
-        """Decode the kids in one batch, one token per sequence, and expand each."""
-        memory = self.memory
+    def decode(
+        self, chunks: Sequence[tuple[_Node, Sequence[_Node]]]
+    ) -> Generator[Plan, list[np.ndarray], None]:
+        """Have the kids decoded in one step, one token per sequence, and expand each."""
         batch: list[_Node] = []
+        extend: list[Extend] = []
         for parent, kids in chunks:
             for kid in kids:
                 assert parent.seq_id is not None
@@ -324,29 +328,22 @@ class _Grower:
                 if parent.remaining == 0 and parent.level > 0:
                     kid.seq_id = parent.seq_id  # takes the parent's sequence over
                     parent.seq_id = None
+                    extend.append(Extend(kid.seq_id, (kid.token,)))
                 else:
                     kid.seq_id = self.free.pop()
-                    memory.fork(kid.seq_id, parent.seq_id)
+                    extend.append(Extend(kid.seq_id, (kid.token,), fork_from=parent.seq_id))
                 batch.append(kid)
-        entries = [(kid.seq_id, kid.token) for kid in batch if kid.seq_id is not None]
-        if self.lockstep:
-            memory.step(entries)
-            self.decodes += 1
-            self.decoded += len(batch)
-            for row, kid in enumerate(batch):
-                self.expand(kid, self.model.logits(row if len(batch) > 1 else -1))
-            return
-        for entry, kid in zip(entries, batch, strict=True):
-            memory.step([entry])
-            self.decodes += 1
-            self.decoded += 1
-            self.expand(kid, self.model.logits(-1))
+        ended, self.ended = self.ended, []
+        logits = yield Plan(extend, ended)
+        for kid, row in zip(batch, logits, strict=True):
+            self.expand(kid, row)
 
     # ---- the schedule -------------------------------------------------------------
 
-    def grow(self, group: list[_Node]) -> None:
+    def grow(self, group: list[_Node]) -> Generator[Plan, list[np.ndarray], None]:
         """Decode everything below the nodes of `group` (one level, each holding its
-        sequence and knowing its kids), then give their sequences back."""
+        sequence and knowing its kids), then give their sequences back: the strategy,
+        one plan a step."""
         if self.cancel is not None and self.cancel.is_set():
             self.stopped = True
         for node in group:
@@ -357,11 +354,11 @@ class _Grower:
             return
         everything = [(node, [k for k in node.kids if k.decodable]) for node in group]
         if self.fits(everything):
-            self.decode(everything)
-            self.grow([kid for _, kids in everything for kid in kids])
+            yield from self.decode(everything)
+            yield from self.grow([kid for _, kids in everything for kid in kids])
         elif len(group) > 1:
             for node in group:
-                self.grow([node])
+                yield from self.grow([node])
         else:
             parent, todo = everything[0]
             while todo and not self.stopped:
@@ -369,8 +366,8 @@ class _Grower:
                 while size < len(todo) and self.fits([(parent, todo[: size + 1])]):
                     size += 1
                 chunk, todo = todo[:size], todo[size:]
-                self.decode([(parent, chunk)])
-                self.grow(chunk)
+                yield from self.decode([(parent, chunk)])
+                yield from self.grow(chunk)
                 if self.cancel is not None and self.cancel.is_set():
                     self.stopped = True
             self.release(parent)
@@ -430,12 +427,13 @@ def grow_tree(
             f"a tree of width {shape.width} and depth {shape.depth} has up to "
             f"{shape.most_nodes} nodes: at most {MAX_NODES} are explored at once"
         )
-    grower = _Grower(session, settings, shape, index, lockstep, cancel, streams)
+    grower = _Grower(session, settings, shape, index, cancel, streams)
     root = _Node(-1, 1.0, 0.0, 0, decodable=True, ends=False, seq_id=0)
     started = session.clock()
+    counts = Decodes()
     try:
         grower.expand(root, given.logits, uniform)
-        grower.grow([root])
+        run_quietly(memory, grower.grow([root]), lockstep=lockstep, counts=counts)
     finally:
         memory.drop_others()
         memory.reserve(1, 0)  # the tree's context is freed: the chat's comes back
@@ -449,8 +447,8 @@ def grow_tree(
         history,
         shape,
         settings,
-        grower.decoded,
-        grower.decodes,
+        counts.tokens,
+        counts.decodes,
         elapsed_ms,
         lockstep,
         complete=not grower.stopped,

@@ -5,10 +5,14 @@ what-if's rebuilt step, a replay) runs here, over the narrow `Model` protocol:
 
 - **prefill**: the prompt goes into sequence 0, reusing what the memory already
   holds (`Memory.reuse`), in n_batch chunks with progress after each and a cancel
-  check between them; a steer's given tokens follow, each decoded alone;
+  check between them (`Session.prepare`, which beam search shares); a steer's given
+  tokens follow, each decoded alone;
 - **many sequences in lockstep**: the other sequences share the prompt through
   `seq_cp`, then every step decodes one token of every live sequence in one batch
-  (one `llama_decode`); each sequence has its own sampler and random stream;
+  (one `llama_decode`); each sequence has its own sampler and random stream. The
+  sampling is this loop's strategy (`backend.session.strategy`): each step it names
+  the sequences' tokens and the loop decodes them, as it does for beam search's and
+  explore's;
 - **rewind**: between events, `Generation.rewind(number, k)` drops a sequence's last
   k tokens, from the memory and from its sampler's state, and the loop goes on from
   there, the dropped position computed again the way it was first computed.
@@ -23,6 +27,9 @@ import sys
 import threading
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
 
 from backend.chat.events import (
     Decoding,
@@ -39,6 +46,7 @@ from backend.llama.context import Layout
 from backend.session.memory import Memory
 from backend.session.model import Model
 from backend.session.run import LoopSequence, Steer, clock_now
+from backend.session.strategy import Extend, Plan, run
 from sampling.errors import GrammarDeadEnd, SamplescopeError
 from sampling.sampler import Sampler
 
@@ -49,6 +57,25 @@ LOST_NOTICE = "the model's memory was lost (an RPC connection failed): loading t
 
 PromptSource = Callable[[], tuple[list[int], list[str]]]
 """Gives the prompt's tokens and notices about fitting it (may raise)."""
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A prompt made ready in sequence 0 (`Session.prepare`).
+
+    Attributes:
+        prompt: Its tokens.
+        prefilled: How many of them were computed (the rest were in the memory).
+        prefill_ms: The prefill's time.
+        cancelled: A cancel stopped the prefill (the memory holds part of it).
+    """
+
+    prompt: list[int]
+    prefilled: int
+    prefill_ms: float
+    cancelled: bool = False
 
 
 class Session:
@@ -109,6 +136,61 @@ class Session:
             Room(layout, max(streams, len(lives)), extra_cells, hold),
         )
 
+    def prepare(
+        self,
+        prompt: PromptSource,
+        max_tokens: int,
+        room: Room,
+        cancel: threading.Event | None = None,
+    ) -> Generator[GenerationEvent, None, Prepared]:
+        """The one prompt preparation of every generation and strategy: the model
+        recovered if its memory was lost, other sequences dropped, the prompt fitted,
+        the memory reserved for `room`, and the prompt prefilled into sequence 0 after
+        what the memory already holds (`Memory.reuse`), in n_batch chunks with a cancel
+        check between them. Yields notices, the prefill phase and its progress.
+
+        Raises:
+            SamplescopeError: The prompt is empty or cannot be fitted; the model failed.
+        """
+        model, memory = self.model, self.memory
+        if model.lost:
+            yield NoticeEvent(LOST_NOTICE)
+            memory.clear()
+            model.recover()
+        memory.drop_others()
+        tokens, notices = prompt()
+        for notice in notices:
+            yield NoticeEvent(notice)
+        if not tokens:
+            raise SamplescopeError("the prompt is empty")
+        cells = len(tokens) + max_tokens + room.extra_cells
+        memory.reserve(room.streams, cells, room.layout)
+        yield PhaseEvent("prefill")
+        started = self.clock()
+        todo = tokens[memory.reuse(tokens) :]
+        cancelled = cancel is not None and cancel.is_set()
+        if not cancelled:
+            for done in memory.prefill(todo):
+                yield PrefillProgress(done=done, total=len(todo))
+                cancelled = cancel is not None and cancel.is_set() and done < len(todo)
+                if cancelled:
+                    break
+        return Prepared(tokens, len(todo), (self.clock() - started) * 1000, cancelled)
+
+    def prepare_quietly(
+        self, prompt: PromptSource, max_tokens: int, room: Room
+    ) -> tuple[Prepared, tuple[str, ...]]:
+        """`prepare` run to its end: the prompt made ready, and the notices it gave."""
+        notices: list[str] = []
+        events = self.prepare(prompt, max_tokens, room)
+        while True:
+            try:
+                event = next(events)
+            except StopIteration as done:
+                return done.value, tuple(notices)
+            if isinstance(event, NoticeEvent):
+                notices.append(event.message)
+
 
 @dataclass(frozen=True, slots=True)
 class Room:
@@ -166,6 +248,8 @@ class Generation:
         ]
         for sequence in self.sequences:
             sequence.sampler.resume(sequence.given)  # min_tokens counts the given tokens
+        self._logits: list[np.ndarray] = []
+        """The last step's logits, one per sequence decoded in it (`row` says which)."""
 
     @property
     def _cancelled(self) -> bool:
@@ -213,7 +297,7 @@ class Generation:
         try:
             ready = yield from self._prepare()
             if ready:
-                yield from self._decode()
+                yield from run(self.session.memory, self._decode())
             else:
                 self._end_all("cancelled")
         except SamplescopeError as failure:
@@ -236,6 +320,16 @@ class Generation:
         for sequence in self.sequences:
             yield sequence.number, event
 
+    def _tagged(self, events: Generator[GenerationEvent, None, T]) -> Generator[Event, None, T]:
+        """Every sequence's copy of each event; the generator's value."""
+        while True:
+            try:
+                event = next(events)
+            except StopIteration as done:
+                value: T = done.value
+                return value
+            yield from self._each(event)
+
     def _prepare(self) -> Generator[Event, None, bool]:
         """Check, fit and prefill the prompt, decode the given tokens, share them.
 
@@ -255,37 +349,17 @@ class Generation:
                 raise SamplescopeError(
                     f"invalid token id {forced}: expected 0 .. {model.n_vocab - 1}"
                 )
-        if model.lost:
-            yield from self._each(NoticeEvent(LOST_NOTICE))
-            memory.clear()
-            model.recover()
-        memory.drop_others()
-        prompt, notices = self.prompt()
-        for notice in notices:
-            yield from self._each(NoticeEvent(notice))
-        if not prompt:
-            raise SamplescopeError("the prompt is empty")
-        room = self.room
-        cells = len(prompt) + self.max_tokens + room.extra_cells
-        memory.reserve(room.streams, cells, room.layout)
-        yield from self._each(PhaseEvent("prefill"))
-        prefill_started = session.clock()
-        todo = prompt[memory.reuse(prompt) :]
-        cancelled = self._cancelled
-        if not cancelled:
-            for done in memory.prefill(todo):
-                yield from self._each(PrefillProgress(done=done, total=len(todo)))
-                cancelled = self._cancelled and done < len(todo)
-                if cancelled:
-                    break
-        prefill_ms = (session.clock() - prefill_started) * 1000
+        prepared = yield from self._tagged(
+            session.prepare(self.prompt, self.max_tokens, self.room, self.cancel)
+        )
+        prompt, prefilled, prefill_ms = prepared.prompt, prepared.prefilled, prepared.prefill_ms
         for sequence in self.sequences:
             sequence.prompt_tokens, sequence.prefilled, sequence.prefill_ms = (
                 len(prompt),
-                len(todo),
+                prefilled,
                 prefill_ms,
             )
-        if cancelled:
+        if prepared.cancelled:
             return False
         # The given start of the reply: decoded alone, as a generation decodes it.
         for token in steer.prefix:
@@ -300,7 +374,9 @@ class Generation:
                 memory.fork(sequence.seq_id)
         return True
 
-    def _decode(self) -> Iterator[Event]:
+    def _decode(self) -> Generator[Event | Plan, list[np.ndarray], None]:
+        """The sampled strategy: each step, every live sequence's sampled token (or
+        what a rewind left to decode again), until each has ended."""
         session = self.session
         model, memory = session.model, session.memory
         yield from self._each(PhaseEvent("decode"))
@@ -332,20 +408,18 @@ class Generation:
                     sequence.reason = "context_full"
                     yield from self._finish(sequence, None)
                 return
-            memory.step(
-                [(sequence.seq_id, token) for sequence in stepping for token in sequence.pending]
-            )
-            row = 0
-            for sequence in stepping:
-                row += len(sequence.pending)
-                sequence.row = row - 1 if len(stepping) > 1 else -1
+            plan = [Extend(sequence.seq_id, tuple(sequence.pending)) for sequence in stepping]
+            self._logits = yield Plan(plan)
+            for row, sequence in enumerate(stepping):
+                sequence.row = row
                 sequence.pending = []
 
     def _sample(self, sequence: LoopSequence) -> Iterator[Event]:
         session = self.session
         model, memory = session.model, session.memory
         assert sequence.row is not None
-        logits = model.logits(sequence.row)
+        row = sequence.row
+        logits = self._logits[row] if row >= 0 else model.logits(-1)
         index = sequence.index
         force = self.steer.forced_at(index)
         try:

@@ -141,7 +141,8 @@ class LoopSequence:
     """Why it ends after its latest token unless that token is rewound first
     (`Generation.end_after`; None: it goes on)."""
     row: int | None = -1
-    """The row of the last batch holding its next logits (None: to be decoded)."""
+    """Where its next logits are: its place among the last step's sequences (-1: the
+    prompt's end; None: to be decoded; -2: it has ended and was reported)."""
     pending: list[int] = field(default_factory=list)
     """Tokens to decode into its sequence with the next step."""
     bans: dict[int, frozenset[int]] = field(default_factory=dict)
