@@ -69,3 +69,37 @@ def test_a_grammar_llama_cpp_takes_too_long_to_read_is_one_line(
     said = grammar.check_in_child('root ::= "slow"', ())
     assert said is not None and said.startswith("llama.cpp did not finish reading the grammar")
     assert "\n" not in said and "import" not in said
+
+
+def test_ctrl_c_stops_a_grammar_check_at_once_and_its_child() -> None:
+    import os
+    import signal
+    import threading
+
+    from backend.llama.grammar import check_in_child
+
+    # 200,000 alternatives: llama.cpp takes minutes to read them (the check's limit is
+    # 60 s). Ctrl-C in the middle raises at once, and the child is killed on the way out.
+    slow = "root ::= " + " | ".join(f'"a{n}"' for n in range(200_000))
+    children_before = _children()
+    threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+    with pytest.raises(KeyboardInterrupt):
+        check_in_child(slow, ())
+    assert _children() == children_before
+
+
+def _children() -> set[int]:
+    """The ids of this process's live child processes."""
+    import os
+    from pathlib import Path
+
+    me = str(os.getpid())
+    found = set()
+    for status in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = status.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[1] == me and fields[0] != "Z":
+            found.add(int(status.parent.name))
+    return found
