@@ -273,7 +273,6 @@ SETTINGS_ORDER: tuple[str, ...] = (
     "smoothing_curve",
     "adaptive_target",
     "adaptive_decay",
-    "p_less",
     "min_tokens",
     "logit_bias",
     "grammar",

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from sampling.errors import SamplescopeError, SettingsError
-from sampling.registry import SETTINGS_ORDER, registry
+from sampling.registry import DECLARED_SETTINGS, SETTINGS_ORDER, registry
 from sampling.setting_spec import SettingSpec
 from sampling.settings import (
     DEFAULT_CHAT_SETTINGS,
@@ -23,7 +23,11 @@ from tui.cli.setting_sets import SetArgumentError, parse_set, short_keys
 from tui.cli.settings_flags import add_settings_flags, settings_from_args
 from tui.compare.columns import DEFAULT_VARIATIONS, VARIABLE_FIELDS, coerce_value
 
-FIELDS = [*SETTINGS_ORDER, "samplers"]
+FIELDS = [
+    *SETTINGS_ORDER,
+    *(s.name for s in DECLARED_SETTINGS if s.name not in (*SETTINGS_ORDER, "samplers")),
+    "samplers",
+]
 NUMBERS = [spec for spec in registry().settings if spec.is_number]
 SWITCHES = [spec for spec in registry().settings if spec.is_scalar and not spec.is_number]
 SEVERAL = [spec for spec in registry().settings if not spec.is_scalar]
