@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import fields, replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from sampling.errors import SettingsError
@@ -133,7 +134,7 @@ class SamplerSettings:
         object.__setattr__(self, "draw", "inverse_cdf")
         object.__setattr__(self, "rng", "pcg64")
         object.__setattr__(self, "seed", 0)
-        object.__setattr__(self, "params", {})
+        object.__setattr__(self, "params", MappingProxyType({}))
         self._change(catalogue, values)
 
     def _change(self, catalogue: Catalogue, changes: Mapping[str, Any]) -> None:
@@ -159,7 +160,7 @@ class SamplerSettings:
                     params.pop(owner, None)
                 else:
                     params[owner] = record
-            object.__setattr__(self, "params", params)
+            object.__setattr__(self, "params", MappingProxyType(params))
         order = placed_order(self.samplers, catalogue.placements, self._switches_on)
         if order != self.samplers:
             object.__setattr__(self, "samplers", order)
