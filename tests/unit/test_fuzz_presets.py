@@ -85,6 +85,14 @@ def work() -> Path:
     return folder()
 
 
+def file_id(value: object) -> str:
+    """A test id: the file's name, not its (long) content."""
+    return value if isinstance(value, str) and value.endswith(SUFFIXES) else "data"
+
+
+SUFFIXES = (".json", ".yaml", ".toml")
+
+
 def one_line(error: BaseException, path: Path | None = None) -> None:
     """The error is ours, one line, and names the file when there is one."""
     assert isinstance(error, SamplescopeError), repr(error)
@@ -215,6 +223,7 @@ DEPTH = 100_000
         ("huge-int.toml", "[a]\nseed = 1" + "0" * 5000 + "\n"),
         ("deep-table.toml", "[a]\nx = " + "{a=" * 5000 + "1" + "}" * 5000 + "\n"),
     ],
+    ids=file_id,
 )  # fmt: skip
 def test_hostile_files_give_one_line(tmp_path: Path, name: str, text: str) -> None:
     path = tmp_path / name
@@ -236,6 +245,7 @@ def test_hostile_files_give_one_line(tmp_path: Path, name: str, text: str) -> No
         ("huge.json", b'{"temp": 1, "x": "' + b"a" * (2 << 20) + b'"}'),
         ("huge.toml", b"[a]\ntemperature = 1\n" + b"#" * (20 << 20)),
     ],
+    ids=file_id,
 )
 def test_unreadable_files_give_one_line(tmp_path: Path, name: str, data: bytes) -> None:
     path = tmp_path / name
