@@ -1,3 +1,0 @@
-"""The app's screens."""
-
-"""Screens of the samplescope app."""
