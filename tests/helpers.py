@@ -102,7 +102,7 @@ async def send_message(pilot: Pilot[Any], app: SamplescopeApp, text: str) -> Fin
 
 async def reopen_chat(pilot: Pilot[Any], app: SamplescopeApp) -> None:
     """Start a new chat, then open the most recent saved one again (ctrl+o, enter)."""
-    from tui.screens.history import HistoryScreen
+    from tui.history.screen import HistoryScreen
 
     await pilot.press("ctrl+n")
     await pilot.press("ctrl+o")

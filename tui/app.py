@@ -28,28 +28,28 @@ from sampling.errors import SettingsError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tui.app_config import resolve_app_config
 from tui.chat.conversation import Conversation
-from tui.chat.loading import BackendFailed, BackendReady, load_backend
-from tui.chat.model_switch import (
+from tui.chat.keys import CHAT_BINDINGS
+from tui.chat.screen import ChatScreen
+from tui.chat.setting_input import TextEncoder, typed_value
+from tui.chat.steering import start_branch
+from tui.chat.view import ChatView
+from tui.compare.command import CompareCommands, CompareContext, last_user_turn
+from tui.compare.result import CompareResult
+from tui.crash_log import CrashLoggingApp
+from tui.help.screen import HelpScreen
+from tui.help.sections import key_sections
+from tui.models.loading import BackendFailed, BackendReady, load_backend
+from tui.models.picker import ListModels
+from tui.models.switch import (
     ModelSwitcher,
     ModelSwitchFailed,
     OpenModel,
     PreviousModelKept,
 )
-from tui.chat.runner import GIL_SWITCH_INTERVAL, GenerationRunner
-from tui.chat.setting_input import TextEncoder, typed_value
-from tui.chat.steering import start_branch
-from tui.chat.view import ChatView
-from tui.chat_keys import CHAT_BINDINGS
-from tui.chat_screen import ChatScreen
-from tui.compare.command import CompareCommands, CompareContext, last_user_turn
-from tui.compare.result import CompareResult
-from tui.crash_log import CrashLoggingApp
-from tui.key_sections import key_sections
+from tui.panel.sampling_panel import SamplingPanel
 from tui.paste_driver import paste_safe_driver
 from tui.preset_commands import PresetCommands
-from tui.screens.help import HelpScreen
-from tui.screens.model_picker import ListModels
-from tui.widgets.sampling_panel import SamplingPanel
+from tui.runner import GIL_SWITCH_INTERVAL, GenerationRunner
 from tui.widgets.token_text import TokenPieces
 
 # The app-wide keys: help and quit (the chat's are on its screen, `ChatScreen`). Each

@@ -25,7 +25,7 @@ from backend.config.presets import PresetError
 from backend.config.sillytavern_format import export_sillytavern
 from backend.errors import FileAccessError
 from sampling.settings import SamplerSettings, settings_summary
-from tui.screens.entry import ValueEntryScreen
+from tui.widgets.entry import ValueEntryScreen
 
 EXPORTS: dict[str, str] = {
     "llama-server": "llama-server / llama-cli flags",

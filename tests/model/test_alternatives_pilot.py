@@ -9,8 +9,8 @@ from backend.session.llama_backend import LlamaBackend
 from backend.store.store import ChatStore
 from tests.helpers import chat_of, nth_reply_finished, send_message, wait_until
 from tui.app import SamplescopeApp
-from tui.chat.alternatives import AlternativesScreen
 from tui.chat.transcript import Transcript
+from tui.widgets.alternatives import AlternativesScreen
 
 pytestmark = pytest.mark.anyio
 

@@ -10,9 +10,9 @@ from backend.session.llama_backend import LlamaBackend
 from backend.store.store import ChatStore
 from tests.helpers import chat_of, nth_reply_finished, reopen_chat, send_message, wait_until
 from tui.app import SamplescopeApp
-from tui.chat.alternatives import AlternativesScreen
 from tui.chat.reply_view import FORK_MARK, ReplyView
 from tui.chat.transcript import Transcript
+from tui.widgets.alternatives import AlternativesScreen
 from tui.widgets.prob_panel import ProbPanel
 
 pytestmark = pytest.mark.anyio

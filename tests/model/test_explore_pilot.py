@@ -15,8 +15,8 @@ from backend.store.store import ChatStore
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tests.helpers import chat_of, nth_reply_finished, send_message, wait_until
 from tui.app import SamplescopeApp
-from tui.chat.explore_screen import ExploreScreen
 from tui.chat.transcript import Transcript
+from tui.explore.screen import ExploreScreen
 
 pytestmark = pytest.mark.anyio
 

@@ -18,10 +18,10 @@ from sampling.loops import LoopRule, find_loop, first_loop
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tests.helpers import chat_of, nth_reply_finished, send_message, wait_until
 from tui.app import SamplescopeApp
-from tui.chat.alternatives import AlternativesScreen
+from tui.chat.timeline import LOOP_MARK
 from tui.cli.main import main
 from tui.loops.why_screen import LoopWhyScreen
-from tui.widgets.timeline import LOOP_MARK
+from tui.widgets.alternatives import AlternativesScreen
 
 PROMPT = "Write a poem about the sea."
 MODEL_FLAGS = ["--threads", "1", "--ctx", "2048", "--batch", "64"]

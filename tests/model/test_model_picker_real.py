@@ -13,7 +13,7 @@ from backend.session.llama_backend import LlamaBackend
 from tests.helpers import chat_of, send_message, wait_until
 from tests.tiny_models import spm_vocab, write_tiny_llama
 from tui.app import SamplescopeApp
-from tui.screens.model_picker import ModelPickerScreen
+from tui.models.picker import ModelPickerScreen
 
 pytestmark = pytest.mark.anyio
 

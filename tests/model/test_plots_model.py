@@ -11,8 +11,8 @@ from backend.session.llama_backend import LlamaBackend
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tests.helpers import chat_of, nth_reply_finished, type_message
 from tui.app import SamplescopeApp
-from tui.widgets.tail_plot import TAIL_RANKS, TailPlot
-from tui.widgets.timeline import ReplyTimeline
+from tui.chat.tail_plot import TAIL_RANKS, TailPlot
+from tui.chat.timeline import ReplyTimeline
 
 SETTINGS = DEFAULT_CHAT_SETTINGS.with_changes(top_k=0, top_p=0.9, min_p=0.0)
 QUESTION = [ChatMessage("user", "Name three colours.")]

@@ -16,9 +16,9 @@ from sampling.records import Step
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tests.helpers import chat_of, nth_reply_finished, reopen_chat, send_message, wait_until
 from tui.app import SamplescopeApp
-from tui.chat.alternatives import AlternativesScreen
 from tui.chat.transcript import Transcript
-from tui.widgets.slider import Slider
+from tui.panel.slider import Slider
+from tui.widgets.alternatives import AlternativesScreen
 
 pytestmark = pytest.mark.anyio
 

@@ -22,7 +22,7 @@ from tui.app_config import resolve_app_config
 from tui.chat.reply_view import ReplyView
 from tui.cli.commands.app import build_app, build_app_parser
 from tui.compare.result import CompareResult
-from tui.screens.history import HistoryScreen
+from tui.history.screen import HistoryScreen
 from tui.widgets.prob_panel import ProbPanel
 
 pytestmark = pytest.mark.anyio

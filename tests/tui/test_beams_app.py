@@ -15,7 +15,7 @@ from backend.store.store import ChatStore
 from tests.fake_backend import FakeBackend
 from tests.helpers import chat_of, send_message, wait_until
 from tui.app import SamplescopeApp
-from tui.widgets.toggle import Toggle
+from tui.panel.toggle import Toggle
 
 pytestmark = pytest.mark.anyio
 

@@ -11,8 +11,8 @@ from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tests.fake_backend import FakeBackend
 from tests.helpers import chat_of, type_message, wait_until
 from tui.app import SamplescopeApp
-from tui.widgets.chain_order import ChainOrder, rows_for
-from tui.widgets.sampling_panel import SamplingPanel
+from tui.panel.chain_order import ChainOrder, rows_for
+from tui.panel.sampling_panel import SamplingPanel
 
 pytestmark = pytest.mark.anyio
 

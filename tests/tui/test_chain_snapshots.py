@@ -19,9 +19,9 @@ from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tests.fake_backend import FAKE_VOCAB, FakeBackend
 from tests.helpers import StepClock, chat_of, wait_until
 from tui.app import SamplescopeApp
-from tui.widgets.chain_order import ChainOrder
+from tui.panel.chain_order import ChainOrder
+from tui.panel.sampling_panel import SamplingPanel
 from tui.widgets.prob_panel import ProbPanel
-from tui.widgets.sampling_panel import SamplingPanel
 
 SIZES = [pytest.param((120, 36), id="120x36"), pytest.param((80, 24), id="80x24")]
 

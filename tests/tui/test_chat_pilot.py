@@ -10,8 +10,8 @@ from tests.fake_backend import FakeBackend
 from tests.helpers import chat_of, nth_reply_finished, type_message, wait_until
 from tui.app import SamplescopeApp
 from tui.chat.reply_view import ReplyView
+from tui.panel.slider import Slider
 from tui.widgets.prob_panel import ProbPanel
-from tui.widgets.slider import Slider
 
 pytestmark = pytest.mark.anyio
 

@@ -404,7 +404,7 @@ def test_snapshot_four_columns(snap_compare: Any) -> None:
 @pytest.mark.anyio
 async def test_an_alternative_chosen_in_a_column_branches_the_chat_from_there() -> None:
     from tui.app import SamplescopeApp
-    from tui.chat.alternatives import AlternativesScreen
+    from tui.widgets.alternatives import AlternativesScreen
 
     app = SamplescopeApp(FakeBackend(), max_tokens=12, cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:

@@ -15,8 +15,8 @@ from tests.fake_backend import FakeBackend
 from tests.helpers import send_message, wait_until
 from tui.app import SamplescopeApp
 from tui.chat.conversation import Conversation
+from tui.chat.screen import ChatScreen
 from tui.chat.view import ChatView
-from tui.chat_screen import ChatScreen
 
 pytestmark = pytest.mark.anyio
 

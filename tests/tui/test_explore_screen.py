@@ -15,8 +15,8 @@ from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tests.helpers import chat_of, wait_until
 from tests.tui.test_tui_snapshots import SIZE, fake_backend, make_app, send
 from tui.app import SamplescopeApp
-from tui.chat.explore_screen import ExploreScreen, Shown
 from tui.chat.transcript import Transcript
+from tui.explore.screen import ExploreScreen, Shown
 
 pytestmark = pytest.mark.anyio
 
@@ -154,7 +154,7 @@ def test_the_tree_screen(snap_compare: object) -> None:
 
 def test_the_help_lists_x_and_the_explore_screens_keys() -> None:
     from tui.app import APP_WIDE_BINDINGS
-    from tui.key_sections import key_sections
+    from tui.help.sections import key_sections
 
     sections = dict(key_sections(APP_WIDE_BINDINGS, {}))
     assert "explore" in dict(sections["chat"])["x"]

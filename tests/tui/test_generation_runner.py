@@ -16,7 +16,7 @@ from backend.chat.protocol import ChatBackend, ChatMessage, LiveSettings
 from sampling.settings import SamplerSettings
 from tests.fake_backend import FakeBackend
 from tests.helpers import wait_until
-from tui.chat.runner import GenerationRunner, Job
+from tui.runner import GenerationRunner, Job
 
 pytestmark = pytest.mark.anyio
 

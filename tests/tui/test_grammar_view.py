@@ -18,9 +18,9 @@ from tests.helpers import chat_of, wait_until
 from tests.tui.test_tui_snapshots import fake_backend, make_app, send
 from tui.app import SamplescopeApp
 from tui.chat.setting_input import read_setting_text
+from tui.chat.timeline import FORCED_MARK, ReplyTimeline
+from tui.panel.setting_controls import setting_text
 from tui.widgets.prob_panel import ProbPanel
-from tui.widgets.setting_controls import setting_text
-from tui.widgets.timeline import FORCED_MARK, ReplyTimeline
 
 SIZE = (120, 36)
 GRAMMAR = 'root ::= " the" (" cat" | " dog" | " bird") " sat" (" yes" | " ok")'
@@ -131,7 +131,7 @@ def test_compare_takes_a_schema_from_a_file(tmp_path: Path) -> None:
 
 
 def test_the_grammar_group_names_the_grammar() -> None:
-    from tui.widgets.setting_controls import group_is_on, group_title
+    from tui.panel.setting_controls import group_is_on, group_title
 
     lazy = DEFAULT_CHAT_SETTINGS.with_changes(grammar=GRAMMAR, grammar_triggers=("the",))
     schema = DEFAULT_CHAT_SETTINGS.with_changes(json_schema='{"type": "boolean"}')

@@ -10,10 +10,10 @@ from backend.config.config import Config
 from tests.fake_backend import FakeBackend
 from tests.helpers import wait_until
 from tui.app import APP_WIDE_BINDINGS, SamplescopeApp
-from tui.chat_keys import CHAT_BINDINGS
-from tui.key_sections import SCREENS, key_sections
-from tui.screens.help import DOCS, HelpScreen, binding_rows, key_name
-from tui.screens.history import HistoryScreen
+from tui.chat.keys import CHAT_BINDINGS
+from tui.help.screen import DOCS, HelpScreen, binding_rows, key_name
+from tui.help.sections import SCREENS, key_sections
+from tui.history.screen import HistoryScreen
 
 pytestmark = pytest.mark.anyio
 

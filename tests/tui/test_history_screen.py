@@ -19,8 +19,8 @@ from textual.widgets import DataTable
 from backend.store.store import ChatStore, ModelRef
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tests.helpers import DateClock
-from tui.screens.confirm import ConfirmScreen
-from tui.screens.history import HistoryScreen
+from tui.history.screen import HistoryScreen
+from tui.widgets.confirm import ConfirmScreen
 
 pytestmark = pytest.mark.anyio
 

@@ -20,7 +20,7 @@ from tests.fake_backend import FakeBackend
 from tests.helpers import HostApp, chat_of, wait_done, wait_until
 from tests.tui.test_tui_snapshots import SIZE, TOP_P_SETTINGS, fake_backend, make_app, send
 from tui.compare.screen import CompareScreen
-from tui.widgets.sampling_panel import SamplingPanel
+from tui.panel.sampling_panel import SamplingPanel
 
 pytestmark = pytest.mark.anyio
 HELLO = [ChatMessage("user", "hello there")]

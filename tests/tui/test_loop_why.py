@@ -16,9 +16,9 @@ from sampling.settings import SamplerSettings
 from tests.helpers import chat_of, send_message, wait_until
 from tests.tui.test_tui_snapshots import fake_backend, make_app, send
 from tui.app import SamplescopeApp
-from tui.chat.alternatives import AlternativesScreen
-from tui.loops.escape import NO_LOOP, loop_phrase
+from tui.chat.loop_escape import NO_LOOP, loop_phrase
 from tui.loops.why_screen import LoopWhyScreen
+from tui.widgets.alternatives import AlternativesScreen
 
 pytestmark = pytest.mark.anyio
 

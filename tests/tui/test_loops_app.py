@@ -17,12 +17,12 @@ from sampling.settings import SamplerSettings
 from tests.fake_backend import FakeBackend
 from tests.helpers import HostApp, chat_of, send_message, wait_done, wait_until
 from tui.app import SamplescopeApp
+from tui.chat.timeline import LOOP_MARK, LOOP_SPAN_MARK
 from tui.compare.columns import CompareColumn
 from tui.compare.screen import CompareScreen
-from tui.widgets.loop_controls import LoopControls
+from tui.panel.loop_controls import LoopControls
+from tui.panel.toggle import Toggle
 from tui.widgets.status_line import LOOP_SIGN
-from tui.widgets.timeline import LOOP_MARK, LOOP_SPAN_MARK
-from tui.widgets.toggle import Toggle
 
 pytestmark = pytest.mark.anyio
 

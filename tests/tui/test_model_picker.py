@@ -22,8 +22,8 @@ from backend.store.store import ChatStore
 from tests.fake_backend import FakeBackend
 from tests.helpers import chat_of, nth_reply_finished, send_message, type_message, wait_until
 from tui.app import SamplescopeApp
-from tui.chat.model_switch import carried_bias
-from tui.screens.model_picker import ModelPickerScreen
+from tui.models.picker import ModelPickerScreen
+from tui.models.switch import carried_bias
 
 pytestmark = pytest.mark.anyio
 

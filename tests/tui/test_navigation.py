@@ -13,8 +13,8 @@ from tests.helpers import chat_of, wait_until
 from tests.tui.test_tui_snapshots import fake_backend, make_app, send
 from tui.app import SamplescopeApp
 from tui.chat.reply_view import ReplyView
+from tui.chat.timeline import SURPRISE_MARK, ReplyTimeline
 from tui.chat.transcript import Transcript
-from tui.widgets.timeline import SURPRISE_MARK, ReplyTimeline
 from tui.widgets.token_look import prob_style, rank_style
 
 pytestmark = pytest.mark.anyio
@@ -93,7 +93,7 @@ async def test_s_changes_the_rule_and_the_timeline_marks_follow() -> None:
 
 
 async def test_shift_s_types_a_rule_and_a_bad_one_is_refused() -> None:
-    from tui.screens.entry import ValueEntryScreen
+    from tui.widgets.entry import ValueEntryScreen
 
     app = make_app(fake_backend(), max_tokens=40, settings=HOT)
     async with app.run_test(size=SIZE) as pilot:

@@ -17,7 +17,7 @@ from tests.helpers import chat_of, send_message, wait_until
 from tui.app import SamplescopeApp
 from tui.chat.branches import ghost_forks
 from tui.chat.reply_view import ReplyView
-from tui.widgets.timeline import GHOST_MARK
+from tui.chat.timeline import GHOST_MARK
 
 pytestmark = pytest.mark.anyio
 

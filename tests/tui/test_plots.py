@@ -10,8 +10,8 @@ from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tests.helpers import chat_of, wait_until
 from tests.tui.test_tui_snapshots import fake_backend, make_app, send
 from tui.app import SamplescopeApp
-from tui.widgets.tail_plot import TAIL_RANKS, TailPlot
-from tui.widgets.timeline import CHANGE_MARK, ReplyTimeline, bucket_bounds, spikes
+from tui.chat.tail_plot import TAIL_RANKS, TailPlot
+from tui.chat.timeline import CHANGE_MARK, ReplyTimeline, bucket_bounds, spikes
 
 pytestmark = pytest.mark.anyio
 

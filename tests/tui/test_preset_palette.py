@@ -15,7 +15,7 @@ from backend.config.presets import load_presets
 from tests.fake_backend import FakeBackend
 from tests.helpers import chat_of, wait_until
 from tui.app import SamplescopeApp
-from tui.screens.entry import ValueEntryScreen
+from tui.widgets.entry import ValueEntryScreen
 
 pytestmark = pytest.mark.anyio
 

@@ -15,10 +15,10 @@ from sampling.plugins import unregister
 from tests.fake_backend import FakeBackend
 from tests.helpers import chat_of, wait_until
 from tui.app import SamplescopeApp
-from tui.widgets.chain_order import ChainOrder
+from tui.panel.chain_order import ChainOrder
+from tui.panel.sampling_panel import SamplingPanel
+from tui.panel.slider import Slider
 from tui.widgets.prob_cuts import layout_rows, row_label, sampler_label
-from tui.widgets.sampling_panel import SamplingPanel
-from tui.widgets.slider import Slider
 
 pytestmark = pytest.mark.anyio
 

@@ -15,10 +15,10 @@ from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import FAKE_VOCAB, FakeBackend
 from tests.helpers import chat_of, wait_until
 from tui.app import SamplescopeApp
-from tui.widgets.sampling_panel import SamplingPanel
-from tui.widgets.setting_controls import group_specs
-from tui.widgets.slider import Slider
-from tui.widgets.toggle import Toggle
+from tui.panel.sampling_panel import SamplingPanel
+from tui.panel.setting_controls import group_specs
+from tui.panel.slider import Slider
+from tui.panel.toggle import Toggle
 
 pytestmark = pytest.mark.anyio
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tui.widgets.slider import Slider
+from tui.panel.slider import Slider
 
 
 def _slider() -> Slider:

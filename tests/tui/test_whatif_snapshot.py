@@ -6,7 +6,7 @@ from textual.pilot import Pilot
 
 from tests.helpers import chat_of, wait_until
 from tests.tui.test_tui_snapshots import SIZE, TOP_P_SETTINGS, fake_backend, make_app, send
-from tui.widgets.slider import Slider
+from tui.panel.slider import Slider
 
 
 def test_whatif_with_top_k_moved(snap_compare: object) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tui.cli.main import build_parser
-from tui.screens.help import DOCS
+from tui.help.screen import DOCS
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = sorted((ROOT / "docs").glob("*.md"))

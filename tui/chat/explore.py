@@ -21,8 +21,8 @@ from backend.chat.protocol import ChatMessage
 from backend.session.backend import SessionBackend
 from backend.session.explore import Tree, TreeShape, explore
 from sampling.settings import SamplerSettings
-from tui.chat.explore_screen import ExploreScreen, Path
 from tui.chat.steering import SteeringHost, made_elsewhere, refused, start_branch
+from tui.explore.screen import ExploreScreen, Path
 
 #: The tree the app grows: 3 candidates a node, 3 levels (27 paths).
 APP_SHAPE = TreeShape(depth=3, width=3)

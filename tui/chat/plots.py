@@ -13,9 +13,9 @@ from backend.chat.protocol import LiveSettings
 from tui.chat.branches import ghost_forks
 from tui.chat.conversation import Conversation
 from tui.chat.reply import Reply
+from tui.chat.tail_plot import TAIL_RANKS, TailPlot
+from tui.chat.timeline import ReplyTimeline
 from tui.chat.transcript import Transcript
-from tui.widgets.tail_plot import TAIL_RANKS, TailPlot
-from tui.widgets.timeline import ReplyTimeline
 
 
 def selected_token(replies: Sequence[Reply], cursor: tuple[int, int] | None) -> tuple[int, int]:

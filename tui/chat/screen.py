@@ -17,15 +17,15 @@ from textual.screen import Screen
 from textual.widgets import Footer
 
 from tui.chat.explore import open_explore
+from tui.chat.keys import CHAT_BINDINGS
+from tui.chat.loop_escape import open_loop_why
 from tui.chat.mode_switch import switch_mode
 from tui.chat.steering import regenerate
 from tui.chat.view import ChatView
-from tui.chat_keys import CHAT_BINDINGS
 from tui.compare.command import open_compare
-from tui.loops.escape import open_loop_why
+from tui.history.screen import HistoryScreen
 from tui.row_compositor import RowCompositor
 from tui.score.screen import ScoreScreen
-from tui.screens.history import HistoryScreen
 
 if TYPE_CHECKING:
     from tui.app import SamplescopeApp

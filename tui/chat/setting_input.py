@@ -18,7 +18,7 @@ from sampling.errors import SettingsError
 from sampling.registry import registry
 from sampling.setting_spec import SettingSpec, SettingValue
 from sampling.setting_text import BiasPairs, bias_entries, bias_pairs
-from tui.widgets.setting_controls import LINE_MARK
+from tui.panel.setting_controls import LINE_MARK
 
 TextEncoder = Callable[[str], list[int]]
 

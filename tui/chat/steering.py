@@ -7,11 +7,11 @@ from typing import Any, Protocol
 from textual.app import App
 
 from backend.chat.protocol import LiveSettings
-from tui.chat.alternatives import Alternative, AlternativesScreen
 from tui.chat.conversation import Conversation
 from tui.chat.reply import Reply
 from tui.chat.reply_job import ReplyJob
-from tui.chat.runner import GenerationRunner
+from tui.runner import GenerationRunner
+from tui.widgets.alternatives import Alternative, AlternativesScreen
 from tui.widgets.token_text import TokenPieces
 
 REPLY_RUNNING = "A reply is running: wait, or press Esc to stop it."

@@ -19,7 +19,7 @@ from tui.chat.reply import FINISH_LABELS, Reply
 from tui.chat.reply_view import ReplyView
 from tui.chat.surprise_nav import surprising_after
 from tui.display import display_text
-from tui.screens.entry import ValueEntryScreen
+from tui.widgets.entry import ValueEntryScreen
 from tui.widgets.token_look import TokenMarks
 
 _TOKEN = Binding.Group("token", compact=True)

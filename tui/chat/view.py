@@ -42,18 +42,18 @@ from tui.chat.paint_schedule import PaintSchedule
 from tui.chat.plots import ChatPlots
 from tui.chat.reply import FINISH_LABELS, Reply
 from tui.chat.reply_job import ReplyJob
-from tui.chat.runner import GenerationRunner
 from tui.chat.steering import ask_alternative
 from tui.chat.stored import stored_replies
+from tui.chat.timeline import ReplyTimeline
 from tui.chat.transcript import Transcript
 from tui.chat.whatif import WhatIf
-from tui.widgets.beam_controls import BeamControls
-from tui.widgets.loop_controls import LoopControls
-from tui.widgets.phrase_bans import PhraseBanControls
+from tui.panel.beam_controls import BeamControls
+from tui.panel.loop_controls import LoopControls
+from tui.panel.phrase_bans import PhraseBanControls
+from tui.panel.sampling_panel import SamplingPanel
+from tui.runner import GenerationRunner
 from tui.widgets.prob_panel import ProbPanel
-from tui.widgets.sampling_panel import SamplingPanel
 from tui.widgets.status_line import StatusLine, StatusState, loop_status
-from tui.widgets.timeline import ReplyTimeline
 from tui.widgets.token_text import TokenPieces
 
 STORED_REPLIES_NOTE = "Replies of a saved chat have no per-token record; new replies will."

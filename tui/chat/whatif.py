@@ -37,12 +37,12 @@ from backend.store.store import ChatStore
 from sampling.errors import SamplescopeError
 from sampling.records import Step
 from sampling.sampler import Sampler
-from tui.chat.alternatives import Alternative, AlternativesScreen
 from tui.chat.reply import Reply
 from tui.chat.reply_job import REPLY_COLUMN
-from tui.chat.runner import GenerationRunner
 from tui.chat.steering import SteeringHost, made_elsewhere, refused, start_branch
 from tui.chat.whatif_panel import WhatIfPanel
+from tui.runner import GenerationRunner
+from tui.widgets.alternatives import Alternative, AlternativesScreen
 from tui.widgets.prob_panel import ProbPanel
 
 

@@ -27,7 +27,6 @@ from backend.chat.protocol import ChatMessage
 from backend.session.backend import SessionBackend
 from sampling.errors import SamplescopeError
 from sampling.settings import SamplerSettings
-from tui.chat.runner import GenerationRunner
 from tui.compare.columns import (
     DEFAULT_VARIATIONS,
     MAX_COLUMNS,
@@ -38,6 +37,7 @@ from tui.compare.columns import (
 )
 from tui.compare.result import CompareResult
 from tui.compare.screen import DEFAULT_MAX_TOKENS, CompareScreen
+from tui.runner import GenerationRunner
 from tui.widgets.token_text import TokenPieces
 
 PRESETS_SOURCE = "presets"

@@ -37,14 +37,14 @@ from backend.session.backend import SessionBackend
 from backend.session.compare import CompareJob
 from sampling.errors import SamplescopeError
 from sampling.settings import SamplerSettings
-from tui.chat.alternatives import Alternative, AlternativesScreen
-from tui.chat.runner import GenerationRunner
 from tui.compare.column import CompareColumnView, divergence_between
 from tui.compare.columns import CompareColumn, check_column_count, settings_summary
 from tui.compare.curves import CompareCurves
 from tui.compare.edit import CompareEditScreen, CompareRequest
 from tui.compare.result import CompareResult
 from tui.row_compositor import RowCompositor
+from tui.runner import GenerationRunner
+from tui.widgets.alternatives import Alternative, AlternativesScreen
 from tui.widgets.prob_panel import ProbPanel
 from tui.widgets.token_text import TokenPieces, TokenPieceSource
 

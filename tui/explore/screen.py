@@ -7,7 +7,7 @@ grown from there); `s` switches between the tree and every path ranked by its
 probability; `b` makes the selected path a branch of the reply (its tokens forced,
 the rest sampled); Escape goes back.
 
-The trees grow on the model's worker (`tui.chat.runner.GenerationRunner`): the worker
+The trees grow on the model's worker (`tui.runner.GenerationRunner`): the worker
 only hands the runner its events, and this screen, the job's consumer, turns the end
 of each job into a `Grown` (or `Failed`) message handled on the UI thread.
 """
@@ -31,7 +31,7 @@ from textual.widgets.tree import TreeNode as TreeWidgetNode
 from backend.chat.events import GenerationEvent, NoticeEvent
 from backend.session.explore import Tree as ExploredTree
 from backend.session.explore import TreeNode
-from tui.chat.runner import GenerationRunner, Job
+from tui.runner import GenerationRunner, Job
 
 Path = tuple[int, ...]
 """Token ids from the explored point down to a node."""

@@ -10,20 +10,20 @@ from textual.binding import Binding, BindingType
 from textual.dom import DOMNode
 from textual.screen import Screen
 
-from tui.chat.explore_screen import ExploreScreen
+from tui.chat.screen import ChatScreen
 from tui.chat.transcript import Transcript
-from tui.chat_screen import ChatScreen
 from tui.compare.column import CompareColumnView
 from tui.compare.edit import CompareEditScreen
 from tui.compare.screen import CompareScreen
+from tui.explore.screen import ExploreScreen
+from tui.help.screen import binding_rows
+from tui.history.screen import HistoryScreen
 from tui.loops.why_screen import LoopWhyScreen
+from tui.panel.chain_order import ChainOrder
+from tui.panel.slider import Slider
+from tui.panel.toggle import Toggle
 from tui.score.screen import ScoreScreen
-from tui.screens.help import binding_rows
-from tui.screens.history import HistoryScreen
 from tui.sweep.screen import SweepScreen
-from tui.widgets.chain_order import ChainOrder
-from tui.widgets.slider import Slider
-from tui.widgets.toggle import Toggle
 
 
 def own_bindings(*nodes: type[DOMNode]) -> list[BindingType]:

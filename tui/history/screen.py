@@ -26,7 +26,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 
 from backend.store.store import ChatStore, ChatSummary, StoreError
 from tui.display import local_time
-from tui.screens.confirm import ConfirmScreen
+from tui.widgets.confirm import ConfirmScreen
 
 
 class HistoryScreen(Screen[int | None]):
@@ -36,7 +36,7 @@ class HistoryScreen(Screen[int | None]):
         store: The chat database.
     """
 
-    CSS_PATH = "history.tcss"
+    CSS_PATH = "screen.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "back"),
         Binding("enter", "open", "open", priority=True),

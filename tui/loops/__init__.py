@@ -1,1 +1,1 @@
-"""Repetition loops in the chat: why a reply looped, and the ways out of it."""
+"""Repetition loops: why a reply looped (f9), copy under copy, and the ways out of it."""

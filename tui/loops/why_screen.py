@@ -29,8 +29,8 @@ from backend.session.run import StepInput
 from sampling.loops import Loop
 from sampling.samplers.dry import DryParams
 from sampling.samplers.penalties import PenaltiesParams
-from tui.chat.alternatives import candidate_rows
 from tui.loops.climb import LoopCell, climb_text, dry_blind_spot, loop_cells
+from tui.widgets.alternatives import candidate_rows
 from tui.widgets.token_text import TokenPieces
 
 WhyChoice = Literal["alternatives", "ban"]

@@ -26,9 +26,9 @@ from backend.session.backend import SessionBackend
 from backend.store.store import ChatStore
 from sampling.samplers.logit_bias import LogitBiasParams
 from sampling.setting_text import BiasPairs
-from tui.chat.loading import load_backend
-from tui.chat.runner import GenerationRunner
-from tui.screens.model_picker import ListModels, ModelPickerScreen
+from tui.models.loading import load_backend
+from tui.models.picker import ListModels, ModelPickerScreen
+from tui.runner import GenerationRunner
 from tui.widgets.token_text import TextEncoder, TokenBytes, TokenPieces
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
 
-from tui.widgets.toggle import Toggle
+from tui.panel.toggle import Toggle
 
 BEAM_FIELDS = ("beam_width", "length_penalty")
 """The controls' fields (not sampler settings: the sampling panel leaves them alone)."""

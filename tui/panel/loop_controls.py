@@ -11,7 +11,7 @@ from textual.message import Message
 
 from backend.session.loop_watch import LOOP_MODES, LoopGuard
 from sampling.loops import LoopRule
-from tui.widgets.toggle import Toggle
+from tui.panel.toggle import Toggle
 
 LOOP_FIELDS = ("loop_mode", "loop_count", "loop_period")
 """The controls' fields (not sampler settings: the sampling panel leaves them alone)."""

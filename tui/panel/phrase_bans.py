@@ -9,8 +9,8 @@ from textual.message import Message
 
 from backend.session.phrase_bans import PhraseBanError, PhraseBans
 from sampling.setting_text import format_texts, parse_texts
-from tui.widgets.text_setting import TextSetting
-from tui.widgets.toggle import Toggle
+from tui.panel.text_setting import TextSetting
+from tui.panel.toggle import Toggle
 
 BANS_FIELD = "banned_phrases"
 BAN_FIELDS = (BANS_FIELD, "ban_ignore_case", "ban_regex")

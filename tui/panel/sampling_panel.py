@@ -17,12 +17,11 @@ from sampling.errors import SettingsError
 from sampling.registry import registry
 from sampling.samplers.temperature import TemperatureParams
 from sampling.settings import SamplerSettings
-from tui.screens.entry import ValueEntryScreen
-from tui.widgets.beam_controls import BEAM_FIELDS, BeamControls
-from tui.widgets.chain_order import ChainOrder
-from tui.widgets.loop_controls import LOOP_FIELDS, LoopControls, loops_title
-from tui.widgets.phrase_bans import BAN_FIELDS, PhraseBanControls
-from tui.widgets.setting_controls import (
+from tui.panel.beam_controls import BEAM_FIELDS, BeamControls
+from tui.panel.chain_order import ChainOrder
+from tui.panel.loop_controls import LOOP_FIELDS, LoopControls, loops_title
+from tui.panel.phrase_bans import BAN_FIELDS, PhraseBanControls
+from tui.panel.setting_controls import (
     CORE_GROUP,
     control_for,
     group_is_on,
@@ -30,9 +29,10 @@ from tui.widgets.setting_controls import (
     group_title,
     setting_text,
 )
-from tui.widgets.slider import Slider
-from tui.widgets.text_setting import TextSetting
-from tui.widgets.toggle import Toggle
+from tui.panel.slider import Slider
+from tui.panel.text_setting import TextSetting
+from tui.panel.toggle import Toggle
+from tui.widgets.entry import ValueEntryScreen
 
 Control = Slider | Toggle | ChainOrder | TextSetting
 

@@ -9,10 +9,10 @@ from sampling.registry import registry
 from sampling.samplers.grammar import GrammarParams
 from sampling.setting_spec import SettingSpec, SettingValue
 from sampling.settings import USUAL_ORDERS, SamplerSettings
-from tui.widgets.chain_order import ChainOrder
-from tui.widgets.slider import Slider
-from tui.widgets.text_setting import TextSetting
-from tui.widgets.toggle import Toggle
+from tui.panel.chain_order import ChainOrder
+from tui.panel.slider import Slider
+from tui.panel.text_setting import TextSetting
+from tui.panel.toggle import Toggle
 
 CORE_GROUP = "core"
 ORDER_GROUP = "order"

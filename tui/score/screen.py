@@ -49,11 +49,11 @@ PairScorer = Callable[[SessionBackend, Path, str], "PairScore"]
 """Scores a text with the model against a second model file (on the runner's thread)."""
 
 Job = Callable[[SessionBackend, threading.Event], Iterator[ColumnEvent]]
-"""A job of the model's thread (`tui.chat.runner.Job`)."""
+"""A job of the model's thread (`tui.runner.Job`)."""
 
 
 class ModelRunner(Protocol):
-    """The app's one model thread (`tui.chat.runner.GenerationRunner`)."""
+    """The app's one model thread (`tui.runner.GenerationRunner`)."""
 
     @property
     def backend(self) -> SessionBackend | None:

@@ -1,3 +1,1 @@
-"""The app's widgets, one per module."""
-
-"""Widgets of the samplescope app."""
+"""Widgets and dialogs more than one feature shows, one per module."""

@@ -1,0 +1,1 @@
+"""Explore: the tree of continuations the chain keeps at a past token (x)."""

@@ -1,0 +1,1 @@
+"""Saved chats (ctrl+o): search them, open one and continue it, delete one."""
