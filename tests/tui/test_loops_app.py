@@ -91,11 +91,11 @@ async def test_the_panel_switches_loops_off(tmp_path: Path) -> None:
         assert app.conversation.loops == LoopGuard("stop", RULE)
         mode = app.query_one("#toggle-loop_mode", Toggle)
         assert mode.value == "stop"
-        mode.action_cycle(-1)  # stop → mark
-        await pilot.pause()
+        mode.action_cycle(-1)  # stop → mark: the chat hears it two messages later
+        await wait_until(pilot, lambda: app.conversation.loops.mode != "stop")
         assert app.conversation.loops == LoopGuard("mark", RULE)
         mode.action_cycle(-1)  # mark → off
-        await pilot.pause()
+        await wait_until(pilot, lambda: app.conversation.loops.mode != "mark")
         assert not app.conversation.loops
         assert app.query_one(LoopControls).guard == LoopGuard("off", RULE)
         finished = await send_message(pilot, app, "tell me about the cat")
