@@ -115,7 +115,9 @@ class PhraseBans:
         for phrase, pattern in zip(self.phrases, self._patterns, strict=True):
             # A plain phrase ending past `after` starts at most its length before it.
             position = 0 if self.regex else max(0, after - len(phrase) + 1)
-            while (match := pattern.search(text, position)) is not None:
+            # Past the end no search starts: the engine would start it at the end again
+            # (a zero-width match there, `\b`, would be found for ever).
+            while position <= len(text) and (match := pattern.search(text, position)):
                 if match.end() > after:
                     if found is None or match.start() < found.start():
                         found = match

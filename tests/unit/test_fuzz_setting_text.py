@@ -137,3 +137,8 @@ def test_hostile_banned_regexes_give_one_line(phrase: str) -> None:
         one_line(error)
         return
     assert bans.find("a" * 50) is None or phrase != "a" * DEPTH
+
+
+def test_a_zero_width_banned_regex_is_searched_to_the_end_and_no_further() -> None:
+    bans = PhraseBans(("\\b",), regex=True)
+    assert [bans.find("ab", after) is not None for after in (0, 1, 2)] == [True, True, False]
