@@ -5,7 +5,7 @@ Any text a setting's `parse` is given becomes a value or one `SettingsError` lin
 value the settings accept is written by `format` as text that `parse` reads back to
 the same value. A banned phrase list builds or is one `PhraseBanError` line, and a
 built one searches any text. Examples per run come from the hypothesis profile
-(tests/conftest.py): three properties of 100 examples each.
+(tests/conftest.py): four properties of 100 examples each.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from backend.session.phrase_bans import PhraseBanError, PhraseBans
+from backend.user_regex import PatternError, RegexTimeout, UserRegex
 from sampling.errors import SamplescopeError, SettingsError
 from sampling.registry import registry
 from sampling.settings import SamplerSettings
@@ -142,3 +143,23 @@ def test_hostile_banned_regexes_give_one_line(phrase: str) -> None:
 def test_a_zero_width_banned_regex_is_searched_to_the_end_and_no_further() -> None:
     bans = PhraseBans(("\\b",), regex=True)
     assert [bans.find("ab", after) is not None for after in (0, 1, 2)] == [True, True, False]
+
+
+@HEALTH
+@given(st.one_of(regexes, st.text(max_size=10)), st.booleans(), st.text(alphabet="abé", max_size=8))
+def test_any_trigger_or_ban_pattern_compiles_or_is_refused_and_searches_any_text(
+    pattern: str, as_bytes: bool, text: str
+) -> None:
+    """The engine trigger patterns and bans run on: a pattern compiles (as text or as
+    the UTF-8 bytes a trigger watch matches) or raises `PatternError`, and a search ends
+    in a match, None or `RegexTimeout`."""
+    given_pattern: str | bytes = pattern.encode("utf-8", "surrogatepass") if as_bytes else pattern
+    try:
+        compiled = UserRegex(given_pattern, "trigger pattern")
+    except PatternError:
+        return
+    subject: str | bytes = text.encode("utf-8") if as_bytes else text
+    try:
+        compiled.search(subject)  # type: ignore[arg-type]
+    except RegexTimeout as error:
+        one_line(error)
