@@ -50,6 +50,8 @@ def read_user_bytes(path: Path, limit: int = DEFAULT_LIMIT) -> bytes:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as error:
         raise UserFileError(f"cannot read {path}: {error.strerror or error}") from None
+    except ValueError:  # a NUL in the name: no file has it
+        raise UserFileError(f"cannot read {str(path)!r}: a file name holds no NUL") from None
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
