@@ -73,8 +73,6 @@ TOP_LEVEL_KEYS = (
     "loops",
 )
 BAN_KEYS = ("phrases", "ignore_case", "regex", "tries")
-SETTINGS_KEYS = tuple(spec.name for spec in registry().built_in_settings)
-"""The built-in settings' keys (a loaded sampler plugin's settings are keys too)."""
 
 
 class ConfigError(SamplescopeError):

@@ -3,27 +3,31 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
+from backend.config.sampler_files import load_sampler_file
 from sampling.errors import SettingsError
+from sampling.plugins import unregister
 from sampling.registry import registry
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tui.compare.columns import (
-    EDITABLE_FIELDS,
-    VARIABLE_FIELDS,
     coerce_value,
+    compare_fields,
     format_value,
     varied_columns,
 )
+from tui.compare.command import command_entries
 
 
 def test_every_setting_but_the_shared_seed_can_be_varied() -> None:
-    assert set(EDITABLE_FIELDS) == {spec.name for spec in registry().settings if spec.per_column}
-    assert EDITABLE_FIELDS[: len(VARIABLE_FIELDS)] == VARIABLE_FIELDS  # the one-valued first
-    assert "seed" not in EDITABLE_FIELDS
+    editable, variable = compare_fields().editable, compare_fields().variable
+    assert set(editable) == {spec.name for spec in registry().settings if spec.per_column}
+    assert editable[: len(variable)] == variable  # the one-valued first
+    assert "seed" not in editable
     for name in ("samplers", "logit_bias", "dry_sequence_breakers", "typical_p", "mirostat"):
-        assert name in EDITABLE_FIELDS
+        assert name in editable
 
 
 def test_several_valued_settings_vary_from_their_text() -> None:
@@ -50,3 +54,72 @@ def test_each_fields_shown_value_reads_back(spec: object) -> None:
     name = spec.name  # type: ignore[attr-defined]
     value = getattr(DEFAULT_CHAT_SETTINGS, name)
     assert coerce_value(name, format_value(value, name)) == value
+
+
+WARMTH_PLUGIN = """
+from dataclasses import dataclass
+
+from sampling.plugins import SettingSpec, SliderRange, Stateless
+
+
+@dataclass(frozen=True)
+class Warmth(Stateless):
+    name = "warmth"
+    kind = "logits"
+    specs = (
+        SettingSpec(
+            "warmth",
+            "float",
+            default=0.0,
+            off=0.0,
+            group="warmth",
+            label="warmth",
+            help="add to token 0's logit",
+            slider=SliderRange(0.0, 1.0, hard_min=0.0, hard_max=1.0, fine=0.1, coarse=0.5),
+            variations=(0.25, 0.5),
+        ),
+    )
+    group_titles = {"warmth": "warmth"}
+    label = "warmth"
+    row_label = "warmth"
+    amount: float
+
+    @classmethod
+    def from_settings(cls, settings):
+        amount = settings.value("warmth")
+        return cls(amount) if amount > 0.0 else None
+
+    def apply(self, candidates):
+        logits = candidates.logits.copy()
+        logits[0] += self.amount
+        candidates.replace_logits(logits)
+
+
+SAMPLER = Warmth
+"""
+
+
+def test_a_plugin_loaded_after_import_is_among_compares_keys_until_it_goes(
+    tmp_path: Path,
+) -> None:
+    built_in = compare_fields()
+    assert "warmth" not in built_in.editable
+    path = tmp_path / "warmth.py"
+    path.write_text(WARMTH_PLUGIN, encoding="utf-8")
+    load_sampler_file(path)
+    try:
+        fields = compare_fields()
+        assert "warmth" in fields.variable and "warmth" in fields.editable
+        assert fields.variations["warmth"] == (0.25, 0.5)
+        assert compare_fields() is fields  # derived once per registry
+        assert ("Compare: vary warmth", "warmth") in [e[:2] for e in command_entries()]
+        columns = varied_columns(DEFAULT_CHAT_SETTINGS, "warmth", ["0.25", 0.5])
+        assert [c.label for c in columns] == ["warmth=0.25", "warmth=0.5"]
+        assert [c.settings.value("warmth") for c in columns] == [0.25, 0.5]
+    finally:
+        unregister("warmth")
+    assert compare_fields() == built_in
+    assert "warmth" not in compare_fields().variations
+    assert "warmth" not in [e[1] for e in command_entries()]
+    with pytest.raises(SettingsError, match="warmth"):
+        varied_columns(DEFAULT_CHAT_SETTINGS, "warmth", [0.25])

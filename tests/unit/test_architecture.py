@@ -5,6 +5,8 @@
 - No import cycles at run time, between modules or between subpackages.
 - The store only stores: backend.store imports nothing from backend.session.
 - No package is named in a string across layers (an import the checks cannot see).
+- No module reads the registry when it is imported: a table copied then would miss a
+  sampler plugin loaded later, or keep one dropped.
 - Modules are split by concept, not by count: a module (test files included) past
   400 lines is listed in a warning, one past 600 fails.
 """
@@ -260,6 +262,35 @@ def test_no_module_is_over_600_lines_and_those_over_400_are_named() -> None:
     assert {path: count for path, count in long.items() if count > MAX_LINES} == {}
 
 
+def registry_reads_at_import(path: Path) -> list[int]:
+    """The lines where a module calls `registry()` when it is imported (outside any
+    function: its own statements, class bodies, comprehensions at module level)."""
+    found: list[int] = []
+
+    def visit(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                continue
+            if (
+                isinstance(child, ast.Call)
+                and isinstance(child.func, ast.Name | ast.Attribute)
+                and (child.func.id if isinstance(child.func, ast.Name) else child.func.attr)
+                == "registry"
+            ):
+                found.append(child.lineno)
+            visit(child)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")))
+    return found
+
+
+def test_no_module_reads_the_registry_when_imported() -> None:
+    reads = {
+        name: lines for name, path in modules().items() if (lines := registry_reads_at_import(path))
+    }
+    assert reads == {}
+
+
 # --- the checks themselves catch what they are for ----------------------------------
 
 
@@ -309,3 +340,18 @@ def test_line_counts_take_the_test_files_too(tmp_path: Path) -> None:
         tmp_path, {"sampling/a.py": "x = 1\n" * 3, "tests/unit/test_b.py": "y = 2\n" * 601}
     )
     assert line_counts(root) == {"sampling/a.py": 3, "tests/unit/test_b.py": 601}
+
+
+def test_checker_sees_a_registry_read_at_import_only(tmp_path: Path) -> None:
+    text = (
+        "from sampling import registry as r\n"
+        "from sampling.registry import registry\n"
+        "NAMES = [s.name for s in registry().settings]\n"
+        "class Form:\n"
+        "    FIELDS = r.registry().settings\n"
+        "def fields():\n"
+        "    return registry().settings\n"
+        "LATER = lambda: registry()\n"
+    )
+    root = _tree(tmp_path, {"tui/form.py": text})
+    assert registry_reads_at_import(root / "tui/form.py") == [3, 5]

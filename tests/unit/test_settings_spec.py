@@ -21,7 +21,7 @@ from tui.cli.commands.app import build_app_parser
 from tui.cli.main import build_parser
 from tui.cli.setting_sets import SetArgumentError, parse_set, short_keys
 from tui.cli.settings_flags import add_settings_flags, settings_from_args
-from tui.compare.columns import DEFAULT_VARIATIONS, VARIABLE_FIELDS, coerce_value
+from tui.compare.columns import coerce_value, compare_fields
 
 FIELDS = [
     *SETTINGS_ORDER,
@@ -314,10 +314,11 @@ def test_a_choice_flag_refuses_an_unknown_value(capsys: pytest.CaptureFixture[st
 
 def test_compare_may_vary_every_field_but_the_seed() -> None:
     scalar = {spec.name for spec in registry().settings if spec.is_scalar}
-    assert sorted(VARIABLE_FIELDS) == sorted(scalar - {"seed"})
-    assert list(VARIABLE_FIELDS) == [s.name for s in registry().display_order if s.name != "seed"]
-    assert list(DEFAULT_VARIATIONS) == ["temperature", "top_k", "top_p", "min_p", "repeat_penalty"]
-    for name, values in DEFAULT_VARIATIONS.items():
+    variable, variations = compare_fields().variable, compare_fields().variations
+    assert sorted(variable) == sorted(scalar - {"seed"})
+    assert list(variable) == [s.name for s in registry().display_order if s.name != "seed"]
+    assert list(variations) == ["temperature", "top_k", "top_p", "min_p", "repeat_penalty"]
+    for name, values in variations.items():
         for value in values:
             one_changed(name, value)
 
@@ -344,8 +345,9 @@ def test_set_keys_are_the_short_keys_and_the_field_names() -> None:
         if spec.short_key:
             assert find_setting(spec.short_key) is spec
     assert find_setting("warmth") is None
-    every = ",".join(f"{name}={CHANGED[name]}" for name in VARIABLE_FIELDS)
-    changed = {name: CHANGED[name] for name in VARIABLE_FIELDS}
+    variable = compare_fields().variable
+    every = ",".join(f"{name}={CHANGED[name]}" for name in variable)
+    changed = {name: CHANGED[name] for name in variable}
     assert parse_set(every) == SamplerSettings().with_changes(**changed)
     assert parse_set("t=0.8, k=40 ,min-p=0.05") == SamplerSettings(
         temperature=0.8, top_k=40, min_p=0.05

@@ -6,12 +6,13 @@ share them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from sampling.errors import SettingsError
-from sampling.registry import registry
+from sampling.registry import Registry, registry
 from sampling.setting_spec import SettingValue
 from sampling.settings import SamplerSettings
 
@@ -21,23 +22,49 @@ from sampling.settings import settings_summary as settings_summary
 MIN_COLUMNS = 2
 MAX_COLUMNS = 4
 
-#: The one-valued fields a column may vary (every one but the seed, which the
-#: columns share), in display order.
-VARIABLE_FIELDS: tuple[str, ...] = tuple(
-    spec.name for spec in registry().display_order if spec.per_column
-)
 
-#: Every field a column may vary, in the order the edit form offers them: the
-#: one-valued ones, then the chain's order, logit biases and DRY's breakers (typed as
-#: their text form).
-EDITABLE_FIELDS: tuple[str, ...] = VARIABLE_FIELDS + tuple(
-    spec.name for spec in registry().settings if not spec.is_scalar and spec.per_column
-)
+@dataclass(frozen=True, slots=True)
+class CompareFields:
+    """What a column may vary, as the registry in use says (a plugin's settings too).
 
-#: Values offered by "Compare: vary <field>" in the command palette.
-DEFAULT_VARIATIONS: dict[str, tuple[SettingValue, ...]] = {
-    spec.name: spec.variations for spec in registry().settings if spec.variations
-}
+    Attributes:
+        variable: The one-valued fields a column may vary (every one but the seed,
+            which the columns share), in display order.
+        editable: Every field a column may vary, in the order the edit form offers
+            them: the one-valued ones, then the chain's order, logit biases and DRY's
+            breakers (typed as their text form).
+        variations: The values "Compare: vary <field>" in the command palette offers.
+    """
+
+    variable: tuple[str, ...]
+    editable: tuple[str, ...]
+    variations: Mapping[str, tuple[SettingValue, ...]]
+
+
+def _fields_of(tables: Registry) -> CompareFields:
+    """The compare fields a registry's settings give."""
+    variable = tuple(spec.name for spec in tables.display_order if spec.per_column)
+    several = tuple(spec.name for spec in tables.settings if not spec.is_scalar and spec.per_column)
+    return CompareFields(
+        variable=variable,
+        editable=variable + several,
+        variations=MappingProxyType(
+            {spec.name: spec.variations for spec in tables.settings if spec.variations}
+        ),
+    )
+
+
+_DERIVED: list[tuple[Registry, CompareFields]] = []
+"""The registry last asked about and its fields (a new one is installed whenever a
+plugin loads or goes, so its identity says whether they still hold)."""
+
+
+def compare_fields() -> CompareFields:
+    """The compare fields of the registry in use, derived once per registry."""
+    tables = registry()
+    if not _DERIVED or _DERIVED[0][0] is not tables:
+        _DERIVED[:] = [(tables, _fields_of(tables))]
+    return _DERIVED[0][1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +99,9 @@ def columns_varying(
     """
     spec = registry().settings_by_name.get(field)
     if spec is None or not spec.per_column:
-        raise SettingsError(field, values, f"a field to vary, one of {list(EDITABLE_FIELDS)}")
+        raise SettingsError(
+            field, values, f"a field to vary, one of {list(compare_fields().editable)}"
+        )
     return [base.with_changes(**{field: coerce_value(field, value)}) for value in values]
 
 

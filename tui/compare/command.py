@@ -28,9 +28,9 @@ from backend.session.backend import SessionBackend
 from sampling.errors import SamplescopeError
 from sampling.settings import SamplerSettings
 from tui.compare.columns import (
-    DEFAULT_VARIATIONS,
     MAX_COLUMNS,
     CompareColumn,
+    compare_fields,
     format_value,
     preset_columns,
     varied_columns,
@@ -111,7 +111,7 @@ def build_columns(
             ("temperature", "top_k", ...).
         base: The current sliders.
         presets: The preset table.
-        values: The values of the varied field (default: `DEFAULT_VARIATIONS`).
+        values: The values of the varied field (default: the field's `variations`).
 
     Raises:
         SettingsError: No presets, an unknown field, or a bad value.
@@ -122,7 +122,7 @@ def build_columns(
     if source.startswith(PRESETS_SOURCE + ":"):
         return preset_columns(presets, source.split(":", 1)[1].split("|"))
     return varied_columns(
-        base, source, values if values is not None else DEFAULT_VARIATIONS[source]
+        base, source, values if values is not None else compare_fields().variations[source]
     )
 
 
@@ -136,7 +136,7 @@ def open_compare(
     Args:
         app: The app; a `CompareHost` (any other app is told it cannot compare).
         source: "presets" or the name of a field to vary (see `build_columns`).
-        values: The values of the varied field (default: `DEFAULT_VARIATIONS`).
+        values: The values of the varied field (default: the field's `variations`).
 
     Returns:
         The pushed screen, or None when the comparison could not start (the app is
@@ -189,7 +189,7 @@ def command_entries() -> list[tuple[str, str, str]]:
             "Regenerate the last reply under ArgMax, TopK k=40 t=0.8, TopP p=0.9 t=0.8",
         )
     )
-    for field, values in DEFAULT_VARIATIONS.items():
+    for field, values in compare_fields().variations.items():
         shown = " / ".join(format_value(v) for v in values)
         entries.append(
             (

@@ -23,12 +23,12 @@ from sampling.registry import registry
 from sampling.samplers.temperature import TemperatureParams
 from sampling.settings import SamplerSettings
 from tui.compare.columns import (
-    EDITABLE_FIELDS,
     MAX_COLUMNS,
     MIN_COLUMNS,
     CompareColumn,
     check_column_count,
     coerce_value,
+    compare_fields,
     format_value,
     varied_columns,
 )
@@ -69,7 +69,7 @@ def initial_source(
     if preset is not None and same_settings(preset, column.settings):
         return PRESET_PREFIX + column.label, "temperature"
     changed = changed_fields(base, column.settings)
-    if len(changed) == 1 and changed[0] in EDITABLE_FIELDS:
+    if len(changed) == 1 and changed[0] in compare_fields().editable:
         return VARY, changed[0]
     return KEEP, "temperature"  # the sliders themselves, or several fields changed
 
@@ -184,7 +184,7 @@ class CompareEditScreen(ModalScreen[CompareRequest | None]):
                         classes="edit-source",
                     )
                     yield Select(
-                        [(name, name) for name in EDITABLE_FIELDS],
+                        [(name, name) for name in compare_fields().editable],
                         value=field,
                         allow_blank=False,
                         id=f"edit-field-{i}",

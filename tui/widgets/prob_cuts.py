@@ -21,31 +21,34 @@ BANS: frozenset[str] = frozenset(
 )
 """The `removed_by` of a banned token (-inf): the logit bias, min_tokens."""
 
-OTHER_LABELS: dict[str, str] = {
-    "typical_p": registry().labels["typ_p"],
-    "mirostat_v2": registry().labels["mirostat"],
-    "greedy": "greedy",
-    "none": "none",
-}
-"""Names on the bars besides each unit's own label (the registry's, a plugin's
-included): the names older records may hold, and the two cut names no unit has."""
+OLD_NAMES: dict[str, str] = {"typical_p": "typ_p", "mirostat_v2": "mirostat"}
+"""The names older records may hold, each with the unit it names now (whose labels it
+shows)."""
 
-OTHER_ROW_LABELS: dict[str, str] = {
-    "typical_p": registry().row_labels["typ_p"],
-    "mirostat_v2": registry().row_labels["mirostat"],
-}
-"""Row names besides each unit's own (older records' names)."""
+CUT_LABELS: dict[str, str] = {"greedy": "greedy", "none": "none"}
+"""Names on the bars of the two cut names no unit has."""
 
 
 def row_label(name: str) -> str:
     """A sampler's name on a removed row, at most 6 cells: "typ-p", "xtc", "ban"."""
-    label = registry().row_labels.get(name) or OTHER_ROW_LABELS.get(name) or sampler_label(name)
+    rows = registry().row_labels
+    label = rows.get(name) or rows.get(OLD_NAMES.get(name, "")) or sampler_label(name)
     return label[:6]
 
 
 def sampler_label(name: str) -> str:
-    """A sampler's name on the bars (at most 8 cells): "top-k", "typical", "xtc", "ban"."""
-    return registry().labels.get(name) or OTHER_LABELS.get(name) or name.replace("_", "-")
+    """A sampler's name on the bars (at most 8 cells): "top-k", "typical", "xtc", "ban".
+
+    The registry in use says it (a plugin's label included), then for an older
+    record's name the unit's it names now.
+    """
+    labels = registry().labels
+    return (
+        labels.get(name)
+        or labels.get(OLD_NAMES.get(name, ""))
+        or CUT_LABELS.get(name)
+        or name.replace("_", "-")
+    )
 
 
 @dataclass(frozen=True, slots=True)
