@@ -8,21 +8,26 @@ reads Python's `re` syntax (every pattern `re` takes, with the same matches), gi
 after a budget of CPU time (`SECONDS`, the process's: a loaded machine takes longer
 by the clock), checks for signals while it matches (Ctrl-C is a KeyboardInterrupt at
 once) and lets other threads run meanwhile (the app's screen stays live).
+
+`regex` is imported when a pattern is first compiled, not with this module: a reply
+without banned phrases or grammar triggers never needs it (2 MB of peak memory).
 """
 
 from __future__ import annotations
 
-from typing import AnyStr, Generic
-
-import regex
+from typing import TYPE_CHECKING, AnyStr, Generic
 
 from sampling.errors import SamplescopeError
+
+if TYPE_CHECKING:
+    import regex
 
 SECONDS = 1.0
 """The CPU time one search may take before the reply stops with `RegexTimeout`."""
 
-PatternError = regex.error
-"""What a pattern that is no regular expression raises (its message says why)."""
+
+class PatternError(SamplescopeError):
+    """A pattern is no regular expression (its message says why, as `regex` says it)."""
 
 
 class RegexTimeout(SamplescopeError):
@@ -47,9 +52,13 @@ class UserRegex(Generic[AnyStr]):
     def __init__(
         self, pattern: AnyStr, role: str, *, shown: str | None = None, ignore_case: bool = False
     ) -> None:
+        import regex  # here, not with the module: see its docstring
+
         flags = regex.VERSION0 | (regex.IGNORECASE if ignore_case else 0)
         try:
             self.compiled: regex.Pattern[AnyStr] = regex.compile(pattern, flags)
+        except regex.error as error:
+            raise PatternError(str(error)) from None
         except RecursionError:  # the parser recurses once a group: 100,000 nested groups
             raise PatternError("it nests its groups too deeply") from None
         except OverflowError:  # a repeat past the engine's limit: a{1,99999999999}
@@ -92,3 +101,10 @@ class UserRegex(Generic[AnyStr]):
             f"the {self.role} {self.shown!r} took over {SECONDS:g} s of CPU to match the"
             " reply (a pattern that backtracks without end?): the reply stops here"
         )
+
+
+def escape(text: str) -> str:
+    """`text` as a pattern that matches it literally (as `regex` escapes it)."""
+    import regex  # here, not with the module: see its docstring
+
+    return regex.escape(text)

@@ -24,13 +24,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import accumulate
-
-from regex import Match, escape
+from typing import TYPE_CHECKING
 
 from backend.chat.events import NoticeEvent, RewindEvent, TokenEvent
 from backend.session.loop import Event, Generation
-from backend.user_regex import PatternError, RegexTimeout, UserRegex
+from backend.user_regex import PatternError, RegexTimeout, UserRegex, escape
 from sampling.errors import SamplescopeError
+
+if TYPE_CHECKING:
+    from regex import Match
 
 #: How many tokens may be banned at one index before the reply stops there.
 DEFAULT_TRIES = 32

@@ -4,6 +4,8 @@ every rejected attempt is stored as a ghost holding it; the reply replays exactl
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -158,4 +160,37 @@ def test_a_banned_regex_that_never_ends_stops_the_reply_in_one_line(
     assert lines == [
         "samplescope: the banned phrase '(a|aa)+c' took over 1 s of CPU to match the reply"
         " (a pattern that backtracks without end?): the reply stops here"
+    ]
+
+
+REGEX_IMPORTED = """
+import sys
+from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.session.llama_backend import LlamaBackend
+from backend.session.phrase_bans import PhraseBans
+from sampling.settings import DEFAULT_CHAT_SETTINGS
+
+backend = LlamaBackend.load(sys.argv[1], n_ctx=512, n_threads=1)
+question = [ChatMessage("user", "Hi")]
+settings = LiveSettings(DEFAULT_CHAT_SETTINGS)
+for _ in backend.generate(question, settings, max_tokens=8):
+    pass
+print("plain", "regex" in sys.modules)
+for _ in backend.generate(question, settings, max_tokens=8, bans=PhraseBans(("zebra",))):
+    pass
+print("banned", "regex" in sys.modules)
+"""
+
+
+def test_a_reply_without_bans_or_triggers_never_imports_regex(default_model_path: Path) -> None:
+    # The regex package costs 2 MB of peak memory: only a user's pattern needs it.
+    out = subprocess.run(
+        [sys.executable, "-c", REGEX_IMPORTED, str(default_model_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split("\n")
+    assert [line for line in out if line.startswith(("plain", "banned"))] == [
+        "plain False",
+        "banned True",
     ]
