@@ -76,6 +76,7 @@ def gbnf_of(spec: GrammarSpec) -> str:
         AttributeError,
         RecursionError,
         AssertionError,
+        OverflowError,  # a count past the converter's integers: minItems 2**70
     ) as error:
         text = str(error).splitlines()[0] if str(error) else type(error).__name__
         if "allow-fetch" in text:  # the converter's own command line's flag

@@ -107,13 +107,15 @@ def test_any_text_as_a_schema_converts_or_is_one_line(text: str) -> None:
         '{"$ref": "#"}',
         '{"$ref": "#/definitions/a", "definitions": {"a": {"$ref": "#/definitions/a"}}}',
         '{"type": "array", "minItems": 100000}',
+        '{"type": "array", "items": {}, "minItems": 1180591620717411303424}',
         '{"enum": []}',
         '{"const": "\\u0000"}',
         '{"type": "string", "pattern": "("}',
         '{"type": "object", "properties": {"\\u0000": {}}, "required": ["\\u0000"]}',
     ],
     ids=["deep-array", "deep-properties", "huge-int", "inf-length", "contradiction", "self-ref",
-         "ref-loop", "many-items", "empty-enum", "nul-const", "bad-pattern", "nul-property"],
+         "ref-loop", "many-items", "huge-count", "empty-enum", "nul-const", "bad-pattern",
+         "nul-property"],
 )  # fmt: skip
 def test_hostile_schemas_convert_or_are_one_line(text: str) -> None:
     converted_or_one_line(text)
