@@ -26,8 +26,15 @@ from sampling.records import Step
 
 
 def to_datetime(seconds: float) -> datetime:
-    """A stored time (unix seconds) as an aware UTC datetime."""
-    return datetime.fromtimestamp(seconds, tz=UTC)
+    """A stored time (unix seconds) as an aware UTC datetime.
+
+    Raises:
+        ValueError: It lies outside the years datetime holds (a damaged row).
+    """
+    try:
+        return datetime.fromtimestamp(seconds, tz=UTC)
+    except (OverflowError, OSError) as error:  # OSError: the C library's EOVERFLOW
+        raise ValueError(f"time {seconds!r} is out of range ({error})") from None
 
 
 def escape_like(text: str) -> str:
