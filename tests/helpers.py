@@ -11,7 +11,7 @@ from typing import Any
 
 from textual.app import App
 from textual.pilot import Pilot
-from textual.widgets import Input
+from textual.widgets import DataTable, Input
 
 from backend.chat.events import FinishedEvent
 from tui.app import SamplescopeApp
@@ -46,6 +46,18 @@ async def wait_until(
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for the app")
         await asyncio.sleep(0.005)  # a plain sleep: the app runs meanwhile
+
+
+def table_measured(table: DataTable[Any]) -> bool:
+    """Whether `table` has laid out every row it holds.
+
+    A DataTable measures the rows added since it was last idle (column widths, its
+    scrollable height) only once its message queue empties; before that it draws them
+    in columns as wide as the labels. A snapshot waits for this, not for a pause (which
+    ends early on a loaded machine)."""
+    header = table.header_height if table.show_header else 0
+    rows = sum(row.height for row in table.rows.values())
+    return table.virtual_size.height == header + rows
 
 
 class DateClock:

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from textual.app import App, ComposeResult
 from textual.pilot import Pilot
+from textual.widgets import Collapsible
 
 from sampling.records import CandidateTable, Step
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
@@ -49,12 +50,25 @@ def test_order_editor(snap_compare: object, size: tuple[int, int]) -> None:
 
     async def edited(pilot: Pilot[object]) -> None:
         await wait_until(pilot, lambda: chat_of(app).ready)
-        app.query_one(SamplingPanel).open_group("order")
-        app.query_one(ChainOrder).focus()
+        panel = app.query_one(SamplingPanel)
+        panel.open_group("order")
+        group = panel.query_one("#group-order", Collapsible)
+        chain = app.query_one(ChainOrder)
+        # The group scrolls itself into view after the next refresh; focusing the editor
+        # scrolls too (to centre it) when it is not all in view at that moment. Which
+        # scroll comes last depends on timing, so focus it only once the group is laid
+        # out and in view (then the focus does not scroll).
+        await wait_until(
+            pilot, lambda: chain.region.height > 0 and app.screen.can_view_entire(group)
+        )
+        await pilot.wait_for_scheduled_animations()
+        chain.focus()
+        await wait_until(pilot, lambda: app.focused is chain)
         await pilot.press(
             "down", "down", "shift+down", "down", "space"
-        )  # temperature one down, top_k off
-        await pilot.pause()
+        )  # top_n_sigma one down, typ_p off
+        # the new order is the app's settings (and the panel shows them)
+        await wait_until(pilot, lambda: app.live.current.order == chain.value)
 
     assert snap_compare(app, terminal_size=size, run_before=edited)  # type: ignore[operator]
 

@@ -18,7 +18,7 @@ from textual.widgets import DataTable
 
 from backend.store.store import ChatStore, ModelRef
 from sampling.settings import DEFAULT_CHAT_SETTINGS
-from tests.helpers import DateClock
+from tests.helpers import DateClock, table_measured, wait_until
 from tui.history.screen import HistoryScreen
 from tui.widgets.confirm import ConfirmScreen
 
@@ -73,8 +73,20 @@ def screen_of(pilot: Pilot[object]) -> HistoryScreen:
 
 
 def test_snapshot(snap_compare: object, store: ChatStore) -> None:
+    chats = len(store.list_chats())
+
     async def ready(pilot: Pilot[object]) -> None:
-        await pilot.pause()
+        # pushed by the app's on_mount; listed and focused by the screen's
+        await wait_until(
+            pilot,
+            lambda: (
+                isinstance(pilot.app.screen, HistoryScreen)
+                and isinstance(pilot.app.focused, DataTable)
+                and pilot.app.focused.row_count == chats
+                and table_measured(pilot.app.focused)
+            ),
+        )
+        await pilot.wait_for_scheduled_animations()
 
     assert snap_compare(HistoryApp(store), terminal_size=SIZE, run_before=ready)  # type: ignore[operator]
 

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Static
 
 from backend.config.config import Config
 from backend.session.loop_watch import LoopGuard
 from sampling.loops import LoopRule
 from sampling.settings import SamplerSettings
-from tests.helpers import chat_of, send_message, wait_until
+from tests.helpers import chat_of, send_message, table_measured, wait_until
 from tests.tui.test_tui_snapshots import fake_backend, make_app, send
 from tui.app import SamplescopeApp
 from tui.chat.loop_escape import NO_LOOP, loop_phrase
@@ -117,9 +117,20 @@ def test_snapshot_of_the_why_view(snap_compare: object, tmp_path: Path) -> None:
             pilot, lambda: not chat_of(app).generating and bool(chat_of(app).conversation.finished)
         )
         await pilot.press("f9")
-        await wait_until(pilot, lambda: isinstance(app.screen, LoopWhyScreen))
+        await wait_until(
+            pilot,
+            lambda: (
+                isinstance(app.screen, LoopWhyScreen)
+                and isinstance(app.focused, DataTable)
+                and table_measured(app.focused)
+            ),
+        )
+        detail = app.screen.query_one("#loop-detail", Static)
+        before = str(detail.render())
         await pilot.press("right")
-        await pilot.pause()
+        # the highlighted cell's message reaches the screen, which shows its detail
+        await wait_until(pilot, lambda: str(detail.render()) != before)
+        await pilot.wait_for_scheduled_animations()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=why)  # type: ignore[operator]
 

@@ -10,12 +10,13 @@ import threading
 from pathlib import Path
 
 import pytest
+from textual.pilot import Pilot
 from textual.widgets import DataTable, Static, TextArea
 
 from backend.score.text_score import Alternative, TextScore, TokenScore
 from backend.session.backend import SessionBackend
 from tests.fake_backend import FakeBackend
-from tests.helpers import chat_of, wait_until
+from tests.helpers import chat_of, table_measured, wait_until
 from tui.app import SamplescopeApp
 from tui.score.screen import ScoreScreen
 from tui.widgets.score_label import logprob_label
@@ -47,7 +48,11 @@ class WordScorer:
 async def open_screen(pilot: object, app: SamplescopeApp) -> ScoreScreen:
     await wait_until(pilot, lambda: chat_of(app).ready)  # type: ignore[arg-type]
     await pilot.press("f8")  # type: ignore[attr-defined]
-    await wait_until(pilot, lambda: isinstance(app.screen, ScoreScreen))  # type: ignore[arg-type]
+    # mounted: the text box has the keyboard (the screen's on_mount gives it)
+    await wait_until(
+        pilot,  # type: ignore[arg-type]
+        lambda: isinstance(app.screen, ScoreScreen) and isinstance(app.focused, TextArea),
+    )
     screen = app.screen
     assert isinstance(screen, ScoreScreen)
     return screen
@@ -105,13 +110,24 @@ def test_snapshot_a_scored_text(snap_compare: object) -> None:
     from tests.tui.test_tui_snapshots import fake_backend, make_app
 
     app = make_app(fake_backend())
+    text = "the cat sat on the mat and then it was happy"
 
-    async def run(pilot: object) -> None:
+    async def run(pilot: Pilot[object]) -> None:
         screen = await open_screen(pilot, app)
+        table = screen.query_one(DataTable)
         screen.scorer = WordScorer()
-        screen.query_one(TextArea).load_text("the cat sat on the mat and then it was happy")
-        await pilot.press("ctrl+s")  # type: ignore[attr-defined]
-        await wait_until(pilot, lambda: screen.score is not None and not screen.scoring)  # type: ignore[arg-type]
+        screen.query_one(TextArea).load_text(text)
+        await pilot.press("ctrl+s")
+
+        def scored() -> bool:
+            """The result shown (a message), the job's end handed over (the runner's
+            drain) and the rows laid out (the table's idle moment): three steps whose
+            order and timing a loaded machine changes."""
+            done = screen.score is not None and not screen.scoring and app.runner.idle
+            return done and table.row_count == len(text.split()) and table_measured(table)
+
+        await wait_until(pilot, scored)
+        await pilot.wait_for_scheduled_animations()
 
     assert snap_compare(app, terminal_size=SIZE, run_before=run)  # type: ignore[operator]
 

@@ -24,7 +24,7 @@ from backend.store.store import ChatStore
 from sampling.settings import SamplerSettings
 from sampling.sweep_metrics import SampleFigures
 from tests.fake_backend import FakeBackend
-from tests.helpers import StepClock, chat_of, wait_until
+from tests.helpers import StepClock, chat_of, table_measured, wait_until
 from tests.tui.test_tui_snapshots import fake_backend, make_app, send
 from tui.app import SamplescopeApp
 from tui.cli.main import main
@@ -84,8 +84,18 @@ def screen_of(pilot: Pilot[Any]) -> SweepScreen:
 
 def test_snapshot(snap_compare: Any) -> None:
     async def ready(pilot: Pilot[Any]) -> None:
+        # the key goes to the table once the screen has listed the settings and focused it
+        await wait_until(
+            pilot,
+            lambda: (
+                isinstance(pilot.app.screen, SweepScreen)
+                and isinstance(pilot.app.focused, DataTable)
+                and table_measured(pilot.app.focused)
+            ),
+        )
         await pilot.press("down")  # the second setting selected
-        await pilot.pause()
+        await wait_until(pilot, lambda: screen_of(pilot).selected == 1)
+        await pilot.wait_for_scheduled_animations()
 
     assert snap_compare(SweepApp(fixed_result()), terminal_size=SIZE, run_before=ready)
 
