@@ -36,6 +36,7 @@ from backend.llama.pieces import visible_piece
 from backend.session.backend import SessionBackend
 from tui.score import kld_view
 from tui.widgets.score_label import logprob_label
+from tui.widgets.table_fill import fill_table
 from tui.widgets.token_look import rank_style
 
 if TYPE_CHECKING:  # llama.cpp's bindings load when a text is scored, not with the app
@@ -304,9 +305,8 @@ class ScoreScreen(Screen[None]):
         for name in ("#score-kld-text", "#score-detail"):
             self.query_one(name).display = True
         table = self.query_one(DataTable)
-        table.clear(columns=True)
-        table.add_columns(*kld_view.PAIR_COLUMNS)
-        table.add_rows(kld_view.pair_row(pair, row) for row in range(pair.result.positions.size))
+        rows = (kld_view.pair_row(pair, row) for row in range(pair.result.positions.size))
+        fill_table(table, kld_view.PAIR_COLUMNS, rows)
         table.focus()  # d and t move its cursor
         self._show_selected(0 if pair.result.positions.size else None)
 
@@ -365,10 +365,8 @@ class ScoreScreen(Screen[None]):
         if score.stride:
             parts.append(f"windows of {score.window} tokens, stride {score.stride}")
         self._summary(Text(" · ".join(parts), style="bold"))
-        table = self.query_one(DataTable)
-        table.clear(columns=True)
-        table.add_columns(*SCORE_COLUMNS)
-        table.add_rows(score_row(n, token) for n, token in enumerate(score.tokens))
+        rows = (score_row(n, token) for n, token in enumerate(score.tokens))
+        fill_table(self.query_one(DataTable), SCORE_COLUMNS, rows)
 
     def _summary(self, text: Text) -> None:
         self.query_one("#score-summary", Static).update(text)
