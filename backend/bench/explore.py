@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from backend.chat.protocol import ChatMessage
-from backend.session.explore import EXPLORE_SEQ_MAX, Tree, TreeShape, explore
+from backend.session.explore import EXPLORE_SEQ_MAX, explore
+from backend.session.explore_tree import Tree, TreeShape
 from backend.session.llama_backend import LlamaBackend
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 

@@ -22,7 +22,8 @@ from typing import Literal
 from backend.chat.events import FinishedEvent, NoticeEvent
 from backend.chat.protocol import LiveSettings
 from backend.session.backend import SessionBackend
-from backend.session.explore import Tree, TreeShape, explore
+from backend.session.explore import explore
+from backend.session.explore_tree import Tree, TreeShape
 from backend.session.replay import decoding_of, prompt_messages
 from backend.session.replay_cache import prepare_cache
 from backend.session.run import Steer, StepInput

@@ -11,7 +11,7 @@ generation's events) passes through to the caller; what it returns is the run's 
 The strategies: the ordinary sampled generation (`backend.session.loop.Generation`,
 each live sequence continues with its sampled token), beam search
 (`backend.session.beams`: the best continuations of every beam, a beam with several
-kept children forked) and explore (`backend.session.explore`: a tree of the kept
+kept children forked) and explore (`backend.session.tree_growth`: a tree of the kept
 candidates, a node's children forked from it).
 """
 

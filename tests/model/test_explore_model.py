@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from backend.chat.protocol import ChatMessage
-from backend.session.explore import Tree, TreeNode, TreeShape, explore
+from backend.session.explore import explore
+from backend.session.explore_tree import Tree, TreeNode, TreeShape
 from backend.session.llama_backend import LlamaBackend
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tui.cli.main import main

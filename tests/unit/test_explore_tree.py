@@ -14,7 +14,8 @@ import pytest
 
 from backend.chat.events import FinishedEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
-from backend.session.explore import ExploreError, Tree, TreeNode, TreeShape, explore
+from backend.session.explore import explore
+from backend.session.explore_tree import ExploreError, Tree, TreeNode, TreeShape
 from backend.session.replay import forced_path, replay
 from backend.session.run import Steer
 from backend.session.steer import explore_step

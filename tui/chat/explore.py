@@ -19,7 +19,8 @@ from backend.chat.compare import ColumnEvent
 from backend.chat.completion import Mode, as_document
 from backend.chat.protocol import ChatMessage
 from backend.session.backend import SessionBackend
-from backend.session.explore import Tree, TreeShape, explore
+from backend.session.explore import explore
+from backend.session.explore_tree import Tree, TreeShape
 from sampling.settings import SamplerSettings
 from tui.chat.steering import SteeringHost, made_elsewhere, refused, start_branch
 from tui.explore.screen import ExploreScreen, Path

@@ -29,8 +29,8 @@ from textual.widgets import Footer, Static, Tree
 from textual.widgets.tree import TreeNode as TreeWidgetNode
 
 from backend.chat.events import GenerationEvent, NoticeEvent
-from backend.session.explore import Tree as ExploredTree
-from backend.session.explore import TreeNode
+from backend.session.explore_tree import Tree as ExploredTree
+from backend.session.explore_tree import TreeNode
 from tui.runner import GenerationRunner, Job
 
 Path = tuple[int, ...]

@@ -16,7 +16,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from backend.chat.completion import MODES, as_document, mode_for_backend
-from backend.session.explore import EXPLORE_SEQ_MAX, Tree, TreeNode, TreeShape, explore
+from backend.session.explore import EXPLORE_SEQ_MAX, explore
+from backend.session.explore_tree import Tree, TreeNode, TreeShape
 from backend.session.steer import explore_step
 from sampling.errors import SamplescopeError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings, settings_summary
