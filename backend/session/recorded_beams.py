@@ -18,7 +18,7 @@ from backend.chat.compare import common_prefix
 from backend.chat.events import FinishedEvent, GenerationStats, TokenEvent
 from backend.chat.protocol import ChatMessage
 from backend.llama.utf8 import Utf8Stream
-from backend.session.beams import Beam, BeamSearch, beam_decoding, token_texts
+from backend.session.beam_result import Beam, BeamSearch, beam_decoding, token_texts
 from backend.session.model import Model
 from backend.store.recorder import ChatRecorder
 from sampling.settings import SamplerSettings

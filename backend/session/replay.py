@@ -20,7 +20,7 @@ from backend.chat.events import Decoding, FinishedEvent, NoticeEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.llama.context import Layout
 from backend.session.backend import SessionBackend
-from backend.session.beams import beam_record
+from backend.session.beam_result import beam_record
 from backend.session.replay_cache import prepare_cache
 from backend.session.run import Steer
 from backend.store.records import ChatRecord, ReplyRecord

@@ -125,7 +125,7 @@ class ChatRecorder:
             max_tokens: The generation's token limit.
             mode: "chat" or "completion" (the last message's text continued as is).
             decoding: How it is decoded when beside siblings (None: alone), or a
-                record as stored (a beam search's, `backend.session.beams`).
+                record as stored (a beam search's, `backend.session.beam_result.beam_decoding`).
         """
         self._writer = None
         self.ghost_ids = []

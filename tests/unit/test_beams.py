@@ -12,13 +12,8 @@ import pytest
 
 from backend.chat.events import FinishedEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
-from backend.session.beams import (
-    Beam,
-    BeamSearchError,
-    beam_record,
-    beam_search,
-    token_texts,
-)
+from backend.session.beam_result import Beam, BeamSearchError, beam_record, token_texts
+from backend.session.beams import beam_search
 from backend.session.phrase_bans import PhraseBans
 from backend.session.recorded_beams import BeamRecorder, save_beams
 from backend.session.replay import ReplayError, decoding_of, replay

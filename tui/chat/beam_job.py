@@ -26,7 +26,8 @@ from backend.chat.events import (
 from backend.chat.protocol import ChatMessage
 from backend.error_log import log_traceback, one_line
 from backend.session.backend import SessionBackend
-from backend.session.beams import Beam, BeamSearch, beam_search, check_beam_search, token_texts
+from backend.session.beam_result import Beam, BeamSearch, token_texts
+from backend.session.beams import beam_search, check_beam_search
 from backend.session.phrase_bans import PhraseBans
 from backend.session.recorded_beams import BeamRecorder
 from backend.store.recorded import StoreErrorNotices

@@ -10,7 +10,8 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from backend.chat.protocol import ChatMessage
-from backend.session.beams import Beam, BeamSearch, beam_search, check_beam_search, token_texts
+from backend.session.beam_result import Beam, BeamSearch, token_texts
+from backend.session.beams import beam_search, check_beam_search
 from backend.session.model import Model
 from backend.session.phrase_bans import PhraseBans
 from backend.session.recorded_beams import BeamRecorder
