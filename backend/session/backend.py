@@ -20,11 +20,12 @@ from backend.chat.prompt import PromptBuilder
 from backend.chat.protocol import ChatMessage, LiveSettings, ModelInfo
 from backend.chat.template import ChatTemplate
 from backend.llama.context import Layout
-from backend.session.loop import Generation, Session
+from backend.session.loop import Generation
 from backend.session.loop_watch import LoopGuard, watching
 from backend.session.model import Model
 from backend.session.phrase_bans import PhraseBans, backtracking
 from backend.session.run import Steer, StepInput, clock_now
+from backend.session.session import Session
 from sampling.errors import SamplescopeError
 from sampling.settings import SamplerSettings
 
@@ -156,7 +157,8 @@ class SessionBackend:
         chat's; several decode in a context of their own, each in its own KV stream
         (`layout` None), so that each sequence gets the tokens it gets alone.
         `rewindable`: the generation can be rewound (`Generation.rewind`)."""
-        return self.session.generation(
+        return Generation(
+            self.session,
             lambda: self.fit_prompt(messages, max_tokens, raw),
             lives,
             max_tokens=max_tokens,
@@ -245,7 +247,8 @@ class SessionBackend:
             number, steer = decoding.number, Steer()
             layout = Layout(decoding.streams, decoding.repack)
         lives[number].step_sink = keep
-        generation = self.session.generation(
+        generation = Generation(
+            self.session,
             lambda: self.fit_prompt(messages, max_tokens, raw),
             lives,
             max_tokens=index + 1,

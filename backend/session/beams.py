@@ -43,9 +43,9 @@ from backend.chat.protocol import ChatMessage
 from backend.llama.utf8 import Utf8Stream
 from backend.session.backend import SessionBackend
 from backend.session.beam_result import Beam, BeamEnd, BeamSearch, BeamSearchError, SearchEnd
-from backend.session.loop import Room
 from backend.session.model import Model
 from backend.session.phrase_bans import PhraseBans
+from backend.session.session import Room
 from backend.session.strategy import Decodes, Extend, Plan, run_quietly
 from sampling.records import Step
 from sampling.sampler import Sampler, probabilities

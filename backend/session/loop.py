@@ -3,10 +3,10 @@
 Every generation (a chat reply, a compare's columns, the command line, a branch,
 what-if's rebuilt step, a replay) runs here, over the narrow `Model` protocol:
 
-- **prefill**: the prompt goes into sequence 0, reusing what the memory already
-  holds (`Memory.reuse`), in n_batch chunks with progress after each and a cancel
-  check between them (`Session.prepare`, which beam search shares); a steer's given
-  tokens follow, each decoded alone;
+- **prefill**: the prompt goes into sequence 0 as every generation's does
+  (`backend.session.session.Session.prepare`: reusing what the memory already holds,
+  in n_batch chunks with progress after each and a cancel check between them); a
+  steer's given tokens follow, each decoded alone;
 - **many sequences in lockstep**: the other sequences share the prompt through
   `seq_cp`, then every step decodes one token of every live sequence in one batch
   (one `llama_decode`); each sequence has its own sampler and random stream. The
@@ -25,8 +25,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Generator, Iterator, Sequence
 from typing import TypeVar
 
 import numpy as np
@@ -37,15 +36,13 @@ from backend.chat.events import (
     GenerationEvent,
     NoticeEvent,
     PhaseEvent,
-    PrefillProgress,
     TokenEvent,
 )
 from backend.chat.protocol import LiveSettings
 from backend.error_log import log_traceback, one_line
 from backend.llama.context import Layout
-from backend.session.memory import Memory
-from backend.session.model import Model
-from backend.session.run import LoopSequence, Steer, clock_now
+from backend.session.run import LoopSequence, Steer
+from backend.session.session import PromptSource, Room, Session
 from backend.session.strategy import Extend, Plan, run
 from sampling.errors import GrammarDeadEnd, SamplescopeError
 from sampling.sampler import Sampler
@@ -53,46 +50,38 @@ from sampling.sampler import Sampler
 Event = tuple[int, GenerationEvent]
 """An event of one sequence of a generation: (the sequence's number, the event)."""
 
-LOST_NOTICE = "the model's memory was lost (an RPC connection failed): loading the model again"
-
-PromptSource = Callable[[], tuple[list[int], list[str]]]
-"""Gives the prompt's tokens and notices about fitting it (may raise)."""
-
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
-class Prepared:
-    """A prompt made ready in sequence 0 (`Session.prepare`).
-
-    Attributes:
-        prompt: Its tokens.
-        prefilled: How many of them were computed (the rest were in the memory).
-        prefill_ms: The prefill's time.
-        cancelled: A cancel stopped the prefill (the memory holds part of it).
-    """
-
-    prompt: list[int]
-    prefilled: int
-    prefill_ms: float
-    cancelled: bool = False
-
-
-class Session:
-    """One model and its memory: runs every generation on it (one thread only).
+class Generation:
+    """One run of the loop; iterate for its (sequence number, event) pairs. See the module doc.
 
     Args:
-        model: The model.
-        clock: The time source of the figures.
+        session: The model and its memory.
+        prompt: Gives the prompt's tokens and fitting notices.
+        lives: Each sequence's settings (seeded from them at the start).
+        max_tokens: Stop each sequence after this many tokens (given ones included).
+        cancel: When set, stop within one step or one prefill chunk.
+        steer: Every sequence starts with its given tokens; its forced token is
+            every sequence's first sampled one.
+        rewindable: Keep each sampler's state before every token, so that
+            `Generation.rewind` can go back (about 10 µs a token).
+        layout: How the sequences' memory is laid out (None: the model's own; one
+            sequence then decodes in the chat's context, several each in its own
+            KV stream).
+        streams: Decode in a context of at least this many sequences (an explore
+            tree grows from the generation's end).
+        extra_cells: Cells each sequence needs past the prompt and max_tokens.
+        hold: Keep a lockstep context after the generation (else the memory goes
+            back to the chat's context when it ends).
+
+    Raises:
+        SamplescopeError: No sequence, or more than the model holds.
     """
 
-    def __init__(self, model: Model, clock: Callable[[], float] = clock_now) -> None:
-        self.model = model
-        self.memory = Memory(model)
-        self.clock = clock
-
-    def generation(
+    def __init__(
         self,
+        session: Session,
         prompt: PromptSource,
         lives: Sequence[LiveSettings],
         *,
@@ -104,117 +93,6 @@ class Session:
         streams: int = 0,
         extra_cells: int = 0,
         hold: bool = False,
-    ) -> Generation:
-        """A generation of `len(lives)` sequences from one prompt (run it by iterating).
-
-        Args:
-            prompt: Gives the prompt's tokens and fitting notices.
-            lives: Each sequence's settings (seeded from them at the start).
-            max_tokens: Stop each sequence after this many tokens (given ones included).
-            cancel: When set, stop within one step or one prefill chunk.
-            steer: Every sequence starts with its given tokens; its forced token is
-                every sequence's first sampled one.
-            rewindable: Keep each sampler's state before every token, so that
-                `Generation.rewind` can go back (about 10 µs a token).
-            layout: How the sequences' memory is laid out (None: the model's own; one
-                sequence then decodes in the chat's context, several each in its own
-                KV stream).
-            streams: Decode in a context of at least this many sequences (an explore
-                tree grows from the generation's end).
-            extra_cells: Cells each sequence needs past the prompt and max_tokens.
-            hold: Keep a lockstep context after the generation (else the memory goes
-                back to the chat's context when it ends).
-        """
-        return Generation(
-            self,
-            prompt,
-            lives,
-            max_tokens,
-            cancel,
-            steer or Steer(),
-            rewindable,
-            Room(layout, max(streams, len(lives)), extra_cells, hold),
-        )
-
-    def prepare(
-        self,
-        prompt: PromptSource,
-        max_tokens: int,
-        room: Room,
-        cancel: threading.Event | None = None,
-    ) -> Generator[GenerationEvent, None, Prepared]:
-        """The one prompt preparation of every generation and strategy: the model
-        recovered if its memory was lost, other sequences dropped, the prompt fitted,
-        the memory reserved for `room`, and the prompt prefilled into sequence 0 after
-        what the memory already holds (`Memory.reuse`), in n_batch chunks with a cancel
-        check between them. Yields notices, the prefill phase and its progress.
-
-        Raises:
-            SamplescopeError: The prompt is empty or cannot be fitted; the model failed.
-        """
-        model, memory = self.model, self.memory
-        if model.lost:
-            yield NoticeEvent(LOST_NOTICE)
-            memory.clear()
-            model.recover()
-        memory.drop_others()
-        tokens, notices = prompt()
-        for notice in notices:
-            yield NoticeEvent(notice)
-        if not tokens:
-            raise SamplescopeError("the prompt is empty")
-        cells = len(tokens) + max_tokens + room.extra_cells
-        memory.reserve(room.streams, cells, room.layout)
-        yield PhaseEvent("prefill")
-        started = self.clock()
-        todo = tokens[memory.reuse(tokens) :]
-        cancelled = cancel is not None and cancel.is_set()
-        if not cancelled:
-            for done in memory.prefill(todo):
-                yield PrefillProgress(done=done, total=len(todo))
-                cancelled = cancel is not None and cancel.is_set() and done < len(todo)
-                if cancelled:
-                    break
-        return Prepared(tokens, len(todo), (self.clock() - started) * 1000, cancelled)
-
-    def prepare_quietly(
-        self, prompt: PromptSource, max_tokens: int, room: Room
-    ) -> tuple[Prepared, tuple[str, ...]]:
-        """`prepare` run to its end: the prompt made ready, and the notices it gave."""
-        notices: list[str] = []
-        events = self.prepare(prompt, max_tokens, room)
-        while True:
-            try:
-                event = next(events)
-            except StopIteration as done:
-                return done.value, tuple(notices)
-            if isinstance(event, NoticeEvent):
-                notices.append(event.message)
-
-
-@dataclass(frozen=True, slots=True)
-class Room:
-    """What memory a generation asks for (see `Session.generation`)."""
-
-    layout: Layout | None = None
-    streams: int = 1
-    extra_cells: int = 0
-    hold: bool = False
-
-
-class Generation:
-    """One run of the loop; iterate for its (sequence number, event) pairs. See the module doc."""
-
-    def __init__(
-        self,
-        session: Session,
-        prompt: PromptSource,
-        lives: Sequence[LiveSettings],
-        max_tokens: int,
-        cancel: threading.Event | None,
-        steer: Steer,
-        rewindable: bool = False,
-        room: Room | None = None,
     ) -> None:
         if not lives:
             raise SamplescopeError("nothing to generate: no sequence asked for")
@@ -223,12 +101,13 @@ class Generation:
             raise SamplescopeError(
                 f"{len(lives)} sequences at once: this model holds {model.n_seq_max}"
             )
+        steer = steer or Steer()
         self.session = session
         self.prompt = prompt
         self.max_tokens = max_tokens
         self.cancel = cancel
         self.steer = steer
-        self.room = room or Room(streams=len(lives))
+        self.room = Room(layout, max(streams, len(lives)), extra_cells, hold)
         self.layout = self.room.layout or Layout(repack=model.repack)
         """How the sequences' memory is laid out (what a lockstep reply records)."""
         started = session.clock()

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from backend.session.explore_tree import MAX_NODES, ExploreError, Tree, TreeNode, TreeShape
-from backend.session.loop import Session
 from backend.session.run import StepInput
+from backend.session.session import Session
 from backend.session.strategy import Decodes, Extend, Plan, run_quietly
 from sampling.records import Step
 from sampling.sampler import DEFAULT_CANDIDATES, Sampler, SamplerState
