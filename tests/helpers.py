@@ -11,6 +11,7 @@ from typing import Any
 
 from textual.app import App
 from textual.pilot import Pilot
+from textual.render import measure
 from textual.widgets import DataTable, Input
 
 from backend.chat.events import FinishedEvent
@@ -58,6 +59,20 @@ def table_measured(table: DataTable[Any]) -> bool:
     header = table.header_height if table.show_header else 0
     rows = sum(row.height for row in table.rows.values())
     return table.virtual_size.height == header + rows
+
+
+def columns_fit(table: DataTable[Any]) -> bool:
+    """Whether each of `table`'s columns is drawn now as wide as its label and widest cell.
+
+    Checked right after a fill, before the table is idle (when it would measure the rows
+    it was given itself): a column narrower than a cell draws that cell cut."""
+    console = table.app.console
+    for index, column in enumerate(table.ordered_columns):
+        drawn = column.get_render_width(table) - 2 * table.cell_padding
+        cells = [column.label, *table.get_column_at(index)]
+        if any(measure(console, cell, 1) > drawn for cell in cells):
+            return False
+    return True
 
 
 class DateClock:

@@ -18,7 +18,7 @@ from textual.widgets import DataTable
 
 from backend.store.store import ChatStore, ModelRef
 from sampling.settings import DEFAULT_CHAT_SETTINGS
-from tests.helpers import DateClock, table_measured, wait_until
+from tests.helpers import DateClock, columns_fit, table_measured, wait_until
 from tui.history.screen import HistoryScreen
 from tui.widgets.confirm import ConfirmScreen
 
@@ -117,6 +117,20 @@ async def test_search_filters_and_escape_returns_none(store: ChatStore) -> None:
         await pilot.press("escape")
         await pilot.pause()
     assert app.return_value is None
+
+
+async def test_a_refill_draws_each_column_as_wide_as_its_widest_cell(store: ChatStore) -> None:
+    app = HistoryApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        screen = screen_of(pilot)
+        table = screen.query_one(DataTable)
+        await wait_until(pilot, lambda: table.row_count == 3 and table_measured(table))
+        store.new_chat("A [red]title[/red] far longer than the others", MODEL)
+        screen.refresh_list()  # what a search does; checked before the table is idle
+        assert table.row_count == 4
+        assert columns_fit(table)
+        titles = [str(cell) for cell in table.get_column("title")]
+        assert "A [red]title[/red] far longer than the others" in titles
 
 
 async def test_delete_asks_first(store: ChatStore) -> None:

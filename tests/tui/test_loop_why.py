@@ -13,7 +13,7 @@ from backend.config.config import Config
 from backend.session.loop_watch import LoopGuard
 from sampling.loops import LoopRule
 from sampling.settings import SamplerSettings
-from tests.helpers import chat_of, send_message, table_measured, wait_until
+from tests.helpers import chat_of, columns_fit, send_message, table_measured, wait_until
 from tests.tui.test_tui_snapshots import fake_backend, make_app, send
 from tui.app import SamplescopeApp
 from tui.chat.loop_escape import NO_LOOP, loop_phrase
@@ -68,6 +68,19 @@ async def test_the_why_view_shows_the_copies_one_under_the_other() -> None:
         assert f"token {loop.start + 1}" in start
         await pilot.press("escape")
         await wait_until(pilot, lambda: not isinstance(app.screen, LoopWhyScreen))
+
+
+async def test_the_grid_is_drawn_at_its_widths_as_soon_as_it_is_filled() -> None:
+    app = _app()
+    async with app.run_test(size=SIZE) as pilot:
+        await send_message(pilot, app, "tell me about the cat")
+        screen = await _why(pilot, app)
+        grid = screen.query_one(DataTable)
+        screen.fill_grid()  # checked before the table is idle
+        assert grid.row_count == len(screen.rows) and columns_fit(grid)
+        # the row labels, too, are drawn in full at once
+        first = grid.render_line(grid.header_height).text
+        assert first.lstrip().startswith("copy 1 ")
 
 
 async def test_a_opens_the_alternatives_at_the_loop_s_start() -> None:

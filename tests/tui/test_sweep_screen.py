@@ -24,7 +24,7 @@ from backend.store.store import ChatStore
 from sampling.settings import SamplerSettings
 from sampling.sweep_metrics import SampleFigures
 from tests.fake_backend import FakeBackend
-from tests.helpers import StepClock, chat_of, table_measured, wait_until
+from tests.helpers import StepClock, chat_of, columns_fit, table_measured, wait_until
 from tests.tui.test_tui_snapshots import fake_backend, make_app, send
 from tui.app import SamplescopeApp
 from tui.cli.main import main
@@ -131,6 +131,21 @@ async def test_choosing_a_point_lists_its_samples_and_opens_one() -> None:
         await pilot.pause()
     # Setting 2's second sample: prompt 0, seed 6 (chat ids count up from 100).
     assert app.return_value == 100 + 2 * 4 + 1
+
+
+async def test_each_listing_draws_its_columns_as_wide_as_their_widest_cells() -> None:
+    app = SweepApp(fixed_result())
+    async with app.run_test(size=SIZE) as pilot:
+        screen = screen_of(pilot)
+        table = screen.query_one(DataTable)
+        await wait_until(pilot, lambda: table_measured(table))
+        # each checked right after the fill, before the table is idle
+        screen.show_samples(1)
+        assert table.row_count == 4 and columns_fit(table)
+        screen.action_back()
+        assert table.row_count == 3 and columns_fit(table)
+        screen.action_next_axis()
+        assert str(table.ordered_columns[4].label) == "distinct-2" and columns_fit(table)
 
 
 async def test_d_switches_the_diversity_measure_and_escape_closes() -> None:

@@ -27,6 +27,9 @@ from textual.widgets import DataTable, Footer, Input, Static
 from backend.store.store import ChatStore, ChatSummary, StoreError
 from tui.display import local_time
 from tui.widgets.confirm import ConfirmScreen
+from tui.widgets.table_fill import fill_table
+
+HISTORY_COLUMNS = ("updated", "title", "model", "replies")
 
 
 class HistoryScreen(Screen[int | None]):
@@ -58,10 +61,6 @@ class HistoryScreen(Screen[int | None]):
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
-        table.add_column("updated", key="updated")
-        table.add_column("title", key="title")
-        table.add_column("model", key="model")
-        table.add_column("replies", key="replies")
         self.refresh_list()
         table.focus()
 
@@ -79,15 +78,17 @@ class HistoryScreen(Screen[int | None]):
         except StoreError as error:
             self.chats = []
             self.notify(str(error), severity="error", timeout=10)
-        table.clear()
-        for chat in self.chats:
-            table.add_row(
+        rows = [
+            (
                 Text(local_time(chat.updated)),
                 Text(chat.title, no_wrap=True, overflow="ellipsis"),
                 Text(chat.model_name or "-"),
                 Text(str(chat.reply_count), justify="right"),
-                key=str(chat.id),
             )
+            for chat in self.chats
+        ]
+        keys = [str(chat.id) for chat in self.chats]
+        fill_table(table, HISTORY_COLUMNS, rows, column_keys=HISTORY_COLUMNS, row_keys=keys)
         ids = [chat.id for chat in self.chats]
         if keep in ids:
             table.move_cursor(row=ids.index(keep))

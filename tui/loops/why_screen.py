@@ -31,6 +31,7 @@ from sampling.samplers.dry import DryParams
 from sampling.samplers.penalties import PenaltiesParams
 from tui.loops.climb import LoopCell, climb_text, dry_blind_spot, loop_cells
 from tui.widgets.alternatives import candidate_rows
+from tui.widgets.table_fill import fill_table
 from tui.widgets.token_text import TokenPieces
 
 WhyChoice = Literal["alternatives", "ban"]
@@ -163,17 +164,27 @@ class LoopWhyScreen(Screen[WhyChoice | None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.fill_grid()
         grid = self.query_one(DataTable)
-        first = self.rows[0]
-        for cell in first:
-            grid.add_column(Text(cell.piece[:8] or "∅"), key=str(cell.offset))
-        for copy, row in enumerate(self.rows):
-            values = [Text(f"{cell_prob(c):.2f}", style=cell_style(cell_prob(c))) for c in row]
-            values += [Text("")] * (len(first) - len(row))
-            grid.add_row(*values, label=Text(f"copy {copy + 1}"))
         grid.move_cursor(row=len(self.rows) - 1, column=0)
         self.set_focus(grid)
         self._show_detail(len(self.rows) - 1, 0)
+
+    def fill_grid(self) -> None:
+        """List the copies one a row, each token of the loop a column."""
+        grid = self.query_one(DataTable)
+        first = self.rows[0]
+        fill_table(
+            grid,
+            [Text(cell.piece[:8] or "∅") for cell in first],
+            [
+                [Text(f"{cell_prob(c):.2f}", style=cell_style(cell_prob(c))) for c in row]
+                + [Text("")] * (len(first) - len(row))
+                for row in self.rows
+            ],
+            column_keys=[str(cell.offset) for cell in first],
+            row_labels=[Text(f"copy {copy + 1}") for copy in range(len(self.rows))],
+        )
 
     @property
     def selected(self) -> LoopCell | None:

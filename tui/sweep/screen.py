@@ -27,10 +27,13 @@ from backend.session.sweep_result import (
 )
 from sampling.sweep_metrics import Estimate
 from tui.sweep.frontier_plot import AXIS_NAMES, FrontierPlot, mark_of
+from tui.widgets.table_fill import fill_table
 
 AXES = tuple(DIVERSITY_AXES)
 #: A sample's text is shown up to this many characters, on one line.
 TEXT_SHOWN = 200
+SAMPLE_COLUMNS = ("prompt", "seed", "tokens", "finish", "logp/token", "chat", "text")
+"""The columns of a setting's samples."""
 
 
 def _cell(value: Estimate | None, digits: int = 3) -> Text:
@@ -106,25 +109,35 @@ class SweepScreen(Screen[int | None]):
         """List the settings, the selected one under the cursor."""
         self.listing = None
         table = self.query_one(DataTable)
-        table.clear(columns=True)
-        axis_name = AXIS_NAMES[self.axis]
-        for label in ("#", "setting", "★", "logp/token", axis_name, "ppl", "length", "finish"):
-            table.add_column(label, key=label)
+        labels = (
+            "#",
+            "setting",
+            "★",
+            "logp/token",
+            AXIS_NAMES[self.axis],
+            "ppl",
+            "length",
+            "finish",
+        )
         frontier = set(self.result.frontier(self.axis))
+        rows = []
         for metrics in self.result.metrics:
             index = metrics.setting
             finish = " ".join(f"{why}:{n}" for why, n in metrics.finish_reasons.items())
-            table.add_row(
-                Text(mark_of(index)),
-                Text(self.result.plan.settings[index].label, no_wrap=True),
-                Text("★" if index in frontier else ""),
-                _cell(metrics.logprob),
-                _cell(metric(metrics, self.axis)),
-                _cell(metrics.perplexity, 2),
-                _cell(metrics.length, 1),
-                Text(finish or "-"),
-                key=str(index),
+            rows.append(
+                (
+                    Text(mark_of(index)),
+                    Text(self.result.plan.settings[index].label, no_wrap=True),
+                    Text("★" if index in frontier else ""),
+                    _cell(metrics.logprob),
+                    _cell(metric(metrics, self.axis)),
+                    _cell(metrics.perplexity, 2),
+                    _cell(metrics.length, 1),
+                    Text(finish or "-"),
+                )
             )
+        keys = [str(metrics.setting) for metrics in self.result.metrics]
+        fill_table(table, labels, rows, column_keys=labels, row_keys=keys)
         self.query_one("#sweep-table-title", Static).update(
             Text(
                 "settings (⏎ its samples · d: diversity measure)",
@@ -139,9 +152,7 @@ class SweepScreen(Screen[int | None]):
         self.listing = setting
         self._samples = self.result.samples_of(setting)
         table = self.query_one(DataTable)
-        table.clear(columns=True)
-        for label in ("prompt", "seed", "tokens", "finish", "logp/token", "chat", "text"):
-            table.add_column(label, key=label)
+        rows = []
         for sample in self._samples:
             f = sample.figures
             per_token = (
@@ -149,15 +160,18 @@ class SweepScreen(Screen[int | None]):
                 if f.logprob_raw is None or not f.n_tokens
                 else f"{f.logprob_raw / f.n_tokens:.3f}"
             )
-            table.add_row(
-                Text(str(f.prompt + 1), justify="right"),
-                Text(str(sample.seed), justify="right"),
-                Text(str(f.n_tokens), justify="right"),
-                Text(f.finish_reason),
-                Text(per_token, justify="right"),
-                Text("-" if sample.chat_id is None else str(sample.chat_id), justify="right"),
-                _one_line(f.text),
+            rows.append(
+                (
+                    Text(str(f.prompt + 1), justify="right"),
+                    Text(str(sample.seed), justify="right"),
+                    Text(str(f.n_tokens), justify="right"),
+                    Text(f.finish_reason),
+                    Text(per_token, justify="right"),
+                    Text("-" if sample.chat_id is None else str(sample.chat_id), justify="right"),
+                    _one_line(f.text),
+                )
             )
+        fill_table(table, SAMPLE_COLUMNS, rows, column_keys=SAMPLE_COLUMNS)
         label = self.result.plan.settings[setting].label
         self.query_one("#sweep-table-title", Static).update(
             Text(f"{mark_of(setting)}: {label} — its samples (⏎ opens one · esc back)")
