@@ -82,37 +82,46 @@ async def test_the_transcript_follows_the_last_line_not_the_room_below_it() -> N
         await wait_until(pilot, backend.paused.is_set)
         view = app.query(ReplyView).last()
         transcript = app.query_one(Transcript)
-        await wait_until(pilot, lambda: view.text_height > 2 * GROW)  # past the viewport
-        await pilot.pause(0.3)
+        reply = app.conversation.replies[-1]
+        await wait_until(pilot, lambda: len(reply.tokens) == 600)  # drained
+        words = "".join(token.text for token in reply.tokens).split()
+        viewport = transcript.scrollable_content_region.height
+
+        def text_bottom() -> int:
+            return view.virtual_region.y + view.text_height
+
+        # The redraw timer draws every token the backend gave (it goes on after the
+        # pause), the view is laid out at its last height, and the follow is applied.
+        await wait_until(pilot, lambda: view.plain_text().split() == words)
+        await wait_until(pilot, lambda: view.size.height > view.text_height > 2 * GROW)
+        await wait_until(pilot, lambda: transcript.scroll_y >= text_bottom() - viewport)
         lines = view.text_height
         room = view.size.height - lines
         assert view.size.height == 4 * GROW and room > 0  # the reserve doubled twice
         assert transcript.at_end
         # The last line drawn is in view, in the view's lower third: the view jumped a
         # third of its height ahead into the room, not to the room's end.
-        text_bottom = view.virtual_region.y + lines
-        viewport = transcript.scrollable_content_region.height
         jump = viewport // FOLLOW_JUMP
-        assert text_bottom - viewport <= transcript.scroll_y <= text_bottom - viewport + jump
+        assert transcript.scroll_y <= text_bottom() - viewport + jump
         assert transcript.scroll_y < transcript.max_scroll_y
         # A notice while it streams goes above the reply: the text stays in view.
+        before = view.virtual_region.y
         note = transcript.add_note("a notice")
-        await pilot.pause(0.1)
+        await wait_until(pilot, lambda: view.virtual_region.y > before)  # laid out below it
         assert transcript.children.index(note) < transcript.children.index(view)
-        text_bottom = view.virtual_region.y + view.text_height
-        assert text_bottom - viewport <= transcript.scroll_y <= text_bottom - viewport + jump
+        assert text_bottom() - viewport <= transcript.scroll_y <= text_bottom() - viewport + jump
         # The room below the text is not scrolled into: the end is one jump past it.
         transcript.scroll_end(animate=False, immediate=True)
-        await pilot.pause(0.1)
-        assert transcript.scroll_y <= text_bottom - viewport + jump < transcript.max_scroll_y
-        # Scrolled up two lines past the last jump, the view stops following.
+        assert transcript.scroll_y <= text_bottom() - viewport + jump < transcript.max_scroll_y
+        # Scrolled up two lines past the last jump, the view stops following: even
+        # right after a redraw, whose follow is applied after the next refresh.
+        transcript.sync_last()
         transcript.scroll_to(y=transcript.scroll_y - 2 - jump, animate=False, immediate=True)
         left_at = transcript.scroll_y
         assert not transcript.at_end
         backend.resume.set()
         await nth_reply_finished(pilot, app)
-        await pilot.pause(0.1)
-        assert view.size.height == view.text_height  # finished: no room left
+        await wait_until(pilot, lambda: view.size.height == view.text_height)  # no room left
         assert transcript.scroll_y == left_at < transcript.max_scroll_y  # not pulled back
 
 

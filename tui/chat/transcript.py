@@ -205,7 +205,7 @@ class Transcript(VerticalScroll, can_focus=True):
         textual 8.2.8, so the transcript follows its tail by hand.)
         """
         if was_at_end:
-            self.call_after_refresh(self._scroll_to_end)
+            self.call_after_refresh(self._scroll_to_end, self.scroll_y)
 
     def _streaming(self) -> ReplyView | None:
         """The last reply's view while it streams."""
@@ -245,13 +245,20 @@ class Transcript(VerticalScroll, can_focus=True):
     def _jump(self) -> int:
         return self.scrollable_content_region.height // FOLLOW_JUMP
 
-    def _scroll_to_end(self) -> None:
+    def _scroll_to_end(self, decided_at: float) -> None:
         """Bring the last line drawn into view, a jump ahead while a reply streams.
 
         A scroll repaints the whole transcript, so a streaming reply is followed in
         jumps of a third of the view (into the room it reserves; xterm's jump
         scroll): its text holds still between them, and most redraws repaint a line.
+
+        Args:
+            decided_at: The scroll offset when following was decided, a refresh ago:
+                above it now and not at the end, the user scrolled up meanwhile (a
+                shorter transcript's clamp leaves it at the end), and the view stays.
         """
+        if self.scroll_y < decided_at and not self.at_end:
+            return
         tail = self._tail_y()
         if tail > 0 and self.scroll_y < tail:
             target = min(tail + self._jump(), self.max_scroll_y)
