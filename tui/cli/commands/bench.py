@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import subprocess
 import sys
@@ -22,6 +23,21 @@ PARTS = (
     "tui",
     "rpc",
 )
+# The parts that are one run and one table, in PARTS order: their module in
+# backend.bench, its run and format functions, and the table's title. Imported only
+# when chosen, so that the command line starts without llama.cpp.
+ONE_TABLE_PARTS = {
+    "compare": ("compare", "run_compare_bench", "format_result",
+                "four columns, best of 3 alternating runs"),
+    "explore": ("explore", "run_explore_bench", "format_rows",
+                "width 3, depth 4, best of 3 alternating runs"),
+    "sweep": ("sweep", "run_sweep_bench", "format_result",
+              "4 settings x 4 samples, 48 tokens, best of 3 alternating runs"),
+    "loops": ("loops", "run_loop_bench", "format_result",
+              "the watch over a 200-token greedy reply, median of 7"),
+    "kld": ("kld", "run_kld_bench", "format_result",
+            "the model against itself, ctx 512, one run each, fresh processes"),
+}  # fmt: skip
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -102,35 +118,12 @@ def run(args: argparse.Namespace) -> int:
 
         print("\n## exact lockstep's cost to one sequence: weights plain vs repacked (best of 3)")
         print(format_repack_rows(run_repack_bench(model_path, n_threads=args.threads)))
-    if "compare" in parts:
-        from backend.bench.compare import format_result, run_compare_bench
-
-        print("\n## compare (four columns, best of 3 alternating runs)")
-        print(format_result(run_compare_bench(model_path, n_threads=args.threads)))
-    if "explore" in parts:
-        from backend.bench.explore import format_rows as format_explore
-        from backend.bench.explore import run_explore_bench
-
-        print("\n## explore (width 3, depth 4, best of 3 alternating runs)")
-        print(format_explore(run_explore_bench(model_path, n_threads=args.threads)))
-    if "sweep" in parts:
-        from backend.bench.sweep import format_result as format_sweep
-        from backend.bench.sweep import run_sweep_bench
-
-        print("\n## sweep (4 settings x 4 samples, 48 tokens, best of 3 alternating runs)")
-        print(format_sweep(run_sweep_bench(model_path, n_threads=args.threads)))
-    if "loops" in parts:
-        from backend.bench.loops import format_result as format_loops
-        from backend.bench.loops import run_loop_bench
-
-        print("\n## loops (the watch over a 200-token greedy reply, median of 7)")
-        print(format_loops(run_loop_bench(model_path, n_threads=args.threads)))
-    if "kld" in parts:
-        from backend.bench.kld import format_result as format_kld
-        from backend.bench.kld import run_kld_bench
-
-        print("\n## kld (the model against itself, ctx 512, one run each, fresh processes)")
-        print(format_kld(run_kld_bench(model_path, n_threads=args.threads)), flush=True)
+    for part, (module_name, run_name, format_name, title) in ONE_TABLE_PARTS.items():
+        if part in parts:
+            module = importlib.import_module(f"backend.bench.{module_name}")
+            print(f"\n## {part} ({title})")
+            result = getattr(module, run_name)(model_path, n_threads=args.threads)
+            print(getattr(module, format_name)(result), flush=True)
     if "tui" in parts:
         # A fresh process: once a thread has run llama.cpp's OpenMP team, decoding from
         # another thread of the same process is far slower (measured: 140 -> 53 tok/s),
