@@ -361,10 +361,6 @@ class Registry:
                 return spec
         return self.settings_by_name.get(key.replace("-", "_"))
 
-    def is_plugin(self, name: str) -> bool:
-        """Whether the unit `name` is a plugin."""
-        return any(unit.name == name for unit in self.plugins)
-
 
 def build_registry(plugins: tuple[type[SamplerUnit], ...] = ()) -> Registry:
     """The registry of the built-in units and `plugins` (checked by `sampling.plugins`)."""

@@ -199,8 +199,9 @@ class SamplerSettings:
 
     def _changed(self) -> Iterator[tuple[str, Any]]:
         """The settings that differ from their defaults, in the registry's order."""
-        for name, value in self._flat(_catalogue()):
-            if value != _catalogue().settings_by_name[name].default:
+        catalogue = _catalogue()
+        for name, value in self._flat(catalogue):
+            if value != catalogue.settings_by_name[name].default:
                 yield name, value
 
     def _switches_on(self, name: str) -> bool:
