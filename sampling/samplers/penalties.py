@@ -119,14 +119,18 @@ def penalty_window(history: History, settings: SamplerSettings) -> npt.NDArray[n
             other than integer token ids (a float, NaN, a string, None, an integer
             beyond int64).
     """
-    params = settings.of(PenaltiesParams)
+    return _window(history, settings.of(PenaltiesParams).repeat_last_n)
+
+
+def _window(history: History, repeat_last_n: int) -> npt.NDArray[np.int64]:
+    """`penalty_window` for a window of `repeat_last_n` tokens."""
     if isinstance(history, str | bytes) or not hasattr(history, "__len__"):
         raise LogitsError(
             f"the history must be a sequence of token ids, not {type(history).__name__}"
         )
-    if params.repeat_last_n == 0 or len(history) == 0:
+    if repeat_last_n == 0 or len(history) == 0:
         return np.empty(0, dtype=np.int64)
-    window = history[-min(params.repeat_last_n, len(history)) :]
+    window = history[-min(repeat_last_n, len(history)) :]
     try:
         array = np.asarray(window)
     except (TypeError, ValueError, OverflowError):
@@ -181,9 +185,10 @@ def penalized_logits(
     Raises:
         LogitsError: A history token id lies outside the vocabulary.
     """
-    if not settings.of(PenaltiesParams).penalizes:
+    params = settings.of(PenaltiesParams)
+    if not params.penalizes:
         return logits
-    window = penalty_window(history, settings)
+    window = _window(history, params.repeat_last_n)
     if window.size == 0:
         return logits
     token_ids, counts = _distinct_with_counts(window)
@@ -192,11 +197,11 @@ def penalized_logits(
         raise LogitsError(
             f"history token id {bad} is outside the vocabulary of {logits.shape[0]} tokens"
         )
-    if logits.dtype == np.float32 and _moderate(settings):
-        fast = _moderately_penalized(logits, settings, token_ids, counts)
+    if logits.dtype == np.float32 and _moderate(params):
+        fast = _moderately_penalized(logits, params, token_ids, counts)
         if fast is not None:
             return fast
-    return _extremely_penalized(logits, settings, token_ids, counts)
+    return _extremely_penalized(logits, params, token_ids, counts)
 
 
 def _distinct_with_counts(
@@ -218,9 +223,8 @@ _MODERATE_AMOUNT = 1e200
 _LARGEST_FLOAT32 = float(np.finfo(np.float32).max)
 
 
-def _moderate(settings: SamplerSettings) -> bool:
+def _moderate(params: PenaltiesParams) -> bool:
     """Whether the penalties cannot overflow float64 on float32 logits."""
-    params = settings.of(PenaltiesParams)
     low, high = _MODERATE_REPEAT
     return (
         low <= params.repeat_penalty <= high
@@ -231,7 +235,7 @@ def _moderate(settings: SamplerSettings) -> bool:
 
 def _moderately_penalized(
     logits: npt.NDArray[np.floating],
-    settings: SamplerSettings,
+    params: PenaltiesParams,
     token_ids: npt.NDArray[np.int64],
     counts: npt.NDArray[np.intp],
 ) -> npt.NDArray[np.floating] | None:
@@ -240,7 +244,6 @@ def _moderately_penalized(
     Returns None when a penalised value falls outside float32's finite range or a
     window token's logit is -inf: `_extremely_penalized` handles those.
     """
-    params = settings.of(PenaltiesParams)
     values = logits[token_ids].astype(np.float64)
     if params.repeat_penalty != 1.0:
         values = np.where(
@@ -257,12 +260,11 @@ def _moderately_penalized(
 
 def _extremely_penalized(
     logits: npt.NDArray[np.floating],
-    settings: SamplerSettings,
+    params: PenaltiesParams,
     token_ids: npt.NDArray[np.int64],
     counts: npt.NDArray[np.intp],
 ) -> npt.NDArray[np.floating]:
     """The penalties with every guard: any logits' type, any penalty, -inf logits."""
-    params = settings.of(PenaltiesParams)
     penalized = logits.copy()
     largest = float(np.finfo(penalized.dtype).max)
     values = penalized[token_ids].astype(np.float64)

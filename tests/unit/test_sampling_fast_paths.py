@@ -19,6 +19,7 @@ from sampling.candidates import Candidates
 from sampling.entropy import entropy_and_normaliser
 from sampling.ordering import sort_descending, stable_argsort
 from sampling.samplers.penalties import (
+    PenaltiesParams,
     _distinct_with_counts,
     _extremely_penalized,
     penalized_logits,
@@ -54,7 +55,7 @@ def test_moderate_penalties_equal_the_guarded_path(
         repeat_last_n=len(window),
     )
     ids, counts = np.unique(np.array(window, dtype=np.int64), return_counts=True)
-    guarded = _extremely_penalized(logits, chosen, ids, counts)
+    guarded = _extremely_penalized(logits, chosen.of(PenaltiesParams), ids, counts)
     np.testing.assert_array_equal(penalized_logits(logits, chosen, window), guarded)
 
 
