@@ -1,12 +1,14 @@
 """Helpers shared by the test files: fake clocks, sending a message and waiting on the
-app, a compare host."""
+app, a compare host, paths that are no regular file."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from textual.app import App
@@ -174,3 +176,23 @@ def last_chunk(prefilled: int, n_batch: int) -> int:
         n_batch: The chunk size.
     """
     return prefilled - (prefilled - 1) // n_batch * n_batch
+
+
+SPECIAL_FILE_KINDS = ("fifo", "directory", "device")
+
+
+def special_file(path: Path, kind: str) -> Path:
+    """A path that is no regular file, of one of `SPECIAL_FILE_KINDS`.
+
+    A FIFO (nobody writes to it: a read would wait for ever) or a directory is made at
+    `path`; a device is /dev/zero (a read would never end).
+    """
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "device":
+        return Path("/dev/zero")
+    else:
+        raise ValueError(f"no special file of kind {kind!r}")
+    return path

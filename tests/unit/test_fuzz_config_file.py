@@ -7,13 +7,13 @@ test_fuzz_cli_config.py).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from backend.config.config import Config, ConfigError, load_config
 from backend.config.model_catalog import config_model_dirs
+from tests.helpers import SPECIAL_FILE_KINDS, special_file
 
 DEPTH = 100_000
 
@@ -45,15 +45,9 @@ def test_a_hostile_config_file_gives_one_line(tmp_path: Path, data: bytes) -> No
     assert isinstance(config, Config)
 
 
-@pytest.mark.parametrize("kind", ["fifo", "directory", "device"])
+@pytest.mark.parametrize("kind", SPECIAL_FILE_KINDS)
 def test_a_config_path_that_is_no_file_is_refused_before_reading(tmp_path: Path, kind: str) -> None:
-    path = tmp_path / "config.toml"
-    if kind == "fifo":
-        os.mkfifo(path)
-    elif kind == "directory":
-        path.mkdir()
-    else:
-        path = Path("/dev/zero")
+    path = special_file(tmp_path / "config.toml", kind)
     with pytest.raises(ConfigError, match="not a regular file") as raised:
         load_config(path)
     assert str(path) in str(raised.value)

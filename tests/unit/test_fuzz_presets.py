@@ -33,6 +33,7 @@ from backend.config.preset_interchange import ImportedPreset, PresetFormatError
 from backend.config.presets import PresetError, load_presets, parse_presets
 from sampling.errors import SamplescopeError
 from sampling.settings import SamplerSettings
+from tests.helpers import SPECIAL_FILE_KINDS, special_file
 from tests.unit.test_fuzz_sampler import accepted_settings
 
 HEALTH = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -260,17 +261,9 @@ def test_unreadable_files_give_one_line(tmp_path: Path, name: str, data: bytes) 
     one_line(raised_import.value, path)
 
 
-@pytest.mark.parametrize("kind", ["fifo", "directory", "device"])
+@pytest.mark.parametrize("kind", SPECIAL_FILE_KINDS)
 def test_special_files_are_refused_before_reading(tmp_path: Path, kind: str) -> None:
-    path = tmp_path / "special.toml"
-    if kind == "fifo":
-        import os
-
-        os.mkfifo(path)
-    elif kind == "directory":
-        path.mkdir()
-    else:
-        path = Path("/dev/zero")
+    path = special_file(tmp_path / "special.toml", kind)
     with pytest.raises(PresetFormatError) as raised:
         read_preset_file(path)
     one_line(raised.value, path)

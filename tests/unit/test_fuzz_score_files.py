@@ -9,7 +9,6 @@ tests/model/test_fuzz_score.py. Examples per run come from the hypothesis profil
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from hypothesis import strategies as st
 
 from backend.config.user_files import DEFAULT_LIMIT
 from backend.score.text_score import ScoreError
+from tests.helpers import SPECIAL_FILE_KINDS, special_file
 from tui.cli.text_input import read_text
 
 HEALTH = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -43,17 +43,13 @@ def test_random_bytes_are_a_text_or_one_line(work: Path, data: bytes) -> None:
     assert text.encode("utf-8") == data
 
 
-@pytest.mark.parametrize("kind", ["fifo", "device", "folder", "huge", "missing", "latin1"])
+@pytest.mark.parametrize("kind", [*SPECIAL_FILE_KINDS, "huge", "missing", "latin1"])
 def test_a_text_that_is_no_regular_utf8_file_is_refused_before_reading(
     tmp_path: Path, kind: str
 ) -> None:
     path = tmp_path / "text.txt"
-    if kind == "fifo":
-        os.mkfifo(path)
-    elif kind == "device":
-        path = Path("/dev/zero")
-    elif kind == "folder":
-        path.mkdir()
+    if kind in SPECIAL_FILE_KINDS:
+        path = special_file(path, kind)
     elif kind == "huge":
         with path.open("wb") as handle:
             handle.truncate(DEFAULT_LIMIT + 1)  # sparse: no disk used
