@@ -1,10 +1,11 @@
 """Helpers shared by the test files: fake clocks, sending a message and waiting on the
-app, a compare host, paths that are no regular file."""
+app, a compare host, paths that are no regular file, sampler plug-in sources."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -195,4 +196,103 @@ def special_file(path: Path, kind: str) -> Path:
         return Path("/dev/zero")
     else:
         raise ValueError(f"no special file of kind {kind!r}")
+    return path
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def readme_plugin() -> str:
+    """The first Python block of docs/plugins.md ("Your own sampler")."""
+    page = (ROOT / "docs" / "plugins.md").read_text(encoding="utf-8")
+    found = re.search(r"```python\n(.*?)```", page, re.DOTALL)
+    assert found is not None
+    return found.group(1)
+
+
+def write_plugin(tmp_path: Path, name: str, apply_body: str) -> Path:
+    """A plugin file whose unit `name` applies `apply_body` (at 8 spaces)."""
+    path = tmp_path / f"{name}.py"
+    path.write_text(
+        f'''
+from dataclasses import dataclass
+
+import numpy as np
+
+from sampling.plugins import Stateless
+
+
+@dataclass(frozen=True)
+class Broken(Stateless):
+    name = "{name}"
+    kind = "candidates"
+    in_order = True
+    specs = ()
+    group_titles = {{}}
+    label = "{name}"
+    row_label = "{name}"
+
+    @classmethod
+    def from_settings(cls, settings):
+        return cls()
+
+    def apply(self, candidates):
+{apply_body}
+
+
+SAMPLER = Broken
+''',
+        encoding="utf-8",
+    )
+    return path
+
+
+def write_bonus_plugin(tmp_path: Path, name: str, variations: tuple[float, ...] = ()) -> Path:
+    """A plugin file whose logits unit `name` adds its one float setting `name` (0 to 1,
+    off at 0, compare's `variations` if any) to token 0's logit."""
+    path = tmp_path / f"{name}.py"
+    varied = f"\n            variations={variations!r}," if variations else ""
+    path.write_text(
+        f'''
+from dataclasses import dataclass
+
+from sampling.plugins import SettingSpec, SliderRange, Stateless
+
+
+@dataclass(frozen=True)
+class Bonus(Stateless):
+    name = "{name}"
+    kind = "logits"
+    specs = (
+        SettingSpec(
+            "{name}",
+            "float",
+            default=0.0,
+            off=0.0,
+            group="{name}",
+            label="{name}",
+            help="add to token 0's logit",
+            slider=SliderRange(0.0, 1.0, hard_min=0.0, hard_max=1.0, fine=0.1, coarse=0.5),{varied}
+        ),
+    )
+    group_titles = {{"{name}": "{name}"}}
+    label = "{name}"
+    row_label = "{name}"
+    amount: float
+
+    @classmethod
+    def from_settings(cls, settings):
+        amount = settings.value("{name}")
+        return cls(amount) if amount > 0.0 else None
+
+    def apply(self, candidates):
+        logits = candidates.logits.copy()
+        logits[0] += self.amount
+        candidates.replace_logits(logits)
+
+
+SAMPLER = Bonus
+''',
+        encoding="utf-8",
+    )
     return path

@@ -12,6 +12,7 @@ from sampling.errors import SettingsError
 from sampling.plugins import unregister
 from sampling.registry import registry
 from sampling.settings import DEFAULT_CHAT_SETTINGS
+from tests.helpers import write_bonus_plugin
 from tui.compare.columns import (
     coerce_value,
     compare_fields,
@@ -56,57 +57,12 @@ def test_each_fields_shown_value_reads_back(spec: object) -> None:
     assert coerce_value(name, format_value(value, name)) == value
 
 
-WARMTH_PLUGIN = """
-from dataclasses import dataclass
-
-from sampling.plugins import SettingSpec, SliderRange, Stateless
-
-
-@dataclass(frozen=True)
-class Warmth(Stateless):
-    name = "warmth"
-    kind = "logits"
-    specs = (
-        SettingSpec(
-            "warmth",
-            "float",
-            default=0.0,
-            off=0.0,
-            group="warmth",
-            label="warmth",
-            help="add to token 0's logit",
-            slider=SliderRange(0.0, 1.0, hard_min=0.0, hard_max=1.0, fine=0.1, coarse=0.5),
-            variations=(0.25, 0.5),
-        ),
-    )
-    group_titles = {"warmth": "warmth"}
-    label = "warmth"
-    row_label = "warmth"
-    amount: float
-
-    @classmethod
-    def from_settings(cls, settings):
-        amount = settings.value("warmth")
-        return cls(amount) if amount > 0.0 else None
-
-    def apply(self, candidates):
-        logits = candidates.logits.copy()
-        logits[0] += self.amount
-        candidates.replace_logits(logits)
-
-
-SAMPLER = Warmth
-"""
-
-
 def test_a_plugin_loaded_after_import_is_among_compares_keys_until_it_goes(
     tmp_path: Path,
 ) -> None:
     built_in = compare_fields()
     assert "warmth" not in built_in.editable
-    path = tmp_path / "warmth.py"
-    path.write_text(WARMTH_PLUGIN, encoding="utf-8")
-    load_sampler_file(path)
+    load_sampler_file(write_bonus_plugin(tmp_path, "warmth", variations=(0.25, 0.5)))
     try:
         fields = compare_fields()
         assert "warmth" in fields.variable and "warmth" in fields.editable

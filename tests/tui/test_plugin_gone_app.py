@@ -13,8 +13,7 @@ from backend.store.store import ChatStore
 from sampling.plugins import plugin_origins, unregister
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import FakeBackend
-from tests.helpers import chat_of, reopen_chat, send_message
-from tests.unit.test_sampler_plugins import readme_plugin
+from tests.helpers import chat_of, readme_plugin, reopen_chat, send_message
 from tui.app import SamplescopeApp
 
 pytestmark = pytest.mark.anyio

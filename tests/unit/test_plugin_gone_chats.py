@@ -17,7 +17,7 @@ from backend.store.records import StoreError
 from backend.store.store import ChatStore, ModelRef
 from sampling.plugins import plugin_origins, unregister
 from sampling.settings import SamplerSettings
-from tests.unit.test_sampler_plugins import readme_plugin
+from tests.helpers import readme_plugin
 from tui.cli.main import main
 
 MODEL = ModelRef(path="/models/tiny.gguf", size=99, sha256="cd" * 32)

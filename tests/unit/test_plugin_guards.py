@@ -18,7 +18,8 @@ from backend.config.sampler_files import load_sampler_file
 from sampling import Sampler, SamplerSettings
 from sampling.plugins import PluginError, plugin_origins, unregister
 from tests.fake_backend import FakeBackend
-from tests.unit.test_sampler_plugins import X, readme_plugin, write_plugin
+from tests.helpers import readme_plugin, write_plugin
+from tests.unit.test_sampler_plugins import X
 from tui.cli.main import main
 
 QUESTION = [ChatMessage("user", "hi")]

@@ -14,7 +14,7 @@ from backend.session.phrase_bans import PhraseBans
 from sampling.plugins import unregister
 from sampling.settings import SamplerSettings
 from tests.fake_backend import FakeBackend
-from tests.unit.test_sampler_plugins import write_plugin
+from tests.helpers import write_plugin
 
 QUESTION = [ChatMessage("user", "hi")]
 

@@ -39,7 +39,7 @@ from backend.config.sillytavern_format import export_sillytavern, import_sillyta
 from sampling.plugins import unregister
 from sampling.registry import CHAT_ORDER, DECLARED_SETTINGS
 from sampling.settings import SamplerSettings
-from tests.unit.test_sampler_plugins import readme_plugin
+from tests.helpers import readme_plugin
 from tui.cli.main import main
 
 # SillyTavern's Default.json, field for field, with a few values changed.

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sampling.plugins import plugin_origins, unregister
-from tests.unit.test_sampler_plugins import readme_plugin
+from tests.helpers import readme_plugin
 from tui.cli.commands.app import build_app_parser
 from tui.cli.main import build_parser, main
 from tui.cli.sampler_file_flag import ArgvError, sampler_files_given

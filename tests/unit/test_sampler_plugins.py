@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import sqlite3
 import subprocess
 import sys
@@ -25,17 +24,9 @@ from sampling.placement import IN_ORDER
 from sampling.plugins import PluginError, plugin_origins, unregister
 from sampling.registry import DECLARED_SETTINGS, build_registry, groups_of, registry
 from tests.golden import LOGITS
+from tests.helpers import ROOT, readme_plugin, write_bonus_plugin, write_plugin
 
-ROOT = Path(__file__).resolve().parents[2]
 X = np.asarray(LOGITS, dtype=np.float32)
-
-
-def readme_plugin() -> str:
-    """The first Python block of docs/plugins.md ("Your own sampler")."""
-    page = (ROOT / "docs" / "plugins.md").read_text(encoding="utf-8")
-    found = re.search(r"```python\n(.*?)```", page, re.DOTALL)
-    assert found is not None
-    return found.group(1)
 
 
 @pytest.fixture
@@ -45,43 +36,6 @@ def plugin_file(tmp_path: Path) -> Iterator[Path]:
     path.write_text(readme_plugin(), encoding="utf-8")
     yield path
     unregister("top_h")
-
-
-def write_plugin(tmp_path: Path, name: str, apply_body: str) -> Path:
-    """A plugin file whose unit `name` applies `apply_body` (at 8 spaces)."""
-    path = tmp_path / f"{name}.py"
-    path.write_text(
-        f'''
-from dataclasses import dataclass
-
-import numpy as np
-
-from sampling.plugins import Stateless
-
-
-@dataclass(frozen=True)
-class Broken(Stateless):
-    name = "{name}"
-    kind = "candidates"
-    in_order = True
-    specs = ()
-    group_titles = {{}}
-    label = "{name}"
-    row_label = "{name}"
-
-    @classmethod
-    def from_settings(cls, settings):
-        return cls()
-
-    def apply(self, candidates):
-{apply_body}
-
-
-SAMPLER = Broken
-''',
-        encoding="utf-8",
-    )
-    return path
 
 
 def top_h_by_hand(logits: list[float], alpha: float, temperature: float = 1.0) -> int:
@@ -131,48 +85,6 @@ def test_the_readme_plugin_loads_as_it_stands_and_joins_everything(plugin_file: 
         SamplerSettings().with_changes(top_h=0.4)
 
 
-BONUS_PLUGIN = """
-from dataclasses import dataclass
-
-from sampling.plugins import SettingSpec, SliderRange, Stateless
-
-
-@dataclass(frozen=True)
-class Bonus(Stateless):
-    name = "bonus"
-    kind = "logits"
-    specs = (
-        SettingSpec(
-            "bonus",
-            "float",
-            default=0.0,
-            off=0.0,
-            group="bonus",
-            label="bonus",
-            help="add to token 0's logit",
-            slider=SliderRange(0.0, 1.0, hard_min=0.0, hard_max=1.0, fine=0.1, coarse=0.5),
-        ),
-    )
-    group_titles = {"bonus": "bonus"}
-    label = "bonus"
-    row_label = "bonus"
-    amount: float
-
-    @classmethod
-    def from_settings(cls, settings):
-        amount = settings.value("bonus")
-        return cls(amount) if amount > 0.0 else None
-
-    def apply(self, candidates):
-        logits = candidates.logits.copy()
-        logits[0] += self.amount
-        candidates.replace_logits(logits)
-
-
-SAMPLER = Bonus
-"""
-
-
 def tables_agree() -> None:
     """Every table the registry in use derives says the same as its `samplers` and
     `settings`, and a registry built afresh from the same plugins is the same."""
@@ -199,9 +111,7 @@ def test_every_table_agrees_after_a_plugin_loads_and_after_it_goes(tmp_path: Pat
         list(registry().logits_samplers),
         list(registry().groups),
     )
-    path = tmp_path / "bonus.py"
-    path.write_text(BONUS_PLUGIN, encoding="utf-8")
-    load_sampler_file(path)
+    load_sampler_file(write_bonus_plugin(tmp_path, "bonus"))
     try:
         tables_agree()
         assert registry().sampler_names[-1] == "bonus" and registry().logits_samplers[-1] == "bonus"
