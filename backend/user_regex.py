@@ -15,12 +15,19 @@ without banned phrases or grammar triggers never needs it (2 MB of peak memory).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, AnyStr, Generic
+import importlib
+import math
+import re
+from typing import TYPE_CHECKING, Any, AnyStr, Generic
 
 from sampling.errors import SamplescopeError
 
 if TYPE_CHECKING:
     import regex
+
+sre_parse: Any = importlib.import_module("re._parser")
+sre: Any = importlib.import_module("re._constants")
+"""Python's own regex parser (no stubs): what a pattern's parts are."""
 
 SECONDS = 1.0
 """The CPU time one search may take before the reply stops with `RegexTimeout`."""
@@ -108,3 +115,49 @@ def escape(text: str) -> str:
     import regex  # here, not with the module: see its docstring
 
     return regex.escape(text)
+
+
+def match_reach(pattern: str | bytes) -> int | None:
+    """How many characters (bytes, for a bytes pattern) from its start a match of
+    `pattern` may examine (what it consumes, lookaheads and lookbehinds counted as
+    consumed), or None when that is unbounded (or Python's parser cannot tell): a match
+    ending past position p starts past p - reach, so a search may start there."""
+    try:
+        parsed = sre_parse.parse(pattern)
+    except (re.error, RecursionError, OverflowError):
+        return None
+    reach = _extent(parsed, {})
+    return None if math.isinf(reach) else int(reach)
+
+
+def _extent(items: Any, groups: dict[int, float]) -> float:
+    """The most bytes a sequence of parsed items may examine (math.inf: unbounded)."""
+    total = 0.0
+    for op, value in items:
+        if op in (sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN, sre.AT):
+            total += 1  # an anchor peeks at the next byte: counted as one
+        elif op is sre.SUBPATTERN:
+            group, _, _, body = value
+            width = _extent(body, groups)
+            if group is not None:
+                groups[group] = width
+            total += width
+        elif op is sre.BRANCH:
+            total += max(_extent(branch, groups) for branch in value[1])
+        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
+            _, most, body = value
+            width = _extent(body, groups)
+            if width:
+                total += math.inf if most == sre.MAXREPEAT else most * width
+        elif op is sre.ATOMIC_GROUP:
+            total += _extent(value, groups)
+        elif op in (sre.ASSERT, sre.ASSERT_NOT):
+            total += _extent(value[1], groups)
+        elif op is sre.GROUPREF:
+            total += groups.get(value, math.inf)
+        elif op is sre.GROUPREF_EXISTS:
+            _, yes, no = value
+            total += max(_extent(yes, groups), _extent(no, groups) if no else 0.0)
+        else:
+            return math.inf
+    return total

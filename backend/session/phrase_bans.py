@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from backend.chat.events import NoticeEvent, RewindEvent, TokenEvent
 from backend.session.loop import Event, Generation
-from backend.user_regex import PatternError, RegexTimeout, UserRegex, escape
+from backend.user_regex import PatternError, RegexTimeout, UserRegex, escape, match_reach
 from sampling.errors import SamplescopeError
 
 if TYPE_CHECKING:
@@ -68,6 +68,8 @@ class PhraseBans:
     tries: int = DEFAULT_TRIES
     _patterns: tuple[UserRegex[str], ...] = field(default=(), init=False, repr=False, compare=False)
     """Each phrase compiled once (plain phrases escaped), each search time-limited."""
+    _reaches: tuple[int | None, ...] = field(default=(), init=False, repr=False, compare=False)
+    """How many characters a match of each phrase may examine (None: unbounded)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "phrases", tuple(self.phrases))
@@ -102,6 +104,8 @@ class PhraseBans:
                 )
             patterns.append(compiled)
         object.__setattr__(self, "_patterns", tuple(patterns))
+        reaches = (match_reach(p) if self.regex else len(p) for p in self.phrases)
+        object.__setattr__(self, "_reaches", tuple(reaches))
 
     def __bool__(self) -> bool:
         return bool(self.phrases)
@@ -114,9 +118,10 @@ class PhraseBans:
             RegexTimeout: A search took longer than its time limit (`backend.user_regex`).
         """
         found: Match[str] | None = None
-        for phrase, pattern in zip(self.phrases, self._patterns, strict=True):
-            # A plain phrase ending past `after` starts at most its length before it.
-            position = 0 if self.regex else max(0, after - len(phrase) + 1)
+        for pattern, reach in zip(self._patterns, self._reaches, strict=True):
+            # A match ending past `after` starts at most its reach before it (a plain
+            # phrase's length): the text before that is not searched again each token.
+            position = 0 if reach is None else max(0, after - reach + 1)
             # Past the end no search starts: the engine would start it at the end again
             # (a zero-width match there, `\b`, would be found for ever).
             while position <= len(text) and (match := pattern.search(text, position)):

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from backend.chat.events import FinishedEvent, GenerationEvent, NoticeEvent, RewindEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
@@ -138,3 +141,31 @@ def test_overlapping_phrases_are_found() -> None:
     match = PhraseBans((r"a+b",), regex=True).find("xaab", 3)
     assert match is not None and match.group() == "aab"
     assert PhraseBans(("cat",)).find("the cat sat", 8) is None
+
+
+def _found_from_the_start(pattern: str, text: str, after: int) -> tuple[int, int] | None:
+    """The reference: every match searched from the text's start, the first ending past
+    `after` (what `PhraseBans.find` answers for one phrase)."""
+    compiled = re.compile(pattern)
+    position = 0
+    while position <= len(text) and (match := compiled.search(text, position)):
+        if match.end() > after:
+            return match.span()
+        position = match.start() + 1
+    return None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pattern=st.sampled_from(
+        [r"a+b", r"ab?c", r"(?<=x)ab", r"a(?=bc)", r"\bab", r"ba$", r"(a|bb){1,3}c", r"a.*c"]
+    ),
+    text=st.text(alphabet="abcx ", max_size=30),
+    after=st.integers(min_value=0, max_value=30),
+)
+def test_a_regex_ban_is_searched_from_its_reach_as_from_the_start(
+    pattern: str, text: str, after: int
+) -> None:
+    # A bounded pattern's search starts at most its reach before `after`: the same match.
+    match = PhraseBans((pattern,), regex=True).find(text, after)
+    assert (match.span() if match else None) == _found_from_the_start(pattern, text, after)
