@@ -329,6 +329,8 @@ class LlamaGrammarConstraint:
         self._waiting: bytes | None = None if watch is None else b""
         self._every = np.zeros(n_vocab, dtype=TOKEN_DATA)
         self._every["id"] = np.arange(n_vocab, dtype=np.int32)
+        self._one = np.zeros(1, dtype=TOKEN_DATA)
+        """The one token `accept` checks (made once: accept runs every token)."""
 
     def _apply(self, data: np.ndarray) -> BoolArray:
         """Apply the grammar to token data whose logits are all 0: which stay finite."""
@@ -361,9 +363,12 @@ class LlamaGrammarConstraint:
         Raises:
             GrammarDeadEnd: The grammar does not allow it (llama.cpp would abort).
         """
-        if not self.allowed(np.array([token], dtype=np.intp))[0]:
-            raise GrammarDeadEnd(f"the reply's token {token} breaks the grammar")
         watch, waiting = self._watch, self._waiting
+        if waiting is None:  # a lazy grammar waiting for its trigger allows every token
+            one = self._one
+            one["id"], one["logit"] = token, 0.0
+            if not self._apply(one)[0]:
+                raise GrammarDeadEnd(f"the reply's token {token} breaks the grammar")
         if watch is None or waiting is None:
             llama_cpp.llama_sampler_accept(self._sampler, token)
             return
