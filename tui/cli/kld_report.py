@@ -3,12 +3,12 @@ object with every scored token."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 from backend.score.kld import KldResult
 from sampling.divergence import DivergenceSummary, DivergenceTotals, Estimate, summarize
+from tui.cli.json_numbers import finite_or_null
 
 
 def chunk_line(index: int, totals: DivergenceTotals) -> str:
@@ -76,12 +76,11 @@ def summary_lines(summary: DivergenceSummary) -> list[str]:
     return lines
 
 
-def _finite(value: float) -> float | None:
-    return value if math.isfinite(value) else None
-
-
 def _estimate(estimate: Estimate) -> dict[str, float | None]:
-    return {"value": _finite(estimate.value), "uncertainty": _finite(estimate.uncertainty)}
+    return {
+        "value": finite_or_null(estimate.value),
+        "uncertainty": finite_or_null(estimate.uncertainty),
+    }
 
 
 def kld_json(result: KldResult, summary: DivergenceSummary, texts: Sequence[str]) -> dict[str, Any]:
@@ -128,7 +127,7 @@ def kld_json(result: KldResult, summary: DivergenceSummary, texts: Sequence[str]
         "statistics": {
             "ppl_test": _estimate(summary.ppl_test),
             "ppl_base": _estimate(summary.ppl_base),
-            "log_ppl_correlation": _finite(summary.log_ppl_correlation),
+            "log_ppl_correlation": finite_or_null(summary.log_ppl_correlation),
             "log_ppl_ratio": _estimate(summary.log_ppl_ratio),
             "ppl_ratio": _estimate(summary.ppl_ratio),
             "ppl_difference": _estimate(summary.ppl_difference),

@@ -3,13 +3,13 @@ is not finite, or not recorded, is null."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
 from sampling.records import Step
 from sampling.reply_score import ReplyScore, reply_score
+from tui.cli.json_numbers import finite_or_null
 
 
 def reply_score_json(steps: Sequence[Step]) -> dict[str, Any] | None:
@@ -22,7 +22,4 @@ def reply_score_object(score: ReplyScore | None) -> dict[str, Any] | None:
     """A reply's score as JSON; a figure that is not finite (or not recorded) is null."""
     if score is None:
         return None
-    return {
-        name: None if isinstance(value, float) and not math.isfinite(value) else value
-        for name, value in asdict(score).items()
-    }
+    return {name: finite_or_null(value) for name, value in asdict(score).items()}

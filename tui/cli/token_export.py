@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import math
 from dataclasses import asdict
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from backend.errors import ModelFileError
 from backend.llama.ui_tokenizer import UiTokenizer
 from backend.store.records import ModelRef
 from backend.store.token_table import CandidateText, TokenRow
+from tui.cli.json_numbers import finite_or_null
 
 COLUMNS = (
     "chat",
@@ -40,17 +40,10 @@ COLUMNS = (
 """The columns of every row, in order (`TokenRow`'s fields)."""
 
 
-def _finite(value: object) -> object:
-    """JSON-ready: a non-finite float becomes None (JSON has no infinity)."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 def row_object(row: TokenRow) -> dict[str, object]:
     """A row as a JSON object."""
     values = asdict(row)
-    return {name: _finite(values[name]) for name in COLUMNS}
+    return {name: finite_or_null(values[name]) for name in COLUMNS}
 
 
 def rows_jsonl(rows: list[TokenRow]) -> str:
