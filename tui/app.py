@@ -161,7 +161,7 @@ class SamplescopeApp(CrashLoggingApp):
         """The chat's screen: the view, its footer and the chat's keys (made once the
         app runs: a screen takes the running app's context)."""
         if self._chat_screen is None:
-            self._chat_screen = ChatScreen(self.chat)
+            self._chat_screen = ChatScreen(self.chat, self)
         return self._chat_screen
 
     def get_default_screen(self) -> Screen[Any]:

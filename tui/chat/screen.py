@@ -3,13 +3,13 @@
 Its keys are live only while it is the screen on top: a screen pushed over it (compare,
 saved chats, score, …) has its own keys, and the chat's cannot reach the conversation
 behind it. The app-wide state (the runner, the live settings, the store) stays on the
-app, which this screen reaches as its host.
+app, which this screen reaches as its host (`ChatHost`).
 """
 
 from __future__ import annotations
 
 import secrets
-from typing import TYPE_CHECKING, ClassVar, cast
+from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import BindingType
@@ -17,6 +17,7 @@ from textual.screen import Screen
 from textual.widgets import Footer
 
 from tui.chat.explore import open_explore
+from tui.chat.host import ChatHost
 from tui.chat.keys import CHAT_BINDINGS
 from tui.chat.loop_escape import open_loop_why
 from tui.chat.mode_switch import switch_mode
@@ -27,9 +28,6 @@ from tui.history.screen import HistoryScreen
 from tui.row_compositor import RowCompositor
 from tui.score.screen import ScoreScreen
 
-if TYPE_CHECKING:
-    from tui.app import SamplescopeApp
-
 NEW_SEED_RANGE = 100_000
 
 
@@ -39,19 +37,16 @@ class ChatScreen(Screen[None]):
 
     Args:
         chat: The chat view (the app builds it: it shares the app's runner and settings).
+        host: The app: its runner, live settings, store and model picker.
     """
 
     BINDINGS: ClassVar[list[BindingType]] = list(CHAT_BINDINGS)
 
-    def __init__(self, chat: ChatView) -> None:
+    def __init__(self, chat: ChatView, host: ChatHost) -> None:
         super().__init__()
         self.chat = chat
+        self.host = host
         self._compositor = RowCompositor()
-
-    @property
-    def host(self) -> SamplescopeApp:
-        """The app: its runner, live settings and store."""
-        return cast("SamplescopeApp", self.app)
 
     def compose(self) -> ComposeResult:
         yield self.chat
@@ -97,7 +92,7 @@ class ChatScreen(Screen[None]):
         if host.store is None:
             self.notify("Chats are not being saved (--no-save, or the database failed).")
             return
-        host.push_screen(HistoryScreen(host.store), host.open_saved_chat)
+        self.app.push_screen(HistoryScreen(host.store), host.open_saved_chat)
 
     def action_copy_reply(self) -> None:
         """Copy the selected reply (token cursor), else the last one."""
