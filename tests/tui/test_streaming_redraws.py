@@ -74,6 +74,35 @@ async def test_tokens_that_arrive_before_the_first_layout_wait_for_a_sync() -> N
         assert view.plain_text().split() == "".join(t.text for t in done.tokens[:5]).split()
 
 
+async def test_a_tick_with_no_new_token_neither_redraws_nor_follows() -> None:
+    backend = FakeBackend(pause_after_tokens=12)
+    app = SamplescopeApp(backend, max_tokens=20, cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: chat_of(app).ready)
+        chat = chat_of(app)
+        chat.schedule.budget = None  # the text is due at every tick
+        await type_message(pilot, app, "hello")
+        await wait_until(pilot, backend.paused.is_set)
+        reply = app.conversation.replies[-1]
+        view = app.query(ReplyView).last()
+        await wait_until(pilot, lambda: len(reply.tokens) == 12)
+        words = "".join(token.text for token in reply.tokens).split()
+        await wait_until(pilot, lambda: view.plain_text().split() == words)
+        transcript = app.query_one(Transcript)
+        follows: list[bool] = []
+        transcript.follow = follows.append  # type: ignore[method-assign,assignment]
+        for _ in range(3):
+            chat.paint()
+        assert follows == [] and not view.sync()
+        reply.tokens.append(reply.tokens[-1])  # a new token: drawn and followed
+        chat.paint()
+        assert len(follows) == 1
+        reply.tokens.pop()
+        view.show(reply)
+        backend.resume.set()
+        await nth_reply_finished(pilot, app)
+
+
 async def test_the_transcript_follows_the_last_line_not_the_room_below_it() -> None:
     backend = FakeBackend(pause_after_tokens=600, min_reply_tokens=800)
     app = SamplescopeApp(backend, max_tokens=800, cursor_blink=False)
@@ -115,7 +144,7 @@ async def test_the_transcript_follows_the_last_line_not_the_room_below_it() -> N
         assert transcript.scroll_y <= text_bottom() - viewport + jump < transcript.max_scroll_y
         # Scrolled up two lines past the last jump, the view stops following: even
         # right after a redraw, whose follow is applied after the next refresh.
-        transcript.sync_last()
+        transcript.follow()
         transcript.scroll_to(y=transcript.scroll_y - 2 - jump, animate=False, immediate=True)
         left_at = transcript.scroll_y
         assert not transcript.at_end

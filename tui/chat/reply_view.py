@@ -100,22 +100,27 @@ class ReplyView(Widget):
         self._shown = len(reply.tokens)
         self._relayout()
 
-    def sync(self) -> None:
-        """Lay out the tokens that arrived since the last call and redraw what changed."""
+    def sync(self) -> bool:
+        """Lay out the tokens that arrived since the last call and redraw what changed.
+
+        Returns:
+            Whether anything changed (False: no new token and the same end, nothing
+            redrawn).
+        """
         self._shown = len(self.reply.tokens)
         if self._wrap <= 0:
             self.refresh(layout=True)  # not sized yet: laid out on the first resize
-            return
+            return True
         tokens = self.reply.tokens
         if self._laid_out == len(tokens) and self.reply.finished == self._finished_shown:
-            return  # nothing new
+            return False  # nothing new
         if self._laid_out > len(tokens):
             self._relayout()  # the reply went back (a phrase ban)
-            return
+            return True
         if self._placeholder:  # the "…" placeholder goes
             self._relayout(refresh=False)
             self._refresh_lines(0)
-            return
+            return True
         first_dirty = len(self._lines) - 1
         for index in range(self._laid_out, len(tokens)):
             self._place_token(index)
@@ -125,6 +130,7 @@ class ReplyView(Widget):
         for y in range(first_dirty, len(self._lines)):
             self._strips.pop(y, None)
         self._refresh_lines(first_dirty)
+        return True
 
     def _refresh_lines(self, first: int) -> None:
         """Redraw from line `first` on: a layout only when the height changes."""

@@ -266,11 +266,12 @@ class Transcript(VerticalScroll, can_focus=True):
             self._followed_to = self.scroll_y
 
     def sync_last(self) -> None:
-        """Draw the tokens that arrived in the last reply."""
+        """Draw the tokens that arrived in the last reply, and follow them (a tick of
+        the redraw timer with no new token neither redraws nor scrolls)."""
         if self.views:
             was_at_end = self.at_end
-            self.views[-1].sync()
-            self.follow(was_at_end)
+            if self.views[-1].sync():
+                self.follow(was_at_end)
 
     # -- token cursor and colour -----------------------------------------------
 
