@@ -8,6 +8,7 @@ loop logs here as the commands and the app do.
 from __future__ import annotations
 
 import os
+import sys
 import traceback
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -49,3 +50,9 @@ def one_line(error: BaseException, path: Path | None) -> str:
     text = " ".join(str(error).split())[:300]
     detail = f"{type(error).__name__}: {text}" if text else type(error).__name__
     return f"unexpected error: {detail} ({where})"
+
+
+def logged_line(error: BaseException) -> str:
+    """Log the error's traceback (with this process's arguments) and return its one
+    line (`one_line`): what a handler of an unforeseen error tells the user."""
+    return one_line(error, log_traceback(error, sys.argv[1:]))

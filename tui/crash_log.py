@@ -15,7 +15,6 @@ instead of a screenful of traceback. The chat is kept: the store saves it as it 
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Awaitable, Callable
 
 from rich.text import Text
@@ -24,7 +23,7 @@ from textual.app import App
 from textual.message import Message
 from textual.message_pump import MessagePump
 
-from backend.error_log import log_traceback, one_line
+from backend.error_log import logged_line
 
 _FATAL = (events.Compose, events.Mount)
 """The messages a failure of which stays fatal: a widget that did not compose or
@@ -38,7 +37,7 @@ class CrashLoggingApp(App[None]):
     _crash_line = "samplescope: unexpected error"
 
     def _handle_exception(self, error: Exception) -> None:
-        line = one_line(error, log_traceback(error, sys.argv[1:]))
+        line = logged_line(error)
         self._crash_line = f"samplescope: {line[:-1]}; the chat is saved)"
         super()._handle_exception(error)
 
@@ -49,7 +48,7 @@ class CrashLoggingApp(App[None]):
 
     def handler_failed(self, error: Exception) -> None:
         """A handler raised `error` while the app ran: log it, say so, go on."""
-        line = one_line(error, log_traceback(error, sys.argv[1:]))
+        line = logged_line(error)
         self.notify(f"{line}; the chat goes on", severity="error", timeout=30)
 
 

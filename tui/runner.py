@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -27,7 +26,7 @@ from textual.timer import Timer
 
 from backend.chat.compare import ColumnEvent
 from backend.chat.events import GenerationEvent, LoopEvent, TokenEvent
-from backend.error_log import log_traceback, one_line
+from backend.error_log import logged_line
 from backend.session.backend import SessionBackend
 from sampling.errors import SamplescopeError
 
@@ -87,11 +86,6 @@ class _JobEnded:
     error: str | None
     unexpected: bool = False
     """Whether the error is a bug's (logged, and shown as a notice too)."""
-
-
-def _logged(error: Exception) -> str:
-    """An unforeseen error's one line (its traceback logged: see `one_line`)."""
-    return one_line(error, log_traceback(error, sys.argv[1:]))
 
 
 class GenerationRunner:
@@ -216,7 +210,7 @@ class GenerationRunner:
         except SamplescopeError as exc:
             error = str(exc)
         except Exception as exc:  # a bug: log and show it rather than kill the app
-            error, unexpected = _logged(exc), True
+            error, unexpected = logged_line(exc), True
         finally:
             with self._count_lock:
                 self._workers -= 1
@@ -248,7 +242,7 @@ class GenerationRunner:
             try:
                 self._hand(consumer, generation, column, event)
             except Exception as error:  # a bug in the view: logged, told, the chat goes on
-                self._report(generation, _logged(error))
+                self._report(generation, logged_line(error))
 
     def _hand(
         self,
@@ -281,6 +275,6 @@ class GenerationRunner:
             try:
                 self._consumer.paint()
             except Exception as error:  # as in `drain`
-                self._report(self._generation, _logged(error))
+                self._report(self._generation, logged_line(error))
         if self.idle and not self._inbox and self._timer is not None:
             self._timer.pause()  # an idle app does not wake up FLUSH_HZ times a second

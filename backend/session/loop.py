@@ -23,7 +23,6 @@ Events come as (sequence number, event) pairs: each sequence's stream is the
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Generator, Iterator, Sequence
 from typing import TypeVar
@@ -39,7 +38,7 @@ from backend.chat.events import (
     TokenEvent,
 )
 from backend.chat.protocol import LiveSettings
-from backend.error_log import log_traceback, one_line
+from backend.error_log import logged_line
 from backend.llama.context import Layout
 from backend.session.run import LoopSequence, Steer
 from backend.session.session import PromptSource, Room, Session
@@ -182,7 +181,7 @@ class Generation:
         except SamplescopeError as failure:
             error = str(failure)
         except Exception as failure:  # a bug: never crash the caller, log and report it
-            error = one_line(failure, log_traceback(failure, sys.argv[1:]))
+            error = logged_line(failure)
         if error is not None:
             self._end_all("error")
         for sequence in self.sequences:

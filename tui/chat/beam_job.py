@@ -8,7 +8,6 @@ turn's tree once the reply has finished.
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from backend.chat.events import (
     TokenEvent,
 )
 from backend.chat.protocol import ChatMessage
-from backend.error_log import log_traceback, one_line
+from backend.error_log import logged_line
 from backend.session.backend import SessionBackend
 from backend.session.beam_result import Beam, BeamSearch, token_texts
 from backend.session.beams import beam_search, check_beam_search
@@ -149,7 +148,7 @@ class BeamJob:
         except SamplescopeError as error:  # the contract says errors come as events; be safe
             yield FinishedEvent("error", GenerationStats(), "", (), error=str(error))
         except Exception as error:  # a bug: logged, told in one line, the chat goes on
-            line = one_line(error, log_traceback(error, sys.argv[1:]))
+            line = logged_line(error)
             yield FinishedEvent("error", GenerationStats(), "", (), error=line)
 
 

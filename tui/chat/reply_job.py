@@ -7,7 +7,6 @@ not the reply, and is shown once).
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -16,7 +15,7 @@ from backend.chat.compare import ColumnEvent
 from backend.chat.completion import Mode, as_document
 from backend.chat.events import FinishedEvent, GenerationEvent, GenerationStats, NoticeEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
-from backend.error_log import log_traceback, one_line
+from backend.error_log import logged_line
 from backend.session.backend import SessionBackend
 from backend.session.loop_watch import LoopGuard
 from backend.session.phrase_bans import PhraseBans
@@ -101,7 +100,7 @@ class ReplyJob:
                 recorder.record(failed)
             yield failed
         except Exception as error:  # a bug: logged, told in one line, the chat goes on
-            line = one_line(error, log_traceback(error, sys.argv[1:]))
+            line = logged_line(error)
             yield NoticeEvent(line)
             failed = FinishedEvent("error", GenerationStats(), "", (), error=line)
             if recorder is not None:

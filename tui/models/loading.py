@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-import sys
 from collections.abc import Callable
 
 from textual.message import Message
 
-from backend.error_log import log_traceback, one_line
+from backend.error_log import logged_line
 from backend.session.backend import SessionBackend
 from backend.store.store import ChatStore, StoreError
 from sampling.errors import SamplescopeError
@@ -70,7 +69,7 @@ def load_backend(
         post(failed(str(error)))
         return
     except Exception as error:  # an unexpected failure must still be shown, not crash
-        post(failed(one_line(error, log_traceback(error, sys.argv[1:]))))
+        post(failed(logged_line(error)))
         return
     post(BackendReady(backend, *ui_vocabulary(backend)))
     if store is not None:
