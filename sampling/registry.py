@@ -228,15 +228,6 @@ def _check_registry() -> None:
             raise RuntimeError(f"a default order lacks a unit placed in the order: {order}")
 
 
-def _is_number_first(specs: Iterable[SettingSpec]) -> tuple[SettingSpec, ...]:
-    """The one-valued settings: numbers first, then switches, each in the order given."""
-    listed = tuple(specs)
-    return (
-        *(spec for spec in listed if spec.is_number),
-        *(spec for spec in listed if spec.is_scalar and not spec.is_number),
-    )
-
-
 SETTINGS_ORDER: tuple[str, ...] = (
     "temperature",
     "top_k",
@@ -380,10 +371,6 @@ def build_registry(plugins: tuple[type[SamplerUnit], ...] = ()) -> Registry:
     )
     plugin_specs = tuple(spec for unit in plugins for spec in specs_of(unit.params))
     settings = (*built_in, *plugin_specs)
-    built_in_shown = _is_number_first(built_in)
-    switches = next(
-        (i for i, spec in enumerate(built_in_shown) if not spec.is_number), len(built_in_shown)
-    )
     titles = dict(_FIXED_TITLES)
     for unit in units:
         titles.update(unit.group_titles)
@@ -405,10 +392,8 @@ def build_registry(plugins: tuple[type[SamplerUnit], ...] = ()) -> Registry:
         owners={spec.name: unit.params for unit in units for spec in specs_of(unit.params)},
         default_params={unit.params: unit.params() for unit in units},
         display_order=(
-            *built_in_shown[:switches],
-            *(spec for spec in plugin_specs if spec.is_number),
-            *built_in_shown[switches:],
-            *(spec for spec in plugin_specs if spec.is_scalar and not spec.is_number),
+            *(spec for spec in settings if spec.is_number),
+            *(spec for spec in settings if spec.is_scalar and not spec.is_number),
         ),
     )
 
