@@ -15,7 +15,7 @@ from backend.chat.events import Decoding
 from backend.chat.protocol import ChatMessage
 from backend.session.backend import SessionBackend
 from backend.session.explore_tree import Tree, TreeShape
-from backend.session.tree_growth import grow_tree, tree_streams
+from backend.session.tree_growth import check_shape, grow_tree, tree_streams
 from sampling.settings import SamplerSettings
 
 #: Sequences a model loaded for exploring holds (`samplescope explore`, the bench): its
@@ -62,6 +62,7 @@ def explore(
         ExploreError: The tree would not fit.
         SamplescopeError: The point cannot be rebuilt or the model failed.
     """
+    check_shape(shape, backend.model.n_seq_max)  # before the point is rebuilt
     streams = tree_streams(shape, backend.model.n_seq_max)
     given = backend.step_input(
         messages,

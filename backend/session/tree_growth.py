@@ -237,6 +237,24 @@ class _Grower:
             self.release(parent)
 
 
+def check_shape(shape: TreeShape, n_seq_max: int) -> None:
+    """Refuse a tree a model of `n_seq_max` sequences cannot grow (before any work).
+
+    Raises:
+        ExploreError: It is deeper than the sequences, or has too many nodes.
+    """
+    if shape.depth > n_seq_max:
+        raise ExploreError(
+            f"a tree of depth {shape.depth} needs {shape.depth} sequences at once: "
+            f"this model holds {n_seq_max}"
+        )
+    if shape.most_nodes > MAX_NODES:
+        raise ExploreError(
+            f"a tree of width {shape.width} and depth {shape.depth} has up to "
+            f"{shape.most_nodes} nodes: at most {MAX_NODES} are explored at once"
+        )
+
+
 def grow_tree(
     session: Session,
     given: StepInput,
@@ -269,11 +287,7 @@ def grow_tree(
     """
     model, memory = session.model, session.memory
     history = tuple(given.history)
-    if shape.depth > model.n_seq_max:
-        raise ExploreError(
-            f"a tree of depth {shape.depth} needs {shape.depth} sequences at once: "
-            f"this model holds {model.n_seq_max}"
-        )
+    check_shape(shape, model.n_seq_max)
     cells = len(history) + shape.depth
     if cells > model.n_ctx:
         raise ExploreError(
@@ -286,11 +300,6 @@ def grow_tree(
     memory.reserve(streams, cells)
     if list(memory.tokens(0)) != list(history):
         raise ExploreError("internal: the point's sequence does not hold its history")
-    if shape.most_nodes > MAX_NODES:
-        raise ExploreError(
-            f"a tree of width {shape.width} and depth {shape.depth} has up to "
-            f"{shape.most_nodes} nodes: at most {MAX_NODES} are explored at once"
-        )
     grower = _Grower(session, settings, shape, index, cancel, streams)
     root = _Node(-1, 1.0, 0.0, 0, decodable=True, ends=False, seq_id=0)
     started = session.clock()

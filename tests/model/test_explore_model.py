@@ -15,7 +15,7 @@ import pytest
 
 from backend.chat.protocol import ChatMessage
 from backend.session.explore import explore
-from backend.session.explore_tree import Tree, TreeNode, TreeShape
+from backend.session.explore_tree import ExploreError, Tree, TreeNode, TreeShape
 from backend.session.llama_backend import LlamaBackend
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tui.cli.main import main
@@ -175,6 +175,7 @@ def test_lockstep_gives_exactly_the_tree_one_node_at_a_time_gives(
         (["explore", "--prompt", "hi", "--at", "2"], "not --prompt"),
         (["explore", "{chat}", "--at", "1", "--width", "0"], "invalid width=0"),
         (["explore", "{chat}", "--at", "1", "--depth", "65", "--width", "1"], "needs 65 seq"),
+        (["explore", "{chat}", "--at", "1", "--depth", "17", "--width", "2"], "at most 100000"),
     ],
 )
 def test_clear_errors_for_a_bad_chat_position_or_shape(
@@ -189,6 +190,16 @@ def test_clear_errors_for_a_bad_chat_position_or_shape(
     assert main([*argv, "--db", str(db), "--threads", "1"]) == 2
     err = capsys.readouterr().err
     assert message in err and err.startswith("samplescope: ") and err.count("\n") == 1
+
+
+def test_a_tree_too_big_is_refused_before_the_point_is_rebuilt(
+    wide_backend: LlamaBackend,
+) -> None:
+    memory = wide_backend.session.memory
+    memory.clear()
+    with pytest.raises(ExploreError, match="at most 100000 are explored at once"):
+        explore(wide_backend, QUESTION, (), DEFAULT_CHAT_SETTINGS, TreeShape(depth=17, width=2))
+    assert memory.tokens(0) == []  # no prompt prefilled, the chat's context kept
 
 
 def test_the_bench_rows_count_the_same_tree_both_ways(default_model_path: Path) -> None:
