@@ -185,7 +185,13 @@ def penalized_logits(
     Raises:
         LogitsError: A history token id lies outside the vocabulary.
     """
-    params = settings.of(PenaltiesParams)
+    return _penalized(logits, settings.of(PenaltiesParams), history)
+
+
+def _penalized(
+    logits: npt.NDArray[np.floating], params: PenaltiesParams, history: History
+) -> npt.NDArray[np.floating]:
+    """`penalized_logits` under the penalties' parameter record."""
     if not params.penalizes:
         return logits
     window = _window(history, params.repeat_last_n)
@@ -292,7 +298,7 @@ class Penalties(Stateless):
     """Repeat, frequency and presence penalties over the last-n window.
 
     Attributes:
-        settings: The settings holding the four penalty fields.
+        penalties: The penalties' parameters (the window and the three penalties).
     """
 
     name: ClassVar[str] = "penalties"
@@ -303,7 +309,7 @@ class Penalties(Stateless):
     group_titles: ClassVar[Mapping[str, str]] = {"penalties": "penalties"}
     label: ClassVar[str] = "penalties"
     row_label: ClassVar[str] = "pen."
-    settings: SamplerSettings
+    penalties: PenaltiesParams
 
     @classmethod
     def is_on(cls, settings: SamplerSettings) -> bool:
@@ -313,13 +319,13 @@ class Penalties(Stateless):
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> Penalties | None:
         """Built when some penalty can change a logit."""
-        return cls(settings) if cls.is_on(settings) else None
+        return cls(settings.of(PenaltiesParams)) if cls.is_on(settings) else None
 
     def apply(self, candidates: Candidates) -> None:
         """Replace the logits by a penalised copy, with their new maximum."""
         # A fresh copy, not a workspace buffer: copying into a buffer that lies 16
         # bytes past the logits modulo 4 KiB (4K aliasing) runs ten times slower.
-        penalized = penalized_logits(candidates.logits, self.settings, candidates.history)
+        penalized = _penalized(candidates.logits, self.penalties, candidates.history)
         if penalized is not candidates.logits:
             argmax = int(np.argmax(penalized))
             candidates.logits = penalized

@@ -21,7 +21,7 @@ from sampling.kept import Kept
 from sampling.logits import History, checked_logits
 from sampling.registry import LLAMA_CPP_ORDER, UNITS, registry
 from sampling.samplers.min_p import MinP
-from sampling.samplers.penalties import Penalties
+from sampling.samplers.penalties import Penalties, PenaltiesParams
 from sampling.samplers.temperature import Temperature
 from sampling.samplers.top_k import TopK
 from sampling.samplers.top_p import TopP
@@ -160,7 +160,7 @@ def test_units_hold_their_parameters() -> None:
     )
     assert build_chain(settings).units == (Temperature(0.7), TopK(7), TopP(0.5, "vocab"), MinP(0.1))
     penalizing = settings.with_changes(presence_penalty=0.5)
-    assert build_chain(penalizing).units[0] == Penalties(penalizing)
+    assert build_chain(penalizing).units[0] == Penalties(penalizing.of(PenaltiesParams))
     off = SamplerSettings()
     built = {name: unit_type.from_settings(off) for name, unit_type in registry().samplers.items()}
     assert built.pop("temperature") == Temperature(1.0)
