@@ -37,6 +37,13 @@ class PatternError(SamplescopeError):
     """A pattern is no regular expression (its message says why, as `regex` says it)."""
 
 
+MAX_PATTERN = 1000
+"""The longest pattern taken, in characters (or bytes). The regex package's first
+search of a long pattern in a long text builds its tables in time that grows with
+the cube of the length, outside the time limit's reach (3 s for a 3,000-character
+phrase in as long a reply, minutes for 10,000); 1,000 takes a tenth of a second."""
+
+
 class RegexTimeout(SamplescopeError):
     """A user's regular expression took longer than its time limit on the reply."""
 
@@ -53,12 +60,14 @@ class UserRegex(Generic[AnyStr]):
 
     Raises:
         PatternError: `pattern` is not a regular expression, or one too deeply nested
-            or with too large a repeat for the engine.
+            or with too large a repeat for the engine, or longer than `MAX_PATTERN`.
     """
 
     def __init__(
         self, pattern: AnyStr, role: str, *, shown: str | None = None, ignore_case: bool = False
     ) -> None:
+        if len(pattern) > MAX_PATTERN:
+            raise PatternError(f"it is longer than {MAX_PATTERN:,} characters")
         import regex  # here, not with the module: see its docstring
 
         flags = regex.VERSION0 | (regex.IGNORECASE if ignore_case else 0)

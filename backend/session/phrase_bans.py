@@ -28,7 +28,14 @@ from typing import TYPE_CHECKING
 
 from backend.chat.events import NoticeEvent, RewindEvent, TokenEvent
 from backend.session.loop import Event, Generation
-from backend.user_regex import PatternError, RegexTimeout, UserRegex, escape, match_reach
+from backend.user_regex import (
+    MAX_PATTERN,
+    PatternError,
+    RegexTimeout,
+    UserRegex,
+    escape,
+    match_reach,
+)
 from sampling.errors import SamplescopeError
 
 if TYPE_CHECKING:
@@ -79,6 +86,11 @@ class PhraseBans:
         for phrase in self.phrases:
             if not phrase:
                 raise PhraseBanError("a banned phrase is empty")
+            if len(phrase if self.regex else escape(phrase)) > MAX_PATTERN:
+                raise PhraseBanError(
+                    f"banned phrase {phrase[:40]!r}… is longer than {MAX_PATTERN:,} characters"
+                    " (as a pattern)"
+                )
             if not self.regex:
                 patterns.append(
                     UserRegex(

@@ -137,8 +137,7 @@ def test_hostile_banned_regexes_give_one_line(phrase: str) -> None:
     except PhraseBanError as error:
         one_line(error)
         return
-    # Only the long plain phrase builds; longer than the text, it is not found in it.
-    assert phrase == "a" * DEPTH and bans.find("a" * 50) is None
+    raise AssertionError(f"{phrase[:20]!r}… built: {bans!r:.60}")
 
 
 def test_a_zero_width_banned_regex_is_searched_to_the_end_and_no_further() -> None:

@@ -14,7 +14,7 @@ from backend.chat.events import FinishedEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.llama.triggers import TriggerWatch
 from backend.session.phrase_bans import PhraseBanError, PhraseBans
-from backend.user_regex import RegexTimeout, UserRegex
+from backend.user_regex import MAX_PATTERN, PatternError, RegexTimeout, UserRegex
 from sampling.settings import SamplerSettings
 from tests.fake_backend import FakeBackend
 from tests.unit.test_trigger_window import PATTERNS
@@ -123,3 +123,12 @@ def test_a_banned_regex_that_never_ends_ends_the_reply_with_its_error() -> None:
 def test_a_pattern_python_cannot_read_is_one_line() -> None:
     with pytest.raises(PhraseBanError, match=r"^banned phrase '\(ab' is not a regular expression"):
         PhraseBans(("(ab",), regex=True)
+
+
+def test_a_pattern_longer_than_the_limit_is_refused_before_it_is_compiled() -> None:
+    # The regex package's first search of a 3,000-character literal in as long a text
+    # took 3 s outside the time limit's reach; the limit keeps that search short.
+    with pytest.raises(PatternError, match="longer than 1,000 characters"):
+        UserRegex("a" * (MAX_PATTERN + 1), "banned phrase")
+    longest = UserRegex("a" * MAX_PATTERN, "banned phrase")
+    assert longest.search("a" * MAX_PATTERN) is not None
