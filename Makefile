@@ -17,9 +17,11 @@ TEST_THREADS = $(shell w=$(TEST_WORKERS); if [ "$$w" -gt 0 ] 2>/dev/null; then t
 PYTEST := SAMPLESCOPE_THREADS=$(TEST_THREADS) $(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
 # llama.cpp's RPC backend (`samplescope rpc-server`, `--rpc`) is a build option of
-# llama-cpp-python; extra CMAKE_ARGS (e.g. -DGGML_CUDA=on) are kept.
+# llama-cpp-python; its multimodal library (LLAVA_BUILD, about a fifth of the compile)
+# is never loaded by samplescope and is left out. Extra CMAKE_ARGS (e.g.
+# -DGGML_CUDA=on) are kept, and come last so that they win.
 LLAMA_PIN := $(shell grep -o 'llama-cpp-python==[0-9.]*' pyproject.toml)
-LLAMA_CMAKE_ARGS := -DGGML_RPC=ON $(CMAKE_ARGS)
+LLAMA_CMAKE_ARGS := -DGGML_RPC=ON -DLLAVA_BUILD=OFF $(CMAKE_ARGS)
 RPC_CHECK := import sys, llama_cpp; sys.exit(0 if llama_cpp.llama_supports_rpc() else 1)
 
 .PHONY: run test test-fast check bench lint format typecheck setup clean chromium
