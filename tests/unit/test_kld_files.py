@@ -1,20 +1,25 @@
-"""`samplescope kld --save-base FILE` never writes over what the run reads nor over
-anything else unasked: the text and the models are refused, an existing file is kept
-unless --force, a file that is not a regular file is never replaced or removed, and
-the file appears under its name only once whole. Run on a tiny model (the rule is the
-command's, not the model's)."""
+"""The files `samplescope kld` reads and writes. `--save-base FILE` never writes over
+what the run reads nor over anything else unasked: the text and the models are
+refused, an existing file is kept unless --force, a file that is not a regular file is
+never replaced or removed, and the file appears under its name only once whole.
+`--base-logits FILE` that is no regular file, or holds a row whose scale or floor is
+not finite, is one line (never a hang, nor NaN in --json). Run on a tiny model (the
+rules are the command's, not the model's)."""
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 
 import pytest
 
 from backend.score.base_file import BaseFileReader
+from tests.helpers import SPECIAL_FILE_KINDS, special_file
 from tests.tiny_models import spm_vocab, write_tiny_llama
 from tui.cli.main import main
 
 CTX = "32"
+KINDS = {"fifo": "a FIFO", "directory": "a directory", "device": "a device"}
 
 
 @pytest.fixture
@@ -95,3 +100,38 @@ def test_a_folder_that_takes_no_file_is_one_line(
     line = one_line(capsys)
     assert line.startswith("samplescope: cannot write /proc/version: cannot create a file in /proc")
     assert Path("/proc/version").read_text()
+
+
+@pytest.mark.parametrize("kind", SPECIAL_FILE_KINDS)
+def test_base_logits_that_are_no_regular_file_are_one_line(
+    capsys: pytest.CaptureFixture[str], run: tuple[Path, Path], tmp_path: Path, kind: str
+) -> None:
+    model, text = run
+    path = special_file(tmp_path / "base.kld", kind)
+    code = main(["kld", str(text), "--model", str(model), "--base-logits", str(path), "--json"])
+    assert code == 2
+    assert one_line(capsys) == f"samplescope: cannot read {path}: {KINDS[kind]}, not a regular file"
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_base_logits_with_a_scale_that_is_not_finite_are_refused_naming_the_chunk(
+    capsys: pytest.CaptureFixture[str], run: tuple[Path, Path], tmp_path: Path, value: float
+) -> None:
+    model, text = run
+    saved = tmp_path / "base.kld"
+    assert kld(model, text, str(saved), "--json") == 0
+    capsys.readouterr()
+    reader = BaseFileReader(saved)
+    layout = reader.layout
+    reader.close()
+    data = bytearray(saved.read_bytes())
+    at = layout.header_bytes + 2 * layout.chunk_bytes  # chunk 3, row 1: its scale
+    data[at : at + 4] = struct.pack("<f", value)
+    saved.write_bytes(bytes(data))
+    code = main(
+        ["kld", str(text), "--model", str(model), "--base-logits", str(saved), "--json",
+         "--threads", "1"]
+    )  # fmt: skip
+    assert code == 2
+    line = one_line(capsys)
+    assert f"{saved} is damaged in chunk 3: row 1 has scale {value:g}" in line
