@@ -27,6 +27,10 @@ DEFAULT_MAX_PERIOD = 128
 """The longest loop looked for, in tokens (a few lines of text)."""
 DEFAULT_MIN_COUNT = 4
 """Copies back to back that make a loop."""
+LONGEST_PERIOD = 65_536
+"""The longest max_period (and the most min_count) a rule may ask for: a loop's copies
+must fit in the model's context, and a watch holds a few numbers per period of its
+range."""
 
 _NO_TOKEN = -1  # before the first token: equal to no token id
 
@@ -37,8 +41,9 @@ class LoopRule:
 
     Attributes:
         min_period: The shortest period looked for, in tokens (≥ 1).
-        max_period: The longest (≥ min_period).
-        min_count: How many copies of the last period back to back make a loop (≥ 2).
+        max_period: The longest (≥ min_period, ≤ `LONGEST_PERIOD`).
+        min_count: How many copies of the last period back to back make a loop (2 to
+            `LONGEST_PERIOD`).
 
     Raises:
         ValueError: A value is out of its range (named in the message).
@@ -53,6 +58,11 @@ class LoopRule:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | np.integer):
                 raise ValueError(f"invalid {name}={value!r}: expected an integer")
+        if self.max_period > LONGEST_PERIOD:
+            raise ValueError(
+                f"invalid max_period={self.max_period}: expected at most {LONGEST_PERIOD:,}"
+                " tokens (a loop's copies must fit in the context)"
+            )
         if self.min_period < 1:
             raise ValueError(f"invalid min_period={self.min_period}: expected at least 1")
         if self.max_period < self.min_period:
@@ -60,8 +70,11 @@ class LoopRule:
                 f"invalid max_period={self.max_period}: expected at least "
                 f"min_period={self.min_period}"
             )
-        if self.min_count < 2:
-            raise ValueError(f"invalid min_count={self.min_count}: expected at least 2")
+        if not 2 <= self.min_count <= LONGEST_PERIOD:
+            raise ValueError(
+                f"invalid min_count={self.min_count}: expected 2 to {LONGEST_PERIOD:,}"
+                " (the copies must fit in the context)"
+            )
 
     @property
     def text(self) -> str:

@@ -163,9 +163,22 @@ def bias_pairs(entries: Sequence[tuple[int, float]]) -> BiasPairs:
     return tuple(sorted(merged.items()))
 
 
+BAN_WORDS = ("-inf", "-infinity")
+"""A banning bias written as text, as strict JSON needs it (it has no infinity)."""
+
+
+def json_bias(value: object) -> object:
+    """Bias pairs as strict JSON can hold them: [id, bias] lists, a -inf bias (a ban)
+    written as the string "-inf" (`normal_bias` reads it back)."""
+    if not isinstance(value, tuple):
+        return value
+    return [[token, "-inf" if bias == -math.inf else bias] for token, bias in value]
+
+
 def normal_bias(value: object) -> object:
     """A logit bias given as a {id: bias} dict or (id, bias) pairs in any order, as
-    the id-ordered pairs `SamplerSettings` holds (an integer bias made a float).
+    the id-ordered pairs `SamplerSettings` holds (an integer bias made a float; a ban
+    written "-inf", or `false` as llama-server writes it, made -inf).
 
     Anything that is not such a mapping or sequence of pairs comes back as it is, for
     `bias_problem` to name.
@@ -184,7 +197,9 @@ def normal_bias(value: object) -> object:
         if not (isinstance(item, list | tuple) and len(item) == 2):
             return value
         token, bias = item
-        if isinstance(bias, int) and not isinstance(bias, bool):
+        if bias is False or (isinstance(bias, str) and bias.strip().lower() in BAN_WORDS):
+            bias = -math.inf  # a ban as JSON writes it: "-inf", or llama-server's false
+        elif isinstance(bias, int) and not isinstance(bias, bool):
             bias = float(bias)
         pairs.append((token, bias))
     by_id: dict[int, object] = {}

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 from sampling.errors import SettingsError
 from sampling.placement import Placement, placed_order, temperature_moved_last
 from sampling.setting_spec import GREEDY_TEMPERATURE, SettingSpec, SettingValue
+from sampling.setting_text import json_bias
 
 DrawMethod = Literal["inverse_cdf", "gumbel"]
 RngName = Literal["pcg64", "xorshift128"]
@@ -267,6 +268,17 @@ class SamplerSettings:
         """The settings as a plain dict (JSON/TOML friendly), by name: every built-in
         one, and the plugins' that are not at their default."""
         return dict(self._flat(_catalogue()))
+
+    def to_json(self) -> dict[str, Any]:
+        """`to_dict` as strict JSON can hold it (JSON has no infinity): a banning -inf
+        logit bias is the string "-inf", which `from_dict` reads back."""
+        catalogue = _catalogue().settings_by_name
+        return {
+            name: json_bias(value)
+            if name in catalogue and catalogue[name].kind == "bias"
+            else value
+            for name, value in self.to_dict().items()
+        }
 
     @property
     def order(self) -> tuple[str, ...]:

@@ -116,6 +116,9 @@ def specs_problem(unit: type) -> str | None:
         flag = spec.short_flag
         if flag is not None and not (len(flag) == 2 and flag[0] == "-" and flag[1].isalpha()):
             return f"setting {name!r}: its short flag must be '-' and a letter, not {flag!r}"
+        bound = _non_finite_bound(spec)
+        if bound is not None:
+            return f"setting {name!r}: its {bound[0]} must be a finite number, not {bound[1]!r}"
         slider = spec.slider
         if slider is not None:
             steps = (slider.fine, slider.coarse)
@@ -123,6 +126,29 @@ def specs_problem(unit: type) -> str | None:
                 return f"setting {name!r}: its slider's steps must be above 0, not {steps}"
             if not slider.soft_min < slider.soft_max:
                 return f"setting {name!r}: its slider's soft_min must lie below soft_max"
+    return None
+
+
+def _non_finite_bound(spec: SettingSpec) -> tuple[str, object] | None:
+    """A bound of the setting (its range, where it is off, its slider's ends) that is
+    not a finite number, with its name, or None: a NaN or infinite bound would let
+    every value through or stop none."""
+    bounds: list[tuple[str, object]] = [
+        (name, getattr(spec, name))
+        for name in ("minimum", "maximum", "off_at_or_below", "off_below")
+    ]
+    if spec.slider is not None:
+        bounds += [
+            (f"slider's {name}", getattr(spec.slider, name))
+            for name in ("soft_min", "soft_max", "hard_min", "hard_max")
+        ]
+    for name, value in bounds:
+        if value is None and not name.startswith("slider"):
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return name, value
+        if isinstance(value, float) and not math.isfinite(value):
+            return name, value
     return None
 
 

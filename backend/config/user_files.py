@@ -1,5 +1,6 @@
 """One rule for reading a file the user names: presets, sampler files, grammars and
-schemas, texts to score.
+schemas, texts to score, a sweep's prompts and saved result, a base log-probability
+file.
 
 - Only a regular file is opened: a FIFO (which would hang), a device (`/dev/zero`,
   which never ends) or a directory is refused before it is read.
@@ -19,7 +20,7 @@ import math
 import os
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 
@@ -39,11 +40,12 @@ class UserFileError(SamplescopeError, ValueError):
     """A user's file cannot be read as asked; the message names it and says why."""
 
 
-def read_user_bytes(path: Path, limit: int = DEFAULT_LIMIT) -> bytes:
-    """A regular file's bytes, at most `limit` of them.
+def open_user_file(path: Path) -> BinaryIO:
+    """A regular file opened for reading in binary, for a reader that takes it piece
+    by piece (a file too large to read at once); the caller closes it.
 
     Raises:
-        UserFileError: It is missing or unreadable, not a regular file, or too large.
+        UserFileError: It is missing or unreadable, or not a regular file.
     """
     try:
         # O_NONBLOCK: opening a FIFO with no writer returns at once (then refused).
@@ -56,7 +58,16 @@ def read_user_bytes(path: Path, limit: int = DEFAULT_LIMIT) -> bytes:
     if not stat.S_ISREG(mode):
         os.close(fd)
         raise UserFileError(f"cannot read {path}: {_kind(mode)}, not a regular file")
-    with os.fdopen(fd, "rb") as handle:
+    return os.fdopen(fd, "rb")
+
+
+def read_user_bytes(path: Path, limit: int = DEFAULT_LIMIT) -> bytes:
+    """A regular file's bytes, at most `limit` of them.
+
+    Raises:
+        UserFileError: It is missing or unreadable, not a regular file, or too large.
+    """
+    with open_user_file(path) as handle:
         try:
             data = handle.read(limit + 1)
         except OSError as error:

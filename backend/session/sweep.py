@@ -34,6 +34,10 @@ from sampling.settings import SamplerSettings
 DEFAULT_PARALLEL = 16
 #: The most samples one batch may hold.
 MAX_PARALLEL = 64
+#: The most settings a sweep's grid may hold (each --set times the --grid lists).
+MAX_SETTINGS = 10_000
+#: The most samples a sweep may take in all (prompts × settings × samples).
+MAX_SAMPLES = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +60,9 @@ class SweepPlan:
     Attributes:
         prompts: The user's messages (or texts to continue, in completion mode).
         settings: The grid's points.
-        samples: Samples per setting and prompt (seeds `seed`, `seed + 1`, ...).
+        samples: Samples per setting and prompt (seeds `seed`, `seed + 1`, ...); the
+            sweep's samples in all (prompts × settings × samples) are at most
+            `MAX_SAMPLES`.
         seed: The first sample's seed.
         max_tokens: Each sample's token limit.
         mode: "chat" (each prompt a user turn in the chat template) or "completion".
@@ -76,8 +82,21 @@ class SweepPlan:
             raise SamplescopeError("nothing to sweep: no prompt given")
         if not self.settings:
             raise SamplescopeError("nothing to sweep: no setting given")
-        if self.samples < 1:
-            raise SamplescopeError(f"invalid samples={self.samples}: expected at least 1")
+        if not 1 <= self.samples <= MAX_SAMPLES:
+            raise SamplescopeError(
+                f"invalid samples={self.samples:,}: expected 1 to {MAX_SAMPLES:,}"
+            )
+        if len(self.settings) > MAX_SETTINGS:
+            raise SamplescopeError(
+                f"{len(self.settings):,} settings: a sweep runs at most {MAX_SETTINGS:,}"
+            )
+        total = len(self.prompts) * len(self.settings) * self.samples
+        if total > MAX_SAMPLES:
+            raise SamplescopeError(
+                f"the sweep is {len(self.prompts):,} prompts × {len(self.settings):,} settings"
+                f" × {self.samples:,} samples = {total:,} samples; a sweep takes at most"
+                f" {MAX_SAMPLES:,}"
+            )
         if self.max_tokens < 1:
             raise SamplescopeError(f"invalid max_tokens={self.max_tokens}: expected at least 1")
         top = self.seed + self.samples - 1

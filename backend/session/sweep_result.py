@@ -243,7 +243,7 @@ class SweepResult:
                 {
                     "index": index,
                     "label": setting.label,
-                    "settings": setting.settings.to_dict(),
+                    "settings": setting.settings.to_json(),
                     "samples": metrics[index].samples,
                     "finish_reasons": metrics[index].finish_reasons,
                     "on_frontier": index in frontier,

@@ -182,3 +182,44 @@ def test_a_bad_stop_on_loop_rule_is_one_line_before_any_model(
     err = capsys.readouterr().err.strip()
     assert err.startswith("samplescope: --stop-on-loop: invalid loop rule '1,2'")
     assert len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("rule", "words"),
+    [
+        ("1,1000000000,2", "invalid max_period=1000000000: expected at most 65,536 tokens"),
+        ("1,20000000,2", "invalid max_period=20000000: expected at most 65,536 tokens"),
+        ("1,1,100000000000000000000", "invalid min_count=100000000000000000000: expected 2"),
+        ("1,5000,2", "a period of up to 5,000 tokens is longer than the context (--ctx 4,096)"),
+    ],
+)
+def test_a_stop_on_loop_rule_beyond_the_context_is_one_line_before_any_model(
+    capsys: pytest.CaptureFixture[str], rule: str, words: str
+) -> None:
+    code = main(["generate", "hi", f"--stop-on-loop={rule}", "--model", "/nowhere/m.gguf"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == [err.strip()]
+    assert err.startswith("samplescope: --stop-on-loop: ")
+    assert words in err
+
+
+@pytest.mark.parametrize("value", ["100000000000000000000", "70000"])
+def test_a_config_max_period_beyond_the_bound_is_one_line_naming_it(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    value: str,
+) -> None:
+    monkeypatch.setenv("SAMPLESCOPE_CONFIG_DIR", str(tmp_path))
+    monkeypatch.setenv("SAMPLESCOPE_LOG_DIR", str(tmp_path / "logs"))
+    (tmp_path / "config.toml").write_text(f"[loops]\nmax_period = {value}\n")
+    with pytest.raises(ConfigError, match=r"max_period"):
+        load_config(tmp_path / "config.toml")
+    # A broken config is named in one line and its defaults used: the command goes
+    # on to its own error (here, the missing model), never an unforeseen one.
+    code = main(["generate", "hi", "--model", "/nowhere/m.gguf"])
+    lines = capsys.readouterr().err.splitlines()
+    assert code == 2
+    assert "max_period" in lines[0] and "at most 65,536" in lines[0]
+    assert lines[1:] == ["samplescope: /nowhere/m.gguf: model file not found"]

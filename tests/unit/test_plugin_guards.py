@@ -173,3 +173,34 @@ def test_a_plugin_setting_that_would_break_a_flag_key_or_slider_is_refused_at_lo
     with pytest.raises(PluginError, match=re.escape(words)) as caught:
         load_sampler_file(path)
     assert str(path) in str(caught.value) and not plugin_origins()
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        (("minimum=0.0,", "minimum=float('nan'),"), "its minimum must be a finite number, not nan"),
+        (("maximum=1.0,", "maximum=float('inf'),"), "its maximum must be a finite number, not inf"),
+        (
+            (
+                "minimum=0.0,\n            maximum=1.0,",
+                "minimum=float('nan'), maximum=float('inf'),",
+            ),
+            "its minimum must be a finite number, not nan",
+        ),
+        (
+            ("hard_max=1.0,", "hard_max=float('inf'),"),
+            "its slider's hard_max must be a finite number, not inf",
+        ),
+    ],
+)
+def test_a_setting_with_a_bound_that_is_not_finite_is_refused(
+    config: Path, capsys: pytest.CaptureFixture[str], change: tuple[str, str], words: str
+) -> None:
+    source = readme_plugin()
+    assert change[0] in source
+    (config / "unbounded.py").write_text(source.replace(*change), encoding="utf-8")
+    assert main(["samplers", "--json"]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == [err.strip()]
+    assert f"setting 'top_h': {words}" in err
+    assert "unbounded.py" in err

@@ -157,7 +157,7 @@ def _print(
                 "mode": mode,
                 "text": text,
                 "token_ids": list(best.token_ids),
-                "settings": settings.to_dict(),
+                "settings": settings.to_json(),
                 "seed": settings.seed,
                 "finish_reason": best.finish_reason,
                 "error": None,

@@ -3,7 +3,8 @@
 Without the flag a reply is watched as the config file's [loops] says (by default
 loops are found and reported, not stopped). With it the reply ends, finish reason
 "loop", on the token that completes a loop: the smallest period in [MIN, MAX] whose
-last copy repeats COUNT times back to back (vLLM's `repetition_detection`).
+last copy repeats COUNT times back to back (vLLM's `repetition_detection`). MAX is at
+most the context (`--ctx`) and `sampling.loops.LONGEST_PERIOD`.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ def loops_from_args(args: argparse.Namespace, base: LoopGuard) -> LoopGuard:
     """The loop watch the flags ask for, on top of `base` (the config's).
 
     Raises:
-        LoopFlagError: The rule is not MIN,MAX,COUNT or out of range.
+        LoopFlagError: The rule is not MIN,MAX,COUNT or out of range, or its longest
+            period is longer than the context (`--ctx`).
     """
     text: str | None = getattr(args, "stop_on_loop", None)
     if text is None:
@@ -47,6 +49,12 @@ def loops_from_args(args: argparse.Namespace, base: LoopGuard) -> LoopGuard:
         rule = LoopRule.parse(text) if text.strip() else base.rule
     except ValueError as error:
         raise LoopFlagError(f"--stop-on-loop: {error}") from None
+    context: int | None = getattr(args, "ctx", None)
+    if context is not None and rule.max_period > context:
+        raise LoopFlagError(
+            f"--stop-on-loop: a period of up to {rule.max_period:,} tokens is longer than"
+            f" the context (--ctx {context:,}): give MAX at most the context"
+        )
     return LoopGuard("stop", rule)
 
 

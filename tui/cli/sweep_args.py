@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import itertools
-import json
+import math
 from pathlib import Path
 from typing import Any
 
-from backend.session.sweep import SweepSetting
+from backend.config.user_files import UserFileError, load_json, read_user_text
+from backend.session.sweep import MAX_SETTINGS, SweepSetting
 from sampling.errors import SamplescopeError, SettingsError
 from sampling.registry import registry
 from sampling.settings import SamplerSettings, find_setting, settings_summary
@@ -32,9 +33,9 @@ def read_prompts(given: list[str], path: Path | None) -> list[str]:
     prompts = list(given)
     if path is not None:
         try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as error:
-            raise SweepArgumentError(f"--prompts {path}: {error}") from None
+            lines = read_user_text(path).splitlines()
+        except UserFileError as error:
+            raise SweepArgumentError(f"--prompts: {error}") from None
         jsonl = path.suffix.lower() == ".jsonl"
         for number, line in enumerate(lines, start=1):
             if not line.strip():
@@ -49,9 +50,9 @@ def read_prompts(given: list[str], path: Path | None) -> list[str]:
 
 def _jsonl_prompt(path: Path, number: int, line: str) -> str:
     try:
-        value: Any = json.loads(line)
-    except json.JSONDecodeError as error:
-        raise SweepArgumentError(f"--prompts {path}, line {number}: {error.msg}") from None
+        value: Any = load_json(line, f"--prompts {path}, line {number}")
+    except UserFileError as error:
+        raise SweepArgumentError(str(error)) from None
     if isinstance(value, dict):
         value = value.get("prompt")
     if not isinstance(value, str):
@@ -86,7 +87,13 @@ def parse_grid(text: str) -> tuple[str, list[Any]]:
         )
     if spec.kind in ("text", "texts", "bias", "order"):
         raise SweepArgumentError(f"--grid {text!r}: {spec.name} takes text: give it with --set")
-    parsed = [spec.coerce(value.strip()) for value in values.split(",") if value.strip()]
+    texts = [value.strip() for value in values.split(",") if value.strip()]
+    if len(texts) > MAX_SETTINGS:
+        raise SweepArgumentError(
+            f"--grid {spec.name}: {len(texts):,} values, more than a sweep's {MAX_SETTINGS:,}"
+            " settings"
+        )
+    parsed = [spec.coerce(text) for text in texts]
     if len(set(map(repr, parsed))) != len(parsed):
         raise SweepArgumentError(f"--grid {text!r}: a value is given twice")
     return spec.name, parsed
@@ -98,7 +105,8 @@ def grid_settings(sets: list[str], grids: list[str], temperature: str) -> list[S
     "first" or "last" in the chain.
 
     Raises:
-        SweepArgumentError: A --set or --grid is wrong, or two settings are the same.
+        SweepArgumentError: A --set or --grid is wrong, two settings are the same, or
+            the grid holds more than `MAX_SETTINGS` (the message gives the product).
         SettingsError: A value is out of range.
     """
     bases: list[tuple[str, SamplerSettings]] = [(text, parse_set(text)) for text in sets]
@@ -107,6 +115,13 @@ def grid_settings(sets: list[str], grids: list[str], temperature: str) -> list[S
     axes = [parse_grid(text) for text in grids]
     if len({name for name, _ in axes}) != len(axes):
         raise SweepArgumentError("--grid: a key is given twice")
+    sizes = [len(bases)] * (len(bases) > 1) + [len(values) for _, values in axes]
+    if math.prod(sizes) > MAX_SETTINGS:
+        product = " × ".join(f"{size:,}" for size in sizes)
+        raise SweepArgumentError(
+            f"the grid is {product} = {math.prod(sizes):,} settings; a sweep runs at most"
+            f" {MAX_SETTINGS:,}"
+        )
     settings: list[SweepSetting] = []
     for _, base in bases:
         for point in itertools.product(*(values for _, values in axes)):
@@ -119,10 +134,12 @@ def grid_settings(sets: list[str], grids: list[str], temperature: str) -> list[S
             # Named by what is on; the order is the sweep's, said once in its output.
             name = settings_summary(chosen.with_changes(temperature_last=False))
             settings.append(SweepSetting(name, chosen))
-    labels = [s.settings for s in settings]
-    for index, one in enumerate(labels):
-        if one in labels[:index]:
+    seen: set[SamplerSettings] = set()
+    for setting in settings:
+        if setting.settings in seen:
             raise SweepArgumentError(
-                f"two settings are the same ({settings_summary(one)}): each must differ"
+                f"two settings are the same ({settings_summary(setting.settings)}): each must"
+                " differ"
             )
+        seen.add(setting.settings)
     return settings

@@ -176,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
                 [
                     {
                         "label": label,
-                        "settings": settings.to_dict(),
+                        "settings": settings.to_json(),
                         "text": result.text,
                         "token_ids": list(result.token_ids),
                         "finish_reason": result.reason,

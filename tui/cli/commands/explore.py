@@ -111,7 +111,7 @@ def tree_json(tree: Tree) -> dict[str, object]:
         "depth": tree.shape.depth,
         "width": tree.shape.width,
         "mass": tree.shape.mass,
-        "settings": tree.settings.to_dict(),
+        "settings": tree.settings.to_json(),
         "lockstep": tree.lockstep,
         "complete": tree.complete,
         "nodes": count,

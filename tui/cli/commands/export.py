@@ -134,7 +134,7 @@ def _change_json(change: SettingsChange) -> dict[str, object]:
     """A settings change; a missing sampler plug-in's values under "unknown", as stored."""
     found: dict[str, object] = {
         "from_index": change.from_index,
-        "settings": change.settings.to_dict(),
+        "settings": change.settings.to_json(),
     }
     if change.unknown:
         found["unknown"] = {name: json.loads(value) for name, value in change.unknown}

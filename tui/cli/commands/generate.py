@@ -196,7 +196,7 @@ def run(args: argparse.Namespace) -> int:
                     "mode": mode,
                     "text": finished.text,
                     "token_ids": list(finished.token_ids),
-                    "settings": settings.to_dict(),
+                    "settings": settings.to_json(),
                     "seed": settings.seed,
                     "finish_reason": finished.reason,
                     "loop": None if finished.loop is None else finished.loop.to_dict(),

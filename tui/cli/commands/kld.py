@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from backend.llama.vocab_match import check_same_vocabulary
-from backend.score.base_file import BaseFileReader, BaseFileWriter
+from backend.score.base_file import BaseFileReader, BaseFileWriter, check_save_target
 from backend.score.kld import (
     FileBase,
     KldError,
@@ -77,7 +77,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=None,
         metavar="FILE",
         help="also write the base model's log-probabilities in llama-perplexity's"
-        " --kl-divergence-base format",
+        " --kl-divergence-base format (a new file: never the text or a model, and an"
+        " existing file only with --force)",
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="let --save-base replace an existing file"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     add_model_flags(parser, ctx=DEFAULT_CTX)
@@ -144,6 +148,12 @@ def run(args: argparse.Namespace) -> int:
     if not text:
         raise KldError("the text is empty: there is nothing to score")
     test_path = chosen_model_path(model_or_hf(args.model, getattr(args, "hf", None)))
+    base_path = None if args.base is None else chosen_model_path(args.base)
+    if args.save_base is not None and base_path is not None:
+        inputs = [test_path, base_path]
+        if args.file != "-":
+            inputs.append(Path(args.file))
+        check_save_target(Path(args.save_base), inputs, force=args.force)
     reader = BaseFileReader(Path(args.base_logits)) if args.base_logits else None
     backends: list[LlamaBackend] = []
     writer: BaseFileWriter | None = None
@@ -170,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
             base_rows: FileBase | ModelBase = FileBase(reader)
             base_name = args.base_logits
         else:
-            base_path = chosen_model_path(args.base)
+            assert base_path is not None  # --base or --base-logits is required
             base = _load(base_path, args, plan.n_ctx)
             backends.append(base)
             check_same_vocabulary(test.runtime, base.runtime, ("the model", "the base"))
@@ -180,7 +190,9 @@ def run(args: argparse.Namespace) -> int:
                         f"--save-base needs llama-perplexity's rule: the text is"
                         f" {len(tokens)} tokens, under two contexts of {n_ctx}"
                     )
-                writer = BaseFileWriter(Path(args.save_base), plan.layout(test.runtime.n_vocab))
+                writer = BaseFileWriter(
+                    Path(args.save_base), plan.layout(test.runtime.n_vocab), force=args.force
+                )
             base_rows = ModelBase(base, plan, writer)
             base_name = str(base_path)
         verbose = args.verbose >= 1

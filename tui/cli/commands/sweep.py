@@ -18,10 +18,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from backend.chat.completion import MODES, mode_for_backend
+from backend.config.user_files import UserFileError, load_json, read_user_text
 from backend.session.recorded_sweep import save_sample
 from backend.session.sweep import (
     DEFAULT_PARALLEL,
     MAX_PARALLEL,
+    MAX_SAMPLES,
     SampleToken,
     SweepPlan,
     SweepSample,
@@ -37,6 +39,8 @@ from tui.cli.sweep_output import csv_text, order_line, print_table
 from tui.cli.verbose import log
 
 DEFAULT_SEED = 42
+#: The most bytes a saved sweep result (`--view FILE`) may hold.
+RESULT_LIMIT = 256 << 20
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -81,7 +85,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="K=V,...",
         help='a setting as compare takes it, e.g. "min_p=0.1" (repeatable; times the grid)',
     )
-    parser.add_argument("--samples", type=int, default=4, help="samples per setting (default 4)")
+    parser.add_argument(
+        "--samples",
+        type=int,
+        default=4,
+        help=f"samples per setting (default 4; the sweep's samples in all, prompts ×"
+        f" settings × samples, at most {MAX_SAMPLES:,})",
+    )
     parser.add_argument(
         "--seed", "-s", type=int, default=DEFAULT_SEED, help="the first sample's seed (42)"
     )
@@ -147,6 +157,11 @@ def plan_from_args(args: argparse.Namespace) -> SweepPlan:
     if not 1 <= args.parallel <= MAX_PARALLEL:
         raise SweepArgumentError(
             f"invalid --parallel {args.parallel}: expected 1 to {MAX_PARALLEL}"
+        )
+    if not 1 <= args.samples <= MAX_SAMPLES:
+        raise SweepArgumentError(
+            f"invalid --samples {args.samples:,}: expected 1 to {MAX_SAMPLES:,} (a sweep's"
+            " samples in all: prompts × settings × samples)"
         )
     if args.top_k_share < 1:
         raise SweepArgumentError(f"invalid --top-k-share {args.top_k_share}: expected ≥ 1")
@@ -267,9 +282,9 @@ def read_result(path: Path) -> SweepResult:
         SweepFileError: The file cannot be read or is not one.
     """
     try:
-        values = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise SweepFileError(f"{path}: {error}") from None
+        values = load_json(read_user_text(path, RESULT_LIMIT), str(path))
+    except UserFileError as error:
+        raise SweepFileError(str(error)) from None
     if not isinstance(values, dict):
         raise SweepFileError(f"{path}: not a sweep result")
     return SweepResult.from_json(values)
