@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from backend.chat.events import GenerationStats
 from backend.store.records import (
-    INTERRUPTED,
     ChatRecord,
     ChatSummary,
     MessageRecord,
@@ -19,22 +15,10 @@ from backend.store.records import (
     SettingsChange,
     StoreError,
 )
+from backend.store.reply_row import reply_fields, select_list, to_datetime
 from backend.store.steps import StepLayout, unpack_step
 from backend.store.stored_settings import parse_stored_settings
-from sampling.loops import Loop
 from sampling.records import Step
-
-
-def to_datetime(seconds: float) -> datetime:
-    """A stored time (unix seconds) as an aware UTC datetime.
-
-    Raises:
-        ValueError: It lies outside the years datetime holds (a damaged row).
-    """
-    try:
-        return datetime.fromtimestamp(seconds, tz=UTC)
-    except (OverflowError, OSError) as error:  # OSError: the C library's EOVERFLOW
-        raise ValueError(f"time {seconds!r} is out of range ({error})") from None
 
 
 def escape_like(text: str) -> str:
@@ -198,11 +182,10 @@ def _load_replies(
     the continuation it is on (following `after`, each turn's `after_reply_id`).
     `branch` numbers a turn's branches.
     """
-    rows = conn.execute(
-        "SELECT r.id, r.message_id, r.model_path, r.model_size, r.model_sha256, r.seed, "
-        "r.rng, r.max_tokens, r.finish_reason, r.error, r.stats, r.created, r.finished, "
-        "coalesce(r.text, m.content), r.n_ctx, r.n_batch, r.parent_id, r.fork_at, r.mode, "
-        "r.decoding, r.loop "
+    cursor = conn.cursor()
+    cursor.row_factory = sqlite3.Row
+    rows = cursor.execute(
+        f"SELECT {select_list('r', text='coalesce(r.text, m.content)')} "
         "FROM replies r JOIN messages m ON r.message_id = m.id "
         "WHERE m.chat_id = ? ORDER BY m.position, r.id",
         (chat_id,),
@@ -211,7 +194,8 @@ def _load_replies(
     turn_of: dict[int, int] = {}  # reply id -> its message id
     numbers: dict[int, int] = {}  # message id -> its reply number
     for row in rows:
-        reply_id, message_id = int(row[0]), int(row[1])
+        stored = reply_fields(row)
+        reply_id, message_id = int(stored["id"]), int(stored["message_id"])
         turn_of[reply_id] = message_id
         if message_id not in numbers:
             numbers[message_id] = _number(message_id, shown, after, turn_of, numbers)
@@ -219,7 +203,6 @@ def _load_replies(
             "SELECT token_id, piece FROM reply_tokens WHERE reply_id = ? ORDER BY idx",
             (reply_id,),
         ).fetchall()
-        tokens = tuple(int(t[0]) for t in token_rows)
         read = [
             (int(c[0]), parse_stored_settings(path, str(c[1]), reply_id))
             for c in conn.execute(
@@ -232,31 +215,15 @@ def _load_replies(
         problems = [got.problem for _, got in read if got.problem is not None]
         if not changes:
             raise StoreError(f"chat database {path}: reply {reply_id} has no settings recorded")
+        if stored["finished"] is None:
+            stored["text"] = _so_far(stored["text"], token_rows)
         siblings = replies.get(message_id, ())
         record = ReplyRecord(
-            id=reply_id,
+            **stored,
             number=numbers[message_id],
-            message_id=message_id,
-            model=ModelRef(str(row[2]), int(row[3]), str(row[4])),
-            seed=int(row[5]),
-            rng=str(row[6]),
-            max_tokens=None if row[7] is None else int(row[7]),
-            n_ctx=None if row[14] is None else int(row[14]),
-            n_batch=None if row[15] is None else int(row[15]),
-            finish_reason=INTERRUPTED if row[8] is None else str(row[8]),
-            error=None if row[9] is None else str(row[9]),
-            stats=_parse_stats(row[10]),
-            token_ids=tokens,
+            token_ids=tuple(int(t[0]) for t in token_rows),
             settings_changes=changes,
-            text=str(row[13]) if row[12] is not None else _so_far(str(row[13]), token_rows),
-            created=to_datetime(row[11]),
-            finished=None if row[12] is None else to_datetime(row[12]),
-            parent_id=None if row[16] is None else int(row[16]),
-            fork_at=None if row[17] is None else int(row[17]),
-            mode=str(row[18]),
             branch=len(siblings) + 1,
-            decoding=None if row[19] is None else str(row[19]),
-            loop=_parse_loop(row[20]),
             replay_problem=problems[0] if problems else None,
         )
         replies[message_id] = (*siblings, record)
@@ -340,25 +307,3 @@ def _packed(blob: object) -> bytes:
     if not isinstance(blob, bytes):
         raise TypeError(f"a step's arrays are a {type(blob).__name__}, not packed bytes")
     return blob
-
-
-def _parse_loop(text: str | None) -> Loop | None:
-    """A stored loop; None when none is stored or it cannot be read (it is shown, not
-    replayed: a damaged one is no reason to refuse the reply)."""
-    if text is None:
-        return None
-    try:
-        return Loop.from_dict(json.loads(text))
-    except ValueError:
-        return None
-
-
-def _parse_stats(text: str | None) -> GenerationStats | None:
-    if text is None:
-        return None
-    try:
-        values: dict[str, Any] = json.loads(text)
-        known = GenerationStats.__dataclass_fields__
-        return GenerationStats(**{k: v for k, v in values.items() if k in known})
-    except (ValueError, TypeError, AttributeError):
-        return None
