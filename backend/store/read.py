@@ -21,6 +21,13 @@ from backend.store.stored_settings import parse_stored_settings
 from sampling.records import Step
 
 
+def _named_rows(conn: sqlite3.Connection, sql: str, parameters: tuple[object, ...]) -> list[Any]:
+    """A query's rows, read by column name (the connection's own rows stay tuples)."""
+    cursor = conn.cursor()
+    cursor.row_factory = sqlite3.Row
+    return cursor.execute(sql, parameters).fetchall()
+
+
 def escape_like(text: str) -> str:
     """`text` with LIKE's wildcards escaped (ESCAPE '\\')."""
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -74,24 +81,33 @@ def load_chat(conn: sqlite3.Connection, path: Path, chat_id: int) -> ChatRecord:
     Raises:
         StoreError: There is no such chat, or a stored record cannot be read.
     """
-    chat = conn.execute(
+    chats = _named_rows(
+        conn,
         "SELECT id, title, created, updated, model_path, model_size, model_sha256 "
         "FROM chats WHERE id = ?",
         (chat_id,),
-    ).fetchone()
-    if chat is None:
+    )
+    if not chats:
         raise StoreError(f"chat database {path} has no chat {chat_id}")
+    chat = chats[0]
     rows = _message_rows(conn, chat_id)
-    shown = {int(row[0]) for row in _visible(conn, chat_id, rows)[0]}
-    after = {int(row[0]): None if row[6] is None else int(row[6]) for row in rows}
+    shown = {int(row["id"]) for row in _visible(conn, chat_id, rows)[0]}
+    after = {
+        int(row["id"]): None if row["after_reply_id"] is None else int(row["after_reply_id"])
+        for row in rows
+    }
     branches = _load_replies(conn, path, chat_id, shown, after)
-    turns = [_turn(row, branches.get(int(row[0]), ()), after[int(row[0])]) for row in rows]
-    model = ModelRef(str(chat[4]), int(chat[5]), str(chat[6])) if chat[4] is not None else None
+    turns = [_turn(row, branches.get(int(row["id"]), ()), after[int(row["id"])]) for row in rows]
+    model = (
+        ModelRef(str(chat["model_path"]), int(chat["model_size"]), str(chat["model_sha256"]))
+        if chat["model_path"] is not None
+        else None
+    )
     return ChatRecord(
-        id=int(chat[0]),
-        title=str(chat[1]),
-        created=to_datetime(chat[2]),
-        updated=to_datetime(chat[3]),
+        id=int(chat["id"]),
+        title=str(chat["title"]),
+        created=to_datetime(chat["created"]),
+        updated=to_datetime(chat["updated"]),
         model=model,
         messages=tuple(turn for turn in turns if turn.id in shown),
         hidden=tuple(turn for turn in turns if turn.id not in shown),
@@ -100,14 +116,14 @@ def load_chat(conn: sqlite3.Connection, path: Path, chat_id: int) -> ChatRecord:
 
 def _turn(row: Any, branches: tuple[ReplyRecord, ...], after: int | None) -> MessageRecord:
     """One turn from its message row; an unfinished followed branch gives its text so far."""
-    followed = _followed(branches, row[5])
+    followed = _followed(branches, row["branch_id"])
     unfinished = followed is not None and followed.finished is None
     return MessageRecord(
-        id=int(row[0]),
-        position=int(row[1]),
-        role=row[2],
-        content=followed.text if followed is not None and unfinished else str(row[3]),
-        created=to_datetime(row[4]),
+        id=int(row["id"]),
+        position=int(row["position"]),
+        role=row["role"],
+        content=followed.text if followed is not None and unfinished else str(row["content"]),
+        created=to_datetime(row["created"]),
         reply=followed,
         branches=branches,
         after_reply_id=after,
@@ -122,19 +138,20 @@ def visible_messages(conn: sqlite3.Connection, chat_id: int) -> tuple[list[Any],
     left out, with the turns after it: they continue the other branch.
 
     Returns:
-        (rows of id, position, role, content, created, branch_id, after_reply_id;
-        the branch id).
+        (rows of id, position, role, content, created, branch_id, after_reply_id,
+        read by name; the branch id).
     """
     return _visible(conn, chat_id, _message_rows(conn, chat_id))
 
 
 def _message_rows(conn: sqlite3.Connection, chat_id: int) -> list[Any]:
     """Every stored turn of a chat, on screen or not, in position order."""
-    return conn.execute(
+    return _named_rows(
+        conn,
         "SELECT id, position, role, content, created, branch_id, after_reply_id "
         "FROM messages WHERE chat_id = ? ORDER BY position",
         (chat_id,),
-    ).fetchall()
+    )
 
 
 def _visible(
@@ -151,11 +168,12 @@ def _visible(
     shown: list[Any] = []
     current: int | None = None
     for row in rows:
-        if row[6] is not None and row[6] != current:
+        if row["after_reply_id"] is not None and row["after_reply_id"] != current:
             continue
         shown.append(row)
-        if row[0] in first:
-            current = int(row[5]) if row[5] is not None else int(first[row[0]])
+        if row["id"] in first:
+            branch = row["branch_id"]
+            current = int(branch) if branch is not None else int(first[row["id"]])
     return shown, current
 
 
@@ -182,14 +200,13 @@ def _load_replies(
     the continuation it is on (following `after`, each turn's `after_reply_id`).
     `branch` numbers a turn's branches.
     """
-    cursor = conn.cursor()
-    cursor.row_factory = sqlite3.Row
-    rows = cursor.execute(
+    rows = _named_rows(
+        conn,
         f"SELECT {select_list('r', text='coalesce(r.text, m.content)')} "
         "FROM replies r JOIN messages m ON r.message_id = m.id "
         "WHERE m.chat_id = ? ORDER BY m.position, r.id",
         (chat_id,),
-    ).fetchall()
+    )
     replies: dict[int, tuple[ReplyRecord, ...]] = {}
     turn_of: dict[int, int] = {}  # reply id -> its message id
     numbers: dict[int, int] = {}  # message id -> its reply number

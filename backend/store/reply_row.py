@@ -6,8 +6,8 @@ or it is derived when the reply is read (`DERIVED`: counted, or gathered from ot
 tables). The store's writes and its read name the fields they set or get; the column
 lists, the placeholders and the conversions come from here. So a new stored reply
 field is its `ReplyRecord` field, its migration (`ALTER TABLE replies ADD COLUMN …`),
-and the value where it is known (`ChatStore.begin_reply` or `ReplyWriter.finish`);
-a field of a new type adds its codec to `_BY_TYPE`.
+and its value where it is known (`ChatStore.begin_reply` or `ReplyWriter.finish`);
+a field of a type without a codec adds one to `_BY_TYPE`.
 
 `tests/unit/test_store_reply_row.py` checks that every record field is a column or
 declared derived, and that a new database's `replies` has exactly these columns.
@@ -46,10 +46,6 @@ Row = sqlite3.Row | Mapping[str, Any]
 
 KEY = "id"
 """The field SQLite assigns when a row is inserted (never written)."""
-
-OUTCOME = frozenset({"finish_reason", "error", "stats", "finished", "loop", "text"})
-"""Fields written when the reply finishes: a ghost copied from a reply's row (an
-attempt a phrase ban rejected) does not take them from it."""
 
 
 def to_datetime(seconds: float) -> datetime:
@@ -236,11 +232,11 @@ def update_reply_row(conn: sqlite3.Connection, reply_id: int, values: Mapping[st
 
 
 def copy_reply_row(conn: sqlite3.Connection, source_id: int, values: Mapping[str, object]) -> int:
-    """Insert a row copied from reply `source_id`'s without its outcome (`OUTCOME`:
-    NULL unless given), with these fields set; returns its id."""
+    """Insert a row copied from reply `source_id`'s, with these fields set; returns
+    its id. (A ghost is copied from its unfinished reply: nothing of the finish is
+    written yet, so none of it is copied.)"""
     row = row_values(values)
-    outcome = {c for name in OUTCOME for c in _BY_FIELD[name].columns}
-    copied = [c for c in ALL_COLUMNS if c != KEY and c not in row and c not in outcome]
+    copied = [c for c in ALL_COLUMNS if c != KEY and c not in row]
     chosen = ", ".join(["?"] * len(row) + copied)
     cursor = conn.execute(
         f"INSERT INTO replies ({', '.join([*row, *copied])}) "

@@ -16,7 +16,6 @@ from backend.store.reply_row import (
     ALL_COLUMNS,
     DERIVED,
     EXTRA_COLUMNS,
-    OUTCOME,
     REPLY_COLUMNS,
     columns_of,
     reply_fields,
@@ -36,7 +35,6 @@ def test_every_reply_field_is_a_column_or_declared_derived() -> None:
     stored = [column.field for column in REPLY_COLUMNS]
     assert sorted(stored + list(DERIVED)) == sorted(names)
     assert not set(stored) & set(DERIVED)
-    assert set(stored) >= OUTCOME
 
 
 def test_the_replies_table_has_exactly_the_records_columns(tmp_path: Path) -> None:
@@ -118,7 +116,7 @@ def test_an_unfinished_reason_reads_as_interrupted_and_damage_as_none() -> None:
     assert values["stats"] is None and values["loop"] is None
 
 
-def test_a_ghost_copies_every_field_of_its_reply_but_the_outcome(tmp_path: Path) -> None:
+def test_a_ghost_copies_every_field_its_reply_had_when_it_went_back(tmp_path: Path) -> None:
     with ChatStore(tmp_path / "chats.sqlite3", clock=DateClock()) as store:
         chat = store.new_chat("Sky", MODEL)
         store.add_message(chat, "user", "Why?")
@@ -143,7 +141,8 @@ def test_a_ghost_copies_every_field_of_its_reply_but_the_outcome(tmp_path: Path)
     assert ghost.text == "It is red" and ghost.is_ghost
     assert ghost.stats is None and ghost.loop is None and ghost.error is None
     set_by_the_rewind = {"id", "parent_id", "fork_at", "created"}
+    set_by_the_finish = {"finish_reason", "error", "stats", "finished", "loop", "text"}
     for column in REPLY_COLUMNS:
         name = column.field
-        if name not in OUTCOME | set_by_the_rewind:
+        if name not in set_by_the_rewind | set_by_the_finish:
             assert getattr(ghost, name) == getattr(reply, name), name
