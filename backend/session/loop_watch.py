@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
 from backend.chat.events import FinishedEvent, LoopEvent, RewindEvent, TokenEvent
-from backend.session.loop import Event, Generation
 from sampling.loops import LoopRule, LoopWatch
+
+if TYPE_CHECKING:
+    from backend.session.loop import Event, Generation
 
 LoopMode = Literal["off", "mark", "stop"]
 """What a loop found does: nothing (not watched), shown, or the reply stops on it."""

@@ -27,7 +27,6 @@ from itertools import accumulate
 from typing import TYPE_CHECKING
 
 from backend.chat.events import NoticeEvent, RewindEvent, TokenEvent
-from backend.session.loop import Event, Generation
 from backend.user_regex import (
     MAX_PATTERN,
     PatternError,
@@ -40,6 +39,8 @@ from sampling.errors import SamplescopeError
 
 if TYPE_CHECKING:
     from regex import Match
+
+    from backend.session.loop import Event, Generation
 
 #: How many tokens may be banned at one index before the reply stops there.
 DEFAULT_TRIES = 32

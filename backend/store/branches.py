@@ -13,11 +13,13 @@ replaying a later reply sees the text that was on screen.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from backend.store.read import load_steps, reply_text
 from backend.store.records import ChatRecord, ModelRef, ReplyRecord, StoreError, settings_json
+from backend.store.reply_row import insert_reply_row
 from sampling.records import Step
 from sampling.settings import SamplerSettings
 
@@ -44,42 +46,30 @@ def insert_reply(
     message_id: int,
     model: ModelRef,
     settings: SamplerSettings,
-    limits: tuple[int | None, int | None, int | None],
     now: float,
-    mode: str,
     fork: Fork | None,
-    decoding: str | None = None,
+    run: Mapping[str, object],
 ) -> int:
     """Insert a reply's row and its first settings; returns its id.
 
     Args:
-        limits: (max_tokens, n_ctx, n_batch) as `ChatStore.begin_reply` takes them.
-        decoding: How it is decoded, as JSON (None: alone, one sequence).
+        run: How it runs, by `ReplyRecord` field (max_tokens, n_ctx, n_batch, mode,
+            decoding: as `ChatStore.begin_reply` takes them).
     """
-    max_tokens, n_ctx, n_batch = limits
-    cursor = conn.execute(
-        "INSERT INTO replies (message_id, model_path, model_size, model_sha256, seed, "
-        "rng, max_tokens, n_ctx, n_batch, created, mode, parent_id, fork_at, text, decoding) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            message_id,
-            model.path,
-            model.size,
-            model.sha256,
-            str(settings.seed),
-            settings.rng,
-            max_tokens,
-            n_ctx,
-            n_batch,
-            now,
-            mode,
-            None if fork is None else fork.parent.id,
-            None if fork is None else fork.at,
-            "" if fork is None else fork.text,
-            decoding,
-        ),
+    reply_id = insert_reply_row(
+        conn,
+        {
+            "message_id": message_id,
+            "model": model,
+            "seed": settings.seed,
+            "rng": settings.rng,
+            "created": now,
+            "parent_id": None if fork is None else fork.parent.id,
+            "fork_at": None if fork is None else fork.at,
+            "text": "" if fork is None else fork.text,
+            **run,
+        },
     )
-    reply_id = int(cursor.lastrowid or 0)
     conn.execute(
         "INSERT INTO settings_changes (reply_id, from_index, settings) VALUES (?, 0, ?)",
         (reply_id, settings_json(settings)),

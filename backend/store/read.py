@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from backend.chat.events import GenerationStats
 from backend.store.records import (
-    INTERRUPTED,
     ChatRecord,
     ChatSummary,
     MessageRecord,
@@ -19,22 +15,17 @@ from backend.store.records import (
     SettingsChange,
     StoreError,
 )
+from backend.store.reply_row import reply_fields, select_list, to_datetime
 from backend.store.steps import StepLayout, unpack_step
 from backend.store.stored_settings import parse_stored_settings
-from sampling.loops import Loop
 from sampling.records import Step
 
 
-def to_datetime(seconds: float) -> datetime:
-    """A stored time (unix seconds) as an aware UTC datetime.
-
-    Raises:
-        ValueError: It lies outside the years datetime holds (a damaged row).
-    """
-    try:
-        return datetime.fromtimestamp(seconds, tz=UTC)
-    except (OverflowError, OSError) as error:  # OSError: the C library's EOVERFLOW
-        raise ValueError(f"time {seconds!r} is out of range ({error})") from None
+def _named_rows(conn: sqlite3.Connection, sql: str, parameters: tuple[object, ...]) -> list[Any]:
+    """A query's rows, read by column name (the connection's own rows stay tuples)."""
+    cursor = conn.cursor()
+    cursor.row_factory = sqlite3.Row
+    return cursor.execute(sql, parameters).fetchall()
 
 
 def escape_like(text: str) -> str:
@@ -90,24 +81,33 @@ def load_chat(conn: sqlite3.Connection, path: Path, chat_id: int) -> ChatRecord:
     Raises:
         StoreError: There is no such chat, or a stored record cannot be read.
     """
-    chat = conn.execute(
+    chats = _named_rows(
+        conn,
         "SELECT id, title, created, updated, model_path, model_size, model_sha256 "
         "FROM chats WHERE id = ?",
         (chat_id,),
-    ).fetchone()
-    if chat is None:
+    )
+    if not chats:
         raise StoreError(f"chat database {path} has no chat {chat_id}")
+    chat = chats[0]
     rows = _message_rows(conn, chat_id)
-    shown = {int(row[0]) for row in _visible(conn, chat_id, rows)[0]}
-    after = {int(row[0]): None if row[6] is None else int(row[6]) for row in rows}
+    shown = {int(row["id"]) for row in _visible(conn, chat_id, rows)[0]}
+    after = {
+        int(row["id"]): None if row["after_reply_id"] is None else int(row["after_reply_id"])
+        for row in rows
+    }
     branches = _load_replies(conn, path, chat_id, shown, after)
-    turns = [_turn(row, branches.get(int(row[0]), ()), after[int(row[0])]) for row in rows]
-    model = ModelRef(str(chat[4]), int(chat[5]), str(chat[6])) if chat[4] is not None else None
+    turns = [_turn(row, branches.get(int(row["id"]), ()), after[int(row["id"])]) for row in rows]
+    model = (
+        ModelRef(str(chat["model_path"]), int(chat["model_size"]), str(chat["model_sha256"]))
+        if chat["model_path"] is not None
+        else None
+    )
     return ChatRecord(
-        id=int(chat[0]),
-        title=str(chat[1]),
-        created=to_datetime(chat[2]),
-        updated=to_datetime(chat[3]),
+        id=int(chat["id"]),
+        title=str(chat["title"]),
+        created=to_datetime(chat["created"]),
+        updated=to_datetime(chat["updated"]),
         model=model,
         messages=tuple(turn for turn in turns if turn.id in shown),
         hidden=tuple(turn for turn in turns if turn.id not in shown),
@@ -116,14 +116,14 @@ def load_chat(conn: sqlite3.Connection, path: Path, chat_id: int) -> ChatRecord:
 
 def _turn(row: Any, branches: tuple[ReplyRecord, ...], after: int | None) -> MessageRecord:
     """One turn from its message row; an unfinished followed branch gives its text so far."""
-    followed = _followed(branches, row[5])
+    followed = _followed(branches, row["branch_id"])
     unfinished = followed is not None and followed.finished is None
     return MessageRecord(
-        id=int(row[0]),
-        position=int(row[1]),
-        role=row[2],
-        content=followed.text if followed is not None and unfinished else str(row[3]),
-        created=to_datetime(row[4]),
+        id=int(row["id"]),
+        position=int(row["position"]),
+        role=row["role"],
+        content=followed.text if followed is not None and unfinished else str(row["content"]),
+        created=to_datetime(row["created"]),
         reply=followed,
         branches=branches,
         after_reply_id=after,
@@ -138,19 +138,20 @@ def visible_messages(conn: sqlite3.Connection, chat_id: int) -> tuple[list[Any],
     left out, with the turns after it: they continue the other branch.
 
     Returns:
-        (rows of id, position, role, content, created, branch_id, after_reply_id;
-        the branch id).
+        (rows of id, position, role, content, created, branch_id, after_reply_id,
+        read by name; the branch id).
     """
     return _visible(conn, chat_id, _message_rows(conn, chat_id))
 
 
 def _message_rows(conn: sqlite3.Connection, chat_id: int) -> list[Any]:
     """Every stored turn of a chat, on screen or not, in position order."""
-    return conn.execute(
+    return _named_rows(
+        conn,
         "SELECT id, position, role, content, created, branch_id, after_reply_id "
         "FROM messages WHERE chat_id = ? ORDER BY position",
         (chat_id,),
-    ).fetchall()
+    )
 
 
 def _visible(
@@ -167,11 +168,12 @@ def _visible(
     shown: list[Any] = []
     current: int | None = None
     for row in rows:
-        if row[6] is not None and row[6] != current:
+        if row["after_reply_id"] is not None and row["after_reply_id"] != current:
             continue
         shown.append(row)
-        if row[0] in first:
-            current = int(row[5]) if row[5] is not None else int(first[row[0]])
+        if row["id"] in first:
+            branch = row["branch_id"]
+            current = int(branch) if branch is not None else int(first[row["id"]])
     return shown, current
 
 
@@ -198,20 +200,19 @@ def _load_replies(
     the continuation it is on (following `after`, each turn's `after_reply_id`).
     `branch` numbers a turn's branches.
     """
-    rows = conn.execute(
-        "SELECT r.id, r.message_id, r.model_path, r.model_size, r.model_sha256, r.seed, "
-        "r.rng, r.max_tokens, r.finish_reason, r.error, r.stats, r.created, r.finished, "
-        "coalesce(r.text, m.content), r.n_ctx, r.n_batch, r.parent_id, r.fork_at, r.mode, "
-        "r.decoding, r.loop "
+    rows = _named_rows(
+        conn,
+        f"SELECT {select_list('r', text='coalesce(r.text, m.content)')} "
         "FROM replies r JOIN messages m ON r.message_id = m.id "
         "WHERE m.chat_id = ? ORDER BY m.position, r.id",
         (chat_id,),
-    ).fetchall()
+    )
     replies: dict[int, tuple[ReplyRecord, ...]] = {}
     turn_of: dict[int, int] = {}  # reply id -> its message id
     numbers: dict[int, int] = {}  # message id -> its reply number
     for row in rows:
-        reply_id, message_id = int(row[0]), int(row[1])
+        stored = reply_fields(row)
+        reply_id, message_id = int(stored["id"]), int(stored["message_id"])
         turn_of[reply_id] = message_id
         if message_id not in numbers:
             numbers[message_id] = _number(message_id, shown, after, turn_of, numbers)
@@ -219,7 +220,6 @@ def _load_replies(
             "SELECT token_id, piece FROM reply_tokens WHERE reply_id = ? ORDER BY idx",
             (reply_id,),
         ).fetchall()
-        tokens = tuple(int(t[0]) for t in token_rows)
         read = [
             (int(c[0]), parse_stored_settings(path, str(c[1]), reply_id))
             for c in conn.execute(
@@ -232,31 +232,15 @@ def _load_replies(
         problems = [got.problem for _, got in read if got.problem is not None]
         if not changes:
             raise StoreError(f"chat database {path}: reply {reply_id} has no settings recorded")
+        if stored["finished"] is None:
+            stored["text"] = _so_far(stored["text"], token_rows)
         siblings = replies.get(message_id, ())
         record = ReplyRecord(
-            id=reply_id,
+            **stored,
             number=numbers[message_id],
-            message_id=message_id,
-            model=ModelRef(str(row[2]), int(row[3]), str(row[4])),
-            seed=int(row[5]),
-            rng=str(row[6]),
-            max_tokens=None if row[7] is None else int(row[7]),
-            n_ctx=None if row[14] is None else int(row[14]),
-            n_batch=None if row[15] is None else int(row[15]),
-            finish_reason=INTERRUPTED if row[8] is None else str(row[8]),
-            error=None if row[9] is None else str(row[9]),
-            stats=_parse_stats(row[10]),
-            token_ids=tokens,
+            token_ids=tuple(int(t[0]) for t in token_rows),
             settings_changes=changes,
-            text=str(row[13]) if row[12] is not None else _so_far(str(row[13]), token_rows),
-            created=to_datetime(row[11]),
-            finished=None if row[12] is None else to_datetime(row[12]),
-            parent_id=None if row[16] is None else int(row[16]),
-            fork_at=None if row[17] is None else int(row[17]),
-            mode=str(row[18]),
             branch=len(siblings) + 1,
-            decoding=None if row[19] is None else str(row[19]),
-            loop=_parse_loop(row[20]),
             replay_problem=problems[0] if problems else None,
         )
         replies[message_id] = (*siblings, record)
@@ -340,25 +324,3 @@ def _packed(blob: object) -> bytes:
     if not isinstance(blob, bytes):
         raise TypeError(f"a step's arrays are a {type(blob).__name__}, not packed bytes")
     return blob
-
-
-def _parse_loop(text: str | None) -> Loop | None:
-    """A stored loop; None when none is stored or it cannot be read (it is shown, not
-    replayed: a damaged one is no reason to refuse the reply)."""
-    if text is None:
-        return None
-    try:
-        return Loop.from_dict(json.loads(text))
-    except ValueError:
-        return None
-
-
-def _parse_stats(text: str | None) -> GenerationStats | None:
-    if text is None:
-        return None
-    try:
-        values: dict[str, Any] = json.loads(text)
-        known = GenerationStats.__dataclass_fields__
-        return GenerationStats(**{k: v for k, v in values.items() if k in known})
-    except (ValueError, TypeError, AttributeError):
-        return None

@@ -47,7 +47,10 @@ Version history:
        stored `samplers` is rewritten to the order that ran (`backend.store.past_orders`).
 
 The current schema is written out in `schema.sql` (a test checks it against a new
-database and against databases migrated from each earlier version).
+database and against databases migrated from each earlier version). A new stored
+reply field is its `ReplyRecord` field and one migration line here,
+`N: "ALTER TABLE replies ADD COLUMN name TYPE"`: its column, its codec and the
+reads and writes of `replies` come from the record (`backend.store.reply_row`).
 """
 
 from __future__ import annotations

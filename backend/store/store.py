@@ -320,14 +320,20 @@ class ChatStore:
             The writer to feed tokens and the finish to.
         """
         now = self._now()
-        limits = (max_tokens, n_ctx, n_batch)
+        run = {
+            "max_tokens": max_tokens,
+            "n_ctx": n_ctx,
+            "n_batch": n_batch,
+            "mode": mode,
+            "decoding": decoding,
+        }
         with self._transaction("start a reply") as conn:
             if fork is None:
                 message_id = self._insert_message(conn, chat_id, "assistant", "", now)
             else:
                 message_id = fork.parent.message_id
             reply_id = store_branches.insert_reply(
-                conn, message_id, model, settings, limits, now, mode, fork, decoding
+                conn, message_id, model, settings, now, fork, run
             )
             if fork is not None:
                 store_branches.start_branch(conn, chat_id, reply_id, fork, now)

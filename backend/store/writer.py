@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from backend.chat.events import FinishedEvent, GenerationStats, RewindEvent, TokenEvent
 from backend.store.records import REJECTED, StoreError, settings_json
+from backend.store.reply_row import copy_reply_row, update_reply_row
 from backend.store.steps import StepLayout, layout_of, pack_step
 from sampling.loops import Loop
 from sampling.records import Step
@@ -229,16 +229,18 @@ class ReplyWriter:
             ).fetchall()
             start = conn.execute("SELECT text FROM replies WHERE id = ?", (self.reply_id,))
             text = str(start.fetchone()[0] or "") + "".join(str(p[0]) for p in pieces)
-            cursor = conn.execute(
-                "INSERT INTO replies (message_id, parent_id, fork_at, mode, model_path, "
-                "model_size, model_sha256, seed, rng, max_tokens, finish_reason, created, "
-                "finished, n_ctx, n_batch, step_layout, text, decoding) "
-                "SELECT message_id, id, ?, mode, model_path, model_size, model_sha256, seed, "
-                "rng, max_tokens, ?, ?, ?, n_ctx, n_batch, step_layout, ?, decoding "
-                "FROM replies WHERE id = ?",
-                (at, REJECTED, now, now, text + event.text, self.reply_id),
+            ghost = copy_reply_row(
+                conn,
+                self.reply_id,
+                {
+                    "parent_id": self.reply_id,
+                    "fork_at": at,
+                    "finish_reason": REJECTED,
+                    "created": now,
+                    "finished": now,
+                    "text": text + event.text,
+                },
             )
-            ghost = int(cursor.lastrowid or 0)
             for table in ("reply_tokens", "reply_steps"):
                 conn.execute(
                     f"UPDATE {table} SET reply_id = ? WHERE reply_id = ? AND idx >= ?",
@@ -340,19 +342,18 @@ class ReplyWriter:
                 "INSERT INTO reply_tokens (reply_id, idx, token_id) VALUES (?, ?, ?)",
                 [(self.reply_id, self._count + i, int(t)) for i, t in enumerate(extra)],
             )
-            conn.execute(
-                "UPDATE replies SET finish_reason = ?, error = ?, stats = ?, finished = ?, "
-                "loop = ? WHERE id = ?",
-                (
-                    reason,
-                    error,
-                    None if stats is None else json.dumps(asdict(stats)),
-                    now,
-                    None if loop is None else json.dumps(loop.to_dict()),
-                    self.reply_id,
-                ),
+            update_reply_row(
+                conn,
+                self.reply_id,
+                {
+                    "finish_reason": reason,
+                    "error": error,
+                    "stats": stats,
+                    "finished": now,
+                    "loop": loop,
+                    "text": text,
+                },
             )
-            conn.execute("UPDATE replies SET text = ? WHERE id = ?", (text, self.reply_id))
             # The turn shows the branch it follows: `branch_id`, or (NULL) its first reply.
             conn.execute(
                 "UPDATE messages SET content = ?1 WHERE id = ?2 AND coalesce(branch_id, "

@@ -4,6 +4,8 @@
   holds for imports made for type checking only, too.
 - No import cycles at run time, between modules or between subpackages.
 - The store only stores: backend.store imports nothing from backend.session.
+- Reading the config is plain data: backend.config.config loads neither llama.cpp
+  nor the generation loop.
 - No package is named in a string across layers (an import the checks cannot see).
 - No module reads the registry when it is imported: a table copied then would miss a
   sampler plugin loaded later, or keep one dropped.
@@ -212,6 +214,34 @@ def test_the_store_only_stores() -> None:
     assert {name: found for name, found in offenders.items() if found} == {}
 
 
+def loaded_by(module: str, root: Path = ROOT) -> dict[str, set[str]]:
+    """Every project module importing `module` loads (itself and the packages above
+    each included), with the names each imports at run time."""
+    found = modules(root)
+    graph = import_graph(root)
+    loaded: dict[str, set[str]] = {}
+    waiting = [module]
+    while waiting:
+        name = waiting.pop()
+        if name in loaded or name not in found:
+            continue
+        path = found[name]
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        loaded[name] = imports_of(path, package)
+        parents = [".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)]
+        waiting.extend([*graph[name], *parents])
+    return loaded
+
+
+def test_reading_the_config_loads_neither_llama_cpp_nor_the_generation_loop() -> None:
+    """The settings, bans and loop guard the config holds are plain data: reading the
+    config file (every command does) does not load the model runtime."""
+    loaded = loaded_by("backend.config.config")
+    assert "backend.session.loop" not in loaded
+    llama = {name for name, imports in loaded.items() if "llama_cpp" in imports}
+    assert llama == set()
+
+
 def strings_naming_packages(path: Path) -> set[str]:
     """Dotted module paths in a file's string constants (docstrings excepted)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -357,3 +387,24 @@ def test_checker_sees_a_registry_read_at_import_only(tmp_path: Path) -> None:
     )
     root = _tree(tmp_path, {"tui/form.py": text})
     assert registry_reads_at_import(root / "tui/form.py") == [3, 5]
+
+
+def test_checker_sees_what_a_module_loads_through_others(tmp_path: Path) -> None:
+    files = {
+        "backend/__init__.py": "",
+        "backend/config/__init__.py": "",
+        "backend/config/config.py": "from backend.session.watch import Guard\n",
+        "backend/session/__init__.py": "",
+        "backend/session/watch.py": "from backend.session.loop import run\n",
+        "backend/session/loop.py": "import llama_cpp\n",
+    }
+    loaded = loaded_by("backend.config.config", _tree(tmp_path, files))
+    assert set(loaded) == {
+        "backend",
+        "backend.config",
+        "backend.config.config",
+        "backend.session",
+        "backend.session.watch",
+        "backend.session.loop",
+    }
+    assert "llama_cpp" in loaded["backend.session.loop"]
