@@ -41,6 +41,11 @@ class KldError(SamplescopeError):
 
 #: The smallest context samplescope creates (a shorter chunk runs in one of these).
 MIN_CONTEXT = 16
+#: Tokens a chunk by default (llama-perplexity's default context).
+KLD_CTX = 512
+#: Tokens decoded at once by default (llama-perplexity's micro-batch: a chunk of 512
+#: is decoded in one).
+KLD_BATCH = 512
 
 
 def load_scorer(

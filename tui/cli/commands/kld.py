@@ -14,6 +14,8 @@ from backend.llama.repack_probe import Weights
 from backend.llama.vocab_match import check_same_vocabulary
 from backend.score.base_file import BaseFileReader, BaseFileWriter
 from backend.score.kld import (
+    KLD_BATCH,
+    KLD_CTX,
     FileBase,
     KldError,
     KldPlan,
@@ -41,9 +43,9 @@ from tui.cli.text_input import read_text
 from tui.cli.verbose import log
 
 #: llama-perplexity's default context (tokens a chunk).
-DEFAULT_CTX = 512
+DEFAULT_CTX = KLD_CTX
 #: llama-perplexity's default micro-batch: a chunk of 512 is decoded in one.
-DEFAULT_BATCH = 512
+DEFAULT_BATCH = KLD_BATCH
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
