@@ -201,6 +201,8 @@ def setting_metrics(
     """The figures of setting `setting` from every sample's (other settings' ignored).
 
     `top_k` only labels the result: the samples were counted against it already.
+    A prompt's texts are joined in the order `figures` gives them (the compression
+    ratio and the n-gram diversity depend on it): a sweep gives them in sample order.
     """
     mine = [f for f in figures if f.setting == setting]
     by_prompt: dict[int, list[SampleFigures]] = {}

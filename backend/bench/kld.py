@@ -10,7 +10,8 @@ depend on what the two models are). Each side runs in a fresh process:
   held once both models were loaded, set against one chunk of logits (n_ctx ×
   vocabulary float32) per model;
 - llama-perplexity (`$LLAMA_PERPLEXITY`, else on the PATH; left out when neither),
-  with `-nr` (weights not repacked, as samplescope loads them): its base run
+  its weights loaded as ours (repacked where the repacked kernels run here, else
+  `-nr`: `backend.llama.repack_probe.one_sequence_weights`): its base run
   (`--kl-divergence-base`) plus its KLD run against the two models' time, its KLD run
   alone against ours from the file; wall time of each process, model load included
   on both sides.
@@ -29,6 +30,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from backend.llama.repack_probe import one_sequence_weights
 
 PEER_ENV = "LLAMA_PERPLEXITY"
 CTX = 512
@@ -198,7 +201,9 @@ def run_kld_bench(
         log = work / "llama.log"
         base_file = work / "base.kld"
         runs = [_ours("models", model_path, text, ctx, n_threads, log, base_file)]
-        common = ["-m", str(model_path), "-c", str(ctx), "-t", str(n_threads), "-nr"]
+        common = ["-m", str(model_path), "-c", str(ctx), "-t", str(n_threads)]
+        if not one_sequence_weights(model_path, None).repack:
+            common.append("-nr")  # ours loads them plain here: so does the peer
         if peer is not None:
             wall_base, peak_base = _peer(
                 peer, [*common, "-f", str(text), "--kl-divergence-base", str(base_file)]

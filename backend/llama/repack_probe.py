@@ -8,6 +8,10 @@ model runs with them (`--repack`, or a lockstep reply stored when they were
 llama.cpp's default, rebuilt as it was decoded), a child process loads the model so
 and decodes a batch: `repack_survives` is whether it came back.
 
+A job of one sequence (`kld`, `score`) has no batch to be invariant to: it loads the
+weights as llama-perplexity does, repacked, wherever this check passes
+(`one_sequence_weights`).
+
 Run as `python -m backend.llama.repack_probe MODEL`: exit code 0 when the batch
 decoded.
 """
@@ -17,6 +21,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 #: How long the child may take (it loads the model once).
@@ -50,6 +55,48 @@ def repack_survives(path: Path) -> bool:
             known = False
         _known[key] = known
     return known
+
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    """How a job of one sequence loads a model's weights, and why.
+
+    Attributes:
+        repack: Whether llama.cpp may repack them (its extra buffer types and their
+            kernels, `use_extra_bufts`).
+        reason: Why, in a few words.
+    """
+
+    repack: bool
+    reason: str
+
+    @property
+    def kernels(self) -> str:
+        """ "repacked" or "plain": which of llama.cpp's CPU kernels run."""
+        return "repacked" if self.repack else "plain"
+
+    def describe(self) -> str:
+        """E.g. "repacked (llama-perplexity's default; --no-repack: plain)"."""
+        return f"{self.kernels} ({self.reason})"
+
+
+def one_sequence_weights(path: Path, asked: bool | None, *, remote: bool = False) -> Weights:
+    """The weights of a job of one sequence: as `asked` (`--repack`, `--no-repack`),
+    else as llama-perplexity loads them (repacked) where the repacked kernels decode a
+    batch of this model here, plain otherwise.
+
+    Args:
+        path: The model file.
+        asked: True or False as the user asked; None: llama-perplexity's way.
+        remote: The weights go to RPC servers (which load them plain).
+    """
+    if asked is not None:
+        return Weights(asked, "--repack" if asked else "--no-repack")
+    if remote:
+        return Weights(False, "on RPC servers")
+    if repack_survives(path):
+        return Weights(True, "llama-perplexity's default; --no-repack: plain")
+    return Weights(False, "llama.cpp's repacked kernels crash a batch of this model here")
 
 
 def main(argv: list[str]) -> int:

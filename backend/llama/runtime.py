@@ -163,6 +163,7 @@ class LlamaRuntime:
             path, n_gpu_layers=n_gpu_layers, vocab_only=remote, repack=options.repack
         )
         self.repack = options.repack
+        self.rpc = options.rpc
         self._model: Any = model
         self._vocab: Any = llama_cpp.llama_model_get_vocab(model)
         n_ctx_train = int(llama_cpp.llama_model_n_ctx_train(model))

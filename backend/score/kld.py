@@ -24,6 +24,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from backend.llama.repack_probe import one_sequence_weights
 from backend.llama.rpc import Endpoint
 from backend.llama.runtime import LlamaRuntime
 from backend.score.base_file import BaseFileLayout, BaseFileReader, BaseFileWriter
@@ -40,6 +41,11 @@ class KldError(SamplescopeError):
 
 #: The smallest context samplescope creates (a shorter chunk runs in one of these).
 MIN_CONTEXT = 16
+#: Tokens a chunk by default (llama-perplexity's default context).
+KLD_CTX = 512
+#: Tokens decoded at once by default (llama-perplexity's micro-batch: a chunk of 512
+#: is decoded in one).
+KLD_BATCH = 512
 
 
 def load_scorer(
@@ -52,18 +58,21 @@ def load_scorer(
     log_path: str | Path | None = None,
     rpc: Sequence[Endpoint] = (),
     flash_attn: bool = True,
-    repack: bool = False,
+    repack: bool | None = None,
 ) -> LlamaBackend:
     """A model that scores chunks of `n_ctx` as llama-perplexity does: one sequence,
     llama.cpp's default flash attention (`flash_attn` False: off, as the app's own
-    model decodes), batches of at most `n_batch`; `repack` lets llama.cpp repack the
-    weights (llama-perplexity's default; `-nr` is samplescope's).
+    model decodes), batches of at most `n_batch`, the weights repacked for llama.cpp's
+    CPU kernels (`repack` None: as llama-perplexity loads them, where the repacked
+    kernels run here, `one_sequence_weights`; True or False: as asked).
 
     Raises:
         ModelFileError: The file is missing or not a usable GGUF.
         LlamaError: llama.cpp could not load it.
     """
     size = max(n_ctx, MIN_CONTEXT)
+    if repack is None:
+        repack = one_sequence_weights(path, None, remote=bool(rpc)).repack
     return LlamaBackend.load(
         path,
         n_threads=n_threads,

@@ -198,8 +198,17 @@ class SweepResult:
     @cached_property
     def metrics(self) -> tuple[SettingMetrics, ...]:
         """The figures of each setting, over its samples that were not cancelled
-        (computed once: tens of milliseconds for a sweep of 144 samples)."""
-        done = [s.figures for s in self.samples if s.figures.finish_reason != "cancelled"]
+        (computed once: tens of milliseconds for a sweep of 144 samples).
+
+        A prompt's texts are taken in sample (seed) order, not in the order they
+        finished: the compression ratio and the n-gram diversity join them, and their
+        figures change with the order, which batching, `--parallel` and `--in-turn`
+        would otherwise decide.
+        """
+        in_order = sorted(
+            self.samples, key=lambda s: (s.figures.prompt, s.figures.setting, s.sample)
+        )
+        done = [s.figures for s in in_order if s.figures.finish_reason != "cancelled"]
         return tuple(
             setting_metrics(done, index, self.top_k) for index in range(len(self.plan.settings))
         )

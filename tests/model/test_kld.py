@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from backend.llama.reference import llama_with
+from backend.llama.repack_probe import one_sequence_weights
 from backend.score.base_file import BaseFileReader
 from tests.tiny_models import spm_vocab, write_tiny_llama
 from tui.cli.main import main
@@ -53,11 +55,11 @@ def text_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def references(default_model_path: Path, q4_0_model_path: Path) -> Iterator[tuple[object, object]]:
     """llama-cpp-python's Llama on the base and the test model, every row's logits,
-    chunks of CTX in one batch, flash attention on (as llama-perplexity's default)."""
-    from llama_cpp import Llama
-
+    chunks of CTX in one batch, flash attention on, the weights repacked where the
+    repacked kernels run here (as llama-perplexity loads them, `kld`'s default)."""
     made = [
-        Llama(
+        llama_with(
+            one_sequence_weights(path, None).repack,
             model_path=str(path),
             n_ctx=CTX,
             n_batch=CTX,
@@ -95,6 +97,11 @@ def test_statistics_match_llama_cpp_python(
         capsys, str(text_file), "--model", str(q4_0_model_path), "--base",
         str(default_model_path), "--ctx", str(CTX),
     )  # fmt: skip
+    kernels = {
+        role: one_sequence_weights(path, None).kernels
+        for role, path in (("test", q4_0_model_path), ("base", default_model_path))
+    }
+    assert got["weights"] == kernels  # the default: llama-perplexity's, where it runs
     base_llm, test_llm = references
     tokens = list(base_llm.tokenize(TEXT.encode(), add_bos=True, special=False))  # type: ignore[attr-defined]
     assert len(tokens) >= 2 * CTX
@@ -158,7 +165,9 @@ def test_base_file_round_trip(
     from_file = run_json(
         capsys, str(text_file), "--model", str(q4_0_model_path), "--base-logits", str(saved)
     )
-    assert from_file == direct
+    weights = direct["weights"]
+    assert isinstance(weights, dict)
+    assert from_file == {**direct, "weights": {"test": weights["test"]}}  # no base model
 
 
 def test_a_model_against_itself_and_a_short_text(

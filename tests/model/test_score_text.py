@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.llama.repack_probe import one_sequence_weights
 from backend.score.text_score import ScoreError, TextScore, score_text
 from backend.session.llama_backend import LlamaBackend
 from sampling.settings import SamplerSettings
@@ -150,6 +151,34 @@ def test_cli_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     first = data["tokens"][1]
     assert set(first) == {"token_id", "text", "logprob", "rank", "entropy", "top"}
     assert set(first["top"][0]) == {"token_id", "text", "logprob"}
+
+
+def test_cli_weights_are_llama_perplexitys_and_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], q4_0_model_path: Path
+) -> None:
+    """A job of one sequence loads the weights as llama-perplexity does where the
+    repacked kernels run here (Q4_0: repacked on a CPU with AVX2 or AVX-512), and
+    says which kernels ran."""
+    path = tmp_path / "text.txt"
+    path.write_text("Paris is the capital of France, and Rome is the capital of Italy.")
+    base = ["score", str(path), "--threads", "1", "--ctx", "256", "--model", str(q4_0_model_path)]
+    expected = one_sequence_weights(q4_0_model_path, None)
+
+    def scored(*flags: str) -> dict[str, object]:
+        assert main([*base, "--json", *flags]) == 0
+        data: dict[str, object] = json.loads(capsys.readouterr().out)
+        return data
+
+    default = scored()
+    assert default["weights"] == expected.kernels
+    asked = scored("--repack" if expected.repack else "--no-repack")
+    assert asked["tokens"] == default["tokens"] and asked["weights"] == expected.kernels
+    other = scored("--no-repack" if expected.repack else "--repack")
+    assert other["weights"] != expected.kernels
+    if expected.repack:  # Q4_0's repacked kernels sum in another order
+        assert other["logprob"] != default["logprob"]
+    assert main(base) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == f"weights: {expected.describe()}"
 
 
 def test_cli_too_long_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

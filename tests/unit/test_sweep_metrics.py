@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+import random
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from backend.session.sweep import SweepPlan, SweepSetting
+from backend.session.sweep_result import SampleRecord, SweepResult
 from sampling.diversity import compression_ratio, ngram_diversity_score
 from sampling.frontier import pareto_frontier
 from sampling.sampler import Sampler
@@ -141,3 +144,43 @@ def test_frontier_is_the_set_of_undominated_points(raw: list[tuple[int, int]]) -
     assert sorted(frontier) == [i for i in range(len(points)) if not dominated(i)]
     xs = [points[i][0] for i in frontier]
     assert xs == sorted(xs)
+
+
+#: Three samples of one prompt whose compression ratio changes with the order they
+#: are joined in (as the `diversity` package's does).
+ORDER_SENSITIVE = (
+    "the lighthouse keeper climbed the stairs and lit the lamp at dusk",
+    "a storm came in from the sea and the lamp burned all night long",
+    "the keeper climbed the stairs at dawn and put out the lamp again",
+)
+
+
+def order_sensitive_result(order: list[int]) -> SweepResult:
+    """A sweep of one setting, two prompts, three samples each, its records in `order`
+    (the order they finished)."""
+    plan = SweepPlan(("p0", "p1"), (SweepSetting("t=1", SamplerSettings()),), 3, seed=7)
+    records = []
+    for prompt in range(2):
+        for sample, text in enumerate(ORDER_SENSITIVE if prompt == 0 else ORDER_SENSITIVE[::-1]):
+            figure = figures(prompt, 0, text, 12 + sample, -3.0 - sample, sample, "eos")
+            records.append(SampleRecord(figure, sample, 7 + sample, tuple(range(12)), None))
+    return SweepResult("model.gguf", plan, tuple(records[i] for i in order))
+
+
+def test_figures_do_not_depend_on_the_order_samples_finished() -> None:
+    """The texts are joined in sample (seed) order, whatever order the samples finished
+    in (batching, --parallel, --in-turn decide that)."""
+    joined = [ORDER_SENSITIVE[i] for i in (1, 0, 2)]
+    assert compression_ratio(joined) != compression_ratio(list(ORDER_SENSITIVE))
+    seed_order = order_sensitive_result(list(range(6))).metrics
+    cr = seed_order[0].compression_ratio
+    assert cr is not None
+    expected = (
+        compression_ratio(list(ORDER_SENSITIVE)) + compression_ratio(list(ORDER_SENSITIVE[::-1]))
+    ) / 2
+    assert cr.mean == pytest.approx(expected)
+    shuffler = random.Random(11)
+    for _ in range(20):
+        order = list(range(6))
+        shuffler.shuffle(order)
+        assert order_sensitive_result(order).metrics == seed_order, order

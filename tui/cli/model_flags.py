@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from tui.cli.verbose import log
 
 if TYPE_CHECKING:
+    from backend.llama.repack_probe import Weights
     from backend.llama.rpc import Endpoint
     from backend.session.llama_backend import LlamaBackend
 
@@ -44,6 +45,29 @@ REPACK_HELP = (
 def add_repack_flag(parser: Any) -> None:
     """Add `--repack` to a parser or an argument group."""
     parser.add_argument("--repack", action="store_true", help=REPACK_HELP)
+
+
+def add_one_sequence_repack_flags(parser: Any) -> None:
+    """Add `--repack` and `--no-repack` for a job of one sequence (`kld`, `score`),
+    whose default is llama-perplexity's way (`chosen_weights`)."""
+    choice = parser.add_mutually_exclusive_group()
+    choice.add_argument(
+        "--repack",
+        action="store_const",
+        const=True,
+        default=None,
+        help="let llama.cpp repack the weights for its CPU kernels (the default where its"
+        " repacked kernels decode a batch of the model here, as llama-perplexity loads"
+        " them; refused where they crash)",
+    )
+    choice.add_argument(
+        "--no-repack",
+        dest="repack",
+        action="store_const",
+        const=False,
+        help="the weights as the file holds them, llama.cpp's one-row kernels (as"
+        " llama-perplexity -nr and the app's lockstep)",
+    )
 
 
 def add_hf_flag(parser: Any) -> None:
@@ -82,8 +106,11 @@ def model_or_hf(model: str | None, hf: str | None) -> str | None:
     return str(hf_model_path(hf))
 
 
-def add_model_flags(parser: argparse.ArgumentParser, *, ctx: int = 4096) -> None:
-    """Add `--model --hf --threads --ctx --batch --gpu-layers --rpc --log` and `-v` to a parser."""
+def add_model_flags(
+    parser: argparse.ArgumentParser, *, ctx: int = 4096, one_sequence: bool = False
+) -> None:
+    """Add `--model --hf --threads --ctx --batch --gpu-layers --rpc --repack --log` and
+    `-v` to a parser (`one_sequence`: a job of one sequence, `--no-repack` too)."""
     group = parser.add_argument_group("model")
     group.add_argument(
         "--model",
@@ -110,7 +137,10 @@ def add_model_flags(parser: argparse.ArgumentParser, *, ctx: int = 4096) -> None
         help="layers offloaded to a GPU or the RPC servers (default 0; all with --rpc)",
     )
     add_rpc_flag(group)
-    add_repack_flag(group)
+    if one_sequence:
+        add_one_sequence_repack_flags(group)
+    else:
+        add_repack_flag(group)
     group.add_argument(
         "--log", default=None, help="llama.cpp's log file (default: the user log dir)"
     )
@@ -149,17 +179,30 @@ def chosen_rpc(explicit: str | None) -> tuple[Endpoint, ...]:
     return rpc_with_config(explicit, config)
 
 
-def chosen_repack(explicit: bool) -> bool:
-    """Whether a command loads repacked weights: --repack, else the config's `repack`."""
+def chosen_weights(args: argparse.Namespace, path: Path) -> Weights:
+    """How a job of one sequence loads the model at `path`: `--repack`, `--no-repack`,
+    the config's `repack = true`, else as llama-perplexity does where its repacked
+    kernels run here (`one_sequence_weights`: a child process tries a batch)."""
     from backend.config.config import load_config_or_default
+    from backend.llama.repack_probe import Weights, one_sequence_weights
 
-    config, _problem = load_config_or_default()  # reported by chosen_model_path
-    return explicit or config.repack
+    if args.repack is None:
+        config, _problem = load_config_or_default()  # reported by chosen_model_path
+        if config.repack:
+            return Weights(True, "the config's repack = true")
+    return one_sequence_weights(path, args.repack, remote=bool(chosen_rpc(args.rpc)))
 
 
-def load_backend(args: argparse.Namespace, *, n_seq_max: int | None = None) -> LlamaBackend:
+def load_backend(
+    args: argparse.Namespace,
+    *,
+    n_seq_max: int | None = None,
+    repack: bool | None = None,
+    path: Path | None = None,
+) -> LlamaBackend:
     """Resolve, validate and load the model the flags name (`n_seq_max`: the sequences
-    one job may decode at once; None: the runtime's default).
+    one job may decode at once; None: the runtime's default; `repack`: the weights
+    repacked or not, None: `--repack`; `path`: the model, already resolved).
 
     Raises:
         ModelFileError: The file is missing or not a usable GGUF.
@@ -168,7 +211,8 @@ def load_backend(args: argparse.Namespace, *, n_seq_max: int | None = None) -> L
     """
     from backend.session.llama_backend import LlamaBackend
 
-    path = chosen_model_path(model_or_hf(args.model, getattr(args, "hf", None)))
+    if path is None:
+        path = chosen_model_path(model_or_hf(args.model, getattr(args, "hf", None)))
     started = time.perf_counter()
     backend = LlamaBackend.load(
         path,
@@ -178,7 +222,7 @@ def load_backend(args: argparse.Namespace, *, n_seq_max: int | None = None) -> L
         n_gpu_layers=args.gpu_layers,
         log_path=args.log,
         rpc=chosen_rpc(args.rpc),
-        repack=getattr(args, "repack", False),
+        repack=bool(getattr(args, "repack", False)) if repack is None else repack,
         n_seq_max=n_seq_max,
     )
     if getattr(args, "verbose", 0) >= 1:

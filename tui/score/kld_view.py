@@ -1,5 +1,7 @@
 """The score screen with a second model: the text coloured token by token by its KLD,
 the positions to jump to, both models' top candidates side by side, and the summary.
+The second model is the test, the app's model the base (the reference), as
+`samplescope kld --model SECOND --base APP_MODEL` names them.
 
 Model text is appended to `rich.text.Text` as plain text (never parsed as markup).
 """
@@ -9,10 +11,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
 from backend.llama.pieces import visible_piece
+from tui.widgets.phrases import Phrases
 
 if TYPE_CHECKING:  # llama.cpp's bindings load when a text is scored, not with the app
     from backend.score.kld_pair import PairScore
@@ -95,42 +99,44 @@ def next_in(order: list[int], current: int | None, *, cyclic_after: bool) -> int
     return order[0]
 
 
-def candidates_table(pair: PairScore, row: int) -> Table:
-    """Both models' top candidates at a scored row, side by side."""
+def candidates_table(pair: PairScore, row: int) -> Group:
+    """Both models' top candidates at a scored row, side by side under a line of the
+    row's figures (each column as wide as its widest candidate: no gap between a
+    token and its probability)."""
     result = pair.result
     d = result.divergence
     position = int(result.positions[row])
     token = visible_piece(pair.texts[position])
-    table = Table(
-        title=Text.assemble(
-            (f"token {position} ", "bold"),
-            (token, "bold"),
-            f" · KLD {d.kld[row]:.4f} · reverse {d.kld_reverse[row]:.4f}"
-            f" · Δp {100 * d.delta_p[row]:+.2f}%"
-            f" · p base {d.p_base[row]:.4f} · p model {d.p_test[row]:.4f}",
-        ),
-        title_justify="left",
-        expand=True,
-        box=None,
-        padding=(0, 1),
+    title = Phrases(
+        [
+            Text.assemble((f"token {position} ", "bold"), (token, "bold")),
+            f"KLD {d.kld[row]:.4f}",
+            f"reverse {d.kld_reverse[row]:.4f}",
+            f"Δp {100 * d.delta_p[row]:+.2f}%",
+            f"p base {d.p_base[row]:.4f}",
+            f"p test {d.p_test[row]:.4f}",
+        ]
     )
-    table.add_column(f"base: {pair.base_name}", ratio=1)
-    table.add_column("p", justify="right", width=7)
-    table.add_column("the model", ratio=1)
-    table.add_column("p", justify="right", width=7)
+    table = Table(expand=False, box=None, padding=(0, 1), show_edge=False)
+    table.add_column("base", max_width=40, no_wrap=True)  # the summary names both
+    table.add_column("p", justify="right", width=6)
+    table.add_column("", width=3)
+    table.add_column("test", max_width=40, no_wrap=True)
+    table.add_column("p", justify="right", width=6)
     pairs = result.candidates
     if pairs is None:
-        return table
+        return Group(title, table)
     target = int(result.token_ids[row])
     for k in range(pairs.base_ids.shape[1]):
         base_id, test_id = int(pairs.base_ids[row, k]), int(pairs.test_ids[row, k])
         table.add_row(
             _candidate(pair, base_id, target),
             f"{pairs.base_probs[row, k]:.4f}",
+            "",
             _candidate(pair, test_id, target),
             f"{pairs.test_probs[row, k]:.4f}",
         )
-    return table
+    return Group(title, table)
 
 
 def _candidate(pair: PairScore, token: int, target: int) -> Text:
@@ -138,18 +144,34 @@ def _candidate(pair: PairScore, token: int, target: int) -> Text:
     return Text(pair.shown.get(token, f"#{token}"), style="bold" if token == target else "")
 
 
-def summary_text(pair: PairScore) -> Text:
-    """One line: the rule, the main statistics."""
+def summary_text(pair: PairScore) -> Phrases:
+    """The models, the rule, the main statistics: phrases that wrap only between each
+    other."""
     s = pair.summary
     plan = pair.result.plan
     rule = "every position" if plan.every_position else f"chunks of {plan.n_ctx}, second halves"
+    kernels = {choice.kernels for choice in pair.weights.values()}
+    weights = (
+        f"weights {kernels.pop()}"
+        if len(kernels) == 1
+        else ", ".join(f"{role} {choice.kernels}" for role, choice in pair.weights.items())
+    )
+    models = [f"test {pair.test_name}", f"base {pair.base_name}"]
     if s is None:
-        return Text(f"against {pair.base_name}: {rule} · too few positions for statistics")
-    return Text(
-        f"against {pair.base_name} · {s.count} scored ({rule}) · mean KLD {s.kld.value:.4f}"
-        f" · median {s.kld_at('Median'):.4f} · max {s.kld_at('Maximum'):.4f}"
-        f" · same top {100 * s.same_top.value:.1f}% · RMS Δp {100 * s.rms_delta_p.value:.2f}%"
-        f" · PPL model {s.ppl_test.value:.2f} / base {s.ppl_base.value:.2f}",
+        return Phrases([*models, rule, "too few positions for statistics", weights])
+    return Phrases(
+        [
+            *models,
+            f"{s.count} scored ({rule})",
+            f"mean KLD {s.kld.value:.4f}",
+            f"median {s.kld_at('Median'):.4f}",
+            f"max {s.kld_at('Maximum'):.4f}",
+            f"same top {100 * s.same_top.value:.1f}%",
+            f"RMS Δp {100 * s.rms_delta_p.value:.2f}%",
+            f"PPL test {s.ppl_test.value:.2f}",
+            f"PPL base {s.ppl_base.value:.2f}",
+            weights,
+        ],
         style="bold",
     )
 
@@ -176,4 +198,4 @@ def pair_row(pair: PairScore, row: int) -> tuple[object, ...]:
     )
 
 
-PAIR_COLUMNS = ("#", "token", "KLD", "Δp", "p base", "p model", "top base", "", "top model")
+PAIR_COLUMNS = ("#", "token", "KLD", "Δp", "p base", "p test", "top base", "", "top test")

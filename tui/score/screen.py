@@ -1,7 +1,8 @@
 """Score a text in the app: paste or type it, or open a file, and see how the model
 judges each token (probability, rank, entropy, top alternatives) and the perplexity.
-With a second model named (ctrl+b), the text is scored against it instead, as
-`samplescope kld` does: each token coloured by its KLD, `d` and `t` jump to the
+With a second model named (ctrl+b), that model is scored against the app's (the
+base, the reference) instead, as `samplescope kld --model SECOND --base APP_MODEL`
+scores it, by the same code: each token coloured by its KLD, `d` and `t` jump to the
 largest divergences and to where the two models' top tokens differ, and the selected
 token's top candidates of both models side by side (`tui.score.kld_view`).
 
@@ -35,6 +36,7 @@ from backend.errors import FileAccessError
 from backend.llama.pieces import visible_piece
 from backend.session.backend import SessionBackend
 from tui.score import kld_view
+from tui.widgets.phrases import Phrases
 from tui.widgets.score_label import logprob_label
 from tui.widgets.table_fill import fill_table
 from tui.widgets.token_look import rank_style
@@ -47,7 +49,7 @@ Scorer = Callable[[SessionBackend, str], "TextScore"]
 """Scores a text with the model (called on the runner's thread)."""
 
 PairScorer = Callable[[SessionBackend, Path, str], "PairScore"]
-"""Scores a text with the model against a second model file (on the runner's thread)."""
+"""Scores a text with a second model file against the model (on the runner's thread)."""
 
 Job = Callable[[SessionBackend, threading.Event], Iterator[ColumnEvent]]
 """A job of the model's thread (`tui.runner.Job`)."""
@@ -96,21 +98,30 @@ def llama_scorer(backend: SessionBackend, text: str) -> TextScore:
     return score_text(backend, text, stride=max(1, (n_ctx - 1) // 2))
 
 
-def llama_pair_scorer(backend: SessionBackend, base: Path, text: str) -> PairScore:
-    """`samplescope kld`'s rules with the app's model against the model at `base`
-    (loaded beside it for this text, then freed).
+def llama_pair_scorer(backend: SessionBackend, test: Path, text: str) -> PairScore:
+    """`samplescope kld --model TEST --base APP_MODEL` on the text: the model at
+    `test` against the app's model, both loaded for this text as `kld` loads them,
+    then freed (the app's own context is left as it is).
 
     Raises:
         ScoreError: The model is not a llama.cpp one.
-        KldError, VocabularyMismatch, ModelFileError: As `score_against`.
+        KldError, VocabularyMismatch, ModelFileError: As `score_pair`.
     """
-    from backend.score.kld_pair import score_against
+    from backend.score.kld_pair import score_pair
     from backend.score.text_score import ScoreError
     from backend.session.llama_backend import LlamaBackend
 
     if not isinstance(backend, LlamaBackend):
         raise ScoreError("comparing two models needs a llama.cpp model")
-    return score_against(backend, base, text)
+    runtime = backend.runtime
+    return score_pair(
+        runtime.path,
+        test,
+        text,
+        n_threads=runtime.n_threads,
+        log_path=backend.log_path,
+        rpc=runtime.rpc,
+    )
 
 
 class ScoreScreen(Screen[None]):
@@ -170,7 +181,8 @@ class ScoreScreen(Screen[None]):
         self.pair: PairScore | None = None
         """The last result against a second model shown."""
         self.base: Path | None = None
-        """The second model (None: the text is scored by the model alone)."""
+        """The second model, the test against the app's (None: the text is scored by
+        the model alone)."""
         self._ranked: int | None = None  # the row the last `d` went to
         self.scoring = False
 
@@ -185,8 +197,8 @@ class ScoreScreen(Screen[None]):
         )
         yield Input(placeholder="a UTF-8 text file to open (Enter opens it)", id="score-path")
         yield Input(
-            placeholder="a second model (GGUF) to compare with, token by token (Enter sets"
-            " it; empty: the model alone)",
+            placeholder="a second model (GGUF) to test against this one, token by token"
+            " (Enter sets it; empty: the model alone)",
             id="score-base",
         )
         yield TextArea(id="score-text", soft_wrap=True)
@@ -208,6 +220,8 @@ class ScoreScreen(Screen[None]):
     @on(Input.Submitted, "#score-base")
     def _on_base(self, event: Input.Submitted) -> None:
         event.stop()
+        self.forget_pair()  # the old result answers for a model no longer named
+        self.base = None  # until a name is taken
         name = event.value.strip()
         if not name:
             self.base = None
@@ -218,7 +232,7 @@ class ScoreScreen(Screen[None]):
             self.notify(f"no such model file: {path}", severity="error")
             return
         self.base = path
-        self.notify(f"ctrl+s scores the text against {path.name}")
+        self.notify(f"ctrl+s scores {path.name} against this model (the base), token by token")
         self.query_one(TextArea).focus()
 
     # -- input -----------------------------------------------------------------------
@@ -282,6 +296,7 @@ class ScoreScreen(Screen[None]):
         """The job returned; show its error, if any (the result came as `Scored`)."""
         self.scoring = False
         if error is not None:
+            self.forget_pair()  # a failed second model leaves no result of another
             self._summary(Text(error, style="bold red"))
 
     def paint(self) -> None:
@@ -352,6 +367,18 @@ class ScoreScreen(Screen[None]):
         order = [] if self.pair is None else kld_view.tops_differ(self.pair)
         self._jump(order, by_position=True, what="the two models' top tokens differ")
 
+    def forget_pair(self) -> None:
+        """Drop the result against a second model: its table, coloured text, candidates
+        and summary (nothing shown then answers for another model)."""
+        if self.pair is None:
+            return
+        self.pair = None
+        self._ranked = None
+        for name in ("#score-kld-text", "#score-detail"):
+            self.query_one(name).display = False
+        fill_table(self.query_one(DataTable), SCORE_COLUMNS, ())
+        self._summary(Text(""))
+
     def show_score(self, score: TextScore) -> None:
         """Fill the table and the summary with a result."""
         self.score = score
@@ -368,7 +395,7 @@ class ScoreScreen(Screen[None]):
         rows = (score_row(n, token) for n, token in enumerate(score.tokens))
         fill_table(self.query_one(DataTable), SCORE_COLUMNS, rows)
 
-    def _summary(self, text: Text) -> None:
+    def _summary(self, text: Text | Phrases) -> None:
         self.query_one("#score-summary", Static).update(text)
 
     def action_close(self) -> None:

@@ -10,9 +10,12 @@ import sys
 import time
 from pathlib import Path
 
+from backend.llama.repack_probe import Weights
 from backend.llama.vocab_match import check_same_vocabulary
 from backend.score.base_file import BaseFileReader, BaseFileWriter, check_save_target
 from backend.score.kld import (
+    KLD_BATCH,
+    KLD_CTX,
     FileBase,
     KldError,
     KldPlan,
@@ -32,17 +35,17 @@ from tui.cli.kld_report import CHUNK_HEADER, chunk_line, kld_json, summary_lines
 from tui.cli.model_flags import (
     add_model_flags,
     chosen_model_path,
-    chosen_repack,
     chosen_rpc,
+    chosen_weights,
     model_or_hf,
 )
 from tui.cli.text_input import read_text
 from tui.cli.verbose import log
 
 #: llama-perplexity's default context (tokens a chunk).
-DEFAULT_CTX = 512
+DEFAULT_CTX = KLD_CTX
 #: llama-perplexity's default micro-batch: a chunk of 512 is decoded in one.
-DEFAULT_BATCH = 512
+DEFAULT_BATCH = KLD_BATCH
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -59,7 +62,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "base's log-probabilities kept 16 nats under the top. A text under two contexts "
             "is scored on every position in one pass instead (the output says which rule). "
             "Prints llama-perplexity's block of statistics with its uncertainties; --json "
-            "adds every scored token's KLD (both ways), Δp and top tokens."
+            "adds every scored token's KLD (both ways), Δp and top tokens. The weights are "
+            "repacked for llama.cpp's CPU kernels, as llama-perplexity loads them, where "
+            "those kernels run here (--no-repack: plain); the output says which ran."
         ),
     )
     parser.add_argument("file", metavar="TEXT_FILE", help="a UTF-8 text file; - reads stdin")
@@ -84,7 +89,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--force", action="store_true", help="let --save-base replace an existing file"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    add_model_flags(parser, ctx=DEFAULT_CTX)
+    add_model_flags(parser, ctx=DEFAULT_CTX, one_sequence=True)
     for action in parser._actions:
         if action.dest == "ctx":
             action.help = (
@@ -96,7 +101,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run, ctx=None, batch=DEFAULT_BATCH)
 
 
-def _load(path: Path, args: argparse.Namespace, n_ctx: int) -> LlamaBackend:
+def _load(path: Path, args: argparse.Namespace, n_ctx: int, weights: Weights) -> LlamaBackend:
     """A model for scoring chunks of `n_ctx` with the flags' threads, layers and log."""
     return load_scorer(
         path,
@@ -106,8 +111,18 @@ def _load(path: Path, args: argparse.Namespace, n_ctx: int) -> LlamaBackend:
         n_gpu_layers=args.gpu_layers,
         log_path=args.log,
         rpc=chosen_rpc(args.rpc),
-        repack=chosen_repack(args.repack),
+        repack=weights.repack,
     )
+
+
+def weights_line(weights: dict[str, Weights]) -> str:
+    """Which kernels ran for each model, e.g. "test repacked, base repacked
+    (llama-perplexity's default; --no-repack: plain)"."""
+    reasons = {choice.reason for choice in weights.values()}
+    if len(reasons) == 1:
+        kernels = ", ".join(f"{role} {choice.kernels}" for role, choice in weights.items())
+        return f"{kernels} ({reasons.pop()})"
+    return ", ".join(f"{role} {choice.describe()}" for role, choice in weights.items())
 
 
 def _check_args(args: argparse.Namespace) -> None:
@@ -159,7 +174,8 @@ def run(args: argparse.Namespace) -> int:
     writer: BaseFileWriter | None = None
     try:
         n_ctx = reader.layout.n_ctx if reader else (args.ctx or DEFAULT_CTX)
-        test = _load(test_path, args, n_ctx)
+        weights = {"test": chosen_weights(args, test_path)}
+        test = _load(test_path, args, n_ctx, weights["test"])
         backends.append(test)
         tokens = text_tokens(test.runtime, text)
         if reader is not None:
@@ -169,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
             if plan.n_ctx > test.runtime.n_ctx:  # a short text longer than one context
                 test.close()
                 backends.remove(test)
-                test = _load(test_path, args, plan.n_ctx)
+                test = _load(test_path, args, plan.n_ctx, weights["test"])
                 backends.append(test)
         if plan.n_ctx > test.runtime.n_ctx:
             raise KldError(
@@ -181,7 +197,8 @@ def run(args: argparse.Namespace) -> int:
             base_name = args.base_logits
         else:
             assert base_path is not None  # --base or --base-logits is required
-            base = _load(base_path, args, plan.n_ctx)
+            weights["base"] = chosen_weights(args, base_path)
+            base = _load(base_path, args, plan.n_ctx, weights["base"])
             backends.append(base)
             check_same_vocabulary(test.runtime, base.runtime, ("the model", "the base"))
             if args.save_base is not None:
@@ -217,11 +234,15 @@ def run(args: argparse.Namespace) -> int:
             backend.close()
     summary = summarize(result.totals)
     if args.json:
-        print(json.dumps(kld_json(result, summary, texts), ensure_ascii=False))
+        kernels = {role: choice.kernels for role, choice in weights.items()}
+        print(
+            json.dumps({**kld_json(result, summary, texts), "weights": kernels}, ensure_ascii=False)
+        )
         return 0
     print(f"rule: {plan.describe()}")
     print(f"test: {test_path}")
     print(f"base: {base_name}")
+    print(f"weights: {weights_line(weights)}")
     print(f"{summary.count} positions in {elapsed:.2f} s ({summary.count / elapsed:.1f} tokens/s)")
     print()
     print("\n".join(summary_lines(summary)))

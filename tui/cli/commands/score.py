@@ -8,7 +8,13 @@ from typing import Any
 
 from backend.llama.pieces import visible_piece
 from backend.score.text_score import TOP_ALTERNATIVES, ScoreError, TextScore, score_text
-from tui.cli.model_flags import add_model_flags, load_backend
+from tui.cli.model_flags import (
+    add_model_flags,
+    chosen_model_path,
+    chosen_weights,
+    load_backend,
+    model_or_hf,
+)
 from tui.cli.text_input import read_text
 
 
@@ -25,7 +31,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "position (as llama-perplexity does), plain text: no chat template, no special "
             "markers. A text longer than the context needs --stride: it is then scored in "
             "windows of --window tokens advancing by --stride, each token after the first "
-            "window with at least window - stride tokens before it."
+            "window with at least window - stride tokens before it. The weights are "
+            "repacked for llama.cpp's CPU kernels, as llama-perplexity loads them, where "
+            "those kernels run here (--no-repack: plain); the output says which ran."
         ),
     )
     parser.add_argument("file", metavar="FILE", help="a UTF-8 text file; - reads stdin")
@@ -46,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"alternatives per token (default {TOP_ALTERNATIVES})",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    add_model_flags(parser, ctx=4096)
+    add_model_flags(parser, ctx=4096, one_sequence=True)
     parser.set_defaults(func=run)
 
 
@@ -108,13 +116,16 @@ def run(args: argparse.Namespace) -> int:
         raise ScoreError(f"invalid --top {args.top}: expected 0 or more")
     if not text:
         raise ScoreError("the text is empty: there is nothing to score")
-    backend = load_backend(args)
+    path = chosen_model_path(model_or_hf(args.model, getattr(args, "hf", None)))
+    weights = chosen_weights(args, path)
+    backend = load_backend(args, n_seq_max=1, repack=weights.repack, path=path)
     try:
         score = score_text(backend, text, window=args.window, stride=args.stride, top_n=args.top)
     finally:
         backend.close()
     if args.json:
-        print(json.dumps(score_json(score), ensure_ascii=False))
+        print(json.dumps({**score_json(score), "weights": weights.kernels}, ensure_ascii=False))
     else:
         print("\n".join(score_lines(score)))
+        print(f"weights: {weights.describe()}")
     return 0
