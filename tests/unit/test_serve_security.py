@@ -28,7 +28,8 @@ from sampling.registry import registry
 from sampling.settings import SamplerSettings
 from tui.chat.setting_input import read_setting_text
 from tui.cli.commands.serve import ServeError, app_command, served_token
-from tui.cli.serve_gate import TOKEN_COOKIE, TOKEN_ENV, GatedServer, serve_gate
+from tui.cli.serve_gate import TOKEN_ENV, serve_gate
+from tui.cli.serve_server import GatedServer
 from tui.preset_commands import import_preset
 
 
@@ -158,7 +159,7 @@ async def serve_and(
         host="127.0.0.1",
         port=port,
         public_url=None,
-        open_url=f"http://127.0.0.1:{port}",
+        open_urls=[f"http://127.0.0.1:{port}"],
     )
     test_server = TestServer(await server._make_app(), host="127.0.0.1", port=port)
     await test_server.start_server()
@@ -207,13 +208,18 @@ def test_without_the_token_the_page_and_the_websocket_get_401_and_no_app_starts(
             async with session.get(f"http://{base}/") as page:
                 assert page.status == 401
             assert apps_started(marker) == 0
+            assert await handshake_status(session, f"ws://{base}/ws/{'k' * 31}x") == 401
+            assert apps_started(marker) == 0
         # A browser keeps a cookie of an IP address's page (aiohttp's jar only if unsafe).
         async with ClientSession(cookie_jar=CookieJar(unsafe=True)) as session:
             async with session.get(f"http://{base}/?token={token}") as page:
                 assert page.status == 200
-                assert page.cookies[TOKEN_COOKIE].value == token
-            # The page's own websocket carries the cookie the page set.
-            async with session.ws_connect(f"ws://{base}/ws"):
+                assert "Set-Cookie" not in page.headers  # a cookie would reach every port
+                assert page.headers["Referrer-Policy"] == "no-referrer"
+            assert len(session.cookie_jar) == 0
+            # The page's websocket carries the token in its path (the page's script puts
+            # it there from the page's own address).
+            async with session.ws_connect(f"ws://{base}/ws/{token}?width=80&height=24"):
                 assert await apps_reach(marker, 1) == 1
 
     asyncio.run(serve_and(marker, token, 2, check))
@@ -295,3 +301,105 @@ def test_a_port_in_use_or_an_unknown_address_is_one_line_before_any_banner(
     assert main(["serve", "--host", "no-such-host.invalid", "--port", "8000"]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("samplescope: cannot listen on no-such-host.invalid:8000: unknown")
+
+
+def test_a_token_from_the_environment_must_go_in_an_address_as_it_is() -> None:
+    for token in ("with space 123456", "a/b" * 6, "t&x=1" * 4, "é" * 16):
+        with pytest.raises(ServeError, match="letters, digits"):
+            served_token("0.0.0.0", {TOKEN_ENV: token})
+    assert served_token("0.0.0.0", {TOKEN_ENV: "Ab0-_.~" * 3}) == "Ab0-_.~" * 3
+
+
+def test_the_addresses_printed_are_ones_a_browser_can_open() -> None:
+    from tui.cli.serve_server import open_urls, outgoing_address
+
+    assert open_urls("127.0.0.1", 8000, None, None) == ["http://127.0.0.1:8000"]
+    assert open_urls("::1", 8000, None, "t" * 16) == [f"http://[::1]:8000/?token={'t' * 16}"]
+    assert open_urls("0.0.0.0", 8000, "https://scope.example/", "t" * 16) == [
+        f"https://scope.example/?token={'t' * 16}"
+    ]
+    # Every address: this machine's loopback one, and the one its traffic leaves by
+    # (never 0.0.0.0, which names no machine a browser can reach).
+    lan = outgoing_address(socket.AF_INET)
+    assert open_urls("0.0.0.0", 8000, None, None) == [
+        f"http://{name}:8000" for name in ["127.0.0.1", *([lan] if lan else [])]
+    ]
+
+
+def test_the_page_asks_nothing_of_another_site_and_every_asset_it_names_is_served(
+    tmp_path: Path,
+) -> None:
+    import re
+
+    marker = tmp_path / "apps"
+    token = "k" * 32
+
+    async def check(base: str) -> None:
+        async with ClientSession() as session:
+            async with session.get(f"http://{base}/?token={token}") as page:
+                html = await page.text()
+            assets = re.findall(r'(?:href|src|url\()="?([^"\s)]+)', html)
+            assert "static/js/textual.js" in assets and "data:," in assets
+            assert not [a for a in assets if "//" in a or a.startswith("/")], assets
+            for asset in assets:
+                if not asset.startswith("data:"):  # relative to the page: no token needed
+                    async with session.get(f"http://{base}/{asset}") as answer:
+                        assert answer.status == 200, asset
+            assert "googleapis" not in html
+
+    asyncio.run(serve_and(marker, token, 2, check))
+    assert apps_started(marker) == 0
+
+
+def test_the_access_log_shows_no_token(tmp_path: Path) -> None:
+    import os
+    import time
+    import urllib.error
+    import urllib.request
+
+    token = "Secret-" + "x" * 25
+    port = free_port()
+    env = {
+        **os.environ,
+        "SAMPLESCOPE_SERVE_TOKEN": token,
+        "SAMPLESCOPE_DATA_DIR": str(tmp_path / "data"),
+        "SAMPLESCOPE_CONFIG_DIR": str(tmp_path / "config"),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+    }
+    command = [sys.executable, "-m", "tui.cli.main", "serve", "--port", str(port)]
+    log_path = tmp_path / "serve.log"
+    with log_path.open("wb") as log:
+        server = subprocess.Popen(
+            command, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"{base}/static/css/xterm.css", timeout=1).close()
+                break
+            except OSError:
+                assert server.poll() is None, log_path.read_text()
+                time.sleep(0.1)
+        statuses = []
+        for path in (f"/?token={token}", f"/static/js/textual.js?token={token}", f"/ws/{token}x"):
+            try:
+                with urllib.request.urlopen(f"{base}{path}", timeout=10) as answer:
+                    statuses.append(answer.status)
+            except urllib.error.HTTPError as error:
+                statuses.append(error.code)
+        assert statuses == [200, 200, 401]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    lines = log_path.read_text().splitlines()
+    assert lines[:3] == [  # the banner: the address to open on a line of its own
+        "samplescope: serving the app at",
+        f"  {base}/?token={token}",
+        "Press Ctrl+C to stop.",
+    ]
+    access = "\n".join(lines[3:])
+    assert "Secret" not in access, access
+    assert '"GET /" 200' in access
+    assert '"GET /static/js/textual.js" 200' in access
+    assert '"GET /ws/{token}" 401' in access
