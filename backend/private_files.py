@@ -56,6 +56,19 @@ def private_file(path: Path) -> None:
     os.close(descriptor)
 
 
+def private_database(path: Path) -> None:
+    """`private_file` for an SQLite database, and its companion files narrowed when
+    there (SQLite gives the -wal, -shm and -journal files it makes the database's own
+    permissions).
+
+    Raises:
+        OSError: It cannot be created.
+    """
+    private_file(path)
+    for companion in ("-wal", "-shm", "-journal"):
+        narrow(path.with_name(path.name + companion))
+
+
 def narrow(path: Path) -> None:
     """Take away every permission of others on an existing file of ours (a missing
     file, or one we may not change, is left)."""

@@ -40,7 +40,7 @@ from pathlib import Path
 from types import TracebackType
 
 from backend.chat.protocol import Role
-from backend.private_files import narrow, private_file, private_folder
+from backend.private_files import private_database, private_folder
 from backend.store import branches as store_branches
 from backend.store import read as store_read
 from backend.store.branches import Fork
@@ -116,12 +116,10 @@ class ChatStore:
             raise StoreError(
                 f"cannot create the chat database's folder {self.path.parent}: {error}"
             ) from error
-        try:  # SQLite gives its -wal and -shm files the database's own permissions
-            private_file(self.path)
+        try:
+            private_database(self.path)
         except OSError as error:
             raise StoreError(f"cannot create the chat database {self.path}: {error}") from error
-        for companion in ("-wal", "-shm", "-journal"):
-            narrow(self.path.with_name(self.path.name + companion))
         with self._guard("open"):
             self._conn = sqlite3.connect(
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False

@@ -80,6 +80,20 @@ def test_an_older_open_database_is_narrowed_and_its_folder_warned_about(
     assert mode(data) == 0o755  # a folder is the user's to change: told, not changed
 
 
+def test_older_open_write_ahead_files_are_narrowed_when_the_database_opens(
+    folders: tuple[Path, Path],
+) -> None:
+    data, _logs = folders
+    path = data / "chats.sqlite3"
+    with ChatStore(path) as first:  # its -wal and -shm stay while it is open
+        first.new_chat("a private question", None)
+        companions = [data / "chats.sqlite3-wal", data / "chats.sqlite3-shm"]
+        for companion in [path, *companions]:
+            os.chmod(companion, 0o644)  # as an earlier samplescope left them
+        with ChatStore(path):
+            assert [mode(p) for p in [path, *companions]] == [0o600] * 3
+
+
 def broken(args: argparse.Namespace) -> int:
     raise RuntimeError("boom")
 
