@@ -4,7 +4,8 @@ The gate never raises (a request it cannot read is refused, not a 500), its refu
 is one line (a header value never splits the response), and it lets through only what
 names the served address: a `Host` or `Origin` it accepts spells a loopback name and
 the served port, and a token it accepts is the token. Examples per run come from the
-hypothesis profile (tests/conftest.py): three properties of 100 examples each.
+hypothesis profile (tests/conftest.py): four properties of 100 examples each. The access
+log never shows a query or a token.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import re
 
 from aiohttp import web
 from aiohttp.test_utils import make_mocked_request
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tui.cli.serve_gate import gate_middleware, serve_gate
@@ -151,3 +152,26 @@ def test_a_huge_header_is_refused_in_one_short_line() -> None:
         refused = GATE.refusal(host, None, TOKEN, needs_token=True)
         assert refused is not None and refused.status == 403
         assert "\n" not in refused.reason
+
+
+@HEALTH
+@given(
+    st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=16),
+    st.text(st.characters(whitelist_categories=("L", "N"), whitelist_characters="-_.~"),
+            min_size=16, max_size=40),
+    st.booleans(),
+)  # fmt: skip
+def test_the_access_log_never_shows_a_query_or_a_token(
+    path: str, token: str, in_route: bool
+) -> None:
+    from urllib.parse import quote
+
+    from tui.cli.serve_server import logged_path
+
+    assume(token not in path)
+    if in_route:
+        request = make_mocked_request("GET", f"/ws/{quote(token)}", match_info={"token": token})
+    else:
+        request = make_mocked_request("GET", f"/{quote(path)}?token={quote(token)}&x=1")
+    logged = logged_path(request)
+    assert token not in logged and "x=1" not in logged
