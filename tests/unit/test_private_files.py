@@ -161,3 +161,10 @@ def test_the_app_says_so_in_a_notice_when_its_folders_are_open(
     finally:
         assert app.store is not None
         app.store.close()
+
+
+def test_llama_cpps_log_beside_the_errors_log_is_private_too(tmp_path: Path) -> None:
+    from backend.llama.log import install_llama_log
+
+    log = install_llama_log(tmp_path / "logs" / "llama.log")
+    assert mode(log.parent) == 0o700 and mode(log) == 0o600
