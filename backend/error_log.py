@@ -1,22 +1,33 @@
 """The errors log: the full traceback of an error nobody foresaw, appended to
 `<log dir>/errors.log` for a bug report (the user is told one line and where).
 
+The log is its owner's alone (0600 in a 0700 folder: it holds command lines, prompts
+included) and bounded: past `MAX_LOG_BYTES` it becomes `errors.log.1` (the one before
+is dropped) and a new one starts, the standard library's `RotatingFileHandler` doing
+the turning, so the newest tracebacks are always kept.
+
 A module of its own at the top of `backend`, below every other unit: the generation
 loop logs here as the commands and the app do.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import traceback
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
 import platformdirs
 
+from backend.private_files import private_file, private_folder
+
 ERRORS_LOG = "errors.log"
+MAX_LOG_BYTES = 1 << 20
+"""Past this size (1 MiB) the log is turned over: at most twice this is kept."""
 LOG_DIR_ENV = "SAMPLESCOPE_LOG_DIR"
 """Overrides the log directory (tests use it to stay out of the real home directory)."""
 
@@ -35,13 +46,40 @@ def log_traceback(error: BaseException, argv: Sequence[str]) -> Path | None:
     path = log_dir() / ERRORS_LOG
     lines = traceback.format_exception(error)
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
+    entry = f"--- {stamp} samplescope {' '.join(argv)}\n{''.join(lines)}"
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8", errors="replace") as log:
-            log.write(f"--- {stamp} samplescope {' '.join(argv)}\n{''.join(lines)}\n")
+        private_folder(path.parent)
+        private_file(path)
+        handler = _PrivateRotatingLog(path)
+        try:
+            handler.emit(logging.makeLogRecord({"msg": entry}))
+        finally:
+            handler.close()
     except OSError:
         return None
     return path
+
+
+class _PrivateRotatingLog(RotatingFileHandler):
+    """The log file, turned over past `MAX_LOG_BYTES`; each new file is made 0600
+    before it is opened, and a failed write raises (the caller says it was not logged)
+    instead of the handler's report on stderr."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(
+            path, maxBytes=MAX_LOG_BYTES, backupCount=1, encoding="utf-8", errors="replace"
+        )
+        self.rotator = _rotate_privately
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        """Raise the error being handled (emit calls this inside its `except`)."""
+        raise
+
+
+def _rotate_privately(source: str, dest: str) -> None:
+    """Turn the log over: the full one becomes `dest`, an empty 0600 one takes its place."""
+    os.replace(source, dest)
+    private_file(Path(source))
 
 
 def one_line(error: BaseException, path: Path | None) -> str:

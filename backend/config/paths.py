@@ -12,7 +12,9 @@ from pathlib import Path
 
 import platformdirs
 
+from backend.error_log import log_dir
 from backend.errors import FileAccessError
+from backend.private_files import exposed_folder_warning
 
 APP_NAME = "samplescope"
 DATA_DIR_ENV = "SAMPLESCOPE_DATA_DIR"
@@ -45,6 +47,17 @@ def default_store_path() -> Path:
 def default_config_path() -> Path:
     """The config file: `<config dir>/config.toml`."""
     return config_dir() / CONFIG_FILENAME
+
+
+def exposed_folder_warnings() -> list[str]:
+    """A line for the data folder (the chats) and one for the log folder (command
+    lines) when other users can read it: samplescope makes them 0700, but one made
+    before, or by hand, may be open."""
+    found = (
+        exposed_folder_warning(data_dir(), "your chats"),
+        exposed_folder_warning(log_dir(), "the errors log"),
+    )
+    return [line for line in found if line is not None]
 
 
 def rpc_cache_dir() -> Path:

@@ -183,7 +183,7 @@ def _parse(reader: ValueReader) -> GgufFile:
     magic = bytes(reader.buffer[:4])
     if magic != GGUF_MAGIC:
         raise reader.fail(
-            f"not a GGUF model file (it starts with {magic!r}, a GGUF file starts with b'GGUF')"
+            "not a GGUF model file (a GGUF file starts with the bytes GGUF, this one does not)"
         )
     reader.pos = 4
     version = reader.u32()

@@ -18,6 +18,7 @@ from typing import IO
 import llama_cpp
 import platformdirs
 
+from backend.private_files import private_file, private_folder
 from sampling.errors import SamplescopeError
 
 #: ggml log levels (enum ggml_log_level in the ggml that llama-cpp-python 0.3.36 ships;
@@ -85,7 +86,12 @@ def install_llama_log(path: Path | None = None) -> Path:
     """
     global _file, _path
     target = Path(path) if path is not None else default_log_path()
-    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        private_folder(target.parent)  # the errors log's folder too: 0700
+    except OSError as error:
+        raise LogFileError(
+            f"cannot write llama.cpp's log to {target}: {error.strerror or error}"
+        ) from None
     with _lock:
         if _path != target or _file is None:
             if _file is not None:
@@ -97,6 +103,7 @@ def install_llama_log(path: Path | None = None) -> Path:
             except OSError:
                 pass  # no previous log
             try:
+                private_file(target)
                 _file = target.open("a", encoding="utf-8")
             except OSError as error:
                 raise LogFileError(

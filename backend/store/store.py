@@ -40,6 +40,7 @@ from pathlib import Path
 from types import TracebackType
 
 from backend.chat.protocol import Role
+from backend.private_files import private_database, private_folder
 from backend.store import branches as store_branches
 from backend.store import read as store_read
 from backend.store.branches import Fork
@@ -87,7 +88,8 @@ class ChatStore:
     """The chat database.
 
     Args:
-        path: The database file (its directory is created); the front ends name
+        path: The database file (created readable by its owner alone, 0600, in a
+            folder created 0700 when missing); the front ends name
             `backend.config.paths.default_store_path()` when the user names none.
         clock: Returns the current time (aware datetime); tests pass a fixed one.
 
@@ -109,11 +111,15 @@ class ChatStore:
         self._lock = threading.RLock()
         self._hash_cache: dict[tuple[str, int, int], str] = {}
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_folder(self.path.parent)
         except OSError as error:
             raise StoreError(
                 f"cannot create the chat database's folder {self.path.parent}: {error}"
             ) from error
+        try:
+            private_database(self.path)
+        except OSError as error:
+            raise StoreError(f"cannot create the chat database {self.path}: {error}") from error
         with self._guard("open"):
             self._conn = sqlite3.connect(
                 self.path, timeout=timeout, isolation_level=None, check_same_thread=False

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -24,6 +25,8 @@ import urllib.request
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -31,6 +34,9 @@ from backend.config.paths import default_store_path
 from backend.store.store import ChatStore
 from tui.cli.commands.serve import app_command, checked_app_args, is_loopback
 from tui.cli.main import main
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Page
 
 CHROMIUM = os.environ.get("SAMPLESCOPE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -85,7 +91,7 @@ class PortTaken(Exception):
 
 
 def wait_for_port(
-    port: int, server: subprocess.Popen[bytes], timeout: float, log_path: Path
+    port: int, server: subprocess.Popen[bytes], timeout: float, log_path: Path, query: str = ""
 ) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -95,7 +101,7 @@ def wait_for_port(
                 raise PortTaken(output)
             raise AssertionError(f"the server exited with {server.returncode}:\n{output}")
         try:  # the server's page: not whatever else may listen on the port
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1) as page:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/{query}", timeout=1) as page:
                 if page.status == 200:
                     return
         except OSError:
@@ -117,19 +123,28 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def serving(log_path: Path, ports: Callable[[], int] = free_port) -> Iterator[str]:
-    """`samplescope serve` on a free loopback port (another one when the port is taken
-    before the server binds it); its URL."""
+def serving(
+    log_path: Path,
+    ports: Callable[[], int] = free_port,
+    serve_options: tuple[str, ...] = (),
+    token: str | None = None,
+) -> Iterator[str]:
+    """`samplescope serve` on a free port (another one when the port is taken before
+    the server binds it), on loopback unless `serve_options` say otherwise; its URL on
+    127.0.0.1. `token` is given as $SAMPLESCOPE_SERVE_TOKEN."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(Path(__file__).resolve().parents[2]), env.get("PYTHONPATH")) if p
     )
+    if token is not None:
+        env["SAMPLESCOPE_SERVE_TOKEN"] = token
+    query = "" if token is None else f"?token={token}"
     for _ in range(PORT_TRIES):
         port = ports()
         command = [sys.executable, "-m", "tui.cli.main", "serve", "--port", str(port)]
         with log_path.open("wb") as log:
             process = subprocess.Popen(
-                [*command, "--", *APP_OPTIONS],
+                [*command, *serve_options, "--", *APP_OPTIONS],
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -138,7 +153,7 @@ def serving(log_path: Path, ports: Callable[[], int] = free_port) -> Iterator[st
             )
         try:
             try:
-                wait_for_port(port, process, START_SECONDS, log_path)
+                wait_for_port(port, process, START_SECONDS, log_path, query)
             except PortTaken:
                 continue
             yield f"http://127.0.0.1:{port}"
@@ -156,6 +171,51 @@ def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     monkeypatch.setenv("SAMPLESCOPE_CONFIG_DIR", str(tmp_path / "config"))
     with serving(tmp_path / "serve.log") as url:
         yield url
+
+
+class Traffic:
+    """What a page asked for: every request, the ones that failed or got an error
+    status, and its websockets."""
+
+    def __init__(self, page: Page) -> None:
+        self.requests: list[str] = []
+        self.failed: list[str] = []
+        self.websockets: list[str] = []
+        page.on("request", lambda request: self.requests.append(request.url))
+        page.on("requestfailed", lambda request: self.failed.append(request.url))
+        page.on(
+            "response",
+            lambda response: response.status >= 400 and self.failed.append(response.url),
+        )
+        page.on("websocket", lambda socket: self.websockets.append(socket.url))
+
+    def foreign(self, origin: str) -> list[str]:
+        """The requests to anywhere but `origin` (its page's own)."""
+        return [url for url in self.requests if urlsplit(url).netloc != urlsplit(origin).netloc]
+
+
+def open_app(browser: Browser, url: str) -> tuple[Page, Traffic]:
+    """A page opened at `url`, once the app's websocket is open and its first bytes
+    arrived."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    traffic = Traffic(page)
+    page.goto(url, wait_until="domcontentloaded", timeout=START_SECONDS * 1000)
+    # The page shows the app once the app's first bytes arrive.
+    page.wait_for_selector("body.-first-byte", timeout=START_SECONDS * 1000)
+    page.wait_for_selector("#terminal.-connected", timeout=START_SECONDS * 1000)
+    return page, traffic
+
+
+ERROR_STATUS = re.compile(r'"GET (\S+)" [45]\d\d\b')
+"""An access log line of a request that got an error status."""
+
+
+def served_urls(log_path: Path) -> list[str]:
+    """The addresses `serve` printed, each on its line under "serving the app at"."""
+    lines = log_path.read_text(errors="replace").splitlines()
+    start = lines.index("samplescope: serving the app at") + 1
+    end = lines.index("Press Ctrl+C to stop.")
+    return [line.strip() for line in lines[start:end]]
 
 
 def expected_reply(capsys: pytest.CaptureFixture[str]) -> str:
@@ -179,7 +239,7 @@ def saved_turns() -> list[tuple[str, str]]:
 
 
 def test_the_page_loads_and_a_message_gets_the_models_reply(
-    chromium: str, server: str, capsys: pytest.CaptureFixture[str]
+    chromium: str, server: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     from playwright.sync_api import sync_playwright
 
@@ -190,11 +250,7 @@ def test_the_page_loads_and_a_message_gets_the_models_reply(
             executable_path=chromium, args=CHROMIUM_ARGS, headless=True
         )
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 900})
-            page.goto(server, wait_until="domcontentloaded", timeout=START_SECONDS * 1000)
-            # The page shows the app once the app's first bytes arrive.
-            page.wait_for_selector("body.-first-byte", timeout=START_SECONDS * 1000)
-            page.wait_for_selector("#terminal.-connected", timeout=START_SECONDS * 1000)
+            page, traffic = open_app(browser, server)
             time.sleep(1)
             before = page.screenshot()
             page.focus("textarea.xterm-helper-textarea")  # xterm.js takes the keys there
@@ -219,6 +275,48 @@ def test_the_page_loads_and_a_message_gets_the_models_reply(
             browser.close()
     assert saved_turns() == [("user", PROMPT), ("assistant", reply)]
     assert after != before
+    # Nothing from another site (no web fonts: textual-serve's own), nothing missing.
+    assert traffic.foreign(server) == [] and traffic.failed == []
+    assert any("/static/fonts/RobotoMono" in url for url in traffic.requests)
+    errors = ERROR_STATUS.findall((tmp_path / "serve.log").read_text(errors="replace"))
+    assert errors == []  # the favicon's 404 the browser asks for unseen, too
+
+
+def test_on_every_address_the_printed_addresses_and_any_other_give_a_working_app(
+    chromium: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`serve --host 0.0.0.0`: each printed address, and 127.0.0.2 (printed nowhere),
+    opens the app: the page finds its websocket at its own address, and asks nothing of
+    another site."""
+    from playwright.sync_api import sync_playwright
+
+    monkeypatch.setenv("SAMPLESCOPE_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("SAMPLESCOPE_CONFIG_DIR", str(tmp_path / "config"))
+    token = "Tok-" + "x" * 28
+    log_path = tmp_path / "serve.log"
+    options = ("--host", "0.0.0.0", "--max-tabs", "3")
+    with serving(log_path, serve_options=options, token=token) as loopback:
+        printed = served_urls(log_path)
+        assert printed[0] == f"{loopback}/?token={token}"
+        assert all(urlsplit(url).hostname != "0.0.0.0" for url in printed)
+        # textual.js fetches a page's `ping` address, of any site, unless the page drops it.
+        other = printed[0].replace("127.0.0.1", "127.0.0.2") + "&ping=http://ping.invalid/"
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(
+                executable_path=chromium, args=CHROMIUM_ARGS, headless=True
+            )
+            try:
+                for url in [*printed, other]:
+                    page, traffic = open_app(browser, url)
+                    page.close()
+                    host = urlsplit(url).netloc
+                    assert [urlsplit(ws).netloc for ws in traffic.websockets] == [host], url
+                    assert traffic.foreign(url) == [] and traffic.failed == [], url
+            finally:
+                browser.close()
+    access = log_path.read_text(errors="replace").split("Press Ctrl+C to stop.")[1]
+    assert token not in access  # the access log shows paths without the token
+    assert ERROR_STATUS.findall(access) == []
 
 
 def test_serve_listens_on_loopback_unless_asked_and_checks_the_apps_options(

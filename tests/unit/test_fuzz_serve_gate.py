@@ -4,7 +4,8 @@ The gate never raises (a request it cannot read is refused, not a 500), its refu
 is one line (a header value never splits the response), and it lets through only what
 names the served address: a `Host` or `Origin` it accepts spells a loopback name and
 the served port, and a token it accepts is the token. Examples per run come from the
-hypothesis profile (tests/conftest.py): three properties of 100 examples each.
+hypothesis profile (tests/conftest.py): four properties of 100 examples each. The access
+log never shows a query or a token.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ import re
 
 from aiohttp import web
 from aiohttp.test_utils import make_mocked_request
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tui.cli.serve_gate import TOKEN_COOKIE, gate_middleware, serve_gate
+from tui.cli.serve_gate import gate_middleware, serve_gate
 
 HEALTH = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 PORT = 8566
@@ -85,11 +86,16 @@ def test_the_gate_refuses_in_one_line_and_lets_through_only_this_server(
 
 
 async def through_middleware(
-    headers: dict[str, str], path: str, cookie: str | None
+    headers: dict[str, str], path: str, path_token: str | None
 ) -> web.StreamResponse:
-    if cookie is not None:
-        headers = {**headers, "Cookie": f"{TOKEN_COOKIE}={cookie}"}
-    request = make_mocked_request("GET", path, headers=headers)
+    """The gate's answer to a request for `path`, or, with `path_token`, for the
+    websocket route carrying that token (`/ws/{token}`)."""
+    if path_token is not None:
+        request = make_mocked_request(
+            "GET", "/ws/x", headers=headers, match_info={"token": path_token}
+        )
+    else:
+        request = make_mocked_request("GET", path, headers=headers)
 
     async def handler(request: web.Request) -> web.StreamResponse:
         return web.Response(text="app")
@@ -114,14 +120,18 @@ header_text = st.text(
     st.one_of(st.none(), st.just(TOKEN), header_text),
 )  # fmt: skip
 def test_any_request_is_answered_or_refused_never_an_error(
-    host: str, origin: str | None, path: str, cookie: str | None
+    host: str, origin: str | None, path: str, path_token: str | None
 ) -> None:
     headers = {"Host": host} | ({"Origin": origin} if origin is not None else {})
-    response = asyncio.run(through_middleware(headers, path, cookie))
+    response = asyncio.run(through_middleware(headers, path, path_token))
     assert response.status in (200, 401, 403)
+    assert response.headers["Referrer-Policy"] == "no-referrer"
+    assert "Set-Cookie" not in response.headers
     if response.status == 200:
         assert host in (f"localhost:{PORT}", f"127.0.0.1:{PORT}")
         assert origin in (None, f"http://localhost:{PORT}")
+        if path_token is not None:
+            assert path_token == TOKEN
 
 
 @HEALTH
@@ -130,10 +140,10 @@ def test_only_the_token_itself_passes(token: str | None) -> None:
     assert (GATE.token_refusal(token) is None) == (token == TOKEN)
 
 
-def test_a_cookie_that_is_not_utf8_is_refused_not_an_error() -> None:
-    """aiohttp's parser reads a header's non-UTF-8 bytes as lone surrogates."""
-    for cookie in ("\udcff", TOKEN + "\udcff", "\udcff" * 1000):
-        refused = GATE.refusal(f"localhost:{PORT}", None, cookie, needs_token=True)
+def test_a_token_that_is_not_utf8_is_refused_not_an_error() -> None:
+    """aiohttp's parser reads a request's non-UTF-8 bytes as lone surrogates."""
+    for token in ("\udcff", TOKEN + "\udcff", "\udcff" * 1000):
+        refused = GATE.refusal(f"localhost:{PORT}", None, token, needs_token=True)
         assert refused is not None and refused.status == 401
 
 
@@ -142,3 +152,26 @@ def test_a_huge_header_is_refused_in_one_short_line() -> None:
         refused = GATE.refusal(host, None, TOKEN, needs_token=True)
         assert refused is not None and refused.status == 403
         assert "\n" not in refused.reason
+
+
+@HEALTH
+@given(
+    st.text(st.characters(blacklist_categories=("Cs", "Cc")), max_size=16),
+    st.text(st.characters(whitelist_categories=("L", "N"), whitelist_characters="-_.~"),
+            min_size=16, max_size=40),
+    st.booleans(),
+)  # fmt: skip
+def test_the_access_log_never_shows_a_query_or_a_token(
+    path: str, token: str, in_route: bool
+) -> None:
+    from urllib.parse import quote
+
+    from tui.cli.serve_server import logged_path
+
+    assume(token not in path)
+    if in_route:
+        request = make_mocked_request("GET", f"/ws/{quote(token)}", match_info={"token": token})
+    else:
+        request = make_mocked_request("GET", f"/{quote(path)}?token={quote(token)}&x=1")
+    logged = logged_path(request)
+    assert token not in logged and "x=1" not in logged

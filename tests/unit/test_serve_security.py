@@ -28,7 +28,8 @@ from sampling.registry import registry
 from sampling.settings import SamplerSettings
 from tui.chat.setting_input import read_setting_text
 from tui.cli.commands.serve import ServeError, app_command, served_token
-from tui.cli.serve_gate import TOKEN_COOKIE, TOKEN_ENV, GatedServer, serve_gate
+from tui.cli.serve_gate import TOKEN_ENV, serve_gate
+from tui.cli.serve_server import GatedServer
 from tui.preset_commands import import_preset
 
 
@@ -158,7 +159,7 @@ async def serve_and(
         host="127.0.0.1",
         port=port,
         public_url=None,
-        open_url=f"http://127.0.0.1:{port}",
+        open_urls=[f"http://127.0.0.1:{port}"],
     )
     test_server = TestServer(await server._make_app(), host="127.0.0.1", port=port)
     await test_server.start_server()
@@ -207,13 +208,18 @@ def test_without_the_token_the_page_and_the_websocket_get_401_and_no_app_starts(
             async with session.get(f"http://{base}/") as page:
                 assert page.status == 401
             assert apps_started(marker) == 0
+            assert await handshake_status(session, f"ws://{base}/ws/{'k' * 31}x") == 401
+            assert apps_started(marker) == 0
         # A browser keeps a cookie of an IP address's page (aiohttp's jar only if unsafe).
         async with ClientSession(cookie_jar=CookieJar(unsafe=True)) as session:
             async with session.get(f"http://{base}/?token={token}") as page:
                 assert page.status == 200
-                assert page.cookies[TOKEN_COOKIE].value == token
-            # The page's own websocket carries the cookie the page set.
-            async with session.ws_connect(f"ws://{base}/ws"):
+                assert "Set-Cookie" not in page.headers  # a cookie would reach every port
+                assert page.headers["Referrer-Policy"] == "no-referrer"
+            assert len(session.cookie_jar) == 0
+            # The page's websocket carries the token in its path (the page's script puts
+            # it there from the page's own address).
+            async with session.ws_connect(f"ws://{base}/ws/{token}?width=80&height=24"):
                 assert await apps_reach(marker, 1) == 1
 
     asyncio.run(serve_and(marker, token, 2, check))
@@ -295,3 +301,10 @@ def test_a_port_in_use_or_an_unknown_address_is_one_line_before_any_banner(
     assert main(["serve", "--host", "no-such-host.invalid", "--port", "8000"]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("samplescope: cannot listen on no-such-host.invalid:8000: unknown")
+
+
+def test_a_token_from_the_environment_must_go_in_an_address_as_it_is() -> None:
+    for token in ("with space 123456", "a/b" * 6, "t&x=1" * 4, "é" * 16):
+        with pytest.raises(ServeError, match="letters, digits"):
+            served_token("0.0.0.0", {TOKEN_ENV: token})
+    assert served_token("0.0.0.0", {TOKEN_ENV: "Ab0-_.~" * 3}) == "Ab0-_.~" * 3

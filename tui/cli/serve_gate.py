@@ -5,12 +5,15 @@
 - `Origin`: a request a page sends (the websocket always has one) comes from the served
   page itself: a script on another site gets 403.
 - A token, required beyond loopback (and whenever `SAMPLESCOPE_SERVE_TOKEN` gives one):
-  the address `serve` prints carries it (`?token=`); the page keeps it in a cookie
-  that only this site's requests carry. Without it: 401, and no app starts.
+  the address `serve` prints carries it (`?token=`), and the page passes it on in its
+  websocket's path (`/ws/TOKEN`). No cookie holds it: a browser sends a host's cookies
+  to every port of that host, so a cookie would reach any other service there. Without
+  it: 401, and no app starts.
 - At most `max_tabs` apps at once (each loads its own model): the next tab gets 503.
 
 Each check runs before textual-serve's handler, so a refused websocket starts no app
-process. Nothing here encrypts: over a network the token and the screen travel in
+process; every answer asks the browser to send no `Referer` (the page's address holds
+the token). Nothing here encrypts: over a network the token and the screen travel in
 clear text (put a TLS proxy in front, with `--public-url`).
 """
 
@@ -26,11 +29,12 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
-from textual_serve.server import Server
 
 TOKEN_ENV = "SAMPLESCOPE_SERVE_TOKEN"
 TOKEN_PARAM = "token"
-TOKEN_COOKIE = "samplescope_token"
+"""The token's name in the page's query and in the websocket route (`/ws/{token}`)."""
+TOKEN_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.~")
+"""What a token may hold: the characters a URL carries as they are."""
 DEFAULT_MAX_TABS = 2
 WILDCARD_HOSTS = frozenset(("0.0.0.0", "::", ""))
 LOOPBACK_NAMES = frozenset(("127.0.0.1", "localhost", "::1"))
@@ -147,13 +151,13 @@ def new_token() -> str:
 
 
 def gate_middleware(gate: ServeGate) -> Middleware:
-    """An aiohttp middleware turning away what `gate` refuses (see the module doc); a
-    page opened with the right `?token=` keeps it in a cookie for its websocket."""
+    """An aiohttp middleware turning away what `gate` refuses (see the module doc). The
+    token comes in the query (`?token=`: the page) or in the route (`/ws/{token}`: its
+    websocket)."""
 
     @web.middleware
     async def check(request: web.Request, handler: Handler) -> web.StreamResponse:
-        from_query = request.query.get(TOKEN_PARAM)
-        token = from_query or request.cookies.get(TOKEN_COOKIE)
+        token = request.query.get(TOKEN_PARAM) or request.match_info.get(TOKEN_PARAM)
         refused = gate.refusal(
             request.headers.get("Host"),
             request.headers.get("Origin"),
@@ -161,64 +165,16 @@ def gate_middleware(gate: ServeGate) -> Middleware:
             needs_token=not request.path.startswith("/static/"),
         )
         if refused is not None:
-            return web.Response(status=refused.status, text=refused.reason + "\n")
-        response = await handler(request)
-        if gate.token is not None and from_query is not None and not response.prepared:
-            response.set_cookie(TOKEN_COOKIE, from_query, httponly=True, samesite="Strict")
+            response: web.StreamResponse = web.Response(
+                status=refused.status, text=refused.reason + "\n"
+            )
+        else:
+            response = await handler(request)
+        if not response.prepared:
+            response.headers["Referrer-Policy"] = "no-referrer"
         return response
 
     return check
-
-
-class GatedServer(Server):
-    """textual-serve's server behind a `ServeGate`, counting the apps it runs.
-
-    Args:
-        command: The shell command that runs one app.
-        gate: What requests must pass.
-        host: The address to listen on.
-        port: The port.
-        public_url: The address browsers reach the server by (None: http://host:port).
-        open_url: The address to print for the user to open (with the token).
-    """
-
-    def __init__(
-        self,
-        command: str,
-        gate: ServeGate,
-        *,
-        host: str,
-        port: int,
-        public_url: str | None,
-        open_url: str,
-    ) -> None:
-        super().__init__(command, host=host, port=port, title="samplescope", public_url=public_url)
-        self.gate = gate
-        self.open_url = open_url
-        self.tabs = 0
-        """How many apps run now."""
-
-    async def _make_app(self) -> web.Application:
-        app = await super()._make_app()
-        app.middlewares.append(gate_middleware(self.gate))
-        return app
-
-    async def on_startup(self, app: web.Application) -> None:
-        """Say where to open the app (textual-serve's banner would print the command)."""
-        self.console.print(f"samplescope: serving the app at {self.open_url}", highlight=False)
-        self.console.print("Press Ctrl+C to stop.", highlight=False)
-
-    async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
-        """Run one app for the tab, unless `max_tabs` run already (503)."""
-        if self.tabs >= self.gate.max_tabs:
-            raise web.HTTPServiceUnavailable(
-                text=f"at most {self.gate.max_tabs} tabs at once: close one first\n"
-            )
-        self.tabs += 1
-        try:
-            return await super().handle_websocket(request)
-        finally:
-            self.tabs -= 1
 
 
 def _address(url: str, scheme: str | None, *, with_path: bool = False) -> tuple[str, int] | None:

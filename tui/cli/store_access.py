@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
-from backend.config.paths import default_store_path
+from backend.config.paths import default_store_path, exposed_folder_warnings
 from backend.session.backend import SessionBackend
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatStore
@@ -25,8 +26,14 @@ def add_db_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def open_store(args: argparse.Namespace) -> ChatStore:
-    """The store `--db` names, or the default one."""
-    return ChatStore(getattr(args, "db", None) or default_store_path())
+    """The store `--db` names, or the default one (with a line on stderr when other
+    users can read its folder or the log's)."""
+    named = getattr(args, "db", None)
+    store = ChatStore(named or default_store_path())
+    if named is None:
+        for line in exposed_folder_warnings():
+            print(line, file=sys.stderr)
+    return store
 
 
 def recorder_for(args: argparse.Namespace, backend: SessionBackend) -> ChatRecorder:

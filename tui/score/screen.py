@@ -227,7 +227,11 @@ class ScoreScreen(Screen[None]):
             self.base = None
             self.notify("the text is scored by the model alone")
             return
-        path = Path(name).expanduser()
+        try:
+            path = user_file(Path(name))
+        except FileAccessError as error:  # served: only samplescope's own folders
+            self.notify(str(error), severity="error")
+            return
         if not path.is_file():
             self.notify(f"no such model file: {path}", severity="error")
             return
@@ -246,7 +250,7 @@ class ScoreScreen(Screen[None]):
         event.stop()
         name = event.value.strip()
         if name:
-            self.open_file(Path(name).expanduser())
+            self.open_file(Path(name))
 
     def open_file(self, path: Path) -> bool:
         """Put a file's text in the text box; False (and a notice) when it cannot be."""

@@ -23,7 +23,11 @@ from backend.config.config import (
 )
 from backend.config.hf_fetch import HfFetchError
 from backend.config.model_catalog import LocalModel
-from backend.config.paths import default_store_path, open_own_folders_only
+from backend.config.paths import (
+    default_store_path,
+    exposed_folder_warnings,
+    open_own_folders_only,
+)
 from backend.errors import ModelFileError
 from backend.llama.rpc import Endpoint, RpcError
 from backend.session.backend import SessionBackend
@@ -159,6 +163,7 @@ def build_app(
             store = ChatStore(store_path or default_store_path())
         except StoreError as error:
             notices.append(f"Chats will not be saved: {error}")
+    notices.extend(line.removeprefix("samplescope: ") for line in exposed_folder_warnings())
     from tui.app import SamplescopeApp
 
     rpc = rpc_with_config(args.rpc, config)

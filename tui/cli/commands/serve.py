@@ -145,12 +145,16 @@ def served_token(host: str, environ: dict[str, str] | os._Environ[str] = os.envi
     Raises:
         ServeError: The variable is set but too short to be a secret.
     """
-    from tui.cli.serve_gate import TOKEN_ENV, new_token
+    from tui.cli.serve_gate import TOKEN_CHARACTERS, TOKEN_ENV, new_token
 
     given = environ.get(TOKEN_ENV)
     if given is not None:
         if len(given) < 16:
             raise ServeError(f"${TOKEN_ENV} is too short to be a secret: at least 16 characters")
+        if not set(given) <= TOKEN_CHARACTERS:
+            raise ServeError(
+                f"${TOKEN_ENV} goes in the address as it is: letters, digits, - _ . ~ only"
+            )
         return given
     return None if is_loopback(host) else new_token()
 
@@ -164,15 +168,14 @@ def run(args: argparse.Namespace) -> int:
     app_args = checked_app_args(args.app_args)
     check_listenable(args.host, args.port)
     try:
-        from tui.cli.serve_gate import GatedServer, serve_gate
+        from tui.cli.serve_gate import serve_gate
+        from tui.cli.serve_server import GatedServer, open_urls
     except ImportError as error:
         raise ServeError(
             f"textual-serve is not installed ({error}): pip install textual-serve"
         ) from error
     token = served_token(args.host)
     gate = serve_gate(args.host, args.port, args.public_url, token=token, max_tabs=args.max_tabs)
-    base = args.public_url or f"http://{_url_host(args.host)}:{args.port}"
-    open_url = base if token is None else f"{base.rstrip('/')}/?token={token}"
     if not is_loopback(args.host):
         print(
             f"samplescope: serving on {args.host}: whoever reaches port {args.port} with the"
@@ -185,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         public_url=args.public_url,
-        open_url=open_url,
+        open_urls=open_urls(args.host, args.port, args.public_url, token),
     )
     try:
         server.serve()
@@ -212,8 +215,3 @@ def check_listenable(host: str, port: int) -> None:
         except OSError as error:
             reason = (error.strerror or str(error)).lower()
             raise ServeError(f"cannot listen on {host}:{port}: {reason}") from None
-
-
-def _url_host(host: str) -> str:
-    """A host as a URL writes it (an IPv6 address in brackets)."""
-    return f"[{host}]" if ":" in host and not host.startswith("[") else host
