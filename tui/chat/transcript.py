@@ -8,6 +8,7 @@ from rich.text import Text
 from textual import on
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.geometry import Region
 from textual.message import Message
 from textual.widgets import Static
 
@@ -303,8 +304,22 @@ class Transcript(VerticalScroll, can_focus=True):
         """Put the token cursor on token `index` of reply `number`."""
         self.cursor = (number, index)
         self._sync_views()
-        self.views[number].scroll_visible(animate=False)
+        self.scroll_to_cursor()
+        # The layout may change with the cursor (a selected blank token shows its
+        # piece): once laid out again, the token is brought into view where it is then.
+        self.call_after_refresh(self.scroll_to_cursor)
         self.post_message(self.TokenSelected(self.cursor))
+
+    def scroll_to_cursor(self) -> None:
+        """Scroll the selected token's line into view (in a reply taller than the
+        view, that line rather than the reply's top)."""
+        if self.cursor is None or self.cursor[0] >= len(self.views):
+            return
+        number, index = self.cursor
+        view = self.views[number]
+        where = view.virtual_region
+        line = Region(where.x, where.y + view.line_of(index), where.width, 1)
+        self.scroll_to_region(line, animate=False, immediate=True)
 
     def clear_cursor(self) -> None:
         """Leave token-cursor mode."""
