@@ -20,7 +20,7 @@ from tui.chat.reply import FINISH_LABELS, Reply
 from tui.chat.reply_view import ReplyView
 from tui.chat.surprise_nav import surprising_after
 from tui.display import display_text
-from tui.widgets.entry import ValueEntryScreen
+from tui.widgets.entry import ValueEntryScreen, covered
 from tui.widgets.token_look import TokenMarks
 
 _TOKEN = Binding.Group("token", compact=True)
@@ -346,6 +346,8 @@ class Transcript(VerticalScroll, can_focus=True):
 
     def action_type_surprise_rule(self) -> None:
         """Type the rule for surprising tokens (p<BOUND or surprise>MARGIN)."""
+        if covered(self):
+            return  # a dialog is open already
 
         def typed(text: str | None) -> None:
             if not text:
