@@ -50,6 +50,7 @@ def test_order_editor(snap_compare: object, size: tuple[int, int]) -> None:
 
     async def edited(pilot: Pilot[object]) -> None:
         await wait_until(pilot, lambda: chat_of(app).ready)
+        app.chat_screen.action_focus_sampling()  # on 80x24 the folded panels show
         panel = app.query_one(SamplingPanel)
         panel.open_group("order")
         group = panel.query_one("#group-order", Collapsible)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from textual.pilot import Pilot
 
+from sampling.rng import make_source
 from tests.helpers import chat_of, wait_until
 from tests.tui.test_tui_snapshots import SIZE, TOP_P_SETTINGS, fake_backend, make_app, send
 from tui.app import SamplescopeApp
@@ -150,3 +151,48 @@ async def test_what_if_with_the_steps_own_settings_draws_the_stored_token() -> N
         await pilot.pause()
         step = whatif.step
         assert step is not None and step.token_id == int(step.table.token_ids[0])
+
+
+async def test_another_seed_draws_a_fresh_uniform_and_says_so() -> None:
+    """The seed is a difference what-if makes: another seed draws its own uniform for
+    the step (the header says so), the step's own seed its stored one."""
+    app = make_app(fake_backend(), max_tokens=20, settings=TOP_P_SETTINGS)
+    async with app.run_test(size=SIZE) as pilot:
+        await whatif_on_the_last_token(pilot, app)
+        whatif = chat_of(app).whatif
+        assert whatif.target is not None
+        index = whatif.target[1]
+        stored = chat_of(app).conversation.replies[0].tokens[index].step
+        assert whatif.step is not None and whatif.step.draw == stored.draw
+        own = app.live.current.seed
+        for seed in (own + 1, own + 2):
+            app.apply_setting("seed", seed)
+            await pilot.pause()
+            assert whatif.step is not None
+            fresh = make_source(app.live.current.rng, seed).uniforms(index + 1)[-1]
+            assert whatif.step.draw == fresh != stored.draw
+            header = str(whatif.panel.header.render())
+            assert f"seed {own}→{seed}" in header
+            assert f"a fresh draw: seed {seed}'s uniform for this token" in header
+        app.apply_setting("seed", own)
+        await pilot.pause()
+        assert whatif.step is not None and whatif.step.draw == stored.draw
+        assert "fresh draw" not in str(whatif.panel.header.render())
+
+
+async def test_a_step_not_recomputed_says_why_once() -> None:
+    app = make_app(fake_backend(), max_tokens=20, settings=TOP_P_SETTINGS)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, app, "hello there")
+        await wait_until(
+            pilot, lambda: not chat_of(app).generating and bool(chat_of(app).conversation.finished)
+        )
+        whatif = chat_of(app).whatif
+        whatif.keeper.begin(None)  # as if the reply's steps were beyond the budget
+        app.query_one(Transcript).select(0, 2)
+        app.chat_screen.action_whatif()
+        await pilot.pause()
+        assert whatif.step is None and whatif.source.startswith("nowhere")
+        # The header says it; the bars' place below stays empty rather than repeat it.
+        assert whatif.source in str(whatif.panel.header.render())
+        assert not whatif.panel.probs.display

@@ -8,6 +8,15 @@ from textual.binding import Binding
 # Each binding has an id (its action's name) so that the config file's [keys] table can
 # move it (`App.set_keymap`); the footer shows `description`, the help `tooltip`.
 CHAT_BINDINGS: tuple[Binding, ...] = (
+    # Shown on a narrow terminal only, where the panels fold (see `ChatScreen`):
+    # first, so that the footer has room for it.
+    Binding(
+        "f10",
+        "toggle_panels",
+        "panels",
+        tooltip="narrow terminal: show the panels over the chat (again: fold them)",
+        id="toggle_panels",
+    ),
     Binding(
         "escape",
         "stop",

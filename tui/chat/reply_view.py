@@ -139,6 +139,13 @@ class ReplyView(Widget):
         else:
             self.refresh(Region(0, first, self.size.width, len(self._lines) - first))
 
+    def line_of(self, index: int) -> int:
+        """The line token `index` starts on (the last line if it is not laid out)."""
+        for y, line in enumerate(self._lines):
+            if any(run[1] == index for run in line):
+                return y
+        return len(self._lines) - 1
+
     def plain_text(self) -> str:
         """What is shown, as plain text (tests)."""
         return "\n".join("".join(run[0] for run in line) for line in self._lines)

@@ -29,6 +29,10 @@ from tui.row_compositor import RowCompositor
 from tui.score.screen import ScoreScreen
 
 NEW_SEED_RANGE = 100_000
+PANELS_WIDTH = 52
+"""The panels' column (app.tcss `#right`)."""
+FOLD_BELOW = 2 * PANELS_WIDTH
+"""Narrower than this, the panels fold: beside them the chat would get less than half."""
 
 
 class ChatScreen(Screen[None]):
@@ -41,6 +45,11 @@ class ChatScreen(Screen[None]):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = list(CHAT_BINDINGS)
+    # "-narrow": the panels fold; "-panels" (f10) shows them over the chat (app.tcss).
+    HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [  # type: ignore[misc]
+        (0, "-narrow"),
+        (FOLD_BELOW, "-wide"),
+    ]
 
     def __init__(self, chat: ChatView, host: ChatHost) -> None:
         super().__init__()
@@ -56,8 +65,21 @@ class ChatScreen(Screen[None]):
         self.host.chat_mounted()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """`b` (branch from what-if) only while what-if is on (the footer shows it then)."""
-        return action != "whatif_branch" or self.chat.whatif.active
+        """`b` (branch from what-if) only while what-if is on, f10 (the panels) only on
+        a narrow terminal (the footer shows them then)."""
+        if action == "whatif_branch":
+            return self.chat.whatif.active
+        if action == "toggle_panels":
+            return self.folded
+        return True
+
+    @property
+    def folded(self) -> bool:
+        """Whether the terminal is too narrow for the panels beside the chat."""
+        return self.has_class("-narrow")
+
+    def on_resize(self) -> None:
+        self.refresh_bindings()  # f10 shows on a narrow terminal only
 
     def _refused(self) -> bool:
         """Whether no job can start now (a model is loading): says why."""
@@ -142,8 +164,18 @@ class ChatScreen(Screen[None]):
         open_loop_why(self.chat)
 
     def action_focus_sampling(self) -> None:
-        """Focus the first slider."""
+        """Focus the first slider (on a narrow terminal, the panels show over the chat)."""
+        if self.folded:
+            self.add_class("-panels")
         self.chat.focus_sampling()
+
+    def action_toggle_panels(self) -> None:
+        """Narrow terminal: show the panels over the chat, or fold them (back to the input)."""
+        self.toggle_class("-panels")
+        focused = self.focused
+        panels = self.query_one("#right")
+        if not self.has_class("-panels") and focused and panels in focused.ancestors:
+            self.chat.focus_input()  # the focus was in the panels folded away
 
     def action_focus_input(self) -> None:
         """Focus the message box."""

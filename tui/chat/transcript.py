@@ -8,6 +8,7 @@ from rich.text import Text
 from textual import on
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.geometry import Region
 from textual.message import Message
 from textual.widgets import Static
 
@@ -19,7 +20,7 @@ from tui.chat.reply import FINISH_LABELS, Reply
 from tui.chat.reply_view import ReplyView
 from tui.chat.surprise_nav import surprising_after
 from tui.display import display_text
-from tui.widgets.entry import ValueEntryScreen
+from tui.widgets.entry import ValueEntryScreen, covered
 from tui.widgets.token_look import TokenMarks
 
 _TOKEN = Binding.Group("token", compact=True)
@@ -303,8 +304,22 @@ class Transcript(VerticalScroll, can_focus=True):
         """Put the token cursor on token `index` of reply `number`."""
         self.cursor = (number, index)
         self._sync_views()
-        self.views[number].scroll_visible(animate=False)
+        self.scroll_to_cursor()
+        # The layout may change with the cursor (a selected blank token shows its
+        # piece): once laid out again, the token is brought into view where it is then.
+        self.call_after_refresh(self.scroll_to_cursor)
         self.post_message(self.TokenSelected(self.cursor))
+
+    def scroll_to_cursor(self) -> None:
+        """Scroll the selected token's line into view (in a reply taller than the
+        view, that line rather than the reply's top)."""
+        if self.cursor is None or self.cursor[0] >= len(self.views):
+            return
+        number, index = self.cursor
+        view = self.views[number]
+        where = view.virtual_region
+        line = Region(where.x, where.y + view.line_of(index), where.width, 1)
+        self.scroll_to_region(line, animate=False, immediate=True)
 
     def clear_cursor(self) -> None:
         """Leave token-cursor mode."""
@@ -331,6 +346,8 @@ class Transcript(VerticalScroll, can_focus=True):
 
     def action_type_surprise_rule(self) -> None:
         """Type the rule for surprising tokens (p<BOUND or surprise>MARGIN)."""
+        if covered(self):
+            return  # a dialog is open already
 
         def typed(text: str | None) -> None:
             if not text:

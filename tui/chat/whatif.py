@@ -10,6 +10,9 @@ computed from them on the UI thread, a fresh sampler for each. The draw reuses t
 step's own uniform: the randomness stays, the settings change (as in compare), so
 with the step's own settings it draws the stored token. A step without a uniform (a
 greedy or Gumbel draw, a forced token) draws the first of the current seed's stream.
+Another seed (or generator) than the step's draws a fresh uniform instead, the new
+seed's for this token (`fresh_uniform`), and the header says so: a seed change
+changes the draw, as it would have changed the reply.
 `b` lists the step's candidates under those settings, the drawn one (▶) first in
 line: the one chosen starts a branch from there. Esc, or a reply starting, leaves.
 
@@ -36,14 +39,22 @@ from backend.store.records import ReplyRecord
 from backend.store.store import ChatStore
 from sampling.errors import SamplescopeError
 from sampling.records import Step
+from sampling.rng import make_source
 from sampling.sampler import Sampler
+from sampling.settings import SamplerSettings
 from tui.chat.reply import Reply
 from tui.chat.reply_job import REPLY_COLUMN
 from tui.chat.steering import SteeringHost, made_elsewhere, refused, start_branch
-from tui.chat.whatif_panel import WhatIfPanel
+from tui.chat.whatif_panel import WhatIfPanel, reseeded
 from tui.runner import GenerationRunner
 from tui.widgets.alternatives import Alternative, AlternativesScreen
 from tui.widgets.prob_panel import ProbPanel
+
+
+def fresh_uniform(settings: SamplerSettings, index: int) -> float:
+    """The uniform `settings`' seed gives token `index` of a reply that draws one per
+    token (the stream's uniform number `index`, counted from 0)."""
+    return float(make_source(settings.rng, settings.seed).uniforms(index + 1)[-1])
 
 
 class WhatIfHost(SteeringHost, Protocol):
@@ -201,7 +212,10 @@ class WhatIf:
                 sampler = Sampler(live, vocab_size=len(self._given.logits), vocabulary=vocabulary)
                 sampler.resume(index, stored.adapted_target)
                 given = self._given
-                self.step = sampler.sample(given.logits, given.history, uniform=stored.draw)
+                uniform = (
+                    fresh_uniform(live, index) if reseeded(stored.settings, live) else stored.draw
+                )
+                self.step = sampler.sample(given.logits, given.history, uniform=uniform)
             except SamplescopeError as error:
                 self.step = None
                 status = f"cannot recompute: {error}"

@@ -39,6 +39,11 @@ def settings_diff(own: SamplerSettings, current: SamplerSettings) -> list[str]:
     return changes
 
 
+def reseeded(own: SamplerSettings, current: SamplerSettings) -> bool:
+    """Whether `current` draws from another random stream than `own` (the step's)."""
+    return (own.seed, own.rng) != (current.seed, current.rng)
+
+
 def header_text(
     title: str,
     stored: Step,
@@ -50,10 +55,13 @@ def header_text(
     text = Text()
     text.append(title, style="bold")
     text.append(f" · {status}\n", style="italic")
-    changes = settings_diff(stored.settings, current)
+    own = stored.settings
+    changes = settings_diff(own, current)
     if changes:
         text.append("current settings, not the step's own: ", style="bold yellow")
         text.append("; ".join(changes) + "\n")
+        if reseeded(own, current):
+            text.append(f"a fresh draw: seed {current.seed}'s uniform for this token\n")
     else:
         text.append("the step's own settings\n", style="bold green")
     text.append("then ")
@@ -87,7 +95,7 @@ class WhatIfPanel(Vertical):
     ) -> None:
         """Show the stored step's recomputation `step` (None while it is computed)."""
         self.header.update(header_text(title, stored, current, pieces, status))
-        if step is None:
-            self.probs.show(None, f"{status} {title}", pieces)
-        else:
+        # While there is no step, the header's status says why (once): no bars below.
+        self.probs.display = step is not None
+        if step is not None:
             self.probs.show(step, "now", pieces)

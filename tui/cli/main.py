@@ -87,6 +87,31 @@ def command_modules() -> tuple[CommandModule, ...]:
     )
 
 
+def version_line() -> str:
+    """What `--version` prints: samplescope's version and the libraries that decide
+    what it computes and shows."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    parts = []
+    for name in ("samplescope", "llama-cpp-python", "numpy", "textual"):
+        try:
+            parts.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            parts.append(f"{name} (not installed)")
+    return parts[0] + " (" + ", ".join(parts[1:]) + ")"
+
+
+class _VersionAction(argparse.Action):
+    """`--version`: print `version_line()` (read only when asked) and exit."""
+
+    def __init__(self, option_strings: list[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(version_line())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The parser of every command."""
     from tui.cli.commands.app import build_app_parser
@@ -104,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
             + "\nas the files of the config folder's samplers/ are (`samplescope samplers`)."
         ),
     )
+    parser.add_argument("-V", "--version", action=_VersionAction, help="show the versions and exit")
     add_sampler_file_flag(parser, LEADING_DEST)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in command_modules():
@@ -127,7 +153,7 @@ def _opens_app(parser: argparse.ArgumentParser, argv: Sequence[str]) -> bool:
         words = words[1:]
     if not words:
         return True
-    if words[0] in ("-h", "--help"):
+    if words[0] in ("-h", "--help", "-V", "--version"):
         return False
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):

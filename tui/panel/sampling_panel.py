@@ -32,7 +32,6 @@ from tui.panel.setting_controls import (
 from tui.panel.slider import Slider
 from tui.panel.text_setting import TextSetting
 from tui.panel.toggle import Toggle
-from tui.widgets.entry import ValueEntryScreen
 
 Control = Slider | Toggle | ChainOrder | TextSetting
 
@@ -177,26 +176,17 @@ class SamplingPanel(Vertical):
         event.stop()
         self.post_message(self.SettingChanged(event.setting.field, event.value))
 
-    @on(Slider.EditRequested)
-    def _on_edit(self, event: Slider.EditRequested) -> None:
+    @on(Slider.Typed)
+    def _on_typed(self, event: Slider.Typed) -> None:
         event.stop()
         slider = event.slider
-        spec = registry().settings_by_name[slider.field]
-        kind = "an integer" if slider.integer else "a number"
-        hint = f"{kind}; the bar spans {slider.format_value(slider.minimum)}"
-        hint += f" to {slider.format_value(slider.maximum)}. Enter sets it, Esc cancels."
-
-        def done(text: str | None) -> None:
-            if not text:
-                return
-            try:
-                value = spec.parse(text)
-            except SettingsError:
-                self.notify(f"{slider.label}: {text!r} is not {kind}", severity="error")
-                return
-            self.post_message(self.SettingChanged(slider.field, value))
-
-        self.app.push_screen(ValueEntryScreen(slider.label, slider.format_value(), hint), done)
+        try:
+            value = registry().settings_by_name[slider.field].parse(event.text)
+        except SettingsError:
+            kind = "an integer" if slider.integer else "a number"
+            self.notify(f"{slider.label}: {event.text!r} is not {kind}", severity="error")
+            return
+        self.post_message(self.SettingChanged(slider.field, value))
 
     def focus_first(self) -> None:
         """Focus the first control (at once: the next key goes to it)."""

@@ -10,6 +10,8 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widget import Widget
 
+from tui.widgets.entry import ValueEntryScreen, covered
+
 _LABEL_WIDTH = 12
 _VALUE_WIDTH = 7
 _ADJUST = Binding.Group("adjust", compact=True)
@@ -21,7 +23,7 @@ class Slider(Widget, can_focus=True):
 
     The bar spans `minimum` .. `maximum`; keys may go from `hard_minimum` up to
     `hard_maximum` (outside its span the bar shows empty or full). Enter asks for a
-    typed value (`EditRequested`); the owner decides what a typed value means.
+    typed value in a dialog (`Typed`); the owner decides what a typed value means.
 
     Args:
         field: The settings field it controls (also used as the widget id).
@@ -44,7 +46,9 @@ class Slider(Widget, can_focus=True):
         Binding("shift+right,pageup", "nudge(10)", "coarse", key_display="⇧→", group=_COARSE),
         Binding("home", "to_end(0)", "min", show=False),
         Binding("end", "to_end(1)", "max", show=False),
-        Binding("enter", "edit", "type value"),
+        # priority: the dialog opens as the app reads the key, before the next key
+        # (a second Enter, the value typed straight after) is handed to anyone.
+        Binding("enter", "edit", "type value", priority=True),
     ]
 
     class Changed(Message):
@@ -60,16 +64,17 @@ class Slider(Widget, can_focus=True):
             """The slider that changed."""
             return self.slider
 
-    class EditRequested(Message):
-        """The user asked to type a value (Enter)."""
+    class Typed(Message):
+        """The user typed a value (Enter, then the dialog), other than the one shown."""
 
-        def __init__(self, slider: Slider) -> None:
+        def __init__(self, slider: Slider, text: str) -> None:
             super().__init__()
             self.slider = slider
+            self.text = text
 
         @property
         def control(self) -> Slider:
-            """The slider to edit."""
+            """The slider typed into."""
             return self.slider
 
     def __init__(
@@ -149,8 +154,19 @@ class Slider(Widget, can_focus=True):
         self._user_set(self.maximum if which else self.minimum)
 
     def action_edit(self) -> None:
-        """Ask the owner for a typed value."""
-        self.post_message(self.EditRequested(self))
+        """Open the dialog to type a value (one at a time); post what is typed."""
+        if covered(self):
+            return
+        kind = "an integer" if self.integer else "a number"
+        hint = f"{kind}; the bar spans {self.format_value(self.minimum)}"
+        hint += f" to {self.format_value(self.maximum)}. Enter sets it, Esc cancels."
+        shown = self.format_value()
+
+        def done(text: str | None) -> None:
+            if text and text != shown:  # kept as shown: no write (it may be rounded)
+                self.post_message(self.Typed(self, text))
+
+        self.app.push_screen(ValueEntryScreen(self.label, shown, hint), done)
 
     # -- mouse ---------------------------------------------------------------
 

@@ -45,6 +45,10 @@ def _percent(value: float) -> str:
 class ProbPanel(Widget):
     """Shows one step: candidates with probability before and after the filters.
 
+    Each row's bar draws both: █ as far as both reach, then ▒ to where the probability
+    after the filters reaches (a kept token gains what the filters removed) or ░ to
+    where the one before reaches (a token the filters removed, or lowered).
+
     Drawn with the line API from pre-styled segments: it redraws at every frame of a
     decode, so it stays cheap.
     """
@@ -116,7 +120,7 @@ class ProbPanel(Widget):
             *_grammar_line(step),
             [(settings_summary(step.settings, style="fixed"), "grey62")],
             [
-                (f"  {'token':<{_PIECE_WIDTH}} {'':<{bar_width}} ", "grey62"),
+                (f"  {'token':<{_PIECE_WIDTH}} {_bar_legend(bar_width):<{bar_width}} ", "grey62"),
                 (f"{'before':>{_NUMBER_WIDTH}} {'after':>{_NUMBER_WIDTH}}", "grey62"),
             ],
         ]
@@ -149,7 +153,8 @@ class ProbPanel(Widget):
             piece_style = "grey50 strike"
         bar_colour = "yellow" if chosen else ("green" if candidate.kept else "red")
         after = min(round(candidate.prob_after * bar_width), bar_width)
-        before = min(max(round(candidate.prob_before * bar_width), after), bar_width)
+        before = min(round(candidate.prob_before * bar_width), bar_width)
+        both = min(before, after)
         if candidate.kept:
             shown_after = _percent(candidate.prob_after)
         else:
@@ -165,12 +170,23 @@ class ProbPanel(Widget):
             marker,
             (_fit(self._pieces(candidate.token_id), _PIECE_WIDTH), piece_style),
             (" ", ""),
-            ("█" * after, bar_colour),
-            ("░" * (before - after), "grey50"),
-            (" " * (bar_width - before + 1), ""),
+            ("█" * both, bar_colour),
+            ("▒" * (after - both), bar_colour),  # the filters' renormalising gain
+            ("░" * (before - both), "grey50"),  # the mass the filters took
+            (" " * (bar_width - max(before, after) + 1), ""),
             (f"{_percent(candidate.prob_before):>{_NUMBER_WIDTH}} ", "grey70"),
             (f"{shown_after:>{_NUMBER_WIDTH}}", "bold" if candidate.kept else "grey50"),
         ]
+
+
+BAR_LEGENDS = ("▒ gained ░ lost", "▒+ ░−")
+"""Over the bars, the first that fits: each bar is both probabilities, before the
+filters and after, drawn over each other: █ where they overlap, ▒ what the token
+gained (after reaches further), ░ what it lost (before reaches further)."""
+
+
+def _bar_legend(width: int) -> str:
+    return next((legend for legend in BAR_LEGENDS if len(legend) <= width), "")
 
 
 def _switched_on(name: str, settings: SamplerSettings) -> bool:
