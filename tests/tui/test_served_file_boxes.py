@@ -58,7 +58,7 @@ OTHER_BOXES: dict[Box, str] = {
     ("tui/compare/edit.py", "Input", "f'edit-value-{i}'"): "compare: a value (never @PATH)",
     ("tui/panel/phrase_bans.py", "TextSetting", "BANS_FIELD"): "the banned phrases",
     ("tui/chat/transcript.py", "ValueEntryScreen", "'surprising tokens'"): "a threshold",
-    ("tui/panel/sampling_panel.py", "ValueEntryScreen", "slider.label"): "a slider's value",
+    ("tui/panel/slider.py", "ValueEntryScreen", "self.label"): "a slider's value",
     # The wrappers' own boxes: their callers are listed above.
     ("tui/widgets/entry.py", "Input", "'entry-input'"): "ValueEntryScreen's box",
     ("tui/panel/text_setting.py", "Input", "f'input-{field}'"): "TextSetting's box",
