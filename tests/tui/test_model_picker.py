@@ -98,7 +98,8 @@ async def test_f7_opens_a_listed_model_and_the_chat_goes_on(tmp_path: Path) -> N
         await send_message(pilot, app, "hello")
         picker = await open_picker(pilot, app)
         options = picker.query_one(OptionList)
-        assert options.option_count == 4
+        assert options.option_count == 5  # the four, then "Open a file…"
+        assert "Open a file" in str(options.get_option_at_index(4).prompt)
         lines = [str(options.get_option_at_index(i).prompt) for i in range(4)]
         assert "(loaded)" in lines[0]
         assert "Q8_0 · llama · ctx 4096 · 3 MB · chat template · ollama" in lines[1]
@@ -472,3 +473,83 @@ async def test_a_compare_column_replaces_a_reply_of_the_model_before(
         stored = store.load_chat(saved.id)
         assert [m.role for m in stored.messages] == ["user", "assistant"]
         assert stored.replies[-1].token_ids == promoted.token_ids
+
+
+async def test_typing_filters_the_list_and_enter_opens_the_one_left(tmp_path: Path) -> None:
+    opened: list[Path] = []
+    app = make_app(tmp_path, opened)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: chat_of(app).ready)
+        picker = await open_picker(pilot, app)
+        options = picker.query_one(OptionList)
+        await pilot.press(*"llama3")
+        await pilot.pause()
+        shown = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        assert len(shown) == 2 and shown[0].startswith("llama3.2:1b")
+        assert "Open a file" in shown[1]
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: chat_of(app).ready and app.runner.loading is None)
+        assert opened == [tmp_path / "second.gguf"]
+
+
+async def test_a_typed_path_completes_with_tab_and_opens_a_file_not_listed(
+    tmp_path: Path,
+) -> None:
+    from tests.unit.test_model_catalog import tiny_gguf, vocab_gguf
+
+    opened: list[Path] = []
+    folder = tmp_path / "elsewhere"
+    model = tiny_gguf(folder / "my-model.gguf", file_type=7, context=512, template=False)
+    vocab_gguf(folder / "ggml-vocab-only.gguf")
+    app = make_app(tmp_path, opened)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: chat_of(app).ready)
+        picker = await open_picker(pilot, app)
+        box = picker.query_one(Input)
+        assert app.focused is box
+        box.value = str(folder / "my")
+        await pilot.press("tab")
+        assert box.value == str(model)
+        assert app.focused is box
+        box.value = str(folder / "gg")
+        await pilot.press("tab", "enter")
+        note = str(picker.query_one("#model-picker-note").render())
+        assert "holds a vocabulary alone (no weights): not a model" in note
+        box.value = str(folder / "missing.gguf")
+        await pilot.press("enter")
+        assert "No file at" in str(picker.query_one("#model-picker-note").render())
+        box.value = str(model)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: chat_of(app).ready and app.runner.loading is None)
+        assert opened == [model]
+
+
+async def test_open_a_file_puts_the_box_in_path_mode(tmp_path: Path) -> None:
+    app = make_app(tmp_path, [])
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: chat_of(app).ready)
+        picker = await open_picker(pilot, app)
+        options = picker.query_one(OptionList)
+        options.highlighted = options.option_count - 1
+        await pilot.press("enter")
+        box = picker.query_one(Input)
+        assert box.value == "~/" and app.focused is box
+        assert options.option_count == 1
+        assert str(options.get_option_at_index(0).prompt) == "Open ~/"
+
+
+async def test_a_vocabulary_only_file_is_marked_and_cannot_be_picked(tmp_path: Path) -> None:
+    vocab = LocalModel("ggml-vocab-llama-spm.gguf", tmp_path / "v.gguf", "model_dirs", 600_000,
+                       architecture="llama", vocab_only=True)  # fmt: skip
+    app = SamplescopeApp(
+        NamedFake(tmp_path / "first.gguf"),
+        cursor_blink=False,
+        list_models=lambda: [*listed(tmp_path), vocab],
+        open_model=NamedFake,
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: chat_of(app).ready)
+        picker = await open_picker(pilot, app)
+        options = picker.query_one(OptionList)
+        assert "vocabulary only (no weights)" in str(options.get_option_at_index(4).prompt)
+        assert options.get_option_at_index(4).disabled
