@@ -27,6 +27,7 @@ from backend.chat.compare import first_divergence
 from backend.chat.events import FinishedEvent, TokenEvent
 from sampling.fork import NEAR_TIE_MARGIN, Fork, fork_at, fork_summary
 from sampling.loops import Loop, first_loop
+from sampling.registry import TEMPERATURE_FIRST_ORDER
 from tui.compare.column_text import NOTICE_STYLE, ColumnText
 from tui.compare.columns import CompareColumn, settings_summary
 from tui.compare.token_diff import LiveDiff, TokenDiff
@@ -134,6 +135,10 @@ class CompareColumnView(Vertical, can_focus=True):
         label_words = set(self.column.label.split())
         if not set(summary.split()) <= label_words:  # say what the label does not
             title.append(f"  {summary}", style="dim")
+        settings = self.column.settings
+        if settings.order == TEMPERATURE_FIRST_ORDER and not settings.greedy:
+            # The summary leaves this order unnamed; the chat's runs the temperature last.
+            title.append("  t-first", style="bold #e5c07b")
         return title
 
     # --- state changes (called from the screen's handlers) --------------------------

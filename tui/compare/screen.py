@@ -42,6 +42,7 @@ from tui.compare.columns import CompareColumn, check_column_count, settings_summ
 from tui.compare.curves import CompareCurves
 from tui.compare.edit import CompareEditScreen, CompareRequest
 from tui.compare.result import CompareResult
+from tui.generate_command import NotOneCommandError, generate_command
 from tui.row_compositor import RowCompositor
 from tui.runner import GenerationRunner
 from tui.widgets.alternatives import Alternative, AlternativesScreen
@@ -97,6 +98,7 @@ class CompareScreen(Screen[CompareResult | None]):
         Binding("n", "new_seed", "New seed"),
         Binding("p,enter", "promote", "Use as reply"),
         Binding("c", "curves", "Curves H/p/off"),
+        Binding("y", "copy_command", "Copy cmd"),
         Binding("1", "focus_column(0)", "Column 1", show=False),
         Binding("2", "focus_column(1)", "Column 2", show=False),
         Binding("3", "focus_column(2)", "Column 3", show=False),
@@ -220,10 +222,10 @@ class CompareScreen(Screen[CompareResult | None]):
         if not self.is_mounted:
             return "starting"
         views = self.column_views
-        active = next((v for v in views if v.finished is None), None)
-        if active is None:
+        done = sum(v.finished is not None for v in views)
+        if done == len(views):
             return "finishing"
-        return f"generating column {active.index + 1}/{len(views)}"
+        return f"generating · {done}/{len(views)} columns done"
 
     def _update_title(self) -> None:
         self.query_one("#compare-title", Static).update(self._title_text())
@@ -322,6 +324,24 @@ class CompareScreen(Screen[CompareResult | None]):
         views = self.column_views
         if column < len(views):
             self.set_focus(views[column])
+
+    def action_copy_command(self) -> None:
+        """Copy the `generate` line that gives the focused column's reply again."""
+        view = self._focused_column()
+        backend = self._runner.backend
+        try:
+            line = generate_command(
+                self._messages,
+                self.column_settings(view.index),
+                max_tokens=self._max_tokens,
+                mode=self._mode,
+                model=None if backend is None else backend.info.path,
+            )
+        except NotOneCommandError as error:
+            self.notify(str(error), severity="warning")
+            return
+        self.app.copy_to_clipboard(line)
+        self.notify(line, title=f"Copied column {view.index + 1} as a command", timeout=30)
 
     async def action_close(self) -> None:
         """Stop generating and go back to the chat without a result."""
