@@ -211,8 +211,6 @@ def run(args: argparse.Namespace) -> int:
     if recorder is not None and recorder.error:
         raise StoreError(recorder.error)
     chat_id = None if recorder is None else recorder.chat_id
-    if chat_id is not None and not args.json:
-        log(f"saved as chat {chat_id}")
     if args.json:
         print(
             json.dumps(
@@ -239,6 +237,9 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write(held.rest(finished.text))
         if finished.text and not finished.text.endswith("\n"):
             sys.stdout.write("\n")
+        sys.stdout.flush()  # the reply's last line ends before stderr's notes
+        if chat_id is not None:
+            log(f"saved as chat {chat_id}")
     if finished.reason == "loop" and finished.loop is not None and not args.json:
         log(f"stopped on a{loop_note(finished).rstrip(',')}")
     if verbose >= 1:
