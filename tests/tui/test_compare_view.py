@@ -100,7 +100,7 @@ def test_settings_summary_names_what_is_on() -> None:
 
 def test_command_entries_and_columns() -> None:
     titles = [title for title, _, _ in command_entries()]
-    assert titles[0] == "Compare: seed 000 presets"
+    assert titles[0] == "Compare: four basic presets"
     assert "Compare: vary temperature" in titles
     presets = {
         "ArgMax": SamplerSettings(temperature=0.0),
