@@ -123,6 +123,8 @@ class SamplescopeApp(CrashLoggingApp):
         self._load = backend_factory
         self.live = LiveSettings(settings)
         """The settings the sliders change; the generating thread reads them per token."""
+        self.back_to_sweep: Callable[[], None] | None = None
+        """Shows the sweep a sample was opened from again (None: none was)."""
         self.start_settings = settings
         """The settings the app started with (defaults, config, flags): "reset" restores
         them; a new chat keeps the sliders as they are."""
@@ -226,6 +228,12 @@ class SamplescopeApp(CrashLoggingApp):
             "Open a model", "Pick a GGUF on disk; the chat goes on with it", chat.action_pick_model
         )
         yield SystemCommand("Keys", "Show every key", self.action_help)
+        if self.back_to_sweep is not None:
+            yield SystemCommand(
+                "Sweep: back to the frontier",
+                "Show the sweep this sample was opened from again",
+                self.back_to_sweep,
+            )
 
     # -- loading -----------------------------------------------------------------
 
