@@ -553,3 +553,15 @@ async def test_a_vocabulary_only_file_is_marked_and_cannot_be_picked(tmp_path: P
         options = picker.query_one(OptionList)
         assert "vocabulary only (no weights)" in str(options.get_option_at_index(4).prompt)
         assert options.get_option_at_index(4).disabled
+
+
+async def test_the_status_line_names_the_models_file(tmp_path: Path) -> None:
+    fake = NamedFake(tmp_path / "SmolLM2-135M-Instruct.Q4_1.gguf")
+    fake._info = dataclasses.replace(fake.info, name="Smollm2 135M 8k Lc100K Mix1 Ep2")
+    blob = NamedFake(tmp_path / "sha256-0123abcd")  # an Ollama blob: its GGUF name then
+    blob._info = dataclasses.replace(blob.info, name="Llama 3.2 1B Instruct")
+    for backend, shown in ((fake, "SmolLM2-135M-Instruct.Q4_1"), (blob, "Llama 3.2 1B Instruct")):
+        app = SamplescopeApp(backend, cursor_blink=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_until(pilot, lambda: chat_of(app).ready)  # noqa: B023
+            assert chat_of(app).status.model == shown
