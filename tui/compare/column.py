@@ -48,6 +48,19 @@ class ColumnStats:
     """The first repetition loop that formed in the reply (`sampling.loops.first_loop`)."""
 
 
+FORK_LEGEND = (
+    "At the first token where this column parts from column 1:\n"
+    "margin A/B: column 1's, then this column's, top-1 minus top-2 raw probability there"
+    " (how sure each run was);\n"
+    "Δlogit A/B: column 1's token's logit minus this column's token's logit, in each run's"
+    " step (≥/≤: a token below the recorded table, a bound);\n"
+    f"near-tie: both margins under {NEAR_TIE_MARGIN:g} (a coin flip could part them);"
+    " disagreement: a margin of that or more.\n"
+    "replaced / inserted / deleted: the token diff against column 1."
+)
+"""What the divergence line's words mean (its tooltip, and `?` in the compare view)."""
+
+
 def join_parts(parts: list[str], width: int, separator: str = " · ") -> str:
     """Join `parts` on one line, breaking lines only between parts to fit `width`."""
     lines: list[str] = []
@@ -121,7 +134,9 @@ class CompareColumnView(Vertical, can_focus=True):
     def compose(self) -> ComposeResult:
         yield Static(self._title_text(), classes="column-title", markup=False)
         yield Static("", classes="column-stats", markup=False)
-        yield Static("", classes="column-marker", markup=False)
+        marker = Static("", classes="column-marker", markup=False)
+        marker.tooltip = FORK_LEGEND
+        yield marker
         with VerticalScroll(classes="column-body", can_focus=False):
             yield self._body
 

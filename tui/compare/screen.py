@@ -37,7 +37,7 @@ from backend.session.backend import SessionBackend
 from backend.session.compare import CompareJob
 from sampling.errors import SamplescopeError
 from sampling.settings import SamplerSettings
-from tui.compare.column import CompareColumnView, divergence_between
+from tui.compare.column import FORK_LEGEND, CompareColumnView, divergence_between
 from tui.compare.columns import CompareColumn, check_column_count, settings_summary
 from tui.compare.curves import CompareCurves
 from tui.compare.edit import CompareEditScreen, CompareRequest
@@ -54,6 +54,7 @@ NEW_SEED_RANGE = 100_000
 PROMPT_PREVIEW_CHARS = 60
 SELECT_HINT = (
     "Select a token to see its candidates: focus a column (tab or 1–4), then ←/→, or click it."
+    " ? says what the margins and Δlogit are."
 )
 
 
@@ -99,6 +100,7 @@ class CompareScreen(Screen[CompareResult | None]):
         Binding("p,enter", "promote", "Use as reply"),
         Binding("c", "curves", "Curves H/p/off"),
         Binding("y", "copy_command", "Copy cmd"),
+        Binding("question_mark", "legend", "Legend", show=False),
         Binding("1", "focus_column(0)", "Column 1", show=False),
         Binding("2", "focus_column(1)", "Column 2", show=False),
         Binding("3", "focus_column(2)", "Column 3", show=False),
@@ -324,6 +326,10 @@ class CompareScreen(Screen[CompareResult | None]):
         views = self.column_views
         if column < len(views):
             self.set_focus(views[column])
+
+    def action_legend(self) -> None:
+        """Say what the divergence line's margins and Δlogit mean."""
+        self.notify(FORK_LEGEND, title="The divergence line", timeout=30)
 
     def action_copy_command(self) -> None:
         """Copy the `generate` line that gives the focused column's reply again."""
