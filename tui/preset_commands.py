@@ -29,6 +29,7 @@ from backend.errors import FileAccessError
 from sampling.settings import SamplerSettings, settings_summary
 from tui.resources import available_presets
 from tui.widgets.entry import ValueEntryScreen
+from tui.widgets.text_view import TextViewScreen
 
 EXPORTS: dict[str, str] = {
     "llama-server": "llama-server / llama-cli flags",
@@ -112,13 +113,14 @@ def save_sliders(host: PresetHost, name: str, presets_file: Path | None = None) 
 
 
 def export_settings(host: PresetHost, form: str) -> str:
-    """Copy the live settings in `form` to the clipboard and show them; the text."""
+    """Copy the live settings in `form` to the clipboard and show them whole; the text."""
     text, unmapped = exported_text(host.live.current, form)
     host.copy_to_clipboard(text)
-    message = f"Copied the settings as {EXPORTS[form]}:\n{text}"
+    note = "Copied to the clipboard. Esc closes."
     if unmapped:
-        message += "\nNot in this form: " + _listed(unmapped)
-    host.notify(message, title="Export", timeout=30)
+        note += "\nNot in this form: " + _listed(unmapped)
+    # A box that scrolls, not a notice: a request body is taller than the screen.
+    host.push_screen(TextViewScreen(f"The settings as {EXPORTS[form]}", text, note))
     return text
 
 
