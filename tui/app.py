@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from textual import on, work
 from textual.app import App, SystemCommand
@@ -21,6 +21,7 @@ from textual.screen import Screen
 from backend.chat.completion import Mode, mode_for_backend
 from backend.chat.protocol import LiveSettings
 from backend.config.config import Config
+from backend.config.presets import PresetError
 from backend.session.backend import SessionBackend
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatStore, StoreError
@@ -47,9 +48,12 @@ from tui.models.switch import (
     PreviousModelKept,
 )
 from tui.panel.sampling_panel import SamplingPanel
+from tui.panel.settings_actions import SettingsActions
 from tui.paste_driver import paste_safe_driver
-from tui.preset_commands import PresetCommands
+from tui.preset_commands import PresetCommands, PresetHost, apply_preset, ask_preset_name
+from tui.resources import available_presets
 from tui.runner import GIL_SWITCH_INTERVAL, GenerationRunner
+from tui.widgets.preset_picker import PresetPickerScreen
 from tui.widgets.token_text import TokenPieces
 
 # The app-wide keys: help and quit (the chat's are on its screen, `ChatScreen`). Each
@@ -119,6 +123,11 @@ class SamplescopeApp(CrashLoggingApp):
         self._load = backend_factory
         self.live = LiveSettings(settings)
         """The settings the sliders change; the generating thread reads them per token."""
+        self.back_to_sweep: Callable[[], None] | None = None
+        """Shows the sweep a sample was opened from again (None: none was)."""
+        self.start_settings = settings
+        """The settings the app started with (defaults, config, flags): "reset" restores
+        them; a new chat keeps the sliders as they are."""
         self.max_tokens = max_tokens
         self.store = store
         self.runner = GenerationRunner(self)
@@ -200,7 +209,8 @@ class SamplescopeApp(CrashLoggingApp):
             self.notify(problem, severity="warning", timeout=15)
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        # Textual's own "Keys" shows the focused widget's keys; the app's shows them all.
+        yield from (c for c in super().get_system_commands(screen) if c.title != "Keys")
         chat = self.chat_screen
         yield SystemCommand("New chat", "Forget the conversation", chat.action_new_chat)
         yield SystemCommand(
@@ -218,6 +228,12 @@ class SamplescopeApp(CrashLoggingApp):
             "Open a model", "Pick a GGUF on disk; the chat goes on with it", chat.action_pick_model
         )
         yield SystemCommand("Keys", "Show every key", self.action_help)
+        if self.back_to_sweep is not None:
+            yield SystemCommand(
+                "Sweep: back to the frontier",
+                "Show the sweep this sample was opened from again",
+                self.back_to_sweep,
+            )
 
     # -- loading -----------------------------------------------------------------
 
@@ -344,6 +360,35 @@ class SamplescopeApp(CrashLoggingApp):
         """Make a whole set of settings live from the next token (an imported preset)."""
         self.live.current = settings
         self.chat.show_settings(settings)
+
+    def reset_settings(self) -> None:
+        """Put the settings the app started with back on the sliders (from the next token)."""
+        self.apply_settings(self.start_settings)
+        self.notify("The settings are back to those samplescope started with.", timeout=8)
+
+    @on(SettingsActions.Chosen)
+    def _on_settings_action(self, message: SettingsActions.Chosen) -> None:
+        message.stop()
+        if message.action == "reset":
+            self.reset_settings()
+        elif message.action == "save-preset":
+            ask_preset_name(cast(PresetHost, self))
+        else:
+            self.pick_preset()
+
+    def pick_preset(self) -> None:
+        """List the presets; the one picked goes on the sliders."""
+        try:
+            presets = available_presets()
+        except (PresetError, OSError) as error:
+            self.notify(str(error), severity="error", timeout=15)
+            return
+
+        def picked(name: str | None) -> None:
+            if name is not None:
+                apply_preset(cast(PresetHost, self), name, presets[name])
+
+        self.push_screen(PresetPickerScreen(presets, "Put a preset on the sliders"), picked)
 
     @on(SamplingPanel.SettingChanged)
     def _on_setting_changed(self, message: SamplingPanel.SettingChanged) -> None:

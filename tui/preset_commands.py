@@ -1,9 +1,11 @@
-"""Command palette entries for presets: import another tool's preset file, export the
-live settings for another tool (as `samplescope preset import/export` do).
+"""Command palette entries for presets: reset the sliders, apply a preset to them,
+save them as a preset, import another tool's preset file, export the live settings
+for another tool (as `samplescope preset import/export` do).
 
 An import is saved among the user's presets (as `preset import` saves it) and made
 the live settings; an export is copied to the clipboard and shown. Every field that
-has no counterpart is listed, never dropped silently.
+has no counterpart is listed, never dropped silently. The sampling panel's
+"settings" group offers the first three as buttons.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from backend.config.presets import PresetError
 from backend.config.sillytavern_format import export_sillytavern
 from backend.errors import FileAccessError
 from sampling.settings import SamplerSettings, settings_summary
+from tui.resources import available_presets
 from tui.widgets.entry import ValueEntryScreen
+from tui.widgets.text_view import TextViewScreen
 
 EXPORTS: dict[str, str] = {
     "llama-server": "llama-server / llama-cli flags",
@@ -43,6 +47,10 @@ class PresetHost(Protocol):
 
     def apply_settings(self, settings: SamplerSettings) -> None:
         """Make `settings` the live settings (from the next token) and show them."""
+        ...
+
+    def reset_settings(self) -> None:
+        """Make the settings the app started with live again."""
         ...
 
     def notify(self, message: str, **options: Any) -> None:
@@ -72,14 +80,47 @@ def exported_text(settings: SamplerSettings, form: str) -> tuple[str, list[Unmap
     return json.dumps(body, indent=2, ensure_ascii=False), unmapped
 
 
+def apply_preset(host: PresetHost, name: str, settings: SamplerSettings) -> None:
+    """Put a preset on the sliders; the seed stays the chat's."""
+    host.apply_settings(settings.with_changes(seed=host.live.current.seed))
+    host.notify(f"Preset {name!r} is on the sliders: {settings_summary(settings)}", timeout=10)
+
+
+def ask_preset_name(host: PresetHost, presets_file: Path | None = None) -> None:
+    """Ask for a name, then save the sliders as a preset of that name."""
+    host.push_screen(
+        ValueEntryScreen(
+            "the new preset's name",
+            "",
+            "saved among your presets (compare, `generate --preset` and this palette"
+            " offer it); the seed is left out",
+        ),
+        lambda typed: save_sliders(host, typed.strip(), presets_file) if typed else None,
+    )
+
+
+def save_sliders(host: PresetHost, name: str, presets_file: Path | None = None) -> bool:
+    """Save the live settings (but the seed) as the user's preset `name`; whether saved."""
+    target = user_presets_path() if presets_file is None else presets_file
+    settings = host.live.current.with_changes(seed=SamplerSettings().seed)
+    try:
+        save_user_preset(target, name, settings)
+    except PresetError as error:
+        host.notify(str(error), severity="error", timeout=20)
+        return False
+    host.notify(f"Saved the sliders as preset {name!r} in {target}", timeout=10)
+    return True
+
+
 def export_settings(host: PresetHost, form: str) -> str:
-    """Copy the live settings in `form` to the clipboard and show them; the text."""
+    """Copy the live settings in `form` to the clipboard and show them whole; the text."""
     text, unmapped = exported_text(host.live.current, form)
     host.copy_to_clipboard(text)
-    message = f"Copied the settings as {EXPORTS[form]}:\n{text}"
+    note = "Copied to the clipboard. Esc closes."
     if unmapped:
-        message += "\nNot in this form: " + _listed(unmapped)
-    host.notify(message, title="Export", timeout=30)
+        note += "\nNot in this form: " + _listed(unmapped)
+    # A box that scrolls, not a notice: a request body is taller than the screen.
+    host.push_screen(TextViewScreen(f"The settings as {EXPORTS[form]}", text, note))
     return text
 
 
@@ -136,6 +177,35 @@ def _listed(unmapped: Sequence[Unmapped]) -> str:
 def command_entries(host: PresetHost) -> list[tuple[str, Callable[[], object], str]]:
     """(title, callback, help) of every preset command."""
     entries: list[tuple[str, Callable[[], object], str]] = [
+        (
+            "Settings: reset",
+            host.reset_settings,
+            "Put the settings samplescope started with back on the sliders",
+        ),
+        (
+            "Preset: save the sliders as…",
+            partial(ask_preset_name, host),
+            "Save the live settings among your presets, under a name you give",
+        ),
+    ]
+    try:
+        presets = available_presets()
+    except (PresetError, OSError) as error:
+        presets = {}
+        problem = str(error)
+    else:
+        problem = ""
+    for name, settings in presets.items():
+        entries.append(
+            (
+                f"Preset: apply {name}",
+                partial(apply_preset, host, name, settings),
+                f"Put it on the sliders: {settings_summary(settings)}",
+            )
+        )
+    if problem:
+        entries.append(("Preset: apply (unavailable)", lambda: None, problem))
+    entries += [
         (
             "Preset: import a file",
             partial(ask_preset_file, host),

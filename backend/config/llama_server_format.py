@@ -131,10 +131,15 @@ def completion_body(settings: SamplerSettings) -> tuple[dict[str, Any], list[Unm
     return body, _unmapped(settings)
 
 
-def server_flags(settings: SamplerSettings) -> tuple[list[str], list[Unmapped]]:
-    """The settings as llama-server / llama-cli flags, one word per item."""
+def server_flags(
+    settings: SamplerSettings, *, seed: bool = True
+) -> tuple[list[str], list[Unmapped]]:
+    """The settings as llama-server / llama-cli flags, one word per item (without
+    `--seed` when `seed` is False: a preset that sets none)."""
     words: list[str] = []
     for field in SCALAR_FIELDS:
+        if field.setting == "seed" and not seed:
+            continue
         words += [field.flag, str(_plain(getattr(settings, field.setting)))]
     breakers = settings.of(DryParams).dry_sequence_breakers or ("none",)
     for breaker in breakers:
@@ -150,8 +155,32 @@ def server_flags(settings: SamplerSettings) -> tuple[list[str], list[Unmapped]]:
 
 
 def flags_text(words: list[str]) -> str:
-    """Flags as one shell line, each word quoted where the shell needs it."""
-    return " ".join(shlex.quote(word) for word in words)
+    """Flags as one shell line, each word quoted where the shell needs it.
+
+    A word holding a newline, a tab or another control character (DRY's default
+    breaker "\\n") is written in bash's `$'…'` quoting, escaped, so that the line stays
+    one line: llama.cpp takes the breaker as the shell hands it over, unescaped."""
+    return " ".join(
+        _ansi_c_quoted(word) if _has_control(word) else shlex.quote(word) for word in words
+    )
+
+
+def _has_control(word: str) -> bool:
+    return any(ord(c) < 0x20 or ord(c) == 0x7F for c in word)
+
+
+def _ansi_c_quoted(word: str) -> str:
+    """`word` as bash's `$'…'`: backslash, quote and control characters escaped."""
+    named = {"\\": "\\\\", "'": "\\'", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
+    out = []
+    for c in word:
+        if c in named:
+            out.append(named[c])
+        elif ord(c) < 0x20 or ord(c) == 0x7F:
+            out.append(f"\\x{ord(c):02x}")
+        else:
+            out.append(c)
+    return "$'" + "".join(out) + "'"
 
 
 def _plain(value: Any) -> Any:

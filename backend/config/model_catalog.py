@@ -130,6 +130,8 @@ class LocalModel:
         context_length: `<arch>.context_length`, 0 when missing.
         chat_template: Whether it holds `tokenizer.chat_template`.
         problem: Why its metadata could not be read ("" when it could).
+        vocab_only: It holds no tensors: a tokenizer alone (llama.cpp's test
+            vocabularies), not a model that can be opened.
     """
 
     name: str
@@ -141,6 +143,7 @@ class LocalModel:
     context_length: int = 0
     chat_template: bool = False
     problem: str = ""
+    vocab_only: bool = False
 
     def to_dict(self) -> dict[str, object]:
         """The model as JSON-friendly fields."""
@@ -154,6 +157,7 @@ class LocalModel:
             "context_length": self.context_length,
             "chat_template": self.chat_template,
             "problem": self.problem,
+            "vocab_only": self.vocab_only,
         }
 
 
@@ -231,6 +235,7 @@ def describe(name: str, path: Path, source: str) -> LocalModel:
         architecture=gguf.architecture,
         context_length=context if isinstance(context, int) else 0,
         chat_template="tokenizer.chat_template" in gguf.metadata,
+        vocab_only=not gguf.tensors,
     )
 
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 import importlib.util
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from backend.errors import ModelFileError
+
+if TYPE_CHECKING:
+    from backend.config.model_catalog import LocalModel
 
 #: The environment variable naming a GGUF to use when `--model` is not given.
 MODEL_ENV = "SAMPLESCOPE_MODEL"
@@ -77,7 +81,35 @@ def _file_or_named(given: str) -> Path:
     path = Path(given).expanduser()
     if path.exists():
         return path
-    from backend.config.model_catalog import find_model, models_on_disk
+    from backend.config.model_catalog import find_model
 
-    model = find_model(given, models_on_disk())
+    model = find_model(given, listed_models())
     return path if model is None else model.path
+
+
+def listed_models(*, vocab_only: bool = False) -> list[LocalModel]:
+    """The models `samplescope models` lists and the app's picker offers: those on disk
+    (`models_on_disk`), then the bundled default when installed and not found already.
+
+    Args:
+        vocab_only: Keep the files that hold a tokenizer alone (llama.cpp's test
+            vocabularies, found under a `model_dirs` folder); left out by default, as
+            they cannot be opened as models.
+    """
+    from backend.config.model_catalog import describe, models_on_disk
+
+    models = models_on_disk()
+    try:
+        bundled = default_model_path().resolve()
+    except ModelFileError:
+        bundled = None
+    if bundled is not None and all(_resolved(m.path) != bundled for m in models):
+        models.append(describe(bundled.name, bundled, "bundled"))
+    return [model for model in models if vocab_only or not model.vocab_only]
+
+
+def _resolved(path: Path) -> Path | None:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return None

@@ -81,11 +81,20 @@ class StoredRun:
         return tuple((turn.role, turn.content) for turn in turns)
 
     def describe(self) -> str:
-        """One line: chat, reply, branch and model."""
+        """One line: chat, reply, the branch (its number among the reply's branches,
+        and its id, which `CHAT::BRANCH` takes) and model."""
         return (
-            f"chat {self.chat.id}, reply {self.reply.number}, branch {self.reply.id}"
+            f"chat {self.chat.id}, reply {self.reply.number}, {self.branch_words()}"
             f" ({self.reply.model.name})"
         )
+
+    def branch_words(self) -> str:
+        """ "branch 2 of 3 (id 57)", or "branch id 57" when the turn is not on record."""
+        for message in self.chat.stored_messages:
+            ids = [branch.id for branch in message.branches]
+            if self.reply.id in ids:
+                return f"branch {ids.index(self.reply.id) + 1} of {len(ids)} (id {self.reply.id})"
+        return f"branch id {self.reply.id}"
 
 
 def load_run(store: ChatStore, ref: RunRef) -> StoredRun:

@@ -221,3 +221,24 @@ def test_a_reply_cut_by_the_full_context_says_so(capsys: pytest.CaptureFixture[s
         pytest.fail(f"seed 3 ended on its own after {stats['decode_tokens']} tokens")
     assert result["finish_reason"] == "context_full"
     assert stats["prompt_tokens"] + stats["decode_tokens"] == 256 + 1
+
+
+def test_save_says_its_chat_on_a_line_of_its_own(tmp_path: Path) -> None:
+    """Read as a terminal shows it (stdout and stderr on one stream): the reply's last
+    line ends before "saved as chat" starts."""
+    import subprocess
+    import sys
+
+    argv = ["generate", "Say hello.", "-s", "5", "--max-tokens", "6", "--save"]
+    argv += ["--db", str(tmp_path / "chats.db"), *MODEL_FLAGS]
+    shown = subprocess.run(
+        [sys.executable, "-m", "tui.cli.main", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[2],
+    ).stdout
+    lines = shown.splitlines()
+    assert lines[-1] == "samplescope: saved as chat 1"
+    assert lines[-2].strip() and "saved as chat" not in lines[-2]

@@ -47,6 +47,8 @@ def test_info_default_model(capsys: pytest.CaptureFixture[str], default_model_pa
     assert any(d.startswith("  CPU  CPU  ") and " free of " in d for d in listed)
     gpu = any(d.split("  ")[2] in ("GPU", "integrated GPU") for d in listed if "  " in d[2:])
     assert any(d.startswith("  no GPU in this build: ") for d in listed) is not gpu
+    if not gpu:  # the hint names whose docs page it means
+        assert "; samplescope's docs/setup.md says how to build it for CUDA" in out
     rpc = "yes" if llama_cpp.llama_supports_rpc() else "no"
     assert rpc_line == f"  RPC backend: {rpc}"
     system = llama_cpp.llama_print_system_info().decode().strip().strip("|").strip()

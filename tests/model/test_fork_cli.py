@@ -100,3 +100,21 @@ def test_replies_that_cannot_be_compared(
     assert code == 2
     assert "different vocabularies: 49152 tokens against 600" in err
     assert err.count("\n") == 1
+
+
+def test_replies_apart_from_the_first_token_and_branches_numbered_per_reply(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, default_model_path: Path
+) -> None:
+    db = tmp_path / "chats.db"
+    first = saved(capsys, db, default_model_path)
+    token_ids = first["token_ids"]
+    assert isinstance(token_ids, list)
+    argv = ["generate", PROMPT, "-t", "0", "--max-tokens", "40", "--save", "--json"]
+    argv += ["--logit-bias", f"{token_ids[0]}=-inf", "--db", str(db), "--threads", "1"]
+    assert main([*argv, "--model", str(default_model_path)]) == 0
+    other = json.loads(capsys.readouterr().out)
+    assert main(["fork", str(first["chat_id"]), str(other["chat_id"]), "--db", str(db)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"A: chat {first['chat_id']}, reply 1, branch 1 of 1 (id ")
+    assert lines[2] == "different from the first token on"
+    assert lines[3].startswith("first difference at token 1:")

@@ -109,6 +109,25 @@ def test_cli_json_has_every_setting_and_sample_saved(
             assert len(store.load_steps(chat, reply)) == sample["n_tokens"]
 
 
+def test_a_saved_sweep_is_viewed_again_without_running(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tui.app import SamplescopeApp
+
+    db = tmp_path / "chats.sqlite3"
+    assert main([*SWEEP, "--db", str(db)]) == 0
+    err = capsys.readouterr().err
+    kept = tmp_path / "sweeps" / "sweep-chats-1-4.json"
+    assert f"`samplescope sweep --view {kept}` shows this sweep again" in err
+    ran: list[SamplescopeApp] = []
+    monkeypatch.setattr(SamplescopeApp, "run", lambda self: ran.append(self))
+    monkeypatch.setattr(sweep_cli, "run_sweep", None)  # viewing runs nothing
+    assert main(["sweep", "--view", str(kept), "--db", str(db), "--threads", "1"]) == 0
+    assert len(ran) == 1
+    with ChatStore(db) as store:
+        assert len(store.list_chats()) == 4  # no sample saved twice
+
+
 def test_cli_csv_has_one_row_per_setting(capsys: pytest.CaptureFixture[str]) -> None:
     code, out = run_cli(capsys, *SWEEP, "--csv", "--no-save", "--temperature", "last")
     assert code == 0
@@ -147,3 +166,35 @@ def test_ctrl_c_keeps_what_was_done(
             assert store.load_chat(sample["chat_id"]).title.startswith("sweep · ")
     # Cancelled samples are left out of the figures.
     assert all(s["samples"] == 0 for s in result["settings"])
+
+
+@pytest.mark.anyio
+async def test_a_samples_copied_command_gives_its_tokens(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import shlex
+
+    from textual.app import App
+
+    from tui.sweep.screen import SweepScreen
+
+    path = tmp_path / "sweep.json"
+    code, out = run_cli(capsys, *SWEEP, "--json", "--no-save")
+    assert code == 0
+    path.write_text(out, encoding="utf-8")
+    result = sweep_cli.read_result(path)
+    copied: list[str] = []
+
+    class Viewer(App[None]):
+        def on_mount(self) -> None:
+            self.push_screen(SweepScreen(result))
+
+    app = Viewer()
+    app.copy_to_clipboard = copied.append  # type: ignore[method-assign]
+    async with app.run_test(size=(110, 34)) as pilot:
+        await pilot.press("down", "enter", "down", "y")  # t=1.5, its second sample
+        await pilot.pause()
+    [line] = copied
+    sample = next(s for s in result.samples if (s.figures.setting, s.seed) == (1, 43))
+    assert main([*shlex.split(line)[1:], "--json", *MODEL_FLAGS]) == 0
+    assert tuple(json.loads(capsys.readouterr().out)["token_ids"]) == sample.token_ids

@@ -100,7 +100,7 @@ def test_settings_summary_names_what_is_on() -> None:
 
 def test_command_entries_and_columns() -> None:
     titles = [title for title, _, _ in command_entries()]
-    assert titles[0] == "Compare: seed 000 presets"
+    assert titles[0] == "Compare: four basic presets"
     assert "Compare: vary temperature" in titles
     presets = {
         "ArgMax": SamplerSettings(temperature=0.0),
@@ -442,3 +442,21 @@ async def test_an_alternative_chosen_in_a_column_branches_the_chat_from_there() 
         assert branch.fork_at == 3 and branch.parent is not None
         assert [t.step.token_id for t in branch.parent.tokens] == column_ids
         assert len(branch.tree) == 3  # the first reply, the column, the new branch
+
+
+@pytest.mark.anyio
+async def test_question_mark_explains_the_divergence_line() -> None:
+    app = HostApp(lambda: CompareScreen(FakeBackend(), SEA, FAKE_COLUMNS[:2], FAKE_SEED))
+    async with app.run_test(size=SIZE) as pilot:
+        screen = app.compare_screen
+        assert screen is not None
+        await wait_done(pilot, screen)
+        marker = screen.column_views[1].query_one(".column-marker")
+        assert "margin A/B" in str(marker.tooltip)
+        assert "? says what the margins and Δlogit are" in str(
+            screen.query_one("#compare-hint").render()
+        )
+        await pilot.press("question_mark")
+        await pilot.pause()
+        shown = [n.message for n in app._notifications]
+        assert any("Δlogit A/B: column 1's token's logit" in m for m in shown)

@@ -98,7 +98,8 @@ async def test_f7_opens_a_listed_model_and_the_chat_goes_on(tmp_path: Path) -> N
         await send_message(pilot, app, "hello")
         picker = await open_picker(pilot, app)
         options = picker.query_one(OptionList)
-        assert options.option_count == 4
+        assert options.option_count == 5  # the four, then "Open a file…"
+        assert "Open a file" in str(options.get_option_at_index(4).prompt)
         lines = [str(options.get_option_at_index(i).prompt) for i in range(4)]
         assert "(loaded)" in lines[0]
         assert "Q8_0 · llama · ctx 4096 · 3 MB · chat template · ollama" in lines[1]

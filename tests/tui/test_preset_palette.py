@@ -8,6 +8,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from textual.widgets import TextArea
 
 from backend.config.llama_server_format import completion_body, flags_text, server_flags
 from backend.config.paths import CONFIG_DIR_ENV
@@ -16,6 +17,7 @@ from tests.fake_backend import FakeBackend
 from tests.helpers import chat_of, wait_until
 from tui.app import SamplescopeApp
 from tui.widgets.entry import ValueEntryScreen
+from tui.widgets.text_view import TextViewScreen
 
 pytestmark = pytest.mark.anyio
 
@@ -99,6 +101,11 @@ async def test_the_live_settings_are_exported_to_the_clipboard(form: str) -> Non
         else:
             assert json.loads(copied)["temp"] == 0.55
             assert json.loads(copied)["top_k"] == 7
-        [message] = [n.message for n in app._notifications]
-        assert message.startswith("Copied the settings as ")
-        assert copied in message
+        # Shown whole in a box that scrolls, not in a notice that runs off the screen.
+        assert not app._notifications
+        assert isinstance(app.screen, TextViewScreen)
+        assert app.screen.query_one(TextArea).text == copied
+        box = app.screen.query_one("#text-view")
+        assert box.region.bottom <= SIZE[1] and box.region.right <= SIZE[0]
+        await pilot.press("escape")
+        assert not isinstance(app.screen, TextViewScreen)

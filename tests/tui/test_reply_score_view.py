@@ -46,3 +46,29 @@ async def test_a_finished_reply_ends_with_its_score() -> None:
         # The cursor moves the marks, not the score: it is drawn once, at the end.
         await pilot.press("ctrl+t", "left")
         assert view.plain_text().count("logp") == 1
+
+
+async def test_the_score_is_never_broken_across_lines() -> None:
+    app = SamplescopeApp(FakeBackend(), max_tokens=24, cursor_blink=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await type_message(pilot, app, "hello")
+        await nth_reply_finished(pilot, app)
+        chat_of(app).flush_now()
+        expected = score_label(
+            reply_score([t.step for t in chat_of(app).conversation.replies[0].tokens])
+        )
+        view = app.query_one(ReplyView)
+        on_own_line = 0
+        for width in range(100, 139):  # every place the reply's last line can end
+            await pilot.resize_terminal(width, 36)
+            await pilot.pause()
+            lines = view.plain_text().rstrip().splitlines()
+            assert lines[-1].endswith(expected), (width, lines[-2:])
+            on_own_line += lines[-1] == expected
+        assert on_own_line  # some widths leave no room after the text
+        # Narrower than the label: it breaks between its parts only.
+        await pilot.resize_terminal(80, 36)
+        await pilot.pause()
+        lines = view.plain_text().rstrip().splitlines()
+        logp, ppl = expected.split(" · ")
+        assert lines[-2].endswith(logp) and lines[-1] in (f"· {ppl}", ppl), lines[-2:]

@@ -71,13 +71,15 @@ async def test_groups_follow_the_spec_and_only_the_core_group_starts_open() -> N
     async with PanelHost(live).run_test(size=(60, 20)) as pilot:
         panel = pilot.app.query_one(SamplingPanel)
         groups = list(panel.query(Collapsible).results())
-        # The sampler settings' groups, then phrase bans, loops, beam search (no settings).
+        # The sampler settings' groups, then phrase bans, loops, beam search (no
+        # settings), then reset and presets.
         specs = [f"group-{name}" for name, _ in group_specs()]
         assert [g.id for g in groups] == [
             *specs,
             "group-phrase-bans",
             "group-loops",
             "group-beam-search",
+            "group-settings-actions",
         ]
         assert [g.collapsed for g in groups] == [g.id != "group-core" for g in groups]
         for name, specs in group_specs():

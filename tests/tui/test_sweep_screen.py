@@ -192,6 +192,21 @@ async def test_in_the_app_the_sample_chosen_becomes_the_chat(tmp_path: Path) -> 
             await wait_until(pilot, lambda: bool(chat_of(app).conversation.replies))
             assert chat_of(app).conversation.replies[-1].text == reply_text
             assert chat_of(app).conversation.messages[0].content == "tell me about the sea"
+            # The sample's own settings are on the sliders, its seed too.
+            assert app.live.current == SamplerSettings(temperature=0.7, min_p=0.0, seed=5)
+            # The palette goes back to the list the sample was chosen from.
+            await pilot.press("ctrl+p")
+            await pilot.pause()
+            await pilot.press(*"back to the frontier")
+            await pilot.pause(0.3)
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: isinstance(app.screen, SweepScreen))
+            screen = app.screen
+            assert isinstance(screen, SweepScreen)
+            assert (screen.listing, screen.selected) == (0, 0)
+            await pilot.press("escape")
+            await pilot.pause()
+            assert screen.listing is None  # the frontier and the settings
 
 
 def test_sweep_view_file_opens_the_app_on_the_sweep(
@@ -247,3 +262,27 @@ async def test_a_sample_chosen_while_the_model_loads_opens_once_it_is_loaded(
             loaded.set()
             await wait_until(pilot, lambda: len(chat_of(app).conversation.messages) == 2)
             assert chat_of(app).conversation.messages[1].content == "The sea is calm and blue."
+
+
+async def test_y_copies_the_generate_line_of_a_setting_and_of_a_sample() -> None:
+    import shlex
+
+    from sampling.settings import DEFAULT_CHAT_SETTINGS
+    from tui.cli.main import build_parser
+    from tui.cli.settings_flags import settings_from_args
+
+    copied: list[str] = []
+    app = SweepApp(fixed_result())
+    app.copy_to_clipboard = copied.append  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("down", "y", "enter", "down", "down", "y")
+        await pilot.pause()
+    setting = fixed_result().plan.settings[1].settings
+    expected = [(setting.with_changes(seed=5), "Tell me about the sea.")]
+    expected.append((setting.with_changes(seed=5), "A line on the sea."))  # prompt 2's first
+    for line, (settings, prompt) in zip(copied, expected, strict=True):
+        words = shlex.split(line)
+        assert words[:3] == ["samplescope", "generate", prompt]
+        assert words[words.index("--model") + 1] == "/models/SmolLM2.gguf"
+        args = build_parser().parse_args(words[1:])
+        assert settings_from_args(args, DEFAULT_CHAT_SETTINGS) == settings

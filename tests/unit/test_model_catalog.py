@@ -20,7 +20,7 @@ from backend.config.model_catalog import (
 )
 from backend.config.model_path import resolve_model_path
 from backend.config.paths import CONFIG_DIR_ENV
-from tests.gguf_factory import gguf_bytes
+from tests.gguf_factory import Tensor, gguf_bytes
 from tui.cli.main import main
 
 
@@ -32,6 +32,18 @@ def tiny_gguf(path: Path, *, file_type: int, context: int, template: bool) -> Pa
     }
     if template:
         metadata["tokenizer.chat_template"] = "{{ messages }}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(gguf_bytes(metadata, [Tensor("token_embd.weight", (8,), 0, 0)], 32))
+    return path
+
+
+def vocab_gguf(path: Path) -> Path:
+    """A tokenizer alone, as llama.cpp's `models/ggml-vocab-*.gguf` test files are."""
+    metadata: dict[str, object] = {
+        "general.architecture": "llama",
+        "tokenizer.ggml.model": "llama",
+        "tokenizer.ggml.tokens": ["<unk>", "a", "b"],
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(gguf_bytes(metadata, [], 0))
     return path
@@ -81,6 +93,7 @@ def lay_out(root: Path) -> ModelSources:
     mine = root / "mine"
     tiny_gguf(mine / "sub" / "tiny-Q4_K_M.gguf", file_type=15, context=2048, template=False)
     (mine / "broken.gguf").write_bytes(b"GGUF\x03")
+    vocab_gguf(mine / "llama.cpp" / "models" / "ggml-vocab-llama-spm.gguf")
     return ModelSources(root / "hf", lmstudio, ollama, llama_cache, (mine,))
 
 
@@ -97,7 +110,11 @@ def test_every_tools_store_is_found_with_its_metadata(tmp_path: Path) -> None:
         ("tinyllama:1b", "ollama", "Q4_0", "llama", 8192, True),
         ("someone/other:latest", "ollama", "Q4_0", "llama", 8192, True),
         ("org_Tiny-GGUF_tiny-F16.gguf", "llama.cpp", "F16", "llama", 512, False),
+        ("llama.cpp/models/ggml-vocab-llama-spm.gguf", "model_dirs", "", "llama", 0, False),
         ("sub/tiny-Q4_K_M.gguf", "model_dirs", "Q4_K_M", "llama", 2048, False),
+    ]
+    assert [m.name for m in models if m.vocab_only] == [
+        "llama.cpp/models/ggml-vocab-llama-spm.gguf"
     ]
     by_name = {m.name: m for m in models}
     assert by_name["tinyllama:1b"].path == tmp_path / "ollama" / "blobs" / "sha256-bbbb"
@@ -180,10 +197,27 @@ def test_the_models_command(machine: Path, capsys: pytest.CaptureFixture[str]) -
         "llama.cpp",
         "model_dirs",
         "model_dirs",
+        "bundled",  # what the app's picker offers too; the vocabulary alone left out
     ]
+    assert listed[-1]["name"] == "SmolLM2-135M-Instruct.Q4_1.gguf"
     assert set(listed[0]) == set(LocalModel.__dataclass_fields__)
     assert main(["models"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[2].startswith("tinyllama:1b  ")
     assert "Q4_0  llama  ctx 8192  chat template  [ollama]" in lines[2]
     assert "unreadable:" in lines[5]
+    assert not any("vocab" in line for line in lines)
+    assert main(["models", "--all"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[6].startswith("llama.cpp/models/ggml-vocab-llama-spm.gguf  [model_dirs]")
+    assert "vocabulary only (no weights)" in lines[6]
+
+
+def test_the_app_picker_lists_what_the_models_command_lists(
+    machine: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tui.cli.commands import app
+
+    assert main(["models", "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [m.to_dict() for m in app.listed_models()] == listed

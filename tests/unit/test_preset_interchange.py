@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-import shlex
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -163,6 +163,17 @@ KOBOLDCPP = {
     "logit_bias": {"13": -1.5},
     "use_default_badwordsids": False,
 }
+
+
+def shell_words(line: str) -> list[str]:
+    """The words bash makes of a line (as a user's shell splits an exported line)."""
+    split = subprocess.run(
+        ["bash", "-c", 'eval "set -- $1"; printf "%s\\0" "$@"', "_", line],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return split.split("\0")[:-1]
 
 
 def write(tmp_path: Path, name: str, content: str) -> Path:
@@ -395,7 +406,7 @@ def test_every_setting_llama_cpp_holds_round_trips(form: str) -> None:
         imported = import_completion_body(json.loads(json.dumps(body)))
     else:
         words, unmapped = server_flags(RICH)
-        imported = import_server_flags(shlex.split(flags_text(words)))
+        imported = import_server_flags(shell_words(flags_text(words)))
     assert imported.unmapped == ()
     assert sorted(entry.name for entry in unmapped) == sorted(
         LLAMA_CPP_LACKS - {"temperature_last"}
@@ -419,7 +430,7 @@ def test_a_ban_and_no_breakers_in_llama_cpps_spellings() -> None:
     text = flags_text(words)
     assert "--logit-bias 5-inf --logit-bias 9+1.5" in text
     assert "--dry-sequence-breaker none" in text
-    back = imported_settings(import_server_flags(shlex.split(text)))
+    back = imported_settings(import_server_flags(shell_words(text)))
     assert back.logit_bias == ((5, -math.inf), (9, 1.5))
     assert back.dry_sequence_breakers == ()
     assert imported_settings(import_completion_body(body)).logit_bias == back.logit_bias
@@ -460,10 +471,21 @@ def test_the_preset_commands(
 
     assert main(["preset", "export", "--top-a", "0.2", "--seed", "3"]) == 0
     captured = capsys.readouterr()
-    words = shlex.split(captured.out)
+    words = shell_words(captured.out)
     assert words[words.index("--seed") + 1] == "3"
     assert words[words.index("--temp") + 1] == "0.8"
     assert "top_a = 0.2 (llama.cpp has no such setting)" in captured.err
+
+    # A preset sets no seed: none is written (llama-server then draws one), and DRY's
+    # newline breaker stays on the one line, escaped as bash reads it.
+    assert main(["preset", "export", "--preset", "TopP p=0.9 t=0.8"]) == 0
+    line = capsys.readouterr().out
+    assert line.count("\n") == 1 and "--seed" not in line
+    assert "--dry-sequence-breaker $'\\n'" in line
+    words = shell_words(line)
+    assert words[words.index("--dry-sequence-breaker") + 1] == "\n"
+    assert main(["preset", "export", "--preset", "TopP p=0.9 t=0.8", "-s", "0"]) == 0
+    assert "--seed 0" in capsys.readouterr().out
 
     assert main(["preset", "export", "--format", "completion-json", "-t", "0.5"]) == 0
     assert json.loads(capsys.readouterr().out)["temperature"] == 0.5
@@ -530,7 +552,7 @@ def test_llama_server_round_trips_any_settings(settings: SamplerSettings) -> Non
     words, _ = server_flags(settings)
     for imported in (
         import_completion_body(json.loads(json.dumps(body))),
-        import_server_flags(shlex.split(flags_text(words))),
+        import_server_flags(shell_words(flags_text(words))),
     ):
         back = imported_settings(imported)
         assert differing(settings, back, ALL_FIELDS - LLAMA_CPP_LACKS - {"samplers"}) == {}

@@ -179,7 +179,7 @@ class ReplyView(Widget):
             self._place(f"  [{label}]", _NO_TOKEN, _NOTE)
         score = self._score_text() if reply.finished and reply.tokens else ""
         if score:
-            self._place(f"  {score}", _NO_TOKEN, _NOTE)
+            self._place_unbroken(score, _NOTE)
         if reply.error:
             self._newline()
             self._place(display_text(reply.error), _NO_TOKEN, _ERROR)
@@ -209,6 +209,21 @@ class ReplyView(Widget):
                 self._newline()
             for chunk in _CHUNK.findall(part):
                 self._place_chunk(chunk, index, style)
+
+    def _place_unbroken(self, note: str, style: Style | None, gap: str = "  ") -> None:
+        """A note `gap` after the text, or on a line of its own when it does not fit
+        the line's end: broken only between its " · " parts, never inside one ("logp"
+        away from its number)."""
+        parts = note.split(" · ")
+        if cell_len(note) > self._wrap and len(parts) > 1:  # wider than a line
+            for number, part in enumerate(parts):
+                self._place_unbroken(part, style, gap if number == 0 else " · ")
+            return
+        if self._line_width and self._line_width + len(gap) + cell_len(note) > self._wrap:
+            self._newline()
+            self._place(note, _NO_TOKEN, style)
+        else:
+            self._place(f"{gap}{note}" if self._line_width else note, _NO_TOKEN, style)
 
     def _newline(self) -> None:
         self._lines.append([])

@@ -53,7 +53,7 @@ from tui.panel.phrase_bans import PhraseBanControls
 from tui.panel.sampling_panel import SamplingPanel
 from tui.runner import GenerationRunner
 from tui.widgets.prob_panel import ProbPanel
-from tui.widgets.status_line import StatusLine, StatusState, loop_status
+from tui.widgets.status_line import StatusLine, StatusState, loop_status, model_label
 from tui.widgets.token_text import TokenPieces
 
 STORED_REPLIES_NOTE = "Replies of a saved chat have no per-token record; new replies will."
@@ -160,7 +160,7 @@ class ChatView(Vertical):
         # Layers on RPC servers: the decode waits on them, not on this machine's cores.
         self.schedule.budget = None if info.placement else budget_for(info.n_threads)
         self._status.update(
-            model=info.name,
+            model=model_label(info.name, info.path),
             threads=info.n_threads,
             placement=info.placement,
             ctx_total=info.n_ctx,

@@ -27,6 +27,7 @@ from backend.chat.compare import first_divergence
 from backend.chat.events import FinishedEvent, TokenEvent
 from sampling.fork import NEAR_TIE_MARGIN, Fork, fork_at, fork_summary
 from sampling.loops import Loop, first_loop
+from sampling.registry import TEMPERATURE_FIRST_ORDER
 from tui.compare.column_text import NOTICE_STYLE, ColumnText
 from tui.compare.columns import CompareColumn, settings_summary
 from tui.compare.token_diff import LiveDiff, TokenDiff
@@ -45,6 +46,19 @@ class ColumnStats:
     reason: str | None
     loop: Loop | None = None
     """The first repetition loop that formed in the reply (`sampling.loops.first_loop`)."""
+
+
+FORK_LEGEND = (
+    "At the first token where this column parts from column 1:\n"
+    "margin A/B: column 1's, then this column's, top-1 minus top-2 raw probability there"
+    " (how sure each run was);\n"
+    "Δlogit A/B: column 1's token's logit minus this column's token's logit, in each run's"
+    " step (≥/≤: a token below the recorded table, a bound);\n"
+    f"near-tie: both margins under {NEAR_TIE_MARGIN:g} (a coin flip could part them);"
+    " disagreement: a margin of that or more.\n"
+    "replaced / inserted / deleted: the token diff against column 1."
+)
+"""What the divergence line's words mean (its tooltip, and `?` in the compare view)."""
 
 
 def join_parts(parts: list[str], width: int, separator: str = " · ") -> str:
@@ -120,7 +134,9 @@ class CompareColumnView(Vertical, can_focus=True):
     def compose(self) -> ComposeResult:
         yield Static(self._title_text(), classes="column-title", markup=False)
         yield Static("", classes="column-stats", markup=False)
-        yield Static("", classes="column-marker", markup=False)
+        marker = Static("", classes="column-marker", markup=False)
+        marker.tooltip = FORK_LEGEND
+        yield marker
         with VerticalScroll(classes="column-body", can_focus=False):
             yield self._body
 
@@ -134,6 +150,10 @@ class CompareColumnView(Vertical, can_focus=True):
         label_words = set(self.column.label.split())
         if not set(summary.split()) <= label_words:  # say what the label does not
             title.append(f"  {summary}", style="dim")
+        settings = self.column.settings
+        if settings.order == TEMPERATURE_FIRST_ORDER and not settings.greedy:
+            # The summary leaves this order unnamed; the chat's runs the temperature last.
+            title.append("  t-first", style="bold #e5c07b")
         return title
 
     # --- state changes (called from the screen's handlers) --------------------------

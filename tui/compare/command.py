@@ -177,7 +177,7 @@ def command_entries() -> list[tuple[str, str, str]]:
     """(title, source, help) of every palette command, presets first."""
     entries = [
         (
-            "Compare: seed 000 presets",
+            "Compare: four basic presets",
             PRESETS_SOURCE,
             "Regenerate the last reply under ArgMax, All t=0.8, All t=1.5, TopK (one seed)",
         )

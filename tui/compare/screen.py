@@ -37,11 +37,12 @@ from backend.session.backend import SessionBackend
 from backend.session.compare import CompareJob
 from sampling.errors import SamplescopeError
 from sampling.settings import SamplerSettings
-from tui.compare.column import CompareColumnView, divergence_between
+from tui.compare.column import FORK_LEGEND, CompareColumnView, divergence_between
 from tui.compare.columns import CompareColumn, check_column_count, settings_summary
 from tui.compare.curves import CompareCurves
 from tui.compare.edit import CompareEditScreen, CompareRequest
 from tui.compare.result import CompareResult
+from tui.generate_command import NotOneCommandError, generate_command
 from tui.row_compositor import RowCompositor
 from tui.runner import GenerationRunner
 from tui.widgets.alternatives import Alternative, AlternativesScreen
@@ -53,6 +54,7 @@ NEW_SEED_RANGE = 100_000
 PROMPT_PREVIEW_CHARS = 60
 SELECT_HINT = (
     "Select a token to see its candidates: focus a column (tab or 1–4), then ←/→, or click it."
+    " ? says what the margins and Δlogit are."
 )
 
 
@@ -97,6 +99,8 @@ class CompareScreen(Screen[CompareResult | None]):
         Binding("n", "new_seed", "New seed"),
         Binding("p,enter", "promote", "Use as reply"),
         Binding("c", "curves", "Curves H/p/off"),
+        Binding("y", "copy_command", "Copy cmd"),
+        Binding("question_mark", "legend", "Legend", show=False),
         Binding("1", "focus_column(0)", "Column 1", show=False),
         Binding("2", "focus_column(1)", "Column 2", show=False),
         Binding("3", "focus_column(2)", "Column 3", show=False),
@@ -220,10 +224,10 @@ class CompareScreen(Screen[CompareResult | None]):
         if not self.is_mounted:
             return "starting"
         views = self.column_views
-        active = next((v for v in views if v.finished is None), None)
-        if active is None:
+        done = sum(v.finished is not None for v in views)
+        if done == len(views):
             return "finishing"
-        return f"generating column {active.index + 1}/{len(views)}"
+        return f"generating · {done}/{len(views)} columns done"
 
     def _update_title(self) -> None:
         self.query_one("#compare-title", Static).update(self._title_text())
@@ -322,6 +326,28 @@ class CompareScreen(Screen[CompareResult | None]):
         views = self.column_views
         if column < len(views):
             self.set_focus(views[column])
+
+    def action_legend(self) -> None:
+        """Say what the divergence line's margins and Δlogit mean."""
+        self.notify(FORK_LEGEND, title="The divergence line", timeout=30)
+
+    def action_copy_command(self) -> None:
+        """Copy the `generate` line that gives the focused column's reply again."""
+        view = self._focused_column()
+        backend = self._runner.backend
+        try:
+            line = generate_command(
+                self._messages,
+                self.column_settings(view.index),
+                max_tokens=self._max_tokens,
+                mode=self._mode,
+                model=None if backend is None else backend.info.path,
+            )
+        except NotOneCommandError as error:
+            self.notify(str(error), severity="warning")
+            return
+        self.app.copy_to_clipboard(line)
+        self.notify(line, title=f"Copied column {view.index + 1} as a command", timeout=30)
 
     async def action_close(self) -> None:
         """Stop generating and go back to the chat without a result."""

@@ -2,7 +2,9 @@
 
 A modal screen: push it with a function listing the models (run on a thread worker,
 as reading every file's metadata can take a moment) and get the chosen model back
-from `dismiss` (None when the user leaves with escape):
+from `dismiss` (None when the user leaves with escape). The box on top filters the
+list by name as the user types; text starting with "/", "~" or "./" is a file's path
+instead (Tab completes it) and Enter opens that file, listed or not:
 
     self.push_screen(ModelPickerScreen(models_on_disk, current=path), picked)
 """
@@ -19,10 +21,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import OptionList, Static
+from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from backend.config.model_catalog import LocalModel
+from backend.config.model_catalog import LocalModel, describe
+from tui.models.path_completion import GgufPathSuggester, complete_path, is_path
 
 ListModels = Callable[[], Sequence[LocalModel]]
 """Lists the models on disk (runs on a thread worker)."""
@@ -36,6 +39,9 @@ def model_line(model: LocalModel, *, loaded: bool = False) -> Text:
     if model.problem:
         line.append(f"\n  cannot be read: {model.problem}", style="red")
         return line
+    if model.vocab_only:
+        line.append(f"\n  vocabulary only (no weights) · {model.source}", style="red")
+        return line
     details = [
         model.quantization,
         model.architecture,
@@ -48,6 +54,34 @@ def model_line(model: LocalModel, *, loaded: bool = False) -> Text:
     return line
 
 
+def matches(model: LocalModel, words: list[str]) -> bool:
+    """Whether every word typed (lower case) is in the model's name, path, source,
+    architecture or quantization."""
+    fields = " ".join(
+        (model.name, str(model.path), model.source, model.architecture, model.quantization)
+    ).lower()
+    return all(word in fields for word in words)
+
+
+OPEN_FILE = "open-file"
+"""The id of the list's last option, "Open a file…"."""
+FILTER_HINT = "type to filter · a path (/ ~ ./) opens a file, Tab completes"
+
+
+class FilterInput(Input):
+    """The picker's box: Tab completes a path (and keeps the focus here)."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("tab", "complete", "complete the path", show=False)
+    ]
+
+    def action_complete(self) -> None:
+        """The typed path completed as far as its folder's entries agree."""
+        if is_path(self.value):
+            self.value = complete_path(self.value)
+            self.cursor_position = len(self.value)
+
+
 class ModelPickerScreen(ModalScreen[LocalModel | None]):
     """Lists the models on disk; Enter returns the highlighted one.
 
@@ -56,12 +90,17 @@ class ModelPickerScreen(ModalScreen[LocalModel | None]):
         current: The loaded model's file, marked in the list (None: none).
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "cancel", "cancel")]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "cancel"),
+        Binding("down", "move(1)", "next", show=False),
+        Binding("up", "move(-1)", "previous", show=False),
+    ]
     DEFAULT_CSS = """
     ModelPickerScreen { align: center middle; }
     #model-picker { width: 90%; height: 80%; border: round $accent; background: $surface;
                     padding: 0 1; }
     #model-picker-title { height: auto; }
+    #model-filter { margin: 1 0 0 0; }
     #model-list { height: 1fr; }
     """
 
@@ -76,10 +115,13 @@ class ModelPickerScreen(ModalScreen[LocalModel | None]):
         with Vertical(id="model-picker"):
             yield Static(Text("Open a model", style="bold"), id="model-picker-title")
             yield Static("Looking for GGUF files…", id="model-picker-note")
+            yield FilterInput(
+                placeholder=FILTER_HINT, suggester=GgufPathSuggester(), id="model-filter"
+            )
             yield OptionList(id="model-list")
 
     def on_mount(self) -> None:
-        self.query_one(OptionList).focus()
+        self.query_one(FilterInput).focus()
         self._read_list()
 
     @work(thread=True, exclusive=True, group="model-list")
@@ -93,30 +135,70 @@ class ModelPickerScreen(ModalScreen[LocalModel | None]):
 
     def _show(self, models: list[LocalModel]) -> None:
         self.models = models
-        options = self.query_one(OptionList)
-        options.clear_options()
-        for index, model in enumerate(models):
-            loaded = self._current is not None and _same_file(model.path, self._current)
-            options.add_option(
-                Option(
-                    model_line(model, loaded=loaded), id=str(index), disabled=bool(model.problem)
-                )
-            )
+        self._fill(self.query_one(FilterInput).value)
         note = self.query_one("#model-picker-note", Static)
         if models:
-            options.highlighted = 0
             note.update(
                 Text(
                     f"{len(models)} found (Hugging Face cache, LM Studio, Ollama, llama.cpp's"
-                    " cache, the config's model_dirs): Enter opens one, the chat goes on",
+                    " cache, the config's model_dirs, the bundled model): Enter opens one,"
+                    " the chat goes on",
                     style="grey70",
                 )
             )
         else:
             note.update(
                 "No GGUF found in the Hugging Face cache, LM Studio, Ollama, llama.cpp's"
-                " cache or the config's model_dirs (`samplescope models` lists the same)."
+                " cache or the config's model_dirs (`samplescope models` lists the same):"
+                " type a file's path to open it."
             )
+
+    def _fill(self, typed: str) -> None:
+        """The list for what is typed: the models matching it, then "Open a file…"; a
+        path typed lists only the file it names."""
+        options = self.query_one(OptionList)
+        options.clear_options()
+        if is_path(typed):
+            options.add_option(Option(Text(f"Open {typed}", style="bold"), id=OPEN_FILE))
+            options.highlighted = 0
+            return
+        words = typed.lower().split()
+        for index, model in enumerate(self.models):
+            if not matches(model, words):
+                continue
+            loaded = self._current is not None and _same_file(model.path, self._current)
+            options.add_option(
+                Option(
+                    model_line(model, loaded=loaded),
+                    id=str(index),
+                    disabled=bool(model.problem or model.vocab_only),
+                )
+            )
+        options.add_option(
+            Option(Text("Open a file…  (type its path above)", style="italic"), id=OPEN_FILE)
+        )
+        options.highlighted = 0
+
+    @on(Input.Changed, "#model-filter")
+    def _filter(self, event: Input.Changed) -> None:
+        event.stop()
+        self._fill(event.value)
+
+    @on(Input.Submitted, "#model-filter")
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if is_path(event.value):
+            self._open_path(event.value)
+        else:
+            self.query_one(OptionList).action_select()
+
+    def action_move(self, step: int) -> None:
+        """Up and down move through the list while the box has the focus."""
+        options = self.query_one(OptionList)
+        if step > 0:
+            options.action_cursor_down()
+        else:
+            options.action_cursor_up()
 
     def _show_problem(self, problem: str) -> None:
         self.query_one("#model-picker-note", Static).update(
@@ -126,8 +208,33 @@ class ModelPickerScreen(ModalScreen[LocalModel | None]):
     @on(OptionList.OptionSelected, "#model-list")
     def _picked(self, event: OptionList.OptionSelected) -> None:
         event.stop()
-        if event.option.id is not None:
+        if event.option.id == OPEN_FILE:
+            box = self.query_one(FilterInput)
+            if is_path(box.value):
+                self._open_path(box.value)
+            else:
+                box.value = "~/" if not box.value else box.value
+                box.cursor_position = len(box.value)
+                box.focus()
+        elif event.option.id is not None:
             self.dismiss(self.models[int(event.option.id)])
+
+    def _open_path(self, typed: str) -> None:
+        """Open the file typed, or say in the note why it cannot be."""
+        path = Path(typed).expanduser()
+        note = self.query_one("#model-picker-note", Static)
+        if not path.is_file():
+            note.update(Text(f"No file at {typed} (Tab completes a path).", style="red"))
+            return
+        model = describe(path.name, path, "file")
+        if model.problem:
+            note.update(Text(f"{typed} cannot be opened: {model.problem}", style="red"))
+        elif model.vocab_only:
+            note.update(
+                Text(f"{typed} holds a vocabulary alone (no weights): not a model.", style="red")
+            )
+        else:
+            self.dismiss(model)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -29,6 +29,7 @@ from tui.panel.setting_controls import (
     group_title,
     setting_text,
 )
+from tui.panel.settings_actions import SettingsActions
 from tui.panel.slider import Slider
 from tui.panel.text_setting import TextSetting
 from tui.panel.toggle import Toggle
@@ -99,6 +100,13 @@ class SamplingPanel(Vertical):
             title="beam search",
             collapsed=True,
             id="group-beam-search",
+            classes="setting-group",
+        )
+        yield Collapsible(
+            SettingsActions(),
+            title="reset · presets",
+            collapsed=True,
+            id="group-settings-actions",
             classes="setting-group",
         )
 

@@ -18,6 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from backend.chat.protocol import ChatMessage
 from backend.session.sweep_result import (
     DIVERSITY_AXES,
     ORDER_WORDS,
@@ -26,6 +27,7 @@ from backend.session.sweep_result import (
     metric,
 )
 from sampling.sweep_metrics import Estimate
+from tui.generate_command import NotOneCommandError, generate_command
 from tui.sweep.frontier_plot import AXIS_NAMES, FrontierPlot, mark_of
 from tui.widgets.table_fill import fill_table
 
@@ -56,23 +58,30 @@ class SweepScreen(Screen[int | None]):
 
     Args:
         result: The sweep.
+        selected: The setting under the cursor at the start.
+        listing: The setting whose samples are listed at the start (None: the settings).
     """
 
     CSS_PATH = "screen.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "back"),
         Binding("d", "next_axis", "diversity measure"),
+        Binding("y", "copy_command", "copy as command"),
     ]
 
-    def __init__(self, result: SweepResult) -> None:
+    def __init__(
+        self, result: SweepResult, *, selected: int = 0, listing: int | None = None
+    ) -> None:
         super().__init__()
         self.result = result
         self.axis = AXES[0]
         """The diversity measure on the plot's x axis."""
-        self.selected = 0
+        self.selected = selected
         """The setting selected in the table."""
-        self.listing: int | None = None
+        self.listing: int | None = listing
         """The setting whose samples the table lists (None: the settings)."""
+        self.chosen: SampleRecord | None = None
+        """The sample Enter opened (None: none yet)."""
         self._samples: list[SampleRecord] = []
 
     def compose(self) -> ComposeResult:
@@ -94,7 +103,10 @@ class SweepScreen(Screen[int | None]):
         )
 
     def on_mount(self) -> None:
+        listing = self.listing
         self.show_settings()
+        if listing is not None:
+            self.show_samples(listing)
         self.query_one(DataTable).focus()
 
     def on_resize(self) -> None:
@@ -192,11 +204,12 @@ class SweepScreen(Screen[int | None]):
             return
         if not 0 <= event.cursor_row < len(self._samples):
             return
-        chat_id = self._samples[event.cursor_row].chat_id
-        if chat_id is None:
+        sample = self._samples[event.cursor_row]
+        if sample.chat_id is None:
             self.notify("This sample was not saved (sweep --no-save).", severity="warning")
             return
-        self.dismiss(chat_id)
+        self.chosen = sample
+        self.dismiss(sample.chat_id)
 
     # ---- actions -------------------------------------------------------------------
 
@@ -206,6 +219,33 @@ class SweepScreen(Screen[int | None]):
             self.show_settings()
         else:
             self.dismiss(None)
+
+    def action_copy_command(self) -> None:
+        """Copy the `generate` line of the sample under the cursor (in the settings: the
+        setting's first sample, on the first prompt)."""
+        table = self.query_one(DataTable)
+        plan = self.result.plan
+        if self.listing is None:
+            setting, prompt, seed = self.selected, 0, plan.seed
+        else:
+            if not 0 <= table.cursor_row < len(self._samples):
+                return
+            sample = self._samples[table.cursor_row]
+            setting, prompt, seed = self.listing, sample.figures.prompt, sample.seed
+        try:
+            system = [] if plan.system is None else [ChatMessage("system", plan.system)]
+            line = generate_command(
+                [*system, ChatMessage("user", plan.prompts[prompt])],  # as generate reads it
+                plan.settings[setting].settings.with_changes(seed=seed),
+                max_tokens=plan.max_tokens,
+                mode=plan.mode,
+                model=self.result.model,
+            )
+        except NotOneCommandError as error:
+            self.notify(str(error), severity="warning")
+            return
+        self.app.copy_to_clipboard(line)
+        self.notify(line, title=f"Copied {mark_of(setting)}, seed {seed}, as a command", timeout=30)
 
     def action_next_axis(self) -> None:
         """Plot against the next diversity measure (the frontier follows)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import PurePath
 from typing import Any, Literal
 
 from rich.text import Text
@@ -11,6 +12,19 @@ from textual.widget import Widget
 from sampling.loops import Loop
 
 Phase = Literal["loading", "error", "idle", "prefill", "decode"]
+GGUF_SUFFIX = ".gguf"
+
+
+def model_label(name: str, path: str) -> str:
+    """What the status line calls a model: its file's name without ".gguf"
+    ("SmolLM2-135M-Instruct.Q4_1", which says the quantization too), else the GGUF's
+    own name when the file is not named for it (an Ollama blob "sha256-…")."""
+    stem = PurePath(path).name.removesuffix(GGUF_SUFFIX)
+    if not path.lower().endswith(GGUF_SUFFIX) or not stem:
+        return name
+    return stem
+
+
 _BAR_WIDTH = 20
 
 

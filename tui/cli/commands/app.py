@@ -22,13 +22,12 @@ from backend.config.config import (
     settings_with_config,
 )
 from backend.config.hf_fetch import HfFetchError
-from backend.config.model_catalog import LocalModel
+from backend.config.model_path import listed_models
 from backend.config.paths import (
     default_store_path,
     exposed_folder_warnings,
     open_own_folders_only,
 )
-from backend.errors import ModelFileError
 from backend.llama.rpc import Endpoint, RpcError
 from backend.session.backend import SessionBackend
 from backend.store.store import ChatStore, StoreError
@@ -120,22 +119,6 @@ def backend_factory(
     return load
 
 
-def models_for_picker() -> list[LocalModel]:
-    """The models `samplescope models` lists, then the bundled default (when installed
-    and not listed already): what the app's model picker offers."""
-    from backend.config.model_catalog import describe, models_on_disk
-    from backend.config.model_path import default_model_path
-
-    models = models_on_disk()
-    try:
-        bundled = default_model_path().resolve()
-    except ModelFileError:
-        return models
-    if all(model.path.resolve() != bundled for model in models):
-        models.append(describe(f"{bundled.name} (bundled)", bundled, "bundled"))
-    return models
-
-
 def build_app(
     args: argparse.Namespace,
     *,
@@ -174,7 +157,7 @@ def build_app(
 
     return SamplescopeApp(
         backend_factory=backend_factory(args, model_with_config(model, config), rpc, repack),
-        list_models=models_for_picker,
+        list_models=listed_models,
         open_model=open_model,
         settings=settings,
         max_tokens=args.max_tokens,

@@ -122,7 +122,11 @@ def fork_lines(runs: tuple[StoredRun, StoredRun], fork: Fork) -> list[str]:
     shared = "".join(runs[0].pieces.get(i, "") for i in range(fork.index))
     if len(shared) > SHARED_SHOWN:
         shared = "…" + shared[-SHARED_SHOWN:]
-    lines.append(f"same for {fork.index} tokens: {visible_piece(shared)!r}")
+    if fork.index == 0:
+        lines.append("different from the first token on")
+    else:
+        tokens = "token" if fork.index == 1 else "tokens"
+        lines.append(f"same for {fork.index} {tokens}: {visible_piece(shared)!r}")
     name = token_namer(runs[0])
     a, b = fork.runs
     lines.append(

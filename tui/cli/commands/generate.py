@@ -19,8 +19,9 @@ from backend.chat.events import (
 from backend.chat.protocol import LiveSettings
 from backend.store.recorded import recorded
 from backend.store.records import StoreError
+from sampling.errors import SettingsError
 from sampling.records import Step
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tui.cli.ban_flags import add_ban_flags, bans_from_args, config_bans
 from tui.cli.beams import add_beam_flags, run_beams
 from tui.cli.held_back_text import HeldBackText
@@ -37,6 +38,7 @@ from tui.cli.settings_flags import (
 from tui.cli.store_access import add_db_flag, recorder_for
 from tui.cli.text_input import read_stdin
 from tui.cli.verbose import log, step_line
+from tui.resources import available_presets
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -63,6 +65,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "and no known turn tokens, else chat)",
     )
     parser.add_argument("--raw", action="store_true", help="the same as --mode completion")
+    parser.add_argument(
+        "--preset",
+        default=None,
+        metavar="NAME",
+        help="start from a preset (`compare --list-presets` lists them) instead of llama.cpp's"
+        " defaults; the flags go on top, and the seed is --seed's (default 42), as in compare",
+    )
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object instead of streaming text"
     )
@@ -104,9 +113,25 @@ def loop_note(finished: FinishedEvent) -> str:
     return f" loop of {loop.period} tokens × {loop.count} from token {loop.start},"
 
 
+def preset_settings(name: str) -> SamplerSettings:
+    """A preset's settings with the default seed (as compare seeds its columns).
+
+    Raises:
+        SettingsError: No preset has that name (the message lists them).
+    """
+    presets = available_presets()
+    if name not in presets:
+        raise SettingsError("preset", name, "one of " + ", ".join(repr(n) for n in presets))
+    return presets[name].with_changes(seed=DEFAULT_CHAT_SETTINGS.seed)
+
+
 def run(args: argparse.Namespace) -> int:
     """Generate and print the reply; the exit code is 1 if the generation failed."""
-    base = settings_with_user_config(DEFAULT_CHAT_SETTINGS)
+    base = (
+        settings_with_user_config(DEFAULT_CHAT_SETTINGS)
+        if args.preset is None
+        else preset_settings(args.preset)
+    )
     prompt = read_stdin() if args.prompt == "-" else args.prompt
     bans = bans_from_args(args, config_bans())
     loops = loops_from_args(args, config_loops())
@@ -186,8 +211,6 @@ def run(args: argparse.Namespace) -> int:
     if recorder is not None and recorder.error:
         raise StoreError(recorder.error)
     chat_id = None if recorder is None else recorder.chat_id
-    if chat_id is not None and not args.json:
-        log(f"saved as chat {chat_id}")
     if args.json:
         print(
             json.dumps(
@@ -214,6 +237,9 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write(held.rest(finished.text))
         if finished.text and not finished.text.endswith("\n"):
             sys.stdout.write("\n")
+        sys.stdout.flush()  # the reply's last line ends before stderr's notes
+        if chat_id is not None:
+            log(f"saved as chat {chat_id}")
     if finished.reason == "loop" and finished.loop is not None and not args.json:
         log(f"stopped on a{loop_note(finished).rstrip(',')}")
     if verbose >= 1:

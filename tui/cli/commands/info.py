@@ -243,8 +243,9 @@ def describe_servers(endpoints: tuple[Endpoint, ...]) -> tuple[list[str], bool]:
 
 
 BUILD_HINT = (
-    "no GPU in this build: llama-cpp-python was built from source for the CPU; the"
-    " docs/setup.md says how to build it for CUDA, Metal or Vulkan (CMAKE_ARGS)"
+    "no GPU in this build: llama-cpp-python was built from source for the CPU;"
+    " samplescope's docs/setup.md says how to build it for CUDA, Metal or Vulkan"
+    " (CMAKE_ARGS)"
 )
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from backend.config.model_catalog import LocalModel, models_on_disk
+from backend.config.model_catalog import LocalModel
+from backend.config.model_path import listed_models
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -15,11 +16,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="list the GGUF models on disk (Hugging Face, LM Studio, Ollama, llama.cpp)",
         description=(
             "List the GGUF models in the Hugging Face hub cache, LM Studio's models "
-            "folder, Ollama's store, llama.cpp's cache and the config's model_dirs. "
-            "`--model NAME` opens one by the name shown."
+            "folder, Ollama's store, llama.cpp's cache and the config's model_dirs "
+            "(searched with their subfolders), then the bundled default model: the "
+            "list the app's model picker (f7) shows. `--model NAME` opens one by the "
+            "name shown. Files holding a tokenizer alone (no weights) are left out."
         ),
     )
     parser.add_argument("--json", action="store_true", help="a JSON list of the models' fields")
+    parser.add_argument(
+        "--all",
+        action="store_true",
+        help="list the vocabulary-only GGUFs too (tokenizer alone, marked as such)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -36,6 +44,8 @@ def model_line(model: LocalModel) -> str:
     source, path."""
     if model.problem:
         return f"{model.name}  [{model.source}]  unreadable: {model.problem}"
+    if model.vocab_only:
+        return f"{model.name}  [{model.source}]  vocabulary only (no weights)  {model.path}"
     template = "chat template" if model.chat_template else "no chat template"
     return (
         f"{model.name}  {size_text(model.size)}  {model.quantization or '?'}  "
@@ -46,12 +56,15 @@ def model_line(model: LocalModel) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Print the models, one per line or as JSON."""
-    models = models_on_disk()
+    models = listed_models(vocab_only=args.all)
     if args.json:
         print(json.dumps([model.to_dict() for model in models], indent=2))
         return 0
     if not models:
-        print("no GGUF models found (see `samplescope models -h` for where it looks)")
+        print(
+            "no GGUF models found, and the bundled default is not installed "
+            "(see `samplescope models -h` for where it looks)"
+        )
     for model in models:
         print(model_line(model))
     return 0

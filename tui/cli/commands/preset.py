@@ -108,7 +108,10 @@ def run_export(args: argparse.Namespace) -> int:
         return 1
     unmapped: list[Unmapped]
     if args.format == "llama-server":
-        words, unmapped = server_flags(settings)
+        # A preset leaves the seed unset (0, its "off" value) so that one seed drives
+        # every compare column: no --seed then, unless the flags give one.
+        unset = args.preset is not None and args.seed is None
+        words, unmapped = server_flags(settings, seed=not (unset and settings.seed == 0))
         print(flags_text(words))
     else:
         body: dict[str, Any]

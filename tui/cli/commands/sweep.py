@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from backend.chat.completion import MODES, mode_for_backend
+from backend.config.paths import default_store_path
 from backend.config.user_files import UserFileError, load_json, read_user_text
 from backend.session.recorded_sweep import save_sample
 from backend.session.sweep import (
@@ -141,7 +142,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=None,
         metavar="FILE",
         help="then open the app on the frontier (quality against diversity; a point's "
-        "samples open as chats); with FILE, a result saved with --json, nothing is run",
+        "samples open as chats); with FILE, a result saved with --json (or the one a "
+        "saved sweep keeps, named on stderr), nothing is run",
     )
     add_db_flag(parser)
     add_model_flags(parser)
@@ -271,8 +273,28 @@ def emit(args: argparse.Namespace, result: SweepResult) -> None:
     saved = [r.chat_id for r in result.samples if r.chat_id is not None]
     if saved:
         log(f"samples saved as chats {min(saved)}..{max(saved)}; {order_line(result)}")
+        kept = keep_result(args, result, min(saved), max(saved))
+        if kept is not None:
+            log(f"`samplescope sweep --view {kept}` shows this sweep again without running it")
     else:
         log(order_line(result))
+
+
+def keep_result(
+    args: argparse.Namespace, result: SweepResult, first: int, last: int
+) -> Path | None:
+    """Write a saved sweep's result beside its chat database (`sweeps/`), for `--view`
+    to show it again without running it; the file, or None when it cannot be written
+    (said on stderr)."""
+    folder = Path(getattr(args, "db", None) or default_store_path()).parent / "sweeps"
+    path = folder / f"sweep-chats-{first}-{last}.json"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(result.to_json(), ensure_ascii=False), encoding="utf-8")
+    except OSError as error:
+        log(f"the sweep's result could not be kept in {folder}: {error.strerror}")
+        return None
+    return path
 
 
 def read_result(path: Path) -> SweepResult:

@@ -1,0 +1,108 @@
+"""The `samplescope generate` line that gives a reply again: a compare column's, a
+sweep setting's, a what-if's.
+
+Every setting that differs from what `generate` starts from (llama.cpp's defaults,
+the temperature last) or from the user's config file is given as a flag, the seed
+always, so that the line reproduces the reply here and on a machine without the
+config. The chain's order is one of the flags when it is not the default one: a
+preset that runs the temperature first says so.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from pathlib import Path
+
+from backend.chat.completion import Mode
+from backend.chat.protocol import ChatMessage
+from backend.config.config import load_config_or_default, settings_with_config
+from backend.config.model_path import default_model_path
+from backend.errors import ModelFileError
+from sampling.errors import SamplescopeError
+from sampling.registry import registry
+from sampling.setting_spec import SettingSpec
+from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+
+PROGRAM = "samplescope"
+
+
+class NotOneCommandError(SamplescopeError):
+    """The conversation cannot be given to `generate` (which takes one message)."""
+
+
+def settings_flags(settings: SamplerSettings) -> list[str]:
+    """The flags that make `generate`'s settings `settings`, one word per item: each
+    setting unlike llama.cpp's defaults or the config's, and the seed."""
+    config, _problem = load_config_or_default()
+    configured = settings_with_config(DEFAULT_CHAT_SETTINGS, config)
+    words: list[str] = []
+    for spec in registry().settings:
+        value = settings.value(spec.name)
+        if (
+            spec.name != "seed"
+            and value == DEFAULT_CHAT_SETTINGS.value(spec.name)
+            and value == configured.value(spec.name)
+        ):
+            continue
+        words += _flag_words(spec, value)
+    return words
+
+
+def _flag_words(spec: SettingSpec, value: object) -> list[str]:
+    """One setting's flag and value as `generate` reads them."""
+    if spec.kind == "bool":
+        return [spec.flag if value else "--no-" + spec.flag.removeprefix("--")]
+    if spec.kind == "text":
+        return [spec.flag, str(value)]
+    if spec.is_number or spec.kind == "choice":
+        return [spec.flag, str(value)]  # a float's str reads back as the same float
+    return [spec.flag, spec.format(value)]  # type: ignore[arg-type]
+
+
+def generate_command(
+    messages: Sequence[ChatMessage],
+    settings: SamplerSettings,
+    *,
+    max_tokens: int,
+    mode: Mode = "chat",
+    model: str | Path | None = None,
+) -> str:
+    """The shell line that generates this reply again.
+
+    Args:
+        messages: The conversation the reply answers: an optional system prompt and
+            one user message.
+        settings: The reply's settings, its seed included.
+        max_tokens: The most tokens it may have.
+        mode: The chat's mode ("completion" continues the text as a document).
+        model: The model's file (None or the bundled default: no `--model`).
+
+    Raises:
+        NotOneCommandError: The conversation holds more than one user message, or a
+            reply before: `generate` takes one message (and a system prompt).
+    """
+    system = [m.content for m in messages if m.role == "system"]
+    users = [m.content for m in messages if m.role == "user"]
+    if len(users) != 1 or len(system) > 1 or len(users) + len(system) != len(messages):
+        raise NotOneCommandError(
+            "`generate` takes one message and a system prompt: this chat has"
+            f" {len(messages)} messages, so no command line gives its reply"
+        )
+    words = [PROGRAM, "generate", users[0]]
+    if system:
+        words += ["--system", system[0]]
+    if mode == "completion":
+        words += ["--mode", "completion"]
+    words += ["--max-tokens", str(max_tokens)]
+    if model is not None and not _is_default_model(Path(model)):
+        words += ["--model", str(model)]
+    words += settings_flags(settings)
+    return shlex.join(words)
+
+
+def _is_default_model(path: Path) -> bool:
+    try:
+        return path.resolve() == default_model_path().resolve()
+    except (ModelFileError, OSError):
+        return False
