@@ -27,6 +27,7 @@ from sampling.registry import registry
 from tests.fake_backend import FakeBackend
 from tests.helpers import chat_of, wait_until
 from tui.app import SamplescopeApp
+from tui.models.picker import ModelPickerScreen
 from tui.panel.sampling_panel import SamplingPanel
 from tui.panel.text_setting import TextSetting
 from tui.preset_commands import ask_preset_file
@@ -50,6 +51,7 @@ FILE_BOXES: dict[Box, str] = {
     ("tui/preset_commands.py", "ValueEntryScreen", "'the preset file to import'"): (
         "Preset: import a file"
     ),
+    ("tui/models/picker.py", "Input", "'model-filter'"): "the model picker: a GGUF's path",
 }
 OTHER_BOXES: dict[Box, str] = {
     ("tui/chat/view.py", "Input", "'prompt'"): "the message to send",
@@ -59,6 +61,9 @@ OTHER_BOXES: dict[Box, str] = {
     ("tui/panel/phrase_bans.py", "TextSetting", "BANS_FIELD"): "the banned phrases",
     ("tui/chat/transcript.py", "ValueEntryScreen", "'surprising tokens'"): "a threshold",
     ("tui/panel/slider.py", "ValueEntryScreen", "self.label"): "a slider's value",
+    ("tui/preset_commands.py", "ValueEntryScreen", "'the new preset's name'"): (
+        "a preset's name (a key in presets.toml, never a path)"
+    ),
     # The wrappers' own boxes: their callers are listed above.
     ("tui/widgets/entry.py", "Input", "'entry-input'"): "ValueEntryScreen's box",
     ("tui/panel/text_setting.py", "Input", "f'input-{field}'"): "TextSetting's box",
@@ -180,11 +185,26 @@ async def preset_file(pilot: Pilot[None], app: SamplescopeApp, path: str) -> Non
     await _type_into(pilot, app.screen.query_one("#entry-input", Input), path)
 
 
+async def model_path(pilot: Pilot[None], app: SamplescopeApp, path: str) -> None:
+    """The picker's box (f7): a typed path, Tab (completion), then Enter opens it."""
+    if not isinstance(app.screen, ModelPickerScreen):
+        await pilot.press("f7")
+        await wait_until(pilot, lambda: isinstance(app.screen, ModelPickerScreen))
+    box = app.screen.query_one("#model-filter", Input)
+    box.focus()
+    box.value = path
+    await pilot.press("tab")
+    assert box.value == path or not paths.own_folders_only()  # nothing listed outside
+    await pilot.press("enter")
+    await pilot.pause()
+
+
 DRIVERS: dict[Box, Driver] = {
     ("tui/score/screen.py", "Input", "'score-path'"): score_path,
     ("tui/score/screen.py", "Input", "'score-base'"): score_base,
     ("tui/panel/setting_controls.py", "TextSetting", "spec.name"): text_settings,
     ("tui/preset_commands.py", "ValueEntryScreen", "'the preset file to import'"): preset_file,
+    ("tui/models/picker.py", "Input", "'model-filter'"): model_path,
 }
 
 
@@ -208,7 +228,12 @@ async def test_the_served_app_opens_nothing_outside_its_folders_and_tells_nothin
     inside = own / "inside.txt"
     inside.write_text("# a file of samplescope's own folder\n", encoding="utf-8")
     notes: list[str] = []
-    app = SamplescopeApp(FakeBackend(), cursor_blink=False)
+    app = SamplescopeApp(
+        FakeBackend(),
+        cursor_blink=False,
+        list_models=list,
+        open_model=lambda path: FakeBackend(),
+    )
     app.notify = lambda message, **_: notes.append(str(message))  # type: ignore[method-assign]
     drive = DRIVERS[box]
     async with app.run_test(size=(160, 48)) as pilot:

@@ -2,7 +2,9 @@
 
 `complete_path("~/mod")` is "~/models/" when that is the one entry starting so; with
 several, the longest prefix they share (the text itself when they share no more).
-Hidden entries are offered only when the typed name starts with a dot.
+Hidden entries are offered only when the typed name starts with a dot. When the app is
+served, a folder outside samplescope's own folders is never listed (`user_file`): its
+entries would tell the browser's user what the machine holds.
 """
 
 from __future__ import annotations
@@ -11,6 +13,9 @@ import os
 from pathlib import Path
 
 from textual.suggester import Suggester
+
+from backend.config.paths import user_file
+from backend.errors import FileAccessError
 
 GGUF_SUFFIX = ".gguf"
 PATH_STARTS = ("/", "~", "./", "../")
@@ -27,9 +32,13 @@ def is_path(text: str) -> bool:
 def complete_path(text: str) -> str:
     """`text` completed as far as the folder's entries agree (folders end in "/")."""
     if "/" not in text:  # "~", ".", "..": the folder itself
+        if not _may_list(Path(text)):
+            return text
         return text + "/" if os.path.isdir(os.path.expanduser(text)) else text
     folder_text, _, name = text.rpartition("/")
     folder = Path(os.path.expanduser(folder_text + "/"))
+    if not _may_list(folder):
+        return text
     matches: list[str] = []
     try:
         with os.scandir(folder) as entries:
@@ -51,6 +60,15 @@ def complete_path(text: str) -> str:
     shared = _shared_start(matches)
     head = text[: len(text) - len(name)]
     return head + shared if len(shared) > len(name) else text
+
+
+def _may_list(folder: Path) -> bool:
+    """Whether the folder's entries may be read (served: only samplescope's own)."""
+    try:
+        user_file(folder)
+    except FileAccessError:
+        return False
+    return True
 
 
 def _shared_start(names: list[str]) -> str:

@@ -25,6 +25,8 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from backend.config.model_catalog import LocalModel, describe
+from backend.config.paths import user_file
+from backend.errors import FileAccessError
 from tui.models.path_completion import GgufPathSuggester, complete_path, is_path
 
 ListModels = Callable[[], Sequence[LocalModel]]
@@ -68,20 +70,6 @@ OPEN_FILE = "open-file"
 FILTER_HINT = "type to filter · a path (/ ~ ./) opens a file, Tab completes"
 
 
-class FilterInput(Input):
-    """The picker's box: Tab completes a path (and keeps the focus here)."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("tab", "complete", "complete the path", show=False)
-    ]
-
-    def action_complete(self) -> None:
-        """The typed path completed as far as its folder's entries agree."""
-        if is_path(self.value):
-            self.value = complete_path(self.value)
-            self.cursor_position = len(self.value)
-
-
 class ModelPickerScreen(ModalScreen[LocalModel | None]):
     """Lists the models on disk; Enter returns the highlighted one.
 
@@ -92,6 +80,7 @@ class ModelPickerScreen(ModalScreen[LocalModel | None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "cancel", "cancel"),
+        Binding("tab", "complete", "complete the path", show=False),
         Binding("down", "move(1)", "next", show=False),
         Binding("up", "move(-1)", "previous", show=False),
     ]
@@ -115,13 +104,11 @@ class ModelPickerScreen(ModalScreen[LocalModel | None]):
         with Vertical(id="model-picker"):
             yield Static(Text("Open a model", style="bold"), id="model-picker-title")
             yield Static("Looking for GGUF files…", id="model-picker-note")
-            yield FilterInput(
-                placeholder=FILTER_HINT, suggester=GgufPathSuggester(), id="model-filter"
-            )
+            yield Input(placeholder=FILTER_HINT, suggester=GgufPathSuggester(), id="model-filter")
             yield OptionList(id="model-list")
 
     def on_mount(self) -> None:
-        self.query_one(FilterInput).focus()
+        self.query_one("#model-filter", Input).focus()
         self._read_list()
 
     @work(thread=True, exclusive=True, group="model-list")
@@ -135,7 +122,7 @@ class ModelPickerScreen(ModalScreen[LocalModel | None]):
 
     def _show(self, models: list[LocalModel]) -> None:
         self.models = models
-        self._fill(self.query_one(FilterInput).value)
+        self._fill(self.query_one("#model-filter", Input).value)
         note = self.query_one("#model-picker-note", Static)
         if models:
             note.update(
@@ -192,6 +179,14 @@ class ModelPickerScreen(ModalScreen[LocalModel | None]):
         else:
             self.query_one(OptionList).action_select()
 
+    def action_complete(self) -> None:
+        """Tab: the typed path completed as far as its folder's entries agree (the focus
+        stays in the box)."""
+        box = self.query_one("#model-filter", Input)
+        if is_path(box.value):
+            box.value = complete_path(box.value)
+            box.cursor_position = len(box.value)
+
     def action_move(self, step: int) -> None:
         """Up and down move through the list while the box has the focus."""
         options = self.query_one(OptionList)
@@ -209,7 +204,7 @@ class ModelPickerScreen(ModalScreen[LocalModel | None]):
     def _picked(self, event: OptionList.OptionSelected) -> None:
         event.stop()
         if event.option.id == OPEN_FILE:
-            box = self.query_one(FilterInput)
+            box = self.query_one("#model-filter", Input)
             if is_path(box.value):
                 self._open_path(box.value)
             else:
@@ -221,8 +216,13 @@ class ModelPickerScreen(ModalScreen[LocalModel | None]):
 
     def _open_path(self, typed: str) -> None:
         """Open the file typed, or say in the note why it cannot be."""
-        path = Path(typed).expanduser()
         note = self.query_one("#model-picker-note", Static)
+        try:
+            path = user_file(Path(typed))
+        except FileAccessError as error:  # served: the same line whether it exists or not
+            note.update(Text(str(error), style="red"))
+            self.notify(str(error), severity="error")
+            return
         if not path.is_file():
             note.update(Text(f"No file at {typed} (Tab completes a path).", style="red"))
             return
