@@ -199,7 +199,7 @@ class WhatIf:
             vocabulary = backend.model if backend is not None else None
             try:
                 sampler = Sampler(live, vocab_size=len(self._given.logits), vocabulary=vocabulary)
-                sampler.resume(index, stored.adapted_target)
+                sampler.resume(index, stored.reports)
                 given = self._given
                 self.step = sampler.sample(given.logits, given.history, uniform=stored.draw)
             except SamplescopeError as error:
