@@ -16,7 +16,7 @@ from sampling.ordering import token_at_mass
 from sampling.plugins import PluginFailure
 from sampling.records import Step
 from sampling.rng import UniformSource, make_source
-from sampling.samplers.base import Report
+from sampling.samplers.base import Figure, Report
 from sampling.samplers.unit import StepContext, UnitState
 from sampling.settings import SamplerSettings
 from sampling.table import candidate_table
@@ -26,6 +26,9 @@ from sampling.weights import Float64Array
 from sampling.workspace import Workspace
 
 DEFAULT_CANDIDATES = 20
+
+FrozenReports = tuple[tuple[str, tuple[tuple[str, Figure], ...]], ...]
+"""A step's reports as an immutable value (a `SamplerState` is one)."""
 
 _NO_REPORTS: Mapping[str, Report] = {}
 """A step's reports when no unit of its chain reports (shared: never written to)."""
@@ -51,7 +54,7 @@ class SamplerState:
     sources: tuple[tuple[str, int, Hashable], ...]
     units: tuple[tuple[str, UnitState], ...]
     switched_off: tuple[tuple[str, str], ...] = ()
-    resumed: tuple[int, Mapping[str, Report]] | None = None
+    resumed: tuple[int, FrozenReports] | None = None
 
 
 def probabilities(
@@ -139,7 +142,7 @@ class Sampler:
         The tail plot sets it while shown: deeper ranks cost a partial sort per
         token, which a hidden plot should not make every token pay."""
         self._ends = tuple(end_of_generation)
-        self._resumed: tuple[int, Mapping[str, Report]] | None = None
+        self._resumed: tuple[int, FrozenReports] | None = None
         self._switched_off: dict[str, str] = {}
         self._notes: list[str] = []
         self._chain: Chain = self._build(settings, None)
@@ -191,7 +194,12 @@ class Sampler:
                 (`Step.reports`): each unit runs with the state it reported
                 (mirostat's mu, adaptive-p's target) instead of its own.
         """
-        self._resumed = (generated, {} if recorded is None else recorded)
+        frozen = (
+            ()
+            if recorded is None
+            else tuple((name, tuple(report.items())) for name, report in recorded.items())
+        )
+        self._resumed = (generated, frozen)
 
     @property
     def chain(self) -> Chain:
@@ -332,13 +340,14 @@ class Sampler:
 
     def _begin(self) -> None:
         """Hand the step's context to the units that hear it: the generator, and a
-        resumed reply's length and pinned target (to every unit held)."""
+        resumed reply's length and a recorded step's reports (to every unit held)."""
         resumed = self._resumed
         source = self._source() if self._chain.drawing else None
         if resumed is None:
             step = StepContext(source, None, self._ends)
         else:
-            step = StepContext(source, resumed[0], self._ends, resumed[1])
+            recorded = {name: dict(figures) for name, figures in resumed[1]}
+            step = StepContext(source, resumed[0], self._ends, recorded)
         self._resumed = None
         try:
             self._chain.begin(step, every=resumed is not None)

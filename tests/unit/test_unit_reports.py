@@ -205,3 +205,15 @@ def test_which_units_keep_state_is_their_declaration_not_their_name() -> None:
     assert set(build_chain(both).keeping_state) == {"mirostat", "adaptive_p"}
     grammar = SamplerSettings(grammar='root ::= "a"', min_tokens=3)
     assert build_chain(grammar).keeping_state == ()  # the tokens give their state back
+
+
+def test_a_resumed_samplers_state_is_still_a_value() -> None:
+    steps, history = steps_of(MIROSTAT)
+    sampler = Sampler(MIROSTAT)
+    sampler.resume(3, steps[3].reports)
+    state = sampler.state()
+    hash(state)  # every part is an immutable value
+    fresh = Sampler(MIROSTAT)
+    fresh.restore(state)
+    again = fresh.sample(LOGITS[3], history[:3], uniform=steps[3].draw)
+    assert again.reports == steps[3].reports
