@@ -22,6 +22,13 @@ A unit keeps its own state (mirostat's mu): `state` is a snapshot of it, which
 new unit is handed the state of the unit of its name that ran before (`restore`),
 and takes what of it still holds.
 
+After the chain ran, each unit that ran may report figures of the step by name
+(`report`): the step's record keeps them under its name, and the probability panel
+shows them in the unit's words (`describe`). A unit whose state follows from the
+draws it heard says so (`keeps_state`): beam search refuses it. The on-rule, the
+summary's parts and the panel's line follow from a unit's declarations (`UnitBase`,
+`sampling.samplers.base`) unless it writes its own.
+
 Units without state derive from `Stateless`, which answers all of that for them.
 """
 
