@@ -13,7 +13,7 @@ A unit declares where it runs (`placement`, `sampling.placement`) and when it is
 derived from those two. A unit is built from the settings (`from_settings`) whenever
 they change, and a unit the settings turn off is not built at all. Every step, a
 unit that reads the step's context (the generator it draws from, the reply's length
-when a step continues it elsewhere, the end-of-generation tokens, a pinned target)
+when a step continues it elsewhere, the end-of-generation tokens, a recorded step's reports)
 hears it first (`begin`); the units of the chain then `apply` in order; after the
 draw each of them hears the token drawn (`accept`). A unit placed last may reshape
 the distribution the chain ends with (`Reshaping`).
