@@ -30,6 +30,7 @@ from sampling.samplers.unit import Stateless, UnitState
 from sampling.setting_spec import SettingSpec
 from sampling.settings import SamplerSettings, settings_summary
 from tests.fake_backend import FakeBackend
+from tui.cli.verbose import step_line
 
 LOGITS = [np.random.default_rng(seed).normal(size=64).astype(np.float32) * 3 for seed in range(6)]
 MIROSTAT = SamplerSettings(mirostat=2, mirostat_tau=3.0, seed=5)
@@ -217,3 +218,10 @@ def test_a_resumed_samplers_state_is_still_a_value() -> None:
     fresh.restore(state)
     again = fresh.sample(LOGITS[3], history[:3], uniform=steps[3].draw)
     assert again.reports == steps[3].reports
+
+
+def test_the_verbose_step_line_ends_with_each_units_figures() -> None:
+    steps, _ = steps_of(MIROSTAT, 1)
+    assert step_line(0, steps[0], "a").endswith(" mirostat.mu=6")
+    plain, _ = steps_of(SamplerSettings(seed=1), 1)
+    assert step_line(0, plain[0], "a").endswith("us")
