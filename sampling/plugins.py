@@ -270,12 +270,19 @@ class PluginGuard:
             raise PluginFailure(self.name, f"{type(error).__name__}: {error}") from error
         if report is None:
             return None
-        if not isinstance(report, Mapping) or not all(
-            isinstance(key, str) and (value is None or isinstance(value, int | float | str))
+        if not isinstance(report, Mapping):
+            raise PluginFailure(self.name, "its report must map names to numbers, yes/no or texts")
+        # numpy's numbers are taken as Python's (what the step's record stores).
+        figures = {
+            key: value.item() if isinstance(value, np.generic) else value
             for key, value in report.items()
+        }
+        if not all(
+            isinstance(key, str) and (value is None or isinstance(value, int | float | str))
+            for key, value in figures.items()
         ):
             raise PluginFailure(self.name, "its report must map names to numbers, yes/no or texts")
-        return dict(report)
+        return figures
 
     def reset(self) -> None:
         """The plugin's `reset`, watched."""

@@ -225,3 +225,48 @@ def test_the_verbose_step_line_ends_with_each_units_figures() -> None:
     assert step_line(0, steps[0], "a").endswith(" mirostat.mu=6")
     plain, _ = steps_of(SamplerSettings(seed=1), 1)
     assert step_line(0, plain[0], "a").endswith("us")
+
+
+@dataclass(frozen=True)
+class Reporting(Stateless):
+    """A plugin whose report is numpy's numbers, or (`bad`) not a mapping of figures."""
+
+    name: ClassVar[str] = "reporting"
+    kind = "candidates"
+    specs: ClassVar[tuple[SettingSpec, ...]] = (
+        SettingSpec("reporting", "int", default=0, off=0, label="reporting", help="report"),
+    )
+    group_titles: ClassVar[dict[str, str]] = {"core": "core"}
+    label: ClassVar[str] = "rep"
+    row_label: ClassVar[str] = "rep"
+    bad: bool = False
+
+    @classmethod
+    def from_settings(cls, settings: SamplerSettings) -> Reporting | None:
+        value = settings.value("reporting")
+        return cls(value == 2) if value else None
+
+    def apply(self, candidates: Candidates) -> None:
+        del candidates
+
+    def report(self) -> Report:
+        if self.bad:
+            return {"list": [1, 2]}  # type: ignore[dict-item]
+        return {"p": np.float32(0.5), "yes": np.bool_(True)}
+
+
+def test_a_plugins_report_takes_numpy_numbers_and_a_bad_one_switches_it_off() -> None:
+    register(Reporting, "reporting.py", "1" * 64)
+    try:
+        base = SamplerSettings(samplers=("reporting", "temperature"), seed=2)
+        (step,), _ = steps_of(base.with_changes(reporting=1), 1)
+        assert step.reports == {"reporting": {"p": 0.5, "yes": True}}
+        assert json.loads(pack_reports(step) or "") == {"reporting": {"p": 0.5, "yes": True}}
+        (bad,), _ = steps_of(base.with_changes(reporting=2), 1)
+        assert bad.reports == {}
+        assert bad.notes == (
+            "sampler plugin reporting switched off for this reply: its report must map names"
+            " to numbers, yes/no or texts",
+        )
+    finally:
+        unregister("reporting")
