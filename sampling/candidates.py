@@ -65,22 +65,14 @@ class Candidates:
         before: The logits and maximum the record reads when min_tokens or smoothing
             changed them after the rewrites, else None.
         underflow_by: As `Kept.underflow_by`.
-        grammar_removed: For the step's record: the mass a grammar removed, or None
-            when none ran.
-        forced: For the step's record: whether a grammar left exactly one token.
-        adapted_target: For the step's record: the target adaptive-p reshaped the
-            distribution around, or None.
     """
 
     __slots__ = (
-        "adapted_target",
         "argmax",
         "bans",
         "before",
         "cut_by",
         "cuts",
-        "forced",
-        "grammar_removed",
         "history",
         "ids",
         "logits",
@@ -118,9 +110,6 @@ class Candidates:
         self.bans: list[Ban] = []
         self.before: tuple[FloatArray, float] | None = None
         self.underflow_by = "temperature"
-        self.grammar_removed: float | None = None
-        self.forced = False
-        self.adapted_target: float | None = None
         self.weights_memo: tuple[object, object, float, Float64Array] | None = None
 
     # --- the kept set, one view -------------------------------------------------------

@@ -22,6 +22,7 @@ from sampling.kept import Kept, greedy_kept
 from sampling.placement import arranged
 from sampling.plugins import PluginFailure, PluginGuard, is_plugin
 from sampling.registry import registry
+from sampling.samplers.base import Report, UnitBase
 from sampling.samplers.unit import Reshaping, RunningUnit, Stateless, StepContext, UnitState
 from sampling.settings import SamplerSettings
 
@@ -47,6 +48,7 @@ class Chain:
         accepting: The running units that keep state, which hear each token drawn.
         reshaping: The unit placed last that ends the chain and reshapes the
             distribution it ends with (adaptive-p), or None.
+        reporting: The running units that report figures of their step (`reports`).
     """
 
     order: tuple[str, ...]
@@ -56,11 +58,32 @@ class Chain:
     drawing: tuple[RunningUnit, ...] = ()
     accepting: tuple[RunningUnit, ...] = ()
     reshaping: Reshaping | None = None
+    reporting: tuple[RunningUnit, ...] = ()
 
     @property
     def names(self) -> tuple[str, ...]:
         """The names of the units that run."""
         return tuple(unit.name for unit in self.units)
+
+    @property
+    def keeping_state(self) -> tuple[str, ...]:
+        """The held units whose state follows from the draws they heard
+        (`SamplerUnit.keeps_state`), by name: what the tokens so far do not give back."""
+        return tuple(name for name, unit in self.held.items() if unit.keeps_state)
+
+    def reports(self) -> dict[str, Report]:
+        """What each running unit reports of the step just run, by its name (after
+        `run`, before `accept`).
+
+        Raises:
+            PluginFailure: A plugin's report failed.
+        """
+        found: dict[str, Report] = {}
+        for unit in self.reporting:
+            report = unit.report()
+            if report is not None:
+                found[unit.name] = report
+        return found
 
     def state_of(self, name: str) -> UnitState:
         """The state of the held unit `name` (None when it is not held or keeps none)."""
@@ -119,6 +142,7 @@ class Chain:
             drawing=tuple(unit for unit in self.drawing if unit.name != name),
             accepting=tuple(unit for unit in self.accepting if unit.name != name),
             reshaping=reshaping,
+            reporting=tuple(unit for unit in self.reporting if unit.name != name),
         )
 
     @property
@@ -184,7 +208,16 @@ def build_chain(
     )
     drawing = tuple(unit for unit in held.values() if unit.draws)
     accepting = tuple(unit for unit in units if not isinstance(unit, Stateless))
-    return Chain(names, tuple(units), greedy, held, drawing, accepting, reshaping)
+    reporting = tuple(unit for unit in units if _reports(unit))
+    return Chain(names, tuple(units), greedy, held, drawing, accepting, reshaping, reporting)
+
+
+def _reports(unit: RunningUnit) -> bool:
+    """Whether a unit may report figures (its `report` is not `UnitBase`'s, which has
+    none; a plugin's guard asks the plugin)."""
+    if isinstance(unit, PluginGuard):
+        return unit.reports
+    return getattr(type(unit), "report", UnitBase.report) is not UnitBase.report
 
 
 def checked_order(order: Sequence[str]) -> tuple[str, ...]:

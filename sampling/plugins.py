@@ -30,6 +30,7 @@ from sampling.errors import SamplescopeError
 from sampling.params import record_of_specs, setting, specs_of
 from sampling.placement import IN_ORDER
 from sampling.registry import UNITS, install, registry
+from sampling.samplers.base import Report, UnitBase
 from sampling.samplers.unit import SamplerUnit, Stateless, UnitState
 from sampling.setting_spec import SettingSpec, SliderRange
 
@@ -200,7 +201,7 @@ class PluginGuard:
     temperature a positive number, and the kept tokens some probability mass.
     """
 
-    __slots__ = ("draws", "kind", "name", "placement", "unit")
+    __slots__ = ("draws", "keeps_state", "kind", "name", "placement", "reports", "unit")
 
     def __init__(self, unit: SamplerUnit) -> None:
         self.unit = unit
@@ -208,6 +209,10 @@ class PluginGuard:
         self.kind = unit.kind
         self.placement = IN_ORDER
         self.draws = unit.draws
+        # A plugin that says nothing of its state keeps one unless it is `Stateless`.
+        self.keeps_state = bool(getattr(unit, "keeps_state", not isinstance(unit, Stateless)))
+        report = getattr(type(unit), "report", None)
+        self.reports = callable(report) and report is not UnitBase.report
 
     @classmethod
     def build(cls, unit: type[SamplerUnit], settings: SamplerSettings) -> PluginGuard | None:
@@ -255,6 +260,29 @@ class PluginGuard:
     def accept(self, token: int, prob: float) -> None:
         """The plugin's `accept`, watched."""
         self._watch(lambda: self.unit.accept(token, prob))
+
+    def report(self) -> Report | None:
+        """The plugin's `report`, watched: a mapping of names to figures (numbers,
+        yes/no, texts), or None."""
+        try:
+            report = self.unit.report()
+        except Exception as error:  # a plugin's error of any kind is reported, named
+            raise PluginFailure(self.name, f"{type(error).__name__}: {error}") from error
+        if report is None:
+            return None
+        if not isinstance(report, Mapping):
+            raise PluginFailure(self.name, "its report must map names to numbers, yes/no or texts")
+        # numpy's numbers are taken as Python's (what the step's record stores).
+        figures = {
+            key: value.item() if isinstance(value, np.generic) else value
+            for key, value in report.items()
+        }
+        if not all(
+            isinstance(key, str) and (value is None or isinstance(value, int | float | str))
+            for key, value in figures.items()
+        ):
+            raise PluginFailure(self.name, "its report must map names to numbers, yes/no or texts")
+        return figures
 
     def reset(self) -> None:
         """The plugin's `reset`, watched."""

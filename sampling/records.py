@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
+from sampling.samplers.base import Figure, Report
 from sampling.settings_record import SamplerSettings
 
 CutBy = str
@@ -103,21 +105,17 @@ class Step:
         temperature: The temperature the draw used: the dynamic one when
             `dynatemp_range` is on, 1.0 when the chain has no "temperature", 0.0
             when greedy.
-        mirostat_mu: Mirostat's mu as this step used it (before its update), or
-            None when mirostat is off.
         tail: The top ranks' probabilities beyond the table, or None when they were
             not recorded.
         notes: What went wrong on this step and was dealt with: each sampler plugin
             switched off for the rest of the reply, naming it and its error.
-        adapted_target: The target adaptive-p reshaped this step's distribution
-            around (from its moving average before the step), or None when it is off.
         logit: The chosen token's logit as the table's rows have theirs (after
             penalties, before temperature), or None when not recorded (a stored step).
-        grammar_removed: The probability mass the grammar removed (of the
-            distribution it was handed, at temperature 1), or None without a grammar.
-        forced: Whether the grammar left exactly one token (a forced token).
         rank: The chosen token's 1-based rank among those logits (ties: lower id
             first), or None when not recorded (a step stored before ranks were).
+        reports: What each unit that ran reported of the step, by the unit's name:
+            its figures by name (mirostat's "mu", adaptive-p's "target", the
+            grammar's "removed" and "forced"; `SamplerUnit.report`).
     """
 
     token_id: int
@@ -130,14 +128,22 @@ class Step:
     elapsed_us: float = field(compare=False)
     settings: SamplerSettings
     temperature: float = 1.0
-    mirostat_mu: float | None = None
     tail: RankTail | None = field(default=None, compare=False, repr=False)
     notes: tuple[str, ...] = field(default=(), compare=False)
-    adapted_target: float | None = None
     logit: float | None = field(default=None, compare=False)
-    grammar_removed: float | None = None
-    forced: bool = False
     rank: int | None = field(default=None, compare=False)
+    reports: Mapping[str, Report] = field(default_factory=dict, hash=False)
+
+    def figure(self, unit: str, name: str) -> Figure:
+        """The figure `name` the unit `unit` reported of this step (None when it did
+        not run or report it)."""
+        report = self.reports.get(unit)
+        return None if report is None else report.get(name)
+
+    @property
+    def forced(self) -> bool:
+        """Whether a unit left exactly one token to take (it reported "forced")."""
+        return any(report.get("forced") is True for report in self.reports.values())
 
     @property
     def candidates(self) -> tuple[Candidate, ...]:

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from sampling.params import specs_of
 from sampling.placement import Placement, joined
 from sampling.samplers.adaptive_p import AdaptiveP
+from sampling.samplers.base import is_switch
 from sampling.samplers.dry import Dry
 from sampling.samplers.epsilon_cutoff import EpsilonCutoff
 from sampling.samplers.eta_cutoff import EtaCutoff
@@ -182,17 +183,18 @@ def groups_of(specs: Iterable[SettingSpec]) -> list[str]:
 
 
 def check_declarations(units: tuple[type[SamplerUnit], ...]) -> None:
-    """Fail unless each built-in unit declares, itself, where it runs and its on-rule.
+    """Fail unless each built-in unit declares, itself, where it runs, and has an
+    on-rule: its own `is_on`, or switches among its settings (`UnitBase.is_on`).
 
     Raises:
-        RuntimeError: Naming the unit that lacks its placement or its `is_on`.
+        RuntimeError: Naming the unit that lacks its placement or an on-rule.
     """
     for unit in units:
         own = vars(unit)
         if not isinstance(own.get("placement"), Placement):
             raise RuntimeError(f"{unit.name} must declare its placement (sampling.placement)")
-        if "is_on" not in own:
-            raise RuntimeError(f"{unit.name} must declare is_on, its on-rule")
+        if "is_on" not in own and not any(is_switch(spec) for spec in unit.specs):
+            raise RuntimeError(f"{unit.name} has no switch among its settings: declare is_on")
 
 
 def _check_registry() -> None:

@@ -40,7 +40,7 @@ class ReplyScore:
         grammar_kept_logprob: Sum of log(1 - mass removed), nats: how likely the
             model, left alone, was to stay inside the grammar along this reply; None
             without a grammar.
-        forced_tokens: Steps where the grammar left exactly one token.
+        forced_tokens: Steps where a unit (the grammar) left exactly one token.
     """
 
     n_tokens: int
@@ -67,7 +67,8 @@ def reply_score(
         return None
     raw = [step.prob_unfiltered for step in steps]
     known = [p for p in raw if p is not None]
-    removed = [step.grammar_removed for step in steps if step.grammar_removed is not None]
+    figures = (step.figure("grammar", "removed") for step in steps)
+    removed = [float(r) for r in figures if isinstance(r, int | float)]
     logprob_raw = sum(_log(p) for p in known) if len(known) == len(raw) else None
     return ReplyScore(
         n_tokens=len(steps),

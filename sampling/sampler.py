@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -16,14 +16,7 @@ from sampling.ordering import token_at_mass
 from sampling.plugins import PluginFailure
 from sampling.records import Step
 from sampling.rng import UniformSource, make_source
-from sampling.samplers.adaptive_p import (
-    AdaptiveP,
-    AdaptivePParams,
-    AdaptiveSnapshot,
-    adapted_target,
-)
-from sampling.samplers.mirostat import Mirostat, MirostatParams, MirostatState
-from sampling.samplers.temperature import TemperatureParams
+from sampling.samplers.base import Figure, Report
 from sampling.samplers.unit import StepContext, UnitState
 from sampling.settings import SamplerSettings
 from sampling.table import candidate_table
@@ -33,6 +26,12 @@ from sampling.weights import Float64Array
 from sampling.workspace import Workspace
 
 DEFAULT_CANDIDATES = 20
+
+FrozenReports = tuple[tuple[str, tuple[tuple[str, Figure], ...]], ...]
+"""A step's reports as an immutable value (a `SamplerState` is one)."""
+
+_NO_REPORTS: Mapping[str, Report] = {}
+"""A step's reports when no unit of its chain reports (shared: never written to)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,15 +46,15 @@ class SamplerState:
         sources: Each generator started so far, by kind, with its position.
         units: Each unit's state, by name (units without state left out).
         switched_off: Each sampler plugin switched off for the reply, with why.
-        resumed: A resumed reply's length and pinned target the next step hands the
-            units (`Sampler.resume`), or None.
+        resumed: A resumed reply's length and the recorded step's reports the next
+            step hands the units (`Sampler.resume`), or None.
     """
 
     settings: SamplerSettings
     sources: tuple[tuple[str, int, Hashable], ...]
     units: tuple[tuple[str, UnitState], ...]
     switched_off: tuple[tuple[str, str], ...] = ()
-    resumed: tuple[int, float | None] | None = None
+    resumed: tuple[int, FrozenReports] | None = None
 
 
 def probabilities(
@@ -64,8 +63,8 @@ def probabilities(
     history: History = (),
     *,
     vocabulary: Vocabulary | None = None,
-    mirostat_mu: float | None = None,
-    adapted_target: float | None = None,
+    states: Iterable[tuple[str, UnitState]] | Mapping[str, UnitState] = (),
+    recorded: Mapping[str, Report] | None = None,
     generated: int = 0,
     end_of_generation: Sequence[int] = (),
 ) -> Float64Array:
@@ -80,9 +79,10 @@ def probabilities(
         history: Token ids so far, for the penalties and DRY.
         vocabulary: The model's token texts, for DRY's sequence breakers (without
             it no token breaks a repeat).
-        mirostat_mu: Mirostat's state; 2 * mirostat_tau (its start) when None.
-        adapted_target: The target adaptive-p reshapes around (a step's record); a
-            fresh adaptive-p's (the target itself) when None.
+        states: Each unit's state by its name (`Sampler.state().units`, or a
+            mapping): the units named start from it, the others afresh.
+        recorded: A recorded step's reports (`Step.reports`): each unit takes back
+            the state that step ran with (mirostat's mu, adaptive-p's target).
         generated: How many tokens the reply has so far (min_tokens).
         end_of_generation: The tokens min_tokens bans (else the vocabulary's).
 
@@ -91,11 +91,10 @@ def probabilities(
     """
     candidates = Candidates(*checked_logits(logits), history, Workspace(), vocabulary)
     chain = build_chain(settings)
-    if mirostat_mu is not None:
-        chain.restore(
-            [(Mirostat.name, MirostatState(settings.of(MirostatParams).mirostat, mirostat_mu))]
-        )
-    chain.begin(StepContext(None, generated, tuple(end_of_generation), adapted_target), every=True)
+    given = states.items() if isinstance(states, Mapping) else states
+    chain.restore(given)
+    context = StepContext(None, generated, tuple(end_of_generation), recorded or {})
+    chain.begin(context, every=True)
     kept = chain.run(candidates)
     if kept.ids is None:
         return kept.probs
@@ -109,11 +108,10 @@ class Sampler:
 
     One sampler owns one random generator. `settings` may be replaced between
     tokens (live sliders) without touching the random stream; `reset()` re-seeds
-    it from `settings.seed` and restarts mirostat's mu at 2 * tau.
+    it from `settings.seed` and starts every unit's state afresh.
 
-    Adaptive-p's moving average follows llama.cpp's: it takes a step's drawn token
-    only once the sequence takes it, which the next `sample` sees at the end of its
-    history (a token forced instead leaves the average as it was).
+    A unit hears the token the sequence takes at the end of the next `sample`'s
+    history (a token forced instead of the one drawn is what it sees).
 
     Args:
         settings: The sampler's settings.
@@ -144,7 +142,7 @@ class Sampler:
         The tail plot sets it while shown: deeper ranks cost a partial sort per
         token, which a hidden plot should not make every token pay."""
         self._ends = tuple(end_of_generation)
-        self._resumed: tuple[int, float | None] | None = None
+        self._resumed: tuple[int, FrozenReports] | None = None
         self._switched_off: dict[str, str] = {}
         self._notes: list[str] = []
         self._chain: Chain = self._build(settings, None)
@@ -186,44 +184,22 @@ class Sampler:
         self._switched_off[failure.name] = str(failure)
         self._notes.append(str(failure))
 
-    @property
-    def mirostat_mu(self) -> float | None:
-        """Mirostat's state mu for the next step (None when mirostat is off), from its
-        state (before its first draw: 2 * tau)."""
-        state = self._chain.state_of(Mirostat.name)
-        if not isinstance(state, MirostatState):
-            return None
-        return (
-            2.0 * self._settings.of(MirostatParams).mirostat_tau if state.mu is None else state.mu
-        )
-
-    @property
-    def adapted_target(self) -> float | None:
-        """The target adaptive-p uses at the next step (None when it is off), from its
-        state, or the target a resumed step pins."""
-        state = self._chain.state_of(AdaptiveP.name)
-        if not isinstance(state, AdaptiveSnapshot):
-            return None
-        pinned = self._resumed[1] if self._resumed is not None else None
-        pinned = state.pinned if pinned is None else pinned
-        if pinned is not None:
-            return pinned
-        return adapted_target(
-            self._settings.of(AdaptivePParams).adaptive_target,
-            state.weighted_sum,
-            state.total_weight,
-        )
-
-    def resume(self, generated: int, adapted_target: float | None = None) -> None:
+    def resume(self, generated: int, recorded: Mapping[str, Report] | None = None) -> None:
         """Continue a reply at its step `generated` (a what-if, a branch): the next
-        step hands both to the units (`StepContext`).
+        step hands both to every unit held (`StepContext`).
 
         Args:
             generated: How many tokens the reply has: min_tokens counts from there.
-            adapted_target: A recorded step's adaptive-p target, which the next step
-                uses instead of the moving average's (None: the average's).
+            recorded: The reports of the recorded step the next one redoes
+                (`Step.reports`): each unit runs with the state it reported
+                (mirostat's mu, adaptive-p's target) instead of its own.
         """
-        self._resumed = (generated, adapted_target)
+        frozen = (
+            ()
+            if recorded is None
+            else tuple((name, tuple(report.items())) for name, report in recorded.items())
+        )
+        self._resumed = (generated, frozen)
 
     @property
     def chain(self) -> Chain:
@@ -301,7 +277,6 @@ class Sampler:
         started = time.perf_counter_ns()
         settings = self._settings
         checked = checked_logits(logits, self.vocab_size)
-        mu = self.mirostat_mu if settings.of(MirostatParams).mirostat else None
         if self._chain.drawing or self._resumed is not None:
             self._begin()
         while True:  # a plugin that fails is switched off and the step run again
@@ -309,6 +284,7 @@ class Sampler:
             candidates = Candidates(*checked, history, self._workspace, self.vocabulary)
             try:
                 kept = chain.run(candidates)
+                reports = chain.reports() if chain.reporting else _NO_REPORTS
                 break
             except PluginFailure as failure:
                 self._note(failure)
@@ -353,28 +329,25 @@ class Sampler:
             table=table,
             elapsed_us=(time.perf_counter_ns() - started) / 1000.0,
             settings=settings,
-            temperature=settings.of(TemperatureParams).temperature
-            if chain.greedy
-            else kept.temperature,
-            mirostat_mu=mu,
+            # Greedy: the temperature as set (below GREEDY_TEMPERATURE), as recorded always.
+            temperature=_set_temperature(settings) if chain.greedy else kept.temperature,
             tail=tail,
             notes=self._take_notes(),
-            adapted_target=candidates.adapted_target,
             logit=float(penalized[token_id]),
-            grammar_removed=candidates.grammar_removed,
-            forced=candidates.forced,
             rank=token_rank(penalized, token_id, table.token_ids),
+            reports=reports,
         )
 
     def _begin(self) -> None:
         """Hand the step's context to the units that hear it: the generator, and a
-        resumed reply's length and pinned target (to every unit held)."""
+        resumed reply's length and a recorded step's reports (to every unit held)."""
         resumed = self._resumed
         source = self._source() if self._chain.drawing else None
         if resumed is None:
             step = StepContext(source, None, self._ends)
         else:
-            step = StepContext(source, resumed[0], self._ends, resumed[1])
+            recorded = {name: dict(figures) for name, figures in resumed[1]}
+            step = StepContext(source, resumed[0], self._ends, recorded)
         self._resumed = None
         try:
             self._chain.begin(step, every=resumed is not None)
@@ -405,6 +378,12 @@ class Sampler:
         position = int(np.argmin(exponentials))
         token_id = position if kept.ids is None else int(kept.ids[position])
         return token_id, float(kept.probs[position])
+
+
+def _set_temperature(settings: SamplerSettings) -> float:
+    """The temperature the settings set (what a greedy step records)."""
+    value = settings.value("temperature")
+    return float(value) if isinstance(value, int | float) else 0.0
 
 
 def _inverse_cdf(

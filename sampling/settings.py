@@ -8,19 +8,11 @@ units' placements and on-rules, the default order).
 
 from __future__ import annotations
 
-from typing import Literal
-
-from sampling.registry import CHAT_ORDER, TEMPERATURE_FIRST_ORDER, registry
-from sampling.samplers.penalties import PenaltiesParams
-from sampling.samplers.top_p import TopPParams, TopPScope
-from sampling.samplers.xtc import Xtc
+from sampling.registry import CHAT_ORDER, DRAW_SETTINGS, TEMPERATURE_FIRST_ORDER, registry
+from sampling.samplers.base import SummaryStyle, declared_summary, summary_of
+from sampling.samplers.top_p import TopPScope
 from sampling.setting_spec import GREEDY_TEMPERATURE, MAX_SEED, SettingSpec
 from sampling.settings_record import DrawMethod, RngName, SamplerSettings, connect
-
-#: "active": only what is switched on, e.g. "t=0.8 k=40 p=0.95 min_p=0.05".
-#: "fixed": the same main knobs every time with fixed decimals, so successive lines
-#: line up, e.g. "T 0.80 · k 40 · p 0.95 · min-p 0.05 · rep 1.00×64".
-SummaryStyle = Literal["active", "fixed"]
 
 __all__ = [
     "DEFAULT_CHAT_SETTINGS",
@@ -63,7 +55,8 @@ USUAL_ORDERS = (TEMPERATURE_FIRST_ORDER, CHAT_ORDER)
 
 
 def settings_summary(settings: SamplerSettings, style: SummaryStyle = "active") -> str:
-    """The settings in one short line (never the seed).
+    """The settings in one short line (never the seed): each unit says its parts
+    (`SamplerUnit.summary`), the draw and the order theirs, in the settings' order.
 
     Args:
         settings: The settings to describe.
@@ -72,64 +65,24 @@ def settings_summary(settings: SamplerSettings, style: SummaryStyle = "active") 
             "fixed" shows the main knobs every time with two decimals:
             "T 0.80 · k 40 · p 0.95 · min-p 0.05 · rep 1.00×64".
     """
-    specs = registry().settings
+    known = registry()
+    parts = _drawn_and_ordered(settings, style)
+    for unit in known.units:
+        parts.update(summary_of(unit, settings, style))
+    shown = (parts[spec.name] for spec in known.settings if spec.name in parts)
+    return (" · " if style == "fixed" else " ").join(shown)
+
+
+def _drawn_and_ordered(settings: SamplerSettings, style: SummaryStyle) -> dict[str, str]:
+    """The draw's parts (its method and generator when not the usual; never the seed,
+    which a run gives next to the summary) and the order's: unnamed when one of the
+    two usual orders, llama.cpp's chain as "t-last"."""
     if style == "fixed":
-        return " · ".join(_fixed_part(spec, settings) for spec in specs if spec.fixed_key)
-    parts = (_active_part(spec, settings) for spec in specs)
-    return " ".join(part for part in parts if part)
-
-
-def _fixed_part(spec: SettingSpec, settings: SamplerSettings) -> str:
-    value = settings.value(spec.name)
-    text = f"{spec.fixed_key} {value:.2f}" if spec.kind == "float" else f"{spec.fixed_key} {value}"
-    if spec.name == "repeat_penalty":  # the window it looks back over
-        text += f"×{settings.of(PenaltiesParams).repeat_last_n}"
-    return text
-
-
-def _is_on(spec: SettingSpec, settings: SamplerSettings) -> bool:
-    """Whether a setting changes anything: off if at its off value (temperature: greedy)."""
-    if spec.name == "temperature":
-        return not settings.greedy
-    if spec.name == "xtc_probability":  # a threshold above 0.5 switches it off too
-        return Xtc.is_on(settings)
-    return not spec.is_off(settings.value(spec.name))
-
-
-def _active_part(spec: SettingSpec, settings: SamplerSettings) -> str | None:
-    value = settings.value(spec.name)
-    if spec.name == "temperature":  # never off: shown always, as "greedy" below 1e-6
-        return "greedy" if settings.greedy else f"{spec.key}={value:g}"
-    if spec.name == "seed":  # a run's seed is given next to the summary, if at all
-        return None
-    if spec.name in ("top_p_scope", "repeat_last_n"):  # inside top_p's and repeat_penalty's
-        return None
-    if spec.name == "samplers":  # the order that runs, unless one of the two usual ones
-        order = settings.order
-        return None if order in USUAL_ORDERS else f"order={spec.format(order)}"
-    if spec.name == "temperature_last":  # llama.cpp's chain is "t-last"; others name the order
-        return spec.summary_key if settings.order == CHAT_ORDER and not settings.greedy else None
-    if spec.name == "dry_sequence_breakers":  # shown only when changed
-        return (
-            None
-            if value == spec.default
-            or not _is_on(registry().settings_by_name["dry_multiplier"], settings)
-            else f"{spec.key}={spec.format(value)}"
-        )
-    if spec.kind in ("bias", "texts", "order"):
-        return None if not _is_on(spec, settings) else f"{spec.key}={spec.format(value)}"
-    if not _is_on(spec, settings):
-        return None
-    if spec.needs is not None and not _is_on(registry().settings_by_name[spec.needs], settings):
-        return None
-    if spec.kind in ("bool", "text"):  # a grammar or a schema is named, never written out
-        return spec.summary_key or spec.name
-    if spec.kind == "choice":
-        return str(value)
-    text = f"{spec.key}={value}" if spec.kind == "int" else f"{spec.key}={value:g}"
-    scope = settings.of(TopPParams).top_p_scope
-    if spec.name == "top_p" and scope != "kept":
-        text += f"({scope})"
-    if spec.name == "repeat_penalty":
-        text += f"/{settings.of(PenaltiesParams).repeat_last_n}"
-    return text
+        return {}
+    parts = declared_summary(tuple(s for s in DRAW_SETTINGS if s.name != "seed"), settings)
+    order = settings.order
+    if order == CHAT_ORDER and not settings.greedy:
+        parts["temperature_last"] = "t-last"
+    elif order not in USUAL_ORDERS:
+        parts["samplers"] = f"order={registry().settings_by_name['samplers'].format(order)}"
+    return parts

@@ -47,10 +47,9 @@ from backend.session.model import Model
 from backend.session.phrase_bans import PhraseBans
 from backend.session.session import Room
 from backend.session.strategy import Decodes, Extend, Plan, run_quietly
+from sampling.chain import build_chain
 from sampling.records import Step
 from sampling.sampler import Sampler, probabilities
-from sampling.samplers.adaptive_p import AdaptivePParams
-from sampling.samplers.mirostat import MirostatParams
 from sampling.settings import SamplerSettings
 
 
@@ -139,9 +138,15 @@ def check_beam_search(
             "beam search ranks by the chain's probabilities, and at temperature 0 the chain "
             "keeps one token: use a temperature above 0 (1: the model's own probabilities)"
         )
-    if settings.of(MirostatParams).mirostat or settings.of(AdaptivePParams).adaptive_target >= 0:
+    keeping = build_chain(settings).keeping_state
+    if keeping:
         raise BeamSearchError(
-            "beam search needs a chain without state: mirostat and adaptive-p are off limits"
+            "beam search needs a chain without state, and "
+            + " and ".join(keeping)
+            + (" keeps" if len(keeping) == 1 else " keep")
+            + " state from draw to draw: switch "
+            + ("it" if len(keeping) == 1 else "them")
+            + " off"
         )
 
 

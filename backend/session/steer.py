@@ -15,7 +15,7 @@ command on the same chat gives the same tokens.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -35,6 +35,7 @@ from backend.store.store import ChatStore
 from sampling.errors import SamplescopeError
 from sampling.records import Step
 from sampling.sampler import Sampler
+from sampling.samplers.base import Report
 from sampling.settings import SamplerSettings
 
 DEFAULT_MAX_TOKENS = 512
@@ -97,12 +98,15 @@ def recompute(
     index: int,
     settings: SamplerSettings,
     uniform: float | None = None,
+    recorded: Mapping[str, Report] | None = None,
 ) -> tuple[Step, tuple[str, ...]]:
     """Step `index` of a branch recomputed under `settings` (nothing is generated).
 
     Args:
         uniform: The uniform to draw with: the stored step's own (the same
             randomness under other settings), or None for the first of a fresh stream.
+        recorded: The stored step's reports (`Step.reports`): the units run with the
+            state it reported (mirostat's mu, adaptive-p's target); None: afresh.
 
     Returns:
         (the step's record: candidates, kept count, cut; its `token_id` is what
@@ -113,7 +117,7 @@ def recompute(
     """
     given, notices = rebuild_step(backend, chat, reply, index)
     sampler = Sampler(settings, vocab_size=backend.info.n_vocab, vocabulary=backend.model)
-    sampler.resume(index)
+    sampler.resume(index, recorded)
     step = sampler.sample(given.logits, given.history, uniform=uniform)
     return step, notices
 

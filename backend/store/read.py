@@ -302,9 +302,16 @@ def load_steps(conn: sqlite3.Connection, path: Path, reply: ReplyRecord) -> dict
     try:
         layout = StepLayout.from_json(str(row[0]))
         return {
-            int(idx): unpack_step(str(scalars), _packed(blob), layout, reply.settings_at(int(idx)))
-            for idx, scalars, blob in conn.execute(
-                "SELECT idx, scalars, arrays FROM reply_steps WHERE reply_id = ? ORDER BY idx",
+            int(idx): unpack_step(
+                str(scalars),
+                _packed(blob),
+                layout,
+                reply.settings_at(int(idx)),
+                None if reports is None else str(reports),
+            )
+            for idx, scalars, blob, reports in conn.execute(
+                "SELECT idx, scalars, arrays, reports FROM reply_steps WHERE reply_id = ?"
+                " ORDER BY idx",
                 (reply.id,),
             )
         }

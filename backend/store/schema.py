@@ -3,7 +3,7 @@
 Every database starts at version 0 (empty) and is brought to `SCHEMA_VERSION` by
 running each migration in order, each in its own transaction together with the new
 `user_version`, so a crash mid-migration leaves the previous version intact. A new
-database therefore takes the same path as an old one: v0 → v1 → … → v7.
+database therefore takes the same path as an old one: v0 → v1 → … → v8.
 
 Version history:
     1: chats, messages, replies, reply_tokens, settings_changes.
@@ -45,6 +45,9 @@ Version history:
     7: an order runs exactly as stored. Before, the chain moved smoothing right after
        the temperature and adaptive-p to the end wherever the order named them; each
        stored `samplers` is rewritten to the order that ran (`backend.store.past_orders`).
+    8: reply_steps.reports: what each unit reported of the step, as JSON by unit name
+       (`sampling.records.Step.reports`); NULL: none reported, or a row of an earlier
+       version, whose layout named those figures as fields (`backend.store.steps`).
 
 The current schema is written out in `schema.sql` (a test checks it against a new
 database and against databases migrated from each earlier version). A new stored
@@ -60,7 +63,7 @@ from collections.abc import Callable
 
 from backend.store.past_orders import order_before_v5, order_before_v7, rewrite_orders
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 _V1 = """
 CREATE TABLE chats (
@@ -245,6 +248,7 @@ MIGRATIONS: dict[int, Migration] = {
     5: _v5,
     6: "ALTER TABLE replies ADD COLUMN loop TEXT",
     7: lambda conn: rewrite_orders(conn, order_before_v7),
+    8: "ALTER TABLE reply_steps ADD COLUMN reports TEXT",
 }
 """Migration to version N (from N - 1)."""
 

@@ -1,4 +1,4 @@
--- The chat database's schema at version 7 (PRAGMA user_version), as a
+-- The chat database's schema at version 8 (PRAGMA user_version), as a
 -- new database gets it by running every migration in backend/store/schema.py. Written
 -- by backend.store.schema_text.write_schema_file; a test checks it against a new one.
 
@@ -58,7 +58,7 @@ CREATE TABLE reply_steps (
     reply_id INTEGER NOT NULL REFERENCES replies(id) ON DELETE CASCADE,
     idx INTEGER NOT NULL,
     scalars TEXT NOT NULL,                -- JSON list, in step_layout's order
-    arrays BLOB NOT NULL,                 -- the candidate table's columns, packed
+    arrays BLOB NOT NULL, reports TEXT,                 -- the candidate table's columns, packed
     PRIMARY KEY (reply_id, idx)
 ) WITHOUT ROWID;
 
@@ -84,4 +84,4 @@ CREATE INDEX replies_by_message ON replies(message_id);
 
 CREATE INDEX replies_by_parent ON replies(parent_id);
 
-PRAGMA user_version = 7;
+PRAGMA user_version = 8;

@@ -11,10 +11,16 @@ to `CandidateTable` is stored without a change here:
   columns back to back, floats as float32, integers as int32, booleans as one byte.
   Columns of another kind (strings, objects) go into the JSON list as lists.
 
+- `Step.reports` (what each unit reported, by unit name) go into their own JSON
+  column (`reports`), NULL when no unit reported; they are encoded here, when the
+  step is stored, never while it is sampled.
+
 The layout (field names and how each is packed) is stored once per reply
 (`replies.step_layout`), so the rows carry values only: with the default 20
 candidates a row is ~90 bytes of JSON plus 4 × 20 × 4 = 320 bytes of columns.
 A field missing from an older row is filled with its dataclass default, else None.
+Rows stored before units reported (schema 7 and earlier) kept four unit figures as
+fields of their own (`LEGACY_FIGURES`): they are read back as those units' reports.
 """
 
 from __future__ import annotations
@@ -33,7 +39,17 @@ from sampling.settings import SamplerSettings
 #: Step fields that are not stored in the row: the table is packed as columns, the
 #: settings once per change, and the tail plot's deeper ranks (2 KB a token, recorded
 #: only while that plot is shown) are a view of the moment, read back as None.
-NOT_IN_ROW = frozenset({"table", "settings", "tail"})
+NOT_IN_ROW = frozenset({"table", "settings", "tail", "reports"})
+
+LEGACY_FIGURES: dict[str, tuple[str, str]] = {
+    "mirostat_mu": ("mirostat", "mu"),
+    "adapted_target": ("adaptive_p", "target"),
+    "grammar_removed": ("grammar", "removed"),
+    "forced": ("grammar", "forced"),
+}
+"""The fields a step's row held before units reported (schema 7 and earlier), each
+with the unit and figure it is now: (unit name, figure name). A None is no report;
+"forced" is kept only beside the grammar's "removed"."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +122,7 @@ def _plain(value: object) -> object:
 
 
 def pack_step(step: Step, layout: StepLayout) -> tuple[str, bytes]:
-    """One row: (scalars JSON, arrays BLOB)."""
+    """One row's scalars and arrays: (scalars JSON, arrays BLOB)."""
     values: list[object] = []
     for name in layout.scalars:
         if name.startswith("table."):
@@ -118,6 +134,11 @@ def pack_step(step: Step, layout: StepLayout) -> tuple[str, bytes]:
         for name, dtype in layout.arrays
     )
     return json.dumps(values, separators=(",", ":")), blob
+
+
+def pack_reports(step: Step) -> str | None:
+    """One row's `reports` column: the units' reports as JSON, None when none."""
+    return json.dumps(step.reports, separators=(",", ":")) if step.reports else None
 
 
 def _default(field_default: object, factory: object) -> object:
@@ -134,7 +155,35 @@ def _scalar(value: object) -> object:
     return value
 
 
-def unpack_step(scalars: str, blob: bytes, layout: StepLayout, settings: SamplerSettings) -> Step:
+def _reports(text: str | None, named: dict[str, object]) -> dict[str, dict[str, object]]:
+    """A row's reports: its `reports` column, or an older row's fields that held them
+    (`LEGACY_FIGURES`).
+
+    Raises:
+        ValueError: The column is not a JSON object of objects.
+    """
+    if text is not None:
+        reports = json.loads(text)
+        if not isinstance(reports, dict) or not all(isinstance(r, dict) for r in reports.values()):
+            raise ValueError("a step's reports are not a JSON object of objects")
+        return {
+            str(unit): {str(k): _scalar(v) for k, v in r.items()} for unit, r in reports.items()
+        }
+    found: dict[str, dict[str, object]] = {}
+    for field_name, (unit, figure) in LEGACY_FIGURES.items():
+        value = named.get(field_name)
+        if value is not None and (figure != "forced" or unit in found):
+            found.setdefault(unit, {})[figure] = _scalar(value)
+    return found
+
+
+def unpack_step(
+    scalars: str,
+    blob: bytes,
+    layout: StepLayout,
+    settings: SamplerSettings,
+    reports: str | None = None,
+) -> Step:
     """A Step from a row (the inverse of `pack_step`, floats at float32 precision).
 
     Raises:
@@ -171,6 +220,8 @@ def unpack_step(scalars: str, blob: bytes, layout: StepLayout, settings: Sampler
             step_args["table"] = CandidateTable(**table_args)
         elif f.name == "settings":
             step_args["settings"] = settings
+        elif f.name == "reports":
+            step_args["reports"] = _reports(reports, named)
         elif f.name in named:
             step_args[f.name] = _scalar(named[f.name])
         else:

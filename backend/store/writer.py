@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from backend.chat.events import FinishedEvent, GenerationStats, RewindEvent, TokenEvent
 from backend.store.records import REJECTED, StoreError, settings_json
 from backend.store.reply_row import copy_reply_row, update_reply_row
-from backend.store.steps import StepLayout, layout_of, pack_step
+from backend.store.steps import StepLayout, layout_of, pack_reports, pack_step
 from sampling.loops import Loop
 from sampling.records import Step
 from sampling.settings import SamplerSettings
@@ -154,7 +154,10 @@ class ReplyWriter:
                 self._layout = layout_of(steps[0][1])
                 layout_json = self._layout.to_json()
             layout = self._layout
-            step_rows = [(reply_id, index, *pack_step(step, layout)) for index, step in steps]
+            step_rows = [
+                (reply_id, index, *pack_step(step, layout), pack_reports(step))
+                for index, step in steps
+            ]
         with self._transaction("store tokens") as conn:
             conn.executemany(
                 "INSERT INTO reply_tokens (reply_id, idx, token_id, piece) VALUES (?, ?, ?, ?)",
@@ -176,7 +179,8 @@ class ReplyWriter:
                     "UPDATE replies SET step_layout = ? WHERE id = ?", (layout_json, reply_id)
                 )
             conn.executemany(
-                "INSERT INTO reply_steps (reply_id, idx, scalars, arrays) VALUES (?, ?, ?, ?)",
+                "INSERT INTO reply_steps (reply_id, idx, scalars, arrays, reports) "
+                "VALUES (?, ?, ?, ?, ?)",
                 step_rows,
             )
 

@@ -39,6 +39,7 @@ from sampling.candidates import Candidates
 from sampling.kept import Kept
 from sampling.params import setting, specs_of
 from sampling.placement import LAST, Placement
+from sampling.samplers.base import Report, UnitBase
 from sampling.samplers.unit import UnitKind, UnitState
 from sampling.setting_spec import SettingSpec, SliderRange
 
@@ -167,7 +168,7 @@ class AdaptiveSnapshot:
 
 
 @dataclass(slots=True)
-class AdaptiveP:
+class AdaptiveP(UnitBase):
     """Adaptive-p: reshape the distribution the chain ends with, steered by its average.
 
     Wherever an order names it, it runs last: the chain hands it the final
@@ -190,6 +191,7 @@ class AdaptiveP:
     label: ClassVar[str] = "adapt-p"
     row_label: ClassVar[str] = "adapt"
     draws: ClassVar[bool] = False
+    keeps_state: ClassVar[bool] = True
     target: float
     decay: float
     weighted_sum: float = field(default=0.0, compare=False)
@@ -205,12 +207,6 @@ class AdaptiveP:
     def __post_init__(self) -> None:
         self.decay = min(max(self.decay, 0.0), MAX_DECAY)
         self.reset()
-
-    @classmethod
-    def is_on(cls, settings: SamplerSettings) -> bool:
-        """On when settings.adaptive_target >= 0.0."""
-        params = settings.of(AdaptivePParams)
-        return params.adaptive_target >= 0.0
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> AdaptiveP | None:
@@ -233,20 +229,34 @@ class AdaptiveP:
         return None if self.pending is None else self.pending[0]
 
     def begin(self, step: StepContext) -> None:
-        """Take a recorded step's target to use once, when the step pins one (nothing
-        to draw: the sampler draws the token)."""
-        if step.pinned_target is not None:
-            self.pinned = step.pinned_target
+        """Take the target a recorded step reported, to use once, when the step redoes
+        it (nothing to draw: the sampler draws the token)."""
+        target = step.recorded.get(self.name, {}).get("target")
+        if isinstance(target, int | float) and not isinstance(target, bool):
+            self.pinned = float(target)
+
+    def report(self) -> Report | None:
+        """The adapted target this step reshaped around (None: it did not reshape)."""
+        return None if self.last_target is None else {"target": self.last_target}
+
+    @classmethod
+    def describe(cls, report: Report, settings: SamplerSettings) -> str:
+        """ "adaptive-p target 0.42": the target this step reshaped around."""
+        del settings
+        target = report.get("target")
+        shown = f"{target:.3f}" if isinstance(target, float | int) else "?"
+        return f"adaptive-p target {shown}"
 
     def apply(self, candidates: Candidates) -> None:
         """Settle the last draw against the token the history took (see `take`)."""
+        self.last_target = None
         if self.pending is not None:
             history = candidates.history
             self.take(int(history[-1]) if len(history) else None)
 
     def reshape(self, kept: Kept, candidates: Candidates) -> Kept:
         """The distribution to draw from: `kept` transformed around the adapted target
-        (which the step's record shows: `Candidates.adapted_target`).
+        (which the step's record shows: `report`).
 
         Args:
             kept: The kept set's distribution (its probabilities are the originals).
@@ -257,7 +267,7 @@ class AdaptiveP:
         logits, workspace = candidates.logits, candidates.workspace
         self._original = kept
         self.pending = None
-        adapted = self.last_target = candidates.adapted_target = self.current_target
+        adapted = self.last_target = self.current_target
         self.pinned = None
         if kept.ids is None:
             size = logits.shape[0]

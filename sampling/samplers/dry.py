@@ -17,6 +17,7 @@ import numpy as np
 from sampling.candidates import Candidates
 from sampling.params import setting, specs_of
 from sampling.placement import IN_ORDER, Placement
+from sampling.samplers.base import SummaryStyle, declared_summary
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 from sampling.vocabulary import BreakerHeads, breaker_heads
@@ -136,6 +137,17 @@ class Dry(Stateless):
     allowed_length: int
     last_n: int
     breakers: tuple[str, ...]
+
+    @classmethod
+    def summary(
+        cls, settings: SamplerSettings, style: SummaryStyle = "active"
+    ) -> Mapping[str, str]:
+        """DRY's settings; its sequence breakers only when changed."""
+        parts = declared_summary(cls.specs, settings, style)
+        breakers = next(spec for spec in cls.specs if spec.name == "dry_sequence_breakers")
+        if settings.of(DryParams).dry_sequence_breakers == breakers.default:
+            parts.pop(breakers.name, None)
+        return parts
 
     @classmethod
     def is_on(cls, settings: SamplerSettings) -> bool:

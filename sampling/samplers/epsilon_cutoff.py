@@ -91,12 +91,6 @@ class EpsilonCutoff(Stateless):
     epsilon: float
 
     @classmethod
-    def is_on(cls, settings: SamplerSettings) -> bool:
-        """On when settings.epsilon_cutoff > 0.0."""
-        params = settings.of(EpsilonCutoffParams)
-        return params.epsilon_cutoff > 0.0
-
-    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> EpsilonCutoff | None:
         """Built when epsilon_cutoff is on (> 0)."""
         return cls(settings.of(EpsilonCutoffParams).epsilon_cutoff) if cls.is_on(settings) else None

@@ -90,12 +90,6 @@ class EtaCutoff(Stateless):
     epsilon: float
 
     @classmethod
-    def is_on(cls, settings: SamplerSettings) -> bool:
-        """On when settings.eta_cutoff > 0.0."""
-        params = settings.of(EtaCutoffParams)
-        return params.eta_cutoff > 0.0
-
-    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> EtaCutoff | None:
         """Built when eta_cutoff is on (> 0)."""
         return cls(settings.of(EtaCutoffParams).eta_cutoff) if cls.is_on(settings) else None

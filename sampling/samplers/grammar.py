@@ -34,6 +34,7 @@ from sampling.errors import GrammarDeadEnd, GrammarError
 from sampling.ordering import sort_descending
 from sampling.params import setting, specs_of
 from sampling.placement import CONSTRAINT, Placement
+from sampling.samplers.base import Report, UnitBase
 from sampling.samplers.unit import UnitKind, UnitState
 from sampling.setting_spec import SettingSpec
 
@@ -128,7 +129,7 @@ class GrammarState:
 
 
 @dataclass(slots=True, eq=False)
-class Grammar:
+class Grammar(UnitBase):
     """Keep only the tokens the grammar allows next (see the module doc).
 
     Attributes:
@@ -198,9 +199,8 @@ class Grammar:
         total = float(weights.sum())
         kept_mass = float(weights.sum(where=allowed))
         count = int(np.count_nonzero(allowed))
-        self.forced = candidates.forced = count == 1
+        self.forced = count == 1
         self.removed = 0.0 if total <= 0.0 else max(0.0, 1.0 - kept_mass / total)
-        candidates.grammar_removed = self.removed
         if count == 0:
             raise GrammarDeadEnd(
                 f"the grammar ({self.spec.title}) allows none of the {allowed.shape[0]}"
@@ -213,6 +213,28 @@ class Grammar:
         else:
             kept = ids[allowed]
         candidates.cut(kept, self.name, prefix=False)
+
+    def report(self) -> Report:
+        """The mass this step removed, and whether it left one token (forced it)."""
+        return {"removed": self.removed, "forced": self.forced}
+
+    @classmethod
+    def describe(cls, report: Report, settings: SamplerSettings) -> str:
+        """ "grammar (json schema) removed 12.5% · forced: the one token allowed"."""
+        spec = settings.of(GrammarParams).spec
+        name = "grammar" if spec is None else f"grammar ({spec.title})"
+        removed = report.get("removed")
+        if not isinstance(removed, float | int):
+            return name
+        kept = 1.0 - removed
+        shown = f"all but {kept * 100:.2g}%" if 0.0 < kept < 0.01 else _percent(removed)
+        line = f"{name} removed {shown}"
+        if removed == 0.0:
+            lazy = spec is not None and spec.triggers
+            line += " · waiting for its trigger" if lazy else " · every token allowed"
+        if report.get("forced"):
+            line += " · forced: the one token allowed"
+        return line
 
     def _matcher(self, candidates: Candidates) -> TokenConstraint:
         """The constraint, built from the vocabulary at the first step, in the state
@@ -273,3 +295,12 @@ class Grammar:
         if isinstance(state, GrammarState):
             self.generated = state.generated
             self.restored = state
+
+
+def _percent(value: float) -> str:
+    """A share as the probability panel writes it: "12.5%", "100%", "0.0%", "0"."""
+    if value >= 0.9995:
+        return "100%"
+    if value < 0.0005:
+        return "0.0%" if value > 0 else "0"
+    return f"{value * 100:.1f}%"

@@ -69,12 +69,6 @@ class LogitBias(Stateless):
     biases: tuple[float, ...]
 
     @classmethod
-    def is_on(cls, settings: SamplerSettings) -> bool:
-        """On when bool(settings.logit_bias)."""
-        params = settings.of(LogitBiasParams)
-        return bool(params.logit_bias)
-
-    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> LogitBias | None:
         """Built when some token has a bias."""
         if not cls.is_on(settings):

@@ -61,12 +61,6 @@ class MinP(Stateless):
     min_p: float
 
     @classmethod
-    def is_on(cls, settings: SamplerSettings) -> bool:
-        """On when settings.min_p > 0.0."""
-        params = settings.of(MinPParams)
-        return params.min_p > 0.0
-
-    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> MinP | None:
         """Built when min_p is on (> 0)."""
         return cls(settings.of(MinPParams).min_p) if cls.is_on(settings) else None

@@ -23,6 +23,7 @@ from sampling.errors import LogitsError
 from sampling.logits import FloatArray
 from sampling.params import setting, specs_of
 from sampling.placement import BAN, Placement
+from sampling.samplers.base import UnitBase
 from sampling.samplers.unit import UnitKind, UnitState
 from sampling.setting_spec import SettingSpec, SliderRange
 
@@ -88,7 +89,7 @@ class EndOfGeneration(Protocol):
 
 
 @dataclass(slots=True)
-class MinTokens:
+class MinTokens(UnitBase):
     """Ban the end-of-generation tokens while the reply is shorter than `count`.
 
     Its state is how many tokens the reply has. Each step counts one when it begins
@@ -117,12 +118,6 @@ class MinTokens:
     step: int | None = field(default=None, compare=False)
     """The reply's length at the step begun (None: no step begun, as for
     `probabilities`, which reads `generated`)."""
-
-    @classmethod
-    def is_on(cls, settings: SamplerSettings) -> bool:
-        """On when settings.min_tokens > 0."""
-        params = settings.of(MinTokensParams)
-        return params.min_tokens > 0
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> MinTokens | None:

@@ -18,6 +18,7 @@ import numpy as np
 from sampling.candidates import Candidates
 from sampling.params import setting, specs_of
 from sampling.placement import REPLACES_ORDER, Placement
+from sampling.samplers.base import Report, UnitBase
 from sampling.samplers.temperature import TemperatureParams
 from sampling.samplers.unit import UnitState
 from sampling.setting_spec import SettingSpec, SliderRange
@@ -100,7 +101,7 @@ class MirostatState:
 
 
 @dataclass(slots=True)
-class Mirostat:
+class Mirostat(UnitBase):
     """Mirostat 1 or 2: a kept set sized from the state mu, which each draw updates.
 
     Version 1 keeps the top k, k from mu and the Zipf exponent estimated on the top
@@ -125,17 +126,12 @@ class Mirostat:
     label: ClassVar[str] = "mirostat"
     row_label: ClassVar[str] = "miro"
     draws: ClassVar[bool] = False
+    keeps_state: ClassVar[bool] = True
     version: int
     tau: float = 5.0
     eta: float = 0.1
     temperature: float = 1.0
     _mu: float | None = field(default=None, compare=False)
-
-    @classmethod
-    def is_on(cls, settings: SamplerSettings) -> bool:
-        """On when settings.mirostat != 0."""
-        params = settings.of(MirostatParams)
-        return params.mirostat != 0
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> Mirostat | None:
@@ -156,8 +152,22 @@ class Mirostat:
         return 2.0 * self.tau if self._mu is None else self._mu
 
     def begin(self, step: StepContext) -> None:
-        """Nothing to draw: the sampler draws the token."""
-        del step
+        """Nothing to draw (the sampler draws the token); a step that redoes a recorded
+        one runs with the mu that step reported."""
+        mu = step.recorded.get(self.name, {}).get("mu")
+        if isinstance(mu, int | float) and not isinstance(mu, bool):
+            self._mu = float(mu)
+
+    def report(self) -> Report:
+        """The mu this step ran with (before the draw updates it)."""
+        return {"mu": self.mu}
+
+    @classmethod
+    def describe(cls, report: Report, settings: SamplerSettings) -> str:
+        """ "mirostat 2 μ 5.23": the version, and the mu the step ran with."""
+        mu = report.get("mu")
+        shown = f"{mu:.2f}" if isinstance(mu, float | int) else "?"
+        return f"mirostat {settings.of(MirostatParams).mirostat} μ {shown}"
 
     def apply(self, candidates: Candidates) -> None:
         """Read the logits at the plain temperature, then cut the kept set to the size

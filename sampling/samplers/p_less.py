@@ -80,12 +80,6 @@ class PLess(Stateless):
     row_label: ClassVar[str] = "p-less"
 
     @classmethod
-    def is_on(cls, settings: SamplerSettings) -> bool:
-        """On when settings.p_less is."""
-        params = settings.of(PLessParams)
-        return params.p_less
-
-    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> PLess | None:
         """Built when p_less is on."""
         return cls() if cls.is_on(settings) else None

@@ -19,6 +19,7 @@ from sampling.errors import LogitsError
 from sampling.logits import History, within_float64_span
 from sampling.params import setting, specs_of
 from sampling.placement import IN_ORDER, Placement
+from sampling.samplers.base import SummaryStyle, declared_summary
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 
@@ -310,6 +311,19 @@ class Penalties(Stateless):
     label: ClassVar[str] = "penalties"
     row_label: ClassVar[str] = "pen."
     penalties: PenaltiesParams
+
+    @classmethod
+    def summary(
+        cls, settings: SamplerSettings, style: SummaryStyle = "active"
+    ) -> Mapping[str, str]:
+        """The repeat penalty with the window it looks back over: "rep=1.3/64"
+        ("rep 1.30×64" in the fixed style)."""
+        parts = declared_summary(cls.specs, settings, style)
+        parts.pop("repeat_last_n", None)
+        window = settings.of(PenaltiesParams).repeat_last_n
+        if "repeat_penalty" in parts:
+            parts["repeat_penalty"] += f"/{window}" if style == "active" else f"×{window}"
+        return parts
 
     @classmethod
     def is_on(cls, settings: SamplerSettings) -> bool:

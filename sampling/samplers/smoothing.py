@@ -140,12 +140,6 @@ class Smoothing(Stateless):
     curve: float
 
     @classmethod
-    def is_on(cls, settings: SamplerSettings) -> bool:
-        """On when settings.smoothing_factor > 0.0."""
-        params = settings.of(SmoothingParams)
-        return params.smoothing_factor > 0.0
-
-    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> Smoothing | None:
         """Built when smoothing_factor is on (> 0)."""
         params = settings.of(SmoothingParams)

@@ -139,12 +139,6 @@ class TailFree(Stateless):
     z: float
 
     @classmethod
-    def is_on(cls, settings: SamplerSettings) -> bool:
-        """On when settings.tfs < 1.0."""
-        params = settings.of(TailFreeParams)
-        return params.tfs < 1.0
-
-    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> TailFree | None:
         """Built when tfs is on (< 1)."""
         return cls(settings.of(TailFreeParams).tfs) if cls.is_on(settings) else None

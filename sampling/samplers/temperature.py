@@ -12,6 +12,7 @@ import numpy as np
 from sampling.candidates import Candidates
 from sampling.params import setting, specs_of
 from sampling.placement import IN_ORDER, Placement
+from sampling.samplers.base import SummaryStyle, declared_summary
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 
@@ -122,6 +123,19 @@ class Temperature(Stateless):
     def is_on(cls, settings: SamplerSettings) -> bool:
         """On when not settings.greedy."""
         return not settings.greedy
+
+    @classmethod
+    def summary(
+        cls, settings: SamplerSettings, style: SummaryStyle = "active"
+    ) -> Mapping[str, str]:
+        """The temperature always ("greedy" below `GREEDY_TEMPERATURE`), dynamic
+        temperature when on; `temperature_last` is the order's to name."""
+        parts = declared_summary(cls.specs, settings, style)
+        parts.pop("temperature_last", None)
+        if style == "active":
+            value = settings.of(TemperatureParams).temperature
+            parts["temperature"] = "greedy" if settings.greedy else f"t={value:g}"
+        return parts
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> Temperature | None:

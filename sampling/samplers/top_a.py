@@ -89,12 +89,6 @@ class TopA(Stateless):
     a: float
 
     @classmethod
-    def is_on(cls, settings: SamplerSettings) -> bool:
-        """On when settings.top_a > 0.0."""
-        params = settings.of(TopAParams)
-        return params.top_a > 0.0
-
-    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> TopA | None:
         """Built when top_a is on (> 0)."""
         return cls(settings.of(TopAParams).top_a) if cls.is_on(settings) else None

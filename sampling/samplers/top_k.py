@@ -61,12 +61,6 @@ class TopK(Stateless):
     k: int
 
     @classmethod
-    def is_on(cls, settings: SamplerSettings) -> bool:
-        """On when settings.top_k > 0."""
-        params = settings.of(TopKParams)
-        return params.top_k > 0
-
-    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> TopK | None:
         """Built when top_k is on (> 0)."""
         return cls(settings.of(TopKParams).top_k) if cls.is_on(settings) else None

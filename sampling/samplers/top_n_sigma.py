@@ -66,12 +66,6 @@ class TopNSigma(Stateless):
     n: float
 
     @classmethod
-    def is_on(cls, settings: SamplerSettings) -> bool:
-        """On when settings.top_n_sigma > 0.0."""
-        params = settings.of(TopNSigmaParams)
-        return params.top_n_sigma > 0.0
-
-    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> TopNSigma | None:
         """Built when top_n_sigma is on (> 0)."""
         return cls(settings.of(TopNSigmaParams).top_n_sigma) if cls.is_on(settings) else None

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 from sampling.candidates import Candidates
 from sampling.params import setting, specs_of
 from sampling.placement import IN_ORDER, Placement
+from sampling.samplers.base import SummaryStyle, declared_summary
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 
@@ -84,10 +85,16 @@ class TopP(Stateless):
     scope: TopPScope
 
     @classmethod
-    def is_on(cls, settings: SamplerSettings) -> bool:
-        """On when settings.top_p < 1.0."""
-        params = settings.of(TopPParams)
-        return params.top_p < 1.0
+    def summary(
+        cls, settings: SamplerSettings, style: SummaryStyle = "active"
+    ) -> Mapping[str, str]:
+        """top-p with its scope when not the kept set's: "p=0.9(vocab)"."""
+        parts = declared_summary(cls.specs, settings, style)
+        parts.pop("top_p_scope", None)
+        scope = settings.of(TopPParams).top_p_scope
+        if style == "active" and "top_p" in parts and scope != "kept":
+            parts["top_p"] += f"({scope})"
+        return parts
 
     @classmethod
     def from_settings(cls, settings: SamplerSettings) -> TopP | None:

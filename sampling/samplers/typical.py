@@ -66,12 +66,6 @@ class Typical(Stateless):
     p: float
 
     @classmethod
-    def is_on(cls, settings: SamplerSettings) -> bool:
-        """On when settings.typical_p < 1.0."""
-        params = settings.of(TypicalParams)
-        return params.typical_p < 1.0
-
-    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> Typical | None:
         """Built when typical_p is on (< 1)."""
         return cls(settings.of(TypicalParams).typical_p) if cls.is_on(settings) else None

@@ -13,7 +13,7 @@ A unit declares where it runs (`placement`, `sampling.placement`) and when it is
 derived from those two. A unit is built from the settings (`from_settings`) whenever
 they change, and a unit the settings turn off is not built at all. Every step, a
 unit that reads the step's context (the generator it draws from, the reply's length
-when a step continues it elsewhere, the end-of-generation tokens, a pinned target)
+when a step continues it elsewhere, the end-of-generation tokens, a recorded step's reports)
 hears it first (`begin`); the units of the chain then `apply` in order; after the
 draw each of them hears the token drawn (`accept`). A unit placed last may reshape
 the distribution the chain ends with (`Reshaping`).
@@ -22,16 +22,24 @@ A unit keeps its own state (mirostat's mu): `state` is a snapshot of it, which
 new unit is handed the state of the unit of its name that ran before (`restore`),
 and takes what of it still holds.
 
+After the chain ran, each unit that ran may report figures of the step by name
+(`report`): the step's record keeps them under its name, and the probability panel
+shows them in the unit's words (`describe`). A unit whose state follows from the
+draws it heard says so (`keeps_state`): beam search refuses it. The on-rule, the
+summary's parts and the panel's line follow from a unit's declarations (`UnitBase`,
+`sampling.samplers.base`) unless it writes its own.
+
 Units without state derive from `Stateless`, which answers all of that for them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from sampling.placement import IN_ORDER, Placement
+from sampling.samplers.base import Report, SummaryStyle, UnitBase
 from sampling.setting_spec import SettingSpec
 
 if TYPE_CHECKING:
@@ -58,14 +66,15 @@ class StepContext:
             step follows the last one.
         end_of_generation: The tokens a ban of the reply's end bans (empty: the
             vocabulary's own).
-        pinned_target: A recorded step's adapted target that this step uses instead
-            of adaptive-p's moving average (a what-if of that step), or None.
+        recorded: When the step redoes a recorded one (a what-if of it): that
+            step's reports, by unit name, from which a unit takes back the state it
+            ran with (mirostat's mu, adaptive-p's target); empty otherwise.
     """
 
     source: UniformSource | None = None
     resumed_at: int | None = None
     end_of_generation: tuple[int, ...] = ()
-    pinned_target: float | None = None
+    recorded: Mapping[str, Report] = field(default_factory=dict)
 
 
 class SamplerUnit(Protocol):
@@ -93,6 +102,9 @@ class SamplerUnit(Protocol):
         row_label: Its name on a row it removed (at most 6 cells).
         draws: Whether it hears each step's context (`begin`): it draws from the
             sampler's generator, or counts the reply's tokens.
+        keeps_state: Whether its state follows from the draws it heard, which the
+            tokens so far do not give back (`UnitBase.keeps_state`): beam search
+            refuses a chain that holds such a unit.
     """
 
     name: ClassVar[str]
@@ -104,10 +116,25 @@ class SamplerUnit(Protocol):
     label: ClassVar[str]
     row_label: ClassVar[str]
     draws: ClassVar[bool]
+    keeps_state: ClassVar[bool]
 
     @classmethod
     def is_on(cls, settings: SamplerSettings) -> bool:
-        """Its on-rule: whether `settings` switch it on (`from_settings` builds it)."""
+        """Its on-rule: whether `settings` switch it on (`from_settings` builds it);
+        `UnitBase` derives it from the switches among its settings."""
+        ...
+
+    @classmethod
+    def summary(
+        cls, settings: SamplerSettings, style: SummaryStyle = "active"
+    ) -> Mapping[str, str]:
+        """Its parts of the settings' one-line summary, by setting name
+        (`UnitBase.summary` gives them from the declarations)."""
+        ...
+
+    @classmethod
+    def describe(cls, report: Report, settings: SamplerSettings) -> str:
+        """Its line on the probability panel for a step that reported `report`."""
         ...
 
     @classmethod
@@ -132,6 +159,12 @@ class SamplerUnit(Protocol):
     def accept(self, token: int, prob: float) -> None:
         """Hear the token drawn after the chain ran, and its probability in the
         distribution it was drawn from."""
+        ...
+
+    def report(self) -> Report | None:
+        """The figures of the step it just ran, by name (None: nothing to report),
+        asked after the chain ran and before the token is drawn. The step's record
+        keeps them under the unit's name (`Step.reports`)."""
         ...
 
     def reset(self) -> None:
@@ -172,6 +205,15 @@ class RunningUnit(Protocol):
         """Whether it hears each step's context."""
         ...
 
+    @property
+    def keeps_state(self) -> bool:
+        """As `SamplerUnit.keeps_state`."""
+        ...
+
+    def report(self) -> Report | None:
+        """As `SamplerUnit.report`."""
+        ...
+
     def begin(self, step: StepContext) -> None:
         """As `SamplerUnit.begin`."""
         ...
@@ -207,24 +249,18 @@ class Reshaping(Protocol):
         ...
 
 
-class Stateless:
+class Stateless(UnitBase):
     """The interface's answers for a unit that keeps nothing between steps.
 
-    A plugin takes its placement (a place in the order) and its on-rule (built by
-    `from_settings`) from here too; a built-in unit declares both itself (the
-    registry checks so).
+    A plugin takes its placement (a place in the order) from here too; a built-in
+    unit declares its own (the registry checks so). The on-rule, the summary and the
+    panel's line come from `UnitBase` unless the unit writes its own.
     """
 
     __slots__ = ()
 
     draws: ClassVar[bool] = False
     placement: ClassVar[Placement] = IN_ORDER
-
-    @classmethod
-    def is_on(cls, settings: SamplerSettings) -> bool:
-        """On when `from_settings` builds the unit."""
-        from_settings = getattr(cls, "from_settings", None)
-        return from_settings is not None and from_settings(settings) is not None
 
     def begin(self, step: StepContext) -> None:
         """Nothing to take from the step."""

@@ -13,6 +13,7 @@ import numpy as np
 from sampling.candidates import Candidates
 from sampling.params import setting, specs_of
 from sampling.placement import IN_ORDER, Placement
+from sampling.samplers.base import SummaryStyle, declared_summary
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 
@@ -89,6 +90,15 @@ class Xtc(Stateless):
     threshold: float
     roll: float = field(default=0.0, compare=False)
     """This step's coin, in [0, 1) (0.0 until a generator is handed: XTC applies)."""
+
+    @classmethod
+    def summary(
+        cls, settings: SamplerSettings, style: SummaryStyle = "active"
+    ) -> Mapping[str, str]:
+        """XTC's settings while it is on (a threshold above 0.5 switches it off too)."""
+        if style == "active" and not cls.is_on(settings):
+            return {}
+        return declared_summary(cls.specs, settings, style)
 
     @classmethod
     def is_on(cls, settings: SamplerSettings) -> bool:

@@ -34,7 +34,7 @@ async def shoot(out: Path) -> None:
             await type_message(pilot, app, PROMPT)
             await nth_reply_finished(pilot, app)
             tokens = chat_of(app).conversation.replies[-1].tokens
-            removed = [token.step.grammar_removed or 0.0 for token in tokens]
+            removed = [token.step.figure("grammar", "removed") or 0.0 for token in tokens]
             most = max(range(len(tokens)), key=lambda i: removed[i])
             chat_of(app).enter_token_cursor()
             await pilot.pause()

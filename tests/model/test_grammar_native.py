@@ -141,7 +141,7 @@ def test_each_step_keeps_what_llamas_grammar_sampler_keeps(
         assert step.forced == (legal.shape[0] == 1)
         everything = np.exp(logits.astype(np.float64) - logits.max())
         removed = 1.0 - everything[legal].sum() / everything.sum()
-        assert step.grammar_removed == pytest.approx(removed, abs=1e-9)
+        assert step.figure("grammar", "removed") == pytest.approx(removed, abs=1e-9)
         forced += step.forced
     assert forced > 0  # the schema's punctuation and keys leave one token at a time
     assert valid_person(finished.text)
@@ -173,7 +173,7 @@ def test_a_dead_end_ends_the_reply_and_keeps_the_backend(llama_backend: LlamaBac
     settings = SamplerSettings(grammar='root ::= "yes"', min_tokens=5)
     steps, finished = reply(llama_backend, settings, None)
     assert finished.reason == "grammar" and finished.text == "yes"
-    assert steps and all(step.grammar_removed is not None for step in steps)
+    assert steps and all(step.figure("grammar", "removed") is not None for step in steps)
     _, again = reply(llama_backend, SamplerSettings(grammar='root ::= "no"'), None)
     assert again.reason == "eos" and again.text == "no"
 
@@ -362,6 +362,6 @@ def test_a_stored_constrained_reply_replays_token_for_token(
         steps = store.load_steps(chat, reply)
     assert reply.settings_at(0).json_schema == settings.json_schema
     assert len(steps) == len(reply.token_ids)
-    assert all(step.grammar_removed is not None for step in steps.values())
+    assert all(step.figure("grammar", "removed") is not None for step in steps.values())
     result = replay(llama_backend, chat, reply)
     assert result.identical

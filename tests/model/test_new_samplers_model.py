@@ -67,7 +67,7 @@ def test_adaptive_p_and_the_cutoffs_run_in_the_loop(backend: LlamaBackend) -> No
     )
     assert settings.order[-1] == "adaptive_p" and "top_a" in settings.order
     tokens, finished = reply(backend, settings, 12)
-    targets = [t.step.adapted_target for t in tokens]
+    targets = [t.step.figure("adaptive_p", "target") for t in tokens]
     assert targets[0] == pytest.approx(0.4)
     assert all(target is not None for target in targets) and len(set(targets)) > 1
     assert finished.token_ids == tuple(t.step.token_id for t in tokens)

@@ -54,7 +54,7 @@ async def test_the_panel_and_timeline_show_the_grammar() -> None:
         words = [FAKE_VOCAB[step.token_id] for step in steps]
         assert words[0] == " the" and words[2] == " sat" and words[-1] == FAKE_VOCAB[EOS_ID]
         assert [step.forced for step in steps] == [True, False, True, False, True]
-        assert all(step.grammar_removed is not None for step in steps)
+        assert all(step.figure("grammar", "removed") is not None for step in steps)
         panel = app.query_one(ProbPanel)
         text = "\n".join("".join(part for part, _ in line) for line in panel._lines())
         assert "grammar (gbnf) removed" in text and "forced" in text

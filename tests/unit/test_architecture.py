@@ -4,6 +4,8 @@
   holds for imports made for type checking only, too.
 - No import cycles at run time, between modules or between subpackages.
 - The store only stores: backend.store imports nothing from backend.session.
+- The generic pipeline (sampler, candidates, records, chain) imports no concrete
+  sampler unit, not even for type checking: units are known by their interface.
 - Reading the config is plain data: backend.config.config loads neither llama.cpp
   nor the generation loop.
 - No package is named in a string across layers (an import the checks cannot see).
@@ -214,6 +216,31 @@ def test_the_store_only_stores() -> None:
     assert {name: found for name, found in offenders.items() if found} == {}
 
 
+GENERIC_PIPELINE = ("sampling.sampler", "sampling.candidates", "sampling.records", "sampling.chain")
+"""The modules every unit runs through: they name no particular unit."""
+UNIT_INTERFACE = ("sampling.samplers", "sampling.samplers.unit", "sampling.samplers.base")
+
+
+def concrete_units_imported(name: str, path: Path) -> list[str]:
+    """The unit modules (`sampling.samplers.*` but the interface) a module imports,
+    type-only imports included."""
+    return sorted(
+        target
+        for target in imports_of(path, name.rpartition(".")[0], typing_too=True)
+        if target.startswith("sampling.samplers")
+        and not any(target == own or target.startswith(own + ".") for own in UNIT_INTERFACE[1:])
+        and target != UNIT_INTERFACE[0]
+    )
+
+
+def test_the_generic_pipeline_imports_no_concrete_unit() -> None:
+    """The sampler, the candidates, the records and the chain know units only by the
+    interface: what a unit reports, keeps or restores goes by its name."""
+    found = modules()
+    offenders = {name: concrete_units_imported(name, found[name]) for name in GENERIC_PIPELINE}
+    assert {name: units for name, units in offenders.items() if units} == {}
+
+
 def loaded_by(module: str, root: Path = ROOT) -> dict[str, set[str]]:
     """Every project module importing `module` loads (itself and the packages above
     each included), with the names each imports at run time."""
@@ -334,6 +361,21 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
     for package in PACKAGES:
         (tmp_path / package).mkdir(exist_ok=True)
     return tmp_path
+
+
+def test_checker_sees_a_concrete_unit_behind_type_checking(tmp_path: Path) -> None:
+    path = tmp_path / "chain.py"
+    path.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "from sampling.samplers.unit import StepContext\n"
+        "if TYPE_CHECKING:\n"
+        "    from sampling.samplers.mirostat import Mirostat\n",
+        encoding="utf-8",
+    )
+    assert concrete_units_imported("sampling.chain", path) == [
+        "sampling.samplers.mirostat",
+        "sampling.samplers.mirostat.Mirostat",
+    ]
 
 
 def test_checker_sees_a_forbidden_import(tmp_path: Path) -> None:

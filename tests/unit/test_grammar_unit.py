@@ -39,7 +39,9 @@ def test_the_kept_set_is_what_the_grammar_allows_with_the_mass_it_removed() -> N
     assert step.token_id in (1, 3, 4)
     assert step.n_kept == 3
     assert step.cut_by == "grammar"
-    assert step.grammar_removed == pytest.approx(probs[0] + probs[2] + probs[5], rel=1e-12)
+    assert step.figure("grammar", "removed") == pytest.approx(
+        probs[0] + probs[2] + probs[5], rel=1e-12
+    )
     assert step.forced is False
     table = step.table
     removed = dict(zip(table.token_ids.tolist(), table.removed_by, strict=True))
@@ -54,8 +56,8 @@ def test_golden_mass_and_probabilities() -> None:
     sampler, _ = sampler_over([frozenset({1, 3})])
     step = sampler.sample(LOGITS, [])
     total = sum(math.exp(x) for x in (2.0, 1.0, 0.5, 0.0, -1.0, -3.0))
-    assert step.grammar_removed == pytest.approx(1 - (math.e + 1.0) / total, rel=1e-12)
-    assert step.grammar_removed == pytest.approx(0.71775, abs=5e-6)
+    assert step.figure("grammar", "removed") == pytest.approx(1 - (math.e + 1.0) / total, rel=1e-12)
+    assert step.figure("grammar", "removed") == pytest.approx(0.71775, abs=5e-6)
     assert step.prob == pytest.approx(
         math.e / (math.e + 1) if step.token_id == 1 else 1 / (math.e + 1), rel=1e-12
     )
@@ -170,7 +172,7 @@ def test_the_reply_score_totals_the_grammar() -> None:
     second = sampler.sample(LOGITS, [first.token_id])
     score = reply_score([first, second])
     assert score is not None
-    r1, r2 = first.grammar_removed, second.grammar_removed
+    r1, r2 = first.figure("grammar", "removed"), second.figure("grammar", "removed")
     assert r1 is not None and r2 is not None
     assert score.grammar_removed == pytest.approx(r1 + r2, rel=1e-12)
     assert score.grammar_kept_logprob == pytest.approx(math.log((1 - r1) * (1 - r2)), rel=1e-12)

@@ -216,7 +216,7 @@ def test_the_sampler_draws_a_kept_token_and_records_its_probability(
     step = Sampler(settings).sample(logits)
     assert expected[step.token_id] > 0.0
     assert step.prob == expected[step.token_id]
-    assert (step.adapted_target is not None) == (settings.adaptive_target >= 0.0)
+    assert (step.figure("adaptive_p", "target") is not None) == (settings.adaptive_target >= 0.0)
 
 
 @PROPERTY_SETTINGS

@@ -167,8 +167,18 @@ def test_every_built_in_unit_declares_its_placement_and_on_rule() -> None:
     with pytest.raises(RuntimeError, match="new_cutoff must declare its placement"):
         check_declarations((*UNITS, NewCutoff))  # type: ignore[arg-type]
     NewCutoff.placement = CUTOFF  # type: ignore[attr-defined]
-    with pytest.raises(RuntimeError, match="new_cutoff must declare is_on"):
+    with pytest.raises(RuntimeError, match=r"new_cutoff has no switch .*: declare is_on"):
         check_declarations((*UNITS, NewCutoff))  # type: ignore[arg-type]
+    # A setting with an off value is a switch: the on-rule follows from it.
+    switch = SettingSpec("new_cutoff", "float", default=0.0, off=0.0, label="new", help="new")
+    NewCutoff.specs = (switch,)
+    check_declarations((*UNITS, NewCutoff))  # type: ignore[arg-type]
+
+
+def test_only_units_with_a_rule_of_their_own_declare_is_on() -> None:
+    """The rest take it from their settings' off values (`UnitBase.is_on`)."""
+    own = {unit.name for unit in UNITS if "is_on" in vars(unit)}
+    assert own == {"penalties", "dry", "xtc", "temperature", "grammar"}
 
 
 class Named:

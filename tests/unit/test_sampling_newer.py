@@ -18,8 +18,16 @@ from sampling import Sampler, SamplerSettings, probabilities, setting_text
 from sampling.errors import SettingsError
 from sampling.registry import registry
 from sampling.samplers.dry import dry_penalties
+from sampling.samplers.mirostat import Mirostat
 from sampling.setting_text import parse_bias, parse_texts
 from tests.golden import LOGITS, TOL, renormalised, softmax
+
+
+def next_mu(sampler: Sampler) -> float | None:
+    """Mirostat's mu for the next step (None when mirostat is off)."""
+    unit = sampler.chain.held.get("mirostat")
+    return unit.mu if isinstance(unit, Mirostat) else None
+
 
 P = softmax(LOGITS)
 X = np.asarray(LOGITS)
@@ -100,11 +108,11 @@ def test_mirostat_2_keeps_surprise_up_to_mu_and_moves_mu() -> None:
     np.testing.assert_allclose(probabilities(X, settings), renormalised(P, [0, 1]), atol=TOL)
     sampler = Sampler(settings, n_candidates=6)
     step = sampler.sample(X)
-    assert step.mirostat_mu == 2.0 and step.cut_by == "mirostat"
+    assert step.figure("mirostat", "mu") == 2.0 and step.cut_by == "mirostat"
     assert step.table.removed_by == ("", "", *["mirostat"] * 4)
-    assert sampler.mirostat_mu == pytest.approx(2.0 - 0.1 * (-math.log2(step.prob) - 1.0))
+    assert next_mu(sampler) == pytest.approx(2.0 - 0.1 * (-math.log2(step.prob) - 1.0))
     sampler.reset()
-    assert sampler.mirostat_mu == 2.0
+    assert next_mu(sampler) == 2.0
 
 
 def test_the_order_changes_what_xtc_sees() -> None:
@@ -203,9 +211,9 @@ def test_mirostat_mu_follows_its_update_rule(
     mu = 2.0 * tau
     for _ in range(4):
         step = sampler.sample(logits)
-        assert step.mirostat_mu == pytest.approx(mu)
+        assert step.figure("mirostat", "mu") == pytest.approx(mu)
         mu -= eta * (-math.log2(step.prob) - tau)
-    assert sampler.mirostat_mu == pytest.approx(mu)
+    assert next_mu(sampler) == pytest.approx(mu)
 
 
 def test_each_classic_filter_is_named_on_the_rows_it_cut() -> None:

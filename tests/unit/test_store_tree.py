@@ -183,3 +183,24 @@ def test_a_branch_of_an_earlier_turn_starts_a_new_continuation(store: ChatStore)
     assert [m.content for m in old.messages][::2] == ["q1", "q2"]
     assert [r.id for r in old.replies] == [first, second]
     assert store.list_chats()[0].message_count == 6  # every turn is kept
+
+
+def test_a_stored_replys_steps_keep_what_each_unit_reported(store: ChatStore) -> None:
+    """Mirostat's mu comes back from the reply_steps row's reports column; a mid-reply
+    switch to a chain without it stores NULL there."""
+    steps = sampled_steps(4, SamplerSettings(mirostat=2, seed=3))
+    steps += sampled_steps(2)
+    chat = store.new_chat("t", MODEL)
+    store.add_message(chat, "user", "hi")
+    reply_id = record(store, chat, steps)
+    loaded = store.load_chat(chat)
+    reply = next(r for r in loaded.replies if r.id == reply_id)
+    again = store.load_steps(loaded, reply)
+    assert [again[i].reports for i in range(6)] == [step.reports for step in steps]
+    assert again[0].figure("mirostat", "mu") == 10.0  # 2 * tau
+    conn = sqlite3.connect(store.path)
+    nulls = conn.execute(
+        "SELECT count(*) FROM reply_steps WHERE reply_id = ? AND reports IS NULL", (reply_id,)
+    ).fetchone()
+    conn.close()
+    assert nulls == (2,)

@@ -210,7 +210,7 @@ class WhatIf:
             vocabulary = backend.model if backend is not None else None
             try:
                 sampler = Sampler(live, vocab_size=len(self._given.logits), vocabulary=vocabulary)
-                sampler.resume(index, stored.adapted_target)
+                sampler.resume(index, stored.reports)
                 given = self._given
                 uniform = (
                     fresh_uniform(live, index) if reseeded(stored.settings, live) else stored.draw

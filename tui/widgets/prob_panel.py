@@ -16,7 +16,7 @@ from textual.widget import Widget
 from sampling.plugins import is_plugin
 from sampling.records import Candidate, Step
 from sampling.registry import registry
-from sampling.samplers.grammar import GrammarParams
+from sampling.samplers.base import description
 from sampling.samplers.logit_bias import LogitBiasParams
 from sampling.samplers.temperature import TemperatureParams
 from sampling.settings import SamplerSettings, settings_summary
@@ -117,7 +117,7 @@ class ProbPanel(Widget):
                 (f" · p {step.prob:.3f}", ""),
             ],
             [(f"H {step.entropy:.2f} nats · u {draw} · {step.n_kept} kept · {order}", "")],
-            *_grammar_line(step),
+            *_unit_lines(step),
             [(settings_summary(step.settings, style="fixed"), "grey62")],
             [
                 (f"  {'token':<{_PIECE_WIDTH}} {_bar_legend(bar_width):<{bar_width}} ", "grey62"),
@@ -129,8 +129,8 @@ class ProbPanel(Widget):
             for token, bias in step.settings.of(LogitBiasParams).logit_bias
             if bias == -math.inf
         ]
-        grammar = 1 if step.grammar_removed is not None else 0
-        rows = max(1, self.size.height - _HEADER_LINES - 1 - (1 if bans else 0) - grammar)
+        described = len(step.reports)
+        rows = max(1, self.size.height - _HEADER_LINES - 1 - (1 if bans else 0) - described)
         candidates = step.candidates[:rows]  # built on each access: take it once
         removed_by = [c.removed_by for c in candidates]
         kept = [c.kept for c in candidates]
@@ -197,7 +197,7 @@ def _switched_on(name: str, settings: SamplerSettings) -> bool:
 
 
 def _temperature_note(step: Step) -> str:
-    """Where the temperature ran, or the one dynamic temperature chose; mirostat's μ."""
+    """Where the temperature ran, or the one dynamic temperature chose."""
     settings = step.settings
     order = settings.order
     # The units that read the order and ran (a unit switched off does not count).
@@ -217,28 +217,17 @@ def _temperature_note(step: Step) -> str:
         note = "T first"
     else:
         note = f"T {reading.index('temperature') + 1}."
-    if step.mirostat_mu is not None:
-        note += f" · μ {step.mirostat_mu:.2f}"
     return note
 
 
-def _grammar_line(step: Step) -> list[_Line]:
-    """The grammar's line: the mass it removed at the step, and whether it forced the
-    token (none without a grammar)."""
-    if step.grammar_removed is None:
-        return []
-    title = step.settings.of(GrammarParams).spec
-    name = "grammar" if title is None else f"grammar ({title.title})"
-    removed = step.grammar_removed
-    kept = 1.0 - removed
-    shown = f"all but {kept * 100:.2g}%" if 0.0 < kept < 0.01 else _percent(removed)
-    line: _Line = [(f"{name} removed {shown}", "magenta")]
-    if step.grammar_removed == 0.0:
-        lazy = title is not None and title.triggers
-        line.append((" · waiting for its trigger" if lazy else " · every token allowed", ""))
-    if step.forced:
-        line.append((" · forced: the one token allowed", "bold magenta"))
-    return [line]
+def _unit_lines(step: Step) -> list[_Line]:
+    """A line for each unit that reported figures of the step, in the words of the
+    unit (`SamplerUnit.describe`): the grammar's removed mass, mirostat's μ…"""
+    units = registry().units_by_name
+    return [
+        [(description(units.get(name), name, report, step.settings), "magenta")]
+        for name, report in step.reports.items()
+    ]
 
 
 def _cut_line(label: str, width: int, style: str = "bold red") -> _Line:

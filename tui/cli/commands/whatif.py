@@ -62,7 +62,7 @@ def step_json(
         "n_kept": step.n_kept,
         "cut_by": str(step.cut_by),
         "temperature": step.temperature,
-        "mirostat_mu": step.mirostat_mu,
+        "reports": {unit: dict(figures) for unit, figures in step.reports.items()},
     }
 
 
@@ -75,8 +75,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         target = with_text_bias(target, args, backend)
         uniform = None if own is None else own.draw
+        recorded = None if own is None else own.reports
         step, notices = recompute(
-            backend, target.chat, target.reply, target.index, target.settings, uniform
+            backend, target.chat, target.reply, target.index, target.settings, uniform, recorded
         )
         pieces = [piece_text(backend, int(t)) for t in step.table.token_ids]
         stored = target.reply.token_ids[target.index]
