@@ -1,8 +1,8 @@
 """Pure-numpy samplers: settings, the exact distribution, and the per-step record."""
 
 from sampling import modes
+from sampling.analysis.loops import Loop, LoopRule, LoopWatch, find_loop, loop_rate
 from sampling.errors import LogitsError, SamplescopeError, SettingsError
-from sampling.loops import Loop, LoopRule, LoopWatch, find_loop, loop_rate
 from sampling.records import Candidate, CutBy, Step
 from sampling.sampler import Sampler, SamplerState, probabilities
 from sampling.samplers.penalties import penalized_logits

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from sampling.analysis.token_scores import token_rank
 from sampling.candidates import Candidates
 from sampling.chain import Chain, build_chain
 from sampling.kept import Kept
@@ -27,7 +28,6 @@ from sampling.samplers.temperature import TemperatureParams
 from sampling.samplers.unit import StepContext, UnitState
 from sampling.settings import SamplerSettings
 from sampling.table import candidate_table
-from sampling.token_scores import token_rank
 from sampling.vocabulary import Vocabulary
 from sampling.weights import Float64Array
 from sampling.workspace import Workspace

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Literal
 
-from sampling.loops import Loop
+from sampling.analysis.loops import Loop
 from sampling.records import Step
 from sampling.settings import SamplerSettings
 

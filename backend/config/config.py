@@ -55,10 +55,10 @@ from backend.config.user_files import DEFAULT_LIMIT, UserFileError, read_user_te
 from backend.llama.rpc import Endpoint, RpcError, format_endpoints, parse_endpoints
 from backend.session.loop_watch import LoopGuard
 from backend.session.phrase_bans import DEFAULT_TRIES, PhraseBanError, PhraseBans
+from sampling.analysis.surprise import DEFAULT_SURPRISE, SurpriseRule, parse_surprise
 from sampling.errors import SamplescopeError, SettingsError
 from sampling.registry import registry
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
-from sampling.surprise import DEFAULT_SURPRISE, SurpriseRule, parse_surprise
 
 TOP_LEVEL_KEYS = (
     "model",
@@ -90,7 +90,7 @@ class Config:
         rpc: llama.cpp RPC servers to split the model across (empty: this machine).
         model_dirs: Folders of GGUF files `samplescope models` lists (`~` not yet
             expanded).
-        surprise: Which tokens count as surprising (`sampling.surprise`), or None
+        surprise: Which tokens count as surprising (`sampling.analysis.surprise`), or None
             (the default rule).
         repack: Load models with llama.cpp's repacked weights (`--repack`).
         settings: The sampler settings fields the file sets, as (field, value) pairs.

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from backend.chat.events import GenerationStats
 from backend.chat.protocol import ChatMessage, Role
+from sampling.analysis.loops import Loop
 from sampling.errors import SamplescopeError
-from sampling.loops import Loop
 from sampling.plugins import files_used
 from sampling.settings import SamplerSettings
 

@@ -12,7 +12,7 @@ from backend.chat.events import FinishedEvent, GenerationStats, RewindEvent, Tok
 from backend.store.records import REJECTED, StoreError, settings_json
 from backend.store.reply_row import copy_reply_row, update_reply_row
 from backend.store.steps import StepLayout, layout_of, pack_step
-from sampling.loops import Loop
+from sampling.analysis.loops import Loop
 from sampling.records import Step
 from sampling.settings import SamplerSettings
 

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from sampling.reply_score import ReplyScore, reply_score
+from sampling.analysis.reply_score import ReplyScore, reply_score
 from tests.fake_backend import FakeBackend
 from tests.helpers import chat_of, nth_reply_finished, type_message
 from tui.app import SamplescopeApp

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from backend.store.steps import layout_of, pack_step, unpack_step
-from sampling.reply_score import reply_score
+from sampling.analysis.reply_score import reply_score
 from sampling.sampler import Sampler
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 

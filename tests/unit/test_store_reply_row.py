@@ -22,7 +22,7 @@ from backend.store.reply_row import (
     row_values,
 )
 from backend.store.store import ChatStore
-from sampling.loops import Loop
+from sampling.analysis.loops import Loop
 from sampling.settings import MAX_SEED, SamplerSettings
 from tests.helpers import DateClock
 

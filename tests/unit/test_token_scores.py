@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from sampling.analysis.token_scores import perplexity, score_rows, token_rank, top_tokens
 from sampling.errors import LogitsError, SamplescopeError
-from sampling.token_scores import perplexity, score_rows, token_rank, top_tokens
 
 
 def test_golden_table() -> None:

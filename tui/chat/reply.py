@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from backend.chat.events import TokenEvent
-from sampling.loops import Loop
+from sampling.analysis.loops import Loop
 from sampling.settings import SamplerSettings
 
 REJECTED = "rejected"

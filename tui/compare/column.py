@@ -25,8 +25,8 @@ from textual.widgets import Static
 
 from backend.chat.compare import first_divergence
 from backend.chat.events import FinishedEvent, TokenEvent
-from sampling.fork import NEAR_TIE_MARGIN, Fork, fork_at, fork_summary
-from sampling.loops import Loop, first_loop
+from sampling.analysis.fork import NEAR_TIE_MARGIN, Fork, fork_at, fork_summary
+from sampling.analysis.loops import Loop, first_loop
 from tui.compare.column_text import NOTICE_STYLE, ColumnText
 from tui.compare.columns import CompareColumn, settings_summary
 from tui.compare.token_diff import LiveDiff, TokenDiff
@@ -44,7 +44,7 @@ class ColumnStats:
     mean_entropy: float | None
     reason: str | None
     loop: Loop | None = None
-    """The first repetition loop that formed in the reply (`sampling.loops.first_loop`)."""
+    """The first repetition loop that formed in the reply (`sampling.analysis.loops.first_loop`)."""
 
 
 def join_parts(parts: list[str], width: int, separator: str = " · ") -> str:

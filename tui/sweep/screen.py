@@ -25,7 +25,7 @@ from backend.session.sweep_result import (
     SweepResult,
     metric,
 )
-from sampling.sweep_metrics import Estimate
+from sampling.analysis.sweep_metrics import Estimate
 from tui.sweep.frontier_plot import AXIS_NAMES, FrontierPlot, mark_of
 from tui.widgets.table_fill import fill_table
 
