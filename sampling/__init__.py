@@ -6,8 +6,8 @@ from sampling.errors import LogitsError, SamplescopeError, SettingsError
 from sampling.records import Candidate, CutBy, Step
 from sampling.sampler import Sampler, SamplerState, probabilities
 from sampling.samplers.penalties import penalized_logits
-from sampling.setting_spec import SettingSpec
-from sampling.settings import (
+from sampling.settings.spec import SettingSpec
+from sampling.settings_summary import (
     DEFAULT_CHAT_SETTINGS,
     SamplerSettings,
     settings_summary,

@@ -3,7 +3,7 @@
 The order is data: a tuple of unit names (llama.cpp's `--samplers` names) looked up
 in the registry's `samplers`, the settings' `samplers` as `SamplerSettings.order`
 places the temperature in it (see there). `build_chain` also takes any other order.
-Which units run, and where, is what each declares (`sampling.placement`): the
+Which units run, and where, is what each declares (`sampling.settings.placement`): the
 order's units run exactly as it names them, and the units outside it (the logit
 bias, a ban, a grammar, mirostat) where their placement says. The chain names no
 unit: what a step needs beyond the candidates reaches the units through `begin`
@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING
 
 from sampling.errors import SettingsError
 from sampling.kept import Kept, greedy_kept
-from sampling.placement import arranged
 from sampling.plugins import PluginFailure, PluginGuard, is_plugin
 from sampling.registry import registry
 from sampling.samplers.unit import Reshaping, RunningUnit, Stateless, StepContext, UnitState
-from sampling.settings import SamplerSettings
+from sampling.settings.placement import arranged
+from sampling.settings_summary import SamplerSettings
 
 if TYPE_CHECKING:
     from sampling.candidates import Candidates

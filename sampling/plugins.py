@@ -27,15 +27,15 @@ import numpy as np
 
 from sampling.candidates import Candidates
 from sampling.errors import SamplescopeError
-from sampling.params import record_of_specs, setting, specs_of
-from sampling.placement import IN_ORDER
 from sampling.registry import UNITS, install, registry
 from sampling.samplers.unit import SamplerUnit, Stateless, UnitState
-from sampling.setting_spec import SettingSpec, SliderRange
+from sampling.settings.params import record_of_specs, setting, specs_of
+from sampling.settings.placement import IN_ORDER
+from sampling.settings.spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
     from sampling.samplers.unit import StepContext
-    from sampling.settings_record import SamplerSettings
+    from sampling.settings.record import SamplerSettings
 
 __all__ = ["IN_ORDER", "Candidates", "PluginError", "PluginOrigin", "SettingSpec", "SliderRange"]
 __all__ += ["setting"]

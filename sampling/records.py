@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from sampling.settings_record import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 CutBy = str
 """A sampler's name in the record: one of `sampling.registry.CUT_NAMES`."""

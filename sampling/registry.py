@@ -17,8 +17,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from sampling.params import specs_of
-from sampling.placement import Placement, joined
 from sampling.samplers.adaptive_p import AdaptiveP
 from sampling.samplers.dry import Dry
 from sampling.samplers.epsilon_cutoff import EpsilonCutoff
@@ -40,8 +38,10 @@ from sampling.samplers.top_p import TopP
 from sampling.samplers.typical import Typical
 from sampling.samplers.unit import SamplerUnit
 from sampling.samplers.xtc import Xtc
-from sampling.setting_spec import MAX_SEED, SettingSpec, SliderRange
-from sampling.settings_record import DRAW_FIELDS, SamplerSettings
+from sampling.settings.params import specs_of
+from sampling.settings.placement import Placement, joined
+from sampling.settings.record import DRAW_FIELDS, SamplerSettings
+from sampling.settings.spec import MAX_SEED, SettingSpec, SliderRange
 
 UNITS: tuple[type[SamplerUnit], ...] = (
     Penalties,
@@ -190,7 +190,9 @@ def check_declarations(units: tuple[type[SamplerUnit], ...]) -> None:
     for unit in units:
         own = vars(unit)
         if not isinstance(own.get("placement"), Placement):
-            raise RuntimeError(f"{unit.name} must declare its placement (sampling.placement)")
+            raise RuntimeError(
+                f"{unit.name} must declare its placement (sampling.settings.placement)"
+            )
         if "is_on" not in own:
             raise RuntimeError(f"{unit.name} must declare is_on, its on-rule")
 

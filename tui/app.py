@@ -25,7 +25,7 @@ from backend.session.backend import SessionBackend
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatStore, StoreError
 from sampling.errors import SettingsError
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings_summary import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tui.app_config import resolve_app_config
 from tui.chat.conversation import Conversation
 from tui.chat.keys import CHAT_BINDINGS

@@ -58,7 +58,7 @@ from backend.session.phrase_bans import DEFAULT_TRIES, PhraseBanError, PhraseBan
 from sampling.analysis.surprise import DEFAULT_SURPRISE, SurpriseRule, parse_surprise
 from sampling.errors import SamplescopeError, SettingsError
 from sampling.registry import registry
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings_summary import DEFAULT_CHAT_SETTINGS, SamplerSettings
 
 TOP_LEVEL_KEYS = (
     "model",

@@ -28,7 +28,7 @@ from sampling.registry import LLAMA_CPP_ORDER
 from sampling.samplers.dry import DryParams
 from sampling.samplers.grammar import GrammarParams
 from sampling.samplers.logit_bias import LogitBiasParams
-from sampling.settings import SamplerSettings
+from sampling.settings_summary import SamplerSettings
 
 TOOL = "llama-server"
 

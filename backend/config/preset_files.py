@@ -28,7 +28,7 @@ from backend.config.user_files import (
 )
 from sampling.errors import SettingsError
 from sampling.registry import registry
-from sampling.settings import SamplerSettings
+from sampling.settings_summary import SamplerSettings
 
 Tool = Literal["sillytavern", "text-generation-webui", "koboldcpp", "llama-server"]
 TOOLS: tuple[Tool, ...] = ("sillytavern", "text-generation-webui", "koboldcpp", "llama-server")

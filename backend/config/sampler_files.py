@@ -20,10 +20,10 @@ from typing import get_args
 
 from backend.config.paths import config_dir
 from backend.config.user_files import UserFileError, read_user_bytes
-from sampling.params import declared_specs
 from sampling.plugins import PluginError, PluginOrigin, plugin_origins, register
 from sampling.registry import registry
-from sampling.setting_spec import SettingKind, SettingSpec
+from sampling.settings.params import declared_specs
+from sampling.settings.spec import SettingKind, SettingSpec
 
 SAMPLERS_DIRNAME = "samplers"
 SAMPLER_FILE_FLAG = "--sampler-file"

@@ -23,7 +23,7 @@ from sampling.analysis.sweep_metrics import (
 )
 from sampling.errors import SamplescopeError
 from sampling.registry import registry
-from sampling.settings import SamplerSettings
+from sampling.settings_summary import SamplerSettings
 
 #: The diversity measures the frontier can be drawn against, and whether higher
 #: means more diverse.

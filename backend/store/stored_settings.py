@@ -17,7 +17,7 @@ from backend.store.records import SAMPLER_FILES_KEY, StoreError
 from sampling.errors import SettingsError
 from sampling.plugins import files_problem
 from sampling.registry import registry
-from sampling.settings import SamplerSettings
+from sampling.settings_summary import SamplerSettings
 
 UnknownValues = tuple[tuple[str, str], ...]
 """Stored settings no loaded code knows: (name, its stored JSON), by name."""

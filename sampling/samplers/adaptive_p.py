@@ -37,14 +37,14 @@ import numpy.typing as npt
 
 from sampling.candidates import Candidates
 from sampling.kept import Kept
-from sampling.params import setting, specs_of
-from sampling.placement import LAST, Placement
 from sampling.samplers.unit import UnitKind, UnitState
-from sampling.setting_spec import SettingSpec, SliderRange
+from sampling.settings.params import setting, specs_of
+from sampling.settings.placement import LAST, Placement
+from sampling.settings.spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
     from sampling.samplers.unit import StepContext
-    from sampling.settings_record import SamplerSettings
+    from sampling.settings.record import SamplerSettings
 
 
 @dataclass(frozen=True, slots=True)

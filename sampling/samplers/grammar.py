@@ -32,14 +32,14 @@ from sampling.candidates import Candidates
 from sampling.constraint import ConstraintSource, GrammarSpec, TokenConstraint
 from sampling.errors import GrammarDeadEnd, GrammarError
 from sampling.ordering import sort_descending
-from sampling.params import setting, specs_of
-from sampling.placement import CONSTRAINT, Placement
 from sampling.samplers.unit import UnitKind, UnitState
-from sampling.setting_spec import SettingSpec
+from sampling.settings.params import setting, specs_of
+from sampling.settings.placement import CONSTRAINT, Placement
+from sampling.settings.spec import SettingSpec
 
 if TYPE_CHECKING:
     from sampling.samplers.unit import StepContext
-    from sampling.settings_record import SamplerSettings
+    from sampling.settings.record import SamplerSettings
 
 
 @dataclass(frozen=True, slots=True)

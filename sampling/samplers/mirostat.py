@@ -16,15 +16,15 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from sampling.candidates import Candidates
-from sampling.params import setting, specs_of
-from sampling.placement import REPLACES_ORDER, Placement
 from sampling.samplers.temperature import TemperatureParams
 from sampling.samplers.unit import UnitState
-from sampling.setting_spec import SettingSpec, SliderRange
+from sampling.settings.params import setting, specs_of
+from sampling.settings.placement import REPLACES_ORDER, Placement
+from sampling.settings.spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
     from sampling.samplers.unit import StepContext, UnitKind
-    from sampling.settings_record import SamplerSettings
+    from sampling.settings.record import SamplerSettings
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from backend.session.beams import beam_search
 from backend.session.llama_backend import LlamaBackend
 from backend.store.store import ChatStore
 from sampling.sampler import probabilities
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings_summary import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tui.cli.main import main
 
 PROMPT = "Write a short story about a lighthouse keeper."

@@ -24,7 +24,7 @@ from backend.session.model import BatchEntry
 from backend.session.run import Steer
 from sampling.sampler import Sampler
 from sampling.samplers.penalties import penalty_window
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings_summary import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tests.helpers import last_chunk
 
 GREEDY = SamplerSettings(temperature=0.0)

@@ -16,7 +16,7 @@ from textual.pilot import Pilot
 from textual.widgets import Collapsible
 
 from sampling.records import CandidateTable, Step
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings_summary import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tests.fake_backend import FAKE_VOCAB, FakeBackend
 from tests.helpers import StepClock, chat_of, wait_until
 from tui.app import SamplescopeApp

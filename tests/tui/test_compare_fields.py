@@ -11,7 +11,7 @@ from backend.config.sampler_files import load_sampler_file
 from sampling.errors import SettingsError
 from sampling.plugins import unregister
 from sampling.registry import registry
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.settings_summary import DEFAULT_CHAT_SETTINGS
 from tests.helpers import write_bonus_plugin
 from tui.compare.columns import (
     coerce_value,

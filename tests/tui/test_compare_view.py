@@ -18,7 +18,7 @@ from textual.widgets import Input, Select
 from backend.chat.compare import first_divergence
 from backend.chat.protocol import ChatBackend, ChatMessage
 from sampling.errors import SettingsError
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings_summary import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tests.fake_backend import FakeBackend
 from tests.helpers import HostApp, chat_of, token_ids_of, wait_done, wait_until
 from tui.compare.column_text import ColumnText

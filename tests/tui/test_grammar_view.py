@@ -11,7 +11,7 @@ from textual.pilot import Pilot
 
 from sampling.errors import SettingsError
 from sampling.registry import registry
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.settings_summary import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import EOS_ID, FAKE_VOCAB
 from tests.grammar_fakes import give_word_grammar
 from tests.helpers import chat_of, wait_until

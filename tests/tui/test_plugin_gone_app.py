@@ -11,7 +11,7 @@ import pytest
 from backend.config.sampler_files import load_sampler_file
 from backend.store.store import ChatStore
 from sampling.plugins import plugin_origins, unregister
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.settings_summary import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import FakeBackend
 from tests.helpers import chat_of, readme_plugin, reopen_chat, send_message
 from tui.app import SamplescopeApp

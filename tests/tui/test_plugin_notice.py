@@ -10,7 +10,7 @@ from textual.widgets import Static
 
 from backend.config.sampler_files import load_sampler_file
 from sampling.plugins import unregister
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.settings_summary import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import FakeBackend
 from tests.helpers import chat_of, nth_reply_finished, type_message, write_plugin
 from tui.app import SamplescopeApp

@@ -11,7 +11,7 @@ from textual.widgets import Collapsible, Input
 
 from backend.chat.protocol import LiveSettings
 from sampling.registry import DECLARED_SETTINGS, registry
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.settings_summary import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import FAKE_VOCAB, FakeBackend
 from tests.helpers import chat_of, wait_until
 from tui.app import SamplescopeApp

@@ -20,7 +20,7 @@ from backend.session.replay import ReplayError, decoding_of, replay
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatStore
 from sampling.sampler import probabilities
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings_summary import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tests.fake_backend import FakeBackend
 
 QUESTION = [ChatMessage("user", "tell me about the cat")]

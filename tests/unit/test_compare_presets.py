@@ -10,7 +10,7 @@ from backend.chat.compare import first_divergence
 from backend.chat.protocol import ChatMessage
 from backend.config.presets import PresetError, load_presets
 from sampling.chain import build_chain
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings_summary import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tui.resources import shipped_presets
 
 QUESTION = [ChatMessage("user", "Write one sentence about cats.")]

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from backend.config.config import Config, ConfigError, load_config
 from sampling.errors import SamplescopeError
 from sampling.registry import registry
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.settings_summary import DEFAULT_CHAT_SETTINGS
 from tui.cli.main import build_parser
 from tui.cli.settings_flags import settings_from_args
 

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 import tui.cli.unexpected
 from sampling.plugins import plugin_origins, unregister
 from sampling.registry import registry
-from sampling.settings import SamplerSettings
+from sampling.settings_summary import SamplerSettings
 from tui.cli.main import main
 
 HEALTH = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

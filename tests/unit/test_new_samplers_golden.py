@@ -18,10 +18,10 @@ import pytest
 
 from sampling import Sampler, SamplerSettings, probabilities
 from sampling.chain import build_chain
-from sampling.placement import CUTOFF
 from sampling.registry import CHAT_ORDER, LLAMA_CPP_ORDER, TEMPERATURE_FIRST_ORDER, UNITS
 from sampling.samplers.adaptive_p import AdaptiveP
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.settings.placement import CUTOFF
+from sampling.settings_summary import DEFAULT_CHAT_SETTINGS
 from tests.golden import LOGITS, TOL, renormalised, softmax
 
 P = softmax(LOGITS)

@@ -12,7 +12,6 @@ import pytest
 from sampling import SamplerSettings, SettingsError, probabilities
 from sampling.candidates import Candidates
 from sampling.chain import build_chain
-from sampling.placement import CUTOFF, Placement, arranged
 from sampling.registry import (
     CHAT_ORDER,
     TEMPERATURE_FIRST_ORDER,
@@ -21,8 +20,9 @@ from sampling.registry import (
     registry,
 )
 from sampling.samplers.unit import SamplerUnit, Stateless, UnitKind
-from sampling.setting_spec import SettingSpec
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.settings.placement import CUTOFF, Placement, arranged
+from sampling.settings.spec import SettingSpec
+from sampling.settings_summary import DEFAULT_CHAT_SETTINGS
 
 LOGITS = [2.0, 1.5, 1.0, 0.5, 0.0, -1.0]
 

@@ -16,7 +16,7 @@ from backend.store.lookup import settings_for
 from backend.store.records import StoreError
 from backend.store.store import ChatStore, ModelRef
 from sampling.plugins import plugin_origins, unregister
-from sampling.settings import SamplerSettings
+from sampling.settings_summary import SamplerSettings
 from tests.helpers import readme_plugin
 from tui.cli.main import main
 

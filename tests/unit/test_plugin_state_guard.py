@@ -12,7 +12,7 @@ from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.config.sampler_files import load_sampler_file
 from backend.session.phrase_bans import PhraseBans
 from sampling.plugins import unregister
-from sampling.settings import SamplerSettings
+from sampling.settings_summary import SamplerSettings
 from tests.fake_backend import FakeBackend
 from tests.helpers import write_plugin
 

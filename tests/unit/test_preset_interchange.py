@@ -38,7 +38,7 @@ from backend.config.sampler_files import load_sampler_file
 from backend.config.sillytavern_format import export_sillytavern, import_sillytavern
 from sampling.plugins import unregister
 from sampling.registry import CHAT_ORDER, DECLARED_SETTINGS
-from sampling.settings import SamplerSettings
+from sampling.settings_summary import SamplerSettings
 from tests.helpers import readme_plugin
 from tui.cli.main import main
 

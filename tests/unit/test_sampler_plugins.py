@@ -20,9 +20,9 @@ from backend.config.sampler_files import load_sampler_file
 from backend.store.store import ChatStore, ModelRef
 from sampling import Sampler, SamplerSettings, settings_summary
 from sampling.errors import SettingsError
-from sampling.placement import IN_ORDER
 from sampling.plugins import PluginError, plugin_origins, unregister
 from sampling.registry import DECLARED_SETTINGS, build_registry, groups_of, registry
+from sampling.settings.placement import IN_ORDER
 from tests.golden import LOGITS
 from tests.helpers import ROOT, readme_plugin, write_bonus_plugin, write_plugin
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sampling.sampler import Sampler, probabilities
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings_summary import DEFAULT_CHAT_SETTINGS, SamplerSettings
 
 RANKS = 256
 _LOGITS = np.random.default_rng(7).standard_normal(3000).astype(np.float32) * 3.0

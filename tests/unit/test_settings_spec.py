@@ -9,8 +9,8 @@ import pytest
 
 from sampling.errors import SamplescopeError, SettingsError
 from sampling.registry import DECLARED_SETTINGS, SETTINGS_ORDER, registry
-from sampling.setting_spec import SettingSpec
-from sampling.settings import (
+from sampling.settings.spec import SettingSpec
+from sampling.settings_summary import (
     DEFAULT_CHAT_SETTINGS,
     MAX_SEED,
     SamplerSettings,

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from sampling.errors import SettingsError
 from sampling.registry import registry
-from sampling.setting_text import format_bias
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings.text import format_bias
+from sampling.settings_summary import DEFAULT_CHAT_SETTINGS, SamplerSettings
 
 INF = float("-inf")
 SORTED = ((17, INF), (42, 2.0))

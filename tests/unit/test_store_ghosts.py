@@ -16,7 +16,7 @@ from backend.store.recorder import ChatRecorder
 from backend.store.records import ReplyRecord
 from backend.store.store import ChatStore
 from sampling.records import Step
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings_summary import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tests.fake_backend import FakeBackend
 
 QUESTION = [ChatMessage("user", "tell me about the cat")]

@@ -23,7 +23,7 @@ from backend.store.reply_row import (
 )
 from backend.store.store import ChatStore
 from sampling.analysis.loops import Loop
-from sampling.settings import MAX_SEED, SamplerSettings
+from sampling.settings_summary import MAX_SEED, SamplerSettings
 from tests.helpers import DateClock
 
 MODEL = ModelRef(path="/models/m.gguf", size=1234, sha256="ab" * 32)

@@ -21,7 +21,7 @@ from sampling.analysis.sweep_metrics import (
     setting_metrics,
 )
 from sampling.sampler import Sampler
-from sampling.settings import SamplerSettings
+from sampling.settings_summary import SamplerSettings
 
 
 def figures(

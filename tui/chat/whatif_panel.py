@@ -16,7 +16,7 @@ from textual.widgets import Static
 
 from sampling.records import Step
 from sampling.registry import registry
-from sampling.settings import SamplerSettings
+from sampling.settings_summary import SamplerSettings
 from tui.widgets.prob_panel import ProbPanel
 from tui.widgets.token_text import TokenPieces
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from sampling.errors import SamplescopeError
 from sampling.registry import registry
-from sampling.settings import SamplerSettings, find_setting
+from sampling.settings_summary import SamplerSettings, find_setting
 from tui.chat.setting_input import read_setting_text
 from tui.cli.settings_flags import settings_with_user_config
 

@@ -17,9 +17,9 @@ from pathlib import Path
 from backend.config.user_files import UserFileError, read_user_text
 from sampling.errors import SettingsError
 from sampling.registry import registry
-from sampling.setting_spec import SettingSpec
-from sampling.setting_text import bias_entries, bias_pairs
-from sampling.settings import SamplerSettings
+from sampling.settings.spec import SettingSpec
+from sampling.settings.text import bias_entries, bias_pairs
+from sampling.settings_summary import SamplerSettings
 
 Tokenize = Callable[[str], list[int]]
 """A model's tokenizer: text to token ids, no BOS."""

@@ -11,7 +11,7 @@ from backend.config.user_files import UserFileError, load_json, read_user_text
 from backend.session.sweep import MAX_SETTINGS, SweepSetting
 from sampling.errors import SamplescopeError, SettingsError
 from sampling.registry import registry
-from sampling.settings import SamplerSettings, find_setting, settings_summary
+from sampling.settings_summary import SamplerSettings, find_setting, settings_summary
 from tui.cli.setting_sets import parse_set, short_keys
 from tui.cli.settings_flags import settings_with_user_config
 

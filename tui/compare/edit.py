@@ -21,7 +21,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 from sampling.errors import SamplescopeError
 from sampling.registry import registry
 from sampling.samplers.temperature import TemperatureParams
-from sampling.settings import SamplerSettings
+from sampling.settings_summary import SamplerSettings
 from tui.compare.columns import (
     MAX_COLUMNS,
     MIN_COLUMNS,

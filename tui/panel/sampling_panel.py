@@ -16,7 +16,7 @@ from backend.session.phrase_bans import PhraseBans
 from sampling.errors import SettingsError
 from sampling.registry import registry
 from sampling.samplers.temperature import TemperatureParams
-from sampling.settings import SamplerSettings
+from sampling.settings_summary import SamplerSettings
 from tui.panel.beam_controls import BEAM_FIELDS, BeamControls
 from tui.panel.chain_order import ChainOrder
 from tui.panel.loop_controls import LOOP_FIELDS, LoopControls, loops_title

@@ -7,8 +7,8 @@ from textual.widget import Widget
 
 from sampling.registry import registry
 from sampling.samplers.grammar import GrammarParams
-from sampling.setting_spec import SettingSpec, SettingValue
-from sampling.settings import USUAL_ORDERS, SamplerSettings
+from sampling.settings.spec import SettingSpec, SettingValue
+from sampling.settings_summary import USUAL_ORDERS, SamplerSettings
 from tui.panel.chain_order import ChainOrder
 from tui.panel.slider import Slider
 from tui.panel.text_setting import TextSetting

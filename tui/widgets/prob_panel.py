@@ -19,7 +19,7 @@ from sampling.registry import registry
 from sampling.samplers.grammar import GrammarParams
 from sampling.samplers.logit_bias import LogitBiasParams
 from sampling.samplers.temperature import TemperatureParams
-from sampling.settings import SamplerSettings, settings_summary
+from sampling.settings_summary import SamplerSettings, settings_summary
 from tui.widgets.prob_cuts import BANS, CutItem, layout_rows, row_label
 
 _PIECE_WIDTH = 12

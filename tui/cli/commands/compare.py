@@ -22,7 +22,7 @@ from sampling.analysis.loops import first_loop
 from sampling.analysis.reply_score import reply_score
 from sampling.errors import SamplescopeError
 from sampling.records import Step
-from sampling.settings import (
+from sampling.settings_summary import (
     SamplerSettings,
     settings_summary,
 )

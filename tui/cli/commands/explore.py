@@ -20,7 +20,7 @@ from backend.session.explore import EXPLORE_SEQ_MAX, explore
 from backend.session.explore_tree import Tree, TreeNode, TreeShape
 from backend.session.steer import explore_step
 from sampling.errors import SamplescopeError
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings, settings_summary
+from sampling.settings_summary import DEFAULT_CHAT_SETTINGS, SamplerSettings, settings_summary
 from tui.cli.model_flags import add_model_flags, chosen_model_path, chosen_rpc, model_or_hf
 from tui.cli.number_flags import unit_fraction
 from tui.cli.prompt_messages import build_messages

@@ -20,7 +20,7 @@ from backend.chat.protocol import LiveSettings
 from backend.store.recorded import recorded
 from backend.store.records import StoreError
 from sampling.records import Step
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.settings_summary import DEFAULT_CHAT_SETTINGS
 from tui.cli.ban_flags import add_ban_flags, bans_from_args, config_bans
 from tui.cli.beams import add_beam_flags, run_beams
 from tui.cli.held_back_text import HeldBackText

@@ -32,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def sampler_list() -> list[dict[str, object]]:
     """Each sampler unit: its name, whether built in, where it runs (its placement's
-    kind, `sampling.placement`), its settings' names (and for a plugin its file and
+    kind, `sampling.settings.placement`), its settings' names (and for a plugin its file and
     the file's SHA-256)."""
     origins = plugin_origins()
     listed: list[dict[str, object]] = []

@@ -1,5 +1,5 @@
 """The sampler's settings as the rest of samplescope reads them: the record
-(`sampling.settings_record`) connected to the registry, the app's starting point
+(`sampling.settings.record`) connected to the registry, the app's starting point
 (`DEFAULT_CHAT_SETTINGS`) and the one-line summary.
 
 Importing this module hands the record the registry in use (its settings, the
@@ -14,8 +14,8 @@ from sampling.registry import CHAT_ORDER, TEMPERATURE_FIRST_ORDER, registry
 from sampling.samplers.penalties import PenaltiesParams
 from sampling.samplers.top_p import TopPParams, TopPScope
 from sampling.samplers.xtc import Xtc
-from sampling.setting_spec import GREEDY_TEMPERATURE, MAX_SEED, SettingSpec
-from sampling.settings_record import DrawMethod, RngName, SamplerSettings, connect
+from sampling.settings.record import DrawMethod, RngName, SamplerSettings, connect
+from sampling.settings.spec import GREEDY_TEMPERATURE, MAX_SEED, SettingSpec
 
 #: "active": only what is switched on, e.g. "t=0.8 k=40 p=0.95 min_p=0.05".
 #: "fixed": the same main knobs every time with fixed decimals, so successive lines

@@ -4,7 +4,7 @@ The table of every setting is the registry's (`sampling.registry.Registry.settin
 Besides numbers, switches and choices, three kinds hold several values: "order" (the
 chain's sampler names), "bias" (token id → logit bias pairs) and "texts" (DRY's
 sequence breakers); their text forms are read and written by `parse` and `format`
-(see `sampling.setting_text`).
+(see `sampling.settings.text`).
 One kind holds a text as it is: "text" (a grammar, a JSON schema).
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from sampling.errors import SettingsError
-from sampling.setting_text import (
+from sampling.settings.text import (
     accepts_bias,
     accepts_texts,
     format_bias,

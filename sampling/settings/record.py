@@ -1,7 +1,7 @@
 """The sampler's settings: the order, the draw and each unit's parameters.
 
 A `SamplerSettings` holds the chain's order (`samplers`), the draw's own settings
-(`draw`, `rng`, `seed`) and each unit's parameter record (`sampling.params`): a
+(`draw`, `rng`, `seed`) and each unit's parameter record (`sampling.settings.params`): a
 unit reads its own, typed (`of`). Flags, TOML, presets and the store read and write
 the settings flat, by name (`value`, `with_changes`, `to_dict`, `from_dict`, and
 `SamplerSettings(top_k=40)`), which the registry maps to the record that holds each.
@@ -10,7 +10,7 @@ The record does not import the registry: the registry lists the units, and each
 unit reads the record (`from_settings`). What the record needs of the registry in
 use (its settings and which record holds each, the units' placements and on-rules,
 the default order) it reads through a `Catalogue` handed to it once (`connect`,
-which `sampling.settings` calls); import `sampling.settings` (or `sampling`) before
+which `sampling.settings_summary` calls); import `sampling.settings_summary` (or `sampling`) before
 building a record.
 """
 
@@ -22,9 +22,9 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from sampling.errors import SettingsError
-from sampling.placement import Placement, placed_order, temperature_moved_last
-from sampling.setting_spec import GREEDY_TEMPERATURE, SettingSpec, SettingValue
-from sampling.setting_text import json_bias
+from sampling.settings.placement import Placement, placed_order, temperature_moved_last
+from sampling.settings.spec import GREEDY_TEMPERATURE, SettingSpec, SettingValue
+from sampling.settings.text import json_bias
 
 DrawMethod = Literal["inverse_cdf", "gumbel"]
 RngName = Literal["pcg64", "xorshift128"]
@@ -84,10 +84,10 @@ def _catalogue() -> Catalogue:
     """The registry in use.
 
     Raises:
-        RuntimeError: Nothing connected it (import `sampling.settings` first).
+        RuntimeError: Nothing connected it (import `sampling.settings_summary` first).
     """
     if not _CONNECTED:
-        raise RuntimeError("the settings record is not connected: import sampling.settings")
+        raise RuntimeError("the settings record is not connected: import sampling.settings_summary")
     return _CONNECTED[0]()
 
 
@@ -113,7 +113,7 @@ class SamplerSettings:
             anything (see `order`). Switching on a sampler llama.cpp's default chain
             lacks adds its name where its placement says when the order lacks it,
             and an order a unit's placement forbids is refused
-            (`sampling.placement.placed_order`).
+            (`sampling.settings.placement.placed_order`).
         draw: "inverse_cdf" (one uniform per token) or seeded "gumbel" max.
         rng: "pcg64" (numpy) or "xorshift128" (run.c's generator, id-order roulette).
         seed: The generator's seed, 0 to 2**64 - 1.
