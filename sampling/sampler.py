@@ -26,7 +26,7 @@ from sampling.samplers.adaptive_p import (
 from sampling.samplers.mirostat import Mirostat, MirostatParams, MirostatState
 from sampling.samplers.temperature import TemperatureParams
 from sampling.samplers.unit import StepContext, UnitState
-from sampling.settings_summary import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from sampling.table import candidate_table
 from sampling.vocabulary import Vocabulary
 from sampling.weights import Float64Array

@@ -24,7 +24,8 @@ from backend.config.preset_interchange import PresetFormatError, Unmapped
 from backend.config.presets import PresetError
 from backend.config.sillytavern_format import export_sillytavern
 from backend.errors import FileAccessError
-from sampling.settings_summary import SamplerSettings, settings_summary
+from sampling.settings.record import SamplerSettings
+from sampling.settings.summary import settings_summary
 from tui.widgets.entry import ValueEntryScreen
 
 EXPORTS: dict[str, str] = {

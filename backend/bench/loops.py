@@ -18,7 +18,7 @@ from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.llama_backend import LlamaBackend
 from backend.session.loop_watch import LoopGuard
 from sampling.analysis.loops import Loop, LoopRule, LoopWatch
-from sampling.settings_summary import DEFAULT_CHAT_SETTINGS
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 
 PROMPT = "Write a poem about the sea."
 TOKENS = 200

@@ -8,7 +8,7 @@ from typing import Literal
 
 from sampling.analysis.loops import Loop
 from sampling.records import Step
-from sampling.settings_summary import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 Phase = Literal["prefill", "decode", "done"]
 FinishReason = Literal[

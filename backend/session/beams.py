@@ -51,7 +51,7 @@ from sampling.records import Step
 from sampling.sampler import Sampler, probabilities
 from sampling.samplers.adaptive_p import AdaptivePParams
 from sampling.samplers.mirostat import MirostatParams
-from sampling.settings_summary import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 
 @dataclass(slots=True)

@@ -35,7 +35,7 @@ from backend.store.store import ChatStore
 from sampling.errors import SamplescopeError
 from sampling.records import Step
 from sampling.sampler import Sampler
-from sampling.settings_summary import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 DEFAULT_MAX_TOKENS = 512
 Choice = Literal["rank", "token", "resample"]

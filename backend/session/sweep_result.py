@@ -22,8 +22,8 @@ from sampling.analysis.sweep_metrics import (
     setting_metrics,
 )
 from sampling.errors import SamplescopeError
-from sampling.registry import registry
-from sampling.settings_summary import SamplerSettings
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import registry
 
 #: The diversity measures the frontier can be drawn against, and whether higher
 #: means more diverse.

@@ -15,7 +15,7 @@ from backend.chat.protocol import ChatMessage, Role
 from sampling.analysis.loops import Loop
 from sampling.errors import SamplescopeError
 from sampling.plugins import files_used
-from sampling.settings_summary import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 INTERRUPTED = "interrupted"
 """The finish reason of a reply whose process died before it finished."""

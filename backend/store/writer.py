@@ -14,7 +14,7 @@ from backend.store.reply_row import copy_reply_row, update_reply_row
 from backend.store.steps import StepLayout, layout_of, pack_step
 from sampling.analysis.loops import Loop
 from sampling.records import Step
-from sampling.settings_summary import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 Transaction = Callable[[str], AbstractContextManager[sqlite3.Connection]]
 """Opens one write transaction; its argument names the action for error messages."""

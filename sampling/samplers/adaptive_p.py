@@ -60,6 +60,7 @@ class AdaptivePParams:
         SettingSpec(
             "adaptive_target",
             "float",
+            rank=340,
             default=-1.0,
             off=-1.0,
             off_below=0.0,
@@ -76,6 +77,7 @@ class AdaptivePParams:
         SettingSpec(
             "adaptive_decay",
             "float",
+            rank=350,
             default=0.9,
             group="adaptive",
             label="adapt. decay",

@@ -41,6 +41,7 @@ class DryParams:
         SettingSpec(
             "dry_multiplier",
             "float",
+            rank=180,
             default=0.0,
             off=0.0,
             group="dry",
@@ -55,6 +56,7 @@ class DryParams:
         SettingSpec(
             "dry_base",
             "float",
+            rank=190,
             default=1.75,
             group="dry",
             label="dry base",
@@ -69,6 +71,7 @@ class DryParams:
         SettingSpec(
             "dry_allowed_length",
             "int",
+            rank=200,
             default=2,
             group="dry",
             label="dry allowed",
@@ -83,6 +86,7 @@ class DryParams:
         SettingSpec(
             "dry_penalty_last_n",
             "int",
+            rank=210,
             default=64,
             off=0,
             group="dry",
@@ -98,6 +102,7 @@ class DryParams:
         SettingSpec(
             "dry_sequence_breakers",
             "texts",
+            rank=220,
             default=("\n", ":", '"', "*"),
             group="dry",
             label="dry breaks",

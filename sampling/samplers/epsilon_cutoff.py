@@ -44,6 +44,7 @@ class EpsilonCutoffParams:
         SettingSpec(
             "epsilon_cutoff",
             "float",
+            rank=300,
             default=0.0,
             off=0.0,
             group="cutoffs",

@@ -46,6 +46,7 @@ class EtaCutoffParams:
         SettingSpec(
             "eta_cutoff",
             "float",
+            rank=310,
             default=0.0,
             off=0.0,
             group="cutoffs",

@@ -59,6 +59,7 @@ class GrammarParams:
         SettingSpec(
             "grammar",
             "text",
+            rank=380,
             default="",
             off="",
             group="grammar",
@@ -72,6 +73,7 @@ class GrammarParams:
         SettingSpec(
             "json_schema",
             "text",
+            rank=390,
             default="",
             off="",
             group="grammar",
@@ -86,6 +88,7 @@ class GrammarParams:
         SettingSpec(
             "grammar_triggers",
             "texts",
+            rank=400,
             default=(),
             off=(),
             group="grammar",

@@ -38,6 +38,7 @@ class LogitBiasParams:
         SettingSpec(
             "logit_bias",
             "bias",
+            rank=370,
             default=(),
             off=(),
             group="bias",

@@ -28,6 +28,7 @@ class MinPParams:
         SettingSpec(
             "min_p",
             "float",
+            rank=50,
             default=0.0,
             off=0.0,
             label="min-p",

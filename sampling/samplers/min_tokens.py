@@ -44,6 +44,7 @@ class MinTokensParams:
         SettingSpec(
             "min_tokens",
             "int",
+            rank=360,
             default=0,
             off=0,
             group="min_tokens",

@@ -42,6 +42,7 @@ class MirostatParams:
         SettingSpec(
             "mirostat",
             "int",
+            rank=230,
             default=0,
             off=0,
             group="mirostat",
@@ -56,6 +57,7 @@ class MirostatParams:
         SettingSpec(
             "mirostat_tau",
             "float",
+            rank=240,
             default=5.0,
             group="mirostat",
             label="miro. tau",
@@ -70,6 +72,7 @@ class MirostatParams:
         SettingSpec(
             "mirostat_eta",
             "float",
+            rank=250,
             default=0.1,
             group="mirostat",
             label="miro. eta",

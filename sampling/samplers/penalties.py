@@ -42,6 +42,7 @@ class PenaltiesParams:
         SettingSpec(
             "repeat_penalty",
             "float",
+            rank=60,
             default=1.0,
             group="penalties",
             off=1.0,
@@ -60,6 +61,7 @@ class PenaltiesParams:
         SettingSpec(
             "repeat_last_n",
             "int",
+            rank=70,
             default=0,
             group="penalties",
             off=0,
@@ -73,6 +75,7 @@ class PenaltiesParams:
         SettingSpec(
             "frequency_penalty",
             "float",
+            rank=80,
             default=0.0,
             group="penalties",
             off=0.0,
@@ -87,6 +90,7 @@ class PenaltiesParams:
         SettingSpec(
             "presence_penalty",
             "float",
+            rank=90,
             default=0.0,
             group="penalties",
             off=0.0,

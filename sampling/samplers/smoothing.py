@@ -51,6 +51,7 @@ class SmoothingParams:
         SettingSpec(
             "smoothing_factor",
             "float",
+            rank=320,
             default=0.0,
             off=0.0,
             group="smoothing",
@@ -65,6 +66,7 @@ class SmoothingParams:
         SettingSpec(
             "smoothing_curve",
             "float",
+            rank=330,
             default=1.0,
             group="smoothing",
             label="smooth curve",

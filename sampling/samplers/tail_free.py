@@ -44,6 +44,7 @@ class TailFreeParams:
         SettingSpec(
             "tfs",
             "float",
+            rank=290,
             default=1.0,
             off=1.0,
             group="cutoffs",

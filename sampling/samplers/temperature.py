@@ -36,6 +36,7 @@ class TemperatureParams:
         SettingSpec(
             "temperature",
             "float",
+            rank=10,
             default=1.0,
             label="temperature",
             help="temperature; 0 is greedy",
@@ -51,6 +52,7 @@ class TemperatureParams:
         SettingSpec(
             "temperature_last",
             "bool",
+            rank=100,
             default=False,
             off=False,
             label="temperature",
@@ -64,6 +66,7 @@ class TemperatureParams:
         SettingSpec(
             "dynatemp_range",
             "float",
+            rank=260,
             default=0.0,
             off=0.0,
             group="dynatemp",
@@ -78,6 +81,7 @@ class TemperatureParams:
         SettingSpec(
             "dynatemp_exponent",
             "float",
+            rank=270,
             default=1.0,
             group="dynatemp",
             label="dynatemp exp",

@@ -41,6 +41,7 @@ class TopAParams:
         SettingSpec(
             "top_a",
             "float",
+            rank=280,
             default=0.0,
             off=0.0,
             group="cutoffs",

@@ -28,6 +28,7 @@ class TopKParams:
         SettingSpec(
             "top_k",
             "int",
+            rank=20,
             default=0,
             off=0,
             label="top-k",

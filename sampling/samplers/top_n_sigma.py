@@ -34,6 +34,7 @@ class TopNSigmaParams:
         SettingSpec(
             "top_n_sigma",
             "float",
+            rank=150,
             default=-1.0,
             off=-1.0,
             off_at_or_below=0.0,

@@ -34,6 +34,7 @@ class TopPParams:
         SettingSpec(
             "top_p",
             "float",
+            rank=30,
             default=1.0,
             off=1.0,
             label="top-p",
@@ -52,6 +53,7 @@ class TopPParams:
         SettingSpec(
             "top_p_scope",
             "choice",
+            rank=40,
             default="kept",
             off="kept",
             label="top-p scope",

@@ -34,6 +34,7 @@ class TypicalParams:
         SettingSpec(
             "typical_p",
             "float",
+            rank=140,
             default=1.0,
             off=1.0,
             group="typical",

@@ -35,6 +35,7 @@ class XtcParams:
         SettingSpec(
             "xtc_probability",
             "float",
+            rank=160,
             default=0.0,
             off=0.0,
             group="xtc",
@@ -50,6 +51,7 @@ class XtcParams:
         SettingSpec(
             "xtc_threshold",
             "float",
+            rank=170,
             default=0.1,
             group="xtc",
             label="xtc thresh.",

@@ -18,7 +18,7 @@ from backend.chat.events import TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.llama_backend import LlamaBackend
 from sampling.analysis.reply_score import reply_score
-from sampling.settings_summary import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tui.cli.main import main
 
 

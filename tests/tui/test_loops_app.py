@@ -13,7 +13,7 @@ from backend.config.config import Config
 from backend.session.loop_watch import LoopGuard
 from backend.store.store import ChatStore
 from sampling.analysis.loops import LoopRule, find_loop, first_loop
-from sampling.settings_summary import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tests.fake_backend import FakeBackend
 from tests.helpers import HostApp, chat_of, send_message, wait_done, wait_until
 from tui.app import SamplescopeApp

@@ -22,7 +22,7 @@ from backend.session.sweep import SweepPlan, SweepSetting
 from backend.session.sweep_result import DIVERSITY_AXES, SampleRecord, SweepResult
 from backend.store.store import ChatStore
 from sampling.analysis.sweep_metrics import SampleFigures
-from sampling.settings_summary import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tests.fake_backend import FakeBackend
 from tests.helpers import StepClock, chat_of, columns_fit, table_measured, wait_until
 from tests.tui.test_tui_snapshots import fake_backend, make_app, send

@@ -16,7 +16,7 @@ import pytest
 from backend.store.store import ChatStore, Fork, ModelRef
 from sampling.records import Step
 from sampling.sampler import Sampler
-from sampling.settings_summary import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tests.helpers import DateClock
 from tui.cli.main import main
 from tui.cli.token_export import COLUMNS

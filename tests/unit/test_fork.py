@@ -8,7 +8,7 @@ import pytest
 from sampling import Sampler
 from sampling.analysis.fork import find_fork, first_difference, fork_summary, logit_gap
 from sampling.records import Step
-from sampling.settings_summary import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 
 def greedy_step(logits: list[float]) -> Step:

@@ -18,7 +18,7 @@ from backend.store.recorder import ChatRecorder
 from backend.store.schema import migrate
 from backend.store.store import ChatStore
 from sampling.analysis.loops import Loop, LoopRule, find_loop
-from sampling.settings_summary import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tests.fake_backend import FakeBackend
 from tui.cli.main import main
 

@@ -14,8 +14,9 @@ import pytest
 
 from backend.store.steps import layout_of, pack_step, unpack_step
 from sampling.analysis.reply_score import reply_score
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.sampler import Sampler
-from sampling.settings_summary import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 
 def sampled_reply(settings: SamplerSettings, n_candidates: int, rounds: int = 40):  # type: ignore[no-untyped-def]

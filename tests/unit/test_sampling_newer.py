@@ -16,9 +16,9 @@ from hypothesis.extra.numpy import arrays
 
 from sampling import Sampler, SamplerSettings, probabilities
 from sampling.errors import SettingsError
-from sampling.registry import registry
 from sampling.samplers.dry import dry_penalties
 from sampling.settings import text as setting_text
+from sampling.settings.registry import registry
 from sampling.settings.text import parse_bias, parse_texts
 from tests.golden import LOGITS, TOL, renormalised, softmax
 

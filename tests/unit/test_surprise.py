@@ -19,7 +19,7 @@ from sampling.analysis.surprise import (
 )
 from sampling.errors import SettingsError
 from sampling.sampler import Sampler
-from sampling.settings_summary import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tui.chat.surprise_nav import surprising_after
 from tui.widgets.token_look import (
     UNKNOWN_RANK_STYLE,

@@ -21,7 +21,7 @@ from sampling.analysis.sweep_metrics import (
     setting_metrics,
 )
 from sampling.sampler import Sampler
-from sampling.settings_summary import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 
 def figures(

@@ -19,7 +19,7 @@ from backend.session.run import Steer
 from backend.store.recorded import StoreErrorNotices, recorded
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatRecord
-from sampling.settings_summary import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tui.chat.beam_job import BeamJob
 from tui.chat.reply import REJECTED, Reply
 from tui.chat.reply_job import ReplyJob

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from backend.chat.events import TokenEvent
 from sampling.analysis.loops import Loop
-from sampling.settings_summary import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 REJECTED = "rejected"
 """A ghost's finish: an attempt a phrase ban rejected (`backend.store.records.REJECTED`)."""

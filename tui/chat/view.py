@@ -33,7 +33,7 @@ from backend.session.loop_watch import LoopGuard
 from backend.session.phrase_bans import PhraseBans
 from backend.store.store import ChatRecord
 from sampling.analysis.surprise import SurpriseRule
-from sampling.settings_summary import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tui.chat.beam_job import BeamJob
 from tui.chat.branch_nav import move_branch
 from tui.chat.conversation import Conversation

@@ -12,12 +12,12 @@ from types import MappingProxyType
 from typing import Any
 
 from sampling.errors import SettingsError
-from sampling.registry import Registry, registry
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import Registry, registry
 from sampling.settings.spec import SettingValue
-from sampling.settings_summary import SamplerSettings
 
 # The one settings summary, re-exported for the compare view's widgets.
-from sampling.settings_summary import settings_summary as settings_summary
+from sampling.settings.summary import settings_summary as settings_summary
 
 MIN_COLUMNS = 2
 MAX_COLUMNS = 4

@@ -36,7 +36,7 @@ from backend.chat.protocol import ChatMessage
 from backend.session.backend import SessionBackend
 from backend.session.compare import CompareJob
 from sampling.errors import SamplescopeError
-from sampling.settings_summary import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tui.compare.column import CompareColumnView, divergence_between
 from tui.compare.columns import CompareColumn, check_column_count, settings_summary
 from tui.compare.curves import CompareCurves

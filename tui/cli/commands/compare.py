@@ -22,10 +22,8 @@ from sampling.analysis.loops import first_loop
 from sampling.analysis.reply_score import reply_score
 from sampling.errors import SamplescopeError
 from sampling.records import Step
-from sampling.settings_summary import (
-    SamplerSettings,
-    settings_summary,
-)
+from sampling.settings.record import SamplerSettings
+from sampling.settings.summary import settings_summary
 from tui.cli.model_flags import add_model_flags, load_backend
 from tui.cli.prompt_messages import build_messages
 from tui.cli.reply_score_json import reply_score_json

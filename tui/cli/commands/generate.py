@@ -19,8 +19,9 @@ from backend.chat.events import (
 from backend.chat.protocol import LiveSettings
 from backend.store.recorded import recorded
 from backend.store.records import StoreError
+from sampling.built_in import chat_defaults
 from sampling.records import Step
-from sampling.settings_summary import DEFAULT_CHAT_SETTINGS
+from sampling.settings.registry import registry
 from tui.cli.ban_flags import add_ban_flags, bans_from_args, config_bans
 from tui.cli.beams import add_beam_flags, run_beams
 from tui.cli.held_back_text import HeldBackText
@@ -106,7 +107,7 @@ def loop_note(finished: FinishedEvent) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Generate and print the reply; the exit code is 1 if the generation failed."""
-    base = settings_with_user_config(DEFAULT_CHAT_SETTINGS)
+    base = settings_with_user_config(chat_defaults(registry()))
     prompt = read_stdin() if args.prompt == "-" else args.prompt
     bans = bans_from_args(args, config_bans())
     loops = loops_from_args(args, config_loops())

@@ -21,7 +21,10 @@ from backend.config.preset_files import (
 from backend.config.preset_interchange import PresetFormatError, Unmapped
 from backend.config.presets import PresetError
 from backend.config.sillytavern_format import export_sillytavern
-from sampling.settings_summary import DEFAULT_CHAT_SETTINGS, SamplerSettings, settings_summary
+from sampling.built_in import chat_defaults
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import registry
+from sampling.settings.summary import settings_summary
 from tui.cli.settings_flags import add_settings_flags, settings_from_args, settings_with_user_config
 
 EXPORT_FORMATS = ("llama-server", "completion-json", "sillytavern")
@@ -124,7 +127,7 @@ def run_export(args: argparse.Namespace) -> int:
 def _base(preset: str | None) -> SamplerSettings:
     """The settings before the flags: a named preset, else the chat's start."""
     if preset is None:
-        return settings_with_user_config(DEFAULT_CHAT_SETTINGS)
+        return settings_with_user_config(chat_defaults(registry()))
     from tui.resources import available_presets
 
     presets = available_presets()
