@@ -208,6 +208,12 @@ class SamplerSettings:
         changed = ", ".join(f"{name}={value!r}" for name, value in self._changed())
         return f"SamplerSettings({changed})"
 
+    def __copy__(self) -> SamplerSettings:
+        return self  # frozen: a copy keeps the registry it was made with
+
+    def __deepcopy__(self, memo: dict[int, object]) -> SamplerSettings:
+        return self
+
     def __reduce__(self) -> tuple[Callable[..., SamplerSettings], tuple[dict[str, Any]]]:
         return (_rebuilt, (self.to_dict(),))
 

@@ -4,6 +4,7 @@ listed in the order the units declare."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
@@ -115,6 +116,7 @@ def test_a_record_keeps_its_registry_whatever_is_put_in_use_later() -> None:
     with pytest.raises(SettingsError, match="min_p"):
         changed.with_changes(min_p=0.1)
     assert SamplerSettings(min_p=0.1).registry is BUILT_IN_REGISTRY
+    assert copy.deepcopy(changed).registry is small and copy.copy(changed).registry is small
     # The same values made with another registry: equal settings.
     assert changed.made_with(BUILT_IN_REGISTRY) == changed
     assert changed.made_with(BUILT_IN_REGISTRY).registry is BUILT_IN_REGISTRY
