@@ -12,6 +12,7 @@
 - A setting is one sub-package, built from the units it is given: sampling.settings
   imports no unit, no list of them and no plugin at run time; only a front door
   (`sampling` itself, `tui.cli.main`) puts a registry in use.
+- Textual's private compositor is reached from one module (`tui.row_compositor`).
 - Modules are split by concept, not by count: a module (test files included) past
   400 lines is listed in a warning, one past 600 fails.
 """
@@ -357,6 +358,17 @@ def calls_named(path: Path, function: str) -> list[int]:
 def test_only_a_front_door_puts_a_registry_in_use() -> None:
     found = {name for name, path in modules().items() if calls_named(path, "use_registry")}
     assert found == FRONT_DOORS
+
+
+def test_only_the_row_compositor_reaches_textuals_private_compositor() -> None:
+    """Textual has no public way to give a screen another compositor: one module sets
+    it (`tui.row_compositor.use_row_compositor`), and no screen assigns it itself."""
+    reaching = {
+        name
+        for name, path in modules().items()
+        if re.search(r"\b_compositor\b", path.read_text(encoding="utf-8"))
+    }
+    assert reaching == {"tui.row_compositor"}
 
 
 # --- the checks themselves catch what they are for ----------------------------------
