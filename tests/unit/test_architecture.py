@@ -456,3 +456,10 @@ def test_checker_sees_what_a_module_loads_through_others(tmp_path: Path) -> None
         "backend.session.loop",
     }
     assert "llama_cpp" in loaded["backend.session.loop"]
+
+
+def test_checker_sees_a_registry_put_in_use_outside_a_front_door(tmp_path: Path) -> None:
+    text = "from sampling.settings.record import use_registry as u\nimport x\nx.use_registry(1)\n"
+    root = _tree(tmp_path, {"backend/config/bad.py": text})
+    assert calls_named(root / "backend/config/bad.py", "use_registry") == [3]
+    assert calls_named(root / "backend/config/bad.py", "registry") == []
