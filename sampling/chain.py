@@ -3,7 +3,7 @@
 The order is data: a tuple of unit names (llama.cpp's `--samplers` names) looked up
 in the registry's `samplers`, the settings' `samplers` as `SamplerSettings.order`
 places the temperature in it (see there). `build_chain` also takes any other order.
-Which units run, and where, is what each declares (`sampling.placement`): the
+Which units run, and where, is what each declares (`sampling.settings.placement`): the
 order's units run exactly as it names them, and the units outside it (the logit
 bias, a ban, a grammar, mirostat) where their placement says. The chain names no
 unit: what a step needs beyond the candidates reaches the units through `begin`
@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING
 
 from sampling.errors import SettingsError
 from sampling.kept import Kept, greedy_kept
-from sampling.placement import arranged
-from sampling.plugins import PluginFailure, PluginGuard, is_plugin
-from sampling.registry import registry
+from sampling.plugins import PluginFailure, PluginGuard
 from sampling.samplers.base import Report, UnitBase
 from sampling.samplers.unit import Reshaping, RunningUnit, Stateless, StepContext, UnitState
-from sampling.settings import SamplerSettings
+from sampling.settings.placement import arranged
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import Registry, registry_of
 
 if TYPE_CHECKING:
     from sampling.candidates import Candidates
@@ -179,13 +179,14 @@ def build_chain(
             "logits" unit (penalties) after a unit that reads the order, or does not
             end with a unit placed last that is on.
     """
-    names = checked_order(settings.order if order is None else order)
+    tables = registry_of(settings)
+    names = checked_order(settings.order if order is None else order, tables)
     greedy = settings.greedy
     held: dict[str, RunningUnit] = {}
-    for unit_type in registry().units:
+    for unit_type in tables.units:
         if unit_type.name in leave_out:
             continue
-        if is_plugin(unit_type.name):
+        if tables.is_plugin(unit_type.name):
             if unit_type.name not in names:
                 continue  # a plugin is built only where the order runs it
             guard = PluginGuard.build(unit_type, settings)
@@ -220,8 +221,8 @@ def _reports(unit: RunningUnit) -> bool:
     return getattr(type(unit), "report", UnitBase.report) is not UnitBase.report
 
 
-def checked_order(order: Sequence[str]) -> tuple[str, ...]:
-    """`order` as a tuple, checked.
+def checked_order(order: Sequence[str], tables: Registry) -> tuple[str, ...]:
+    """`order` as a tuple, checked against the names `tables` knows.
 
     Raises:
         SettingsError: As for `build_chain`; the message names the offending unit.
@@ -229,7 +230,7 @@ def checked_order(order: Sequence[str]) -> tuple[str, ...]:
     if isinstance(order, str):
         raise SettingsError("samplers", order, "a sequence of sampler names, not one string")
     names = tuple(order)
-    problem = registry().settings_by_name["samplers"].order_problem(names)
+    problem = tables.settings_by_name["samplers"].order_problem(names)
     if problem is not None:
         raise SettingsError("samplers", names, problem)
     return names

@@ -9,7 +9,7 @@ from sampling.logits import checked_logits
 from sampling.ordering import sort_descending
 from sampling.rng import make_source
 from sampling.sampler import probabilities
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 
 def draw_counts(logits: object, settings: SamplerSettings, draws: int) -> npt.NDArray[np.int64]:

@@ -7,7 +7,7 @@ every example of the two seed documents can be written directly, e.g.
 
 from __future__ import annotations
 
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 _CANDLE_GREEDY_BELOW = 1e-7
 

@@ -6,10 +6,9 @@ declares its parameter record (`params`, fields made by `setting`, or only `spec
 from which the record is made), its settings join the registry's (so they get
 flags, panel controls and compare keys) with their values held in its record in the
 settings (`SamplerSettings.of`), and its cuts carry its name and labels like a
-built-in's. `register` adds one unit,
-with where it came from (the file and its sha256), and installs the registry of the
-built-in units and the plugins (`sampling.registry.install`); `unregister` takes it
-out again.
+built-in's. `joined` checks one unit and returns a registry with it, and with where
+it came from (the file and its sha256); the front door puts the registry it ends with
+in use (`sampling.settings.registry`). Nothing here holds plugins: a registry does.
 
 What a plugin file imports: `Candidates`, `IN_ORDER` (its placement: a place in the
 order), `SettingSpec`, `SliderRange`, `setting` and `Stateless` from here.
@@ -20,30 +19,30 @@ from __future__ import annotations
 import keyword
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sampling.built_in import BUILT_IN_UNITS
 from sampling.candidates import Candidates
 from sampling.errors import SamplescopeError
-from sampling.params import record_of_specs, setting, specs_of
-from sampling.placement import IN_ORDER
-from sampling.registry import UNITS, install, registry
 from sampling.samplers.base import Report, UnitBase
 from sampling.samplers.unit import SamplerUnit, Stateless, UnitState
-from sampling.setting_spec import SettingSpec, SliderRange
+from sampling.settings.params import record_of_specs, setting, specs_of
+from sampling.settings.placement import IN_ORDER
+from sampling.settings.registry import PluginOrigin, Registry, registry_of
+from sampling.settings.spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
     from sampling.samplers.unit import StepContext
-    from sampling.settings_record import SamplerSettings
+    from sampling.settings.record import SamplerSettings
 
 __all__ = ["IN_ORDER", "Candidates", "PluginError", "PluginOrigin", "SettingSpec", "SliderRange"]
 __all__ += ["setting"]
-__all__ += ["PluginFailure", "PluginGuard", "Stateless", "is_plugin", "plugin_origins"]
-__all__ += ["files_problem", "files_used", "plugin_units", "register", "unregister"]
+__all__ += ["PluginFailure", "PluginGuard", "Stateless"]
+__all__ += ["files_problem", "files_used", "joined"]
 
-_BUILTIN_NAMES = frozenset(unit.name for unit in UNITS)
+_BUILTIN_NAMES = frozenset(unit.name for unit in BUILT_IN_UNITS)
 _RESERVED_NAMES = frozenset(("none", "greedy", ""))
 _INTERFACE = ("is_on", "from_settings", "begin", "apply", "accept", "reset", "state", "restore")
 
@@ -52,52 +51,25 @@ class PluginError(SamplescopeError, ValueError):
     """A sampler plugin cannot be used; the message names it and what is wrong."""
 
 
-@dataclass(frozen=True, slots=True)
-class PluginOrigin:
-    """Where a plugin unit came from.
-
-    Attributes:
-        name: The unit's name.
-        path: The file it was defined in.
-        sha256: The file's SHA-256, in hex.
-    """
-
-    name: str
-    path: str
-    sha256: str
-
-
-_ORIGINS: dict[str, PluginOrigin] = {}
 _MADE_RECORDS: dict[tuple[str, tuple[SettingSpec, ...]], type[Any]] = {}
 """The records made for plugins that declare only their specs: one per name and specs,
 so that a file loaded again makes the same record."""
-_UNITS: dict[str, type[SamplerUnit]] = {}
 
 
-def plugin_origins() -> Mapping[str, PluginOrigin]:
-    """Every registered plugin unit's origin, by name, in registration order."""
-    return dict(_ORIGINS)
-
-
-def plugin_units() -> tuple[type[SamplerUnit], ...]:
-    """Every registered plugin unit, in registration order."""
-    return tuple(_UNITS.values())
-
-
-def register(unit: type[SamplerUnit], path: str, sha256: str) -> None:
-    """Add a plugin unit (the same file registered again changes nothing).
+def joined(registry: Registry, unit: type[SamplerUnit], path: str, sha256: str) -> Registry:
+    """`registry` with a plugin unit added (the same file again changes nothing).
 
     Raises:
         PluginError: The unit lacks part of the interface, its name or a setting's
             name is taken, or a declaration is malformed.
     """
-    problem = _problem(unit)
+    problem = _problem(unit, registry)
     if problem is not None:
         raise PluginError(f"sampler plugin {path}: {problem}")
-    known = _ORIGINS.get(unit.name)
+    known = registry.origins.get(unit.name)
     if known is not None:
         if known.sha256 == sha256:
-            return
+            return registry
         raise PluginError(
             f"sampler plugin {path}: a sampler named {unit.name!r} came already from {known.path}"
         )
@@ -107,24 +79,16 @@ def register(unit: type[SamplerUnit], path: str, sha256: str) -> None:
         )
         setattr(unit, "params", made)  # noqa: B010
     setattr(unit, "specs", specs_of(unit.params))  # noqa: B010
-    _ORIGINS[unit.name] = PluginOrigin(unit.name, path, sha256)
-    _UNITS[unit.name] = unit
-    install(tuple(_UNITS.values()))
+    return registry.with_plugin(unit, PluginOrigin(unit.name, path, sha256))
 
 
-def unregister(name: str) -> None:
-    """Take a plugin unit out again (nothing happens for a name not registered)."""
-    if _ORIGINS.pop(name, None) is not None:
-        del _UNITS[name]
-        install(tuple(_UNITS.values()))
-
-
-def _problem(unit: type[SamplerUnit]) -> str | None:
+def _problem(unit: type[SamplerUnit], registry: Registry) -> str | None:
     """What is wrong with a unit's declaration, or None."""
     name = getattr(unit, "name", None)
     if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
         return f"its name must be a Python identifier, not {name!r}"
-    if name in _BUILTIN_NAMES or name in _RESERVED_NAMES:
+    built_in = {*_BUILTIN_NAMES, *(unit.name for unit in registry.built_in)}
+    if name in built_in or name in _RESERVED_NAMES:
         return f"{name!r} is the name of a built-in sampler"
     missing = [part for part in _INTERFACE if not hasattr(unit, part)]
     if missing:
@@ -158,24 +122,24 @@ def _problem(unit: type[SamplerUnit]) -> str | None:
             )
         specs = declared
     for spec in specs:
-        owner = _owner_of(spec.name)
+        owner = _owner_of(spec.name, registry)
         if owner is not None and owner != name:
             return f"setting {spec.name!r} belongs to {owner} already"
         if spec.kind == "order":
             return f"setting {spec.name!r}: a plugin cannot declare an order"
         if not spec.accepts(spec.default):
             return f"setting {spec.name!r}: its default {spec.default!r} is not valid"
-        if spec.group not in titles and spec.group not in registry().group_titles:
+        if spec.group not in titles and spec.group not in registry.group_titles:
             return f"setting {spec.name!r}: group {spec.group!r} has no title in group_titles"
     return None
 
 
-def _owner_of(setting: str) -> str | None:
+def _owner_of(setting: str, registry: Registry) -> str | None:
     """The unit (or "the sampler") that declares a setting, or None."""
-    for unit in (*UNITS, *_UNITS.values()):
+    for unit in (*BUILT_IN_UNITS, *registry.units):
         if any(spec.name == setting for spec in unit.specs):
             return unit.name
-    known = registry().settings_by_name
+    known = registry.settings_by_name
     return "the sampler" if setting in known else None
 
 
@@ -345,22 +309,18 @@ def _broken(candidates: Candidates) -> str | None:
     return None
 
 
-def is_plugin(name: str) -> bool:
-    """Whether a unit of this name is a registered plugin."""
-    return name in _ORIGINS
-
-
 def files_used(settings: SamplerSettings) -> dict[str, str]:
     """Each plugin the settings' order runs, with its file's SHA-256 (what a stored
     reply keeps, so that replay can tell the file it ran)."""
-    return {name: _ORIGINS[name].sha256 for name in settings.samplers if name in _ORIGINS}
+    origins = registry_of(settings).origins
+    return {name: origins[name].sha256 for name in settings.samplers if name in origins}
 
 
-def files_problem(used: Mapping[str, str]) -> str | None:
-    """Why a reply that ran the plugins `used` (name → SHA-256) cannot run again here,
-    or None when each is loaded from the very same file content."""
+def files_problem(used: Mapping[str, str], registry: Registry) -> str | None:
+    """Why a reply that ran the plugins `used` (name → SHA-256) cannot run again with
+    `registry`, or None when each is loaded from the very same file content."""
     for name, sha256 in used.items():
-        origin = _ORIGINS.get(name)
+        origin = registry.origins.get(name)
         if origin is None:
             return (
                 f"it ran the sampler plugin {name!r} (file SHA-256 {sha256[:12]}…), which is"

@@ -9,10 +9,10 @@ import numpy as np
 import numpy.typing as npt
 
 from sampling.samplers.base import Figure, Report
-from sampling.settings_record import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 CutBy = str
-"""A sampler's name in the record: one of `sampling.registry.CUT_NAMES`."""
+"""A sampler's name in the record: one of `sampling.settings.registry.CUT_NAMES`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +26,7 @@ class Candidate:
         prob_after: Its probability in the distribution actually drawn from.
         kept: Whether it survived every filter (and has a nonzero probability).
         removed_by: The sampler that removed it ("" when kept; see
-            `sampling.registry.CUT_NAMES`).
+            `sampling.settings.registry.CUT_NAMES`).
     """
 
     token_id: int
@@ -52,7 +52,7 @@ class CandidateTable:
         prob_after: Their probability in the distribution drawn from (0 when cut).
         kept: Per row, whether it survived every sampler with a nonzero probability.
         removed_by: Per row, the name of the sampler that removed it ("" when kept;
-            "logit_bias" for a ban; see `sampling.registry.CUT_NAMES`).
+            "logit_bias" for a ban; see `sampling.settings.registry.CUT_NAMES`).
     """
 
     token_ids: npt.NDArray[np.intp]
@@ -97,7 +97,7 @@ class Step:
             (greedy, or a Gumbel draw, which uses one uniform per kept token).
         n_kept: How many tokens survived the filters.
         cut_by: The last sampler that removed tokens ("none" when nothing was cut,
-            "greedy" at temperature 0; see `sampling.registry.CUT_NAMES`).
+            "greedy" at temperature 0; see `sampling.settings.registry.CUT_NAMES`).
         entropy: Entropy in nats of the penalised distribution at temperature 1.
         table: The top-N candidates as arrays (see `candidates`).
         elapsed_us: Time the sampler took for this step, record included, in µs.

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from sampling.analysis.token_scores import token_rank
 from sampling.candidates import Candidates
 from sampling.chain import Chain, build_chain
 from sampling.kept import Kept
@@ -18,9 +19,8 @@ from sampling.records import Step
 from sampling.rng import UniformSource, make_source
 from sampling.samplers.base import Figure, Report
 from sampling.samplers.unit import StepContext, UnitState
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from sampling.table import candidate_table
-from sampling.token_scores import token_rank
 from sampling.vocabulary import Vocabulary
 from sampling.weights import Float64Array
 from sampling.workspace import Workspace

@@ -25,8 +25,10 @@ from backend.config.presets import PresetError
 from backend.session.backend import SessionBackend
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatStore, StoreError
+from sampling.built_in import chat_defaults
 from sampling.errors import SettingsError
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import registry
 from tui.app_config import resolve_app_config
 from tui.chat.conversation import Conversation
 from tui.chat.keys import CHAT_BINDINGS
@@ -73,7 +75,8 @@ class SamplescopeApp(CrashLoggingApp):
         backend: A loaded backend, or None to load one with `backend_factory`.
         backend_factory: Loads the backend in a worker thread after the app starts
             (a `SamplescopeError` it raises is shown on screen).
-        settings: The starting sampler settings.
+        settings: The starting sampler settings (default: the chat's, made with
+            the registry in use).
         max_tokens: The longest reply.
         system_prompt: An optional system message starting every chat.
         clock: Time source for the live tokens/s (inject a fake one in snapshots).
@@ -99,7 +102,7 @@ class SamplescopeApp(CrashLoggingApp):
         backend: SessionBackend | None = None,
         *,
         backend_factory: Callable[[], SessionBackend] | None = None,
-        settings: SamplerSettings = DEFAULT_CHAT_SETTINGS,
+        settings: SamplerSettings | None = None,
         max_tokens: int = 512,
         system_prompt: str | None = None,
         clock: Callable[[], float] = time.perf_counter,
@@ -121,11 +124,11 @@ class SamplescopeApp(CrashLoggingApp):
         elif backend_factory is None:
             raise ValueError("give a backend or a backend_factory")
         self._load = backend_factory
-        self.live = LiveSettings(settings)
+        self.live = LiveSettings(chat_defaults(registry()) if settings is None else settings)
         """The settings the sliders change; the generating thread reads them per token."""
         self.back_to_sweep: Callable[[], None] | None = None
         """Shows the sweep a sample was opened from again (None: none was)."""
-        self.start_settings = settings
+        self.start_settings = self.live.current
         """The settings the app started with (defaults, config, flags): "reset" restores
         them; a new chat keeps the sliders as they are."""
         self.max_tokens = max_tokens

@@ -37,7 +37,8 @@ from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.config.model_path import resolve_model_path
 from backend.session.llama_backend import LlamaBackend
 from backend.store.store import ChatStore
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
+from sampling.settings.record import SamplerSettings
 
 if TYPE_CHECKING:
     from tui.app import SamplescopeApp

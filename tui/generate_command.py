@@ -19,10 +19,11 @@ from backend.chat.protocol import ChatMessage
 from backend.config.config import load_config_or_default, settings_with_config
 from backend.config.model_path import default_model_path
 from backend.errors import ModelFileError
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.errors import SamplescopeError
-from sampling.registry import registry
-from sampling.setting_spec import SettingSpec
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import registry
+from sampling.settings.spec import SettingSpec
 
 PROGRAM = "samplescope"
 

@@ -10,7 +10,6 @@ has no counterpart is listed, never dropped silently. The sampling panel's
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -19,24 +18,17 @@ from typing import Any, Protocol, runtime_checkable
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from backend.chat.protocol import LiveSettings
-from backend.config.llama_server_format import completion_body, flags_text, server_flags
 from backend.config.paths import user_file, user_presets_path
+from backend.config.preset_exports import EXPORTS, exported_text
 from backend.config.preset_files import imported_settings, read_preset_file, save_user_preset
 from backend.config.preset_interchange import PresetFormatError, Unmapped
 from backend.config.presets import PresetError
-from backend.config.sillytavern_format import export_sillytavern
 from backend.errors import FileAccessError
-from sampling.settings import SamplerSettings, settings_summary
+from sampling.settings.record import SamplerSettings
+from sampling.settings.summary import settings_summary
 from tui.resources import available_presets
 from tui.widgets.entry import ValueEntryScreen
 from tui.widgets.text_view import TextViewScreen
-
-EXPORTS: dict[str, str] = {
-    "llama-server": "llama-server / llama-cli flags",
-    "completion-json": "a llama-server /completion request body",
-    "sillytavern": "a SillyTavern text-completion preset",
-}
-"""Export formats (as `preset export --format`) and what each is."""
 
 
 @runtime_checkable
@@ -64,20 +56,6 @@ class PresetHost(Protocol):
     def push_screen(self, screen: Any, callback: Any = None) -> Any:
         """Show a screen; `callback` gets what it returns."""
         ...
-
-
-def exported_text(settings: SamplerSettings, form: str) -> tuple[str, list[Unmapped]]:
-    """The settings in an export format, and what that format cannot hold."""
-    unmapped: list[Unmapped]
-    if form == "llama-server":
-        words, unmapped = server_flags(settings)
-        return flags_text(words), unmapped
-    body: dict[str, Any]
-    if form == "completion-json":
-        body, unmapped = completion_body(settings)
-    else:
-        body, unmapped = export_sillytavern(settings)
-    return json.dumps(body, indent=2, ensure_ascii=False), unmapped
 
 
 def apply_preset(host: PresetHost, name: str, settings: SamplerSettings) -> None:

@@ -6,7 +6,7 @@ import importlib.resources
 from pathlib import Path
 
 from backend.config.presets import PresetError, parse_presets
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 PRESETS_FILE = "presets.toml"
 _CHECKOUT_ASSETS = Path(__file__).resolve().parent.parent / "assets"

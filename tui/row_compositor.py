@@ -12,17 +12,26 @@ the same: it writes only the changed spans either way (`ChopsUpdate`), and a ful
 render (a new screen, a snapshot) is Textual's own.
 
 Written against textual 8.2.8's `Compositor` (pinned in pyproject.toml); the tests
-compare its partial renders with the stock compositor's.
+compare its partial renders with the stock compositor's. Textual has no public way to
+give a screen another compositor: `use_row_compositor` sets the screen's private
+`_compositor`, the one place that does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from itertools import pairwise
+from typing import Any
 
 from textual._compositor import ChopsUpdate, Compositor
 from textual.geometry import Region
+from textual.screen import Screen
 from textual.strip import Strip
+
+
+def use_row_compositor(screen: Screen[Any]) -> None:
+    """Give `screen` the row compositor (at its construction, before it is shown)."""
+    screen._compositor = RowCompositor()
 
 
 class RowCompositor(Compositor):

@@ -19,7 +19,7 @@ from backend.chat.events import FinishedEvent
 from backend.chat.protocol import ChatMessage
 from backend.session.compare import compare
 from backend.session.llama_backend import LlamaBackend
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 PROMPT = [ChatMessage("user", "Write a long story about a lighthouse keeper and a storm.")]
 COLUMNS = (

@@ -20,7 +20,7 @@ from backend.chat.protocol import ChatMessage
 from backend.session.explore import EXPLORE_SEQ_MAX, explore
 from backend.session.explore_tree import Tree, TreeShape
 from backend.session.llama_backend import LlamaBackend
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 
 PROMPT = [ChatMessage("user", "Write a long story about a lighthouse keeper and a storm.")]
 SHAPE = TreeShape(depth=4, width=3)

@@ -34,8 +34,9 @@ from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.config.model_path import resolve_model_path
 from backend.llama.reference import plain_llama
 from backend.session.llama_backend import LlamaBackend
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.samplers.temperature import TemperatureParams
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 DECODE_PROMPT = "Write a long story about a lighthouse keeper and a storm."
 PREFILL_TEXT = (
@@ -175,7 +176,7 @@ install_llama_log(Path(sys.argv[5]))
 if kind == "ours":
     from backend.session.llama_backend import LlamaBackend
     from backend.chat.protocol import ChatMessage, LiveSettings
-    from sampling.settings import DEFAULT_CHAT_SETTINGS
+    from sampling.built_in import DEFAULT_CHAT_SETTINGS
     b = LlamaBackend.load(model, n_ctx=n_ctx, n_threads=threads, log_path=sys.argv[5])
     messages = [ChatMessage("user", "Tell me a story.")]
     for _ in b.generate(messages, LiveSettings(DEFAULT_CHAT_SETTINGS), max_tokens=64):

@@ -1,7 +1,7 @@
 """The loop watch's cost a token, next to the sampler's, on one real reply.
 
 A greedy reply of the default model to a poem prompt loops (a block of lines
-repeated); its tokens are then fed through a `sampling.loops.LoopWatch` again and
+repeated); its tokens are then fed through a `sampling.analysis.loops.LoopWatch` again and
 again, timed, and the time a token is set against the sampler's own time a token in
 that reply (`GenerationStats.sampler_us`, the record included).
 """
@@ -17,8 +17,8 @@ from backend.chat.events import FinishedEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.llama_backend import LlamaBackend
 from backend.session.loop_watch import LoopGuard
-from sampling.loops import Loop, LoopRule, LoopWatch
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.analysis.loops import Loop, LoopRule, LoopWatch
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 
 PROMPT = "Write a poem about the sea."
 TOKENS = 200

@@ -18,7 +18,7 @@ from pathlib import Path
 from backend.bench.generation import PREFILL_TEXT, _ours_decode, _ours_prefill
 from backend.llama.rpc import Endpoint
 from backend.session.llama_backend import LlamaBackend
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from backend.session.sweep import (
     SweepSetting,
     run_sweep,
 )
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 PROMPT = "Write a long story about a lighthouse keeper and a storm."
 SETTINGS = (

@@ -6,9 +6,9 @@ import json
 from dataclasses import dataclass
 from typing import Literal
 
-from sampling.loops import Loop
+from sampling.analysis.loops import Loop
 from sampling.records import Step
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 Phase = Literal["prefill", "decode", "done"]
 FinishReason = Literal[

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
 from backend.chat.events import GenerationEvent
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 StepSink = Callable[[int, object, Sequence[int]], None]
 """Called by the generating thread after each sampled step with (the token's index

@@ -25,12 +25,12 @@ The file lives at `<user config dir>/config.toml` (`samplescope config --path`;
     [loops]             # repetition loops: "off", "mark" or "stop" (see loops_table)
     mode = "mark"
 
-Precedence, lowest first: built-in defaults (`DEFAULT_CHAT_SETTINGS`, the default
+Precedence, lowest first: built-in defaults (`chat_defaults`, the default
 model) < the config file < command-line flags. Wiring, for a command or the app:
 
     config, problem = load_config_or_default()      # never raises
     if problem: show it (stderr / a notification) and carry on with defaults
-    settings = settings_from_args(args, settings_with_config(DEFAULT_CHAT_SETTINGS, config))
+    settings = settings_from_args(args, settings_with_config(chat_defaults(registry()), config))
     model_path = resolve_model_path(model_with_config(args.model, config))
 
 A missing file is not an error (all defaults). A broken file raises `ConfigError`
@@ -55,10 +55,11 @@ from backend.config.user_files import DEFAULT_LIMIT, UserFileError, read_user_te
 from backend.llama.rpc import Endpoint, RpcError, format_endpoints, parse_endpoints
 from backend.session.loop_watch import LoopGuard
 from backend.session.phrase_bans import DEFAULT_TRIES, PhraseBanError, PhraseBans
+from sampling.analysis.surprise import DEFAULT_SURPRISE, SurpriseRule, parse_surprise
+from sampling.built_in import chat_defaults
 from sampling.errors import SamplescopeError, SettingsError
-from sampling.registry import registry
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
-from sampling.surprise import DEFAULT_SURPRISE, SurpriseRule, parse_surprise
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import registry
 
 TOP_LEVEL_KEYS = (
     "model",
@@ -90,7 +91,7 @@ class Config:
         rpc: llama.cpp RPC servers to split the model across (empty: this machine).
         model_dirs: Folders of GGUF files `samplescope models` lists (`~` not yet
             expanded).
-        surprise: Which tokens count as surprising (`sampling.surprise`), or None
+        surprise: Which tokens count as surprising (`sampling.analysis.surprise`), or None
             (the default rule).
         repack: Load models with llama.cpp's repacked weights (`--repack`).
         settings: The sampler settings fields the file sets, as (field, value) pairs.
@@ -258,7 +259,7 @@ def _parse(path: Path, text: str, data: dict[str, Any]) -> Config:
             else registry().settings_by_name[key].coerce(value)
             for key, value in settings.items()
         }
-        DEFAULT_CHAT_SETTINGS.with_changes(**settings)
+        chat_defaults(registry()).with_changes(**settings)
     except SettingsError as error:
         raise fail("settings", error.field, str(error)) from error
 
@@ -352,17 +353,16 @@ def _toml_value(value: Any) -> str:
     return json.dumps(str(value), ensure_ascii=False)
 
 
-def effective_toml(
-    config: Config, *, model: str, base: SamplerSettings = DEFAULT_CHAT_SETTINGS
-) -> str:
+def effective_toml(config: Config, *, model: str, base: SamplerSettings | None = None) -> str:
     """The effective configuration (file on top of defaults) as TOML text.
 
     Args:
         config: The loaded config.
         model: The model path that would be used (resolved by the caller).
-        base: The built-in settings the file's [settings] apply to.
+        base: The built-in settings the file's [settings] apply to (default: the
+            chat's, made with the registry in use).
     """
-    settings = settings_with_config(base, config)
+    settings = settings_with_config(chat_defaults(registry()) if base is None else base, config)
     lines = [
         f"# config file: {config.path if config.path else '(none: built-in defaults)'}",
         f"model = {_toml_value(model)}",

@@ -24,11 +24,11 @@ from backend.config.preset_interchange import (
     plain_number,
     plugin_leftovers,
 )
-from sampling.registry import LLAMA_CPP_ORDER
 from sampling.samplers.dry import DryParams
 from sampling.samplers.grammar import GrammarParams
 from sampling.samplers.logit_bias import LogitBiasParams
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import LLAMA_CPP_ORDER
 
 TOOL = "llama-server"
 

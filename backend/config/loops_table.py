@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from backend.session.loop_watch import LOOP_MODES, LoopGuard, LoopMode
-from sampling.loops import LoopRule
+from sampling.analysis.loops import LoopRule
 
 LOOP_KEYS = ("mode", "min_period", "max_period", "min_count")
 

@@ -27,8 +27,8 @@ from backend.config.user_files import (
     read_user_text,
 )
 from sampling.errors import SettingsError
-from sampling.registry import registry
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import registry
 
 Tool = Literal["sillytavern", "text-generation-webui", "koboldcpp", "llama-server"]
 TOOLS: tuple[Tool, ...] = ("sillytavern", "text-generation-webui", "koboldcpp", "llama-server")

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sampling.errors import SamplescopeError
-from sampling.registry import registry
-from sampling.setting_text import canonical_sampler
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import registry
+from sampling.settings.text import canonical_sampler
 
 TEXT_UNITS_PER_PROBABILITY = 1e4
 """text-generation-webui and SillyTavern give epsilon and eta cutoffs in units of

@@ -12,7 +12,7 @@ from typing import Any
 
 from backend.config.user_files import DEFAULT_LIMIT, UserFileError, read_user_text
 from sampling.errors import SamplescopeError, SettingsError
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 PRESETS_FILE = "presets.toml"
 

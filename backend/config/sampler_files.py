@@ -2,9 +2,10 @@
 
 Every `*.py` file of the config directory's `samplers/` folder is loaded, then each
 file given with `--sampler-file PATH` (repeatable). A file defines its unit as a
-class on the units' interface (see `sampling.plugins`) and names it `SAMPLER`; it is
-registered with the file's path and SHA-256, so that a reply made with it can say
-which file it ran and replay can tell when that file is gone or changed.
+class on the units' interface (see `sampling.plugins`) and names it `SAMPLER`; it
+joins the registry the front door builds (`tui.cli.main`) with the file's path and
+SHA-256, so that a reply made with it can say which file it ran and replay can tell
+when that file is gone or changed.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from typing import get_args
 
 from backend.config.paths import config_dir
 from backend.config.user_files import UserFileError, read_user_bytes
-from sampling.params import declared_specs
-from sampling.plugins import PluginError, PluginOrigin, plugin_origins, register
-from sampling.registry import registry
-from sampling.setting_spec import SettingKind, SettingSpec
+from sampling.plugins import PluginError, joined
+from sampling.settings.params import declared_specs
+from sampling.settings.registry import Registry
+from sampling.settings.spec import SettingKind, SettingSpec
 
 SAMPLERS_DIRNAME = "samplers"
 SAMPLER_FILE_FLAG = "--sampler-file"
@@ -34,8 +35,8 @@ def samplers_dir() -> Path:
     return config_dir() / SAMPLERS_DIRNAME
 
 
-def load_sampler_files(paths: Sequence[Path] = ()) -> list[PluginOrigin]:
-    """Load the samplers folder's files, then `paths`; return every plugin's origin.
+def load_sampler_files(registry: Registry, paths: Sequence[Path] = ()) -> Registry:
+    """`registry` with the samplers folder's files loaded, then `paths`.
 
     Raises:
         PluginError: A file is missing, cannot run, defines no `SAMPLER`, or its
@@ -44,12 +45,13 @@ def load_sampler_files(paths: Sequence[Path] = ()) -> list[PluginOrigin]:
     folder = samplers_dir()
     found = sorted(folder.glob("*.py")) if folder.is_dir() else []
     for path in [*found, *paths]:
-        load_sampler_file(path)
-    return list(plugin_origins().values())
+        registry = load_sampler_file(path, registry)
+    return registry
 
 
-def load_sampler_file(path: Path) -> PluginOrigin:
-    """Run one sampler file and register the unit it names `SAMPLER`.
+def load_sampler_file(path: Path, registry: Registry) -> Registry:
+    """Run one sampler file; `registry` with the unit it names `SAMPLER` joined (the
+    same file again: `registry` as it is).
 
     Raises:
         PluginError: As for `load_sampler_files`.
@@ -73,12 +75,11 @@ def load_sampler_file(path: Path) -> PluginOrigin:
     unit = module.__dict__.get("SAMPLER")
     if not isinstance(unit, type):
         raise PluginError(f"sampler plugin {path}: it must name its sampler class SAMPLER")
-    problem = specs_problem(unit)
+    problem = specs_problem(unit, registry)
     if problem is not None:
         raise PluginError(f"sampler plugin {path}: {problem}")
     try:
-        register(unit, str(path), digest)
-        return plugin_origins()[str(getattr(unit, "name", ""))]
+        return joined(registry, unit, str(path), digest)
     except PluginError:
         raise
     except BaseException as error:  # its class's attributes are the user's code too
@@ -87,14 +88,14 @@ def load_sampler_file(path: Path) -> PluginOrigin:
         ) from None
 
 
-def specs_problem(unit: type) -> str | None:
+def specs_problem(unit: type, registry: Registry) -> str | None:
     """What is wrong with a plugin's setting declarations that would break a flag, a
-    key or a slider later (checked before it registers), or None."""
+    key or a slider later (checked before it joins `registry`), or None."""
     params = getattr(unit, "params", None)
     specs = getattr(unit, "specs", ()) if params is None else declared_specs(params)
     if not isinstance(specs, tuple):
         return None  # registration says what a unit's specs must be
-    taken = {spec.short_key: spec.name for spec in registry().settings if spec.short_key}
+    taken = {spec.short_key: spec.name for spec in registry.settings if spec.short_key}
     claimed: dict[str, str] = {}  # its own settings' names, keys and short flags
     for spec in specs:
         if not isinstance(spec, SettingSpec):

@@ -30,7 +30,7 @@ from backend.config.preset_interchange import (
 from sampling.samplers.dry import DryParams
 from sampling.samplers.logit_bias import LogitBiasParams
 from sampling.samplers.temperature import TemperatureParams
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 TOOL = "sillytavern"
 

@@ -5,7 +5,7 @@ ARM): the 8 bytes `_logits_`; int32 n_ctx, int32 n_vocab, int32 n_chunk; the
 n_chunk * n_ctx int32 tokens the text was cut into (BOS first, each chunk's first
 token as the text has it, not the BOS that replaced it in the decode); then, for each
 chunk, the n_ctx - 1 - n_ctx // 2 scored positions' rows of
-`sampling.logprob_codec.row_width(n_vocab)` uint16. A file written here is read by
+`sampling.analysis.logprob_codec.row_width(n_vocab)` uint16. A file written here is read by
 llama-perplexity and the other way round. Only one chunk's rows are in memory at once.
 """
 
@@ -24,8 +24,8 @@ import numpy as np
 import numpy.typing as npt
 
 from backend.config.user_files import UserFileError, open_user_file
+from sampling.analysis.logprob_codec import row_headers, row_width
 from sampling.errors import SamplescopeError
-from sampling.logprob_codec import row_headers, row_width
 
 MAGIC = b"_logits_"
 _HEADER = np.dtype([("n_ctx", "<i4"), ("n_vocab", "<i4"), ("n_chunk", "<i4")])

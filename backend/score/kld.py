@@ -7,7 +7,7 @@ its first token replaced by BOS, and only its second half is scored (the rows of
 positions n_ctx // 2 .. n_ctx - 2, each predicting the next token), so every scored
 token has at least half a context before it. A text under two contexts is scored on
 every position instead, in one pass from BOS. The base's rows are compressed as
-llama-perplexity stores them (`sampling.logprob_codec`) whether they come from a
+llama-perplexity stores them (`sampling.analysis.logprob_codec`) whether they come from a
 model or from its file, so both give the same figures.
 
 Memory: the base's compressed rows of one chunk, and one batch of the test model's
@@ -29,10 +29,10 @@ from backend.llama.rpc import Endpoint
 from backend.llama.runtime import LlamaRuntime
 from backend.score.base_file import BaseFileLayout, BaseFileReader, BaseFileWriter
 from backend.session.llama_backend import LlamaBackend
-from sampling.candidate_pairs import CandidatePairs, candidate_pairs
-from sampling.divergence import DivergenceTotals, PositionDivergence, compare_rows
+from sampling.analysis.candidate_pairs import CandidatePairs, candidate_pairs
+from sampling.analysis.divergence import DivergenceTotals, PositionDivergence, compare_rows
+from sampling.analysis.logprob_codec import encode_rows, row_width
 from sampling.errors import SamplescopeError
-from sampling.logprob_codec import encode_rows, row_width
 
 
 class KldError(SamplescopeError):
@@ -265,7 +265,7 @@ class KldResult:
         positions: Where in `plan.tokens` each scored token is.
         token_ids: The scored tokens.
         divergence: Their figures, one entry per scored token.
-        totals: llama-perplexity's sums (`sampling.divergence.summarize` them).
+        totals: llama-perplexity's sums (`sampling.analysis.divergence.summarize` them).
         candidates: Both models' most probable tokens at each (None: not asked).
     """
 

@@ -35,7 +35,7 @@ from backend.score.kld import (
     text_tokens,
 )
 from backend.session.llama_backend import LlamaBackend
-from sampling.divergence import DivergenceSummary, summarize
+from sampling.analysis.divergence import DivergenceSummary, summarize
 
 #: Candidates kept of each model at each position.
 PAIR_TOP = 5

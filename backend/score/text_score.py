@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from backend.llama.runtime import LlamaRuntime
 from backend.llama.utf8 import Utf8Stream
 from backend.session.llama_backend import LlamaBackend
+from sampling.analysis.token_scores import perplexity, score_rows
 from sampling.errors import SamplescopeError
-from sampling.token_scores import perplexity, score_rows
 
 #: Alternatives kept per token.
 TOP_ALTERNATIVES = 5

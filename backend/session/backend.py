@@ -27,7 +27,7 @@ from backend.session.phrase_bans import PhraseBans, backtracking
 from backend.session.run import Steer, StepInput, clock_now
 from backend.session.session import Session
 from sampling.errors import SamplescopeError
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 #: At most this share of the context is reserved for the reply when fitting a prompt.
 MAX_HEADROOM_SHARE = 0.5

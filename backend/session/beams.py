@@ -50,7 +50,7 @@ from backend.session.strategy import Decodes, Extend, Plan, run_quietly
 from sampling.chain import build_chain
 from sampling.records import Step
 from sampling.sampler import Sampler, probabilities
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 
 @dataclass(slots=True)

@@ -17,7 +17,7 @@ from backend.chat.compare import ColumnEvent
 from backend.chat.completion import Mode, as_document
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.backend import SessionBackend
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 
 def compare(

@@ -16,7 +16,7 @@ from backend.chat.protocol import ChatMessage
 from backend.session.backend import SessionBackend
 from backend.session.explore_tree import Tree, TreeShape
 from backend.session.tree_growth import check_shape, grow_tree, tree_streams
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 #: Sequences a model loaded for exploring holds (`samplescope explore`, the bench): its
 #: widest lockstep batch is one fewer, and a tree is at most this deep.

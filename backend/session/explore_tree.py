@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sampling.errors import SamplescopeError
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 #: The most nodes one tree may have (width ** depth beyond it is refused).
 MAX_NODES = 100_000

@@ -1,7 +1,7 @@
 """Repetition loops watched for while a reply is generated: marked, or stopped.
 
 Each sequence's tokens (a branch's given tokens included) go through a
-`sampling.loops.LoopWatch` as they come, at a few µs a token. When the reply's loop
+`sampling.analysis.loops.LoopWatch` as they come, at a few µs a token. When the reply's loop
 changes (one forms, it grows by a copy, a rewind takes it back) a `LoopEvent` says
 so right after the token; the FinishedEvent carries the latest loop found. In "stop"
 mode the sequence ends after the token that completes a loop (finish reason "loop"),
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, get_args
 
 from backend.chat.events import FinishedEvent, LoopEvent, RewindEvent, TokenEvent
-from sampling.loops import LoopRule, LoopWatch
+from sampling.analysis.loops import LoopRule, LoopWatch
 
 if TYPE_CHECKING:
     from backend.session.loop import Event, Generation
@@ -31,7 +31,7 @@ class LoopGuard:
 
     Attributes:
         mode: "off", "mark" (found and shown) or "stop" (the reply ends on it).
-        rule: Which repeats are a loop (vLLM's rule; see `sampling.loops`).
+        rule: Which repeats are a loop (vLLM's rule; see `sampling.analysis.loops`).
 
     Raises:
         ValueError: `mode` is none of `LOOP_MODES`.

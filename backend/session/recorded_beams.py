@@ -21,7 +21,7 @@ from backend.llama.utf8 import Utf8Stream
 from backend.session.beam_result import Beam, BeamSearch, beam_decoding, token_texts
 from backend.session.model import Model
 from backend.store.recorder import ChatRecorder
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 
 class BeamRecorder:

@@ -26,7 +26,7 @@ from backend.session.run import Steer
 from backend.store.records import ChatRecord, ReplyRecord
 from sampling.errors import SamplescopeError
 from sampling.records import Step
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 
 class ReplayError(SamplescopeError):

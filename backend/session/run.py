@@ -23,7 +23,7 @@ from sampling.logits import History
 from sampling.records import Step
 from sampling.sampler import Sampler, SamplerState, probabilities
 from sampling.samplers.logit_bias import LogitBiasParams
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from sampling.vocabulary import Vocabulary
 
 

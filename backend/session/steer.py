@@ -36,7 +36,7 @@ from sampling.errors import SamplescopeError
 from sampling.records import Step
 from sampling.sampler import Sampler
 from sampling.samplers.base import Report
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 DEFAULT_MAX_TOKENS = 512
 Choice = Literal["rank", "token", "resample"]

@@ -27,7 +27,7 @@ from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.backend import SessionBackend
 from sampling.errors import SamplescopeError
 from sampling.records import Step
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 #: Samples one lockstep batch decodes at once unless asked otherwise (measured on
 #: SmolLM2, 1 thread: 16 samples in one batch ran ~1.6x faster than in batches of 4).

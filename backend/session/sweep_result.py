@@ -12,11 +12,8 @@ from functools import cached_property
 from typing import Any
 
 from backend.session.sweep import SweepPlan, SweepSample, SweepSetting
-from sampling.errors import SamplescopeError
-from sampling.frontier import pareto_frontier
-from sampling.registry import registry
-from sampling.settings import SamplerSettings
-from sampling.sweep_metrics import (
+from sampling.analysis.frontier import pareto_frontier
+from sampling.analysis.sweep_metrics import (
     DEFAULT_TOP_K,
     Estimate,
     SampleFigures,
@@ -24,6 +21,9 @@ from sampling.sweep_metrics import (
     sample_figures,
     setting_metrics,
 )
+from sampling.errors import SamplescopeError
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import registry
 
 #: The diversity measures the frontier can be drawn against, and whether higher
 #: means more diverse.

@@ -34,7 +34,7 @@ from backend.session.session import Session
 from backend.session.strategy import Decodes, Extend, Plan, run_quietly
 from sampling.records import Step
 from sampling.sampler import DEFAULT_CANDIDATES, Sampler, SamplerState
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 
 def tree_streams(shape: TreeShape, n_seq_max: int) -> int:

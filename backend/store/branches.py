@@ -21,7 +21,7 @@ from backend.store.read import load_steps, reply_text
 from backend.store.records import ChatRecord, ModelRef, ReplyRecord, StoreError, settings_json
 from backend.store.reply_row import insert_reply_row
 from sampling.records import Step
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from backend.llama.vocab_match import VocabularyMismatch, check_same_gguf_vocabu
 from backend.store.lookup import find_branch
 from backend.store.records import ChatRecord, ReplyRecord, StoreError
 from backend.store.store import ChatStore
-from sampling.fork import Fork, find_fork
+from sampling.analysis.fork import Fork, find_fork
 from sampling.records import Step
 
 _REF = re.compile(r"^(\d+)(?::(\d*)(?::(\d+))?)?$")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from backend.store.branches import lineage, turn_of
 from backend.store.records import ChatRecord, ReplyRecord, StoreError
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 
 def pick_reply(chat: ChatRecord, number: int | None) -> ReplyRecord:

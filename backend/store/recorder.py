@@ -43,7 +43,7 @@ from backend.store.store import (
     StoreError,
     suggest_title,
 )
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 RECORD_COMMIT_EVERY = 0.25
 """Seconds between the commits of a reply's tokens (a killed process loses at most

@@ -12,10 +12,10 @@ from pathlib import Path
 
 from backend.chat.events import GenerationStats
 from backend.chat.protocol import ChatMessage, Role
+from sampling.analysis.loops import Loop
 from sampling.errors import SamplescopeError
-from sampling.loops import Loop
 from sampling.plugins import files_used
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 INTERRUPTED = "interrupted"
 """The finish reason of a reply whose process died before it finished."""

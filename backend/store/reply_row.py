@@ -25,7 +25,7 @@ from typing import Any, get_type_hints
 
 from backend.chat.events import GenerationStats
 from backend.store.records import INTERRUPTED, ModelRef, ReplyRecord
-from sampling.loops import Loop
+from sampling.analysis.loops import Loop
 
 DERIVED: Mapping[str, str] = {
     "number": "its turn's place among the chat's generated turns, counted when read",

@@ -40,7 +40,7 @@ Version history:
        and after_reply_id reference replies(id), ON DELETE SET NULL; references to
        replies that no longer exist become NULL.
     6: replies.loop: the latest repetition loop found in the reply while it ran, as
-       JSON `{"period", "start", "count"}` (`sampling.loops.Loop`); NULL: none found,
+       JSON `{"period", "start", "count"}` (`sampling.analysis.loops.Loop`); NULL: none found,
        not watched for, or a reply of an earlier version.
     7: an order runs exactly as stored. Before, the chain moved smoothing right after
        the temperature and adaptive-p to the end wherever the order named them; each

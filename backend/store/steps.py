@@ -34,7 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sampling.records import CandidateTable, Step
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 #: Step fields that are not stored in the row: the table is packed as columns, the
 #: settings once per change, and the tail plot's deeper ranks (2 KB a token, recorded

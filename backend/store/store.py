@@ -62,7 +62,7 @@ from backend.store.schema import open_database, schema_version
 from backend.store.writer import ReplyWriter
 from sampling.errors import SamplescopeError
 from sampling.records import Step
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 __all__ = [
     "INTERRUPTED",

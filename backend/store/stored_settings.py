@@ -16,8 +16,8 @@ from pathlib import Path
 from backend.store.records import SAMPLER_FILES_KEY, StoreError
 from sampling.errors import SettingsError
 from sampling.plugins import files_problem
-from sampling.registry import registry
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import registry
 
 UnknownValues = tuple[tuple[str, str], ...]
 """Stored settings no loaded code knows: (name, its stored JSON), by name."""
@@ -51,7 +51,7 @@ def parse_stored_settings(path: Path, text: str, reply_id: int) -> StoredSetting
             raise ValueError("not a JSON object")
         used = values.pop(SAMPLER_FILES_KEY, {})
         problem = (
-            files_problem(used)
+            files_problem(used, registry())
             if isinstance(used, dict)
             else "its record of sampler plug-in files is unreadable"
         )

@@ -12,9 +12,9 @@ from backend.chat.events import FinishedEvent, GenerationStats, RewindEvent, Tok
 from backend.store.records import REJECTED, StoreError, settings_json
 from backend.store.reply_row import copy_reply_row, update_reply_row
 from backend.store.steps import StepLayout, layout_of, pack_reports, pack_step
-from sampling.loops import Loop
+from sampling.analysis.loops import Loop
 from sampling.records import Step
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 Transaction = Callable[[str], AbstractContextManager[sqlite3.Connection]]
 """Opens one write transaction; its argument names the action for error messages."""

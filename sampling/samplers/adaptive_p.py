@@ -37,15 +37,15 @@ import numpy.typing as npt
 
 from sampling.candidates import Candidates
 from sampling.kept import Kept
-from sampling.params import setting, specs_of
-from sampling.placement import LAST, Placement
 from sampling.samplers.base import Report, UnitBase
 from sampling.samplers.unit import UnitKind, UnitState
-from sampling.setting_spec import SettingSpec, SliderRange
+from sampling.settings.params import setting, specs_of
+from sampling.settings.placement import LAST, Placement
+from sampling.settings.spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
     from sampling.samplers.unit import StepContext
-    from sampling.settings_record import SamplerSettings
+    from sampling.settings.record import SamplerSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +61,7 @@ class AdaptivePParams:
         SettingSpec(
             "adaptive_target",
             "float",
+            rank=340,
             default=-1.0,
             off=-1.0,
             off_below=0.0,
@@ -77,6 +78,7 @@ class AdaptivePParams:
         SettingSpec(
             "adaptive_decay",
             "float",
+            rank=350,
             default=0.9,
             group="adaptive",
             label="adapt. decay",

@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from sampling.candidates import Candidates
-from sampling.params import setting, specs_of
-from sampling.placement import IN_ORDER, Placement
 from sampling.samplers.base import SummaryStyle, declared_summary
 from sampling.samplers.unit import Stateless, UnitKind
-from sampling.setting_spec import SettingSpec, SliderRange
+from sampling.settings.params import setting, specs_of
+from sampling.settings.placement import IN_ORDER, Placement
+from sampling.settings.spec import SettingSpec, SliderRange
 from sampling.vocabulary import BreakerHeads, breaker_heads
 
 if TYPE_CHECKING:
-    from sampling.settings_record import SamplerSettings
+    from sampling.settings.record import SamplerSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +42,7 @@ class DryParams:
         SettingSpec(
             "dry_multiplier",
             "float",
+            rank=180,
             default=0.0,
             off=0.0,
             group="dry",
@@ -56,6 +57,7 @@ class DryParams:
         SettingSpec(
             "dry_base",
             "float",
+            rank=190,
             default=1.75,
             group="dry",
             label="dry base",
@@ -70,6 +72,7 @@ class DryParams:
         SettingSpec(
             "dry_allowed_length",
             "int",
+            rank=200,
             default=2,
             group="dry",
             label="dry allowed",
@@ -84,6 +87,7 @@ class DryParams:
         SettingSpec(
             "dry_penalty_last_n",
             "int",
+            rank=210,
             default=64,
             off=0,
             group="dry",
@@ -99,6 +103,7 @@ class DryParams:
         SettingSpec(
             "dry_sequence_breakers",
             "texts",
+            rank=220,
             default=("\n", ":", '"', "*"),
             group="dry",
             label="dry breaks",

@@ -23,14 +23,14 @@ import numpy as np
 import numpy.typing as npt
 
 from sampling.candidates import Candidates
-from sampling.params import setting, specs_of
-from sampling.placement import CUTOFF, Placement
 from sampling.samplers.unit import Stateless, UnitKind
-from sampling.setting_spec import SettingSpec, SliderRange
+from sampling.settings.params import setting, specs_of
+from sampling.settings.placement import CUTOFF, Placement
+from sampling.settings.spec import SettingSpec, SliderRange
 from sampling.weight_floor import cut_below_weight, kept_normaliser_and_entropy
 
 if TYPE_CHECKING:
-    from sampling.settings_record import SamplerSettings
+    from sampling.settings.record import SamplerSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +46,7 @@ class EtaCutoffParams:
         SettingSpec(
             "eta_cutoff",
             "float",
+            rank=310,
             default=0.0,
             off=0.0,
             group="cutoffs",

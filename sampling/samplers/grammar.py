@@ -32,15 +32,15 @@ from sampling.candidates import Candidates
 from sampling.constraint import ConstraintSource, GrammarSpec, TokenConstraint
 from sampling.errors import GrammarDeadEnd, GrammarError
 from sampling.ordering import sort_descending
-from sampling.params import setting, specs_of
-from sampling.placement import CONSTRAINT, Placement
 from sampling.samplers.base import Report, UnitBase
 from sampling.samplers.unit import UnitKind, UnitState
-from sampling.setting_spec import SettingSpec
+from sampling.settings.params import setting, specs_of
+from sampling.settings.placement import CONSTRAINT, Placement
+from sampling.settings.spec import SettingSpec
 
 if TYPE_CHECKING:
     from sampling.samplers.unit import StepContext
-    from sampling.settings_record import SamplerSettings
+    from sampling.settings.record import SamplerSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +60,7 @@ class GrammarParams:
         SettingSpec(
             "grammar",
             "text",
+            rank=380,
             default="",
             off="",
             group="grammar",
@@ -73,6 +74,7 @@ class GrammarParams:
         SettingSpec(
             "json_schema",
             "text",
+            rank=390,
             default="",
             off="",
             group="grammar",
@@ -87,6 +89,7 @@ class GrammarParams:
         SettingSpec(
             "grammar_triggers",
             "texts",
+            rank=400,
             default=(),
             off=(),
             group="grammar",

@@ -14,13 +14,13 @@ import numpy as np
 
 from sampling.candidates import Candidates
 from sampling.errors import LogitsError
-from sampling.params import setting, specs_of
-from sampling.placement import FIRST, Placement
 from sampling.samplers.unit import Stateless, UnitKind
-from sampling.setting_spec import SettingSpec
+from sampling.settings.params import setting, specs_of
+from sampling.settings.placement import FIRST, Placement
+from sampling.settings.spec import SettingSpec
 
 if TYPE_CHECKING:
-    from sampling.settings_record import SamplerSettings
+    from sampling.settings.record import SamplerSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +38,7 @@ class LogitBiasParams:
         SettingSpec(
             "logit_bias",
             "bias",
+            rank=370,
             default=(),
             off=(),
             group="bias",

@@ -21,15 +21,15 @@ import numpy as np
 from sampling.candidates import Candidates
 from sampling.errors import LogitsError
 from sampling.logits import FloatArray
-from sampling.params import setting, specs_of
-from sampling.placement import BAN, Placement
 from sampling.samplers.base import UnitBase
 from sampling.samplers.unit import UnitKind, UnitState
-from sampling.setting_spec import SettingSpec, SliderRange
+from sampling.settings.params import setting, specs_of
+from sampling.settings.placement import BAN, Placement
+from sampling.settings.spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
     from sampling.samplers.unit import StepContext
-    from sampling.settings_record import SamplerSettings
+    from sampling.settings.record import SamplerSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +45,7 @@ class MinTokensParams:
         SettingSpec(
             "min_tokens",
             "int",
+            rank=360,
             default=0,
             off=0,
             group="min_tokens",

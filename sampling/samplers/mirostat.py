@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from sampling.candidates import Candidates
-from sampling.params import setting, specs_of
-from sampling.placement import REPLACES_ORDER, Placement
 from sampling.samplers.base import Report, UnitBase
 from sampling.samplers.temperature import TemperatureParams
 from sampling.samplers.unit import UnitState
-from sampling.setting_spec import SettingSpec, SliderRange
+from sampling.settings.params import setting, specs_of
+from sampling.settings.placement import REPLACES_ORDER, Placement
+from sampling.settings.spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
     from sampling.samplers.unit import StepContext, UnitKind
-    from sampling.settings_record import SamplerSettings
+    from sampling.settings.record import SamplerSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +43,7 @@ class MirostatParams:
         SettingSpec(
             "mirostat",
             "int",
+            rank=230,
             default=0,
             off=0,
             group="mirostat",
@@ -57,6 +58,7 @@ class MirostatParams:
         SettingSpec(
             "mirostat_tau",
             "float",
+            rank=240,
             default=5.0,
             group="mirostat",
             label="miro. tau",
@@ -71,6 +73,7 @@ class MirostatParams:
         SettingSpec(
             "mirostat_eta",
             "float",
+            rank=250,
             default=0.1,
             group="mirostat",
             label="miro. eta",

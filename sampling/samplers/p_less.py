@@ -26,14 +26,14 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from sampling.candidates import Candidates
-from sampling.params import setting, specs_of
-from sampling.placement import CUTOFF, Placement
 from sampling.samplers.unit import Stateless, UnitKind
-from sampling.setting_spec import SettingSpec
+from sampling.settings.params import setting, specs_of
+from sampling.settings.placement import CUTOFF, Placement
+from sampling.settings.spec import SettingSpec
 from sampling.weight_floor import cut_below_weight
 
 if TYPE_CHECKING:
-    from sampling.settings_record import SamplerSettings
+    from sampling.settings.record import SamplerSettings
 
 
 @dataclass(frozen=True, slots=True)

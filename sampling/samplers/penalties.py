@@ -17,14 +17,14 @@ import numpy.typing as npt
 from sampling.candidates import Candidates
 from sampling.errors import LogitsError
 from sampling.logits import History, within_float64_span
-from sampling.params import setting, specs_of
-from sampling.placement import IN_ORDER, Placement
 from sampling.samplers.base import SummaryStyle, declared_summary
 from sampling.samplers.unit import Stateless, UnitKind
-from sampling.setting_spec import SettingSpec, SliderRange
+from sampling.settings.params import setting, specs_of
+from sampling.settings.placement import IN_ORDER, Placement
+from sampling.settings.spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
-    from sampling.settings_record import SamplerSettings
+    from sampling.settings.record import SamplerSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +43,7 @@ class PenaltiesParams:
         SettingSpec(
             "repeat_penalty",
             "float",
+            rank=60,
             default=1.0,
             group="penalties",
             off=1.0,
@@ -61,6 +62,7 @@ class PenaltiesParams:
         SettingSpec(
             "repeat_last_n",
             "int",
+            rank=70,
             default=0,
             group="penalties",
             off=0,
@@ -74,6 +76,7 @@ class PenaltiesParams:
         SettingSpec(
             "frequency_penalty",
             "float",
+            rank=80,
             default=0.0,
             group="penalties",
             off=0.0,
@@ -88,6 +91,7 @@ class PenaltiesParams:
         SettingSpec(
             "presence_penalty",
             "float",
+            rank=90,
             default=0.0,
             group="penalties",
             off=0.0,

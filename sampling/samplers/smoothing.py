@@ -27,14 +27,14 @@ import numpy as np
 import numpy.typing as npt
 
 from sampling.candidates import Candidates
-from sampling.params import setting, specs_of
-from sampling.placement import Placement, right_after
 from sampling.samplers.unit import Stateless, UnitKind
-from sampling.setting_spec import SettingSpec, SliderRange
+from sampling.settings.params import setting, specs_of
+from sampling.settings.placement import Placement, right_after
+from sampling.settings.spec import SettingSpec, SliderRange
 from sampling.weights import scaled_gaps
 
 if TYPE_CHECKING:
-    from sampling.settings_record import SamplerSettings
+    from sampling.settings.record import SamplerSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +51,7 @@ class SmoothingParams:
         SettingSpec(
             "smoothing_factor",
             "float",
+            rank=320,
             default=0.0,
             off=0.0,
             group="smoothing",
@@ -65,6 +66,7 @@ class SmoothingParams:
         SettingSpec(
             "smoothing_curve",
             "float",
+            rank=330,
             default=1.0,
             group="smoothing",
             label="smooth curve",

@@ -22,14 +22,14 @@ import numpy.typing as npt
 
 from sampling.candidates import Candidates
 from sampling.ordering import IdArray, descending_bands
-from sampling.params import setting, specs_of
-from sampling.placement import CUTOFF, Placement
 from sampling.samplers.unit import Stateless, UnitKind
-from sampling.setting_spec import SettingSpec, SliderRange
+from sampling.settings.params import setting, specs_of
+from sampling.settings.placement import CUTOFF, Placement
+from sampling.settings.spec import SettingSpec, SliderRange
 from sampling.weights import vocabulary_weights, weights_of
 
 if TYPE_CHECKING:
-    from sampling.settings_record import SamplerSettings
+    from sampling.settings.record import SamplerSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +44,7 @@ class TailFreeParams:
         SettingSpec(
             "tfs",
             "float",
+            rank=290,
             default=1.0,
             off=1.0,
             group="cutoffs",

@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from sampling.candidates import Candidates
-from sampling.params import setting, specs_of
-from sampling.placement import IN_ORDER, Placement
 from sampling.samplers.base import SummaryStyle, declared_summary
 from sampling.samplers.unit import Stateless, UnitKind
-from sampling.setting_spec import SettingSpec, SliderRange
+from sampling.settings.params import setting, specs_of
+from sampling.settings.placement import IN_ORDER, Placement
+from sampling.settings.spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
-    from sampling.settings_record import SamplerSettings
+    from sampling.settings.record import SamplerSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +37,7 @@ class TemperatureParams:
         SettingSpec(
             "temperature",
             "float",
+            rank=10,
             default=1.0,
             label="temperature",
             help="temperature; 0 is greedy",
@@ -52,6 +53,7 @@ class TemperatureParams:
         SettingSpec(
             "temperature_last",
             "bool",
+            rank=100,
             default=False,
             off=False,
             label="temperature",
@@ -65,6 +67,7 @@ class TemperatureParams:
         SettingSpec(
             "dynatemp_range",
             "float",
+            rank=260,
             default=0.0,
             off=0.0,
             group="dynatemp",
@@ -79,6 +82,7 @@ class TemperatureParams:
         SettingSpec(
             "dynatemp_exponent",
             "float",
+            rank=270,
             default=1.0,
             group="dynatemp",
             label="dynatemp exp",

@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from sampling.candidates import Candidates
-from sampling.params import setting, specs_of
-from sampling.placement import IN_ORDER, Placement
 from sampling.samplers.unit import Stateless, UnitKind
-from sampling.setting_spec import SettingSpec, SliderRange
+from sampling.settings.params import setting, specs_of
+from sampling.settings.placement import IN_ORDER, Placement
+from sampling.settings.spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
-    from sampling.settings_record import SamplerSettings
+    from sampling.settings.record import SamplerSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +28,7 @@ class TopKParams:
         SettingSpec(
             "top_k",
             "int",
+            rank=20,
             default=0,
             off=0,
             label="top-k",

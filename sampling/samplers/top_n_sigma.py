@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from sampling.candidates import Candidates
-from sampling.params import setting, specs_of
-from sampling.placement import IN_ORDER, Placement
 from sampling.samplers.unit import Stateless, UnitKind
-from sampling.setting_spec import SettingSpec, SliderRange
+from sampling.settings.params import setting, specs_of
+from sampling.settings.placement import IN_ORDER, Placement
+from sampling.settings.spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
-    from sampling.settings_record import SamplerSettings
+    from sampling.settings.record import SamplerSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +34,7 @@ class TopNSigmaParams:
         SettingSpec(
             "top_n_sigma",
             "float",
+            rank=150,
             default=-1.0,
             off=-1.0,
             off_at_or_below=0.0,

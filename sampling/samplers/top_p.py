@@ -7,14 +7,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from sampling.candidates import Candidates
-from sampling.params import setting, specs_of
-from sampling.placement import IN_ORDER, Placement
 from sampling.samplers.base import SummaryStyle, declared_summary
 from sampling.samplers.unit import Stateless, UnitKind
-from sampling.setting_spec import SettingSpec, SliderRange
+from sampling.settings.params import setting, specs_of
+from sampling.settings.placement import IN_ORDER, Placement
+from sampling.settings.spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
-    from sampling.settings_record import SamplerSettings
+    from sampling.settings.record import SamplerSettings
 
 TopPScope = Literal["kept", "vocab"]
 """Where top-p measures its mass: "kept" after the cuts before it, "vocab" against the
@@ -35,6 +35,7 @@ class TopPParams:
         SettingSpec(
             "top_p",
             "float",
+            rank=30,
             default=1.0,
             off=1.0,
             label="top-p",
@@ -53,6 +54,7 @@ class TopPParams:
         SettingSpec(
             "top_p_scope",
             "choice",
+            rank=40,
             default="kept",
             off="kept",
             label="top-p scope",

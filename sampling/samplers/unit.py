@@ -8,7 +8,7 @@ Units come in two kinds, and a chain keeps them in this order:
   names itself as the cut; the temperature sets the temperature the later units
   and the final distribution read the logits at.
 
-A unit declares where it runs (`placement`, `sampling.placement`) and when it is on
+A unit declares where it runs (`placement`, `sampling.settings.placement`) and when it is on
 (`is_on`); the order a settings record stores and the chain that runs are both
 derived from those two. A unit is built from the settings (`from_settings`) whenever
 they change, and a unit the settings turn off is not built at all. Every step, a
@@ -38,15 +38,15 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
-from sampling.placement import IN_ORDER, Placement
 from sampling.samplers.base import Report, SummaryStyle, UnitBase
-from sampling.setting_spec import SettingSpec
+from sampling.settings.placement import IN_ORDER, Placement
+from sampling.settings.spec import SettingSpec
 
 if TYPE_CHECKING:
     from sampling.candidates import Candidates
     from sampling.kept import Kept
     from sampling.rng import UniformSource
-    from sampling.settings_record import SamplerSettings
+    from sampling.settings.record import SamplerSettings
 
 UnitKind = Literal["logits", "candidates"]
 
@@ -88,8 +88,8 @@ class SamplerUnit(Protocol):
         placement: Where it runs: first, a ban or a constraint outside the order, a
             place in the order (joining it once switched on, for the samplers
             llama.cpp's chain lacks), right after another unit, last, or instead
-            of the order (`sampling.placement`).
-        params: Its parameter record (`sampling.params`): a frozen dataclass, one
+            of the order (`sampling.settings.placement`).
+        params: Its parameter record (`sampling.settings.params`): a frozen dataclass, one
             field per setting it owns, each carrying its `SettingSpec`; the
             settings hold one per unit, and the unit reads its own
             (`SamplerSettings.of`).

@@ -11,15 +11,15 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from sampling.candidates import Candidates
-from sampling.params import setting, specs_of
-from sampling.placement import IN_ORDER, Placement
 from sampling.samplers.base import SummaryStyle, declared_summary
 from sampling.samplers.unit import Stateless, UnitKind
-from sampling.setting_spec import SettingSpec, SliderRange
+from sampling.settings.params import setting, specs_of
+from sampling.settings.placement import IN_ORDER, Placement
+from sampling.settings.spec import SettingSpec, SliderRange
 
 if TYPE_CHECKING:
     from sampling.samplers.unit import StepContext
-    from sampling.settings_record import SamplerSettings
+    from sampling.settings.record import SamplerSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +36,7 @@ class XtcParams:
         SettingSpec(
             "xtc_probability",
             "float",
+            rank=160,
             default=0.0,
             off=0.0,
             group="xtc",
@@ -51,6 +52,7 @@ class XtcParams:
         SettingSpec(
             "xtc_threshold",
             "float",
+            rank=170,
             default=0.1,
             group="xtc",
             label="xtc thresh.",

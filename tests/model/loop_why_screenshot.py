@@ -17,7 +17,7 @@ from backend.config.config import Config
 from backend.config.model_path import resolve_model_path
 from backend.session.llama_backend import LlamaBackend
 from backend.session.loop_watch import LoopGuard
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from tests.helpers import nth_reply_finished, type_message, wait_until
 from tui.app import SamplescopeApp
 from tui.loops.why_screen import LoopWhyScreen

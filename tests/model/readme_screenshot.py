@@ -15,7 +15,7 @@ from pathlib import Path
 
 from backend.config.model_path import resolve_model_path
 from backend.session.llama_backend import LlamaBackend
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from tests.helpers import chat_of, nth_reply_finished, type_message
 from tui.app import SamplescopeApp
 

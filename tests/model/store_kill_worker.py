@@ -13,7 +13,7 @@ from backend.chat.events import FinishedEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.llama_backend import LlamaBackend
 from backend.store.store import ChatStore
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 PROMPT = "Count from 1 to 400, separated by commas."
 SETTINGS = SamplerSettings(temperature=0.0, seed=1)

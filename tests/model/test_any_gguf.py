@@ -22,7 +22,7 @@ from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.config.paths import CONFIG_DIR_ENV
 from backend.llama.ui_tokenizer import UiTokenizer
 from backend.session.llama_backend import LlamaBackend
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tests.helpers import chat_of
 from tests.tiny_models import Vocab, bpe_vocab, spm_vocab, write_tiny_llama
 from tui.cli.main import main

@@ -39,7 +39,7 @@ async def test_completion_mode_in_the_app_continues_the_text_and_is_saved(
     llama_backend: LlamaBackend, store: ChatStore
 ) -> None:
     from backend.chat.protocol import ChatMessage, LiveSettings
-    from sampling.settings import SamplerSettings
+    from sampling.settings.record import SamplerSettings
 
     greedy = SamplerSettings(temperature=0.0)
     llama_backend.reset()

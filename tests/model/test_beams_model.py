@@ -15,8 +15,9 @@ from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.beams import beam_search
 from backend.session.llama_backend import LlamaBackend
 from backend.store.store import ChatStore
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.sampler import probabilities
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tui.cli.main import main
 
 PROMPT = "Write a short story about a lighthouse keeper."

@@ -9,7 +9,7 @@ from backend.chat.events import FinishedEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.compare import compare
 from backend.session.llama_backend import LlamaBackend
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tests.helpers import last_chunk
 
 QUESTION = [ChatMessage("user", "Write one sentence about cats.")]

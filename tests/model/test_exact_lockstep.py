@@ -22,7 +22,8 @@ from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.beams import beam_search
 from backend.session.compare import compare
 from backend.session.llama_backend import LlamaBackend
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
+from sampling.settings.record import SamplerSettings
 from tui.cli.main import main
 
 QUESTION = [ChatMessage("user", "Describe a walk through a forest in autumn.")]

@@ -17,7 +17,7 @@ from backend.chat.protocol import ChatMessage
 from backend.session.explore import explore
 from backend.session.explore_tree import ExploreError, Tree, TreeNode, TreeShape
 from backend.session.llama_backend import LlamaBackend
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from tui.cli.main import main
 
 MODEL_FLAGS = ["--threads", "1", "--ctx", "1024", "--batch", "64"]

@@ -12,7 +12,7 @@ from textual.widgets import Tree
 from backend.session.llama_backend import LlamaBackend
 from backend.session.replay import forced_path, replay
 from backend.store.store import ChatStore
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from tests.helpers import chat_of, nth_reply_finished, send_message, wait_until
 from tui.app import SamplescopeApp
 from tui.chat.transcript import Transcript

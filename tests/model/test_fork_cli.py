@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sampling.fork import first_difference
+from sampling.analysis.fork import first_difference
 from tests.tiny_models import spm_vocab, write_tiny_llama
 from tui.cli.main import main
 

@@ -22,9 +22,10 @@ from backend.chat.protocol import ChatBackend, ChatMessage, LiveSettings
 from backend.session.llama_backend import LlamaBackend
 from backend.session.model import BatchEntry
 from backend.session.run import Steer
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.sampler import Sampler
 from sampling.samplers.penalties import penalty_window
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tests.helpers import last_chunk
 
 GREEDY = SamplerSettings(temperature=0.0)

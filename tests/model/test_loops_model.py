@@ -14,8 +14,8 @@ from backend.bench.loops import format_result, run_loop_bench
 from backend.config.config import Config
 from backend.session.llama_backend import LlamaBackend
 from backend.session.loop_watch import LoopGuard
-from sampling.loops import LoopRule, find_loop, first_loop
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.analysis.loops import LoopRule, find_loop, first_loop
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from tests.helpers import chat_of, nth_reply_finished, send_message, wait_until
 from tui.app import SamplescopeApp
 from tui.chat.timeline import LOOP_MARK

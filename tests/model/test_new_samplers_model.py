@@ -14,7 +14,7 @@ import pytest
 from backend.chat.events import FinishedEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.llama_backend import LlamaBackend
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 SHORT = [ChatMessage("user", "Reply with the single word: yes.")]
 

@@ -19,7 +19,8 @@ from backend.session.replay import replay
 from backend.store.recorded import recorded
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatStore
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
+from sampling.settings.record import SamplerSettings
 from tui.cli.main import main
 
 PROMPT = "Write a short story about a lighthouse keeper."
@@ -168,7 +169,7 @@ import sys
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.llama_backend import LlamaBackend
 from backend.session.phrase_bans import PhraseBans
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 
 backend = LlamaBackend.load(sys.argv[1], n_ctx=512, n_threads=1)
 question = [ChatMessage("user", "Hi")]

@@ -8,7 +8,7 @@ import pytest
 from backend.chat.events import TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.llama_backend import LlamaBackend
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from tests.helpers import chat_of, nth_reply_finished, type_message
 from tui.app import SamplescopeApp
 from tui.chat.tail_plot import TAIL_RANKS, TailPlot

@@ -10,7 +10,7 @@ from backend.chat.events import FinishedEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.llama.gguf import read_gguf
 from backend.session.llama_backend import LlamaBackend
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 
 def test_the_q4_0_copy_is_q4_0_and_generates(q4_0_model_path: Path) -> None:

@@ -14,7 +14,7 @@ from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.config.paths import DATA_DIR_ENV, default_store_path
 from backend.session.replay import replay
 from backend.store.store import ChatStore
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tui.cli.main import main
 
 S0 = SamplerSettings(temperature=0.9, top_k=40, top_p=0.95, repeat_last_n=64, seed=123)

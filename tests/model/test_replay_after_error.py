@@ -19,7 +19,7 @@ from backend.session.llama_backend import LlamaBackend
 from backend.session.replay import replay
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatStore
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tui.cli.main import main
 
 GREEDY = SamplerSettings(temperature=0.0)

@@ -17,8 +17,8 @@ from backend.chat.completion import as_document
 from backend.chat.events import TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.llama_backend import LlamaBackend
-from sampling.reply_score import reply_score
-from sampling.settings import SamplerSettings
+from sampling.analysis.reply_score import reply_score
+from sampling.settings.record import SamplerSettings
 from tui.cli.main import main
 
 

@@ -19,7 +19,8 @@ from backend.chat.events import FinishedEvent, NoticeEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.llama.rpc import Endpoint, RpcError
 from backend.session.llama_backend import LlamaBackend
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
+from sampling.settings.record import SamplerSettings
 from tui.cli.commands.info import describe_servers
 from tui.cli.local_rpc_servers import LocalServer, free_port, local_servers
 

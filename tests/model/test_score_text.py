@@ -17,7 +17,7 @@ from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.llama.repack_probe import one_sequence_weights
 from backend.score.text_score import ScoreError, TextScore, score_text
 from backend.session.llama_backend import LlamaBackend
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tests.tiny_models import spm_vocab, write_tiny_llama
 from tui.cli.main import main
 

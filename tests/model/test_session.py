@@ -17,8 +17,9 @@ from backend.session.llama_backend import LlamaBackend
 from backend.session.model import BatchEntry
 from backend.session.replay import replay
 from backend.store.store import ChatStore
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.sampler import Sampler
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tests.tiny_models import spm_vocab, write_tiny_llama
 
 QUESTION = [ChatMessage("user", "Write a short story about a lighthouse keeper.")]

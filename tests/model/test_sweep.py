@@ -18,7 +18,7 @@ from backend.session.llama_backend import LlamaBackend
 from backend.session.sweep import SweepEvent, SweepPlan, SweepSample, SweepSetting, run_sweep
 from backend.session.sweep_result import METRIC_NAMES
 from backend.store.store import ChatStore
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tui.cli.commands import sweep as sweep_cli
 from tui.cli.main import main
 

@@ -12,8 +12,8 @@ from textual.widgets import OptionList
 
 from backend.session.llama_backend import LlamaBackend
 from backend.store.store import ChatStore
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.records import Step
-from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tests.helpers import chat_of, nth_reply_finished, reopen_chat, send_message, wait_until
 from tui.app import SamplescopeApp
 from tui.chat.transcript import Transcript

@@ -14,7 +14,7 @@ from backend.chat.protocol import LiveSettings
 from backend.config.config import Config
 from backend.config.paths import CONFIG_DIR_ENV, CONFIG_FILENAME, DATA_DIR_ENV
 from backend.store.store import ChatStore
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import FakeBackend
 from tests.helpers import chat_of, nth_reply_finished, send_message, wait_until
 from tui.app import SamplescopeApp

@@ -7,7 +7,8 @@ from textual.app import App, ComposeResult
 from textual.geometry import Size
 from textual.pilot import Pilot
 
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
+from sampling.settings.record import SamplerSettings
 from tests.fake_backend import FakeBackend
 from tests.helpers import chat_of, type_message, wait_until
 from tui.app import SamplescopeApp

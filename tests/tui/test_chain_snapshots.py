@@ -15,8 +15,9 @@ from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 from textual.widgets import Collapsible
 
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.records import CandidateTable, Step
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tests.fake_backend import FAKE_VOCAB, FakeBackend
 from tests.helpers import StepClock, chat_of, wait_until
 from tui.app import SamplescopeApp

@@ -9,9 +9,9 @@ import pytest
 from rich.text import Text
 from textual.widgets import Static
 
-from sampling.fork import find_fork, fork_summary
-from sampling.reply_score import reply_score
-from sampling.settings import SamplerSettings
+from sampling.analysis.fork import find_fork, fork_summary
+from sampling.analysis.reply_score import reply_score
+from sampling.settings.record import SamplerSettings
 from tests.helpers import HostApp, wait_done
 from tests.tui.test_compare_view import FAKE_COLUMNS, SIZE, fake_screen
 from tui.compare.column_text import DELETION_MARK, ColumnText

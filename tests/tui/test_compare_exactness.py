@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from backend.chat.protocol import ChatMessage
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tests.fake_backend import FakeBackend
 from tests.helpers import HostApp, wait_done
 from tui.compare.screen import NOT_EXACT_NOTE, CompareScreen

@@ -7,12 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from backend.config.sampler_files import load_sampler_file
+from sampling.built_in import DEFAULT_CHAT_SETTINGS, chat_defaults
 from sampling.errors import SettingsError
-from sampling.plugins import unregister
-from sampling.registry import registry
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.settings.registry import registry
 from tests.helpers import write_bonus_plugin
+from tests.registries import drop_plugin, load_plugin
 from tui.compare.columns import (
     coerce_value,
     compare_fields,
@@ -62,18 +61,16 @@ def test_a_plugin_loaded_after_import_is_among_compares_keys_until_it_goes(
 ) -> None:
     built_in = compare_fields()
     assert "warmth" not in built_in.editable
-    load_sampler_file(write_bonus_plugin(tmp_path, "warmth", variations=(0.25, 0.5)))
-    try:
-        fields = compare_fields()
-        assert "warmth" in fields.variable and "warmth" in fields.editable
-        assert fields.variations["warmth"] == (0.25, 0.5)
-        assert compare_fields() is fields  # derived once per registry
-        assert ("Compare: vary warmth", "warmth") in [e[:2] for e in command_entries()]
-        columns = varied_columns(DEFAULT_CHAT_SETTINGS, "warmth", ["0.25", 0.5])
-        assert [c.label for c in columns] == ["warmth=0.25", "warmth=0.5"]
-        assert [c.settings.value("warmth") for c in columns] == [0.25, 0.5]
-    finally:
-        unregister("warmth")
+    load_plugin(write_bonus_plugin(tmp_path, "warmth", variations=(0.25, 0.5)))
+    fields = compare_fields()
+    assert "warmth" in fields.variable and "warmth" in fields.editable
+    assert fields.variations["warmth"] == (0.25, 0.5)
+    assert compare_fields() is fields  # derived once per registry
+    assert ("Compare: vary warmth", "warmth") in [e[:2] for e in command_entries()]
+    columns = varied_columns(chat_defaults(registry()), "warmth", ["0.25", 0.5])
+    assert [c.label for c in columns] == ["warmth=0.25", "warmth=0.5"]
+    assert [c.settings.value("warmth") for c in columns] == [0.25, 0.5]
+    drop_plugin("warmth")
     assert compare_fields() == built_in
     assert "warmth" not in compare_fields().variations
     assert "warmth" not in [e[1] for e in command_entries()]

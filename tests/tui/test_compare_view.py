@@ -17,8 +17,9 @@ from textual.widgets import Input, Select
 
 from backend.chat.compare import first_divergence
 from backend.chat.protocol import ChatBackend, ChatMessage
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.errors import SettingsError
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tests.fake_backend import FakeBackend
 from tests.helpers import HostApp, chat_of, token_ids_of, wait_done, wait_until
 from tui.compare.column_text import ColumnText

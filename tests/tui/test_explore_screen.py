@@ -11,7 +11,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.pilot import Pilot
 
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from tests.helpers import chat_of, wait_until
 from tests.tui.test_tui_snapshots import SIZE, fake_backend, make_app, send
 from tui.app import SamplescopeApp

@@ -13,7 +13,7 @@ from textual.app import App
 from backend.chat.compare import ColumnEvent
 from backend.chat.events import FinishedEvent, GenerationEvent, TokenEvent
 from backend.chat.protocol import ChatBackend, ChatMessage, LiveSettings
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tests.fake_backend import FakeBackend
 from tests.helpers import wait_until
 from tui.runner import GenerationRunner, Job

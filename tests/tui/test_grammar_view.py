@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.errors import SettingsError
-from sampling.registry import registry
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.settings.registry import registry
 from tests.fake_backend import EOS_ID, FAKE_VOCAB
 from tests.grammar_fakes import give_word_grammar
 from tests.helpers import chat_of, wait_until

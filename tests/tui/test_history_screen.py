@@ -17,7 +17,7 @@ from textual.pilot import Pilot
 from textual.widgets import DataTable
 
 from backend.store.store import ChatStore, ModelRef
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from tests.helpers import DateClock, columns_fit, table_measured, wait_until
 from tui.history.screen import HistoryScreen
 from tui.widgets.confirm import ConfirmScreen

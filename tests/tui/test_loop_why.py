@@ -11,8 +11,8 @@ from textual.widgets import DataTable, Static
 
 from backend.config.config import Config
 from backend.session.loop_watch import LoopGuard
-from sampling.loops import LoopRule
-from sampling.settings import SamplerSettings
+from sampling.analysis.loops import LoopRule
+from sampling.settings.record import SamplerSettings
 from tests.helpers import chat_of, columns_fit, send_message, table_measured, wait_until
 from tests.tui.test_tui_snapshots import fake_backend, make_app, send
 from tui.app import SamplescopeApp

@@ -12,8 +12,8 @@ from backend.chat.protocol import ChatMessage
 from backend.config.config import Config
 from backend.session.loop_watch import LoopGuard
 from backend.store.store import ChatStore
-from sampling.loops import LoopRule, find_loop, first_loop
-from sampling.settings import SamplerSettings
+from sampling.analysis.loops import LoopRule, find_loop, first_loop
+from sampling.settings.record import SamplerSettings
 from tests.fake_backend import FakeBackend
 from tests.helpers import HostApp, chat_of, send_message, wait_done, wait_until
 from tui.app import SamplescopeApp

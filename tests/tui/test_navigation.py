@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from textual.pilot import Pilot
 
-from sampling.settings import DEFAULT_CHAT_SETTINGS
-from sampling.surprise import DEFAULT_SURPRISE, SurpriseRule, next_rule
+from sampling.analysis.surprise import DEFAULT_SURPRISE, SurpriseRule, next_rule
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from tests.helpers import chat_of, wait_until
 from tests.tui.test_tui_snapshots import fake_backend, make_app, send
 from tui.app import SamplescopeApp

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from backend.config.sampler_files import load_sampler_file
 from backend.store.store import ChatStore
-from sampling.plugins import plugin_origins, unregister
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.built_in import DEFAULT_CHAT_SETTINGS, chat_defaults
+from sampling.settings.registry import registry
 from tests.fake_backend import FakeBackend
 from tests.helpers import chat_of, readme_plugin, reopen_chat, send_message
+from tests.registries import drop_plugin, load_plugin
 from tui.app import SamplescopeApp
 
 pytestmark = pytest.mark.anyio
@@ -34,18 +34,16 @@ async def test_a_chat_whose_plugin_is_gone_opens_in_the_app(
     model.write_bytes(b"GGUF not really a model")
     plugin = tmp_path / "top_h.py"
     plugin.write_text(readme_plugin(), encoding="utf-8")
-    load_sampler_file(plugin)
-    try:
-        settings = DEFAULT_CHAT_SETTINGS.with_changes(
-            samplers=(*DEFAULT_CHAT_SETTINGS.samplers, "top_h"), top_h=0.5
-        )
-        app = SamplescopeApp(
-            _fake(model), settings=settings, max_tokens=4, cursor_blink=False, store=store
-        )
-        async with app.run_test(size=SIZE) as pilot:
-            made = await send_message(pilot, app, "hello there")
-    finally:
-        unregister("top_h")
+    load_plugin(plugin)
+    settings = chat_defaults(registry()).with_changes(
+        samplers=(*DEFAULT_CHAT_SETTINGS.samplers, "top_h"), top_h=0.5
+    )
+    app = SamplescopeApp(
+        _fake(model), settings=settings, max_tokens=4, cursor_blink=False, store=store
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        made = await send_message(pilot, app, "hello there")
+    drop_plugin("top_h")
     assert made.text
     app = SamplescopeApp(_fake(model), max_tokens=4, cursor_blink=False, store=store)
     async with app.run_test(size=SIZE) as pilot:
@@ -57,4 +55,4 @@ async def test_a_chat_whose_plugin_is_gone_opens_in_the_app(
         ]
         [reply] = chat_of(app).conversation.replies
         assert reply.text == made.text
-        assert "top_h" not in plugin_origins()
+        assert "top_h" not in registry().origins

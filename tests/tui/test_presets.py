@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tui.resources import shipped_presets
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sampling.registry import UNITS
+from sampling.built_in import BUILT_IN_UNITS
 from tui.widgets.prob_cuts import CutItem, Item, RowItem, layout_rows, row_label
 
 
@@ -76,6 +76,6 @@ def test_nothing_cut_and_everything_shown_kept() -> None:
 
 
 def test_row_labels_fit_the_number_column() -> None:
-    for name in (*(unit.name for unit in UNITS), "x_y_z_w"):
+    for name in (*(unit.name for unit in BUILT_IN_UNITS), "x_y_z_w"):
         assert len(row_label(name)) <= 6
     assert row_label("logit_bias") == "ban"

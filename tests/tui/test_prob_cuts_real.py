@@ -6,7 +6,7 @@ import math
 
 from sampling import Sampler
 from sampling.records import Step
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tests.fake_backend import FAKE_VOCAB, context_logits
 from tui.widgets.prob_cuts import CutItem, Item, layout_rows
 

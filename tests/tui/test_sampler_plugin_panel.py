@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 from textual.widgets import Collapsible
 
-from backend.config.sampler_files import load_sampler_file
-from sampling.plugins import unregister
 from tests.fake_backend import FakeBackend
 from tests.helpers import chat_of, wait_until
+from tests.registries import load_plugin
 from tui.app import SamplescopeApp
 from tui.panel.chain_order import ChainOrder
 from tui.panel.sampling_panel import SamplingPanel
@@ -33,9 +32,8 @@ def top_h(tmp_path: Path) -> Iterator[None]:
     assert found is not None
     path = tmp_path / "top_h.py"
     path.write_text(found.group(1), encoding="utf-8")
-    load_sampler_file(path)
+    load_plugin(path)
     yield
-    unregister("top_h")
 
 
 async def test_a_plugins_setting_is_a_slider_in_its_own_group(top_h: None) -> None:

@@ -10,8 +10,8 @@ from textual.widget import Widget
 from textual.widgets import Collapsible, Input
 
 from backend.chat.protocol import LiveSettings
-from sampling.registry import DECLARED_SETTINGS, registry
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.built_in import BUILT_IN_REGISTRY, DEFAULT_CHAT_SETTINGS
+from sampling.settings.registry import registry
 from tests.fake_backend import FAKE_VOCAB, FakeBackend
 from tests.helpers import chat_of, wait_until
 from tui.app import SamplescopeApp
@@ -52,7 +52,7 @@ async def test_every_field_has_a_control_showing_its_value() -> None:
     async with PanelHost(live).run_test(size=(60, 20)) as pilot:
         panel = pilot.app.query_one(SamplingPanel)
         controls = {c.field: c for c in panel.controls()}
-        assert sorted(controls) == sorted(spec.name for spec in DECLARED_SETTINGS)
+        assert sorted(controls) == sorted(spec.name for spec in BUILT_IN_REGISTRY.settings)
         shown = [c.field for c in panel.controls()]
         assert shown == [spec.name for _, specs in group_specs() for spec in specs]
         for spec in registry().display_order:

@@ -23,7 +23,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
 from backend.config import paths
-from sampling.registry import registry
+from sampling.settings.registry import registry
 from tests.fake_backend import FakeBackend
 from tests.helpers import chat_of, wait_until
 from tui.app import SamplescopeApp

@@ -12,7 +12,7 @@ from textual.widgets import Button, Collapsible, OptionList
 
 from backend.config.paths import CONFIG_DIR_ENV
 from backend.config.presets import load_presets
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import FakeBackend
 from tests.helpers import chat_of, wait_until
 from tests.tui.test_preset_palette import run_command

@@ -21,8 +21,8 @@ from textual.widgets import DataTable
 from backend.session.sweep import SweepPlan, SweepSetting
 from backend.session.sweep_result import DIVERSITY_AXES, SampleRecord, SweepResult
 from backend.store.store import ChatStore
-from sampling.settings import SamplerSettings
-from sampling.sweep_metrics import SampleFigures
+from sampling.analysis.sweep_metrics import SampleFigures
+from sampling.settings.record import SamplerSettings
 from tests.fake_backend import FakeBackend
 from tests.helpers import StepClock, chat_of, columns_fit, table_measured, wait_until
 from tests.tui.test_tui_snapshots import fake_backend, make_app, send
@@ -267,7 +267,7 @@ async def test_a_sample_chosen_while_the_model_loads_opens_once_it_is_loaded(
 async def test_y_copies_the_generate_line_of_a_setting_and_of_a_sample() -> None:
     import shlex
 
-    from sampling.settings import DEFAULT_CHAT_SETTINGS
+    from sampling.built_in import DEFAULT_CHAT_SETTINGS
     from tui.cli.main import build_parser
     from tui.cli.settings_flags import settings_from_args
 

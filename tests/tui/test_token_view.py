@@ -6,7 +6,7 @@ import numpy as np
 
 from backend.chat.events import TokenEvent
 from sampling import Sampler
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tui.widgets.token_look import (
     CURSOR_ON_DIVERGE_STYLE,
     CURSOR_STYLE,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from textual.pilot import Pilot
 from textual.widgets import OptionList
 
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import FakeBackend
 from tests.helpers import StepClock, chat_of, wait_until
 from tui.app import SamplescopeApp

@@ -10,7 +10,7 @@ import pytest
 from textual.app import App, ComposeResult
 
 from sampling.sampler import Sampler
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tui.widgets.prob_panel import ProbPanel
 
 

@@ -11,6 +11,10 @@
 - No package is named in a string across layers (an import the checks cannot see).
 - No module reads the registry when it is imported: a table copied then would miss a
   sampler plugin loaded later, or keep one dropped.
+- A setting is one sub-package, built from the units it is given: sampling.settings
+  imports no unit, no list of them and no plugin at run time; only a front door
+  (`sampling` itself, `tui.cli.main`) puts a registry in use.
+- Textual's private compositor is reached from one module (`tui.row_compositor`).
 - Modules are split by concept, not by count: a module (test files included) past
   400 lines is listed in a warning, one past 600 fails.
 """
@@ -350,6 +354,50 @@ def test_no_module_reads_the_registry_when_imported() -> None:
     assert reads == {}
 
 
+SETTINGS = "sampling.settings"
+UNIT_LISTS = ("sampling.samplers", "sampling.built_in", "sampling.plugins")
+FRONT_DOORS = {"sampling", "tui.cli.main"}
+
+
+def test_the_settings_sub_package_imports_no_unit() -> None:
+    graph = import_graph()
+    named = {
+        name: sorted(t for t in targets if t.startswith(UNIT_LISTS))
+        for name, targets in graph.items()
+        if name.startswith(SETTINGS)
+    }
+    assert named and {name: units for name, units in named.items() if units} == {}
+
+
+def calls_named(path: Path, function: str) -> list[int]:
+    """The lines where a module calls `function` (by its bare name or as an attribute)."""
+    return [
+        node.lineno
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call)
+        and (
+            (isinstance(node.func, ast.Name) and node.func.id == function)
+            or (isinstance(node.func, ast.Attribute) and node.func.attr == function)
+        )
+    ]
+
+
+def test_only_a_front_door_puts_a_registry_in_use() -> None:
+    found = {name for name, path in modules().items() if calls_named(path, "use_registry")}
+    assert found == FRONT_DOORS
+
+
+def test_only_the_row_compositor_reaches_textuals_private_compositor() -> None:
+    """Textual has no public way to give a screen another compositor: one module sets
+    it (`tui.row_compositor.use_row_compositor`), and no screen assigns it itself."""
+    reaching = {
+        name
+        for name, path in modules().items()
+        if re.search(r"\b_compositor\b", path.read_text(encoding="utf-8"))
+    }
+    assert reaching == {"tui.row_compositor"}
+
+
 # --- the checks themselves catch what they are for ----------------------------------
 
 
@@ -419,7 +467,7 @@ def test_line_counts_take_the_test_files_too(tmp_path: Path) -> None:
 def test_checker_sees_a_registry_read_at_import_only(tmp_path: Path) -> None:
     text = (
         "from sampling import registry as r\n"
-        "from sampling.registry import registry\n"
+        "from sampling.settings.registry import registry\n"
         "NAMES = [s.name for s in registry().settings]\n"
         "class Form:\n"
         "    FIELDS = r.registry().settings\n"
@@ -450,3 +498,10 @@ def test_checker_sees_what_a_module_loads_through_others(tmp_path: Path) -> None
         "backend.session.loop",
     }
     assert "llama_cpp" in loaded["backend.session.loop"]
+
+
+def test_checker_sees_a_registry_put_in_use_outside_a_front_door(tmp_path: Path) -> None:
+    text = "from sampling.settings.record import use_registry as u\nimport x\nx.use_registry(1)\n"
+    root = _tree(tmp_path, {"backend/config/bad.py": text})
+    assert calls_named(root / "backend/config/bad.py", "use_registry") == [3]
+    assert calls_named(root / "backend/config/bad.py", "registry") == []

@@ -9,7 +9,7 @@ from backend.chat.events import FinishedEvent, NoticeEvent, RewindEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session import phrase_bans
 from backend.session.phrase_bans import MAX_TRIES, PhraseBanError, PhraseBans
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import FakeBackend
 from tui.cli.main import main
 

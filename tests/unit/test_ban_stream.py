@@ -7,7 +7,7 @@ import pytest
 from backend.chat.events import FinishedEvent, RewindEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.phrase_bans import PhraseBans
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import FakeBackend
 from tui.cli.held_back_text import HeldBackText
 

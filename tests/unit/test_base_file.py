@@ -16,7 +16,7 @@ from backend.score.base_file import (
     BaseFileReader,
     BaseFileWriter,
 )
-from sampling.logprob_codec import decode_rows, encode_rows, row_width
+from sampling.analysis.logprob_codec import decode_rows, encode_rows, row_width
 from tests.helpers import SPECIAL_FILE_KINDS, special_file
 
 N_VOCAB = 7  # odd: each row ends with a pad

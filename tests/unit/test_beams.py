@@ -19,8 +19,9 @@ from backend.session.recorded_beams import BeamRecorder, save_beams
 from backend.session.replay import ReplayError, decoding_of, replay
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatStore
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.sampler import probabilities
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tests.fake_backend import FakeBackend
 
 QUESTION = [ChatMessage("user", "tell me about the cat")]

@@ -13,7 +13,7 @@ import pytest
 
 from backend.config.paths import CONFIG_DIR_ENV, DATA_DIR_ENV, default_store_path
 from backend.store.store import ChatStore, ModelRef
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tui.cli.main import main
 
 MODEL = ModelRef(path="/models/tiny.gguf", size=99, sha256="cd" * 32)

@@ -1,4 +1,4 @@
-"""Both models' top candidates at a position (sampling.candidate_pairs) and the score
+"""Both models' top candidates at a position (sampling.analysis.candidate_pairs) and the score
 screen's jumps and colours (tui.score.kld_view)."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sampling.candidate_pairs import CandidatePairs, candidate_pairs
-from sampling.logprob_codec import encode_rows
+from sampling.analysis.candidate_pairs import CandidatePairs, candidate_pairs
+from sampling.analysis.logprob_codec import encode_rows
 from tui.score.kld_view import KLD_BANDS, kld_style, next_in
 
 

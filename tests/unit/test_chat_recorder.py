@@ -11,7 +11,7 @@ from backend.chat.protocol import ChatMessage, LiveSettings, Role
 from backend.session.replay import replay
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatStore, StoreError
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import FakeBackend
 
 SETTINGS = DEFAULT_CHAT_SETTINGS

@@ -9,8 +9,8 @@ import pytest
 
 from sampling.chain import build_chain
 from sampling.errors import SettingsError
-from sampling.registry import LLAMA_CPP_ORDER
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import LLAMA_CPP_ORDER
 from tui.cli.settings_flags import add_settings_flags, bias_needs_tokenizer, settings_from_args
 
 WORDS = {"hello": [9], " hello": [10], "hello world": [9, 11]}

@@ -9,8 +9,9 @@ import pytest
 from backend.chat.compare import first_divergence
 from backend.chat.protocol import ChatMessage
 from backend.config.presets import PresetError, load_presets
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.chain import build_chain
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tui.resources import shipped_presets
 
 QUESTION = [ChatMessage("user", "Write one sentence about cats.")]

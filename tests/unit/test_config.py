@@ -19,8 +19,9 @@ from backend.config.config import (
 )
 from backend.config.paths import CONFIG_DIR_ENV, default_config_path
 from backend.session.phrase_bans import PhraseBans
-from sampling.registry import registry
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import registry
 from tui.cli.settings_flags import add_settings_flags, settings_from_args
 
 GOOD = """\

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from backend.config.paths import CONFIG_DIR_ENV
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
+from sampling.settings.record import SamplerSettings
 from tui.cli.setting_sets import parse_set
 from tui.cli.settings_flags import settings_with_user_config
 

@@ -1,4 +1,4 @@
-"""KL divergence per position and llama-perplexity's totals (sampling.divergence),
+"""KL divergence per position and llama-perplexity's totals (sampling.analysis.divergence),
 against an independent float64 computation."""
 
 from __future__ import annotations
@@ -6,15 +6,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sampling.divergence import (
+from sampling.analysis.divergence import (
     DivergenceTotals,
     compare_rows,
     mean_and_uncertainty,
     percentile,
     summarize,
 )
+from sampling.analysis.logprob_codec import CLIP_NATS, encode_rows
 from sampling.errors import LogitsError
-from sampling.logprob_codec import CLIP_NATS, encode_rows
 
 
 def log_softmax64(logits: np.ndarray) -> np.ndarray:

@@ -4,7 +4,7 @@ The package cannot be imported here (it pulls in torch, nltk and transformers), 
 its three functions are reproduced below as they stand in its source
 (`diversity/compression.py`, `ngram_diversity.py`, `self_repetition.py`), with
 nltk 3.8's `ngrams`; only the progress bar is left out, and the clock its gzip
-header reads is pinned in the comparisons (see `sampling.diversity`).
+header reads is pinned in the comparisons (see `sampling.analysis.diversity`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sampling.diversity import (
+from sampling.analysis.diversity import (
     GZIP_MTIME,
     compression_ratio,
     distinct_n,

@@ -21,8 +21,9 @@ from backend.session.run import Steer
 from backend.session.steer import explore_step
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatStore
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.sampler import Sampler
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tests.fake_backend import EOS_ID, FakeBackend, FakeModel, context_logits
 
 QUESTION = [ChatMessage("user", "tell me about the cat")]

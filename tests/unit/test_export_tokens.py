@@ -16,7 +16,7 @@ import pytest
 from backend.store.store import ChatStore, Fork, ModelRef
 from sampling.records import Step
 from sampling.sampler import Sampler
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tests.helpers import DateClock
 from tui.cli.main import main
 from tui.cli.token_export import COLUMNS
@@ -222,7 +222,7 @@ def test_candidates_text_comes_from_the_models_vocabulary(tmp_path: Path) -> Non
 def test_json_and_markdown_carry_each_branchs_score(
     branched: tuple[Path, int], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from sampling.reply_score import reply_score
+    from sampling.analysis.reply_score import reply_score
     from tui.cli.reply_score_json import reply_score_json
     from tui.widgets.score_label import score_label
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from backend.store.store import ChatStore, Fork, ModelRef
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tests.helpers import DateClock
 from tui.cli.main import main
 

@@ -8,7 +8,7 @@ import pytest
 
 from backend.session.run import forced_step
 from sampling.sampler import Sampler
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 
 def test_a_forced_token_has_its_own_logit_and_rank() -> None:

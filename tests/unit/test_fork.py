@@ -1,4 +1,4 @@
-"""Where two runs fork, and whether it was a near-tie (sampling.fork)."""
+"""Where two runs fork, and whether it was a near-tie (sampling.analysis.fork)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from sampling import Sampler
-from sampling.fork import find_fork, first_difference, fork_summary, logit_gap
+from sampling.analysis.fork import find_fork, first_difference, fork_summary, logit_gap
 from sampling.records import Step
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 
 def greedy_step(logits: list[float]) -> Step:

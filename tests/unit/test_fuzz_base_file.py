@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from backend.score.base_file import BaseFileError, BaseFileLayout, BaseFileReader, BaseFileWriter
-from sampling.logprob_codec import encode_rows, row_headers
+from sampling.analysis.logprob_codec import encode_rows, row_headers
 from tests.helpers import SPECIAL_FILE_KINDS, special_file
 
 HEALTH = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

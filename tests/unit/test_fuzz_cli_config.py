@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from backend.config.config import Config, ConfigError, load_config
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.errors import SamplescopeError
-from sampling.registry import registry
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.settings.registry import registry
 from tui.cli.main import build_parser
 from tui.cli.settings_flags import settings_from_args
 

@@ -23,9 +23,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tui.cli.unexpected
-from sampling.plugins import plugin_origins, unregister
-from sampling.registry import registry
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import registry
 from tui.cli.main import main
 
 HEALTH = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -129,20 +128,18 @@ def unforeseen(error: BaseException, argv: object) -> int:
 
 def run_samplers(path: Path) -> tuple[int, str]:
     """`samplescope samplers --sampler-file PATH`: its exit code and stderr; every plug-in
-    unregistered after."""
+    loaded only for that run (main builds its registry from the built-in units)."""
     original = tui.cli.unexpected.report_unexpected
     tui.cli.unexpected.report_unexpected = unforeseen
     out, err = io.StringIO(), io.StringIO()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = main(["samplers", "--sampler-file", str(path)])
-        loaded = [origin for origin in plugin_origins().values() if origin.path == str(path)]
+        loaded = [origin for origin in registry().origins.values() if origin.path == str(path)]
         if code == 0 and loaded:
             check_loaded_settings()
     finally:
         tui.cli.unexpected.report_unexpected = original
-        for name in list(plugin_origins()):
-            unregister(name)
     return code, err.getvalue()
 
 

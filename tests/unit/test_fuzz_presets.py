@@ -32,7 +32,7 @@ from backend.config.preset_files import (
 from backend.config.preset_interchange import ImportedPreset, PresetFormatError
 from backend.config.presets import PresetError, load_presets, parse_presets
 from sampling.errors import SamplescopeError
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tests.helpers import SPECIAL_FILE_KINDS, special_file
 from tests.unit.test_fuzz_sampler import accepted_settings
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from sampling.errors import LogitsError
 from sampling.sampler import Sampler, probabilities
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 pytestmark = pytest.mark.filterwarnings("error")
 

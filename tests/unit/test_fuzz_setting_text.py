@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from backend.session.phrase_bans import PhraseBanError, PhraseBans
 from backend.user_regex import PatternError, RegexTimeout, UserRegex
 from sampling.errors import SamplescopeError, SettingsError
-from sampling.registry import registry
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import registry
 
 HEALTH = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 

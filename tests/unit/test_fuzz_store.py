@@ -24,7 +24,7 @@ from backend.chat.events import GenerationStats
 from backend.store.store import ChatStore, ModelRef, StoreError
 from sampling.errors import SamplescopeError
 from sampling.sampler import Sampler
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 HEALTH = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 MODEL = ModelRef(path="/models/m.gguf", size=1234, sha256="ab" * 32)

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from backend.config.loops_table import parse_loops
 from backend.session.sweep import MAX_SETTINGS
 from backend.session.sweep_result import SweepFileError
+from sampling.analysis.loops import LONGEST_PERIOD, LoopRule, LoopWatch
 from sampling.errors import SamplescopeError
-from sampling.loops import LONGEST_PERIOD, LoopRule, LoopWatch
 from tui.cli.commands.sweep import read_result
 from tui.cli.sweep_args import grid_settings, read_prompts
 

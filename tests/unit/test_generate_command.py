@@ -10,7 +10,8 @@ import pytest
 
 from backend.chat.protocol import ChatMessage
 from backend.config.paths import CONFIG_DIR_ENV
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
+from sampling.settings.record import SamplerSettings
 from tui.cli.main import build_parser
 from tui.cli.settings_flags import settings_from_args
 from tui.generate_command import NotOneCommandError, generate_command

@@ -165,7 +165,7 @@ def test_without_a_constraint_source_the_grammar_is_an_error() -> None:
 
 
 def test_the_reply_score_totals_the_grammar() -> None:
-    from sampling.reply_score import reply_score
+    from sampling.analysis.reply_score import reply_score
 
     sampler, _ = sampler_over([frozenset({1, 3}), frozenset({4})])
     first = sampler.sample(LOGITS, [])

@@ -1,4 +1,4 @@
-"""llama-perplexity's uint16 log-probability rows (sampling.logprob_codec)."""
+"""llama-perplexity's uint16 log-probability rows (sampling.analysis.logprob_codec)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from sampling.errors import LogitsError
-from sampling.logprob_codec import (
+from sampling.analysis.logprob_codec import (
     CLIP_NATS,
     HEADER_SLOTS,
     decode_rows,
@@ -17,6 +16,7 @@ from sampling.logprob_codec import (
     row_headers,
     row_width,
 )
+from sampling.errors import LogitsError
 
 
 def log_softmax64(logits: np.ndarray) -> np.ndarray:

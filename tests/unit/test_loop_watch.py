@@ -17,8 +17,8 @@ from backend.store.recorded import recorded
 from backend.store.recorder import ChatRecorder
 from backend.store.schema import migrate
 from backend.store.store import ChatStore
-from sampling.loops import Loop, LoopRule, find_loop
-from sampling.settings import SamplerSettings
+from sampling.analysis.loops import Loop, LoopRule, find_loop
+from sampling.settings.record import SamplerSettings
 from tests.fake_backend import FakeBackend
 from tui.cli.main import main
 

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sampling import Loop, LoopRule, LoopWatch, find_loop
-from sampling.loops import first_loop, loop_rate
+from sampling.analysis.loops import first_loop, loop_rate
 
 
 def vllm_has_repetition(tokens: list[int], min_size: int, max_size: int, min_count: int) -> bool:

@@ -17,11 +17,16 @@ import numpy as np
 import pytest
 
 from sampling import Sampler, SamplerSettings, probabilities
+from sampling.built_in import (
+    BUILT_IN_UNITS,
+    CHAT_ORDER,
+    DEFAULT_CHAT_SETTINGS,
+    TEMPERATURE_FIRST_ORDER,
+)
 from sampling.chain import build_chain
-from sampling.placement import CUTOFF
-from sampling.registry import CHAT_ORDER, LLAMA_CPP_ORDER, TEMPERATURE_FIRST_ORDER, UNITS
 from sampling.samplers.adaptive_p import AdaptiveP
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.settings.placement import CUTOFF
+from sampling.settings.registry import LLAMA_CPP_ORDER
 from tests.golden import LOGITS, TOL, renormalised, softmax
 
 
@@ -301,7 +306,7 @@ def test_the_default_orders_name_the_new_samplers_where_their_tools_run_them() -
         assert names[names.index("temperature") :][:2] == ("temperature", "smoothing")
         assert names[-1] == "adaptive_p"
     # The cutoffs (placed before min-p), in the registry's order, then min-p.
-    cutoffs = (*(unit.name for unit in UNITS if unit.placement == CUTOFF), "min_p")
+    cutoffs = (*(unit.name for unit in BUILT_IN_UNITS if unit.placement == CUTOFF), "min_p")
     assert cutoffs[:4] == ("epsilon_cutoff", "eta_cutoff", "tfs", "top_a")
     for order in (TEMPERATURE_FIRST_ORDER, CHAT_ORDER):
         at = order.index("epsilon_cutoff")

@@ -12,7 +12,7 @@ from backend.config.preset_files import read_preset_file
 from backend.config.preset_interchange import PresetFormatError
 from backend.session.beam_result import BeamSearchError
 from backend.session.beams import check_beam_search
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import FakeBackend
 from tui.cli.main import main
 

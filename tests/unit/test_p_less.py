@@ -9,10 +9,10 @@ import pytest
 
 from backend.config.preset_files import preset_toml
 from sampling import SamplerSettings, probabilities, settings_summary
+from sampling.built_in import CHAT_ORDER, TEMPERATURE_FIRST_ORDER
 from sampling.chain import build_chain
-from sampling.registry import CHAT_ORDER, TEMPERATURE_FIRST_ORDER, registry
 from sampling.samplers.p_less import PLess, p_less_threshold
-from sampling.settings import find_setting
+from sampling.settings.registry import find_setting, registry
 from tui.cli.settings_flags import add_settings_flags, settings_from_args
 
 LOGITS = [2.0, 1.5, 1.0, 0.5, 0.0, -1.0]

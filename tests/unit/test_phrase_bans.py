@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from backend.chat.events import FinishedEvent, GenerationEvent, NoticeEvent, RewindEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.phrase_bans import PhraseBanError, PhraseBans, token_at
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
+from sampling.settings.record import SamplerSettings
 from tests.fake_backend import FakeBackend
 
 QUESTION = [ChatMessage("user", "tell me about the cat")]

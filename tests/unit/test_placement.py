@@ -10,19 +10,18 @@ import numpy as np
 import pytest
 
 from sampling import SamplerSettings, SettingsError, probabilities
+from sampling.built_in import (
+    BUILT_IN_UNITS,
+    CHAT_ORDER,
+    DEFAULT_CHAT_SETTINGS,
+    TEMPERATURE_FIRST_ORDER,
+)
 from sampling.candidates import Candidates
 from sampling.chain import build_chain
-from sampling.placement import CUTOFF, Placement, arranged
-from sampling.registry import (
-    CHAT_ORDER,
-    TEMPERATURE_FIRST_ORDER,
-    UNITS,
-    check_declarations,
-    registry,
-)
 from sampling.samplers.unit import SamplerUnit, Stateless, UnitKind
-from sampling.setting_spec import SettingSpec
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.settings.placement import CUTOFF, Placement, arranged
+from sampling.settings.registry import check_declarations, registry
+from sampling.settings.spec import SettingSpec
 
 LOGITS = [2.0, 1.5, 1.0, 0.5, 0.0, -1.0]
 
@@ -136,15 +135,15 @@ def settings_around(unit: type[SamplerUnit]) -> Iterator[SamplerSettings]:
                 continue
 
 
-@pytest.mark.parametrize("unit", UNITS, ids=[unit.name for unit in UNITS])
+@pytest.mark.parametrize("unit", BUILT_IN_UNITS, ids=[unit.name for unit in BUILT_IN_UNITS])
 def test_each_unit_s_on_rule_is_when_it_is_built(unit: type[SamplerUnit]) -> None:
     for settings in settings_around(unit):
         assert unit.is_on(settings) == (unit.from_settings(settings) is not None), settings
 
 
 def test_every_built_in_unit_declares_its_placement_and_on_rule() -> None:
-    check_declarations(UNITS)
-    assert {unit.name: unit.placement for unit in UNITS} == registry().placements
+    check_declarations(BUILT_IN_UNITS)
+    assert {unit.name: unit.placement for unit in BUILT_IN_UNITS} == registry().placements
 
     class NewCutoff(Stateless):
         """A cutoff added without saying where it runs or when it is on."""
@@ -165,19 +164,19 @@ def test_every_built_in_unit_declares_its_placement_and_on_rule() -> None:
             del candidates
 
     with pytest.raises(RuntimeError, match="new_cutoff must declare its placement"):
-        check_declarations((*UNITS, NewCutoff))  # type: ignore[arg-type]
+        check_declarations((*BUILT_IN_UNITS, NewCutoff))  # type: ignore[arg-type]
     NewCutoff.placement = CUTOFF  # type: ignore[attr-defined]
     with pytest.raises(RuntimeError, match=r"new_cutoff has no switch .*: declare is_on"):
-        check_declarations((*UNITS, NewCutoff))  # type: ignore[arg-type]
+        check_declarations((*BUILT_IN_UNITS, NewCutoff))  # type: ignore[arg-type]
     # A setting with an off value is a switch: the on-rule follows from it.
     switch = SettingSpec("new_cutoff", "float", default=0.0, off=0.0, label="new", help="new")
     NewCutoff.specs = (switch,)
-    check_declarations((*UNITS, NewCutoff))  # type: ignore[arg-type]
+    check_declarations((*BUILT_IN_UNITS, NewCutoff))  # type: ignore[arg-type]
 
 
 def test_only_units_with_a_rule_of_their_own_declare_is_on() -> None:
     """The rest take it from their settings' off values (`UnitBase.is_on`)."""
-    own = {unit.name for unit in UNITS if "is_on" in vars(unit)}
+    own = {unit.name for unit in BUILT_IN_UNITS if "is_on" in vars(unit)}
     assert own == {"penalties", "dry", "xtc", "temperature", "grammar"}
 
 

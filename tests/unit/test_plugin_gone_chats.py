@@ -11,13 +11,12 @@ from pathlib import Path
 import pytest
 
 from backend.chat.events import GenerationStats
-from backend.config.sampler_files import load_sampler_file
 from backend.store.lookup import settings_for
 from backend.store.records import StoreError
 from backend.store.store import ChatStore, ModelRef
-from sampling.plugins import plugin_origins, unregister
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tests.helpers import readme_plugin
+from tests.registries import drop_plugin, load_plugin
 from tui.cli.main import main
 
 MODEL = ModelRef(path="/models/tiny.gguf", size=99, sha256="cd" * 32)
@@ -29,7 +28,7 @@ def gone_plugin_chats(tmp_path: Path) -> Iterator[tuple[Path, int, int]]:
     (one ran it in the order, one only set its setting), then the plug-in unloaded."""
     path = tmp_path / "top_h.py"
     path.write_text(readme_plugin(), encoding="utf-8")
-    load_sampler_file(path)
+    load_plugin(path)
     base = SamplerSettings.from_dict({"top_h": 0.5})
     ran = base.with_changes(samplers=(*base.samplers, "top_h"))
     db = tmp_path / "chats.sqlite3"
@@ -42,10 +41,8 @@ def gone_plugin_chats(tmp_path: Path) -> Iterator[tuple[Path, int, int]]:
             writer.append_token(0, 5, settings, "Hello")
             writer.finish("max_tokens", GenerationStats(decode_tokens=1), "Hello")
             chats.append(chat)
-    unregister("top_h")
+    drop_plugin("top_h")
     yield db, chats[0], chats[1]
-    if "top_h" in plugin_origins():
-        unregister("top_h")
 
 
 def test_export_and_tree_read_a_chat_whose_plugin_is_gone(

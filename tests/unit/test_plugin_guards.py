@@ -14,11 +14,12 @@ import pytest
 
 from backend.chat.events import NoticeEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
-from backend.config.sampler_files import load_sampler_file
 from sampling import Sampler, SamplerSettings
-from sampling.plugins import PluginError, plugin_origins, unregister
+from sampling.plugins import PluginError
+from sampling.settings.registry import registry
 from tests.fake_backend import FakeBackend
 from tests.helpers import readme_plugin, write_plugin
+from tests.registries import load_plugin
 from tests.unit.test_sampler_plugins import X
 from tui.cli.main import main
 
@@ -27,14 +28,12 @@ QUESTION = [ChatMessage("user", "hi")]
 
 @pytest.fixture
 def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """The config folder's samplers/ (empty); every plugin unregistered after."""
+    """The config folder's samplers/ (empty)."""
     monkeypatch.setenv("SAMPLESCOPE_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.setenv("SAMPLESCOPE_LOG_DIR", str(tmp_path / "logs"))
     folder = tmp_path / "config" / "samplers"
     folder.mkdir(parents=True)
     yield folder
-    for name in list(plugin_origins()):
-        unregister(name)
 
 
 @pytest.mark.parametrize(
@@ -52,7 +51,7 @@ def test_anything_a_plugin_raises_when_loaded_is_one_line_naming_it(
     path = config / "broken.py"
     path.write_text(code, encoding="utf-8")
     with pytest.raises(PluginError, match=re.escape(words)) as caught:
-        load_sampler_file(path)
+        load_plugin(path)
     assert str(path) in str(caught.value)
     for argv in (["samplers"], ["generate", "-h"]):
         assert main(argv) == 2
@@ -80,7 +79,7 @@ def test_a_plugin_whose_flag_clashes_is_switched_off_with_a_notice(
     setting = "top_h" if "label" in change[0] else change[1]
     assert line.startswith(f"samplescope: sampler plugin {path}: its setting {setting!r}")
     assert f"({flag}) clashes with an option of samplescope" in line and "not loaded" in line
-    assert f'"{setting}"' not in captured.out and not plugin_origins()
+    assert f'"{setting}"' not in captured.out and not registry().origins
 
 
 @pytest.mark.parametrize(
@@ -114,39 +113,31 @@ def test_broken_candidates_switch_the_plugin_off_and_leave_the_raw_logits_alone(
     tmp_path: Path, body: str, problem: str
 ) -> None:
     path = write_plugin(tmp_path, "rogue", body)
-    try:
-        load_sampler_file(path)
-        base = SamplerSettings(top_k=3, seed=5)
-        raw = X.copy()
-        with_it = Sampler(base.with_changes(samplers=("rogue", "top_k", "temperature")))
-        without = Sampler(base.with_changes(samplers=("top_k", "temperature")))
-        step = with_it.sample(raw)
-        assert np.array_equal(raw, X)  # the step's raw record as the model gave it
-        (note,) = step.notes
-        assert "sampler plugin rogue switched off" in note and problem in note
-        other = without.sample(X)
-        assert replace(step, settings=other.settings) == other
-    finally:
-        unregister("rogue")
+    load_plugin(path)
+    base = SamplerSettings(top_k=3, seed=5)
+    raw = X.copy()
+    with_it = Sampler(base.with_changes(samplers=("rogue", "top_k", "temperature")))
+    without = Sampler(base.with_changes(samplers=("top_k", "temperature")))
+    step = with_it.sample(raw)
+    assert np.array_equal(raw, X)  # the step's raw record as the model gave it
+    (note,) = step.notes
+    assert "sampler plugin rogue switched off" in note and problem in note
+    other = without.sample(X)
+    assert replace(step, settings=other.settings) == other
 
 
 def test_a_plugin_switched_off_is_told_where_it_happened(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write_plugin(tmp_path, "rogue", "        raise RuntimeError('no luck')")
-    try:
-        load_sampler_file(path)
-        backend = FakeBackend()
-        settings = SamplerSettings(samplers=("rogue", "temperature"), seed=2)
-        events = list(backend.generate(QUESTION, LiveSettings(settings), max_tokens=3))
-        notices = [e.message for e in events if isinstance(e, NoticeEvent)]
-        assert notices == [
-            "sampler plugin rogue switched off for this reply: RuntimeError: no luck"
-        ]
-        first_token = next(i for i, e in enumerate(events) if isinstance(e, TokenEvent))
-        assert events.index(next(e for e in events if isinstance(e, NoticeEvent))) < first_token
-    finally:
-        unregister("rogue")
+    load_plugin(path)
+    backend = FakeBackend()
+    settings = SamplerSettings(samplers=("rogue", "temperature"), seed=2)
+    events = list(backend.generate(QUESTION, LiveSettings(settings), max_tokens=3))
+    notices = [e.message for e in events if isinstance(e, NoticeEvent)]
+    assert notices == ["sampler plugin rogue switched off for this reply: RuntimeError: no luck"]
+    first_token = next(i for i, e in enumerate(events) if isinstance(e, TokenEvent))
+    assert events.index(next(e for e in events if isinstance(e, NoticeEvent))) < first_token
 
 
 @pytest.mark.parametrize(
@@ -171,8 +162,8 @@ def test_a_plugin_setting_that_would_break_a_flag_key_or_slider_is_refused_at_lo
     path = config.parent / "bad.py"
     path.write_text(text.replace(old, new), encoding="utf-8")
     with pytest.raises(PluginError, match=re.escape(words)) as caught:
-        load_sampler_file(path)
-    assert str(path) in str(caught.value) and not plugin_origins()
+        load_plugin(path)
+    assert str(path) in str(caught.value) and not registry().origins
 
 
 @pytest.mark.parametrize(

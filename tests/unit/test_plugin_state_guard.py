@@ -9,12 +9,11 @@ from pathlib import Path
 
 from backend.chat.events import FinishedEvent, NoticeEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
-from backend.config.sampler_files import load_sampler_file
 from backend.session.phrase_bans import PhraseBans
-from sampling.plugins import unregister
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tests.fake_backend import FakeBackend
 from tests.helpers import write_plugin
+from tests.registries import load_plugin
 
 QUESTION = [ChatMessage("user", "hi")]
 
@@ -28,30 +27,24 @@ def test_a_raising_state_ends_the_reply_in_one_line_naming_the_plugin(tmp_path: 
     path = write_plugin(tmp_path, "stateful", "        pass")
     raising = "    @property\n    def state(self):\n        raise RuntimeError('no state')\n\n"
     path.write_text(path.read_text().replace("    @classmethod", raising + "    @classmethod", 1))
-    load_sampler_file(path)
-    try:
-        # Phrase bans keep each step's state (the reply can go back): the state is read.
-        events = _reply("stateful", PhraseBans(("never said",)))
-        end = events[-1]
-        assert isinstance(end, FinishedEvent) and end.reason == "error"
-        assert end.error == (
-            "sampler plugin stateful switched off for this reply: RuntimeError: no state"
-        )
-    finally:
-        unregister("stateful")
+    load_plugin(path)
+    # Phrase bans keep each step's state (the reply can go back): the state is read.
+    events = _reply("stateful", PhraseBans(("never said",)))
+    end = events[-1]
+    assert isinstance(end, FinishedEvent) and end.reason == "error"
+    assert end.error == (
+        "sampler plugin stateful switched off for this reply: RuntimeError: no state"
+    )
 
 
 def test_a_raising_from_settings_switches_the_plugin_off_with_a_notice(tmp_path: Path) -> None:
     path = write_plugin(tmp_path, "unbuilt", "        pass")
     text = path.read_text().replace("        return cls()", "        raise ValueError('bad')", 1)
     path.write_text(text)
-    load_sampler_file(path)
-    try:
-        events = _reply("unbuilt")
-        notices = [e.message for e in events if isinstance(e, NoticeEvent)]
-        assert notices == ["sampler plugin unbuilt switched off for this reply: ValueError: bad"]
-        end = events[-1]
-        assert isinstance(end, FinishedEvent) and end.reason == "max_tokens"
-        assert len([e for e in events if isinstance(e, TokenEvent)]) == 3
-    finally:
-        unregister("unbuilt")
+    load_plugin(path)
+    events = _reply("unbuilt")
+    notices = [e.message for e in events if isinstance(e, NoticeEvent)]
+    assert notices == ["sampler plugin unbuilt switched off for this reply: ValueError: bad"]
+    end = events[-1]
+    assert isinstance(end, FinishedEvent) and end.reason == "max_tokens"
+    assert len([e for e in events if isinstance(e, TokenEvent)]) == 3

@@ -34,12 +34,11 @@ from backend.config.preset_files import (
 )
 from backend.config.preset_interchange import ImportedPreset, PresetFormatError
 from backend.config.presets import PresetError, load_presets
-from backend.config.sampler_files import load_sampler_file
 from backend.config.sillytavern_format import export_sillytavern, import_sillytavern
-from sampling.plugins import unregister
-from sampling.registry import CHAT_ORDER, DECLARED_SETTINGS
-from sampling.settings import SamplerSettings
+from sampling.built_in import BUILT_IN_REGISTRY, CHAT_ORDER
+from sampling.settings.record import SamplerSettings
 from tests.helpers import readme_plugin
+from tests.registries import load_plugin
 from tui.cli.main import main
 
 # SillyTavern's Default.json, field for field, with a few values changed.
@@ -350,7 +349,7 @@ RICH = SamplerSettings(
     draw="gumbel",
     rng="xorshift128",
 )
-ALL_FIELDS = {spec.name for spec in DECLARED_SETTINGS}
+ALL_FIELDS = {spec.name for spec in BUILT_IN_REGISTRY.settings}
 
 SILLYTAVERN_LACKS = {
     "top_p_scope",
@@ -562,15 +561,12 @@ def test_llama_server_round_trips_any_settings(settings: SamplerSettings) -> Non
 def test_a_plugins_setting_and_name_are_listed_not_exported(tmp_path: Path) -> None:
     plugin = tmp_path / "top_h.py"
     plugin.write_text(readme_plugin(), encoding="utf-8")
-    load_sampler_file(plugin)
-    try:
-        settings = SamplerSettings(samplers="top_h;top_k;temperature").with_changes(top_h=0.4)
-        for export in (server_flags, completion_body, export_sillytavern):
-            _, unmapped = export(settings)
-            assert [entry.describe() for entry in unmapped] == [
-                "top_h = 0.4 (a sampler plugin's setting)"
-            ]
-        body, _ = completion_body(settings)
-        assert body["samplers"] == ["top_k", "temperature"]
-    finally:
-        unregister("top_h")
+    load_plugin(plugin)
+    settings = SamplerSettings(samplers="top_h;top_k;temperature").with_changes(top_h=0.4)
+    for export in (server_flags, completion_body, export_sillytavern):
+        _, unmapped = export(settings)
+        assert [entry.describe() for entry in unmapped] == [
+            "top_h = 0.4 (a sampler plugin's setting)"
+        ]
+    body, _ = completion_body(settings)
+    assert body["samplers"] == ["top_k", "temperature"]

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from backend.config.preset_files import preset_toml, save_user_preset, toml_string
 from backend.config.presets import load_presets
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
 

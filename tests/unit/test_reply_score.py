@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 from backend.store.steps import layout_of, pack_step, unpack_step
-from sampling.reply_score import reply_score
+from sampling.analysis.reply_score import reply_score
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.sampler import Sampler
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 
 def sampled_reply(settings: SamplerSettings, n_candidates: int, rounds: int = 40):  # type: ignore[no-untyped-def]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from tui.chat.branches import branch_label, divergence, fork_counts, sibling
 from tui.chat.reply import Reply
 

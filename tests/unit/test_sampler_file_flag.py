@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sampling.plugins import plugin_origins, unregister
+from sampling.settings.registry import registry
 from tests.helpers import readme_plugin
 from tui.cli.commands.app import build_app_parser
 from tui.cli.main import build_parser, main
@@ -25,8 +25,6 @@ def marked_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[t
     mark = f"\nfrom pathlib import Path\n\nPath({str(marker)!r}).write_text('ran')\n"
     path.write_text(readme_plugin() + mark, encoding="utf-8")
     yield path, marker
-    if "top_h" in plugin_origins():
-        unregister("top_h")
 
 
 @pytest.mark.parametrize(
@@ -80,7 +78,7 @@ def test_a_sampler_file_given_as_an_options_value_does_not_run(
     assert "--system: expected one argument" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # argparse: "unrecognized arguments"
         main(["samplers", "--json", "--", f"--sampler-file={path}"])
-    assert not marker.exists() and "top_h" not in plugin_origins()
+    assert not marker.exists() and "top_h" not in registry().origins
 
 
 def test_a_sampler_file_given_as_an_option_runs_and_its_flags_join_the_parser(

@@ -16,26 +16,26 @@ import numpy as np
 import pytest
 
 from backend.chat.events import GenerationStats
-from backend.config.sampler_files import load_sampler_file
 from backend.store.store import ChatStore, ModelRef
 from sampling import Sampler, SamplerSettings, settings_summary
+from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.errors import SettingsError
-from sampling.placement import IN_ORDER
-from sampling.plugins import PluginError, plugin_origins, unregister
-from sampling.registry import DECLARED_SETTINGS, build_registry, groups_of, registry
+from sampling.plugins import PluginError
+from sampling.settings.placement import IN_ORDER
+from sampling.settings.registry import build_registry, groups_of, registry
 from tests.golden import LOGITS
 from tests.helpers import ROOT, readme_plugin, write_bonus_plugin, write_plugin
+from tests.registries import drop_plugin, load_plugin
 
 X = np.asarray(LOGITS, dtype=np.float32)
 
 
 @pytest.fixture
 def plugin_file(tmp_path: Path) -> Iterator[Path]:
-    """The plugin of docs/plugins.md as a file, unregistered again after the test."""
+    """The plugin of docs/plugins.md as a file."""
     path = tmp_path / "top_h.py"
     path.write_text(readme_plugin(), encoding="utf-8")
     yield path
-    unregister("top_h")
 
 
 def top_h_by_hand(logits: list[float], alpha: float, temperature: float = 1.0) -> int:
@@ -55,9 +55,9 @@ def top_h_by_hand(logits: list[float], alpha: float, temperature: float = 1.0) -
 
 
 def test_the_readme_plugin_loads_as_it_stands_and_joins_everything(plugin_file: Path) -> None:
-    origin = load_sampler_file(plugin_file)
+    origin = load_plugin(plugin_file)
     assert origin.name == "top_h" and len(origin.sha256) == 64
-    assert plugin_origins()["top_h"].path == str(plugin_file)
+    assert registry().origins["top_h"].path == str(plugin_file)
     assert "top_h" in registry().samplers and registry().labels["top_h"] == "top-h"
     assert (
         registry().settings[-1] is registry().settings_by_name["top_h"]
@@ -77,8 +77,8 @@ def test_the_readme_plugin_loads_as_it_stands_and_joins_everything(plugin_file: 
     )
     with pytest.raises(SettingsError, match="top_h"):
         settings.with_changes(top_h=1.5)
-    load_sampler_file(plugin_file)  # the same file again changes nothing
-    unregister("top_h")
+    load_plugin(plugin_file)  # the same file again changes nothing
+    drop_plugin("top_h")
     assert "top_h" not in registry().samplers and "top_h" not in registry().settings_by_name
     assert [spec.name for spec in registry().settings][-1] == "samplers"
     with pytest.raises(SettingsError, match="loaded sampler plugin"):
@@ -95,13 +95,14 @@ def tables_agree() -> None:
     order = tables.settings_by_name["samplers"]
     assert order.leading == tables.logits_samplers
     assert tuple(name for name, _ in order.choices) == tables.sampler_names
-    assert groups_of((*DECLARED_SETTINGS, *tables.plugin_settings.values())) == list(tables.groups)
+    declared = (spec for unit in BUILT_IN_REGISTRY.built_in for spec in unit.specs)
+    assert groups_of((*declared, *tables.plugin_settings.values())) == list(tables.groups)
     assert set(groups_of(tables.settings)) == set(tables.groups) <= set(tables.group_titles)
     names = set(tables.units_by_name)
     assert names == set(tables.labels) == set(tables.row_labels) == set(tables.placements)
     assert set(tables.samplers) <= names
     assert {spec.name for spec in tables.display_order} <= set(tables.settings_by_name)
-    assert tables == build_registry(tables.plugins)
+    assert tables == build_registry(tables.built_in, tables.plugins, tables.origins)
 
 
 def test_every_table_agrees_after_a_plugin_loads_and_after_it_goes(tmp_path: Path) -> None:
@@ -111,21 +112,18 @@ def test_every_table_agrees_after_a_plugin_loads_and_after_it_goes(tmp_path: Pat
         list(registry().logits_samplers),
         list(registry().groups),
     )
-    load_sampler_file(write_bonus_plugin(tmp_path, "bonus"))
-    try:
-        tables_agree()
-        assert registry().sampler_names[-1] == "bonus" and registry().logits_samplers[-1] == "bonus"
-        assert (
-            registry().groups[-2:] == ("bonus", "order")
-            and registry().placements["bonus"] == IN_ORDER
-        )
-        # A logits plugin leads an order like the penalties.
-        settings = SamplerSettings(samplers="bonus;top_k;temperature").with_changes(bonus=0.5)
-        assert settings.order == ("bonus", "top_k", "temperature")
-        with pytest.raises(SettingsError, match="'bonus' before every sampler"):
-            SamplerSettings(samplers="top_k;bonus")
-    finally:
-        unregister("bonus")
+    load_plugin(write_bonus_plugin(tmp_path, "bonus"))
+    tables_agree()
+    assert registry().sampler_names[-1] == "bonus" and registry().logits_samplers[-1] == "bonus"
+    assert (
+        registry().groups[-2:] == ("bonus", "order") and registry().placements["bonus"] == IN_ORDER
+    )
+    # A logits plugin leads an order like the penalties.
+    settings = SamplerSettings(samplers="bonus;top_k;temperature").with_changes(bonus=0.5)
+    assert settings.order == ("bonus", "top_k", "temperature")
+    with pytest.raises(SettingsError, match="'bonus' before every sampler"):
+        SamplerSettings(samplers="top_k;bonus")
+    drop_plugin("bonus")
     tables_agree()
     assert (
         list(registry().sampler_names),
@@ -138,7 +136,7 @@ def test_every_table_agrees_after_a_plugin_loads_and_after_it_goes(tmp_path: Pat
 def test_top_h_keeps_what_its_paper_keeps(
     plugin_file: Path, alpha: float, temperature: float
 ) -> None:
-    load_sampler_file(plugin_file)
+    load_plugin(plugin_file)
     settings = SamplerSettings(
         temperature=temperature, samplers=("temperature", "top_h")
     ).with_changes(top_h=alpha)
@@ -151,7 +149,7 @@ def test_top_h_keeps_what_its_paper_keeps(
 
 
 def test_a_plugin_settles_on_a_real_sized_vocabulary(plugin_file: Path) -> None:
-    load_sampler_file(plugin_file)
+    load_plugin(plugin_file)
     logits = np.random.default_rng(3).normal(0.0, 4.0, 4096).astype(np.float32)
     settings = SamplerSettings(samplers=("top_k", "top_h")).with_changes(top_h=0.3, top_k=200)
     step = Sampler(settings).sample(logits)
@@ -174,25 +172,22 @@ def test_a_failing_plugin_is_switched_off_for_the_reply_and_the_step_run_again(
     tmp_path: Path, body: str, problem: str
 ) -> None:
     path = write_plugin(tmp_path, "shaky", body)
-    try:
-        load_sampler_file(path)
-        base = SamplerSettings(top_k=3, seed=5)
-        with_it = Sampler(base.with_changes(samplers=("shaky", "top_k", "temperature")))
-        without = Sampler(base.with_changes(samplers=("top_k", "temperature")))
-        first = with_it.sample(X)
-        assert len(first.notes) == 1
-        assert "sampler plugin shaky switched off" in first.notes[0] and problem in first.notes[0]
-        assert with_it.switched_off.keys() == {"shaky"}
-        expected = [without.sample(X).token_id for _ in range(6)]
-        got = [first.token_id] + [with_it.sample(X).token_id for _ in range(5)]
-        assert got == expected
-        # A settings change keeps it off; a new reply (reset) switches it on again.
-        with_it.settings = with_it.settings.with_changes(top_k=4)
-        assert "shaky" not in with_it.chain.names
-        with_it.reset()
-        assert "shaky" in with_it.chain.names and with_it.switched_off == {}
-    finally:
-        unregister("shaky")
+    load_plugin(path)
+    base = SamplerSettings(top_k=3, seed=5)
+    with_it = Sampler(base.with_changes(samplers=("shaky", "top_k", "temperature")))
+    without = Sampler(base.with_changes(samplers=("top_k", "temperature")))
+    first = with_it.sample(X)
+    assert len(first.notes) == 1
+    assert "sampler plugin shaky switched off" in first.notes[0] and problem in first.notes[0]
+    assert with_it.switched_off.keys() == {"shaky"}
+    expected = [without.sample(X).token_id for _ in range(6)]
+    got = [first.token_id] + [with_it.sample(X).token_id for _ in range(5)]
+    assert got == expected
+    # A settings change keeps it off; a new reply (reset) switches it on again.
+    with_it.settings = with_it.settings.with_changes(top_k=4)
+    assert "shaky" not in with_it.chain.names
+    with_it.reset()
+    assert "shaky" in with_it.chain.names and with_it.switched_off == {}
 
 
 def test_a_plugin_that_is_not_one_is_refused_naming_its_file(tmp_path: Path) -> None:
@@ -208,11 +203,11 @@ def test_a_plugin_that_is_not_one_is_refused_naming_its_file(tmp_path: Path) -> 
         path = tmp_path / file_name
         path.write_text(text, encoding="utf-8")
         with pytest.raises(PluginError, match=words) as caught:
-            load_sampler_file(path)
+            load_plugin(path)
         assert str(path) in str(caught.value)
     with pytest.raises(PluginError, match="cannot read"):
-        load_sampler_file(tmp_path / "absent.py")
-    assert "top_k" in registry().units_by_name and not plugin_origins()
+        load_plugin(tmp_path / "absent.py")
+    assert "top_k" in registry().units_by_name and not registry().origins
 
 
 def test_samplers_command_lists_built_ins_and_plugins(tmp_path: Path) -> None:
@@ -254,7 +249,7 @@ def test_samplers_command_lists_built_ins_and_plugins(tmp_path: Path) -> None:
 def test_a_reply_keeps_the_plugin_file_it_ran_and_refuses_without_it(
     plugin_file: Path, tmp_path: Path
 ) -> None:
-    load_sampler_file(plugin_file)
+    load_plugin(plugin_file)
     model = ModelRef(path="/models/m.gguf", size=1234, sha256="ab" * 32)
     settings = SamplerSettings(samplers=("top_h", "temperature"), seed=3).with_changes(top_h=0.4)
     path = tmp_path / "chats.sqlite3"
@@ -267,8 +262,8 @@ def test_a_reply_keeps_the_plugin_file_it_ran_and_refuses_without_it(
         (reply,) = store.load_chat(chat).replies
         assert reply.settings_at(0) == settings
     stored = sqlite3.connect(path).execute("SELECT settings FROM settings_changes").fetchone()[0]
-    assert json.loads(stored)["sampler_files"] == {"top_h": plugin_origins()["top_h"].sha256}
-    unregister("top_h")
+    assert json.loads(stored)["sampler_files"] == {"top_h": registry().origins["top_h"].sha256}
+    drop_plugin("top_h")
     with ChatStore(path) as store:  # readable, and refused to run again
         (reply,) = store.load_chat(chat).replies
     sha = json.loads(stored)["sampler_files"]["top_h"]
@@ -278,11 +273,11 @@ def test_a_reply_keeps_the_plugin_file_it_ran_and_refuses_without_it(
         " loaded: put its file in the config folder's samplers/ or give --sampler-file PATH"
     )
     plugin_file.write_text(readme_plugin() + "\n# changed\n", encoding="utf-8")
-    load_sampler_file(plugin_file)
+    load_plugin(plugin_file)
     with ChatStore(path) as store:
         (reply,) = store.load_chat(chat).replies
     # Loaded, but its file's content changed: the message says so, naming the file.
-    now = plugin_origins()["top_h"].sha256
+    now = registry().origins["top_h"].sha256
     assert reply.replay_problem == (
         "it ran the sampler plugin 'top_h', which is loaded, but from a file whose content"
         f" changed: it ran SHA-256 {sha[:12]}…, {plugin_file} holds SHA-256 {now[:12]}…"

@@ -15,16 +15,17 @@ from sampling import (
     SettingsError,
     probabilities,
 )
+from sampling.built_in import BUILT_IN_UNITS
 from sampling.candidates import Candidates
 from sampling.chain import build_chain
 from sampling.kept import Kept
 from sampling.logits import History, checked_logits
-from sampling.registry import LLAMA_CPP_ORDER, UNITS, registry
 from sampling.samplers.min_p import MinP
 from sampling.samplers.penalties import Penalties, PenaltiesParams
 from sampling.samplers.temperature import Temperature
 from sampling.samplers.top_k import TopK
 from sampling.samplers.top_p import TopP
+from sampling.settings.registry import LLAMA_CPP_ORDER, registry
 from sampling.workspace import Workspace
 from tests.golden import LOGITS, TOL, renormalised, softmax
 
@@ -89,7 +90,7 @@ def test_registry_uses_llama_cpp_sampler_names() -> None:
         == registry().logits_samplers
     )
     assert {"penalties", "dry"} <= set(registry().logits_samplers)
-    outside = {unit.name for unit in UNITS if not unit.placement.in_order}
+    outside = {unit.name for unit in BUILT_IN_UNITS if not unit.placement.in_order}
     assert outside >= {"logit_bias", "mirostat"}
 
 

@@ -16,7 +16,7 @@ import pytest
 from sampling.errors import LogitsError, SettingsError
 from sampling.records import Step
 from sampling.sampler import Sampler, probabilities
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 pytestmark = pytest.mark.filterwarnings("error")
 

@@ -14,12 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from sampling import Sampler, SamplerSettings, probabilities, setting_text
+from sampling import Sampler, SamplerSettings, probabilities
 from sampling.errors import SettingsError
-from sampling.registry import registry
 from sampling.samplers.dry import dry_penalties
 from sampling.samplers.mirostat import Mirostat
-from sampling.setting_text import parse_bias, parse_texts
+from sampling.settings import text as setting_text
+from sampling.settings.registry import registry
+from sampling.settings.text import parse_bias, parse_texts
 from tests.golden import LOGITS, TOL, renormalised, softmax
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.sampler import Sampler, probabilities
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 RANKS = 256
 _LOGITS = np.random.default_rng(7).standard_normal(3000).astype(np.float32) * 3.0

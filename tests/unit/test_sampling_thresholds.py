@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from sampling.sampler import Sampler, probabilities
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 HALF = math.log(0.5)
 QUARTER = math.log(0.25)

@@ -24,8 +24,8 @@ from backend.config import paths
 from backend.config.paths import user_file
 from backend.errors import FileAccessError
 from sampling.errors import SettingsError
-from sampling.registry import registry
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import registry
 from tui.chat.setting_input import read_setting_text
 from tui.cli.commands.serve import ServeError, app_command, served_token
 from tui.cli.serve_gate import TOKEN_ENV, serve_gate

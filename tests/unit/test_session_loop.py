@@ -10,7 +10,8 @@ from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.compare import compare
 from backend.session.loop import Generation
 from backend.session.run import RewindError
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
+from sampling.settings.record import SamplerSettings
 from tests.fake_backend import EOS_ID, FakeBackend
 
 QUESTION = [ChatMessage("user", "tell me about the cat")]

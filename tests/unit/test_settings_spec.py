@@ -7,16 +7,12 @@ import math
 
 import pytest
 
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.errors import SamplescopeError, SettingsError
-from sampling.registry import DECLARED_SETTINGS, SETTINGS_ORDER, registry
-from sampling.setting_spec import SettingSpec
-from sampling.settings import (
-    DEFAULT_CHAT_SETTINGS,
-    MAX_SEED,
-    SamplerSettings,
-    find_setting,
-    settings_summary,
-)
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import find_setting, registry
+from sampling.settings.spec import MAX_SEED, SettingSpec
+from sampling.settings.summary import settings_summary
 from tui.cli.commands.app import build_app_parser
 from tui.cli.main import build_parser
 from tui.cli.setting_sets import SetArgumentError, parse_set, short_keys
@@ -24,10 +20,50 @@ from tui.cli.settings_flags import add_settings_flags, settings_from_args
 from tui.compare.columns import coerce_value, compare_fields
 
 FIELDS = [
-    *SETTINGS_ORDER,
-    *(s.name for s in DECLARED_SETTINGS if s.name not in (*SETTINGS_ORDER, "samplers")),
+    "temperature",
+    "top_k",
+    "top_p",
+    "top_p_scope",
+    "min_p",
+    "repeat_penalty",
+    "repeat_last_n",
+    "frequency_penalty",
+    "presence_penalty",
+    "temperature_last",
+    "draw",
+    "rng",
+    "seed",
+    "typical_p",
+    "top_n_sigma",
+    "xtc_probability",
+    "xtc_threshold",
+    "dry_multiplier",
+    "dry_base",
+    "dry_allowed_length",
+    "dry_penalty_last_n",
+    "dry_sequence_breakers",
+    "mirostat",
+    "mirostat_tau",
+    "mirostat_eta",
+    "dynatemp_range",
+    "dynatemp_exponent",
+    "top_a",
+    "tfs",
+    "epsilon_cutoff",
+    "eta_cutoff",
+    "smoothing_factor",
+    "smoothing_curve",
+    "adaptive_target",
+    "adaptive_decay",
+    "min_tokens",
+    "logit_bias",
+    "grammar",
+    "json_schema",
+    "grammar_triggers",
+    "p_less",  # a unit that declares no rank: after those that do
     "samplers",
 ]
+"""Every built-in setting in the order the units declare (`SettingSpec.rank`)."""
 NUMBERS = [spec for spec in registry().settings if spec.is_number]
 SWITCHES = [spec for spec in registry().settings if spec.is_scalar and not spec.is_number]
 SEVERAL = [spec for spec in registry().settings if not spec.is_scalar]

@@ -8,10 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.errors import SettingsError
-from sampling.registry import registry
-from sampling.setting_text import format_bias
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import registry
+from sampling.settings.text import format_bias
 
 INF = float("-inf")
 SORTED = ((17, INF), (42, 2.0))

@@ -20,7 +20,8 @@ from backend.store.records import file_sha256
 from backend.store.schema import SCHEMA_VERSION
 from backend.store.store import ChatStore, ModelRef, StoreError, suggest_title
 from sampling.sampler import Sampler
-from sampling.settings import MAX_SEED, SamplerSettings
+from sampling.settings.record import SamplerSettings
+from sampling.settings.spec import MAX_SEED
 from tests.helpers import DateClock
 from tui.cli.store_access import open_store
 

@@ -10,7 +10,7 @@ import pytest
 
 from backend.store.records import StoreError
 from backend.store.store import ChatStore, Fork, ModelRef
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 MODEL = ModelRef(path="/models/m.gguf", size=1234, sha256="ab" * 32)
 BASE = SamplerSettings(temperature=0.7, top_k=40, seed=7)

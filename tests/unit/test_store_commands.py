@@ -14,7 +14,7 @@ import pytest
 from backend.chat.events import GenerationStats
 from backend.config.paths import CONFIG_DIR_ENV, DATA_DIR_ENV, default_store_path
 from backend.store.store import ChatStore, ModelRef
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tests.helpers import DateClock
 from tui.cli.main import main
 

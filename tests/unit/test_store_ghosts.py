@@ -15,8 +15,9 @@ from backend.store.recorded import recorded
 from backend.store.recorder import ChatRecorder
 from backend.store.records import ReplyRecord
 from backend.store.store import ChatStore
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.records import Step
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tests.fake_backend import FakeBackend
 
 QUESTION = [ChatMessage("user", "tell me about the cat")]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from backend.store.schema import SCHEMA_VERSION, migrate
 from backend.store.store import ChatStore, Fork
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 # The version-1 schema as it shipped, written out here on purpose: the test must keep
 # describing the old format even when the code's migrations change.

@@ -12,7 +12,7 @@ import pytest
 from backend.store.schema import migrate
 from backend.store.store import ChatStore
 from sampling.chain import build_chain
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 NAMES_UP_TO_V4 = [
     "penalties",

@@ -22,8 +22,9 @@ from backend.store.reply_row import (
     row_values,
 )
 from backend.store.store import ChatStore
-from sampling.loops import Loop
-from sampling.settings import MAX_SEED, SamplerSettings
+from sampling.analysis.loops import Loop
+from sampling.settings.record import SamplerSettings
+from sampling.settings.spec import MAX_SEED
 from tests.helpers import DateClock
 
 MODEL = ModelRef(path="/models/m.gguf", size=1234, sha256="ab" * 32)

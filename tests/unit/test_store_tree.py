@@ -13,7 +13,7 @@ from backend.store.steps import StepLayout, layout_of, pack_step, unpack_step
 from backend.store.store import ChatStore, Fork, ModelRef, StoreError
 from sampling.records import Step
 from sampling.sampler import Sampler
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tests.helpers import DateClock
 
 MODEL = ModelRef(path="/models/m.gguf", size=1234, sha256="ab" * 32)

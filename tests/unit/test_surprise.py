@@ -10,16 +10,16 @@ import pytest
 
 from backend.chat.events import TokenEvent
 from backend.config.config import ConfigError, effective_toml, load_config
-from sampling.errors import SettingsError
-from sampling.sampler import Sampler
-from sampling.settings import SamplerSettings
-from sampling.surprise import (
+from sampling.analysis.surprise import (
     DEFAULT_SURPRISE,
     SURPRISE_PRESETS,
     SurpriseRule,
     next_rule,
     parse_surprise,
 )
+from sampling.errors import SettingsError
+from sampling.sampler import Sampler
+from sampling.settings.record import SamplerSettings
 from tui.chat.surprise_nav import surprising_after
 from tui.widgets.token_look import (
     UNKNOWN_RANK_STYLE,

@@ -9,8 +9,9 @@ import pytest
 
 from backend.session.sweep import SampleKey, SweepPlan, SweepSetting, batches
 from backend.session.sweep_result import temperature_place
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.errors import SamplescopeError, SettingsError
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tui.cli.commands.sweep import cancel_on_interrupt
 from tui.cli.main import main
 from tui.cli.sweep_args import SweepArgumentError, grid_settings, parse_grid, read_prompts

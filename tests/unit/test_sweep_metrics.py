@@ -12,16 +12,16 @@ from hypothesis import strategies as st
 
 from backend.session.sweep import SweepPlan, SweepSetting
 from backend.session.sweep_result import SampleRecord, SweepResult
-from sampling.diversity import compression_ratio, ngram_diversity_score
-from sampling.frontier import pareto_frontier
-from sampling.sampler import Sampler
-from sampling.settings import SamplerSettings
-from sampling.sweep_metrics import (
+from sampling.analysis.diversity import compression_ratio, ngram_diversity_score
+from sampling.analysis.frontier import pareto_frontier
+from sampling.analysis.sweep_metrics import (
     SampleFigures,
     estimate,
     sample_figures,
     setting_metrics,
 )
+from sampling.sampler import Sampler
+from sampling.settings.record import SamplerSettings
 
 
 def figures(

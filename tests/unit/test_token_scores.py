@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
+from sampling.analysis.token_scores import perplexity, score_rows, token_rank, top_tokens
 from sampling.errors import LogitsError, SamplescopeError
-from sampling.token_scores import perplexity, score_rows, token_rank, top_tokens
 
 
 def test_golden_table() -> None:
@@ -84,7 +84,7 @@ def test_properties(logits: np.ndarray, data: st.DataObject) -> None:
 def test_a_steps_rank_equals_the_rank_over_its_logits(n_candidates: int) -> None:
     # Rounded logits tie often, so the tie rule (lower id first) is exercised.
     from sampling.sampler import Sampler
-    from sampling.settings import SamplerSettings
+    from sampling.settings.record import SamplerSettings
 
     rng = np.random.default_rng(11)
     rows = [np.round(rng.normal(0, 2.0, 200), 0).astype(np.float32) for _ in range(60)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from tui.cli.commands.app import build_app_parser, run_app
 from tui.cli.main import _opens_app, build_parser
 from tui.cli.settings_flags import settings_from_args

@@ -51,7 +51,7 @@ def test_an_unforeseen_error_in_the_generation_loop_ends_the_reply_and_is_logged
     from backend.chat.events import FinishedEvent, TokenEvent
     from backend.chat.protocol import ChatMessage, LiveSettings
     from backend.session.run import LoopSequence
-    from sampling.settings import SamplerSettings
+    from sampling.settings.record import SamplerSettings
     from tests.fake_backend import FakeBackend
 
     monkeypatch.setenv("SAMPLESCOPE_LOG_DIR", str(tmp_path / "logs"))

@@ -19,16 +19,17 @@ from backend.session.beams import beam_search
 from backend.store.steps import StepLayout, layout_of, pack_reports, pack_step, unpack_step
 from sampling.candidates import Candidates
 from sampling.chain import build_chain
-from sampling.plugins import register, unregister
+from sampling.plugins import joined
 from sampling.records import Step
-from sampling.registry import registry
 from sampling.sampler import Sampler, probabilities
 from sampling.samplers.base import Report, description
 from sampling.samplers.grammar import Grammar
 from sampling.samplers.mirostat import Mirostat, MirostatState
 from sampling.samplers.unit import Stateless, UnitState
-from sampling.setting_spec import SettingSpec
-from sampling.settings import SamplerSettings, settings_summary
+from sampling.settings.record import SamplerSettings, use_registry
+from sampling.settings.registry import registry
+from sampling.settings.spec import SettingSpec
+from sampling.settings.summary import settings_summary
 from tests.fake_backend import FakeBackend
 from tui.cli.verbose import step_line
 
@@ -180,11 +181,8 @@ class Counting(Stateless):
 
 @pytest.fixture
 def counting() -> Iterator[SamplerSettings]:
-    register(Counting, "counting.py", "0" * 64)
-    try:
-        yield SamplerSettings(samplers=("counting", "temperature"), seed=2).with_changes(counting=1)
-    finally:
-        unregister("counting")
+    use_registry(joined(registry(), Counting, "counting.py", "0" * 64))  # the conftest undoes it
+    yield SamplerSettings(samplers=("counting", "temperature"), seed=2).with_changes(counting=1)
 
 
 def test_a_plugin_reports_and_its_state_is_seen_by_beam_search(
@@ -256,17 +254,14 @@ class Reporting(Stateless):
 
 
 def test_a_plugins_report_takes_numpy_numbers_and_a_bad_one_switches_it_off() -> None:
-    register(Reporting, "reporting.py", "1" * 64)
-    try:
-        base = SamplerSettings(samplers=("reporting", "temperature"), seed=2)
-        (step,), _ = steps_of(base.with_changes(reporting=1), 1)
-        assert step.reports == {"reporting": {"p": 0.5, "yes": True}}
-        assert json.loads(pack_reports(step) or "") == {"reporting": {"p": 0.5, "yes": True}}
-        (bad,), _ = steps_of(base.with_changes(reporting=2), 1)
-        assert bad.reports == {}
-        assert bad.notes == (
-            "sampler plugin reporting switched off for this reply: its report must map names"
-            " to numbers, yes/no or texts",
-        )
-    finally:
-        unregister("reporting")
+    use_registry(joined(registry(), Reporting, "reporting.py", "1" * 64))
+    base = SamplerSettings(samplers=("reporting", "temperature"), seed=2)
+    (step,), _ = steps_of(base.with_changes(reporting=1), 1)
+    assert step.reports == {"reporting": {"p": 0.5, "yes": True}}
+    assert json.loads(pack_reports(step) or "") == {"reporting": {"p": 0.5, "yes": True}}
+    (bad,), _ = steps_of(base.with_changes(reporting=2), 1)
+    assert bad.reports == {}
+    assert bad.notes == (
+        "sampler plugin reporting switched off for this reply: its report must map names"
+        " to numbers, yes/no or texts",
+    )

@@ -24,6 +24,7 @@ from backend.config.user_files import (
     read_user_bytes,
     read_user_text,
 )
+from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.plugins import PluginError
 from tui.cli.main import main
 
@@ -137,7 +138,7 @@ def test_fifos_and_devices_are_refused_by_every_reader(
         with pytest.raises(PresetFormatError, match="not a regular file"):
             read_preset_file(path)
         with pytest.raises(PluginError, match="not a regular file"):
-            load_sampler_file(path)
+            load_sampler_file(path, BUILT_IN_REGISTRY)
         assert main(["score", str(path)]) == 2
         assert "not a regular file" in capsys.readouterr().err
     assert main(["generate", "hi", "--grammar-file", "/dev/zero"]) == 2

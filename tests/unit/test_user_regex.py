@@ -15,7 +15,7 @@ from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.llama.triggers import TriggerWatch
 from backend.session.phrase_bans import PhraseBanError, PhraseBans
 from backend.user_regex import MAX_PATTERN, PatternError, RegexTimeout, UserRegex
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tests.fake_backend import FakeBackend
 from tests.unit.test_trigger_window import PATTERNS
 

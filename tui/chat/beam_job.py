@@ -32,7 +32,7 @@ from backend.session.recorded_beams import BeamRecorder
 from backend.store.recorded import StoreErrorNotices
 from backend.store.recorder import ChatRecorder
 from sampling.errors import SamplescopeError
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tui.chat.reply_job import REPLY_COLUMN
 
 

@@ -19,7 +19,7 @@ from backend.session.run import Steer
 from backend.store.recorded import StoreErrorNotices, recorded
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatRecord
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tui.chat.beam_job import BeamJob
 from tui.chat.reply import REJECTED, Reply
 from tui.chat.reply_job import ReplyJob
@@ -64,6 +64,17 @@ class Conversation:
             seed=live.current.seed, settings=live.current, turn=len(self.messages), model=self.model
         )
         self.replies.append(reply)
+        return reply, self._reply_job(live, max_tokens)
+
+    def _reply_job(
+        self,
+        live: LiveSettings,
+        max_tokens: int,
+        steer: Steer | None = None,
+        fork: tuple[int | None, int] | None = None,
+    ) -> ReplyJob:
+        """The job that generates the next reply of this conversation (a branch: with
+        `steer` and `fork`)."""
         job = ReplyJob(
             list(self.messages),
             live,
@@ -72,11 +83,13 @@ class Conversation:
             self._store_notices,
             reset=self.reset_pending,
             mode=self.mode,
+            steer=steer,
+            fork=fork,
             bans=self.bans,
             loops=self.loops,
         )
         self.reset_pending = False  # the job resets the backend before anything else
-        return reply, job
+        return job
 
     def begin_beams(
         self, settings: SamplerSettings, max_tokens: int, width: int, length_penalty: float
@@ -159,21 +172,9 @@ class Conversation:
         # A fork at the start with nothing forced is a plain generation of the turn.
         steered = index > 0 or force is not None
         steer = Steer(tuple(token.step.token_id for token in kept), force, then)
-        job = ReplyJob(
-            list(self.messages),
-            live,
-            max_tokens,
-            self.recorder,
-            self._store_notices,
-            reset=self.reset_pending,
-            mode=self.mode,
-            steer=steer if steered else None,
-            fork=(old.branch_id, index),
-            bans=self.bans,
-            loops=self.loops,
+        return reply, self._reply_job(
+            live, max_tokens, steer if steered else None, (old.branch_id, index)
         )
-        self.reset_pending = False
-        return reply, job
 
     def follow(self, branch: Reply) -> None:
         """Show `branch` (of the last reply's turn) as the last reply: the conversation

@@ -21,7 +21,7 @@ from backend.chat.protocol import ChatMessage
 from backend.session.backend import SessionBackend
 from backend.session.explore import explore
 from backend.session.explore_tree import Tree, TreeShape
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tui.chat.steering import SteeringHost, made_elsewhere, refused, start_branch
 from tui.explore.screen import ExploreScreen, Path
 

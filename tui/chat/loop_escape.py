@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from backend.session.phrase_bans import PhraseBans
-from sampling.loops import Loop
+from sampling.analysis.loops import Loop
 from tui.chat.steering import ask_alternative, made_elsewhere, refused
 from tui.loops.why_screen import LoopWhyScreen, WhyChoice
 

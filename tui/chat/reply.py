@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from backend.chat.events import TokenEvent
-from sampling.loops import Loop
-from sampling.settings import SamplerSettings
+from sampling.analysis.loops import Loop
+from sampling.settings.record import SamplerSettings
 
 REJECTED = "rejected"
 """A ghost's finish: an attempt a phrase ban rejected (`backend.store.records.REJECTED`)."""

@@ -20,7 +20,7 @@ from textual.message import Message
 from textual.strip import Strip
 from textual.widget import Widget
 
-from sampling.reply_score import reply_score
+from sampling.analysis.reply_score import reply_score
 from tui.chat.branches import fork_counts
 from tui.chat.reply import FINISH_LABELS, GHOST_LABEL, Reply
 from tui.display import display_text

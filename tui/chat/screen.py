@@ -25,7 +25,7 @@ from tui.chat.steering import regenerate
 from tui.chat.view import ChatView
 from tui.compare.command import open_compare
 from tui.history.screen import HistoryScreen
-from tui.row_compositor import RowCompositor
+from tui.row_compositor import use_row_compositor
 from tui.score.screen import ScoreScreen
 
 NEW_SEED_RANGE = 100_000
@@ -55,7 +55,7 @@ class ChatScreen(Screen[None]):
         super().__init__()
         self.chat = chat
         self.host = host
-        self._compositor = RowCompositor()
+        use_row_compositor(self)
 
     def compose(self) -> ComposeResult:
         yield self.chat

@@ -15,9 +15,9 @@ from backend.config.paths import user_file
 from backend.config.user_files import UserFileError, read_user_text
 from backend.errors import FileAccessError
 from sampling.errors import SettingsError
-from sampling.registry import registry
-from sampling.setting_spec import SettingSpec, SettingValue
-from sampling.setting_text import BiasPairs, bias_entries, bias_pairs
+from sampling.settings.registry import registry
+from sampling.settings.spec import SettingSpec, SettingValue
+from sampling.settings.text import BiasPairs, bias_entries, bias_pairs
 from tui.panel.setting_controls import LINE_MARK
 
 TextEncoder = Callable[[str], list[int]]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from backend.chat.events import TokenEvent
-from sampling.surprise import SurpriseRule
+from sampling.analysis.surprise import SurpriseRule
 
 
 def surprising_after(

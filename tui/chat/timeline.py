@@ -3,7 +3,7 @@
 Rows: the chosen token's probability, the entropy and (on demand) the kept count,
 over a marker row (the token cursor ▲, a setting changed ◆, the reply went back
 from a rejected attempt ✗, a token the grammar forced ▪, a surprising token •: see
-`sampling.surprise`; a repetition loop ↻ from its start, ~ along its copies). A
+`sampling.analysis.surprise`; a repetition loop ↻ from its start, ~ along its copies). A
 reply longer than
 the strip is compressed into buckets that keep each bucket's spike, the token a
 reader looks for: the lowest chosen probability, the highest entropy, the most
@@ -28,8 +28,8 @@ from textual.widget import Widget
 from textual.widgets import Label, Sparkline
 
 from backend.chat.events import TokenEvent
-from sampling.loops import Loop
-from sampling.surprise import DEFAULT_SURPRISE, SurpriseRule
+from sampling.analysis.loops import Loop
+from sampling.analysis.surprise import DEFAULT_SURPRISE, SurpriseRule
 
 LABEL_WIDTH = 3
 MAX_SPREAD = 3

@@ -13,8 +13,8 @@ from textual.message import Message
 from textual.widgets import Static
 
 from backend.store.store import ChatRecord
+from sampling.analysis.surprise import DEFAULT_SURPRISE, SurpriseRule, next_rule, parse_surprise
 from sampling.errors import SettingsError
-from sampling.surprise import DEFAULT_SURPRISE, SurpriseRule, next_rule, parse_surprise
 from tui.chat.branches import branch_label
 from tui.chat.reply import FINISH_LABELS, Reply
 from tui.chat.reply_view import ReplyView

@@ -32,8 +32,8 @@ from backend.chat.protocol import ChatBackend, LiveSettings, ModelInfo
 from backend.session.loop_watch import LoopGuard
 from backend.session.phrase_bans import PhraseBans
 from backend.store.store import ChatRecord
-from sampling.settings import SamplerSettings
-from sampling.surprise import SurpriseRule
+from sampling.analysis.surprise import SurpriseRule
+from sampling.settings.record import SamplerSettings
 from tui.chat.beam_job import BeamJob
 from tui.chat.branch_nav import move_branch
 from tui.chat.conversation import Conversation

@@ -41,7 +41,7 @@ from sampling.errors import SamplescopeError
 from sampling.records import Step
 from sampling.rng import make_source
 from sampling.sampler import Sampler
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tui.chat.reply import Reply
 from tui.chat.reply_job import REPLY_COLUMN
 from tui.chat.steering import SteeringHost, made_elsewhere, refused, start_branch

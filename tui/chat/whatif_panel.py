@@ -15,8 +15,8 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from sampling.records import Step
-from sampling.registry import registry
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import registry
 from tui.widgets.prob_panel import ProbPanel
 from tui.widgets.token_text import TokenPieces
 

@@ -17,7 +17,7 @@ from backend.session.phrase_bans import PhraseBans
 from backend.session.recorded_beams import BeamRecorder
 from backend.store.recorder import ChatRecorder
 from backend.store.records import StoreError
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tui.cli.number_flags import finite_float
 from tui.cli.reply_score_json import reply_score_json
 from tui.cli.store_access import recorder_for

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from backend.score.kld import KldResult
-from sampling.divergence import DivergenceSummary, DivergenceTotals, Estimate, summarize
+from sampling.analysis.divergence import DivergenceSummary, DivergenceTotals, Estimate, summarize
 from tui.cli.json_numbers import finite_or_null
 
 

@@ -4,7 +4,7 @@ Without the flag a reply is watched as the config file's [loops] says (by defaul
 loops are found and reported, not stopped). With it the reply ends, finish reason
 "loop", on the token that completes a loop: the smallest period in [MIN, MAX] whose
 last copy repeats COUNT times back to back (vLLM's `repetition_detection`). MAX is at
-most the context (`--ctx`) and `sampling.loops.LONGEST_PERIOD`.
+most the context (`--ctx`) and `sampling.analysis.loops.LONGEST_PERIOD`.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 
 from backend.session.loop_watch import LoopGuard
+from sampling.analysis.loops import LoopRule
 from sampling.errors import SamplescopeError
-from sampling.loops import LoopRule
 
 
 class LoopFlagError(SamplescopeError):

@@ -10,8 +10,10 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from backend.config.sampler_files import SAMPLER_FILE_FLAG, load_sampler_file, load_sampler_files
+from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.errors import SamplescopeError
-from sampling.plugins import plugin_origins, plugin_units, unregister
+from sampling.settings.record import use_registry
+from sampling.settings.registry import registry
 from tui.cli.sampler_file_flag import (
     LEADING_DEST,
     add_sampler_file_flag,
@@ -172,8 +174,8 @@ def _parser_without_clashes() -> argparse.ArgumentParser:
             if found is None:
                 raise
             name, setting, flag = found
-            path = plugin_origins()[name].path
-            unregister(name)
+            path = registry().origins[name].path
+            use_registry(registry().without(name))
             print(
                 f"samplescope: sampler plugin {path}: its setting {setting!r} ({flag}) clashes"
                 f" with an option of samplescope ({error}): not loaded",
@@ -184,7 +186,7 @@ def _parser_without_clashes() -> argparse.ArgumentParser:
 def _plugin_flag_in(message: str) -> tuple[str, str, str] | None:
     """(plugin, setting, flag) of a plugin setting whose flag an argparse error names."""
     words = set(re.findall(r"[^\s,:'\"]+", message))
-    for unit in plugin_units():
+    for unit in registry().plugins:
         for spec in unit.specs:
             for flag in (spec.flag, spec.short_flag):
                 if flag is not None and flag in words:
@@ -224,11 +226,13 @@ def _run(args_list: list[str]) -> int:
         print(f"samplescope: {error}", file=sys.stderr)
         return 2
     try:
-        load_sampler_files()
+        # The registry every command and the app run with: the built-in units and
+        # the plugins of the samplers folder, then of --sampler-file.
+        use_registry(load_sampler_files(BUILT_IN_REGISTRY))
         parser, opens_app = _front_parser(args_list)
         sampler_files = sampler_files_given(parser, args_list)
         for path in sampler_files:
-            load_sampler_file(path)
+            use_registry(load_sampler_file(path, registry()))
         if sampler_files:  # their flags join the parser
             parser, opens_app = _front_parser(args_list)
         args = parser.parse_args(args_list)

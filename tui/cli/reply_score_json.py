@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
+from sampling.analysis.reply_score import ReplyScore, reply_score
 from sampling.records import Step
-from sampling.reply_score import ReplyScore, reply_score
 from tui.cli.json_numbers import finite_or_null
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from backend.errors import ModelFileError
 from backend.store.lookup import check_position, find_branch, settings_for
 from backend.store.store import ChatRecord, ChatStore, ModelRef, ReplyRecord
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tui.cli.model_flags import add_rpc_flag, chosen_rpc
 from tui.cli.settings_flags import add_settings_flags, bias_needs_tokenizer, settings_from_args
 from tui.cli.store_access import add_db_flag

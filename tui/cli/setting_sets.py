@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from sampling.errors import SamplescopeError
-from sampling.registry import registry
-from sampling.settings import SamplerSettings, find_setting
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import find_setting, registry
 from tui.chat.setting_input import read_setting_text
 from tui.cli.settings_flags import settings_with_user_config
 

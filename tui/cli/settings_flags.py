@@ -1,5 +1,5 @@
 """The sampler settings flags, the same on every command, derived from
-`sampling.registry.Registry.settings`.
+`sampling.settings.registry.Registry.settings`.
 
 Every `SamplerSettings` field gets `--field-name` (plus its short flag, e.g. `-t`):
 numbers take a value, choices take one of their values, booleans are
@@ -16,10 +16,10 @@ from pathlib import Path
 
 from backend.config.user_files import UserFileError, read_user_text
 from sampling.errors import SettingsError
-from sampling.registry import registry
-from sampling.setting_spec import SettingSpec
-from sampling.setting_text import bias_entries, bias_pairs
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import registry
+from sampling.settings.spec import SettingSpec
+from sampling.settings.text import bias_entries, bias_pairs
 
 Tokenize = Callable[[str], list[int]]
 """A model's tokenizer: text to token ids, no BOS."""

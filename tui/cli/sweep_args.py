@@ -10,8 +10,9 @@ from typing import Any
 from backend.config.user_files import UserFileError, load_json, read_user_text
 from backend.session.sweep import MAX_SETTINGS, SweepSetting
 from sampling.errors import SamplescopeError, SettingsError
-from sampling.registry import registry
-from sampling.settings import SamplerSettings, find_setting, settings_summary
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import find_setting, registry
+from sampling.settings.summary import settings_summary
 from tui.cli.setting_sets import parse_set, short_keys
 from tui.cli.settings_flags import settings_with_user_config
 

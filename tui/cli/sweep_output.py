@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from backend.session.sweep_result import METRIC_NAMES, ORDER_WORDS, SweepResult, metric
-from sampling.sweep_metrics import Estimate
+from sampling.analysis.sweep_metrics import Estimate
 
 #: The table is printed at most this wide (a pipe gets it whole up to this width).
 MAX_WIDTH = 240

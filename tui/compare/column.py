@@ -25,9 +25,8 @@ from textual.widgets import Static
 
 from backend.chat.compare import first_divergence
 from backend.chat.events import FinishedEvent, TokenEvent
-from sampling.fork import NEAR_TIE_MARGIN, Fork, fork_at, fork_summary
-from sampling.loops import Loop, first_loop
-from sampling.registry import TEMPERATURE_FIRST_ORDER
+from sampling.analysis.fork import NEAR_TIE_MARGIN, Fork, fork_at, fork_summary
+from sampling.analysis.loops import Loop, first_loop
 from tui.compare.column_text import NOTICE_STYLE, ColumnText
 from tui.compare.columns import CompareColumn, settings_summary
 from tui.compare.token_diff import LiveDiff, TokenDiff
@@ -45,7 +44,7 @@ class ColumnStats:
     mean_entropy: float | None
     reason: str | None
     loop: Loop | None = None
-    """The first repetition loop that formed in the reply (`sampling.loops.first_loop`)."""
+    """The first repetition loop that formed in the reply (`sampling.analysis.loops.first_loop`)."""
 
 
 FORK_LEGEND = (
@@ -151,7 +150,7 @@ class CompareColumnView(Vertical, can_focus=True):
         if not set(summary.split()) <= label_words:  # say what the label does not
             title.append(f"  {summary}", style="dim")
         settings = self.column.settings
-        if settings.order == TEMPERATURE_FIRST_ORDER and not settings.greedy:
+        if settings.order == settings.registry.default_order and not settings.greedy:
             # The summary leaves this order unnamed; the chat's runs the temperature last.
             title.append("  t-first", style="bold #e5c07b")
         return title

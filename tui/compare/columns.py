@@ -12,12 +12,12 @@ from types import MappingProxyType
 from typing import Any
 
 from sampling.errors import SettingsError
-from sampling.registry import Registry, registry
-from sampling.setting_spec import SettingValue
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import Registry, registry
+from sampling.settings.spec import SettingValue
 
 # The one settings summary, re-exported for the compare view's widgets.
-from sampling.settings import settings_summary as settings_summary
+from sampling.settings.summary import settings_summary as settings_summary
 
 MIN_COLUMNS = 2
 MAX_COLUMNS = 4

@@ -26,7 +26,7 @@ from backend.chat.completion import Mode
 from backend.chat.protocol import ChatMessage
 from backend.session.backend import SessionBackend
 from sampling.errors import SamplescopeError
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tui.compare.columns import (
     MAX_COLUMNS,
     CompareColumn,

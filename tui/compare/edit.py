@@ -19,9 +19,9 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
 from sampling.errors import SamplescopeError
-from sampling.registry import registry
 from sampling.samplers.temperature import TemperatureParams
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import registry
 from tui.compare.columns import (
     MAX_COLUMNS,
     MIN_COLUMNS,

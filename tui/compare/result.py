@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from backend.chat.events import FinishedEvent, GenerationStats, TokenEvent
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 
 
 @dataclass(frozen=True, slots=True)

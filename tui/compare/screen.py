@@ -36,14 +36,14 @@ from backend.chat.protocol import ChatMessage
 from backend.session.backend import SessionBackend
 from backend.session.compare import CompareJob
 from sampling.errors import SamplescopeError
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tui.compare.column import FORK_LEGEND, CompareColumnView, divergence_between
 from tui.compare.columns import CompareColumn, check_column_count, settings_summary
 from tui.compare.curves import CompareCurves
 from tui.compare.edit import CompareEditScreen, CompareRequest
 from tui.compare.result import CompareResult
 from tui.generate_command import NotOneCommandError, generate_command
-from tui.row_compositor import RowCompositor
+from tui.row_compositor import use_row_compositor
 from tui.runner import GenerationRunner
 from tui.widgets.alternatives import Alternative, AlternativesScreen
 from tui.widgets.prob_panel import ProbPanel
@@ -124,7 +124,7 @@ class CompareScreen(Screen[CompareResult | None]):
         classes: str | None = None,
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
-        self._compositor = RowCompositor()  # its columns stream: draw only changed rows
+        use_row_compositor(self)  # its columns stream: draw only changed rows
         if isinstance(model, GenerationRunner):
             self._runner = model
         else:

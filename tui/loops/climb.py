@@ -19,7 +19,7 @@ import numpy as np
 
 from backend.chat.events import TokenEvent
 from backend.session.run import StepInput
-from sampling.loops import Loop
+from sampling.analysis.loops import Loop
 from sampling.records import Step
 from sampling.samplers.penalties import PenaltiesParams, penalized_logits
 

@@ -26,7 +26,7 @@ from textual.widgets import DataTable, Footer, Static
 
 from backend.chat.events import TokenEvent
 from backend.session.run import StepInput
-from sampling.loops import Loop
+from sampling.analysis.loops import Loop
 from sampling.samplers.dry import DryParams
 from sampling.samplers.penalties import PenaltiesParams
 from tui.loops.climb import LoopCell, climb_text, dry_blind_spot, loop_cells

@@ -25,7 +25,7 @@ from backend.config.model_catalog import LocalModel
 from backend.session.backend import SessionBackend
 from backend.store.store import ChatStore
 from sampling.samplers.logit_bias import LogitBiasParams
-from sampling.setting_text import BiasPairs
+from sampling.settings.text import BiasPairs
 from tui.models.loading import load_backend
 from tui.models.picker import ListModels, ModelPickerScreen
 from tui.runner import GenerationRunner

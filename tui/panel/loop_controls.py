@@ -10,7 +10,7 @@ from textual.containers import Vertical
 from textual.message import Message
 
 from backend.session.loop_watch import LOOP_MODES, LoopGuard
-from sampling.loops import LoopRule
+from sampling.analysis.loops import LoopRule
 from tui.panel.toggle import Toggle
 
 LOOP_FIELDS = ("loop_mode", "loop_count", "loop_period")

@@ -8,7 +8,7 @@ from textual.containers import Vertical
 from textual.message import Message
 
 from backend.session.phrase_bans import PhraseBanError, PhraseBans
-from sampling.setting_text import format_texts, parse_texts
+from sampling.settings.text import format_texts, parse_texts
 from tui.panel.text_setting import TextSetting
 from tui.panel.toggle import Toggle
 

@@ -1,5 +1,5 @@
 """The sampling panel: a control for each sampler setting, in groups (from
-`sampling.registry.Registry.settings`)."""
+`sampling.settings.registry.Registry.settings`)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from textual.widgets import Collapsible
 from backend.session.loop_watch import LoopGuard
 from backend.session.phrase_bans import PhraseBans
 from sampling.errors import SettingsError
-from sampling.registry import registry
 from sampling.samplers.temperature import TemperatureParams
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import registry
 from tui.panel.beam_controls import BEAM_FIELDS, BeamControls
 from tui.panel.chain_order import ChainOrder
 from tui.panel.loop_controls import LOOP_FIELDS, LoopControls, loops_title

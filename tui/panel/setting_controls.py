@@ -1,14 +1,15 @@
 """Which control each setting gets, and how the panel groups them (from
-`sampling.registry.Registry.settings`)."""
+`sampling.settings.registry.Registry.settings`)."""
 
 from __future__ import annotations
 
 from textual.widget import Widget
 
-from sampling.registry import registry
 from sampling.samplers.grammar import GrammarParams
-from sampling.setting_spec import SettingSpec, SettingValue
-from sampling.settings import USUAL_ORDERS, SamplerSettings
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import registry
+from sampling.settings.spec import SettingSpec, SettingValue
+from sampling.settings.summary import usual_orders
 from tui.panel.chain_order import ChainOrder
 from tui.panel.slider import Slider
 from tui.panel.text_setting import TextSetting
@@ -68,7 +69,7 @@ def group_is_on(group: str, settings: SamplerSettings) -> bool:
     specs = [spec for spec in registry().settings if spec.group == group]
     for spec in specs:
         if spec.name == ORDER_FIELD:
-            if settings.order not in USUAL_ORDERS:
+            if settings.order not in usual_orders(settings.registry):
                 return True
             continue
         if not _is_on(spec, settings):

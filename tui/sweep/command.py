@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from backend.session.sweep_result import SweepResult
-from sampling.settings import SamplerSettings
+from sampling.settings.record import SamplerSettings
 from tui.sweep.screen import SweepScreen
 
 if TYPE_CHECKING:

@@ -26,7 +26,7 @@ from backend.session.sweep_result import (
     SweepResult,
     metric,
 )
-from sampling.sweep_metrics import Estimate
+from sampling.analysis.sweep_metrics import Estimate
 from tui.generate_command import NotOneCommandError, generate_command
 from tui.sweep.frontier_plot import AXIS_NAMES, FrontierPlot, mark_of
 from tui.widgets.table_fill import fill_table

@@ -14,7 +14,8 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from sampling.settings import SamplerSettings, settings_summary
+from sampling.settings.record import SamplerSettings
+from sampling.settings.summary import settings_summary
 
 
 class PresetPickerScreen(ModalScreen[str | None]):

@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sampling.registry import UNITS, registry
+from sampling.built_in import BUILT_IN_UNITS
+from sampling.settings.registry import registry
 
 BANS: frozenset[str] = frozenset(
-    unit.name for unit in UNITS if unit.kind == "logits" and not unit.placement.in_order
+    unit.name for unit in BUILT_IN_UNITS if unit.kind == "logits" and not unit.placement.in_order
 )
 """The `removed_by` of a banned token (-inf): the logit bias, min_tokens."""
 

@@ -13,13 +13,13 @@ from textual.geometry import Size
 from textual.strip import Strip
 from textual.widget import Widget
 
-from sampling.plugins import is_plugin
 from sampling.records import Candidate, Step
-from sampling.registry import registry
 from sampling.samplers.base import description
 from sampling.samplers.logit_bias import LogitBiasParams
 from sampling.samplers.temperature import TemperatureParams
-from sampling.settings import SamplerSettings, settings_summary
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import registry
+from sampling.settings.summary import settings_summary
 from tui.widgets.prob_cuts import BANS, CutItem, layout_rows, row_label
 
 _PIECE_WIDTH = 12
@@ -193,7 +193,7 @@ def _switched_on(name: str, settings: SamplerSettings) -> bool:
     """Whether the unit `name` is on under `settings` (a plugin, or a unit not
     loaded: on; a plugin's own code is not run here)."""
     unit = registry().units_by_name.get(name)
-    return unit is None or is_plugin(name) or unit.is_on(settings)
+    return unit is None or registry().is_plugin(name) or unit.is_on(settings)
 
 
 def _temperature_note(step: Step) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from sampling.reply_score import ReplyScore
+from sampling.analysis.reply_score import ReplyScore
 
 
 def score_label(score: ReplyScore | None) -> str:

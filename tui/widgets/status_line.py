@@ -9,7 +9,7 @@ from typing import Any, Literal
 from rich.text import Text
 from textual.widget import Widget
 
-from sampling.loops import Loop
+from sampling.analysis.loops import Loop
 
 Phase = Literal["loading", "error", "idle", "prefill", "decode"]
 GGUF_SUFFIX = ".gguf"

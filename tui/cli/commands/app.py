@@ -31,8 +31,9 @@ from backend.config.paths import (
 from backend.llama.rpc import Endpoint, RpcError
 from backend.session.backend import SessionBackend
 from backend.store.store import ChatStore, StoreError
+from sampling.built_in import chat_defaults
 from sampling.errors import SettingsError
-from sampling.settings import DEFAULT_CHAT_SETTINGS
+from sampling.settings.registry import registry
 from tui.cli.model_flags import add_hf_flag, add_repack_flag, add_rpc_flag, model_or_hf
 from tui.cli.sampler_file_flag import add_sampler_file_flag
 from tui.cli.settings_flags import add_settings_flags, settings_from_args
@@ -139,7 +140,7 @@ def build_app(
     model = model_or_hf(args.model, args.hf)
     config, problem = load_config_or_default()
     notices = [problem] if problem else []
-    settings = settings_from_args(args, settings_with_config(DEFAULT_CHAT_SETTINGS, config))
+    settings = settings_from_args(args, settings_with_config(chat_defaults(registry()), config))
     store: ChatStore | None = None
     if not args.no_save:
         try:

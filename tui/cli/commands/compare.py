@@ -18,14 +18,12 @@ from rich.text import Text
 from backend.chat.compare import first_divergence
 from backend.chat.events import FinishedEvent, NoticeEvent, TokenEvent
 from backend.session.compare import compare
+from sampling.analysis.loops import first_loop
+from sampling.analysis.reply_score import reply_score
 from sampling.errors import SamplescopeError
-from sampling.loops import first_loop
 from sampling.records import Step
-from sampling.reply_score import reply_score
-from sampling.settings import (
-    SamplerSettings,
-    settings_summary,
-)
+from sampling.settings.record import SamplerSettings
+from sampling.settings.summary import settings_summary
 from tui.cli.model_flags import add_model_flags, load_backend
 from tui.cli.prompt_messages import build_messages
 from tui.cli.reply_score_json import reply_score_json
@@ -205,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
 
 def loop_json(token_ids: Sequence[int]) -> dict[str, int] | None:
     """The first repetition loop that formed in a column's reply, for --json (None:
-    none; `sampling.loops.first_loop` with the default rule)."""
+    none; `sampling.analysis.loops.first_loop` with the default rule)."""
     loop = first_loop(token_ids)
     return None if loop is None else loop.to_dict()
 

@@ -19,8 +19,11 @@ from backend.chat.completion import MODES, as_document, mode_for_backend
 from backend.session.explore import EXPLORE_SEQ_MAX, explore
 from backend.session.explore_tree import Tree, TreeNode, TreeShape
 from backend.session.steer import explore_step
+from sampling.built_in import chat_defaults
 from sampling.errors import SamplescopeError
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings, settings_summary
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import registry
+from sampling.settings.summary import settings_summary
 from tui.cli.model_flags import add_model_flags, chosen_model_path, chosen_rpc, model_or_hf
 from tui.cli.number_flags import unit_fraction
 from tui.cli.prompt_messages import build_messages
@@ -201,7 +204,7 @@ def _from_prompt(args: argparse.Namespace) -> tuple[Tree, dict[str, object], str
         )
     shape = _shape(args)
     text = read_stdin() if args.prompt == "-" else args.prompt
-    base = settings_with_user_config(DEFAULT_CHAT_SETTINGS)
+    base = settings_with_user_config(chat_defaults(registry()))
     settings: SamplerSettings | None = None
     if not bias_needs_tokenizer(args):
         settings = settings_from_args(args, base)

@@ -18,8 +18,8 @@ from backend.store.store import (
     SettingsChange,
 )
 from backend.store.token_table import TokenRow, chat_token_rows
+from sampling.analysis.reply_score import ReplyScore, reply_score
 from sampling.errors import SamplescopeError
-from sampling.reply_score import ReplyScore, reply_score
 from tui.cli.chat_tree import tree_json
 from tui.cli.reply_score_json import reply_score_object
 from tui.cli.store_access import add_db_flag, open_store

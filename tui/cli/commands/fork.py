@@ -13,8 +13,8 @@ from backend.errors import ModelFileError
 from backend.llama.pieces import visible_piece
 from backend.llama.ui_tokenizer import UiTokenizer
 from backend.store.fork_runs import StoredRun, check_comparable, fork_of, load_run, parse_run_ref
+from sampling.analysis.fork import NEAR_TIE_MARGIN, Fork, RunAtFork
 from sampling.errors import SamplescopeError
-from sampling.fork import NEAR_TIE_MARGIN, Fork, RunAtFork
 from tui.cli.store_access import add_db_flag, open_store
 
 #: Characters of the shared text shown before the fork.

@@ -19,9 +19,11 @@ from backend.chat.events import (
 from backend.chat.protocol import LiveSettings
 from backend.store.recorded import recorded
 from backend.store.records import StoreError
+from sampling.built_in import DEFAULT_CHAT_SETTINGS, chat_defaults
 from sampling.errors import SettingsError
 from sampling.records import Step
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import registry
 from tui.cli.ban_flags import add_ban_flags, bans_from_args, config_bans
 from tui.cli.beams import add_beam_flags, run_beams
 from tui.cli.held_back_text import HeldBackText
@@ -128,7 +130,7 @@ def preset_settings(name: str) -> SamplerSettings:
 def run(args: argparse.Namespace) -> int:
     """Generate and print the reply; the exit code is 1 if the generation failed."""
     base = (
-        settings_with_user_config(DEFAULT_CHAT_SETTINGS)
+        settings_with_user_config(chat_defaults(registry()))
         if args.preset is None
         else preset_settings(args.preset)
     )

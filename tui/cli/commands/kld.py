@@ -29,8 +29,8 @@ from backend.score.kld import (
 )
 from backend.score.kld_pair import token_texts
 from backend.session.llama_backend import LlamaBackend
-from sampling.divergence import DivergenceTotals, summarize
-from sampling.fork import first_difference
+from sampling.analysis.divergence import DivergenceTotals, summarize
+from sampling.analysis.fork import first_difference
 from tui.cli.kld_report import CHUNK_HEADER, chunk_line, kld_json, summary_lines
 from tui.cli.model_flags import (
     add_model_flags,

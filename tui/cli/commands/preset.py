@@ -5,26 +5,25 @@ llama-server / llama-cli flags, a `/completion` request body and SillyTavern."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
-from backend.config.llama_server_format import completion_body, flags_text, server_flags
 from backend.config.paths import user_presets_path
+from backend.config.preset_exports import EXPORTS, exported_text
 from backend.config.preset_files import (
     TOOLS,
     imported_settings,
     read_preset_file,
     save_user_preset,
 )
-from backend.config.preset_interchange import PresetFormatError, Unmapped
+from backend.config.preset_interchange import PresetFormatError
 from backend.config.presets import PresetError
-from backend.config.sillytavern_format import export_sillytavern
-from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings, settings_summary
+from sampling.built_in import chat_defaults
+from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import registry
+from sampling.settings.summary import settings_summary
 from tui.cli.settings_flags import add_settings_flags, settings_from_args, settings_with_user_config
-
-EXPORT_FORMATS = ("llama-server", "completion-json", "sillytavern")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -66,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     exporting.add_argument(
         "--format",
-        choices=EXPORT_FORMATS,
+        choices=tuple(EXPORTS),
         default="llama-server",
         help="llama-server / llama-cli flags (default), a /completion request body, "
         "or a SillyTavern text-completion preset",
@@ -106,20 +105,11 @@ def run_export(args: argparse.Namespace) -> int:
     except PresetError as error:
         print(f"samplescope: {error}", file=sys.stderr)
         return 1
-    unmapped: list[Unmapped]
-    if args.format == "llama-server":
-        # A preset leaves the seed unset (0, its "off" value) so that one seed drives
-        # every compare column: no --seed then, unless the flags give one.
-        unset = args.preset is not None and args.seed is None
-        words, unmapped = server_flags(settings, seed=not (unset and settings.seed == 0))
-        print(flags_text(words))
-    else:
-        body: dict[str, Any]
-        if args.format == "completion-json":
-            body, unmapped = completion_body(settings)
-        else:
-            body, unmapped = export_sillytavern(settings)
-        print(json.dumps(body, indent=2, ensure_ascii=False))
+    # A preset leaves the seed unset (0, its "off" value) so that one seed drives every
+    # compare column: no --seed then, unless the flags give one.
+    unset = args.preset is not None and args.seed is None
+    text, unmapped = exported_text(settings, args.format, seed=not (unset and settings.seed == 0))
+    print(text)
     _print_unmapped(f"not in the {args.format} form", unmapped, sys.stderr)
     return 0
 
@@ -127,7 +117,7 @@ def run_export(args: argparse.Namespace) -> int:
 def _base(preset: str | None) -> SamplerSettings:
     """The settings before the flags: a named preset, else the chat's start."""
     if preset is None:
-        return settings_with_user_config(DEFAULT_CHAT_SETTINGS)
+        return settings_with_user_config(chat_defaults(registry()))
     from tui.resources import available_presets
 
     presets = available_presets()

@@ -6,8 +6,7 @@ import argparse
 import json
 
 from backend.config.sampler_files import SAMPLER_FILE_FLAG, samplers_dir
-from sampling.plugins import plugin_origins
-from sampling.registry import registry
+from sampling.settings.registry import registry
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -32,9 +31,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def sampler_list() -> list[dict[str, object]]:
     """Each sampler unit: its name, whether built in, where it runs (its placement's
-    kind, `sampling.placement`), its settings' names (and for a plugin its file and
+    kind, `sampling.settings.placement`), its settings' names (and for a plugin its file and
     the file's SHA-256)."""
-    origins = plugin_origins()
+    origins = registry().origins
     listed: list[dict[str, object]] = []
     for name, unit in registry().units_by_name.items():
         entry: dict[str, object] = {
@@ -55,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(sampler_list(), indent=2))
         return 0
-    origins = plugin_origins()
+    origins = registry().origins
     for name, unit in registry().units_by_name.items():
         kind = f"plugin {origins[name].path}" if name in origins else "built-in"
         settings = ", ".join(spec.name for spec in unit.specs) or "-"

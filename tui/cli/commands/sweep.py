@@ -32,7 +32,7 @@ from backend.session.sweep import (
 )
 from backend.session.sweep_result import SampleRecord, SweepFileError, SweepResult, record_of
 from backend.store.records import StoreError
-from sampling.sweep_metrics import DEFAULT_TOP_K
+from sampling.analysis.sweep_metrics import DEFAULT_TOP_K
 from tui.cli.model_flags import add_model_flags, load_backend
 from tui.cli.store_access import add_db_flag, recorder_for
 from tui.cli.sweep_args import SweepArgumentError, grid_settings, read_prompts

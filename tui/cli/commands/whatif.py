@@ -14,7 +14,7 @@ import sys
 
 from backend.session.steer import recompute
 from sampling.records import Step
-from sampling.settings import settings_summary
+from sampling.settings.summary import settings_summary
 from tui.cli.saved_reply import (
     add_step_flags,
     find_target,

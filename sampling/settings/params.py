@@ -4,7 +4,7 @@ Each sampler unit declares its parameters as a frozen dataclass, one field per
 setting, each made by `setting(spec)`: the field's name is the setting's, its default
 the spec's, and the spec rides along in the field's metadata. The flag, the panel's
 control, the compare key and the preset key all derive from that one declaration
-(`specs_of` reads them back). The settings record (`sampling.settings_record`) holds
+(`specs_of` reads them back). The settings record (`sampling.settings.record`) holds
 one such record per unit; a unit reads its own, typed (`SamplerSettings.of`).
 
 A plugin declares its record the same way, or only its `specs`, from which
@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import MISSING, field, fields, is_dataclass, make_dataclass
 from typing import Any
 
-from sampling.setting_spec import SettingSpec
+from sampling.settings.spec import SettingSpec
 
 _SPEC = "samplescope.setting"
 

@@ -14,10 +14,10 @@ deviation over √(number of prompts) (None with one prompt). Per prompt:
 - `outside_top_k`: the share of the sampled tokens whose raw rank is above k;
 - `length`: the mean number of tokens of a sample;
 - `loop_rate`: the share of the samples in which a repetition loop formed
-  (`sampling.loops.first_loop`, vLLM's rule: a period of 1..128 tokens repeated 4
+  (`sampling.analysis.loops.first_loop`, vLLM's rule: a period of 1..128 tokens repeated 4
   times back to back);
 - `compression_ratio`, `ngram_diversity` (n = 1..4), `self_repetition` (n = 4) and
-  `distinct` (n = 1..4) of the prompt's sample texts (`sampling.diversity`).
+  `distinct` (n = 1..4) of the prompt's sample texts (`sampling.analysis.diversity`).
 
 Finish reasons are counted over every sample. A figure a prompt cannot have (no token,
 too few words) leaves that prompt out of the figure's mean.
@@ -30,13 +30,13 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from sampling.diversity import (
+from sampling.analysis.diversity import (
     compression_ratio,
     distinct_n,
     ngram_diversity_score,
     self_repetition_score,
 )
-from sampling.loops import LoopRule, first_loop
+from sampling.analysis.loops import LoopRule, first_loop
 from sampling.records import Step
 
 #: The raw top-k the share of tokens outside it counts against, unless given.
@@ -58,7 +58,7 @@ class SampleFigures:
             record its token's raw probability).
         outside_top_k: How many sampled tokens lie outside the raw top k.
         finish_reason: Why the sample ended.
-        looped: Whether a repetition loop formed in its tokens (`sampling.loops`).
+        looped: Whether a repetition loop formed in its tokens (`sampling.analysis.loops`).
     """
 
     prompt: int

@@ -1,17 +1,18 @@
 """The sampler's settings: the order, the draw and each unit's parameters.
 
 A `SamplerSettings` holds the chain's order (`samplers`), the draw's own settings
-(`draw`, `rng`, `seed`) and each unit's parameter record (`sampling.params`): a
+(`draw`, `rng`, `seed`) and each unit's parameter record (`sampling.settings.params`): a
 unit reads its own, typed (`of`). Flags, TOML, presets and the store read and write
 the settings flat, by name (`value`, `with_changes`, `to_dict`, `from_dict`, and
 `SamplerSettings(top_k=40)`), which the registry maps to the record that holds each.
 
-The record does not import the registry: the registry lists the units, and each
-unit reads the record (`from_settings`). What the record needs of the registry in
-use (its settings and which record holds each, the units' placements and on-rules,
-the default order) it reads through a `Catalogue` handed to it once (`connect`,
-which `sampling.settings` calls); import `sampling.settings` (or `sampling`) before
-building a record.
+A record keeps the registry it was made with (`registry`; `sampling.settings.registry`)
+and reads everything of it there: its settings and which record holds each, the
+units' placements and on-rules, the default order. A record made without one takes
+the registry in use (`use_registry`, which the front door sets). The record reads
+its registry as a `Catalogue`, the part of `Registry` it needs: the registry lists
+the units and each unit reads the record (`from_settings`), so the record's module
+cannot name the registry's class.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 from sampling.errors import SettingsError
-from sampling.placement import Placement, placed_order, temperature_moved_last
-from sampling.setting_spec import GREEDY_TEMPERATURE, SettingSpec, SettingValue
-from sampling.setting_text import json_bias
+from sampling.settings.placement import Placement, placed_order, temperature_moved_last
+from sampling.settings.spec import GREEDY_TEMPERATURE, SettingSpec, SettingValue
+from sampling.settings.text import json_bias
 
 DrawMethod = Literal["inverse_cdf", "gumbel"]
 RngName = Literal["pcg64", "xorshift128"]
@@ -36,7 +37,12 @@ DRAW_FIELDS = ("draw", "rng", "seed", "samplers")
 
 
 class Catalogue(Protocol):
-    """What the record reads of the registry in use (`sampling.registry.Registry`)."""
+    """What the record reads of the registry in use (`sampling.settings.registry.Registry`)."""
+
+    @property
+    def units(self) -> tuple[type[Any], ...]:
+        """Every unit, the built-in ones then the plugins' (each gives its summary)."""
+        ...
 
     @property
     def settings(self) -> tuple[SettingSpec, ...]:
@@ -68,6 +74,11 @@ class Catalogue(Protocol):
         """The order `SamplerSettings()` holds."""
         ...
 
+    @property
+    def chat_order(self) -> tuple[str, ...]:
+        """llama.cpp's chain with the units it lacks placed (the chat's order)."""
+        ...
+
     def defaults(self, params: type[Params]) -> Params:
         """A parameter record at its defaults."""
         ...
@@ -77,35 +88,38 @@ class Catalogue(Protocol):
         ...
 
 
-_CONNECTED: list[Callable[[], Catalogue]] = []
+_IN_USE: list[Catalogue] = []
 
 
-def _catalogue() -> Catalogue:
-    """The registry in use.
+def use_registry(registry: Catalogue) -> None:
+    """Make `registry` the one a record made without a registry takes (the front
+    door's: the built-in units and the plugins it loaded)."""
+    _IN_USE[:] = [registry]
+
+
+def registry_in_use() -> Catalogue:
+    """The registry a record made without one takes.
 
     Raises:
-        RuntimeError: Nothing connected it (import `sampling.settings` first).
+        RuntimeError: No front door set one (import `sampling`, which sets the
+            built-in one, or call `use_registry`).
     """
-    if not _CONNECTED:
-        raise RuntimeError("the settings record is not connected: import sampling.settings")
-    return _CONNECTED[0]()
-
-
-def connect(catalogue: Callable[[], Catalogue]) -> None:
-    """Hand the record the registry in use (once): `catalogue` returns it."""
-    if not _CONNECTED:
-        _CONNECTED.append(catalogue)
+    if not _IN_USE:
+        raise RuntimeError("no sampler registry in use: import sampling, or call use_registry")
+    return _IN_USE[0]
 
 
 class SamplerSettings:
     """Every knob of the sampler, validated on construction against its declared spec.
 
     Built flat, by the settings' names: `SamplerSettings(temperature=0.7, top_k=40)`;
-    a setting not given takes its default. The defaults are the "off" values:
-    `SamplerSettings()` samples the model's own distribution at temperature 1. The
-    app's starting point (llama.cpp's defaults) is `DEFAULT_CHAT_SETTINGS`. Several-
-    valued settings take their natural spellings too (`samplers="top_k;temperature"`,
-    `logit_bias={42: 2.0}` or "42=+2;17=-inf", lists for tuples).
+    a setting not given takes its default. The registry it is made with comes first
+    (`SamplerSettings(registry, top_k=40)`), else the registry in use; it keeps it.
+    The defaults are the "off" values: `SamplerSettings()` samples the model's own
+    distribution at temperature 1. The app's starting point (llama.cpp's defaults) is
+    `chat_defaults(registry)` (`sampling.built_in`). Several-valued settings take
+    their natural spellings too (`samplers="top_k;temperature"`, `logit_bias={42: 2.0}`
+    or "42=+2;17=-inf", lists for tuples).
 
     Attributes:
         samplers: The chain's order, exactly as it runs (llama.cpp's `--samplers`
@@ -113,24 +127,28 @@ class SamplerSettings:
             anything (see `order`). Switching on a sampler llama.cpp's default chain
             lacks adds its name where its placement says when the order lacks it,
             and an order a unit's placement forbids is refused
-            (`sampling.placement.placed_order`).
+            (`sampling.settings.placement.placed_order`).
         draw: "inverse_cdf" (one uniform per token) or seeded "gumbel" max.
         rng: "pcg64" (numpy) or "xorshift128" (run.c's generator, id-order roulette).
         seed: The generator's seed, 0 to 2**64 - 1.
         params: Each unit's parameter record that differs from its defaults, by its
             type (`of` reads any unit's, defaults included).
+        registry: The registry it was made with (`sampling.settings.registry`): its
+            settings are the ones it holds, its units the ones its chain runs.
     """
 
-    __slots__ = ("draw", "params", "rng", "samplers", "seed")
+    __slots__ = ("draw", "params", "registry", "rng", "samplers", "seed")
 
     samplers: tuple[str, ...]
     draw: DrawMethod
     rng: RngName
     seed: int
     params: Mapping[type[Any], Any]
+    registry: Catalogue
 
-    def __init__(self, **values: Any) -> None:
-        catalogue = _catalogue()
+    def __init__(self, registry: Catalogue | None = None, /, **values: Any) -> None:
+        catalogue = registry_in_use() if registry is None else registry
+        object.__setattr__(self, "registry", catalogue)
         object.__setattr__(self, "samplers", catalogue.default_order)
         object.__setattr__(self, "draw", "inverse_cdf")
         object.__setattr__(self, "rng", "pcg64")
@@ -195,24 +213,30 @@ class SamplerSettings:
         changed = ", ".join(f"{name}={value!r}" for name, value in self._changed())
         return f"SamplerSettings({changed})"
 
+    def __copy__(self) -> SamplerSettings:
+        return self  # frozen: a copy keeps the registry it was made with
+
+    def __deepcopy__(self, memo: dict[int, object]) -> SamplerSettings:
+        return self
+
     def __reduce__(self) -> tuple[Callable[..., SamplerSettings], tuple[dict[str, Any]]]:
         return (_rebuilt, (self.to_dict(),))
 
     def _changed(self) -> Iterator[tuple[str, Any]]:
         """The settings that differ from their defaults, in the registry's order."""
-        catalogue = _catalogue()
+        catalogue = self.registry
         for name, value in self._flat(catalogue):
             if value != catalogue.settings_by_name[name].default:
                 yield name, value
 
     def _switches_on(self, name: str) -> bool:
         """The on-rule of the unit `name` (`SamplerUnit.is_on`)."""
-        return _catalogue().is_on(name, self)
+        return self.registry.is_on(name, self)
 
     def of(self, params: type[Params]) -> Params:
         """A unit's parameter record (its defaults unless the settings change them)."""
         record = self.params.get(params)
-        return record if record is not None else _catalogue().defaults(params)
+        return record if record is not None else self.registry.defaults(params)
 
     def value(self, name: str) -> SettingValue:
         """Any setting's value by its name (the draw's, the order, or a unit's).
@@ -223,7 +247,7 @@ class SamplerSettings:
         if name in DRAW_FIELDS:
             own: SettingValue = getattr(self, name)
             return own
-        owner = _catalogue().owners.get(name)
+        owner = self.registry.owners.get(name)
         if owner is None:
             raise AttributeError(f"SamplerSettings has no setting {name!r}")
         held: SettingValue = getattr(self.of(owner), name)
@@ -248,7 +272,7 @@ class SamplerSettings:
         changed = object.__new__(SamplerSettings)
         for name in SamplerSettings.__slots__:
             object.__setattr__(changed, name, getattr(self, name))
-        changed._change(_catalogue(), changes)
+        changed._change(self.registry, changes)
         return changed
 
     def _flat(self, catalogue: Catalogue) -> Iterator[tuple[str, Any]]:
@@ -267,12 +291,12 @@ class SamplerSettings:
     def to_dict(self) -> dict[str, Any]:
         """The settings as a plain dict (JSON/TOML friendly), by name: every built-in
         one, and the plugins' that are not at their default."""
-        return dict(self._flat(_catalogue()))
+        return dict(self._flat(self.registry))
 
     def to_json(self) -> dict[str, Any]:
         """`to_dict` as strict JSON can hold it (JSON has no infinity): a banning -inf
         logit bias is the string "-inf", which `from_dict` reads back."""
-        catalogue = _catalogue().settings_by_name
+        catalogue = self.registry.settings_by_name
         return {
             name: json_bias(value)
             if name in catalogue and catalogue[name].kind == "bias"
@@ -292,20 +316,35 @@ class SamplerSettings:
         samplers = self.samplers
         if not self.value("temperature_last") or "temperature" not in samplers:
             return samplers
-        return temperature_moved_last(samplers, _catalogue().placements)
+        return temperature_moved_last(samplers, self.registry.placements)
+
+    def made_with(self, registry: Catalogue) -> SamplerSettings:
+        """The same settings made with another registry (one with more plugins).
+
+        Raises:
+            SettingsError: `registry` lacks a setting these hold away from its default.
+        """
+        if registry is self.registry:
+            return self
+        values = {**dict(self._changed()), "samplers": self.samplers}
+        return SamplerSettings(registry, **values)
 
     @classmethod
-    def from_dict(cls, values: Mapping[str, Any]) -> SamplerSettings:
+    def from_dict(
+        cls, values: Mapping[str, Any], registry: Catalogue | None = None
+    ) -> SamplerSettings:
         """Build settings from a dict (JSON or TOML), rejecting unknown keys by name.
 
         Lists become the tuples the several-valued settings hold; a missing setting
-        takes its default (which switches every newer sampler off).
+        takes its default (which switches every newer sampler off). They are made
+        with `registry`, else the registry in use.
         """
-        specs = _catalogue().settings_by_name
+        catalogue = registry_in_use() if registry is None else registry
+        specs = catalogue.settings_by_name
         unknown = sorted(set(values) - set(specs))
         if unknown:
             raise SettingsError(unknown[0], values[unknown[0]], f"one of {sorted(specs)}")
-        return cls(**values)
+        return cls(catalogue, **values)
 
 
 def _rebuilt(values: dict[str, Any]) -> SamplerSettings:

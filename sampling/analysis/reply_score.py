@@ -15,8 +15,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from sampling.analysis.token_scores import perplexity
 from sampling.records import Step
-from sampling.token_scores import perplexity
 
 #: A token less probable than this under the raw distribution counts as unlikely.
 LOW_PROBABILITY = 0.01

@@ -1,7 +1,7 @@
 """Both models' most probable tokens at each compared position, side by side.
 
 The test side from its logits, the base side from its stored rows (log-probabilities
-kept 16 nats under the top, `sampling.logprob_codec`); each side's top k by
+kept 16 nats under the top, `sampling.analysis.logprob_codec`); each side's top k by
 probability, ties by lower id, with their probabilities.
 """
 
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from sampling.logprob_codec import decode_rows
-from sampling.token_scores import top_tokens
+from sampling.analysis.logprob_codec import decode_rows
+from sampling.analysis.token_scores import top_tokens
 
 
 @dataclass(frozen=True, slots=True)

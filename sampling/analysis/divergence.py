@@ -1,7 +1,7 @@
 """How far a test model's distributions are from a base model's, position by position,
 and the totals `llama-perplexity --kl-divergence` prints.
 
-The base side is always the stored form (`sampling.logprob_codec`): log-probabilities
+The base side is always the stored form (`sampling.analysis.logprob_codec`): log-probabilities
 kept 16 nats under the top, as llama-perplexity compares them. Per position, as its
 `log_softmax(..., base_log_prob, ...)` computes in float32:
 
@@ -21,14 +21,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from sampling.errors import LogitsError
-from sampling.logprob_codec import (
+from sampling.analysis.logprob_codec import (
     HEADER_SLOTS,
     decode_rows,
     log_sum_exp_rows,
     row_headers,
     row_width,
 )
+from sampling.errors import LogitsError
 
 #: Stored base log-probabilities at or under this take no part in the KLD (nats).
 KLD_FLOOR = -16.0

@@ -1,10 +1,10 @@
 """What samplescope knows about one sampler setting: `SettingSpec` and its kinds.
 
-The table of every setting is the registry's (`sampling.registry.Registry.settings`).
+The table of every setting is the registry's (`sampling.settings.registry.Registry.settings`).
 Besides numbers, switches and choices, three kinds hold several values: "order" (the
 chain's sampler names), "bias" (token id → logit bias pairs) and "texts" (DRY's
 sequence breakers); their text forms are read and written by `parse` and `format`
-(see `sampling.setting_text`).
+(see `sampling.settings.text`).
 One kind holds a text as it is: "text" (a grammar, a JSON schema).
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from sampling.errors import SettingsError
-from sampling.setting_text import (
+from sampling.settings.text import (
     accepts_bias,
     accepts_texts,
     format_bias,
@@ -97,6 +97,9 @@ class SettingSpec:
         variations: The values "Compare: vary <field>" offers, or () for none.
         patterns: For "texts": they are regexes (a comma inside a group, a repeat
             count or a class, or escaped, does not separate them; backslashes kept).
+        rank: Where the flags, the summary, the forms and `to_dict` list it among the
+            settings: the settings that have a rank come first, lowest first; the
+            others follow in the registry's order (a new unit's need none).
     """
 
     name: str
@@ -123,6 +126,7 @@ class SettingSpec:
     per_column: bool = True
     variations: tuple[SettingValue, ...] = ()
     patterns: bool = False
+    rank: int | None = None
 
     @property
     def is_number(self) -> bool:
