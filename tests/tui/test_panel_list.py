@@ -4,6 +4,10 @@ latest token while a reply streams, at its own rate; the cursor's token when it 
 
 from __future__ import annotations
 
+import ast
+import importlib
+import inspect
+from pathlib import Path
 from typing import ClassVar
 
 import pytest
@@ -59,3 +63,26 @@ async def test_a_panel_added_to_the_list_draws_the_selection() -> None:
         assert panel.selected.step is reply.tokens[-3].step
         assert str(panel.render()).startswith(f"reply 1 token {len(reply.tokens) - 2}/")
         assert chat_of(app).selected is panel.selected
+
+
+def test_the_chat_view_names_no_panel() -> None:
+    """The view makes its panels from the list: it imports no panel's module."""
+    view = Path(__file__).resolve().parents[2] / "tui" / "chat" / "view.py"
+    tree = ast.parse(view.read_text(encoding="utf-8"))
+    imported = {
+        node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
+    }
+    for name in sorted(imported):
+        if not name.startswith("tui."):
+            continue
+        module = importlib.import_module(name)
+        panels = [
+            value.__name__
+            for value in vars(module).values()
+            if inspect.isclass(value)
+            and issubclass(value, ChatPanel)
+            and value is not ChatPanel
+            and value.__module__ == name
+        ]
+        assert not panels, f"tui/chat/view.py imports the panels {panels} from {name}"
+    assert {kind.__module__ for kind in PANELS}.isdisjoint(imported)
