@@ -15,7 +15,7 @@ from typing import Any
 from textual.app import App
 from textual.pilot import Pilot
 from textual.render import measure
-from textual.widgets import DataTable, Input
+from textual.widgets import Collapsible, DataTable, Input
 
 from backend.chat.events import FinishedEvent
 from tui.app import SamplescopeApp
@@ -296,3 +296,21 @@ SAMPLER = Bonus
         encoding="utf-8",
     )
     return path
+
+
+ALL_GROUPS = "*"
+"""A snapshot about the whole sampling panel shows every group (`sampling_groups`)."""
+PINNED_GROUPS = ("core",)
+"""The sampling panel's groups a chat snapshot shows unless it names others."""
+
+
+async def pin_sampling_groups(pilot: Pilot[Any], groups: tuple[str, ...]) -> None:
+    """Hide the sampling panel's groups other than `groups` (no panel: nothing)."""
+    app = pilot.app
+    if not isinstance(app, SamplescopeApp) or ALL_GROUPS in groups:
+        return
+    chat = app.chat
+    await wait_until(pilot, lambda: bool(chat.query(".setting-group")))
+    shown = {f"group-{group}" for group in groups}
+    for group in chat.query(".setting-group").results(Collapsible):
+        group.display = group.id in shown

@@ -32,7 +32,9 @@ from sampling.settings.registry import registry
 from tui.app_config import resolve_app_config
 from tui.chat.conversation import Conversation
 from tui.chat.keys import CHAT_BINDINGS
+from tui.chat.panels import PANELS
 from tui.chat.screen import ChatScreen
+from tui.chat.selection import ChatPanel
 from tui.chat.setting_input import TextEncoder, typed_value
 from tui.chat.steering import start_branch
 from tui.chat.view import ChatView
@@ -89,10 +91,13 @@ class SamplescopeApp(CrashLoggingApp):
         list_models: Lists the models the picker (f7) offers (None: no picker).
         open_model: Loads a model file the picker chose (None: no picker).
         on_start: Called with the app once it is mounted (e.g. to show a screen).
+        panels: The chat's per-token panels (`tui.chat.panels.PANELS`).
     """
 
-    CSS_PATH = "app.tcss"
-    VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]  # noqa: RUF012 (app.tcss: plots)
+    # The chat's rules beside it; the app loads them (Textual reads a screen's CSS_PATH
+    # when the screen is pushed, not for the default screen).
+    CSS_PATH = ["app.tcss", "chat/chat.tcss"]  # noqa: RUF012 (Textual's class variable)
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]  # noqa: RUF012 (-short: no tail plot)
     TITLE = "samplescope"
     COMMANDS = App.COMMANDS | {CompareCommands, PresetCommands}
     BINDINGS: ClassVar[list[BindingType]] = list(APP_WIDE_BINDINGS)
@@ -114,6 +119,7 @@ class SamplescopeApp(CrashLoggingApp):
         list_models: ListModels | None = None,
         open_model: OpenModel | None = None,
         on_start: Callable[[SamplescopeApp], None] | None = None,
+        panels: Sequence[type[ChatPanel]] = PANELS,
     ) -> None:
         super().__init__()
         self._on_start = on_start
@@ -145,6 +151,7 @@ class SamplescopeApp(CrashLoggingApp):
             max_tokens=max_tokens,
             clock=clock,
             cursor_blink=cursor_blink,
+            panels=panels,
             id="chat",
         )
         self._chat_screen: ChatScreen | None = None

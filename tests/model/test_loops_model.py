@@ -18,7 +18,7 @@ from sampling.analysis.loops import LoopRule, find_loop, first_loop
 from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from tests.helpers import chat_of, nth_reply_finished, send_message, wait_until
 from tui.app import SamplescopeApp
-from tui.chat.timeline import LOOP_MARK
+from tui.chat.timeline import LOOP_MARK, ReplyTimeline
 from tui.cli.main import main
 from tui.loops.why_screen import LoopWhyScreen
 from tui.widgets.alternatives import AlternativesScreen
@@ -79,7 +79,7 @@ async def test_the_app_marks_stops_explains_and_escapes_the_loop(
         assert "stopped on a loop" in str(app.query_one("#status").render())
         await pilot.press("f4")
         await pilot.pause()
-        x = chat_of(app).plots.timeline.x_of(loop.start)
+        x = chat_of(app).panel(ReplyTimeline).x_of(loop.start)
         assert x is not None and str(app.query_one("#timeline-marks").render())[x] == LOOP_MARK
 
         await pilot.press("f9")

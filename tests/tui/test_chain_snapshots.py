@@ -19,7 +19,7 @@ from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.records import CandidateTable, Step
 from sampling.settings.record import SamplerSettings
 from tests.fake_backend import FAKE_VOCAB, FakeBackend
-from tests.helpers import StepClock, chat_of, wait_until
+from tests.helpers import ALL_GROUPS, StepClock, chat_of, wait_until
 from tui.app import SamplescopeApp
 from tui.panel.chain_order import ChainOrder
 from tui.panel.sampling_panel import SamplingPanel
@@ -33,6 +33,7 @@ def make_app() -> SamplescopeApp:
     return SamplescopeApp(FakeBackend(clock=StepClock()), clock=StepClock(), cursor_blink=False)
 
 
+@pytest.mark.sampling_groups(ALL_GROUPS)
 @pytest.mark.parametrize("size", SIZES)
 def test_grouped_panel(snap_compare: object, size: tuple[int, int]) -> None:
     app = make_app()
@@ -45,6 +46,7 @@ def test_grouped_panel(snap_compare: object, size: tuple[int, int]) -> None:
     assert snap_compare(app, terminal_size=size, run_before=ready)  # type: ignore[operator]
 
 
+@pytest.mark.sampling_groups("core", "order")
 @pytest.mark.parametrize("size", SIZES)
 def test_order_editor(snap_compare: object, size: tuple[int, int]) -> None:
     app = make_app()

@@ -91,6 +91,7 @@ async def test_a_dead_end_ends_the_reply_and_the_chat_goes_on() -> None:
         assert chat_of(app).conversation.replies[-1].finished == "eos"
 
 
+@pytest.mark.sampling_groups("core", "grammar")
 def test_snapshot_a_forced_token_and_the_grammars_cuts(snap_compare: object) -> None:
     app = _constrained_reply(GRAMMAR)
 

@@ -17,7 +17,7 @@ from sampling.settings.record import SamplerSettings
 from tests.fake_backend import FakeBackend
 from tests.helpers import HostApp, chat_of, send_message, wait_done, wait_until
 from tui.app import SamplescopeApp
-from tui.chat.timeline import LOOP_MARK, LOOP_SPAN_MARK
+from tui.chat.timeline import LOOP_MARK, LOOP_SPAN_MARK, ReplyTimeline
 from tui.compare.columns import CompareColumn
 from tui.compare.screen import CompareScreen
 from tui.panel.loop_controls import LoopControls
@@ -64,7 +64,7 @@ async def test_a_loop_is_marked_on_the_timeline_and_the_status_line(tmp_path: Pa
         assert f"loop: {loop.period} tokens × {loop.count} from token {loop.start + 1}" in status
         await pilot.press("f4")  # the timeline
         await pilot.pause()
-        timeline = chat_of(app).plots.timeline
+        timeline = chat_of(app).panel(ReplyTimeline)
         marks = str(app.query_one("#timeline-marks").render())
         start = timeline.x_of(loop.start)
         assert start is not None and marks[start] == LOOP_MARK

@@ -75,7 +75,7 @@ async def test_partial_updates_equal_textuals_on_the_chat_screen() -> None:
         with rendering_counted() as rendered:
             compositor._dirty_regions.update(token_redraw)
             compositor.render_partial_update()
-        assert {"ReplyView", "ProbPanel", "StatusLine"} <= set(rendered)
+        assert {"ReplyView", "ChatProbs", "StatusLine"} <= set(rendered)
         assert not {"Screen", "ChatView", "Horizontal", "Vertical", "SamplingPanel"} & set(rendered)
         width, height = app.screen.size
         chosen = random.Random(7)

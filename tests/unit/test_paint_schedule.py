@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from tui.chat.draw_budget import DrawBudget
-from tui.chat.paint_schedule import FULL_REDRAW_EVERY, PAINT_EVERY, PaintSchedule
+from tui.chat.paint_schedule import FULL_REDRAW_EVERY, PaintSchedule
+
+PAINT_EVERY = {"reply": 1, "probs": 2, "status": 4, "timeline": 4, "tail": 4}
+"""The chat's parts and rates (the text, the bars, the status line and the plots)."""
+
+
+def schedule() -> PaintSchedule[str]:
+    return PaintSchedule(PAINT_EVERY, text="reply")
 
 
 class Scripted(DrawBudget):
@@ -20,12 +27,12 @@ class Scripted(DrawBudget):
         return allowed
 
 
-def drawn(schedule: PaintSchedule, ticks: int) -> list[set[str]]:
+def drawn(schedule: PaintSchedule[str], ticks: int) -> list[set[str]]:
     return [schedule.tick() for _ in range(ticks)]
 
 
 def test_without_a_budget_each_part_comes_at_its_own_cadence() -> None:
-    ticks = drawn(PaintSchedule(), 8)
+    ticks = drawn(schedule(), 8)
     for part, every in PAINT_EVERY.items():
         assert [tick for tick, due in enumerate(ticks, 1) if part in due] == list(
             range(every, 9, every)
@@ -34,14 +41,14 @@ def test_without_a_budget_each_part_comes_at_its_own_cadence() -> None:
 
 def test_held_to_a_budget_two_redraws_in_three_are_the_text_alone() -> None:
     assert FULL_REDRAW_EVERY == 3
-    schedule = PaintSchedule()
-    schedule.budget = Scripted([False, True, True, True, False, False, True, True, True])
+    paints = schedule()
+    paints.budget = Scripted([False, True, True, True, False, False, True, True, True])
     everything = set(PAINT_EVERY)
     # Held at tick 1. The 1st redraw with the bars owed (tick 2) draws them: a reply
     # shows its bars at once. A redraw with only the text owed (ticks 3 and 9) draws
     # it and takes no turn. Of the others, two are the text alone (ticks 4 and 7) and
     # the third (tick 8) draws everything owed since.
-    assert drawn(schedule, 9) == [
+    assert drawn(paints, 9) == [
         set(),
         {"reply", "probs"},
         {"reply"},
@@ -55,12 +62,12 @@ def test_held_to_a_budget_two_redraws_in_three_are_the_text_alone() -> None:
 
 
 def test_a_new_reply_starts_with_nothing_owed_a_fresh_budget_and_its_bars_due() -> None:
-    schedule = PaintSchedule()
+    paints = schedule()
     budget = Scripted([True, True, False, False, False, False, True, True])
-    schedule.budget = budget
-    drawn(schedule, 2)  # the text, then a full redraw: the next bars wait two turns
-    drawn(schedule, 4)  # everything owed, nothing drawn
-    schedule.restart()
+    paints.budget = budget
+    drawn(paints, 2)  # the text, then a full redraw: the next bars wait two turns
+    drawn(paints, 4)  # everything owed, nothing drawn
+    paints.restart()
     assert budget.drawn == budget.held == 0
     # Nothing owed from before, and the new reply's first bars come at once.
-    assert drawn(schedule, 2) == [{"reply"}, {"reply", "probs"}]
+    assert drawn(paints, 2) == [{"reply"}, {"reply", "probs"}]

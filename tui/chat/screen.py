@@ -30,7 +30,7 @@ from tui.score.screen import ScoreScreen
 
 NEW_SEED_RANGE = 100_000
 PANELS_WIDTH = 52
-"""The panels' column (app.tcss `#right`)."""
+"""The panels' column (chat.tcss `#right`)."""
 FOLD_BELOW = 2 * PANELS_WIDTH
 """Narrower than this, the panels fold: beside them the chat would get less than half."""
 
@@ -45,7 +45,7 @@ class ChatScreen(Screen[None]):
     """
 
     BINDINGS: ClassVar[list[BindingType]] = list(CHAT_BINDINGS)
-    # "-narrow": the panels fold; "-panels" (f10) shows them over the chat (app.tcss).
+    # "-narrow": the panels fold; "-panels" (f10) shows them over the chat (chat.tcss).
     HORIZONTAL_BREAKPOINTS: ClassVar[list[tuple[int, str]] | None] = [  # type: ignore[misc]
         (0, "-narrow"),
         (FOLD_BELOW, "-wide"),
@@ -141,7 +141,7 @@ class ChatScreen(Screen[None]):
 
     def action_plot(self, plot: str) -> None:
         """Cycle the reply timeline's rows ("timeline") or show/hide the tail plot ("tail")."""
-        self.chat.plots.toggle(plot)
+        self.chat.toggle_panel(plot)
 
     def action_token_cursor(self) -> None:
         """Enter token-cursor mode on the latest token."""

@@ -3,13 +3,15 @@
 Before the filters (the penalised distribution at temperature 1) and after (what
 the draw used), the kept ranks shaded and the cut drawn where it fell. The ranks
 come from the step's `RankTail` (recorded while the plot is shown), else from its
-top-N table.
+top-N table. Hidden until its key shows it (and on a short terminal); while shown,
+the steps record their deeper ranks.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -17,6 +19,7 @@ from textual_plot import HiResMode, PlotWidget
 from textual_plot.axis_formatter import NumericAxisFormatter
 
 from sampling.records import Step
+from tui.chat.selection import ChatPanel, PanelHost, Selection
 
 TAIL_RANKS = 256
 """How many ranks the plot asks each step to record."""
@@ -53,13 +56,46 @@ class PowerFormatter(NumericAxisFormatter):
         return ["1" if tick == 0 else f"1e{int(tick)}" for tick in ticks]
 
 
-class TailPlot(PlotWidget, can_focus=False):
+class TailPlot(PlotWidget, ChatPanel, can_focus=False):
     """The selected step's probabilities by rank (log scale), the cut and the kept ranks."""
 
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, allow_pan_and_zoom=False)
+    NAME = "tail"
+    DEFAULT_CSS: ClassVar[str] = """
+    TailPlot {
+        display: none;
+        height: 12;
+        border: round $primary-background-lighten-2;
+        border-title-color: $text-muted;
+    }
+    TailPlot.-shown {
+        display: block;
+    }
+    Screen.-short TailPlot {
+        display: none;
+    }
+    """
+
+    def __init__(self, host: PanelHost) -> None:
+        super().__init__(id=self.NAME, allow_pan_and_zoom=False)
+        self.host = host
         self.border_title = "tail"
         self._step: Step | None = None
+
+    @property
+    def shown(self) -> bool:
+        """Whether its key showed it."""
+        return self.has_class("-shown")
+
+    def toggle(self) -> None:
+        """Show or hide it; the steps record their deeper ranks while it is shown."""
+        shown = not self.shown
+        self.set_class(shown, "-shown")
+        self.host.live.tail_ranks = TAIL_RANKS if shown else 0
+        self.redraw()
+
+    def watch_selected(self, selection: Selection) -> None:
+        if self.shown:
+            self.show(selection.step)
 
     @property
     def step(self) -> Step | None:

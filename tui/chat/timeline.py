@@ -8,7 +8,8 @@ reply longer than
 the strip is compressed into buckets that keep each bucket's spike, the token a
 reader looks for: the lowest chosen probability, the highest entropy, the most
 kept tokens; a short one is spread over up to `MAX_SPREAD` cells a token. Clicking
-a column picks that spike's token.
+a column picks that spike's token. Hidden until its key shows it (then with the kept
+count, then hidden again).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import ClassVar
 import numpy as np
 import numpy.typing as npt
 from rich.text import Text
-from textual import events
+from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
@@ -30,6 +31,8 @@ from textual.widgets import Label, Sparkline
 from backend.chat.events import TokenEvent
 from sampling.analysis.loops import Loop
 from sampling.analysis.surprise import DEFAULT_SURPRISE, SurpriseRule
+from tui.chat.branches import ghost_forks
+from tui.chat.selection import ChatPanel, PanelHost, Selection
 
 LABEL_WIDTH = 3
 MAX_SPREAD = 3
@@ -144,10 +147,32 @@ class _Marks(Widget):
             self.post_message(ReplyTimeline.TokenPicked(self.tokens[offset.x]))
 
 
-class ReplyTimeline(Vertical):
-    """A strip over one reply's tokens: probability, entropy, kept count, markers.
+class ReplyTimeline(Vertical, ChatPanel):
+    """A strip over the selected token's reply: probability, entropy, kept count, markers.
 
-    `show` gives it the reply and the selected token; a click posts `TokenPicked`.
+    `show` gives it the reply and the selected token; a click puts the token cursor
+    on the column's token.
+    """
+
+    NAME = "timeline"
+    COLUMN = "left"
+    DEFAULT_CSS: ClassVar[str] = """
+    ReplyTimeline {
+        display: none;
+        height: auto;
+        border: round $primary-background-lighten-2;
+        border-title-color: $text-muted;
+        padding: 0 1;
+    }
+    ReplyTimeline.-shown { display: block; }
+    ReplyTimeline .timeline-row { height: 1; }
+    ReplyTimeline .timeline-label { width: 3; color: $text-muted; }
+    ReplyTimeline #timeline-kept-row { display: none; }
+    ReplyTimeline.-kept #timeline-kept-row { display: block; }
+    ReplyTimeline #timeline-entropy > .sparkline--max-color { color: $warning; }
+    ReplyTimeline #timeline-entropy > .sparkline--min-color { color: $warning 30%; }
+    ReplyTimeline #timeline-kept > .sparkline--max-color { color: $success; }
+    ReplyTimeline #timeline-kept > .sparkline--min-color { color: $success 30%; }
     """
 
     class TokenPicked(Message):
@@ -157,8 +182,9 @@ class ReplyTimeline(Vertical):
             super().__init__()
             self.index = index
 
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
+    def __init__(self, host: PanelHost) -> None:
+        super().__init__(id=self.NAME)
+        self.host = host
         self.border_title = "timeline"
         self.reply_number: int | None = None
         """Which reply is shown (its number in the conversation), or None."""
@@ -190,6 +216,39 @@ class ReplyTimeline(Vertical):
         with Horizontal(classes="timeline-row"):
             yield Label("", classes="timeline-label")
             yield self._marks
+
+    @property
+    def rows(self) -> int:
+        """The rows shown: 0 (hidden), 2, or 3 with the kept count."""
+        if not self.has_class("-shown"):
+            return 0
+        return 3 if self.has_class("-kept") else 2
+
+    def toggle(self) -> None:
+        """Show it, then add the kept count, then hide it."""
+        rows = self.rows
+        self.set_class(rows in (0, 2), "-shown")
+        self.set_class(rows == 2, "-kept")
+        self.redraw()
+
+    def watch_selected(self, selection: Selection) -> None:
+        if not self.rows:
+            return
+        reply = selection.reply
+        self.show(
+            selection.number,
+            selection.tokens,
+            selection.index if selection.cursor else None,
+            ghost_forks(reply) if reply is not None else [],
+            self.host.surprise,
+            reply.loop if reply is not None else None,
+        )
+
+    @on(TokenPicked)
+    def _on_token_picked(self, message: TokenPicked) -> None:
+        message.stop()
+        if self.reply_number is not None:
+            self.host.select_token(self.reply_number, message.index)
 
     @property
     def columns(self) -> list[int]:

@@ -1,7 +1,10 @@
 """The chat view: the conversation, its replies streaming in, and the panels around.
 
-`ChatView` owns the chat's widgets (transcript, message box, sliders, bars, plots,
-status line) and draws the chat's state (`Conversation`), which its handlers change.
+`ChatView` owns the chat's widgets (transcript, message box, sliders, status line and
+the per-token panels of `tui.chat.panels`) and draws the chat's state (`Conversation`),
+which its handlers change. Its `selected` is the token the panels show (the token
+cursor's, else the latest); each panel draws it as it is handed over, all of them at
+once, or while a reply streams, those due at a tick of the redraw timer.
 It consumes its replies' events: the app's `GenerationRunner` runs each reply on the
 worker thread and hands the events over on the UI thread. The app passes down what
 the view needs and calls its methods for the keys; the view never reaches up.
@@ -10,11 +13,13 @@ the view needs and calls its methods for the keys; the view never reaches up.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.reactive import reactive
+from textual.widget import Widget
 from textual.widgets import Input
 
 from backend.chat.events import (
@@ -28,7 +33,7 @@ from backend.chat.events import (
     RewindEvent,
     TokenEvent,
 )
-from backend.chat.protocol import ChatBackend, LiveSettings, ModelInfo
+from backend.chat.protocol import LiveSettings, ModelInfo
 from backend.session.loop_watch import LoopGuard
 from backend.session.phrase_bans import PhraseBans
 from backend.store.store import ChatRecord
@@ -38,13 +43,14 @@ from tui.chat.beam_job import BeamJob
 from tui.chat.branch_nav import move_branch
 from tui.chat.conversation import Conversation
 from tui.chat.draw_budget import budget_for
-from tui.chat.paint_schedule import PaintSchedule
-from tui.chat.plots import ChatPlots
+from tui.chat.live_status import status_changes
+from tui.chat.paint_schedule import STATUS_EVERY, TEXT_EVERY, PaintSchedule
+from tui.chat.panels import PANELS
 from tui.chat.reply import FINISH_LABELS, Reply
 from tui.chat.reply_job import ReplyJob
+from tui.chat.selection import NOTHING, ChatPanel, PanelT, Selection, select
 from tui.chat.steering import ask_alternative
 from tui.chat.stored import stored_replies
-from tui.chat.timeline import ReplyTimeline
 from tui.chat.transcript import Transcript
 from tui.chat.whatif import WhatIf
 from tui.panel.beam_controls import BeamControls
@@ -52,8 +58,7 @@ from tui.panel.loop_controls import LoopControls
 from tui.panel.phrase_bans import PhraseBanControls
 from tui.panel.sampling_panel import SamplingPanel
 from tui.runner import GenerationRunner
-from tui.widgets.prob_panel import ProbPanel
-from tui.widgets.status_line import StatusLine, StatusState, loop_status, model_label
+from tui.widgets.status_line import StatusLine, StatusState, model_label
 from tui.widgets.token_text import TokenPieces
 
 STORED_REPLIES_NOTE = "Replies of a saved chat have no per-token record; new replies will."
@@ -70,7 +75,11 @@ class ChatView(Vertical):
         max_tokens: The longest reply.
         clock: Time source for the live tokens/s (a fake one in snapshots).
         cursor_blink: Whether the message box's cursor blinks.
+        panels: The per-token panels' classes, each made with the view as its host.
     """
+
+    selected: reactive[Selection] = reactive(NOTHING, init=False)
+    """The token the panels show: the token cursor's, else the latest."""
 
     def __init__(
         self,
@@ -82,6 +91,7 @@ class ChatView(Vertical):
         max_tokens: int,
         clock: Callable[[], float] = time.perf_counter,
         cursor_blink: bool = True,
+        panels: Sequence[type[ChatPanel]] = PANELS,
         id: str | None = None,
     ) -> None:
         super().__init__(id=id)
@@ -97,8 +107,6 @@ class ChatView(Vertical):
         self._clock = clock
         self._pending: Callable[[], None] | None = None
         self._dirty = False
-        self.schedule = PaintSchedule()
-        """What each tick of the redraw timer draws while a reply streams."""
         self._first_token_at: float | None = None
         self._last_token_at: float | None = None
         self._generated = 0  # tokens the running reply sampled (not a branch's given ones)
@@ -113,22 +121,27 @@ class ChatView(Vertical):
         self._prompt = Input(placeholder="Type a message; Enter sends it", id="prompt")
         self._prompt.cursor_blink = cursor_blink
         self._sampling = SamplingPanel(live.current, id="sampling")
-        self._probs = ProbPanel(id="probs")
         self._status = StatusLine(id="status")
-        self.plots = ChatPlots(live, conversation, self._transcript)  # timeline, tail plot
-        self.whatif = WhatIf(self, self._probs)  # `w` on a past token
+        self.panels = [kind(self) for kind in panels]
+        """The per-token panels, in their columns' order."""
+        self.schedule = PaintSchedule(
+            {self._transcript: TEXT_EVERY, self._status: STATUS_EVERY}
+            | {panel: panel.PAINT_EVERY for panel in self.panels},
+            text=self._transcript,
+        )
+        """What each tick of the redraw timer draws while a reply streams."""
+        self._due: Collection[Widget] | None = None  # the panels due at this tick
+        self.whatif = WhatIf(self)  # `w` on a past token
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="main"):
             with Vertical(id="left"):
                 yield self._transcript
-                yield self.plots.timeline
+                yield from (panel for panel in self.panels if panel.COLUMN == "left")
                 yield self._prompt
             with Vertical(id="right"):
                 yield self._sampling
-                yield self._probs
-                yield self.whatif.panel
-                yield self.plots.tail
+                yield from (panel for panel in self.panels if panel.COLUMN == "right")
         yield self._status
 
     def on_mount(self) -> None:
@@ -148,6 +161,30 @@ class ChatView(Vertical):
     def cursor(self) -> tuple[int, int] | None:
         """The selected past token (reply, token), or None."""
         return self._transcript.cursor
+
+    @property
+    def surprise(self) -> SurpriseRule:
+        """Which tokens count as surprising (the transcript's rule)."""
+        return self._transcript.surprise
+
+    def panel(self, kind: type[PanelT]) -> PanelT:
+        """The panel of class `kind`."""
+        for panel in self.panels:
+            if isinstance(panel, kind):
+                return panel
+        raise LookupError(f"the chat has no {kind.__name__}")
+
+    def toggle_panel(self, name: str) -> None:
+        """Show or hide the panel named `name` (a plot's key)."""
+        for panel in self.panels:
+            if name == panel.NAME:
+                panel.toggle()
+
+    def select_token(self, number: int, index: int) -> None:
+        """Put the token cursor on token `index` of reply `number` (a timeline's click)."""
+        if number < len(self.conversation.replies):
+            self.screen.set_focus(self._transcript)
+            self._transcript.select(number, index)
 
     @property
     def colour(self) -> bool:
@@ -340,11 +377,6 @@ class ChatView(Vertical):
         self.focus_input()
         return True
 
-    @on(ReplyTimeline.TokenPicked)
-    def _on_token_picked(self, message: ReplyTimeline.TokenPicked) -> None:
-        message.stop()
-        self.plots.pick(message.index)
-
     def set_surprise(self, rule: SurpriseRule) -> None:
         """Change which tokens count as surprising (the config file's `surprise`)."""
         self._transcript.set_surprise(rule)
@@ -361,22 +393,29 @@ class ChatView(Vertical):
     @on(Transcript.SurpriseChanged)
     def _on_surprise_changed(self, message: Transcript.SurpriseChanged) -> None:
         message.stop()
-        self.plots.draw()
+        self._select()  # the timeline marks the tokens of the new rule
 
     @on(Transcript.TokenSelected)
     def _on_token_selected(self, message: Transcript.TokenSelected) -> None:
         message.stop()
-        self.whatif.follow(message.cursor)
-        if message.cursor is None:
-            self._dirty = True  # back to the latest token
-            if not self.generating:
-                self._redraw()
+        if message.cursor is None and self.generating:
+            self._dirty = True  # back to the latest token, at the panels' next ticks
             return
-        number, index = message.cursor
-        reply = self.conversation.replies[number]
-        title = f"reply {number + 1} token {index + 1}/{len(reply.tokens)}"
-        self._probs.show(reply.tokens[index].step, title, self.pieces)
-        self.plots.draw()
+        self._select()
+
+    def _select(self, due: Collection[Widget] | None = None) -> None:
+        """Take the selection, and hand it to the panels (`due`: only those)."""
+        self._due = due
+        try:
+            self.selected = select(self.conversation.replies, self.cursor, self._probs_note)
+        finally:
+            self._due = None
+
+    def watch_selected(self, selection: Selection) -> None:
+        due = self._due
+        for panel in self.panels:
+            if due is None or panel in due:
+                panel.selected = selection
 
     # -- the reply streaming in (GenerationConsumer) -------------------------------------
 
@@ -444,15 +483,13 @@ class ChatView(Vertical):
         if not self.generating:
             self._redraw()
             return
+        # The parts due are drawn together: one repaint for all of them.
         due = self.schedule.tick()
-        if "reply" in due:
+        if self._transcript in due:
             self._transcript.sync_last()
-        if self.cursor is None:
-            if "probs" in due:
-                self._show_latest()
-            if "timeline" in due or "tail" in due:
-                self.plots.draw(timeline="timeline" in due, tail="tail" in due)
-        if "status" in due:
+        if any(panel in due for panel in self.panels):
+            self._select(due)
+        if self._status in due:
             self._update_status()
 
     def flush_now(self) -> None:
@@ -462,10 +499,7 @@ class ChatView(Vertical):
     def _redraw(self) -> None:
         self._dirty = False
         self._transcript.sync_last()
-        if self.cursor is None:
-            self._show_latest()
-        self.plots.draw()
-        self.whatif.update()  # off when its reply went (a new chat)
+        self._select()
         self._update_status()
 
     def _update_status(self) -> None:
@@ -479,48 +513,3 @@ class ChatView(Vertical):
                 self._last_token_at,
             )
         )
-
-    def _show_latest(self) -> None:
-        replies = self.conversation.replies
-        for number in range(len(replies) - 1, -1, -1):
-            tokens = replies[number].tokens
-            if tokens:
-                self._probs.show(tokens[-1].step, f"token {len(tokens)} (latest)", self.pieces)
-                return
-        self._probs.show(None, self._probs_note, self.pieces)
-
-
-def status_changes(
-    backend: ChatBackend | None,
-    conversation: Conversation,
-    generating: bool,
-    generated: int,
-    first_token_at: float | None,
-    last_token_at: float | None,
-) -> dict[str, object]:
-    """The status line's live fields, from the chat's state.
-
-    Args:
-        backend: The loaded backend, or None before a model is loaded.
-        conversation: The chat (its last reply is the one streaming).
-        generating: Whether a reply is running.
-        generated: Tokens the running reply sampled so far (a branch's tokens before
-            its fork were given, not sampled: they do not count).
-        first_token_at: When the running reply's first token arrived (clock seconds).
-        last_token_at: When its latest token arrived.
-
-    Returns:
-        The `StatusLine.update` keyword arguments to apply.
-    """
-    changes: dict[str, object] = {}
-    latest = conversation.replies[-1] if conversation.replies else None
-    changes["loop"] = loop_status(latest.loop if latest is not None else None)
-    if backend is not None and not conversation.reset_pending:
-        changes["ctx_used"] = backend.context_used
-    if generating:
-        count = generated
-        changes["decode_tokens"] = count
-        first, last = first_token_at, last_token_at
-        if count > 1 and first is not None and last is not None and last > first:
-            changes["decode_tps"] = (count - 1) / (last - first)
-    return changes

@@ -42,13 +42,14 @@ from sampling.records import Step
 from sampling.rng import make_source
 from sampling.sampler import Sampler
 from sampling.settings.record import SamplerSettings
+from tui.chat.probs_panel import ChatProbs
 from tui.chat.reply import Reply
 from tui.chat.reply_job import REPLY_COLUMN
+from tui.chat.selection import PanelT
 from tui.chat.steering import SteeringHost, made_elsewhere, refused, start_branch
 from tui.chat.whatif_panel import WhatIfPanel, reseeded
 from tui.runner import GenerationRunner
 from tui.widgets.alternatives import Alternative, AlternativesScreen
-from tui.widgets.prob_panel import ProbPanel
 
 
 def fresh_uniform(settings: SamplerSettings, index: int) -> float:
@@ -61,6 +62,10 @@ class WhatIfHost(SteeringHost, Protocol):
     """What what-if needs of the chat view (which calls it)."""
 
     runner: GenerationRunner
+
+    def panel(self, kind: type[PanelT]) -> PanelT:
+        """The chat's panel of that class."""
+        ...
 
 
 @dataclass
@@ -100,21 +105,17 @@ class ReplayJob:
 class WhatIf:
     """The what-if mode of the chat view (see the module doc).
 
+    It draws on the chat's `WhatIfPanel`, shown in the probability panel's place.
+
     Args:
         host: The chat view.
-        probs: The probability panel, hidden while what-if shows.
         keeper: The current reply's latest steps (its `keep` becomes the live
             settings' step sink; None: a new one of the default budget).
     """
 
-    def __init__(
-        self, host: WhatIfHost, probs: ProbPanel, keeper: StepLogits | None = None
-    ) -> None:
+    def __init__(self, host: WhatIfHost, keeper: StepLogits | None = None) -> None:
         self.host = host
-        self.probs = probs
         self.keeper = keeper if keeper is not None else StepLogits()
-        self.panel = WhatIfPanel(id="whatif")
-        self.panel.display = False
         self.target: tuple[int, int] | None = None
         """The step shown (reply, token), or None when what-if is off."""
         self.step: Step | None = None
@@ -125,6 +126,16 @@ class WhatIf:
         self._job: ReplayJob | None = None
         self._shown: tuple[object, ...] | None = None
         host.live.step_sink = self.keeper.keep
+
+    @property
+    def panel(self) -> WhatIfPanel:
+        """The panel it draws on."""
+        return self.host.panel(WhatIfPanel)
+
+    @property
+    def probs(self) -> ChatProbs:
+        """The probability panel, hidden while what-if shows."""
+        return self.host.panel(ChatProbs)
 
     @property
     def active(self) -> bool:

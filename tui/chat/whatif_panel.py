@@ -4,10 +4,13 @@ It takes the probability panel's place while what-if is on: a header saying whic
 step it is, where its logits came from, whether the settings are the step's own or
 which of them differ, what the step chose then and what it would now, and below it
 the recomputed step drawn as the probability panel draws a step (bars, kept count,
-the cut and which sampler made it).
+the cut and which sampler made it). What-if (`tui.chat.whatif.WhatIf`) computes and
+shows it; the panel tells it where the selection went.
 """
 
 from __future__ import annotations
+
+from typing import ClassVar, Protocol
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -17,6 +20,7 @@ from textual.widgets import Static
 from sampling.records import Step
 from sampling.settings.record import SamplerSettings
 from sampling.settings.registry import registry
+from tui.chat.selection import ChatPanel, PanelHost, Selection
 from tui.widgets.prob_panel import ProbPanel
 from tui.widgets.token_text import TokenPieces
 
@@ -71,11 +75,48 @@ def header_text(
     return text
 
 
-class WhatIfPanel(Vertical):
+class WhatIfMode(Protocol):
+    """What-if, as its panel sees it."""
+
+    def follow(self, cursor: tuple[int, int] | None) -> None:
+        """The selection moved: what-if follows the cursor (off when it leaves)."""
+        ...
+
+    def update(self) -> None:
+        """Recompute the step if anything changed, and draw it."""
+        ...
+
+
+class WhatIfHost(PanelHost, Protocol):
+    """The chat view, with its what-if mode."""
+
+    whatif: WhatIfMode
+
+
+class WhatIfPanel(Vertical, ChatPanel):
     """The header and the recomputed step (see the module doc); hidden until used."""
 
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
+    NAME = "whatif"
+    host: WhatIfHost
+    DEFAULT_CSS: ClassVar[str] = """
+    WhatIfPanel {
+        display: none;
+        height: 1fr;
+        border: round $warning;
+        border-title-color: $warning;
+        padding: 0 1;
+    }
+    WhatIfPanel #whatif-header {
+        height: auto;
+    }
+    WhatIfPanel #whatif-probs {
+        height: 1fr;
+    }
+    """
+
+    def __init__(self, host: WhatIfHost) -> None:
+        super().__init__(id=self.NAME)
+        self.host = host
         self.border_title = "what if"
         self.header = Static("", id="whatif-header", markup=False)
         self.probs = ProbPanel(id="whatif-probs")
@@ -83,6 +124,10 @@ class WhatIfPanel(Vertical):
     def compose(self) -> ComposeResult:
         yield self.header
         yield self.probs
+
+    def watch_selected(self, selection: Selection) -> None:
+        self.host.whatif.follow(selection.at)
+        self.host.whatif.update()  # off when its reply went (a new chat)
 
     def show(
         self,

@@ -1,0 +1,43 @@
+"""A chat snapshot pinned to the sampling panel's core group (tests/tui/conftest.py)
+does not change when a sampler is added: a plug-in's new group shows on the panel,
+and not on the pinned screen."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.fake_backend import FakeBackend
+from tests.helpers import PINNED_GROUPS, StepClock, chat_of, pin_sampling_groups, wait_until
+from tests.registries import load_plugin
+from tui.app import SamplescopeApp
+
+pytestmark = pytest.mark.anyio
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+async def screen(pinned: bool) -> str:
+    """The empty chat's screen (SVG), its sampling panel pinned or whole."""
+    app = SamplescopeApp(FakeBackend(clock=StepClock()), clock=StepClock(), cursor_blink=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(pilot, lambda: chat_of(app).ready)
+        if pinned:
+            await pin_sampling_groups(pilot, PINNED_GROUPS)
+        await pilot.pause()
+        return app.export_screenshot()
+
+
+async def test_a_new_sampler_leaves_a_pinned_snapshot_as_it_was(tmp_path: Path) -> None:
+    before, whole_before = await screen(pinned=True), await screen(pinned=False)
+    page = (ROOT / "docs" / "plugins.md").read_text(encoding="utf-8")
+    found = re.search(r"```python\n(.*?)```", page, re.DOTALL)
+    assert found is not None
+    path = tmp_path / "top_h.py"
+    path.write_text(found.group(1), encoding="utf-8")
+    load_plugin(path)  # the conftest puts the session's registry back after the test
+    after, whole_after = await screen(pinned=True), await screen(pinned=False)
+    assert whole_after != whole_before  # the whole panel has one more group to scroll to
+    assert after == before
