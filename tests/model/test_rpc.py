@@ -20,8 +20,8 @@ from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.llama.rpc import Endpoint, RpcError
 from backend.session.llama_backend import LlamaBackend
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
+from tui.cli.commands.bench.local_rpc_servers import LocalServer, free_port, local_servers
 from tui.cli.commands.info import describe_servers
-from tui.cli.local_rpc_servers import LocalServer, free_port, local_servers
 
 QUESTION = [ChatMessage("user", "Name three colours of the rainbow.")]
 GREEDY = SamplerSettings(temperature=0.0)

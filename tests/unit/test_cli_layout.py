@@ -1,6 +1,7 @@
-"""The command line's layout: `tui/cli/commands/` holds one module per command, the
-helpers they share sit beside it in `tui/cli/`, and a command reaches another only to
-open the app (`serve` passes the app its options, `sweep --view` opens it)."""
+"""The command line's layout: `tui/cli/commands/` holds one module per command (a
+package when the command has helpers of its own), the helpers they share sit beside it
+in `tui/cli/`, and a command reaches another only to open the app (`serve` passes the
+app its options, `sweep --view` opens it)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,18 @@ APP = f"{COMMANDS}.app"
 
 
 def command_module_names() -> set[str]:
-    """Every module in the commands folder, by dotted name."""
+    """Every module or package in the commands folder, by dotted name."""
     folder = ROOT / "tui" / "cli" / "commands"
-    return {f"{COMMANDS}.{path.stem}" for path in folder.glob("*.py") if path.stem != "__init__"}
+    modules = {path.stem for path in folder.glob("*.py") if path.stem != "__init__"}
+    packages = {path.parent.name for path in folder.glob("*/__init__.py")}
+    return {f"{COMMANDS}.{name}" for name in modules | packages}
+
+
+def command_of(module: str) -> str | None:
+    """The command a module of the commands folder belongs to (its module or package)."""
+    if not module.startswith(COMMANDS + "."):
+        return None
+    return ".".join(module.split(".")[:4])
 
 
 def test_every_command_module_is_a_registered_command_and_only_those() -> None:
@@ -51,9 +61,10 @@ def commands_reached(graph: dict[str, set[str]]) -> dict[str, list[str]]:
     for source, targets in graph.items():
         if not source.startswith("tui.cli") or source in ("tui.cli.main", COMMANDS):
             continue
-        reached = {t for t in targets if t.startswith(COMMANDS + ".")}
-        allowed = {APP} if source.startswith(COMMANDS + ".") else set()
-        if bad := sorted(reached - allowed - {source}):
+        own = command_of(source)
+        reached = {t for t in targets if command_of(t) not in (None, own)}
+        allowed = {APP} if own is not None else set()
+        if bad := sorted(reached - allowed):
             offenders[source] = bad
     return offenders
 
@@ -73,8 +84,12 @@ def test_the_layout_check_sees_a_command_or_a_helper_importing_a_command(tmp_pat
     (folder / "tree.py").write_text("X = 1\n")
     (folder / "serve.py").write_text("from tui.cli.commands.app import X\n")
     (folder / "export.py").write_text("from tui.cli.commands.tree import X\n")
+    (folder / "sweep").mkdir()
+    (folder / "sweep" / "__init__.py").write_text("from tui.cli.commands.sweep.args import X\n")
+    (folder / "sweep" / "args.py").write_text("from tui.cli.commands.tree import X\n")
     (tmp_path / "tui" / "cli" / "flags.py").write_text("from tui.cli.commands import app\n")
     assert commands_reached(import_graph(tmp_path)) == {
         "tui.cli.commands.export": ["tui.cli.commands.tree"],
+        "tui.cli.commands.sweep.args": ["tui.cli.commands.tree"],
         "tui.cli.flags": [APP],
     }

@@ -28,8 +28,8 @@ from sampling.registry import registry
 from sampling.settings import SamplerSettings
 from tui.chat.setting_input import read_setting_text
 from tui.cli.commands.serve import ServeError, app_command, served_token
-from tui.cli.serve_gate import TOKEN_ENV, serve_gate
-from tui.cli.serve_server import GatedServer
+from tui.cli.commands.serve.gate import TOKEN_ENV, serve_gate
+from tui.cli.commands.serve.server import GatedServer
 from tui.preset_commands import import_preset
 
 

@@ -21,10 +21,10 @@ from backend.store.recorded import recorded
 from backend.store.records import StoreError
 from sampling.records import Step
 from sampling.settings import DEFAULT_CHAT_SETTINGS
-from tui.cli.ban_flags import add_ban_flags, bans_from_args, config_bans
-from tui.cli.beams import add_beam_flags, run_beams
-from tui.cli.held_back_text import HeldBackText
-from tui.cli.loop_flags import add_loop_flags, config_loops, loops_from_args
+from tui.cli.commands.generate.ban_flags import add_ban_flags, bans_from_args, config_bans
+from tui.cli.commands.generate.beams import add_beam_flags, run_beams
+from tui.cli.commands.generate.held_back_text import HeldBackText
+from tui.cli.commands.generate.loop_flags import add_loop_flags, config_loops, loops_from_args
 from tui.cli.model_flags import add_model_flags, load_backend
 from tui.cli.prompt_messages import build_messages
 from tui.cli.reply_score_json import reply_score_json

@@ -21,9 +21,9 @@ from backend.store.token_table import TokenRow, chat_token_rows
 from sampling.errors import SamplescopeError
 from sampling.reply_score import ReplyScore, reply_score
 from tui.cli.chat_tree import tree_json
+from tui.cli.commands.export.tokens import rows_csv, rows_jsonl, vocabulary_text
 from tui.cli.reply_score_json import reply_score_object
 from tui.cli.store_access import add_db_flag, open_store
-from tui.cli.token_export import rows_csv, rows_jsonl, vocabulary_text
 from tui.display import local_time
 from tui.widgets.score_label import score_label
 

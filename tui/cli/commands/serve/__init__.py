@@ -2,7 +2,7 @@
 
 textual-serve runs the app once per browser tab, each in its own process that loads
 its own model, and carries the screen to the page over a websocket. It listens on
-the loopback address unless asked otherwise; `tui.cli.serve_gate` checks each
+the loopback address unless asked otherwise; `tui.cli.commands.serve.gate` checks each
 request's Host and Origin, asks for a token beyond loopback and bounds the tabs, and
 each tab's app opens files only in samplescope's own folders (`--served`).
 """
@@ -145,7 +145,7 @@ def served_token(host: str, environ: dict[str, str] | os._Environ[str] = os.envi
     Raises:
         ServeError: The variable is set but too short to be a secret.
     """
-    from tui.cli.serve_gate import TOKEN_CHARACTERS, TOKEN_ENV, new_token
+    from tui.cli.commands.serve.gate import TOKEN_CHARACTERS, TOKEN_ENV, new_token
 
     given = environ.get(TOKEN_ENV)
     if given is not None:
@@ -168,8 +168,8 @@ def run(args: argparse.Namespace) -> int:
     app_args = checked_app_args(args.app_args)
     check_listenable(args.host, args.port)
     try:
-        from tui.cli.serve_gate import serve_gate
-        from tui.cli.serve_server import GatedServer, open_urls
+        from tui.cli.commands.serve.gate import serve_gate
+        from tui.cli.commands.serve.server import GatedServer, open_urls
     except ImportError as error:
         raise ServeError(
             f"textual-serve is not installed ({error}): pip install textual-serve"

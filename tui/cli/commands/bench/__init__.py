@@ -142,7 +142,7 @@ def _run_rpc(model_path: Path, args: argparse.Namespace) -> None:
     """The rpc part: through --rpc servers, else two loopback servers started here."""
     from backend.bench.rpc import format_rpc_rows, run_rpc_bench
     from backend.llama.rpc import parse_endpoints
-    from tui.cli.local_rpc_servers import local_servers
+    from tui.cli.commands.bench.local_rpc_servers import local_servers
 
     if args.rpc:
         endpoints = parse_endpoints(args.rpc)
