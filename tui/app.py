@@ -21,6 +21,7 @@ from textual.screen import Screen
 from backend.chat.completion import Mode, mode_for_backend
 from backend.chat.protocol import LiveSettings
 from backend.config.config import Config
+from backend.config.setting_input import TextEncoder, typed_value
 from backend.session.backend import SessionBackend
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatStore, StoreError
@@ -30,7 +31,6 @@ from tui.app_config import resolve_app_config
 from tui.chat.conversation import Conversation
 from tui.chat.keys import CHAT_BINDINGS
 from tui.chat.screen import ChatScreen
-from tui.chat.setting_input import TextEncoder, typed_value
 from tui.chat.steering import start_branch
 from tui.chat.view import ChatView
 from tui.compare.command import CompareCommands, CompareContext, last_user_turn

@@ -21,7 +21,7 @@ from backend.config.paths import CONFIG_DIR_ENV, default_config_path
 from backend.session.phrase_bans import PhraseBans
 from sampling.registry import registry
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
-from tui.cli.settings_flags import add_settings_flags, settings_from_args
+from tui.cli.options.settings import add_settings_flags, settings_from_args
 
 GOOD = """\
 # my config

@@ -8,8 +8,8 @@ import pytest
 
 from backend.config.paths import CONFIG_DIR_ENV
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
-from tui.cli.setting_sets import parse_set
-from tui.cli.settings_flags import settings_with_user_config
+from tui.cli.options.setting_sets import parse_set
+from tui.cli.options.settings import settings_with_user_config
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from sampling.chain import build_chain
 from sampling.registry import CHAT_ORDER, TEMPERATURE_FIRST_ORDER, registry
 from sampling.samplers.p_less import PLess, p_less_threshold
 from sampling.settings import find_setting
-from tui.cli.settings_flags import add_settings_flags, settings_from_args
+from tui.cli.options.settings import add_settings_flags, settings_from_args
 
 LOGITS = [2.0, 1.5, 1.0, 0.5, 0.0, -1.0]
 

@@ -22,11 +22,11 @@ from aiohttp.test_utils import TestServer
 
 from backend.config import paths
 from backend.config.paths import user_file
+from backend.config.setting_input import read_setting_text
 from backend.errors import FileAccessError
 from sampling.errors import SettingsError
 from sampling.registry import registry
 from sampling.settings import SamplerSettings
-from tui.chat.setting_input import read_setting_text
 from tui.cli.commands.serve import ServeError, app_command, served_token
 from tui.cli.commands.serve.gate import TOKEN_ENV, serve_gate
 from tui.cli.commands.serve.server import GatedServer

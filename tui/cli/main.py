@@ -12,7 +12,7 @@ from typing import Protocol
 from backend.config.sampler_files import SAMPLER_FILE_FLAG, load_sampler_file, load_sampler_files
 from sampling.errors import SamplescopeError
 from sampling.plugins import plugin_origins, plugin_units, unregister
-from tui.cli.sampler_file_flag import (
+from tui.cli.options.sampler_file import (
     LEADING_DEST,
     add_sampler_file_flag,
     check_same_files,

@@ -19,8 +19,8 @@ from backend.errors import ModelFileError
 from backend.store.lookup import check_position, find_branch, settings_for
 from backend.store.store import ChatRecord, ChatStore, ModelRef, ReplyRecord
 from sampling.settings import SamplerSettings
-from tui.cli.model_flags import add_rpc_flag, chosen_rpc
-from tui.cli.settings_flags import add_settings_flags, bias_needs_tokenizer, settings_from_args
+from tui.cli.options.model import add_rpc_flag, chosen_rpc
+from tui.cli.options.settings import add_settings_flags, bias_needs_tokenizer, settings_from_args
 from tui.cli.store_access import add_db_flag
 
 if TYPE_CHECKING:

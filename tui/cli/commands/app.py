@@ -34,9 +34,9 @@ from backend.session.backend import SessionBackend
 from backend.store.store import ChatStore, StoreError
 from sampling.errors import SettingsError
 from sampling.settings import DEFAULT_CHAT_SETTINGS
-from tui.cli.model_flags import add_hf_flag, add_repack_flag, add_rpc_flag, model_or_hf
-from tui.cli.sampler_file_flag import add_sampler_file_flag
-from tui.cli.settings_flags import add_settings_flags, settings_from_args
+from tui.cli.options.model import add_hf_flag, add_repack_flag, add_rpc_flag, model_or_hf
+from tui.cli.options.sampler_file import add_sampler_file_flag
+from tui.cli.options.settings import add_settings_flags, settings_from_args
 
 if TYPE_CHECKING:
     from tui.app import SamplescopeApp

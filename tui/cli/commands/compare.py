@@ -26,10 +26,10 @@ from sampling.settings import (
     SamplerSettings,
     settings_summary,
 )
-from tui.cli.model_flags import add_model_flags, load_backend
+from tui.cli.options.model import add_model_flags, load_backend
+from tui.cli.options.setting_sets import parse_set, short_keys
 from tui.cli.prompt_messages import build_messages
 from tui.cli.reply_score_json import reply_score_json
-from tui.cli.setting_sets import parse_set, short_keys
 from tui.cli.verbose import log, step_line
 from tui.resources import available_presets
 from tui.widgets.score_label import score_label

@@ -21,8 +21,14 @@ from backend.session.explore_tree import Tree, TreeNode, TreeShape
 from backend.session.steer import explore_step
 from sampling.errors import SamplescopeError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings, settings_summary
-from tui.cli.model_flags import add_model_flags, chosen_model_path, chosen_rpc, model_or_hf
-from tui.cli.number_flags import unit_fraction
+from tui.cli.options.model import add_model_flags, chosen_model_path, chosen_rpc, model_or_hf
+from tui.cli.options.numbers import unit_fraction
+from tui.cli.options.settings import (
+    add_settings_flags,
+    bias_needs_tokenizer,
+    settings_from_args,
+    settings_with_user_config,
+)
 from tui.cli.prompt_messages import build_messages
 from tui.cli.saved_reply import (
     DEFAULT_N_BATCH,
@@ -30,12 +36,6 @@ from tui.cli.saved_reply import (
     add_position_flags,
     find_target,
     with_text_bias,
-)
-from tui.cli.settings_flags import (
-    add_settings_flags,
-    bias_needs_tokenizer,
-    settings_from_args,
-    settings_with_user_config,
 )
 from tui.cli.store_access import add_db_flag, open_store
 from tui.cli.text_input import read_stdin

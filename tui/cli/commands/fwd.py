@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from tui.cli.model_flags import add_model_flags, load_backend
+from tui.cli.options.model import add_model_flags, load_backend
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

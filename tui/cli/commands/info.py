@@ -12,7 +12,7 @@ from backend.llama.gguf import GgufFile, MetaValue, validate_gguf
 from backend.llama.pieces import visible_piece
 from backend.llama.rpc import Endpoint, RpcError, parse_endpoints, probe
 from sampling.errors import SamplescopeError
-from tui.cli.model_flags import chosen_model_path
+from tui.cli.options.model import chosen_model_path
 
 # (label, tokenizer.ggml.<key>); the first four are listed even when absent.
 SPECIAL_TOKEN_KEYS: tuple[tuple[str, str], ...] = (

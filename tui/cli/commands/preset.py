@@ -22,7 +22,11 @@ from backend.config.preset_interchange import PresetFormatError, Unmapped
 from backend.config.presets import PresetError
 from backend.config.sillytavern_format import export_sillytavern
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings, settings_summary
-from tui.cli.settings_flags import add_settings_flags, settings_from_args, settings_with_user_config
+from tui.cli.options.settings import (
+    add_settings_flags,
+    settings_from_args,
+    settings_with_user_config,
+)
 
 EXPORT_FORMATS = ("llama-server", "completion-json", "sillytavern")
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from backend.session.replay import ReplayResult, forced_path, replay
 from backend.store.lookup import pick_reply
 from backend.store.store import ReplyRecord
-from tui.cli.model_flags import add_rpc_flag, chosen_rpc
+from tui.cli.options.model import add_rpc_flag, chosen_rpc
 from tui.cli.saved_reply import DEFAULT_N_BATCH, DEFAULT_N_CTX, recorded_model
 from tui.cli.store_access import add_db_flag, open_store
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from backend.llama.pieces import visible_piece
 from backend.score.text_score import TOP_ALTERNATIVES, ScoreError, TextScore, score_text
-from tui.cli.model_flags import (
+from tui.cli.options.model import (
     add_model_flags,
     chosen_model_path,
     chosen_weights,

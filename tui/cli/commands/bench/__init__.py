@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tui.cli.model_flags import add_rpc_flag, chosen_model_path
+from tui.cli.options.model import add_rpc_flag, chosen_model_path
 
 PARTS = (
     "sampler",

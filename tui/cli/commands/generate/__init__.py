@@ -25,15 +25,15 @@ from tui.cli.commands.generate.ban_flags import add_ban_flags, bans_from_args, c
 from tui.cli.commands.generate.beams import add_beam_flags, run_beams
 from tui.cli.commands.generate.held_back_text import HeldBackText
 from tui.cli.commands.generate.loop_flags import add_loop_flags, config_loops, loops_from_args
-from tui.cli.model_flags import add_model_flags, load_backend
-from tui.cli.prompt_messages import build_messages
-from tui.cli.reply_score_json import reply_score_json
-from tui.cli.settings_flags import (
+from tui.cli.options.model import add_model_flags, load_backend
+from tui.cli.options.settings import (
     add_settings_flags,
     bias_needs_tokenizer,
     settings_from_args,
     settings_with_user_config,
 )
+from tui.cli.prompt_messages import build_messages
+from tui.cli.reply_score_json import reply_score_json
 from tui.cli.store_access import add_db_flag, recorder_for
 from tui.cli.text_input import read_stdin
 from tui.cli.verbose import log, step_line

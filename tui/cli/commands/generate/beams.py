@@ -18,7 +18,7 @@ from backend.session.recorded_beams import BeamRecorder
 from backend.store.recorder import ChatRecorder
 from backend.store.records import StoreError
 from sampling.settings import SamplerSettings
-from tui.cli.number_flags import finite_float
+from tui.cli.options.numbers import finite_float
 from tui.cli.reply_score_json import reply_score_json
 from tui.cli.store_access import recorder_for
 from tui.cli.verbose import log

@@ -32,7 +32,7 @@ from backend.session.llama_backend import LlamaBackend
 from sampling.divergence import DivergenceTotals, summarize
 from sampling.fork import first_difference
 from tui.cli.commands.kld.report import CHUNK_HEADER, chunk_line, kld_json, summary_lines
-from tui.cli.model_flags import (
+from tui.cli.options.model import (
     add_model_flags,
     chosen_model_path,
     chosen_rpc,

@@ -97,7 +97,7 @@ def checked_app_args(app_args: Sequence[str]) -> list[str]:
         HfFetchError: `--hf` cannot be had.
     """
     from tui.cli.commands.app import build_app_parser
-    from tui.cli.model_flags import model_or_hf
+    from tui.cli.options.model import model_or_hf
 
     args = list(app_args)
     if args[:1] == ["--"]:

@@ -34,7 +34,7 @@ from backend.store.records import StoreError
 from sampling.sweep_metrics import DEFAULT_TOP_K
 from tui.cli.commands.sweep.args import SweepArgumentError, grid_settings, read_prompts
 from tui.cli.commands.sweep.output import csv_text, order_line, print_table
-from tui.cli.model_flags import add_model_flags, load_backend
+from tui.cli.options.model import add_model_flags, load_backend
 from tui.cli.store_access import add_db_flag, recorder_for
 from tui.cli.verbose import log
 

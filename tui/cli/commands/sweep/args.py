@@ -12,8 +12,8 @@ from backend.session.sweep import MAX_SETTINGS, SweepSetting
 from sampling.errors import SamplescopeError, SettingsError
 from sampling.registry import registry
 from sampling.settings import SamplerSettings, find_setting, settings_summary
-from tui.cli.setting_sets import parse_set, short_keys
-from tui.cli.settings_flags import settings_with_user_config
+from tui.cli.options.setting_sets import parse_set, short_keys
+from tui.cli.options.settings import settings_with_user_config
 
 
 class SweepArgumentError(SamplescopeError):
