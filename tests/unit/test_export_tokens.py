@@ -224,7 +224,7 @@ def test_json_and_markdown_carry_each_branchs_score(
 ) -> None:
     from sampling.reply_score import reply_score
     from tui.cli.reply_score_json import reply_score_json
-    from tui.widgets.score_label import score_label
+    from tui.score_label import score_label
 
     db, chat = branched
     with ChatStore(db) as store:

@@ -32,7 +32,7 @@ from tui.cli.prompt_messages import build_messages
 from tui.cli.reply_score_json import reply_score_json
 from tui.cli.verbose import log, step_line
 from tui.resources import available_presets
-from tui.widgets.score_label import score_label
+from tui.score_label import score_label
 
 
 class CompareArgumentError(SamplescopeError):

@@ -25,7 +25,7 @@ from tui.cli.commands.export.tokens import rows_csv, rows_jsonl, vocabulary_text
 from tui.cli.reply_score_json import reply_score_object
 from tui.cli.store_access import add_db_flag, open_store
 from tui.display import local_time
-from tui.widgets.score_label import score_label
+from tui.score_label import score_label
 
 EXPORT_VERSION = 3
 
