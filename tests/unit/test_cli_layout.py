@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tests.unit.test_architecture import ROOT, import_graph
+from tui.cli.commands import GROUPS
 from tui.cli.main import build_parser, command_modules
 
 COMMANDS = "tui.cli.commands"
@@ -36,6 +37,13 @@ def test_every_command_module_is_a_registered_command_and_only_those() -> None:
     assert registered == command_module_names() - {APP}
 
 
+def test_every_command_names_a_group_and_help_lists_them_by_group_then_name() -> None:
+    modules = command_modules()
+    assert all(module.GROUP in GROUPS for module in modules)
+    keys = [(GROUPS.index(module.GROUP), module.__name__) for module in modules]
+    assert keys == sorted(keys)
+
+
 def handlers(parser: argparse.ArgumentParser, prefix: str = "") -> dict[str, Callable[..., int]]:
     """Each subcommand's `func`, by its words (a command with verbs by each verb:
     `preset import`)."""
@@ -50,8 +58,8 @@ def handlers(parser: argparse.ArgumentParser, prefix: str = "") -> dict[str, Cal
 
 
 def test_every_subcommand_runs_in_a_module_of_the_commands_folder() -> None:
-    modules = {name: func.__module__ for name, func in handlers(build_parser()).items()}
-    assert {name: m for name, m in modules.items() if not m.startswith(COMMANDS + ".")} == {}
+    modules = {name: command_of(func.__module__) for name, func in handlers(build_parser()).items()}
+    assert {name: m for name, m in modules.items() if m is None} == {}
     assert set(modules.values()) == command_module_names() - {APP}
 
 
@@ -92,4 +100,59 @@ def test_the_layout_check_sees_a_command_or_a_helper_importing_a_command(tmp_pat
         "tui.cli.commands.export": ["tui.cli.commands.tree"],
         "tui.cli.commands.sweep.args": ["tui.cli.commands.tree"],
         "tui.cli.flags": [APP],
+    }
+
+
+def test_every_command_found_is_on_the_commands_page() -> None:
+    page = (ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
+    missing = [words for words in handlers(build_parser()) if f"`samplescope {words}" not in page]
+    assert missing == []
+
+
+WIDGET_PACKAGES = ("tui.chat", "tui.panel", "tui.widgets")
+
+APP_OPENERS = {
+    (APP, "tui.app"),  # `samplescope` without a command is the app
+    (f"{COMMANDS}.sweep", "tui.sweep.command"),  # `sweep --view` opens the app on its screen
+}
+"""The only imports from the command line into the app: the two commands that open it."""
+
+
+def widgets_reached(graph: dict[str, set[str]]) -> dict[str, list[str]]:
+    """The chat's, the panel's and the widgets' modules each command-line module reaches
+    through its imports (type-only ones included), not counting the app's openers."""
+    offenders: dict[str, list[str]] = {}
+    for source in sorted(name for name in graph if name.startswith("tui.cli")):
+        seen: set[str] = set()
+        todo = [source]
+        while todo:
+            module = todo.pop()
+            for target in graph.get(module, set()):
+                if target not in seen and (module, target) not in APP_OPENERS:
+                    seen.add(target)
+                    todo.append(target)
+        if reached := sorted(t for t in seen if t.startswith(WIDGET_PACKAGES)):
+            offenders[source] = reached
+    return offenders
+
+
+def test_the_command_line_imports_no_chat_panel_or_widget_but_to_open_the_app() -> None:
+    assert widgets_reached(import_graph(typing_too=True)) == {}
+
+
+def test_the_widget_check_sees_an_import_through_a_shared_module(tmp_path: Path) -> None:
+    folder = tmp_path / "tui" / "cli" / "commands"
+    folder.mkdir(parents=True)
+    (tmp_path / "tui" / "widgets").mkdir()
+    for package in ("sampling", "backend"):
+        (tmp_path / package).mkdir()
+    for init in (tmp_path / "tui", tmp_path / "tui" / "cli", folder, tmp_path / "tui" / "widgets"):
+        (init / "__init__.py").write_text("")
+    (tmp_path / "tui" / "widgets" / "label.py").write_text("X = 1\n")
+    (tmp_path / "tui" / "app.py").write_text("from tui.widgets.label import X\n")
+    (tmp_path / "tui" / "labels.py").write_text("from tui.widgets.label import X\n")
+    (folder / "app.py").write_text("from tui.app import X\n")
+    (folder / "tree.py").write_text("from tui.labels import X\n")
+    assert widgets_reached(import_graph(tmp_path, typing_too=True)) == {
+        "tui.cli.commands.tree": ["tui.widgets.label"],
     }

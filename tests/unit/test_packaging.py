@@ -37,7 +37,11 @@ def wheel_files(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
 
 
 def test_every_stylesheet_and_asset_ships(wheel_files: set[str]) -> None:
-    stylesheets = {str(p.relative_to(ROOT)) for p in (ROOT / "tui").rglob("*.tcss")}
+    stylesheets = {
+        str(p.relative_to(ROOT))
+        for kind in ("*.tcss", "*.html")
+        for p in (ROOT / "tui").rglob(kind)
+    }
     assets = {f"tui/assets/{p.name}" for p in (ROOT / "assets").iterdir() if p.is_file()}
     assert stylesheets and "tui/assets/presets.toml" in assets
     assert stylesheets | assets <= wheel_files

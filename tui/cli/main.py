@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import pkgutil
 import re
 import sys
 from collections.abc import Sequence
-from typing import Protocol
+from importlib import import_module
+from typing import Protocol, cast
 
 from backend.config.sampler_files import SAMPLER_FILE_FLAG, load_sampler_file, load_sampler_files
 from sampling.errors import SamplescopeError
@@ -23,68 +25,29 @@ from tui.cli.text_input import TextInputError, check_arguments
 
 class CommandModule(Protocol):
     """A command's module: `register(subparsers)` adds its parser with `func` set to a
-    callable taking the parsed namespace and returning an exit code."""
+    callable taking the parsed namespace and returning an exit code; `GROUP` is one of
+    `tui.cli.commands.GROUPS`."""
+
+    GROUP: str
 
     def register(self, subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None: ...
 
 
 def command_modules() -> tuple[CommandModule, ...]:
-    """Every command's module, imported here (not at the top, to keep `samplescope`
-    quick to start). A module derives nothing from the settings when imported: the
-    parser is built once before the `--sampler-file` plugins load and once after."""
-    from tui.cli.commands import (
-        bench,
-        branch,
-        compare,
-        config,
-        dist,
-        encode,
-        explore,
-        export,
-        fork,
-        fwd,
-        generate,
-        history,
-        info,
-        kld,
-        models,
-        preset,
-        replay,
-        rpc_server,
-        samplers,
-        score,
-        serve,
-        sweep,
-        tree,
-        whatif,
-    )
+    """Every command's module, found in the commands folder (a module or a package, from
+    the source tree or a wheel alike), in the order `samplescope -h` lists them: by
+    group, then by name. Imported here, not at the top, to keep `samplescope` quick to
+    start. A module derives nothing from the settings when imported: the parser is built
+    once before the `--sampler-file` plugins load and once after."""
+    from tui.cli import commands
 
-    return (
-        dist,
-        bench,
-        history,
-        replay,
-        whatif,
-        explore,
-        branch,
-        tree,
-        fork,
-        export,
-        config,
-        info,
-        encode,
-        generate,
-        score,
-        kld,
-        compare,
-        sweep,
-        fwd,
-        rpc_server,
-        samplers,
-        preset,
-        models,
-        serve,
+    names = sorted(
+        found.name
+        for found in pkgutil.iter_modules(commands.__path__)
+        if found.name != commands.APP
     )
+    modules = [cast(CommandModule, import_module(f"{commands.__name__}.{name}")) for name in names]
+    return tuple(sorted(modules, key=lambda module: commands.GROUPS.index(module.GROUP)))
 
 
 def build_parser() -> argparse.ArgumentParser:

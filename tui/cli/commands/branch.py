@@ -15,6 +15,8 @@ from backend.session.steer import Choice, make_branch, pick_token, recompute
 from tui.cli.saved_reply import add_step_flags, find_target, load_for, with_text_bias
 from tui.cli.store_access import open_store
 
+GROUP = "chats"
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `branch` to the command line."""

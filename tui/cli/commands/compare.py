@@ -44,6 +44,9 @@ MIN_COLUMN_WIDTH = 24
 DEFAULT_SEED = 42
 
 
+GROUP = "sample"
+
+
 def register(subparsers: Any) -> None:
     """Add `compare` to the command line."""
     keys_help = ", ".join(short_keys())

@@ -28,6 +28,9 @@ class LogitsArgumentError(SamplescopeError):
     """--logits is not a comma-separated list of numbers."""
 
 
+GROUP = "sample"
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `dist` to the command line."""
     parser = subparsers.add_parser(

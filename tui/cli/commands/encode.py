@@ -18,6 +18,9 @@ GLYPH_HELP = (
 )
 
 
+GROUP = "model"
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `encode` to the command line."""
     parser = subparsers.add_parser(

@@ -45,6 +45,9 @@ if TYPE_CHECKING:
     from backend.session.llama_backend import LlamaBackend
 
 
+GROUP = "chats"
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `explore` to the command line."""
     parser = subparsers.add_parser(

@@ -21,6 +21,9 @@ from tui.cli.store_access import add_db_flag, open_store
 SHARED_SHOWN = 60
 
 
+GROUP = "chats"
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `fork` to the command line."""
     parser = subparsers.add_parser(

@@ -6,6 +6,8 @@ import argparse
 
 from tui.cli.options.model import add_model_flags, load_backend
 
+GROUP = "model"
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `fwd` to the command line."""

@@ -33,6 +33,9 @@ class ModelArgumentError(SamplescopeError):
     """The model was named twice, differently."""
 
 
+GROUP = "model"
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `info` to the command line."""
     parser = subparsers.add_parser(

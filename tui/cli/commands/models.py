@@ -7,6 +7,8 @@ import json
 
 from backend.config.model_catalog import LocalModel, models_on_disk
 
+GROUP = "model"
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `models` to the command line."""

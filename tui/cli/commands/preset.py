@@ -31,6 +31,9 @@ from tui.cli.options.settings import (
 EXPORT_FORMATS = ("llama-server", "completion-json", "sillytavern")
 
 
+GROUP = "setup"
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `preset import` and `preset export` to the command line."""
     parser = subparsers.add_parser(

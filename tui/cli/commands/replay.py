@@ -17,6 +17,8 @@ from tui.cli.options.model import add_rpc_flag, chosen_rpc
 from tui.cli.saved_reply import DEFAULT_N_BATCH, DEFAULT_N_CTX, recorded_model
 from tui.cli.store_access import add_db_flag, open_store
 
+GROUP = "chats"
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `replay` to the command line."""

@@ -9,6 +9,8 @@ from backend.config.sampler_files import SAMPLER_FILE_FLAG, samplers_dir
 from sampling.plugins import plugin_origins
 from sampling.registry import registry
 
+GROUP = "setup"
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `samplers` to the command line."""

@@ -17,6 +17,8 @@ from tui.cli.options.model import (
 )
 from tui.cli.text_input import read_text
 
+GROUP = "model"
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `score` to the command line."""

@@ -8,6 +8,8 @@ import json
 from tui.cli.chat_tree import tree_json
 from tui.cli.store_access import add_db_flag, open_store
 
+GROUP = "chats"
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `tree` to the command line."""

@@ -24,6 +24,8 @@ from tui.cli.saved_reply import (
 )
 from tui.cli.store_access import open_store
 
+GROUP = "chats"
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `whatif` to the command line."""

@@ -40,6 +40,9 @@ ONE_TABLE_PARTS = {
 }  # fmt: skip
 
 
+GROUP = "setup"
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `bench` to the command line."""
     parser = subparsers.add_parser(

@@ -34,6 +34,9 @@ class ExportError(SamplescopeError):
     """The export file cannot be written."""
 
 
+GROUP = "chats"
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `export` to the command line."""
     parser = subparsers.add_parser(

@@ -38,6 +38,8 @@ from tui.cli.store_access import add_db_flag, recorder_for
 from tui.cli.text_input import read_stdin
 from tui.cli.verbose import log, step_line
 
+GROUP = "sample"
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `generate` to the command line."""

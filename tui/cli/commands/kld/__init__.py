@@ -48,6 +48,9 @@ DEFAULT_CTX = KLD_CTX
 DEFAULT_BATCH = KLD_BATCH
 
 
+GROUP = "model"
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `kld` to the command line."""
     parser = subparsers.add_parser(

@@ -30,6 +30,9 @@ class ServeError(SamplescopeError):
     """`serve` cannot start: its options or the app's are wrong."""
 
 
+GROUP = "setup"
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `serve` to the command line."""
     parser = subparsers.add_parser(

@@ -43,6 +43,9 @@ DEFAULT_SEED = 42
 RESULT_LIMIT = 256 << 20
 
 
+GROUP = "sample"
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `sweep` to the command line."""
     parser = subparsers.add_parser(
