@@ -14,7 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from backend.chat.completion import MODES
 from backend.config.config import (
     load_config_or_default,
     model_with_config,
@@ -35,6 +34,7 @@ from backend.store.store import ChatStore, StoreError
 from sampling.errors import SettingsError
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tui.cli.options.model import add_hf_flag, add_repack_flag, add_rpc_flag, model_or_hf
+from tui.cli.options.prompt import add_mode_flags, add_system_flag
 from tui.cli.options.sampler_file import add_sampler_file_flag
 from tui.cli.options.settings import add_settings_flags, settings_from_args
 
@@ -69,12 +69,10 @@ def build_app_parser() -> argparse.ArgumentParser:
     add_rpc_flag(parser)
     add_repack_flag(parser)
     parser.add_argument("--max-tokens", type=int, default=512, help="the longest reply")
-    parser.add_argument("--system", default=None, help="a system prompt for every chat")
-    parser.add_argument(
-        "--mode",
-        choices=MODES,
-        default=None,
-        help="chat, or completion: the text is continued without the chat template "
+    add_system_flag(parser, "a system prompt for every chat")
+    add_mode_flags(
+        parser,
+        "chat, or completion: the text is continued without the chat template "
         "(default: completion for a model with no chat template and no turn tokens)",
     )
     parser.add_argument(

@@ -27,6 +27,8 @@ from sampling.settings import (
     settings_summary,
 )
 from tui.cli.options.model import add_model_flags, load_backend
+from tui.cli.options.output import add_json_flag
+from tui.cli.options.prompt import add_system_flag
 from tui.cli.options.setting_sets import parse_set, short_keys
 from tui.cli.prompt_messages import build_messages
 from tui.cli.reply_score_json import reply_score_json
@@ -75,7 +77,7 @@ def register(subparsers: Any) -> None:
         help='settings such as "t=0.8,k=40" (repeatable)',
     )
     parser.add_argument("--seed", "-s", type=int, default=None, help="the seed of every column")
-    parser.add_argument("--system", default=None, help="a system prompt")
+    add_system_flag(parser)
     parser.add_argument("--max-tokens", type=int, default=64, help="reply length (default 64)")
     parser.add_argument("--raw", action="store_true", help="feed PROMPT without the chat template")
     parser.add_argument(
@@ -83,7 +85,7 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="generate the columns one after the other (default: in lockstep, one batch a step)",
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_flag(parser)
     parser.add_argument("--list-presets", action="store_true", help="list the presets and exit")
     add_model_flags(parser)
     parser.set_defaults(func=run)

@@ -15,7 +15,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from backend.chat.completion import MODES, as_document, mode_for_backend
+from backend.chat.completion import as_document, mode_for_backend
 from backend.session.explore import EXPLORE_SEQ_MAX, explore
 from backend.session.explore_tree import Tree, TreeNode, TreeShape
 from backend.session.steer import explore_step
@@ -23,6 +23,8 @@ from sampling.errors import SamplescopeError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings, settings_summary
 from tui.cli.options.model import add_model_flags, chosen_model_path, chosen_rpc, model_or_hf
 from tui.cli.options.numbers import unit_fraction
+from tui.cli.options.output import add_json_flag
+from tui.cli.options.prompt import add_mode_flags, add_system_flag
 from tui.cli.options.settings import (
     add_settings_flags,
     bias_needs_tokenizer,
@@ -63,12 +65,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--prompt", default=None, metavar="TEXT", help="explore after this prompt (- reads stdin)"
     )
-    parser.add_argument("--system", default=None, help="a system prompt (with --prompt)")
-    parser.add_argument(
-        "--mode",
-        choices=MODES,
-        default=None,
-        help="with --prompt: chat (a user turn in the template) or completion (plain text)",
+    add_system_flag(parser, "a system prompt (with --prompt)")
+    add_mode_flags(
+        parser, "with --prompt: chat (a user turn in the template) or completion (plain text)"
     )
     parser.add_argument("--depth", type=int, default=3, metavar="D", help="levels (default 3)")
     parser.add_argument(
@@ -87,7 +86,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="decode each node alone instead of in lockstep batches (the same tree, slower)",
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_flag(parser)
     add_db_flag(parser)
     add_settings_flags(parser)
     add_model_flags(parser)

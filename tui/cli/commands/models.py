@@ -6,6 +6,7 @@ import argparse
 import json
 
 from backend.config.model_catalog import LocalModel, models_on_disk
+from tui.cli.options.output import add_json_flag
 
 GROUP = "model"
 
@@ -21,7 +22,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "`--model NAME` opens one by the name shown."
         ),
     )
-    parser.add_argument("--json", action="store_true", help="a JSON list of the models' fields")
+    add_json_flag(parser, "a JSON list of the models' fields")
     parser.set_defaults(func=run)
 
 

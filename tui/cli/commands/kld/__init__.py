@@ -39,6 +39,7 @@ from tui.cli.options.model import (
     chosen_weights,
     model_or_hf,
 )
+from tui.cli.options.output import add_json_flag
 from tui.cli.text_input import read_text
 from tui.cli.verbose import log
 
@@ -91,7 +92,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--force", action="store_true", help="let --save-base replace an existing file"
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_flag(parser)
     add_model_flags(parser, ctx=DEFAULT_CTX, one_sequence=True)
     for action in parser._actions:
         if action.dest == "ctx":
