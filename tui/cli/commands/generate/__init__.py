@@ -3,40 +3,29 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from dataclasses import asdict
 
-from backend.chat.completion import MODES, as_document, mode_for_backend
-from backend.chat.events import (
-    FinishedEvent,
-    NoticeEvent,
-    PhaseEvent,
-    PrefillProgress,
-    RewindEvent,
-    TokenEvent,
-)
 from backend.chat.protocol import LiveSettings
 from backend.store.recorded import recorded
 from backend.store.records import StoreError
-from sampling.records import Step
-from sampling.settings import DEFAULT_CHAT_SETTINGS
-from tui.cli.commands.generate.ban_flags import add_ban_flags, bans_from_args, config_bans
+from tui.cli.commands.generate.ban_flags import add_ban_flags
 from tui.cli.commands.generate.beams import add_beam_flags, run_beams
-from tui.cli.commands.generate.held_back_text import HeldBackText
-from tui.cli.commands.generate.loop_flags import add_loop_flags, config_loops, loops_from_args
-from tui.cli.options.model import add_model_flags, load_backend
-from tui.cli.options.settings import (
-    add_settings_flags,
-    bias_needs_tokenizer,
-    settings_from_args,
-    settings_with_user_config,
+from tui.cli.commands.generate.build import build_run
+from tui.cli.commands.generate.loop_flags import add_loop_flags
+from tui.cli.commands.generate.output import (
+    end_streamed_text,
+    log_figures,
+    log_loop_stop,
+    reply_json,
 )
-from tui.cli.prompt_messages import build_messages
-from tui.cli.reply_score_json import reply_score_json
+from tui.cli.commands.generate.prompt import read_prompt
+from tui.cli.commands.generate.stream import ReplyPrinter
+from tui.cli.options.model import add_model_flags
+from tui.cli.options.output import add_json_flag
+from tui.cli.options.prompt import add_mode_flags, add_system_flag
+from tui.cli.options.settings import add_settings_flags
 from tui.cli.store_access import add_db_flag, recorder_for
-from tui.cli.text_input import read_stdin
-from tui.cli.verbose import log, step_line
+from tui.cli.verbose import log
 
 GROUP = "sample"
 
@@ -52,22 +41,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ),
     )
     parser.add_argument("prompt", metavar="PROMPT", help="the user's message; - reads stdin")
-    parser.add_argument("--system", default=None, help="a system prompt")
+    add_system_flag(parser)
     parser.add_argument(
         "--max-tokens", type=int, default=256, help="stop after this many tokens (default 256)"
     )
-    parser.add_argument(
-        "--mode",
-        choices=MODES,
-        default=None,
-        help="chat: PROMPT is a user turn in the chat template; completion: PROMPT is plain "
-        "text the model continues (default: completion for a model with no chat template "
-        "and no known turn tokens, else chat)",
-    )
-    parser.add_argument("--raw", action="store_true", help="the same as --mode completion")
-    parser.add_argument(
-        "--json", action="store_true", help="print one JSON object instead of streaming text"
-    )
+    add_mode_flags(parser, raw=True)
+    add_json_flag(parser, "print one JSON object instead of streaming text")
     parser.add_argument(
         "--save",
         action="store_true",
@@ -82,152 +61,54 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
-def ghosts_json(ghosts: list[RewindEvent], reply_ids: list[int]) -> list[dict[str, object]]:
-    """The rejected attempts for --json: where each began, its tokens and text, the
-    banned text found, the tokens banned there, and its stored branch (with --save)."""
-    return [
-        {
-            "at": ghost.index,
-            "token_ids": list(ghost.token_ids),
-            "text": ghost.text,
-            "matched": ghost.matched,
-            "banned": list(ghost.banned),
-            **({"reply_id": reply_ids[n]} if n < len(reply_ids) else {}),
-        }
-        for n, ghost in enumerate(ghosts)
-    ]
-
-
-def loop_note(finished: FinishedEvent) -> str:
-    """The finish line's words on the reply's loop ("" when none was found)."""
-    loop = finished.loop
-    if loop is None:
-        return ""
-    return f" loop of {loop.period} tokens × {loop.count} from token {loop.start},"
-
-
 def run(args: argparse.Namespace) -> int:
     """Generate and print the reply; the exit code is 1 if the generation failed."""
-    base = settings_with_user_config(DEFAULT_CHAT_SETTINGS)
-    prompt = read_stdin() if args.prompt == "-" else args.prompt
-    bans = bans_from_args(args, config_bans())
-    loops = loops_from_args(args, config_loops())
-    if bias_needs_tokenizer(args):  # --logit-bias names a token by its text
-        backend = load_backend(args)
-        try:
-            settings = settings_from_args(
-                args, base, lambda text: backend.runtime.tokenize(text, special=False)
-            )
-        except Exception:
-            backend.close()
-            raise
-    else:
-        settings = settings_from_args(args, base)
-        backend = load_backend(args)
-    messages = build_messages(prompt, args.system)
-    mode, notice = mode_for_backend(backend, "completion" if args.raw else args.mode)
-    if notice:
-        log(notice)
-    if mode == "completion":
-        messages = as_document(messages)
+    prompt = read_prompt(args)
+    generation = build_run(args, prompt)
     if args.beams is not None:
-        return run_beams(args, backend, messages, settings, mode, bans)
-    verbose: int = args.verbose
-    finished: FinishedEvent | None = None
-    recorder = recorder_for(args, backend) if args.save else None
-    steps: list[Step] = []
-    ghosts: list[RewindEvent] = []
-    # With phrase bans, text a rewind may still take back is held.
-    stream = not args.json
-    held = HeldBackText(bans) if bans else None
+        return run_beams(
+            args,
+            generation.backend,
+            generation.messages,
+            generation.settings,
+            generation.mode,
+            generation.bans,
+        )
+    recorder = recorder_for(args, generation.backend) if args.save else None
+    printer = ReplyPrinter(generation.bans, stream=not args.json, verbose=args.verbose)
     try:
         if recorder is not None:
-            recorder.begin_reply(messages, settings, args.max_tokens, mode)
-        events = backend.generate(
-            messages,
-            LiveSettings(settings),
+            recorder.begin_reply(
+                generation.messages, generation.settings, args.max_tokens, generation.mode
+            )
+        events = generation.backend.generate(
+            generation.messages,
+            LiveSettings(generation.settings),
             max_tokens=args.max_tokens,
-            raw=mode == "completion",
-            bans=bans or None,
-            loops=loops or None,
+            raw=generation.mode == "completion",
+            bans=generation.bans or None,
+            loops=generation.loops or None,
         )
-        for event in recorded(events, recorder):
-            if isinstance(event, TokenEvent):
-                steps.append(event.step)
-                text = event.text if held is None else held.token(event)
-                if stream and text:
-                    sys.stdout.write(text)
-                    sys.stdout.flush()
-                if verbose >= 2:
-                    log(step_line(event.index, event.step, event.piece))
-            elif isinstance(event, RewindEvent):
-                ghosts.append(event)
-                del steps[event.index :]
-                if held is not None:
-                    held.rewind(event)
-                if verbose >= 1:
-                    log(
-                        f"rejected {len(event.token_ids)} tokens at token {event.index}"
-                        f" ({event.matched!r} is banned): {event.text!r}"
-                    )
-            elif isinstance(event, NoticeEvent):
-                log(event.message)
-            elif isinstance(event, PhaseEvent):
-                if verbose >= 1:
-                    log(f"phase {event.phase}")
-            elif isinstance(event, PrefillProgress):
-                if verbose >= 1:
-                    log(f"prefill {event.done}/{event.total}")
-            elif isinstance(event, FinishedEvent):
-                finished = event
+        reply = printer.read(recorded(events, recorder))
     finally:
-        backend.close()
+        generation.backend.close()
         if recorder is not None:
             recorder.store.close()
+    finished = reply.finished
     assert finished is not None  # generate always ends with one
     if recorder is not None and recorder.error:
         raise StoreError(recorder.error)
     chat_id = None if recorder is None else recorder.chat_id
-    if chat_id is not None and not args.json:
-        log(f"saved as chat {chat_id}")
     if args.json:
-        print(
-            json.dumps(
-                {
-                    **({} if chat_id is None else {"chat_id": chat_id}),
-                    "mode": mode,
-                    "text": finished.text,
-                    "token_ids": list(finished.token_ids),
-                    "settings": settings.to_json(),
-                    "seed": settings.seed,
-                    "finish_reason": finished.reason,
-                    "loop": None if finished.loop is None else finished.loop.to_dict(),
-                    "error": finished.error,
-                    "stats": asdict(finished.stats),
-                    "score": reply_score_json(steps),
-                    "ghosts": ghosts_json(ghosts, [] if recorder is None else recorder.ghost_ids),
-                    "model": backend.info.path,
-                },
-                ensure_ascii=False,
-            )
-        )
+        ghost_ids = [] if recorder is None else recorder.ghost_ids
+        print(reply_json(generation, reply, finished, chat_id, ghost_ids))
     else:
-        if held is not None:
-            sys.stdout.write(held.rest(finished.text))
-        if finished.text and not finished.text.endswith("\n"):
-            sys.stdout.write("\n")
-    if finished.reason == "loop" and finished.loop is not None and not args.json:
-        log(f"stopped on a{loop_note(finished).rstrip(',')}")
-    if verbose >= 1:
-        s = finished.stats
-        log(
-            f"finished: {finished.reason}; prompt {s.prompt_tokens} tokens"
-            f" ({s.prefilled_tokens} prefilled in {s.prefill_ms:.0f} ms),"
-            f" ttft {s.ttft_ms:.0f} ms, {s.decode_tokens} tokens at {s.decode_tps:.1f} tok/s,"
-            f" {s.discarded_tokens} discarded,"
-            f"{loop_note(finished)}"
-            f" sampler {s.sampler_us / 1000:.1f} ms"
-        )
+        if chat_id is not None:
+            log(f"saved as chat {chat_id}")
+        end_streamed_text(printer.rest(finished.text), finished)
+        log_loop_stop(finished)
+    if args.verbose >= 1:
+        log_figures(finished)
     if finished.reason == "error":
         print(f"samplescope: {finished.error}", file=sys.stderr)
         return 1
