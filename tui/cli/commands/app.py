@@ -21,16 +21,13 @@ from backend.config.config import (
     settings_with_config,
 )
 from backend.config.hf_fetch import HfFetchError
-from backend.config.model_catalog import LocalModel
 from backend.config.paths import (
     default_store_path,
     exposed_folder_warnings,
     open_own_folders_only,
 )
 from backend.errors import ModelFileError
-from backend.llama.rpc import Endpoint, RpcError
-from backend.session.backend import SessionBackend
-from backend.store.store import ChatStore, StoreError
+from backend.llama.rpc import RpcError
 from sampling.errors import SettingsError
 from sampling.settings import DEFAULT_CHAT_SETTINGS
 from tui.cli.options.model import add_hf_flag, add_repack_flag, add_rpc_flag, model_or_hf
@@ -39,6 +36,10 @@ from tui.cli.options.sampler_file import add_sampler_file_flag
 from tui.cli.options.settings import add_settings_flags, settings_from_args
 
 if TYPE_CHECKING:
+    from backend.config.model_catalog import LocalModel
+    from backend.llama.rpc import Endpoint
+    from backend.session.backend import SessionBackend
+    from backend.store.store import ChatStore
     from tui.app import SamplescopeApp
 
 
@@ -155,6 +156,8 @@ def build_app(
     config, problem = load_config_or_default()
     notices = [problem] if problem else []
     settings = settings_from_args(args, settings_with_config(DEFAULT_CHAT_SETTINGS, config))
+    from backend.store.store import ChatStore, StoreError  # not for `samplescope -h`
+
     store: ChatStore | None = None
     if not args.no_save:
         try:

@@ -17,7 +17,6 @@ from rich.text import Text
 
 from backend.chat.compare import first_divergence
 from backend.chat.events import FinishedEvent, NoticeEvent, TokenEvent
-from backend.session.compare import compare
 from sampling.errors import SamplescopeError
 from sampling.loops import first_loop
 from sampling.records import Step
@@ -128,6 +127,8 @@ def column_text(pieces: list[str], diverge_at: int | None) -> Text:
 
 def run(args: argparse.Namespace) -> int:
     """Generate every column and print them."""
+    from backend.session.compare import compare  # only now: it loads llama.cpp
+
     if args.list_presets:
         for name, settings in available_presets().items():
             print(f"{name:<34} {settings_summary(settings)}")

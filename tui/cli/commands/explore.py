@@ -16,9 +16,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from backend.chat.completion import as_document, mode_for_backend
-from backend.session.explore import EXPLORE_SEQ_MAX, explore
 from backend.session.explore_tree import Tree, TreeNode, TreeShape
-from backend.session.steer import explore_step
 from sampling.errors import SamplescopeError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings, settings_summary
 from tui.cli.options.model import add_model_flags, chosen_model_path, chosen_rpc, model_or_hf
@@ -136,7 +134,8 @@ def tree_lines(nodes: tuple[TreeNode, ...], depth: int = 0) -> list[str]:
 
 
 def _load(args: argparse.Namespace, path: str, n_ctx: int, n_batch: int) -> LlamaBackend:
-    from backend.session.llama_backend import LlamaBackend  # only now: it loads llama.cpp
+    from backend.session.explore import EXPLORE_SEQ_MAX  # only now: it loads llama.cpp
+    from backend.session.llama_backend import LlamaBackend
 
     return LlamaBackend.load(
         path,
@@ -169,6 +168,8 @@ def _from_reply(args: argparse.Namespace) -> tuple[Tree, dict[str, object], str]
         reply.n_ctx or DEFAULT_N_CTX,
         reply.n_batch or DEFAULT_N_BATCH,
     )
+    from backend.session.steer import explore_step  # only now: it loads llama.cpp
+
     try:
         target = with_text_bias(target, args, backend)
         tree, notices = explore_step(
@@ -209,6 +210,8 @@ def _from_prompt(args: argparse.Namespace) -> tuple[Tree, dict[str, object], str
         settings = settings_from_args(args, base)
     path = chosen_model_path(model_or_hf(args.model, args.hf))
     backend = _load(args, str(path), args.ctx, args.batch)
+    from backend.session.explore import explore  # only now: it loads llama.cpp
+
     try:
         if settings is None:
             tokenize = backend.runtime.tokenize

@@ -7,7 +7,6 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-from backend.chat.template import builtin_template_for
 from backend.llama.gguf import GgufFile, MetaValue, validate_gguf
 from backend.llama.pieces import visible_piece
 from backend.llama.rpc import Endpoint, RpcError, parse_endpoints, probe
@@ -217,6 +216,8 @@ def without_template(tokens: tuple[MetaValue, ...], types: MetaValue) -> str:
         for token, kind in zip(tokens, kinds, strict=False)
         if kind in (CONTROL_TOKEN_TYPE, USER_DEFINED_TOKEN_TYPE)
     ]
+    from backend.chat.template import builtin_template_for  # jinja2: not for `-h`
+
     builtin = builtin_template_for(specials)
     if builtin is None:
         return "no turn tokens samplescope knows either: it runs in completion mode"

@@ -12,7 +12,6 @@ import argparse
 import json
 import sys
 
-from backend.session.steer import recompute
 from sampling.records import Step
 from sampling.settings import settings_summary
 from tui.cli.saved_reply import (
@@ -70,6 +69,8 @@ def step_json(
 
 def run(args: argparse.Namespace) -> int:
     """Recompute and print the step."""
+    from backend.session.steer import recompute  # loads the model's runtime: not for `-h`
+
     with open_store(args) as store:
         target = find_target(store, args)
         own = store.load_steps(target.chat, target.reply).get(target.index)
