@@ -40,8 +40,24 @@ def test_every_command_module_is_a_registered_command_and_only_those() -> None:
 def test_every_command_names_a_group_and_help_lists_them_by_group_then_name() -> None:
     modules = command_modules()
     assert all(module.GROUP in GROUPS for module in modules)
-    keys = [(GROUPS.index(module.GROUP), module.__name__) for module in modules]
+    keys = [(list(GROUPS).index(module.GROUP), module.__name__) for module in modules]
     assert keys == sorted(keys)
+
+
+def test_help_lists_each_command_under_its_group_title() -> None:
+    listing = build_parser().format_help().split("\noptions:")[0].splitlines()
+    titles = {f"    {title}:": group for group, title in GROUPS.items()}
+    assert [line for line in listing if line in titles] == list(titles)
+    shown_in: dict[str, str] = {}
+    group = ""
+    for line in listing:
+        group = titles.get(line, group)
+        if line.startswith("      ") and not line.startswith("       "):
+            shown_in[line.split()[0]] = group
+    assert shown_in == {
+        module.__name__.rpartition(".")[2].replace("_", "-"): module.GROUP
+        for module in command_modules()
+    }
 
 
 def handlers(parser: argparse.ArgumentParser, prefix: str = "") -> dict[str, Callable[..., int]]:

@@ -47,7 +47,31 @@ def command_modules() -> tuple[CommandModule, ...]:
         if found.name != commands.APP
     )
     modules = [cast(CommandModule, import_module(f"{commands.__name__}.{name}")) for name in names]
-    return tuple(sorted(modules, key=lambda module: commands.GROUPS.index(module.GROUP)))
+    order = list(commands.GROUPS)
+    return tuple(sorted(modules, key=lambda module: order.index(module.GROUP)))
+
+
+class _GroupTitle(argparse.Action):
+    """A group's title among the commands `samplescope -h` lists (not a command)."""
+
+    def __init__(self, title: str) -> None:
+        super().__init__(option_strings=[], dest="", metavar=f"{title}:")
+
+
+def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add every command, listed on -h under its group's title, indented below it."""
+    from tui.cli.commands import GROUPS
+
+    listed = subparsers._choices_actions  # what -h lists, in order
+    group = None
+    for module in command_modules():
+        if group != module.GROUP:
+            group = module.GROUP
+            listed.append(_GroupTitle(GROUPS[group]))
+        before = len(listed)
+        module.register(subparsers)
+        for action in listed[before:]:
+            action.metavar = f"  {action.metavar}"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,8 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_sampler_file_flag(parser, LEADING_DEST)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in command_modules():
-        module.register(subparsers)
+    add_commands(subparsers)
     for command in set(subparsers.choices.values()):
         add_sampler_file_flag(command)
     return parser

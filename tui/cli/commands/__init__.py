@@ -11,11 +11,11 @@ from __future__ import annotations
 APP = "app"
 """The module that is `samplescope` without a command; every other one is a command."""
 
-GROUPS = (
-    "sample",  # sample from the model: generate, compare, sweep, dist
-    "model",  # look into a model or score a text with it
-    "chats",  # saved chats: list, replay, branch, export
-    "setup",  # config, presets, samplers, serving, benchmarks
-)
-"""The groups in the order `samplescope -h` lists them; each command's module names
-its own (`GROUP`), and the commands of a group follow in alphabetical order."""
+GROUPS = {
+    "sample": "sample from the model",
+    "model": "look into a model, score a text",
+    "chats": "saved chats",
+    "setup": "set-up and tools",
+}
+"""Each group's title, in the order `samplescope -h` lists them; each command's module
+names its own (`GROUP`), and the commands of a group follow in alphabetical order."""
