@@ -9,6 +9,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from backend.llama.repack_probe import Weights
 from backend.llama.vocab_match import check_same_vocabulary
@@ -28,7 +29,6 @@ from backend.score.kld import (
     text_tokens,
 )
 from backend.score.kld_pair import token_texts
-from backend.session.llama_backend import LlamaBackend
 from sampling.divergence import DivergenceTotals, summarize
 from sampling.fork import first_difference
 from tui.cli.commands.kld.report import CHUNK_HEADER, chunk_line, kld_json, summary_lines
@@ -42,6 +42,9 @@ from tui.cli.options.model import (
 from tui.cli.options.output import add_json_flag
 from tui.cli.text_input import read_text
 from tui.cli.verbose import log
+
+if TYPE_CHECKING:
+    from backend.session.llama_backend import LlamaBackend
 
 #: llama-perplexity's default context (tokens a chunk).
 DEFAULT_CTX = KLD_CTX
