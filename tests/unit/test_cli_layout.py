@@ -6,6 +6,8 @@ app its options, `sweep --view` opens it)."""
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -172,3 +174,21 @@ def test_the_widget_check_sees_an_import_through_a_shared_module(tmp_path: Path)
     assert widgets_reached(import_graph(tmp_path, typing_too=True)) == {
         "tui.cli.commands.tree": ["tui.widgets.label"],
     }
+
+
+HEAVY = ("llama_cpp", "textual", "jinja2")
+"""What a command loads when it runs, never to list the commands or parse their flags."""
+
+
+def test_help_and_a_commands_parsing_load_no_model_runtime_app_or_template() -> None:
+    probe = (
+        "import sys\n"
+        "from tui.cli.main import build_parser\n"
+        "build_parser().format_help()\n"
+        "build_parser().parse_args(['tree', '1'])\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
+    )
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], check=True, capture_output=True, text=True, cwd=ROOT
+    ).stdout
+    assert loaded.strip() == "[]"
