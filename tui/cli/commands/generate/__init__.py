@@ -46,6 +46,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--max-tokens", type=int, default=256, help="stop after this many tokens (default 256)"
     )
     add_mode_flags(parser, raw=True)
+    parser.add_argument(
+        "--preset",
+        default=None,
+        metavar="NAME",
+        help="start from a preset (`compare --list-presets` lists them) instead of llama.cpp's"
+        " defaults; the flags go on top, and the seed is --seed's (default 42), as in compare",
+    )
     add_json_flag(parser, "print one JSON object instead of streaming text")
     parser.add_argument(
         "--save",
@@ -103,9 +110,9 @@ def run(args: argparse.Namespace) -> int:
         ghost_ids = [] if recorder is None else recorder.ghost_ids
         print(reply_json(generation, reply, finished, chat_id, ghost_ids))
     else:
+        end_streamed_text(printer.rest(finished.text), finished)
         if chat_id is not None:
             log(f"saved as chat {chat_id}")
-        end_streamed_text(printer.rest(finished.text), finished)
         log_loop_stop(finished)
     if args.verbose >= 1:
         log_figures(finished)

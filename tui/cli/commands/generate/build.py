@@ -1,5 +1,5 @@
-"""What one `generate` runs: the settings from the flags (on the config's), the model
-loaded, the conversation, and the phrase bans and loop guard."""
+"""What one `generate` runs: the settings from the flags (on the config's, or a
+preset's), the model loaded, the conversation, and the phrase bans and loop guard."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from backend.chat.completion import Mode
 from backend.chat.protocol import ChatMessage
 from backend.session.loop_watch import LoopGuard
 from backend.session.phrase_bans import PhraseBans
+from sampling.errors import SettingsError
 from sampling.settings import DEFAULT_CHAT_SETTINGS, SamplerSettings
 from tui.cli.commands.generate.ban_flags import bans_from_args, config_bans
 from tui.cli.commands.generate.loop_flags import config_loops, loops_from_args
@@ -32,7 +33,8 @@ class GenerateRun:
 
     Attributes:
         backend: The model, loaded (the caller closes it).
-        settings: The sampler settings: llama.cpp's defaults, the config's, the flags'.
+        settings: The sampler settings: llama.cpp's defaults and the config's (or a
+            preset's), the flags' on top.
         messages: The conversation sent.
         mode: Chat (the template) or completion (one plain document).
         bans: The phrases the reply may not hold (the config's, or the flags').
@@ -47,6 +49,20 @@ class GenerateRun:
     loops: LoopGuard
 
 
+def preset_settings(name: str) -> SamplerSettings:
+    """A preset's settings with the default seed (as compare seeds its columns).
+
+    Raises:
+        SettingsError: No preset has that name (the message lists them).
+    """
+    from tui.resources import available_presets
+
+    presets = available_presets()
+    if name not in presets:
+        raise SettingsError("preset", name, "one of " + ", ".join(repr(n) for n in presets))
+    return presets[name].with_changes(seed=DEFAULT_CHAT_SETTINGS.seed)
+
+
 def build_run(args: argparse.Namespace, prompt: str) -> GenerateRun:
     """The run the flags ask for. Every flag is checked before the model loads, but a
     `--logit-bias` naming a token by its text, which needs the model's tokenizer.
@@ -54,7 +70,11 @@ def build_run(args: argparse.Namespace, prompt: str) -> GenerateRun:
     Raises:
         SamplescopeError: A flag is wrong, or the model cannot load.
     """
-    base = settings_with_user_config(DEFAULT_CHAT_SETTINGS)
+    base = (
+        settings_with_user_config(DEFAULT_CHAT_SETTINGS)
+        if args.preset is None
+        else preset_settings(args.preset)
+    )
     bans = bans_from_args(args, config_bans())
     loops = loops_from_args(args, config_loops())
     if bias_needs_tokenizer(args):  # --logit-bias names a token by its text

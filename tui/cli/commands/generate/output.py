@@ -66,6 +66,7 @@ def end_streamed_text(held_back: str, finished: FinishedEvent) -> None:
     sys.stdout.write(held_back)
     if finished.text and not finished.text.endswith("\n"):
         sys.stdout.write("\n")
+    sys.stdout.flush()  # the reply's last line ends before stderr's notes
 
 
 def loop_note(finished: FinishedEvent) -> str:
