@@ -22,6 +22,7 @@ from backend.chat.completion import Mode, mode_for_backend
 from backend.chat.protocol import LiveSettings
 from backend.config.config import Config
 from backend.config.presets import PresetError
+from backend.config.setting_input import TextEncoder, typed_value
 from backend.session.backend import SessionBackend
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatStore, StoreError
@@ -35,7 +36,6 @@ from tui.chat.keys import CHAT_BINDINGS
 from tui.chat.panels import PANELS
 from tui.chat.screen import ChatScreen
 from tui.chat.selection import ChatPanel
-from tui.chat.setting_input import TextEncoder, typed_value
 from tui.chat.steering import start_branch
 from tui.chat.view import ChatView
 from tui.compare.command import CompareCommands, CompareContext, last_user_turn

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import Literal, Protocol
 
 from backend.chat.protocol import ChatMessage
-from backend.chat.template import builtin_template_for
 
 Mode = Literal["chat", "completion"]
 MODES: tuple[Mode, ...] = ("chat", "completion")
@@ -26,6 +25,8 @@ BASE_MODEL_NOTICE = (
 def has_turn_markers(special_texts: Sequence[str]) -> bool:
     """Whether a vocabulary's special tokens hold every turn token of a chat format
     samplescope has a built-in template for (the template it then falls back to)."""
+    from backend.chat.template import builtin_template_for  # jinja2: not for `-h`
+
     return builtin_template_for(special_texts) is not None
 
 

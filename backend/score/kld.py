@@ -19,20 +19,23 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from backend.llama.repack_probe import one_sequence_weights
 from backend.llama.rpc import Endpoint
-from backend.llama.runtime import LlamaRuntime
 from backend.score.base_file import BaseFileLayout, BaseFileReader, BaseFileWriter
 from backend.session.llama_backend import LlamaBackend
 from sampling.analysis.candidate_pairs import CandidatePairs, candidate_pairs
 from sampling.analysis.divergence import DivergenceTotals, PositionDivergence, compare_rows
 from sampling.analysis.logprob_codec import encode_rows, row_width
 from sampling.errors import SamplescopeError
+
+if TYPE_CHECKING:
+    from backend.llama.runtime import LlamaRuntime
+    from backend.session.llama_backend import LlamaBackend
 
 
 class KldError(SamplescopeError):
@@ -73,6 +76,8 @@ def load_scorer(
     size = max(n_ctx, MIN_CONTEXT)
     if repack is None:
         repack = one_sequence_weights(path, None, remote=bool(rpc)).repack
+    from backend.session.llama_backend import LlamaBackend  # llama.cpp: only to load one
+
     return LlamaBackend.load(
         path,
         n_threads=n_threads,

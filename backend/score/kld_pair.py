@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from backend.llama.repack_probe import Weights, one_sequence_weights
 from backend.llama.rpc import Endpoint
-from backend.llama.runtime import LlamaRuntime
 from backend.llama.utf8 import Utf8Stream
 from backend.llama.vocab_match import check_same_vocabulary
 from backend.score.kld import (
@@ -36,6 +36,10 @@ from backend.score.kld import (
 )
 from backend.session.llama_backend import LlamaBackend
 from sampling.analysis.divergence import DivergenceSummary, summarize
+
+if TYPE_CHECKING:
+    from backend.llama.runtime import LlamaRuntime
+    from backend.session.llama_backend import LlamaBackend
 
 #: Candidates kept of each model at each position.
 PAIR_TOP = 5

@@ -15,12 +15,16 @@ does), so the first token of the text is scored too.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from backend.llama.runtime import LlamaRuntime
 from backend.llama.utf8 import Utf8Stream
 from backend.session.llama_backend import LlamaBackend
 from sampling.analysis.token_scores import perplexity, score_rows
 from sampling.errors import SamplescopeError
+
+if TYPE_CHECKING:
+    from backend.llama.runtime import LlamaRuntime
+    from backend.session.llama_backend import LlamaBackend
 
 #: Alternatives kept per token.
 TOP_ALTERNATIVES = 5

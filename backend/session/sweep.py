@@ -20,14 +20,17 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from backend.chat.completion import Mode, as_document
 from backend.chat.events import FinishedEvent, GenerationEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
-from backend.session.backend import SessionBackend
 from sampling.errors import SamplescopeError
 from sampling.records import Step
 from sampling.settings.record import SamplerSettings
+
+if TYPE_CHECKING:
+    from backend.session.backend import SessionBackend
 
 #: Samples one lockstep batch decodes at once unless asked otherwise (measured on
 #: SmolLM2, 1 thread: 16 samples in one batch ran ~1.6x faster than in batches of 4).

@@ -23,8 +23,8 @@ from pathlib import Path
 from textual.app import App
 
 from tui.cli.commands.sweep import read_result
+from tui.cli.commands.sweep.output import print_table
 from tui.cli.main import main
-from tui.cli.sweep_output import print_table
 from tui.sweep.screen import SweepScreen
 
 SIZE = (150, 46)

@@ -21,8 +21,8 @@ from backend.llama.rpc import Endpoint, RpcError
 from backend.session.llama_backend import LlamaBackend
 from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.settings.record import SamplerSettings
+from tui.cli.commands.bench.local_rpc_servers import LocalServer, free_port, local_servers
 from tui.cli.commands.info import describe_servers
-from tui.cli.local_rpc_servers import LocalServer, free_port, local_servers
 
 QUESTION = [ChatMessage("user", "Name three colours of the rainbow.")]
 GREEDY = SamplerSettings(temperature=0.0)

@@ -15,7 +15,7 @@ from backend.session.llama_backend import LlamaBackend
 from tests.helpers import chat_of, wait_until
 from tui.app import SamplescopeApp
 from tui.score.screen import ScoreScreen, llama_scorer
-from tui.widgets.score_label import logprob_label
+from tui.score_label import logprob_label
 
 pytestmark = pytest.mark.anyio
 

@@ -192,7 +192,7 @@ def test_cli_too_long_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[
 def test_a_model_split_across_rpc_servers_scores_the_same(
     default_model_path: Path, llama_backend: LlamaBackend, tmp_path: Path
 ) -> None:
-    from tui.cli.local_rpc_servers import local_servers
+    from tui.cli.commands.bench.local_rpc_servers import local_servers
 
     local = scored(score_text(llama_backend, LONG, window=48, stride=20))
     with local_servers(2, threads=1) as servers:

@@ -17,7 +17,7 @@ from tests.tui.test_compare_view import FAKE_COLUMNS, SIZE, fake_screen
 from tui.compare.column_text import DELETION_MARK, ColumnText
 from tui.compare.columns import CompareColumn
 from tui.compare.token_diff import token_diff
-from tui.widgets.score_label import score_label
+from tui.score_label import score_label
 from tui.widgets.token_look import (
     DIVERGE_STYLE,
     INSERTED_STYLE,

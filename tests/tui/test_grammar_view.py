@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
+from backend.config.setting_input import read_setting_text
 from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.errors import SettingsError
 from sampling.settings.registry import registry
@@ -17,7 +18,6 @@ from tests.grammar_fakes import give_word_grammar
 from tests.helpers import chat_of, wait_until
 from tests.tui.test_tui_snapshots import fake_backend, make_app, send
 from tui.app import SamplescopeApp
-from tui.chat.setting_input import read_setting_text
 from tui.chat.timeline import FORCED_MARK, ReplyTimeline
 from tui.panel.setting_controls import setting_text
 from tui.widgets.prob_panel import ProbPanel
@@ -121,7 +121,7 @@ def test_a_grammar_is_typed_on_one_line_or_loaded_from_a_file(tmp_path: Path) ->
 
 
 def test_compare_takes_a_schema_from_a_file(tmp_path: Path) -> None:
-    from tui.cli.setting_sets import parse_set
+    from tui.cli.options.setting_sets import parse_set
 
     path = tmp_path / "person.json"
     schema = '{"type": "object", "properties": {"ok": {"type": "boolean"}}}'

@@ -12,7 +12,7 @@ from tests.fake_backend import FakeBackend
 from tests.helpers import chat_of, nth_reply_finished, type_message
 from tui.app import SamplescopeApp
 from tui.chat.reply_view import ReplyView
-from tui.widgets.score_label import score_label
+from tui.score_label import score_label
 
 pytestmark = pytest.mark.anyio
 

@@ -19,7 +19,7 @@ from tests.fake_backend import FakeBackend
 from tests.helpers import chat_of, table_measured, wait_until
 from tui.app import SamplescopeApp
 from tui.score.screen import ScoreScreen
-from tui.widgets.score_label import logprob_label
+from tui.score_label import logprob_label
 
 pytestmark = pytest.mark.anyio
 

@@ -269,7 +269,7 @@ async def test_y_copies_the_generate_line_of_a_setting_and_of_a_sample() -> None
 
     from sampling.built_in import DEFAULT_CHAT_SETTINGS
     from tui.cli.main import build_parser
-    from tui.cli.settings_flags import settings_from_args
+    from tui.cli.options.settings import settings_from_args
 
     copied: list[str] = []
     app = SweepApp(fixed_result())

@@ -9,7 +9,7 @@ from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.phrase_bans import PhraseBans
 from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import FakeBackend
-from tui.cli.held_back_text import HeldBackText
+from tui.cli.commands.generate.held_back_text import HeldBackText
 
 QUESTION = [ChatMessage("user", "tell me about the cat")]
 

@@ -11,7 +11,7 @@ from sampling.chain import build_chain
 from sampling.errors import SettingsError
 from sampling.settings.record import SamplerSettings
 from sampling.settings.registry import LLAMA_CPP_ORDER
-from tui.cli.settings_flags import add_settings_flags, bias_needs_tokenizer, settings_from_args
+from tui.cli.options.settings import add_settings_flags, bias_needs_tokenizer, settings_from_args
 
 WORDS = {"hello": [9], " hello": [10], "hello world": [9, 11]}
 
@@ -76,7 +76,7 @@ def test_every_newer_setting_has_a_flag() -> None:
 
 
 def test_compare_set_takes_every_newer_setting() -> None:
-    from tui.cli.setting_sets import parse_set
+    from tui.cli.options.setting_sets import parse_set
 
     settings = parse_set("samplers=top_k;temperature;min_p,dry=0.8,bias=42=+2;7=-inf,typ=0.9")
     assert settings.samplers == ("top_k", "temperature", "min_p")

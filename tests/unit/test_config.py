@@ -22,7 +22,7 @@ from backend.session.phrase_bans import PhraseBans
 from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.settings.record import SamplerSettings
 from sampling.settings.registry import registry
-from tui.cli.settings_flags import add_settings_flags, settings_from_args
+from tui.cli.options.settings import add_settings_flags, settings_from_args
 
 GOOD = """\
 # my config

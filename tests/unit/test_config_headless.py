@@ -9,8 +9,8 @@ import pytest
 from backend.config.paths import CONFIG_DIR_ENV
 from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.settings.record import SamplerSettings
-from tui.cli.setting_sets import parse_set
-from tui.cli.settings_flags import settings_with_user_config
+from tui.cli.options.setting_sets import parse_set
+from tui.cli.options.settings import settings_with_user_config
 
 
 @pytest.fixture

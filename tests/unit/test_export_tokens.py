@@ -18,8 +18,8 @@ from sampling.records import Step
 from sampling.sampler import Sampler
 from sampling.settings.record import SamplerSettings
 from tests.helpers import DateClock
+from tui.cli.commands.export.tokens import COLUMNS
 from tui.cli.main import main
-from tui.cli.token_export import COLUMNS
 
 MODEL = ModelRef(path="/models/m.gguf", size=1234, sha256="ab" * 32)
 # Hot and unfiltered but for top-k: tokens below the table's rows are drawn too.
@@ -168,7 +168,7 @@ def test_csv_rows_equal_the_jsonl_rows(
 
 def test_csv_quotes_texts_with_commas_quotes_and_newlines() -> None:
     from backend.store.token_table import TokenRow, TopToken
-    from tui.cli.token_export import rows_csv
+    from tui.cli.commands.export.tokens import rows_csv
 
     row = TokenRow(1, 1, 1, 3, True, 0, 9, 'a,"b"\nc', 0.5, -1.5, 2, 1.25, 3, "top_k", ())
     row = TokenRow(
@@ -206,7 +206,7 @@ def test_pandas_reads_the_export(
 
 def test_candidates_text_comes_from_the_models_vocabulary(tmp_path: Path) -> None:
     from tests.tiny_models import bpe_vocab, write_tiny_llama
-    from tui.cli.token_export import vocabulary_text
+    from tui.cli.commands.export.tokens import vocabulary_text
 
     vocab = bpe_vocab("smollm", ["<s>", "</s>"])
     path = write_tiny_llama(tmp_path / "tiny.gguf", vocab)
@@ -224,7 +224,7 @@ def test_json_and_markdown_carry_each_branchs_score(
 ) -> None:
     from sampling.analysis.reply_score import reply_score
     from tui.cli.reply_score_json import reply_score_json
-    from tui.widgets.score_label import score_label
+    from tui.score_label import score_label
 
     db, chat = branched
     with ChatStore(db) as store:

@@ -21,7 +21,7 @@ from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.errors import SamplescopeError
 from sampling.settings.registry import registry
 from tui.cli.main import build_parser
-from tui.cli.settings_flags import settings_from_args
+from tui.cli.options.settings import settings_from_args
 
 HEALTH = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 

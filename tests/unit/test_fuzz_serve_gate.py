@@ -18,7 +18,7 @@ from aiohttp.test_utils import make_mocked_request
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tui.cli.serve_gate import gate_middleware, serve_gate
+from tui.cli.commands.serve.gate import gate_middleware, serve_gate
 
 HEALTH = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 PORT = 8566
@@ -166,7 +166,7 @@ def test_the_access_log_never_shows_a_query_or_a_token(
 ) -> None:
     from urllib.parse import quote
 
-    from tui.cli.serve_server import logged_path
+    from tui.cli.commands.serve.server import logged_path
 
     assume(token not in path)
     if in_route:

@@ -22,7 +22,7 @@ from backend.session.sweep_result import SweepFileError
 from sampling.analysis.loops import LONGEST_PERIOD, LoopRule, LoopWatch
 from sampling.errors import SamplescopeError
 from tui.cli.commands.sweep import read_result
-from tui.cli.sweep_args import grid_settings, read_prompts
+from tui.cli.commands.sweep.args import grid_settings, read_prompts
 
 HEALTH = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 JSON_PIECES = ["[", "]", "{", "}", '"prompt"', ":", ",", '"x"', "1e999", "null", "\n", " "]

@@ -13,7 +13,7 @@ from backend.config.paths import CONFIG_DIR_ENV
 from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.settings.record import SamplerSettings
 from tui.cli.main import build_parser
-from tui.cli.settings_flags import settings_from_args
+from tui.cli.options.settings import settings_from_args
 from tui.generate_command import NotOneCommandError, generate_command
 from tui.resources import shipped_presets
 

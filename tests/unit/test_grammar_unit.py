@@ -15,7 +15,7 @@ from sampling.constraint import GrammarSpec
 from sampling.errors import GrammarDeadEnd, GrammarError
 from sampling.samplers.grammar import GrammarParams
 from tests.grammar_fakes import Words
-from tui.cli.settings_flags import add_settings_flags, settings_from_args
+from tui.cli.options.settings import add_settings_flags, settings_from_args
 
 LOGITS = np.array([2.0, 1.0, 0.5, 0.0, -1.0, -3.0], dtype=np.float32)
 GRAMMAR = 'root ::= "x"'

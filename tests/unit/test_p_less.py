@@ -13,7 +13,7 @@ from sampling.built_in import CHAT_ORDER, TEMPERATURE_FIRST_ORDER
 from sampling.chain import build_chain
 from sampling.samplers.p_less import PLess, p_less_threshold
 from sampling.settings.registry import find_setting, registry
-from tui.cli.settings_flags import add_settings_flags, settings_from_args
+from tui.cli.options.settings import add_settings_flags, settings_from_args
 
 LOGITS = [2.0, 1.5, 1.0, 0.5, 0.0, -1.0]
 

@@ -20,7 +20,7 @@ SKIPPED = shutil.ignore_patterns(
 
 
 @pytest.fixture(scope="module")
-def wheel_files(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # Built from a copy: a build inside the checkout leaves build/, whose stale
     # modules would ride along into later wheels.
     source = tmp_path_factory.mktemp("source") / "samplescope"
@@ -31,13 +31,22 @@ def wheel_files(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
         check=True,
         capture_output=True,
     )
-    (wheel,) = out.glob("samplescope-*.whl")
+    (built,) = out.glob("samplescope-*.whl")
+    return built
+
+
+@pytest.fixture(scope="module")
+def wheel_files(wheel: Path) -> set[str]:
     with zipfile.ZipFile(wheel) as archive:
         return set(archive.namelist())
 
 
 def test_every_stylesheet_and_asset_ships(wheel_files: set[str]) -> None:
-    stylesheets = {str(p.relative_to(ROOT)) for p in (ROOT / "tui").rglob("*.tcss")}
+    stylesheets = {
+        str(p.relative_to(ROOT))
+        for kind in ("*.tcss", "*.html")
+        for p in (ROOT / "tui").rglob(kind)
+    }
     assets = {f"tui/assets/{p.name}" for p in (ROOT / "assets").iterdir() if p.is_file()}
     assert stylesheets and "tui/assets/presets.toml" in assets
     assert stylesheets | assets <= wheel_files
@@ -64,3 +73,31 @@ def test_the_wheel_holds_exactly_the_source_modules(wheel_files: set[str]) -> No
     }
     shipped = {name for name in wheel_files if name.endswith(".py")}
     assert shipped == source
+
+
+def test_the_commands_are_found_in_the_installed_wheel(
+    wheel: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # The wheel unpacked is what site-packages holds; the source tree is off the path.
+    installed = tmp_path_factory.mktemp("installed")
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(installed)
+    found = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import tui.cli.main as m; m.build_parser().print_help(); print(m.__file__)",
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=installed,
+        env={"PATH": "", "PYTHONPATH": str(installed), "HOME": str(installed)},
+    ).stdout
+    commands = ROOT / "tui" / "cli" / "commands"
+    modules = {p.stem for p in commands.glob("*.py")} | {
+        p.parent.name for p in commands.glob("*/__init__.py")
+    }
+    expected = {name.replace("_", "-") for name in modules - {"__init__", "app"}}
+    assert found.rstrip().endswith(str(installed / "tui" / "cli" / "main.py"))
+    assert len(expected) > 20 and [n for n in expected if f"    {n} " not in found] == []

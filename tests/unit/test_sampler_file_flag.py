@@ -12,7 +12,7 @@ from sampling.settings.registry import registry
 from tests.helpers import readme_plugin
 from tui.cli.commands.app import build_app_parser
 from tui.cli.main import build_parser, main
-from tui.cli.sampler_file_flag import ArgvError, sampler_files_given
+from tui.cli.options.sampler_file import ArgvError, sampler_files_given
 
 
 @pytest.fixture

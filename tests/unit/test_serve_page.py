@@ -22,7 +22,7 @@ from tests.unit.test_serve_security import apps_started, free_port, serve_and
 
 
 def test_the_addresses_printed_are_ones_a_browser_can_open() -> None:
-    from tui.cli.serve_server import open_urls, outgoing_address
+    from tui.cli.commands.serve.server import open_urls, outgoing_address
 
     assert open_urls("127.0.0.1", 8000, None, None) == ["http://127.0.0.1:8000"]
     assert open_urls("::1", 8000, None, "t" * 16) == [f"http://[::1]:8000/?token={'t' * 16}"]

@@ -22,14 +22,14 @@ from aiohttp.test_utils import TestServer
 
 from backend.config import paths
 from backend.config.paths import user_file
+from backend.config.setting_input import read_setting_text
 from backend.errors import FileAccessError
 from sampling.errors import SettingsError
 from sampling.settings.record import SamplerSettings
 from sampling.settings.registry import registry
-from tui.chat.setting_input import read_setting_text
 from tui.cli.commands.serve import ServeError, app_command, served_token
-from tui.cli.serve_gate import TOKEN_ENV, serve_gate
-from tui.cli.serve_server import GatedServer
+from tui.cli.commands.serve.gate import TOKEN_ENV, serve_gate
+from tui.cli.commands.serve.server import GatedServer
 from tui.preset_commands import import_preset
 
 

@@ -15,8 +15,8 @@ from sampling.settings.spec import MAX_SEED, SettingSpec
 from sampling.settings.summary import settings_summary
 from tui.cli.commands.app import build_app_parser
 from tui.cli.main import build_parser
-from tui.cli.setting_sets import SetArgumentError, parse_set, short_keys
-from tui.cli.settings_flags import add_settings_flags, settings_from_args
+from tui.cli.options.setting_sets import SetArgumentError, parse_set, short_keys
+from tui.cli.options.settings import add_settings_flags, settings_from_args
 from tui.compare.columns import coerce_value, compare_fields
 
 FIELDS = [

@@ -13,8 +13,8 @@ from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.errors import SamplescopeError, SettingsError
 from sampling.settings.record import SamplerSettings
 from tui.cli.commands.sweep import cancel_on_interrupt
+from tui.cli.commands.sweep.args import SweepArgumentError, grid_settings, parse_grid, read_prompts
 from tui.cli.main import main
-from tui.cli.sweep_args import SweepArgumentError, grid_settings, parse_grid, read_prompts
 
 
 def test_prompts_from_flags_lines_and_jsonl(tmp_path: Path) -> None:

@@ -11,8 +11,8 @@ import pytest
 
 from backend.session.sweep import MAX_SAMPLES, MAX_SETTINGS
 from tests.helpers import SPECIAL_FILE_KINDS, special_file
+from tui.cli.commands.sweep.args import grid_settings
 from tui.cli.main import main
-from tui.cli.sweep_args import grid_settings
 
 NOWHERE = ("--model", "/nowhere/m.gguf", "--no-save")
 

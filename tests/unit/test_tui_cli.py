@@ -7,7 +7,7 @@ import pytest
 from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from tui.cli.commands.app import build_app_parser, run_app
 from tui.cli.main import _opens_app, build_parser
-from tui.cli.settings_flags import settings_from_args
+from tui.cli.options.settings import settings_from_args
 
 
 @pytest.mark.parametrize(

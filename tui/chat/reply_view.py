@@ -24,7 +24,7 @@ from sampling.analysis.reply_score import reply_score
 from tui.chat.branches import fork_counts
 from tui.chat.reply import FINISH_LABELS, GHOST_LABEL, Reply
 from tui.display import display_text
-from tui.widgets.score_label import score_label
+from tui.score_label import score_label
 from tui.widgets.token_look import PLAIN, TokenMarks, styled_runs
 from tui.widgets.token_text import token_text
 

@@ -1,2 +1,3 @@
-"""The command line: the front door (`main`) and the helpers its commands share (flags,
-parsing, output, store access, the serve gate); the commands are in `tui.cli.commands`."""
+"""The command line: the front door (`main`), the options several commands share
+(`tui.cli.options`), the helpers they share (text input, output, store access, saved
+replies, the last-word error line) and the commands (`tui.cli.commands`)."""

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import argparse
 import os
+import pkgutil
 import re
 import sys
 from collections.abc import Sequence
-from typing import Protocol
+from importlib import import_module
+from typing import Protocol, cast
 
 from backend.config.sampler_files import SAMPLER_FILE_FLAG, load_sampler_file, load_sampler_files
 from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.errors import SamplescopeError
 from sampling.settings.record import use_registry
 from sampling.settings.registry import registry
-from tui.cli.sampler_file_flag import (
+from tui.cli.options.sampler_file import (
     LEADING_DEST,
     add_sampler_file_flag,
     check_same_files,
@@ -25,68 +27,53 @@ from tui.cli.text_input import TextInputError, check_arguments
 
 class CommandModule(Protocol):
     """A command's module: `register(subparsers)` adds its parser with `func` set to a
-    callable taking the parsed namespace and returning an exit code."""
+    callable taking the parsed namespace and returning an exit code; `GROUP` is one of
+    `tui.cli.commands.GROUPS`."""
+
+    GROUP: str
 
     def register(self, subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None: ...
 
 
 def command_modules() -> tuple[CommandModule, ...]:
-    """Every command's module, imported here (not at the top, to keep `samplescope`
-    quick to start). A module derives nothing from the settings when imported: the
-    parser is built once before the `--sampler-file` plugins load and once after."""
-    from tui.cli.commands import (
-        bench,
-        branch,
-        compare,
-        config,
-        dist,
-        encode,
-        explore,
-        export,
-        fork,
-        fwd,
-        generate,
-        history,
-        info,
-        kld,
-        models,
-        preset,
-        replay,
-        rpc_server,
-        samplers,
-        score,
-        serve,
-        sweep,
-        tree,
-        whatif,
-    )
+    """Every command's module, found in the commands folder (a module or a package, from
+    the source tree or a wheel alike), in the order `samplescope -h` lists them: by
+    group, then by name. Imported here, not at the top, to keep `samplescope` quick to
+    start. A module derives nothing from the settings when imported: the parser is built
+    once before the `--sampler-file` plugins load and once after."""
+    from tui.cli import commands
 
-    return (
-        dist,
-        bench,
-        history,
-        replay,
-        whatif,
-        explore,
-        branch,
-        tree,
-        fork,
-        export,
-        config,
-        info,
-        encode,
-        generate,
-        score,
-        kld,
-        compare,
-        sweep,
-        fwd,
-        rpc_server,
-        samplers,
-        preset,
-        models,
-        serve,
+    names = sorted(
+        found.name
+        for found in pkgutil.iter_modules(commands.__path__)
+        if found.name != commands.APP
     )
+    modules = [cast(CommandModule, import_module(f"{commands.__name__}.{name}")) for name in names]
+    order = list(commands.GROUPS)
+    return tuple(sorted(modules, key=lambda module: order.index(module.GROUP)))
+
+
+class _GroupTitle(argparse.Action):
+    """A group's title among the commands `samplescope -h` lists (not a command)."""
+
+    def __init__(self, title: str) -> None:
+        super().__init__(option_strings=[], dest="", metavar=f"{title}:")
+
+
+def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add every command, listed on -h under its group's title, indented below it."""
+    from tui.cli.commands import GROUPS
+
+    listed = subparsers._choices_actions  # what -h lists, in order
+    group = None
+    for module in command_modules():
+        if group != module.GROUP:
+            group = module.GROUP
+            listed.append(_GroupTitle(GROUPS[group]))
+        before = len(listed)
+        module.register(subparsers)
+        for action in listed[before:]:
+            action.metavar = f"  {action.metavar}"
 
 
 def version_line() -> str:
@@ -134,8 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-V", "--version", action=_VersionAction, help="show the versions and exit")
     add_sampler_file_flag(parser, LEADING_DEST)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in command_modules():
-        module.register(subparsers)
+    add_commands(subparsers)
     for command in set(subparsers.choices.values()):
         add_sampler_file_flag(command)
     return parser

@@ -19,8 +19,9 @@ from backend.errors import ModelFileError
 from backend.store.lookup import check_position, find_branch, settings_for
 from backend.store.store import ChatRecord, ChatStore, ModelRef, ReplyRecord
 from sampling.settings.record import SamplerSettings
-from tui.cli.model_flags import add_rpc_flag, chosen_rpc
-from tui.cli.settings_flags import add_settings_flags, bias_needs_tokenizer, settings_from_args
+from tui.cli.options.model import add_rpc_flag, chosen_rpc
+from tui.cli.options.output import add_json_flag
+from tui.cli.options.settings import add_settings_flags, bias_needs_tokenizer, settings_from_args
 from tui.cli.store_access import add_db_flag
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def add_position_flags(parser: argparse.ArgumentParser, *, required: bool = True
 def add_step_flags(parser: argparse.ArgumentParser) -> None:
     """Add CHAT_ID, --reply, --branch, --at, --json, the model and settings flags."""
     add_position_flags(parser)
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_flag(parser)
     parser.add_argument(
         "--model", default=None, metavar="PATH", help="use this GGUF instead of the recorded path"
     )

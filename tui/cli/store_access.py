@@ -6,11 +6,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from backend.config.paths import default_store_path, exposed_folder_warnings
-from backend.session.backend import SessionBackend
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatStore
+
+if TYPE_CHECKING:
+    from backend.session.backend import SessionBackend
 
 
 def add_db_flag(parser: argparse.ArgumentParser) -> None:

@@ -30,7 +30,7 @@ from sampling.analysis.loops import Loop, first_loop
 from tui.compare.column_text import NOTICE_STYLE, ColumnText
 from tui.compare.columns import CompareColumn, settings_summary
 from tui.compare.token_diff import LiveDiff, TokenDiff
-from tui.widgets.score_label import logprob_label
+from tui.score_label import logprob_label
 from tui.widgets.status_line import LOOP_SIGN
 from tui.widgets.token_look import TokenMarks
 

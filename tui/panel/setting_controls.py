@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from textual.widget import Widget
 
+from backend.config.setting_input import LINE_MARK
 from sampling.samplers.grammar import GrammarParams
 from sampling.settings.record import SamplerSettings
 from sampling.settings.registry import registry
@@ -89,13 +90,9 @@ def _is_on(spec: SettingSpec, settings: SamplerSettings) -> bool:
     return spec.needs is None or _is_on(registry().settings_by_name[spec.needs], settings)
 
 
-LINE_MARK = "⏎"
-"""How a one-line input shows a line break of a text setting (a grammar, a schema)."""
-
-
 def setting_text(spec: SettingSpec, value: SettingValue) -> str:
     """A text setting's value as its input shows it (what `spec.parse` reads back; a
-    grammar's line breaks as ⏎, which `tui.chat.setting_input` reads back)."""
+    grammar's line breaks as ⏎, which `backend.config.setting_input` reads back)."""
     text = spec.format(value)
     return text.replace("\n", LINE_MARK) if spec.kind == "text" else text
 

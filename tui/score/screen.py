@@ -36,8 +36,8 @@ from backend.errors import FileAccessError
 from backend.llama.pieces import visible_piece
 from backend.session.backend import SessionBackend
 from tui.score import kld_view
+from tui.score_label import logprob_label
 from tui.widgets.phrases import Phrases
-from tui.widgets.score_label import logprob_label
 from tui.widgets.table_fill import fill_table
 from tui.widgets.token_look import rank_style
 

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from backend.chat.completion import MODES
 from backend.config.config import (
     load_config_or_default,
     model_with_config,
@@ -34,11 +33,15 @@ from backend.store.store import ChatStore, StoreError
 from sampling.built_in import chat_defaults
 from sampling.errors import SettingsError
 from sampling.settings.registry import registry
-from tui.cli.model_flags import add_hf_flag, add_repack_flag, add_rpc_flag, model_or_hf
-from tui.cli.sampler_file_flag import add_sampler_file_flag
-from tui.cli.settings_flags import add_settings_flags, settings_from_args
+from tui.cli.options.model import add_hf_flag, add_repack_flag, add_rpc_flag, model_or_hf
+from tui.cli.options.prompt import add_mode_flags, add_system_flag
+from tui.cli.options.sampler_file import add_sampler_file_flag
+from tui.cli.options.settings import add_settings_flags, settings_from_args
 
 if TYPE_CHECKING:
+    from backend.llama.rpc import Endpoint
+    from backend.session.backend import SessionBackend
+    from backend.store.store import ChatStore
     from tui.app import SamplescopeApp
 
 
@@ -69,12 +72,10 @@ def build_app_parser() -> argparse.ArgumentParser:
     add_rpc_flag(parser)
     add_repack_flag(parser)
     parser.add_argument("--max-tokens", type=int, default=512, help="the longest reply")
-    parser.add_argument("--system", default=None, help="a system prompt for every chat")
-    parser.add_argument(
-        "--mode",
-        choices=MODES,
-        default=None,
-        help="chat, or completion: the text is continued without the chat template "
+    add_system_flag(parser, "a system prompt for every chat")
+    add_mode_flags(
+        parser,
+        "chat, or completion: the text is continued without the chat template "
         "(default: completion for a model with no chat template and no turn tokens)",
     )
     parser.add_argument(
@@ -141,6 +142,8 @@ def build_app(
     config, problem = load_config_or_default()
     notices = [problem] if problem else []
     settings = settings_from_args(args, settings_with_config(chat_defaults(registry()), config))
+    from backend.store.store import ChatStore  # not for `samplescope -h`
+
     store: ChatStore | None = None
     if not args.no_save:
         try:

@@ -11,9 +11,10 @@ import argparse
 import json
 import sys
 
-from backend.session.steer import Choice, make_branch, pick_token, recompute
 from tui.cli.saved_reply import add_step_flags, find_target, load_for, with_text_bias
 from tui.cli.store_access import open_store
+
+GROUP = "chats"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -36,6 +37,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     """Generate, store and print the branch."""
+    from backend.session.steer import Choice, make_branch, pick_token, recompute  # not for -h
+
     kind: Choice = (
         "rank" if args.rank is not None else "token" if args.token is not None else ("resample")
     )

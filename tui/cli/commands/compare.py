@@ -24,13 +24,15 @@ from sampling.errors import SamplescopeError
 from sampling.records import Step
 from sampling.settings.record import SamplerSettings
 from sampling.settings.summary import settings_summary
-from tui.cli.model_flags import add_model_flags, load_backend
+from tui.cli.options.model import add_model_flags, load_backend
+from tui.cli.options.output import add_json_flag
+from tui.cli.options.prompt import add_system_flag
+from tui.cli.options.setting_sets import parse_set, short_keys
 from tui.cli.prompt_messages import build_messages
 from tui.cli.reply_score_json import reply_score_json
-from tui.cli.setting_sets import parse_set, short_keys
 from tui.cli.verbose import log, step_line
 from tui.resources import available_presets
-from tui.widgets.score_label import score_label
+from tui.score_label import score_label
 
 
 class CompareArgumentError(SamplescopeError):
@@ -40,6 +42,9 @@ class CompareArgumentError(SamplescopeError):
 #: Narrower than this per column, the columns are printed one under the other.
 MIN_COLUMN_WIDTH = 24
 DEFAULT_SEED = 42
+
+
+GROUP = "sample"
 
 
 def register(subparsers: Any) -> None:
@@ -70,7 +75,7 @@ def register(subparsers: Any) -> None:
         help='settings such as "t=0.8,k=40" (repeatable)',
     )
     parser.add_argument("--seed", "-s", type=int, default=None, help="the seed of every column")
-    parser.add_argument("--system", default=None, help="a system prompt")
+    add_system_flag(parser)
     parser.add_argument("--max-tokens", type=int, default=64, help="reply length (default 64)")
     parser.add_argument("--raw", action="store_true", help="feed PROMPT without the chat template")
     parser.add_argument(
@@ -78,7 +83,7 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="generate the columns one after the other (default: in lockstep, one batch a step)",
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_flag(parser)
     parser.add_argument("--list-presets", action="store_true", help="list the presets and exit")
     add_model_flags(parser)
     parser.set_defaults(func=run)
@@ -121,6 +126,7 @@ def column_text(pieces: list[str], diverge_at: int | None) -> Text:
 
 def run(args: argparse.Namespace) -> int:
     """Generate every column and print them."""
+
     if args.list_presets:
         for name, settings in available_presets().items():
             print(f"{name:<34} {settings_summary(settings)}")

@@ -38,6 +38,9 @@ TEMPLATE = """\
 """
 
 
+GROUP = "setup"
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `config` to the command line."""
     parser = subparsers.add_parser(

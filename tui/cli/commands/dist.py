@@ -7,7 +7,7 @@ import argparse
 from sampling import SamplerSettings, modes, probabilities
 from sampling.errors import SamplescopeError
 from sampling.experiments import draw_counts
-from tui.cli.settings_flags import add_settings_flags, settings_from_args
+from tui.cli.options.settings import add_settings_flags, settings_from_args
 
 SEED000_LOGITS = (2.0, 1.5, 1.0, 0.5, 0.0, -1.0)
 
@@ -26,6 +26,9 @@ SEED000_TABLE: tuple[tuple[str, SamplerSettings], ...] = (
 
 class LogitsArgumentError(SamplescopeError):
     """--logits is not a comma-separated list of numbers."""
+
+
+GROUP = "sample"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -7,7 +7,7 @@ import argparse
 from backend.llama.gguf import validate_gguf
 from backend.llama.pieces import CR_GLYPH, NEWLINE_GLYPH, SPACE_GLYPH, TAB_GLYPH, visible_bytes
 from backend.llama.ui_tokenizer import UiTokenizer
-from tui.cli.model_flags import chosen_model_path
+from tui.cli.options.model import chosen_model_path
 from tui.cli.text_input import read_stdin
 
 GLYPH_HELP = (
@@ -16,6 +16,9 @@ GLYPH_HELP = (
     "Control Pictures glyph, other invisible characters as ⟨U+XXXX⟩ and bytes that are "
     "only part of a character (a piece of an emoji) as ⟨0xNN⟩."
 )
+
+
+GROUP = "model"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -15,8 +15,7 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from backend.chat.completion import MODES, as_document, mode_for_backend
-from backend.session.explore import EXPLORE_SEQ_MAX, explore
+from backend.chat.completion import as_document, mode_for_backend
 from backend.session.explore_tree import Tree, TreeNode, TreeShape
 from backend.session.steer import explore_step
 from sampling.built_in import chat_defaults
@@ -24,8 +23,16 @@ from sampling.errors import SamplescopeError
 from sampling.settings.record import SamplerSettings
 from sampling.settings.registry import registry
 from sampling.settings.summary import settings_summary
-from tui.cli.model_flags import add_model_flags, chosen_model_path, chosen_rpc, model_or_hf
-from tui.cli.number_flags import unit_fraction
+from tui.cli.options.model import add_model_flags, chosen_model_path, chosen_rpc, model_or_hf
+from tui.cli.options.numbers import unit_fraction
+from tui.cli.options.output import add_json_flag
+from tui.cli.options.prompt import add_mode_flags, add_system_flag
+from tui.cli.options.settings import (
+    add_settings_flags,
+    bias_needs_tokenizer,
+    settings_from_args,
+    settings_with_user_config,
+)
 from tui.cli.prompt_messages import build_messages
 from tui.cli.saved_reply import (
     DEFAULT_N_BATCH,
@@ -34,18 +41,15 @@ from tui.cli.saved_reply import (
     find_target,
     with_text_bias,
 )
-from tui.cli.settings_flags import (
-    add_settings_flags,
-    bias_needs_tokenizer,
-    settings_from_args,
-    settings_with_user_config,
-)
 from tui.cli.store_access import add_db_flag, open_store
 from tui.cli.text_input import read_stdin
 from tui.cli.verbose import log
 
 if TYPE_CHECKING:
     from backend.session.llama_backend import LlamaBackend
+
+
+GROUP = "chats"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -63,12 +67,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--prompt", default=None, metavar="TEXT", help="explore after this prompt (- reads stdin)"
     )
-    parser.add_argument("--system", default=None, help="a system prompt (with --prompt)")
-    parser.add_argument(
-        "--mode",
-        choices=MODES,
-        default=None,
-        help="with --prompt: chat (a user turn in the template) or completion (plain text)",
+    add_system_flag(parser, "a system prompt (with --prompt)")
+    add_mode_flags(
+        parser, "with --prompt: chat (a user turn in the template) or completion (plain text)"
     )
     parser.add_argument("--depth", type=int, default=3, metavar="D", help="levels (default 3)")
     parser.add_argument(
@@ -87,7 +88,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="decode each node alone instead of in lockstep batches (the same tree, slower)",
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_flag(parser)
     add_db_flag(parser)
     add_settings_flags(parser)
     add_model_flags(parser)
@@ -137,7 +138,8 @@ def tree_lines(nodes: tuple[TreeNode, ...], depth: int = 0) -> list[str]:
 
 
 def _load(args: argparse.Namespace, path: str, n_ctx: int, n_batch: int) -> LlamaBackend:
-    from backend.session.llama_backend import LlamaBackend  # only now: it loads llama.cpp
+    from backend.session.explore import EXPLORE_SEQ_MAX  # only now: it loads llama.cpp
+    from backend.session.llama_backend import LlamaBackend
 
     return LlamaBackend.load(
         path,
@@ -170,6 +172,7 @@ def _from_reply(args: argparse.Namespace) -> tuple[Tree, dict[str, object], str]
         reply.n_ctx or DEFAULT_N_CTX,
         reply.n_batch or DEFAULT_N_BATCH,
     )
+
     try:
         target = with_text_bias(target, args, backend)
         tree, notices = explore_step(
@@ -210,6 +213,8 @@ def _from_prompt(args: argparse.Namespace) -> tuple[Tree, dict[str, object], str
         settings = settings_from_args(args, base)
     path = chosen_model_path(model_or_hf(args.model, args.hf))
     backend = _load(args, str(path), args.ctx, args.batch)
+    from backend.session.explore import explore  # only now: it loads llama.cpp
+
     try:
         if settings is None:
             tokenize = backend.runtime.tokenize

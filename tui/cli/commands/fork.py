@@ -15,10 +15,14 @@ from backend.llama.ui_tokenizer import UiTokenizer
 from backend.store.fork_runs import StoredRun, check_comparable, fork_of, load_run, parse_run_ref
 from sampling.analysis.fork import NEAR_TIE_MARGIN, Fork, RunAtFork
 from sampling.errors import SamplescopeError
+from tui.cli.options.output import add_json_flag
 from tui.cli.store_access import add_db_flag, open_store
 
 #: Characters of the shared text shown before the fork.
 SHARED_SHOWN = 60
+
+
+GROUP = "chats"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -47,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"the margin (top-1 minus top-2 probability) under which a fork is a near-tie"
         f" (default {NEAR_TIE_MARGIN})",
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_flag(parser)
     add_db_flag(parser)
     parser.set_defaults(func=run)
 

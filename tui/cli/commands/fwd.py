@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from tui.cli.model_flags import add_model_flags, load_backend
+from tui.cli.options.model import add_model_flags, load_backend
+
+GROUP = "model"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -8,6 +8,8 @@ from backend.store.store import ChatSummary
 from tui.cli.store_access import add_db_flag, open_store
 from tui.display import local_time
 
+GROUP = "chats"
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `history` to the command line."""

@@ -7,12 +7,11 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-from backend.chat.template import builtin_template_for
 from backend.llama.gguf import GgufFile, MetaValue, validate_gguf
 from backend.llama.pieces import visible_piece
 from backend.llama.rpc import Endpoint, RpcError, parse_endpoints, probe
 from sampling.errors import SamplescopeError
-from tui.cli.model_flags import chosen_model_path
+from tui.cli.options.model import chosen_model_path
 
 # (label, tokenizer.ggml.<key>); the first four are listed even when absent.
 SPECIAL_TOKEN_KEYS: tuple[tuple[str, str], ...] = (
@@ -31,6 +30,9 @@ USER_DEFINED_TOKEN_TYPE = 4
 
 class ModelArgumentError(SamplescopeError):
     """The model was named twice, differently."""
+
+
+GROUP = "model"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -214,6 +216,8 @@ def without_template(tokens: tuple[MetaValue, ...], types: MetaValue) -> str:
         for token, kind in zip(tokens, kinds, strict=False)
         if kind in (CONTROL_TOKEN_TYPE, USER_DEFINED_TOKEN_TYPE)
     ]
+    from backend.chat.template import builtin_template_for  # jinja2: not for `-h`
+
     builtin = builtin_template_for(specials)
     if builtin is None:
         return "no turn tokens samplescope knows either: it runs in completion mode"

@@ -7,6 +7,9 @@ import json
 
 from backend.config.model_catalog import LocalModel
 from backend.config.model_path import listed_models
+from tui.cli.options.output import add_json_flag
+
+GROUP = "model"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -22,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "name shown. Files holding a tokenizer alone (no weights) are left out."
         ),
     )
-    parser.add_argument("--json", action="store_true", help="a JSON list of the models' fields")
+    add_json_flag(parser, "a JSON list of the models' fields")
     parser.add_argument(
         "--all",
         action="store_true",

@@ -23,7 +23,13 @@ from sampling.built_in import chat_defaults
 from sampling.settings.record import SamplerSettings
 from sampling.settings.registry import registry
 from sampling.settings.summary import settings_summary
-from tui.cli.settings_flags import add_settings_flags, settings_from_args, settings_with_user_config
+from tui.cli.options.settings import (
+    add_settings_flags,
+    settings_from_args,
+    settings_with_user_config,
+)
+
+GROUP = "setup"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

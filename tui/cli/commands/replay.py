@@ -9,13 +9,18 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from backend.session.replay import ReplayResult, forced_path, replay
 from backend.store.lookup import pick_reply
 from backend.store.store import ReplyRecord
-from tui.cli.model_flags import add_rpc_flag, chosen_rpc
+from tui.cli.options.model import add_rpc_flag, chosen_rpc
 from tui.cli.saved_reply import DEFAULT_N_BATCH, DEFAULT_N_CTX, recorded_model
 from tui.cli.store_access import add_db_flag, open_store
+
+if TYPE_CHECKING:
+    from backend.session.replay import ReplayResult
+
+GROUP = "chats"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -70,6 +75,8 @@ def describe(result: ReplayResult, reply: ReplyRecord, piece: Callable[[int], st
 
 def run(args: argparse.Namespace) -> int:
     """Replay and compare."""
+    from backend.session.replay import forced_path, replay  # only now: it loads llama.cpp
+
     with open_store(args) as store:
         chat = store.load_chat(args.chat_id)
         reply = pick_reply(chat, args.reply)

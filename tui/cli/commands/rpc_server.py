@@ -28,6 +28,9 @@ class RemoteBindError(RpcError):
     """A non-loopback address was asked for without --allow-remote."""
 
 
+GROUP = "setup"
+
+
 def register(subparsers: Any) -> None:
     """Add `rpc-server` to the command line."""
     parser = subparsers.add_parser(

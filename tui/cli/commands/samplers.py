@@ -7,6 +7,9 @@ import json
 
 from backend.config.sampler_files import SAMPLER_FILE_FLAG, samplers_dir
 from sampling.settings.registry import registry
+from tui.cli.options.output import add_json_flag
+
+GROUP = "setup"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -20,10 +23,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "or after it), each with the settings it declares."
         ),
     )
-    parser.add_argument(
-        "--json",
-        action="store_true",
-        help="a JSON list of objects with name, builtin, placement, settings (and a plugin's"
+    add_json_flag(
+        parser,
+        "a JSON list of objects with name, builtin, placement, settings (and a plugin's"
         " file, sha256)",
     )
     parser.set_defaults(func=run)

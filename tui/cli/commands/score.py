@@ -8,14 +8,17 @@ from typing import Any
 
 from backend.llama.pieces import visible_piece
 from backend.score.text_score import TOP_ALTERNATIVES, ScoreError, TextScore, score_text
-from tui.cli.model_flags import (
+from tui.cli.options.model import (
     add_model_flags,
     chosen_model_path,
     chosen_weights,
     load_backend,
     model_or_hf,
 )
+from tui.cli.options.output import add_json_flag
 from tui.cli.text_input import read_text
+
+GROUP = "model"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -53,7 +56,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=TOP_ALTERNATIVES,
         help=f"alternatives per token (default {TOP_ALTERNATIVES})",
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_flag(parser)
     add_model_flags(parser, ctx=4096, one_sequence=True)
     parser.set_defaults(func=run)
 

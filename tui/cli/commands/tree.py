@@ -6,7 +6,10 @@ import argparse
 import json
 
 from tui.cli.chat_tree import tree_json
+from tui.cli.options.output import add_json_flag
 from tui.cli.store_access import add_db_flag, open_store
+
+GROUP = "chats"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -22,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "continues; * marks the branches on screen, + the branch an off-screen turn follows.",
     )
     parser.add_argument("chat_id", type=int, metavar="CHAT_ID", help="the chat's id")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_flag(parser)
     add_db_flag(parser)
     parser.set_defaults(func=run)
 

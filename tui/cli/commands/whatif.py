@@ -12,7 +12,6 @@ import argparse
 import json
 import sys
 
-from backend.session.steer import recompute
 from sampling.records import Step
 from sampling.settings.summary import settings_summary
 from tui.cli.saved_reply import (
@@ -23,6 +22,8 @@ from tui.cli.saved_reply import (
     with_text_bias,
 )
 from tui.cli.store_access import open_store
+
+GROUP = "chats"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -68,6 +69,8 @@ def step_json(
 
 def run(args: argparse.Namespace) -> int:
     """Recompute and print the step."""
+    from backend.session.steer import recompute  # loads the model's runtime: not for `-h`
+
     with open_store(args) as store:
         target = find_target(store, args)
         own = store.load_steps(target.chat, target.reply).get(target.index)

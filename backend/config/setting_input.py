@@ -1,5 +1,6 @@
-"""Reading a setting typed as text in the app: the chain's order, DRY's breakers, logit
-bias, a grammar or a JSON schema (its line breaks typed as ⏎, or "@path" to load a file).
+"""Reading a setting typed as text, in the app or in `--set` on the command line: the
+chain's order, DRY's breakers, logit bias, a grammar or a JSON schema (its line breaks
+typed as ⏎, or "@path" to load a file).
 
 A logit bias may name a token by its text ("hello=-inf"): the model's tokenizer turns
 the text into its one token, as `generate --logit-bias` does (a text of several
@@ -18,9 +19,11 @@ from sampling.errors import SettingsError
 from sampling.settings.registry import registry
 from sampling.settings.spec import SettingSpec, SettingValue
 from sampling.settings.text import BiasPairs, bias_entries, bias_pairs
-from tui.panel.setting_controls import LINE_MARK
 
 TextEncoder = Callable[[str], list[int]]
+
+LINE_MARK = "⏎"
+"""How a one-line input shows a line break of a text setting (a grammar, a schema)."""
 
 
 def read_setting_text(spec: SettingSpec, text: str, encode: TextEncoder | None) -> SettingValue:

@@ -1,7 +1,7 @@
-"""The server `samplescope serve` runs: textual-serve's, behind `tui.cli.serve_gate`,
+"""The server `samplescope serve` runs: textual-serve's, behind `tui.cli.commands.serve.gate`,
 with its own page and its own access log.
 
-- The page (`serve_page.html`, textual-serve's own made self-contained) asks nothing of
+- The page (`page.html`, textual-serve's own made self-contained) asks nothing of
   another site: its font is the one textual-serve ships, its assets' addresses are
   relative, and it asks for no favicon (the 404 textual-serve's page gets). It finds
   the app's websocket at its own address, whichever the browser reached it by (a server
@@ -28,9 +28,9 @@ from aiohttp.abc import AbstractAccessLogger
 from aiohttp.web_request import BaseRequest
 from textual_serve.server import Server
 
-from tui.cli.serve_gate import TOKEN_PARAM, WILDCARD_HOSTS, ServeGate, gate_middleware
+from tui.cli.commands.serve.gate import TOKEN_PARAM, WILDCARD_HOSTS, ServeGate, gate_middleware
 
-PAGE = Path(__file__).with_name("serve_page.html")
+PAGE = Path(__file__).with_name("page.html")
 ROUTE_PROBES = {socket.AF_INET: "192.0.2.1", socket.AF_INET6: "2001:db8::1"}
 """Documentation addresses (RFC 5737, RFC 3849) whose route names the address this
 machine's traffic leaves by (a UDP socket is only connected: nothing is sent)."""

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from backend.config.setting_input import read_setting_text
 from sampling.errors import SamplescopeError
 from sampling.settings.record import SamplerSettings
 from sampling.settings.registry import find_setting, registry
-from tui.chat.setting_input import read_setting_text
-from tui.cli.settings_flags import settings_with_user_config
+from tui.cli.options.settings import settings_with_user_config
 
 
 def short_keys() -> dict[str, str]:

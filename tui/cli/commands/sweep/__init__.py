@@ -17,7 +17,7 @@ from types import FrameType
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from backend.chat.completion import MODES, mode_for_backend
+from backend.chat.completion import mode_for_backend
 from backend.config.paths import default_store_path
 from backend.config.user_files import UserFileError, load_json, read_user_text
 from backend.session.recorded_sweep import save_sample
@@ -33,15 +33,20 @@ from backend.session.sweep import (
 from backend.session.sweep_result import SampleRecord, SweepFileError, SweepResult, record_of
 from backend.store.records import StoreError
 from sampling.analysis.sweep_metrics import DEFAULT_TOP_K
-from tui.cli.model_flags import add_model_flags, load_backend
+from tui.cli.commands.sweep.args import SweepArgumentError, grid_settings, read_prompts
+from tui.cli.commands.sweep.output import csv_text, order_line, print_table
+from tui.cli.options.model import add_model_flags, load_backend
+from tui.cli.options.output import add_json_flag
+from tui.cli.options.prompt import add_mode_flags, add_system_flag
 from tui.cli.store_access import add_db_flag, recorder_for
-from tui.cli.sweep_args import SweepArgumentError, grid_settings, read_prompts
-from tui.cli.sweep_output import csv_text, order_line, print_table
 from tui.cli.verbose import log
 
 DEFAULT_SEED = 42
 #: The most bytes a saved sweep result (`--view FILE`) may hold.
 RESULT_LIMIT = 256 << 20
+
+
+GROUP = "sample"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -111,15 +116,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="K",
         help=f"count the sampled tokens outside the raw top K (default {DEFAULT_TOP_K})",
     )
-    parser.add_argument("--system", default=None, help="a system prompt before each prompt")
-    parser.add_argument(
-        "--mode",
-        choices=MODES,
-        default=None,
-        help="chat (each prompt a user turn) or completion (each prompt continued as text)",
+    add_system_flag(parser, "a system prompt before each prompt")
+    add_mode_flags(
+        parser, "chat (each prompt a user turn) or completion (each prompt continued as text)"
     )
     output = parser.add_mutually_exclusive_group()
-    output.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_flag(output)
     output.add_argument("--csv", action="store_true", help="print one CSV row per setting")
     parser.add_argument("--no-save", action="store_true", help="do not save the samples as chats")
     parser.add_argument(

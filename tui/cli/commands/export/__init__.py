@@ -21,17 +21,20 @@ from backend.store.token_table import TokenRow, chat_token_rows
 from sampling.analysis.reply_score import ReplyScore, reply_score
 from sampling.errors import SamplescopeError
 from tui.cli.chat_tree import tree_json
+from tui.cli.commands.export.tokens import rows_csv, rows_jsonl, vocabulary_text
 from tui.cli.reply_score_json import reply_score_object
 from tui.cli.store_access import add_db_flag, open_store
-from tui.cli.token_export import rows_csv, rows_jsonl, vocabulary_text
 from tui.display import local_time
-from tui.widgets.score_label import score_label
+from tui.score_label import score_label
 
 EXPORT_VERSION = 3
 
 
 class ExportError(SamplescopeError):
     """The export file cannot be written."""
+
+
+GROUP = "chats"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

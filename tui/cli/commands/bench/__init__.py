@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tui.cli.model_flags import add_rpc_flag, chosen_model_path
+from tui.cli.options.model import add_rpc_flag, chosen_model_path
 
 PARTS = (
     "sampler",
@@ -38,6 +38,9 @@ ONE_TABLE_PARTS = {
     "kld": ("kld", "run_kld_bench", "format_result",
             "the model against itself, ctx 512, one run each, fresh processes"),
 }  # fmt: skip
+
+
+GROUP = "setup"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -142,7 +145,7 @@ def _run_rpc(model_path: Path, args: argparse.Namespace) -> None:
     """The rpc part: through --rpc servers, else two loopback servers started here."""
     from backend.bench.rpc import format_rpc_rows, run_rpc_bench
     from backend.llama.rpc import parse_endpoints
-    from tui.cli.local_rpc_servers import local_servers
+    from tui.cli.commands.bench.local_rpc_servers import local_servers
 
     if args.rpc:
         endpoints = parse_endpoints(args.rpc)

@@ -2,7 +2,7 @@
 
 textual-serve runs the app once per browser tab, each in its own process that loads
 its own model, and carries the screen to the page over a websocket. It listens on
-the loopback address unless asked otherwise; `tui.cli.serve_gate` checks each
+the loopback address unless asked otherwise; `tui.cli.commands.serve.gate` checks each
 request's Host and Origin, asks for a token beyond loopback and bounds the tabs, and
 each tab's app opens files only in samplescope's own folders (`--served`).
 """
@@ -28,6 +28,9 @@ SERVED_FLAG = "--served"
 
 class ServeError(SamplescopeError):
     """`serve` cannot start: its options or the app's are wrong."""
+
+
+GROUP = "setup"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -97,7 +100,7 @@ def checked_app_args(app_args: Sequence[str]) -> list[str]:
         HfFetchError: `--hf` cannot be had.
     """
     from tui.cli.commands.app import build_app_parser
-    from tui.cli.model_flags import model_or_hf
+    from tui.cli.options.model import model_or_hf
 
     args = list(app_args)
     if args[:1] == ["--"]:
@@ -145,7 +148,7 @@ def served_token(host: str, environ: dict[str, str] | os._Environ[str] = os.envi
     Raises:
         ServeError: The variable is set but too short to be a secret.
     """
-    from tui.cli.serve_gate import TOKEN_CHARACTERS, TOKEN_ENV, new_token
+    from tui.cli.commands.serve.gate import TOKEN_CHARACTERS, TOKEN_ENV, new_token
 
     given = environ.get(TOKEN_ENV)
     if given is not None:
@@ -168,8 +171,8 @@ def run(args: argparse.Namespace) -> int:
     app_args = checked_app_args(args.app_args)
     check_listenable(args.host, args.port)
     try:
-        from tui.cli.serve_gate import serve_gate
-        from tui.cli.serve_server import GatedServer, open_urls
+        from tui.cli.commands.serve.gate import serve_gate
+        from tui.cli.commands.serve.server import GatedServer, open_urls
     except ImportError as error:
         raise ServeError(
             f"textual-serve is not installed ({error}): pip install textual-serve"

@@ -10,21 +10,19 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from backend.chat.protocol import ChatMessage
-from backend.session.beam_result import Beam, BeamSearch, token_texts
-from backend.session.beams import beam_search, check_beam_search
-from backend.session.model import Model
 from backend.session.phrase_bans import PhraseBans
-from backend.session.recorded_beams import BeamRecorder
 from backend.store.recorder import ChatRecorder
 from backend.store.records import StoreError
 from sampling.settings.record import SamplerSettings
-from tui.cli.number_flags import finite_float
+from tui.cli.options.numbers import finite_float
 from tui.cli.reply_score_json import reply_score_json
 from tui.cli.store_access import recorder_for
 from tui.cli.verbose import log
 
 if TYPE_CHECKING:
+    from backend.session.beam_result import Beam, BeamSearch
     from backend.session.llama_backend import LlamaBackend
+    from backend.session.model import Model
 
 
 def add_beam_flags(parser: argparse.ArgumentParser) -> None:
@@ -68,6 +66,9 @@ def run_beams(
     Raises:
         SamplescopeError: The search cannot run as asked, or the store failed.
     """
+    from backend.session.beams import beam_search, check_beam_search  # llama.cpp: not for -h
+    from backend.session.recorded_beams import BeamRecorder
+
     recorder = None
     saver = None
     try:
@@ -112,6 +113,8 @@ def run_beams(
 
 def beam_json(beam: Beam, model: Model, kept: bool, reply_id: int | None) -> dict[str, object]:
     """One hypothesis for --json."""
+    from backend.session.beam_result import token_texts
+
     return {
         "kept": kept,
         "token_ids": list(beam.token_ids),
@@ -134,6 +137,8 @@ def _print(
     mode: str,
     model_path: str,
 ) -> None:
+    from backend.session.beam_result import token_texts
+
     best = search.beams[0]
     text = "".join(token_texts(model, best.token_ids))
     chat_id = None if recorder is None else recorder.chat_id

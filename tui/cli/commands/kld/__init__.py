@@ -9,6 +9,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from backend.llama.repack_probe import Weights
 from backend.llama.vocab_match import check_same_vocabulary
@@ -31,21 +32,28 @@ from backend.score.kld_pair import token_texts
 from backend.session.llama_backend import LlamaBackend
 from sampling.analysis.divergence import DivergenceTotals, summarize
 from sampling.analysis.fork import first_difference
-from tui.cli.kld_report import CHUNK_HEADER, chunk_line, kld_json, summary_lines
-from tui.cli.model_flags import (
+from tui.cli.commands.kld.report import CHUNK_HEADER, chunk_line, kld_json, summary_lines
+from tui.cli.options.model import (
     add_model_flags,
     chosen_model_path,
     chosen_rpc,
     chosen_weights,
     model_or_hf,
 )
+from tui.cli.options.output import add_json_flag
 from tui.cli.text_input import read_text
 from tui.cli.verbose import log
+
+if TYPE_CHECKING:
+    from backend.session.llama_backend import LlamaBackend
 
 #: llama-perplexity's default context (tokens a chunk).
 DEFAULT_CTX = KLD_CTX
 #: llama-perplexity's default micro-batch: a chunk of 512 is decoded in one.
 DEFAULT_BATCH = KLD_BATCH
+
+
+GROUP = "model"
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -88,7 +96,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--force", action="store_true", help="let --save-base replace an existing file"
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json_flag(parser)
     add_model_flags(parser, ctx=DEFAULT_CTX, one_sequence=True)
     for action in parser._actions:
         if action.dest == "ctx":

@@ -13,8 +13,8 @@ from sampling.errors import SamplescopeError, SettingsError
 from sampling.settings.record import SamplerSettings
 from sampling.settings.registry import find_setting, registry
 from sampling.settings.summary import settings_summary
-from tui.cli.setting_sets import parse_set, short_keys
-from tui.cli.settings_flags import settings_with_user_config
+from tui.cli.options.setting_sets import parse_set, short_keys
+from tui.cli.options.settings import settings_with_user_config
 
 
 class SweepArgumentError(SamplescopeError):

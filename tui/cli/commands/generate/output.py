@@ -1,0 +1,97 @@
+"""What `generate` prints when the reply is done: one JSON object (`--json`), or the
+end of the streamed text; the stop on a loop, and with -v the run's figures, on stderr."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+
+from backend.chat.events import FinishedEvent, RewindEvent
+from tui.cli.commands.generate.build import GenerateRun
+from tui.cli.commands.generate.stream import StreamedReply
+from tui.cli.reply_score_json import reply_score_json
+from tui.cli.verbose import log
+
+
+def ghosts_json(ghosts: list[RewindEvent], reply_ids: list[int]) -> list[dict[str, object]]:
+    """The rejected attempts for --json: where each began, its tokens and text, the
+    banned text found, the tokens banned there, and its stored branch (with --save)."""
+    return [
+        {
+            "at": ghost.index,
+            "token_ids": list(ghost.token_ids),
+            "text": ghost.text,
+            "matched": ghost.matched,
+            "banned": list(ghost.banned),
+            **({"reply_id": reply_ids[n]} if n < len(reply_ids) else {}),
+        }
+        for n, ghost in enumerate(ghosts)
+    ]
+
+
+def reply_json(
+    run: GenerateRun,
+    reply: StreamedReply,
+    finished: FinishedEvent,
+    chat_id: int | None,
+    ghost_ids: list[int],
+) -> str:
+    """The `--json` object: the text and its tokens, the settings and seed, how it
+    finished, the figures, its score, the rejected attempts, the model (and the saved
+    chat's id, with --save)."""
+    settings = run.settings
+    return json.dumps(
+        {
+            **({} if chat_id is None else {"chat_id": chat_id}),
+            "mode": run.mode,
+            "text": finished.text,
+            "token_ids": list(finished.token_ids),
+            "settings": settings.to_json(),
+            "seed": settings.seed,
+            "finish_reason": finished.reason,
+            "loop": None if finished.loop is None else finished.loop.to_dict(),
+            "error": finished.error,
+            "stats": asdict(finished.stats),
+            "score": reply_score_json(reply.steps),
+            "ghosts": ghosts_json(reply.ghosts, ghost_ids),
+            "model": run.backend.info.path,
+        },
+        ensure_ascii=False,
+    )
+
+
+def end_streamed_text(held_back: str, finished: FinishedEvent) -> None:
+    """Write the text held back to the end, and a line break if the reply lacks one."""
+    sys.stdout.write(held_back)
+    if finished.text and not finished.text.endswith("\n"):
+        sys.stdout.write("\n")
+    sys.stdout.flush()  # the reply's last line ends before stderr's notes
+
+
+def loop_note(finished: FinishedEvent) -> str:
+    """The finish line's words on the reply's loop ("" when none was found)."""
+    loop = finished.loop
+    if loop is None:
+        return ""
+    return f" loop of {loop.period} tokens × {loop.count} from token {loop.start},"
+
+
+def log_loop_stop(finished: FinishedEvent) -> None:
+    """Say on stderr that the reply stopped at a loop, when it did."""
+    if finished.reason == "loop" and finished.loop is not None:
+        log(f"stopped on a{loop_note(finished).rstrip(',')}")
+
+
+def log_figures(finished: FinishedEvent) -> None:
+    """The run's figures on stderr (-v): how it finished, the prompt's tokens and
+    prefill, the time to the first token, the decode rate, the sampler's time."""
+    s = finished.stats
+    log(
+        f"finished: {finished.reason}; prompt {s.prompt_tokens} tokens"
+        f" ({s.prefilled_tokens} prefilled in {s.prefill_ms:.0f} ms),"
+        f" ttft {s.ttft_ms:.0f} ms, {s.decode_tokens} tokens at {s.decode_tps:.1f} tok/s,"
+        f" {s.discarded_tokens} discarded,"
+        f"{loop_note(finished)}"
+        f" sampler {s.sampler_us / 1000:.1f} ms"
+    )
