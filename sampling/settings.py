@@ -116,11 +116,12 @@ def _active_part(spec: SettingSpec, settings: SamplerSettings) -> str | None:
             or not _is_on(registry().settings_by_name["dry_multiplier"], settings)
             else f"{spec.key}={spec.format(value)}"
         )
-    if spec.kind in ("bias", "texts", "order"):
-        return None if not _is_on(spec, settings) else f"{spec.key}={spec.format(value)}"
-    if not _is_on(spec, settings):
-        return None
     if spec.needs is not None and not _is_on(registry().settings_by_name[spec.needs], settings):
+        return None
+    if spec.kind in ("bias", "texts", "order"):  # shown when on and changed
+        shown = _is_on(spec, settings) and value != spec.default
+        return f"{spec.key}={spec.format(value)}" if shown else None
+    if not _is_on(spec, settings):
         return None
     if spec.kind in ("bool", "text"):  # a grammar or a schema is named, never written out
         return spec.summary_key or spec.name
