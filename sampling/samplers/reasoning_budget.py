@@ -270,13 +270,10 @@ class ReasoningBudget:
         """Feed the machine the history's tokens it has not taken (from the start again
         when the history is not the one it took)."""
         taken = self.taken
-        size = len(history)
-        if size < len(taken) or (
-            taken and not np.array_equal(np.asarray(history[: len(taken)]), np.asarray(taken))
-        ):
+        if len(history) < len(taken) or _as_tuple(history[: len(taken)]) != taken:
             taken, self.machine = (), BudgetMachine()
         machine = self.machine
-        fresh = [int(token) for token in history[len(taken) :]]
+        fresh = _as_tuple(history[len(taken) :])
         for token in fresh:
             complete = vocabulary is None or utf8_is_complete(vocabulary.token_bytes(token))
             machine = machine.accept(token, complete, rules)
@@ -310,6 +307,13 @@ class ReasoningBudget:
         """The budget as the panel shows it ("budget 40 · 12 left", "forcing
         </think> 2/3")."""
         return budget_status(self.machine, self.settings, self.rules)
+
+
+def _as_tuple(tokens: History) -> tuple[int, ...]:
+    """Token ids as a tuple of ints (from a list or an array alike)."""
+    if isinstance(tokens, np.ndarray):
+        return tuple(tokens.tolist())
+    return tuple(tokens)
 
 
 def budget_status(
