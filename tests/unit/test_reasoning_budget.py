@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sampling.errors import SettingsError
+from sampling.errors import LogitsError, SettingsError
 from sampling.registry import registry
 from sampling.sampler import Sampler
 from sampling.samplers.reasoning_budget import BudgetRules, ReasoningBudget, ReasoningBudgetParams
@@ -173,3 +173,10 @@ def test_bad_budgets_and_tags_are_refused_in_one_line() -> None:
     with pytest.raises(SettingsError, match="START,END"):
         Sampler(settings(3, thinking_tags=("<think>",)))
     assert registry().find_setting("reasoning-budget") is not None
+
+
+def test_a_forced_token_an_earlier_unit_banned_is_a_one_line_error() -> None:
+    banned = settings(0, logit_bias=((ids("<")[0], float("-inf")),))
+    sampler = Sampler(banned, vocab_size=VOCABULARY.n_vocab, vocabulary=VOCABULARY)
+    with pytest.raises(LogitsError, match="which an earlier unit banned"):
+        sampler.sample(np.zeros(VOCABULARY.n_vocab, dtype=np.float32), ids("q<think>"))
