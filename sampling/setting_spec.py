@@ -97,6 +97,8 @@ class SettingSpec:
         variations: The values "Compare: vary <field>" offers, or () for none.
         patterns: For "texts": they are regexes (a comma inside a group, a repeat
             count or a class, or escaped, does not separate them; backslashes kept).
+        verbatim: For "text": read exactly as given, its spaces included (text the
+            model is made to write), rather than stripped.
     """
 
     name: str
@@ -123,6 +125,7 @@ class SettingSpec:
     per_column: bool = True
     variations: tuple[SettingValue, ...] = ()
     patterns: bool = False
+    verbatim: bool = False
 
     @property
     def is_number(self) -> bool:
@@ -258,7 +261,7 @@ class SettingSpec:
             SettingsError: The text cannot be read as the setting's type.
         """
         if self.kind == "text":
-            return text.strip()
+            return text if self.verbatim else text.strip()
         stripped = text.strip()
         if self.kind == "choice":
             return stripped

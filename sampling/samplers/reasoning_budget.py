@@ -95,8 +95,10 @@ class ReasoningBudgetParams:
             off="",
             group="reasoning_budget",
             label="message",
-            help="text forced before the end tag when the reasoning budget runs out",
+            help="text forced before the end tag when the reasoning budget runs out (its"
+            " spaces kept)",
             needs="reasoning_budget",
+            verbatim=True,
             short_key="budget_message",
         )
     )
