@@ -32,7 +32,7 @@ applies it before the grammar and the chain): a forced step's record is cut by
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
@@ -170,11 +170,19 @@ class BudgetSnapshot:
             from the start).
         taken: The history's tokens the machine took (the prompt's, then the reply's).
         machine: The state after them.
+        forced_total: How many tokens the budget forces when it runs out (0 before
+            the first step, which spells them).
     """
 
     params: ReasoningBudgetParams
     taken: tuple[int, ...]
     machine: BudgetMachine
+    forced_total: int = field(default=0, compare=False)
+
+    @property
+    def status(self) -> str:
+        """The budget as the panel shows it (see `budget_status`)."""
+        return budget_status(self.machine, self.params, self.forced_total)
 
 
 @dataclass(slots=True, eq=False)
@@ -295,7 +303,8 @@ class ReasoningBudget:
     @property
     def state(self) -> BudgetSnapshot:
         """The tokens taken and the machine after them."""
-        return BudgetSnapshot(self.settings, self.taken, self.machine)
+        forced_total = 0 if self.rules is None else len(self.rules.forced)
+        return BudgetSnapshot(self.settings, self.taken, self.machine, forced_total)
 
     def restore(self, state: UnitState) -> None:
         """Take a state of this budget; start afresh otherwise (the history is then fed
@@ -308,7 +317,7 @@ class ReasoningBudget:
     def status(self) -> str:
         """The budget as the panel shows it ("budget 40 · 12 left", "forcing
         </think> 2/3")."""
-        return budget_status(self.machine, self.settings, self.rules)
+        return self.state.status
 
 
 def _as_tuple(tokens: History) -> tuple[int, ...]:
@@ -318,10 +327,18 @@ def _as_tuple(tokens: History) -> tuple[int, ...]:
     return tuple(tokens)
 
 
-def budget_status(
-    machine: BudgetMachine, params: ReasoningBudgetParams, rules: BudgetRules | None
-) -> str:
-    """One line for the panel: the budget, what is left, or what is being forced."""
+def status_of(units: Iterable[tuple[str, UnitState]]) -> str | None:
+    """The reasoning budget's status among a sampler's unit states
+    (`SamplerState.units`, `Chain.state`), or None when the budget is off."""
+    for name, state in units:
+        if name == ReasoningBudget.name and isinstance(state, BudgetSnapshot):
+            return state.status
+    return None
+
+
+def budget_status(machine: BudgetMachine, params: ReasoningBudgetParams, forced_total: int) -> str:
+    """One line for the panel: the budget, what is left, or what is being forced
+    ("budget 40 · 12 left", "forcing </think> 2/12")."""
     budget = params.reasoning_budget
     phase = machine.phase
     if phase is Phase.COUNTING:
@@ -330,8 +347,7 @@ def budget_status(
         return f"budget {budget} · spent, ending a character"
     if phase is Phase.FORCING:
         end = params.thinking_tags[1] if len(params.thinking_tags) > 1 else ""
-        total = len(rules.forced) if rules is not None else 0
-        return f"forcing {end} {machine.force_pos + 1}/{total}"
+        return f"forcing {end} {machine.force_pos + 1}/{forced_total}"
     if phase is Phase.DONE:
         return f"budget {budget} · thinking ended"
     return f"budget {budget} · not thinking"

@@ -12,7 +12,12 @@ import pytest
 from sampling.errors import LogitsError, SettingsError
 from sampling.registry import registry
 from sampling.sampler import Sampler
-from sampling.samplers.reasoning_budget import BudgetRules, ReasoningBudget, ReasoningBudgetParams
+from sampling.samplers.reasoning_budget import (
+    BudgetRules,
+    ReasoningBudget,
+    ReasoningBudgetParams,
+    status_of,
+)
 from sampling.samplers.reasoning_machine import (
     BudgetMachine,
     Phase,
@@ -165,6 +170,20 @@ def test_the_status_says_what_is_left_and_what_is_forced() -> None:
     assert unit.status == "budget 3 · 2 left"
     unit.machine = BudgetMachine(Phase.FORCING, force_pos=1)
     assert unit.status == f"forcing </think> 2/{len(rules.forced)}"
+
+
+def test_a_samplers_state_tells_the_budget_by_name() -> None:
+    sampler = Sampler(settings(3, "!"), vocab_size=VOCABULARY.n_vocab, vocabulary=VOCABULARY)
+    assert status_of(sampler.state().units) == "budget 3 · not thinking"
+    logits = np.zeros(VOCABULARY.n_vocab, dtype=np.float32)
+    logits[ids("a")[0]] = 5.0
+    history = ids("q<think>")
+    for _ in range(4):
+        history.append(sampler.sample(logits, history).token_id)
+    # "a", "a", "a" spent the budget: the fourth step forced "!", the first of nine.
+    assert history[-1] == ids("!")[0]
+    assert status_of(sampler.state().units) == "forcing </think> 1/9"
+    assert status_of(Sampler(settings(-1)).state().units) is None
 
 
 def test_bad_budgets_and_tags_are_refused_in_one_line() -> None:
