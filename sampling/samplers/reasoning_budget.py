@@ -23,7 +23,8 @@ feeds the whole prompt (the history before the reply), which ends in the same st
 whenever the prompt before the generation prompt leaves the thinking closed; a raw
 prompt that ends in `<think>` starts it counting. The unit learns every token from
 the history, so a forced token, a rewind, a branch or a what-if moves it exactly as
-the reply did; its state is the tokens taken and the machine after them.
+the reply did; its state is how many tokens it took, their hash and the machine
+after them.
 
 It runs outside the order, with the constraints, before the grammar (llama.cpp
 applies it before the grammar and the chain): a forced step's record is cut by
@@ -168,14 +169,18 @@ class BudgetSnapshot:
     Attributes:
         params: The settings it ran under (another budget's state is taken again
             from the start).
-        taken: The history's tokens the machine took (the prompt's, then the reply's).
+        taken: How many of the history's tokens the machine took (the prompt's, then
+            the reply's).
+        digest: Their hash, to tell that a history restored to is the one they were
+            (a snapshot a token keeps costs no copy of the history).
         machine: The state after them.
         forced_total: How many tokens the budget forces when it runs out (0 before
             the first step, which spells them).
     """
 
     params: ReasoningBudgetParams
-    taken: tuple[int, ...]
+    taken: int
+    digest: int
     machine: BudgetMachine
     forced_total: int = field(default=0, compare=False)
 
@@ -194,6 +199,7 @@ class ReasoningBudget:
         rules: Their token ids, from the vocabulary at the first step.
         taken: The history's tokens the machine took.
         machine: The state after them.
+        restored: A snapshot restored and not yet checked against the history.
     """
 
     name: ClassVar[str] = "reasoning_budget"
@@ -209,6 +215,7 @@ class ReasoningBudget:
     rules: BudgetRules | None = None
     taken: tuple[int, ...] = ()
     machine: BudgetMachine = field(default_factory=BudgetMachine)
+    restored: BudgetSnapshot | None = None
 
     @classmethod
     def is_on(cls, settings: SamplerSettings) -> bool:
@@ -279,6 +286,12 @@ class ReasoningBudget:
     ) -> None:
         """Feed the machine the history's tokens it has not taken (from the start again
         when the history is not the one it took)."""
+        restored = self.restored
+        if restored is not None:
+            self.restored = None
+            prefix = _as_tuple(history[: restored.taken])
+            if len(prefix) == restored.taken and hash(prefix) == restored.digest:
+                self.taken, self.machine = prefix, restored.machine
         taken = self.taken
         if len(history) < len(taken) or _as_tuple(history[: len(taken)]) != taken:
             taken, self.machine = (), BudgetMachine()
@@ -299,19 +312,23 @@ class ReasoningBudget:
         """A new reply: the machine starts afresh (the prompt is fed again)."""
         self.taken = ()
         self.machine = BudgetMachine()
+        self.restored = None
 
     @property
     def state(self) -> BudgetSnapshot:
-        """The tokens taken and the machine after them."""
+        """How many tokens were taken, their hash, and the machine after them."""
+        if self.restored is not None:  # not checked yet: still the one restored
+            return self.restored
         forced_total = 0 if self.rules is None else len(self.rules.forced)
-        return BudgetSnapshot(self.settings, self.taken, self.machine, forced_total)
+        taken = self.taken
+        return BudgetSnapshot(self.settings, len(taken), hash(taken), self.machine, forced_total)
 
     def restore(self, state: UnitState) -> None:
         """Take a state of this budget; start afresh otherwise (the history is then fed
         again at the next step, as if these settings had held from the start)."""
         self.reset()
         if isinstance(state, BudgetSnapshot) and state.params == self.settings:
-            self.taken, self.machine = state.taken, state.machine
+            self.restored = state
 
     @property
     def status(self) -> str:

@@ -199,3 +199,17 @@ def test_a_forced_token_an_earlier_unit_banned_is_a_one_line_error() -> None:
     sampler = Sampler(banned, vocab_size=VOCABULARY.n_vocab, vocabulary=VOCABULARY)
     with pytest.raises(LogitsError, match="which an earlier unit banned"):
         sampler.sample(np.zeros(VOCABULARY.n_vocab, dtype=np.float32), ids("q<think>"))
+
+
+def test_a_state_restored_onto_another_history_is_taken_again_from_it() -> None:
+    sampler = Sampler(settings(2, "!"), vocab_size=VOCABULARY.n_vocab, vocabulary=VOCABULARY)
+    logits = np.zeros(VOCABULARY.n_vocab, dtype=np.float32)
+    logits[ids("a")[0]] = 5.0
+    sampler.sample(logits, ids("q<think>"))  # counting: one token spent at the next
+    snapshot = sampler.state()
+    sampler.restore(snapshot)
+    # The same length, but the thinking was never opened: nothing counts, nothing forced.
+    assert not sampler.sample(logits, ids("q<thinx>a")).forced
+    sampler.restore(snapshot)
+    assert sampler.sample(logits, ids("q<think>a")).token_id == ids("a")[0]
+    assert sampler.sample(logits, ids("q<think>aa")).forced
