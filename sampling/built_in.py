@@ -21,6 +21,7 @@ from sampling.samplers.min_tokens import MinTokens
 from sampling.samplers.mirostat import Mirostat
 from sampling.samplers.p_less import PLess
 from sampling.samplers.penalties import Penalties
+from sampling.samplers.reasoning_budget import ReasoningBudget
 from sampling.samplers.smoothing import Smoothing
 from sampling.samplers.tail_free import TailFree
 from sampling.samplers.temperature import Temperature
@@ -54,6 +55,7 @@ BUILT_IN_UNITS: tuple[type[SamplerUnit], ...] = (
     Mirostat,
     LogitBias,
     MinTokens,
+    ReasoningBudget,
     Grammar,
 )
 """Every built-in unit. Where each runs is its own `placement`; this order only decides

@@ -122,3 +122,12 @@ def q4_0_model_path(default_model_path: Path, tmp_path_factory: pytest.TempPathF
     from tests.quantized_models import quantized_copy
 
     return quantized_copy(default_model_path, tmp_path_factory.mktemp("quantized"), name="Q4_0")
+
+
+@pytest.fixture(scope="session")
+def thinking_model_path(default_model_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the default model whose chat template thinks (it opens `<think>` in the
+    generation prompt; see tests/thinking_models.py), once a session."""
+    from tests.thinking_models import thinking_copy
+
+    return thinking_copy(default_model_path, tmp_path_factory.mktemp("thinking"))

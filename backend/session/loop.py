@@ -45,6 +45,7 @@ from backend.session.session import PromptSource, Room, Session
 from backend.session.strategy import Extend, Plan, run
 from sampling.errors import GrammarDeadEnd, SamplescopeError
 from sampling.sampler import Sampler
+from sampling.samplers.reasoning_budget import ReasoningBudgetParams
 
 Event = tuple[int, GenerationEvent]
 """An event of one sequence of a generation: (the sequence's number, the event)."""
@@ -222,6 +223,13 @@ class Generation:
                 f"a reply of {len(steer.prefix)} given tokens leaves no room under "
                 f"max_tokens={self.max_tokens}"
             )
+        for settings in self.start_settings:
+            budget = settings.of(ReasoningBudgetParams).reasoning_budget
+            if budget > model.n_ctx:
+                raise SamplescopeError(
+                    f"invalid reasoning_budget={budget}: beyond the context of {model.n_ctx}"
+                    " tokens (the thinking could never spend it)"
+                )
         for forced in (steer.force, *steer.then):
             if forced is not None and not 0 <= forced < model.n_vocab:
                 raise SamplescopeError(

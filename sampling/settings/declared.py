@@ -56,8 +56,8 @@ def summary_part(
         return f"{spec.fixed_key} {shown}"
     if spec.is_off(value):
         return None
-    if spec.kind in ("bias", "texts", "order"):
-        return f"{spec.key}={spec.format(value)}"
+    if spec.kind in ("bias", "texts", "order"):  # shown when changed from its default
+        return None if value == spec.default else f"{spec.key}={spec.format(value)}"
     if spec.kind in ("bool", "text"):  # a grammar or a schema is named, never written out
         return spec.summary_key or spec.name
     if spec.kind == "choice":

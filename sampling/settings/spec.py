@@ -100,6 +100,8 @@ class SettingSpec:
         rank: Where the flags, the summary, the forms and `to_dict` list it among the
             settings: the settings that have a rank come first, lowest first; the
             others follow in the registry's order (a new unit's need none).
+        verbatim: For "text": read exactly as given, its spaces included (text the
+            model is made to write), rather than stripped.
     """
 
     name: str
@@ -127,6 +129,7 @@ class SettingSpec:
     variations: tuple[SettingValue, ...] = ()
     patterns: bool = False
     rank: int | None = None
+    verbatim: bool = False
 
     @property
     def is_number(self) -> bool:
@@ -262,7 +265,7 @@ class SettingSpec:
             SettingsError: The text cannot be read as the setting's type.
         """
         if self.kind == "text":
-            return text.strip()
+            return text if self.verbatim else text.strip()
         stripped = text.strip()
         if self.kind == "choice":
             return stripped
