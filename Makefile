@@ -24,7 +24,7 @@ LLAMA_PIN := $(shell grep -o 'llama-cpp-python==[0-9.]*' pyproject.toml)
 LLAMA_CMAKE_ARGS := -DGGML_RPC=ON -DLLAVA_BUILD=OFF $(CMAKE_ARGS)
 RPC_CHECK := import sys, llama_cpp; sys.exit(0 if llama_cpp.llama_supports_rpc() else 1)
 
-.PHONY: run test test-fast check bench lint format typecheck setup clean chromium
+.PHONY: run test test-fast test-fuzz check bench lint format typecheck setup clean chromium
 
 setup: $(STAMP) $(RPC_STAMP) $(MODEL_STAMP)
 
@@ -81,10 +81,14 @@ test: setup chromium
 	$(PYTEST) tests/unit tests/tui $(ARGS) || [ $$? -eq 5 ]
 	$(PYTEST) --dist loadfile tests/model $(ARGS) || [ $$? -eq 5 ]
 
-# Every test that needs no model: the quick loop while working (every core: no model
-# thread competes for them here).
+# The quick loop while working: every test that needs no model, but the fuzz suites
+# and the snapshot tests (both in `make test`). Every core: no model thread competes.
 test-fast: setup
-	$(PYTEST) tests/unit tests/tui $(ARGS)
+	$(PYTEST) tests/unit tests/tui -m "not fuzz and not snapshot" $(ARGS)
+
+# The fuzz suites for longer: 3,000 examples a property instead of make test's 100.
+test-fuzz: setup
+	HYPOTHESIS_PROFILE=fuzz-long $(PYTEST) tests/unit tests/model -m fuzz $(ARGS) || [ $$? -eq 5 ]
 
 lint: setup
 	$(BIN)/ruff format --check .

@@ -30,6 +30,16 @@ if TYPE_CHECKING:
     from backend.session.llama_backend import LlamaBackend
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the fuzz suites' properties `fuzz` and the snapshot tests `snapshot`: both
+    belong to `make test`, and `make test-fast` (the quick loop) leaves them out."""
+    for item in items:
+        if item.path.name.startswith("test_fuzz_"):
+            item.add_marker(pytest.mark.fuzz)
+        if "snap_compare" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.snapshot)
+
+
 @pytest.fixture(autouse=True)
 def handler_errors_fail_the_test(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
