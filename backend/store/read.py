@@ -45,6 +45,8 @@ def list_chats(conn: sqlite3.Connection, search: str | None) -> list[ChatSummary
         """
             SELECT c.id, c.title, c.created, c.updated, coalesce(c.model_path, ''),
                 (SELECT count(*) FROM messages m WHERE m.chat_id = c.id),
+                (SELECT count(DISTINCT r.message_id) FROM replies r
+                    JOIN messages m ON r.message_id = m.id WHERE m.chat_id = c.id),
                 (SELECT count(*) FROM replies r JOIN messages m ON r.message_id = m.id
                     WHERE m.chat_id = c.id)
             FROM chats c
@@ -70,6 +72,7 @@ def list_chats(conn: sqlite3.Connection, search: str | None) -> list[ChatSummary
             model_path=str(row[4]),
             message_count=int(row[5]),
             reply_count=int(row[6]),
+            branch_count=int(row[7]),
         )
         for row in rows
     ]

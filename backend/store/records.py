@@ -279,7 +279,9 @@ class ChatSummary:
         updated: When it last changed.
         model_path: The model it was started with ("" if not recorded).
         message_count: How many turns it has.
-        reply_count: How many generated replies it has.
+        reply_count: How many of its turns were generated (a turn regenerated or
+            branched counts once).
+        branch_count: How many replies it holds, every branch of every turn counted.
     """
 
     id: int
@@ -289,6 +291,7 @@ class ChatSummary:
     model_path: str
     message_count: int
     reply_count: int
+    branch_count: int = 0
 
     @property
     def model_name(self) -> str:

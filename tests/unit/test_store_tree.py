@@ -204,3 +204,19 @@ def test_a_stored_replys_steps_keep_what_each_unit_reported(store: ChatStore) ->
     ).fetchone()
     conn.close()
     assert nulls == (2,)
+
+
+def test_the_chat_list_counts_turns_and_branches_apart(store: ChatStore) -> None:
+    """A turn regenerated twice is one reply with two more branches, not three replies."""
+    from tui.history.screen import replies_cell
+
+    chat = store.new_chat("t", MODEL)
+    store.add_message(chat, "user", "hi")
+    record(store, chat, sampled_steps(4))
+    root = store.load_chat(chat).replies[0]
+    record(store, chat, sampled_steps(2, BASE.with_changes(seed=1)), Fork(root, 2, "x"))
+    record(store, chat, sampled_steps(2, BASE.with_changes(seed=2)), Fork(root, 1, "y"))
+    (summary,) = store.list_chats()
+    assert (summary.reply_count, summary.branch_count) == (1, 3)
+    assert replies_cell(summary.reply_count, summary.branch_count) == "1 +2 branches"
+    assert replies_cell(2, 3) == "2 +1 branch" and replies_cell(2, 2) == "2"

@@ -32,6 +32,15 @@ from tui.widgets.table_fill import fill_table
 HISTORY_COLUMNS = ("updated", "title", "model", "replies")
 
 
+def replies_cell(replies: int, branches: int) -> str:
+    """The replies column: the generated turns, and the other branches when there are
+    any ("3 +2 branches")."""
+    others = branches - replies
+    if others <= 0:
+        return str(replies)
+    return f"{replies} +{others} branch" + ("es" if others > 1 else "")
+
+
 class HistoryScreen(Screen[int | None]):
     """Lists saved chats (date, title, model, replies), newest first.
 
@@ -83,7 +92,7 @@ class HistoryScreen(Screen[int | None]):
                 Text(local_time(chat.updated)),
                 Text(chat.title, no_wrap=True, overflow="ellipsis"),
                 Text(chat.model_name or "-"),
-                Text(str(chat.reply_count), justify="right"),
+                Text(replies_cell(chat.reply_count, chat.branch_count), justify="right"),
             )
             for chat in self.chats
         ]
