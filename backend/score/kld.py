@@ -27,7 +27,6 @@ import numpy.typing as npt
 from backend.llama.repack_probe import one_sequence_weights
 from backend.llama.rpc import Endpoint
 from backend.score.base_file import BaseFileLayout, BaseFileReader, BaseFileWriter
-from backend.session.llama_backend import LlamaBackend
 from sampling.analysis.candidate_pairs import CandidatePairs, candidate_pairs
 from sampling.analysis.divergence import DivergenceTotals, PositionDivergence, compare_rows
 from sampling.analysis.logprob_codec import encode_rows, row_width

@@ -34,7 +34,6 @@ from backend.score.kld import (
     run_kld,
     text_tokens,
 )
-from backend.session.llama_backend import LlamaBackend
 from sampling.analysis.divergence import DivergenceSummary, summarize
 
 if TYPE_CHECKING:

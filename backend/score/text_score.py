@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from backend.llama.utf8 import Utf8Stream
-from backend.session.llama_backend import LlamaBackend
 from sampling.analysis.token_scores import perplexity, score_rows
 from sampling.errors import SamplescopeError
 

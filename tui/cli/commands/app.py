@@ -27,9 +27,7 @@ from backend.config.paths import (
     exposed_folder_warnings,
     open_own_folders_only,
 )
-from backend.llama.rpc import Endpoint, RpcError
-from backend.session.backend import SessionBackend
-from backend.store.store import ChatStore, StoreError
+from backend.llama.rpc import RpcError
 from sampling.built_in import chat_defaults
 from sampling.errors import SettingsError
 from sampling.settings.registry import registry
@@ -142,7 +140,7 @@ def build_app(
     config, problem = load_config_or_default()
     notices = [problem] if problem else []
     settings = settings_from_args(args, settings_with_config(chat_defaults(registry()), config))
-    from backend.store.store import ChatStore  # not for `samplescope -h`
+    from backend.store.store import ChatStore, StoreError  # not for `samplescope -h`
 
     store: ChatStore | None = None
     if not args.no_save:

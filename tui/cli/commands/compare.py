@@ -17,7 +17,6 @@ from rich.text import Text
 
 from backend.chat.compare import first_divergence
 from backend.chat.events import FinishedEvent, NoticeEvent, TokenEvent
-from backend.session.compare import compare
 from sampling.analysis.loops import first_loop
 from sampling.analysis.reply_score import reply_score
 from sampling.errors import SamplescopeError
@@ -136,6 +135,8 @@ def run(args: argparse.Namespace) -> int:
     columns = columns_from_args(args)
     messages = build_messages(args.prompt, args.system)
     backend = load_backend(args)
+    from backend.session.compare import compare  # only now: it loads llama.cpp
+
     pieces: list[list[str]] = [[] for _ in columns]
     steps: list[list[Step]] = [[] for _ in columns]
     finished: list[FinishedEvent | None] = [None for _ in columns]

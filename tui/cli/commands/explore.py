@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 from backend.chat.completion import as_document, mode_for_backend
 from backend.session.explore_tree import Tree, TreeNode, TreeShape
-from backend.session.steer import explore_step
 from sampling.built_in import chat_defaults
 from sampling.errors import SamplescopeError
 from sampling.settings.record import SamplerSettings
@@ -172,6 +171,7 @@ def _from_reply(args: argparse.Namespace) -> tuple[Tree, dict[str, object], str]
         reply.n_ctx or DEFAULT_N_CTX,
         reply.n_batch or DEFAULT_N_BATCH,
     )
+    from backend.session.steer import explore_step  # only now: it loads llama.cpp
 
     try:
         target = with_text_bias(target, args, backend)

@@ -29,7 +29,6 @@ from backend.score.kld import (
     text_tokens,
 )
 from backend.score.kld_pair import token_texts
-from backend.session.llama_backend import LlamaBackend
 from sampling.analysis.divergence import DivergenceTotals, summarize
 from sampling.analysis.fork import first_difference
 from tui.cli.commands.kld.report import CHUNK_HEADER, chunk_line, kld_json, summary_lines
