@@ -34,6 +34,7 @@ from sampling.workspace import Workspace
 if TYPE_CHECKING:
     from sampling.logits import History
     from sampling.records import CutBy
+    from sampling.samplers.guidance_report import GuidanceReport
     from sampling.vocabulary import Vocabulary
 
 _LARGEST_FLOAT32 = float(np.finfo(np.float32).max)
@@ -70,6 +71,7 @@ class Candidates:
         forced: For the step's record: whether a grammar left exactly one token.
         adapted_target: For the step's record: the target adaptive-p reshaped the
             distribution around, or None.
+        guidance: For the step's record: what guidance did, or None when it did nothing.
     """
 
     __slots__ = (
@@ -81,6 +83,7 @@ class Candidates:
         "cuts",
         "forced",
         "grammar_removed",
+        "guidance",
         "history",
         "ids",
         "logits",
@@ -121,6 +124,7 @@ class Candidates:
         self.grammar_removed: float | None = None
         self.forced = False
         self.adapted_target: float | None = None
+        self.guidance: GuidanceReport | None = None
         self.weights_memo: tuple[object, object, float, Float64Array] | None = None
 
     # --- the kept set, one view -------------------------------------------------------

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from sampling.samplers.guidance_report import GuidanceReport
 from sampling.settings_record import SamplerSettings
 
 CutBy = str
@@ -118,6 +119,8 @@ class Step:
         forced: Whether the grammar left exactly one token (a forced token).
         rank: The chosen token's 1-based rank among those logits (ties: lower id
             first), or None when not recorded (a step stored before ranks were).
+        guidance: What guidance did at this step (both distributions' top tokens and
+            the combination's), or None without guidance.
     """
 
     token_id: int
@@ -138,6 +141,7 @@ class Step:
     grammar_removed: float | None = None
     forced: bool = False
     rank: int | None = field(default=None, compare=False)
+    guidance: GuidanceReport | None = field(default=None, compare=False, repr=False)
 
     @property
     def candidates(self) -> tuple[Candidate, ...]:

@@ -24,6 +24,7 @@ from sampling.samplers.dry import Dry
 from sampling.samplers.epsilon_cutoff import EpsilonCutoff
 from sampling.samplers.eta_cutoff import EtaCutoff
 from sampling.samplers.grammar import Grammar
+from sampling.samplers.guidance import Guidance
 from sampling.samplers.logit_bias import LogitBias
 from sampling.samplers.min_p import MinP
 from sampling.samplers.min_tokens import MinTokens
@@ -61,6 +62,7 @@ UNITS: tuple[type[SamplerUnit], ...] = (
     Smoothing,
     AdaptiveP,
     Mirostat,
+    Guidance,
     LogitBias,
     MinTokens,
     Grammar,

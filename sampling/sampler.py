@@ -68,6 +68,7 @@ def probabilities(
     adapted_target: float | None = None,
     generated: int = 0,
     end_of_generation: Sequence[int] = (),
+    second: FloatArray | None = None,
 ) -> Float64Array:
     """The exact distribution a draw uses: float64 over the whole vocabulary.
 
@@ -85,6 +86,7 @@ def probabilities(
             fresh adaptive-p's (the target itself) when None.
         generated: How many tokens the reply has so far (min_tokens).
         end_of_generation: The tokens min_tokens bans (else the vocabulary's).
+        second: The step's second distribution (a negative prompt's logits: guidance).
 
     Raises:
         LogitsError: The logits or the history cannot be sampled from.
@@ -95,7 +97,9 @@ def probabilities(
         chain.restore(
             [(Mirostat.name, MirostatState(settings.of(MirostatParams).mirostat, mirostat_mu))]
         )
-    chain.begin(StepContext(None, generated, tuple(end_of_generation), adapted_target), every=True)
+    chain.begin(
+        StepContext(None, generated, tuple(end_of_generation), adapted_target, second), every=True
+    )
     kept = chain.run(candidates)
     if kept.ids is None:
         return kept.probs
@@ -280,7 +284,12 @@ class Sampler:
         return started[1]
 
     def sample(
-        self, logits: object, history: History = (), *, uniform: float | None = None
+        self,
+        logits: object,
+        history: History = (),
+        *,
+        uniform: float | None = None,
+        second: FloatArray | None = None,
     ) -> Step:
         """Choose the next token.
 
@@ -303,7 +312,7 @@ class Sampler:
         checked = checked_logits(logits, self.vocab_size)
         mu = self.mirostat_mu if settings.of(MirostatParams).mirostat else None
         if self._chain.drawing or self._resumed is not None:
-            self._begin()
+            self._begin(second)
         while True:  # a plugin that fails is switched off and the step run again
             chain = self._chain
             candidates = Candidates(*checked, history, self._workspace, self.vocabulary)
@@ -364,17 +373,19 @@ class Sampler:
             grammar_removed=candidates.grammar_removed,
             forced=candidates.forced,
             rank=token_rank(penalized, token_id, table.token_ids),
+            guidance=candidates.guidance,
         )
 
-    def _begin(self) -> None:
-        """Hand the step's context to the units that hear it: the generator, and a
-        resumed reply's length and pinned target (to every unit held)."""
+    def _begin(self, second: FloatArray | None) -> None:
+        """Hand the step's context to the units that hear it: the generator, the second
+        distribution, and a resumed reply's length and pinned target (to every unit
+        held)."""
         resumed = self._resumed
         source = self._source() if self._chain.drawing else None
         if resumed is None:
-            step = StepContext(source, None, self._ends)
+            step = StepContext(source, None, self._ends, second=second)
         else:
-            step = StepContext(source, resumed[0], self._ends, resumed[1])
+            step = StepContext(source, resumed[0], self._ends, resumed[1], second)
         self._resumed = None
         try:
             self._chain.begin(step, every=resumed is not None)

@@ -27,6 +27,7 @@ from backend.session.phrase_bans import PhraseBans, backtracking
 from backend.session.run import Steer, StepInput, clock_now
 from backend.session.session import Session
 from sampling.errors import SamplescopeError
+from sampling.samplers.guidance import GuidanceParams
 from sampling.settings import SamplerSettings
 
 #: At most this share of the context is reserved for the reply when fitting a prompt.
@@ -166,7 +167,21 @@ class SessionBackend:
             steer=steer,
             rewindable=rewindable,
             layout=layout,
+            negative=lambda settings: self.negative_tokens(settings, raw),
         )
+
+    def negative_tokens(self, settings: SamplerSettings, raw: bool) -> list[int]:
+        """The negative prompt guidance steers away from, as tokens: a conversation of
+        the negative system prompt (when given) and the negative prompt as the user's
+        turn, or in completion mode (`raw`) the negative prompt as the whole document.
+        An empty negative prompt is the empty turn (in completion mode: nothing but a
+        BOS token, where the model has one)."""
+        params = settings.of(GuidanceParams)
+        if raw:
+            return self.prompt.raw_tokens(params.negative_prompt)
+        messages = [ChatMessage("system", params.negative_system)] if params.negative_system else []
+        messages.append(ChatMessage("user", params.negative_prompt))
+        return self.prompt.tokens(messages)
 
     def fit_prompt(
         self, messages: Sequence[ChatMessage], max_tokens: int, raw: bool
@@ -257,6 +272,7 @@ class SessionBackend:
             streams=streams,
             extra_cells=extra_cells,
             hold=hold,
+            negative=lambda settings: self.negative_tokens(settings, raw),
         )
         for _, event in generation:
             if isinstance(event, FinishedEvent) and event.error:

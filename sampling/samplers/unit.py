@@ -37,6 +37,7 @@ from sampling.setting_spec import SettingSpec
 if TYPE_CHECKING:
     from sampling.candidates import Candidates
     from sampling.kept import Kept
+    from sampling.logits import FloatArray
     from sampling.rng import UniformSource
     from sampling.settings_record import SamplerSettings
 
@@ -60,12 +61,15 @@ class StepContext:
             vocabulary's own).
         pinned_target: A recorded step's adapted target that this step uses instead
             of adaptive-p's moving average (a what-if of that step), or None.
+        second: A second distribution's logits for this step (a negative prompt's,
+            decoded beside the reply), or None.
     """
 
     source: UniformSource | None = None
     resumed_at: int | None = None
     end_of_generation: tuple[int, ...] = ()
     pinned_target: float | None = None
+    second: FloatArray | None = None
 
 
 class SamplerUnit(Protocol):

@@ -80,6 +80,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
+def guidance_json(steps: list[Step]) -> dict[str, object]:
+    """For --json of a guided reply: each step's guidance report (both distributions'
+    top tokens, the combination's, what it raised and lowered); nothing without
+    guidance."""
+    reports = [step.guidance for step in steps]
+    if all(report is None for report in reports):
+        return {}
+    return {"guidance": [None if report is None else report.to_json() for report in reports]}
+
+
 def ghosts_json(ghosts: list[RewindEvent], reply_ids: list[int]) -> list[dict[str, object]]:
     """The rejected attempts for --json: where each began, its tokens and text, the
     banned text found, the tokens banned there, and its stored branch (with --save)."""
@@ -205,6 +215,7 @@ def run(args: argparse.Namespace) -> int:
                     "score": reply_score_json(steps),
                     "ghosts": ghosts_json(ghosts, [] if recorder is None else recorder.ghost_ids),
                     "model": backend.info.path,
+                    **guidance_json(steps),
                 },
                 ensure_ascii=False,
             )
