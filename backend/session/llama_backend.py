@@ -15,6 +15,7 @@ import numpy as np
 
 from backend.chat.protocol import ModelInfo
 from backend.chat.template import model_template
+from backend.llama.control_vector import NO_STEERING, Steering
 from backend.llama.rpc import Endpoint
 from backend.llama.runtime import LlamaRuntime, RuntimeOptions
 from backend.session.backend import SessionBackend
@@ -60,6 +61,7 @@ class LlamaBackend(SessionBackend):
         n_seq_max: int | None = None,
         flash_attn: bool = False,
         repack: bool = False,
+        steering: Steering = NO_STEERING,
     ) -> LlamaBackend:
         """Validate a GGUF file, route llama.cpp's log to a file, and load the model.
 
@@ -80,6 +82,7 @@ class LlamaBackend(SessionBackend):
                 lockstep is then not exact (a sequence beside others can get other
                 tokens than alone), and a model whose repacked kernels crash a batch on
                 this CPU is refused.
+            steering: Control vectors every context applies (`--control-vector`).
 
         Raises:
             ModelFileError: The file is missing, not GGUF, truncated or corrupt.
@@ -100,6 +103,7 @@ class LlamaBackend(SessionBackend):
             tuple(rpc),
             flash_attn=flash_attn,
             repack=repack,
+            steering=steering,
         )
         if n_seq_max is not None:
             options = replace(options, n_seq_max=n_seq_max)

@@ -144,6 +144,20 @@ def add_model_flags(
     group.add_argument(
         "--log", default=None, help="llama.cpp's log file (default: the user log dir)"
     )
+    group.add_argument(
+        "--control-vector",
+        action="append",
+        default=None,
+        metavar="FILE[:SCALE]",
+        help="steer the model's activations with a control vector (llama.cpp's GGUF format,"
+        " from its cvector-generator), scaled (default 1); repeatable: the vectors are summed",
+    )
+    group.add_argument(
+        "--control-vector-layers",
+        default=None,
+        metavar="A,B",
+        help="the layers the control vectors steer, A to B included (default: all)",
+    )
     parser.add_argument(
         "-v", "--verbose", action="count", default=0, help="-v: phases on stderr; -vv: every step"
     )
@@ -213,6 +227,8 @@ def load_backend(
 
     if path is None:
         path = chosen_model_path(model_or_hf(args.model, getattr(args, "hf", None)))
+    from backend.llama.control_vector import steering_of
+
     started = time.perf_counter()
     backend = LlamaBackend.load(
         path,
@@ -224,6 +240,10 @@ def load_backend(
         rpc=chosen_rpc(args.rpc),
         repack=bool(getattr(args, "repack", False)) if repack is None else repack,
         n_seq_max=n_seq_max,
+        steering=steering_of(
+            getattr(args, "control_vector", None) or (),
+            getattr(args, "control_vector_layers", None),
+        ),
     )
     if getattr(args, "verbose", 0) >= 1:
         info = backend.info
