@@ -60,10 +60,12 @@ class StepInput:
     Attributes:
         logits: A copy of the step's logits (float32, the vocabulary's length).
         history: The tokens before the step, prompt included (what penalties see).
+        second: A copy of the negative prompt's logits at the step (guidance), or None.
     """
 
     logits: np.ndarray
     history: tuple[int, ...]
+    second: np.ndarray | None = None
 
 
 def with_banned(settings: SamplerSettings, tokens: frozenset[int]) -> SamplerSettings:
@@ -198,7 +200,10 @@ class LoopSequence:
         step = sampler.sample(logits, history, second=second)
         sink = self.live.step_sink
         if sink is not None:
-            sink(self.index, logits, history)
+            if second is None:
+                sink(self.index, logits, history)
+            else:
+                sink(self.index, logits, history, second)
         if force is not None:
             step = forced_step(step, force, logits, history, sampler.vocabulary, self.index, second)
         self.sampler_us += step.elapsed_us

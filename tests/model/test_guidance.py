@@ -142,3 +142,22 @@ def test_bad_scales_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
         assert main(["generate", "hi", f"--guidance-scale={value}"]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "guidance_scale" in err[0]
+
+
+def test_what_if_rebuilds_a_guided_step_with_its_negative_prompt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "chats.db"
+    argv = ["generate", QUESTION[0].content, "--max-tokens", "8", "--threads", "1"]
+    argv += ["--guidance-scale", "3", "--negative-prompt", NEGATIVE, "--seed", "5"]
+    assert main([*argv, "--json", "--save", "--db", str(db)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    for index in (0, 4):
+        whatif = ["whatif", str(out["chat_id"]), "--at", str(index + 1), "--db", str(db)]
+        assert main([*whatif, "--json", "--threads", "1"]) == 0
+        step = json.loads(capsys.readouterr().out)
+        assert step["drawn"] == out["token_ids"][index]
+        guided = out["guidance"][index]["guided"]
+        rows = {row["token_id"]: row["before"] for row in step["candidates"]}
+        for top in guided[:3]:
+            assert rows[top["id"]] == pytest.approx(top["prob"], rel=1e-6)

@@ -201,7 +201,9 @@ class WhatIf:
                 sampler = Sampler(live, vocab_size=len(self._given.logits), vocabulary=vocabulary)
                 sampler.resume(index, stored.adapted_target)
                 given = self._given
-                self.step = sampler.sample(given.logits, given.history, uniform=stored.draw)
+                self.step = sampler.sample(
+                    given.logits, given.history, uniform=stored.draw, second=given.second
+                )
             except SamplescopeError as error:
                 self.step = None
                 status = f"cannot recompute: {error}"
