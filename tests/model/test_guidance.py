@@ -161,3 +161,12 @@ def test_what_if_rebuilds_a_guided_step_with_its_negative_prompt(
         rows = {row["token_id"]: row["before"] for row in step["candidates"]}
         for top in guided[:3]:
             assert rows[top["id"]] == pytest.approx(top["prob"], rel=1e-6)
+
+
+def test_the_guidance_bench_runs_on_a_tiny_budget(default_model_path: Path) -> None:
+    from backend.bench.guidance import format_result, run_guidance_bench
+
+    result = run_guidance_bench(default_model_path, n_threads=1, max_tokens=6, repeats=1)
+    assert result.tokens == 6 and result.plain_tps > 0 and result.guided_tps > 0
+    table = format_result(result)
+    assert "| guided (negative prompt beside it) |" in table and "x a plain token" in table
