@@ -77,6 +77,7 @@ class GuidanceParams:
             help="the negative prompt guidance steers away from: a user turn (the whole"
             " document in completion mode); empty is the empty turn",
             short_key="negative",
+            summary_key="negative",
             needs="guidance_scale",
         )
     )
