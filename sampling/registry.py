@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from sampling.params import specs_of
 from sampling.placement import Placement, joined
 from sampling.samplers.adaptive_p import AdaptiveP
+from sampling.samplers.contrast import Contrast
 from sampling.samplers.dry import Dry
 from sampling.samplers.epsilon_cutoff import EpsilonCutoff
 from sampling.samplers.eta_cutoff import EtaCutoff
@@ -63,6 +64,7 @@ UNITS: tuple[type[SamplerUnit], ...] = (
     AdaptiveP,
     Mirostat,
     Guidance,
+    Contrast,
     LogitBias,
     MinTokens,
     Grammar,

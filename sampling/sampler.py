@@ -69,6 +69,7 @@ def probabilities(
     generated: int = 0,
     end_of_generation: Sequence[int] = (),
     second: FloatArray | None = None,
+    small: FloatArray | None = None,
 ) -> Float64Array:
     """The exact distribution a draw uses: float64 over the whole vocabulary.
 
@@ -87,6 +88,7 @@ def probabilities(
         generated: How many tokens the reply has so far (min_tokens).
         end_of_generation: The tokens min_tokens bans (else the vocabulary's).
         second: The step's second distribution (a negative prompt's logits: guidance).
+        small: A smaller model's logits at the step (contrast).
 
     Raises:
         LogitsError: The logits or the history cannot be sampled from.
@@ -98,7 +100,8 @@ def probabilities(
             [(Mirostat.name, MirostatState(settings.of(MirostatParams).mirostat, mirostat_mu))]
         )
     chain.begin(
-        StepContext(None, generated, tuple(end_of_generation), adapted_target, second), every=True
+        StepContext(None, generated, tuple(end_of_generation), adapted_target, second, small),
+        every=True,
     )
     kept = chain.run(candidates)
     if kept.ids is None:
@@ -290,6 +293,7 @@ class Sampler:
         *,
         uniform: float | None = None,
         second: FloatArray | None = None,
+        small: FloatArray | None = None,
     ) -> Step:
         """Choose the next token.
 
@@ -300,6 +304,9 @@ class Sampler:
             uniform: Draw with this uniform in [0, 1) instead of the generator's next
                 one (what-if: a past step's randomness under other settings). A
                 Gumbel draw, which needs one variate per token, ignores it.
+            second: The step's second distribution: the negative prompt's logits,
+                which guidance combines with `logits` (None: none).
+            small: A smaller model's logits at the step, which contrast subtracts.
 
         Returns:
             The step's record.
@@ -312,7 +319,7 @@ class Sampler:
         checked = checked_logits(logits, self.vocab_size)
         mu = self.mirostat_mu if settings.of(MirostatParams).mirostat else None
         if self._chain.drawing or self._resumed is not None:
-            self._begin(second)
+            self._begin(second, small)
         while True:  # a plugin that fails is switched off and the step run again
             chain = self._chain
             candidates = Candidates(*checked, history, self._workspace, self.vocabulary)
@@ -376,16 +383,16 @@ class Sampler:
             guidance=candidates.guidance,
         )
 
-    def _begin(self, second: FloatArray | None) -> None:
+    def _begin(self, second: FloatArray | None, small: FloatArray | None) -> None:
         """Hand the step's context to the units that hear it: the generator, the second
         distribution, and a resumed reply's length and pinned target (to every unit
         held)."""
         resumed = self._resumed
         source = self._source() if self._chain.drawing else None
         if resumed is None:
-            step = StepContext(source, None, self._ends, second=second)
+            step = StepContext(source, None, self._ends, second=second, small=small)
         else:
-            step = StepContext(source, resumed[0], self._ends, resumed[1], second)
+            step = StepContext(source, resumed[0], self._ends, resumed[1], second, small)
         self._resumed = None
         try:
             self._chain.begin(step, every=resumed is not None)

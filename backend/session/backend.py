@@ -63,6 +63,9 @@ class SessionBackend:
         """Why the template is not the model's own (None when it is)."""
         self.prompt = PromptBuilder(model, template)
         self.session = Session(model, clock)
+        self.contrast: SessionBackend | None = None
+        """A smaller model of the same vocabulary that decodes every reply in step
+        (`--contrast-model`), or None."""
         self._info = info
 
     @property
@@ -168,6 +171,7 @@ class SessionBackend:
             rewindable=rewindable,
             layout=layout,
             negative=lambda settings: self.negative_tokens(settings, raw),
+            companion=None if self.contrast is None else self.contrast.session,
         )
 
     def negative_tokens(self, settings: SamplerSettings, raw: bool) -> list[int]:
@@ -285,6 +289,7 @@ class SessionBackend:
             extra_cells=extra_cells,
             hold=hold,
             negative=lambda settings: self.negative_tokens(settings, raw),
+            companion=None if self.contrast is None else self.contrast.session,
         )
         for _, event in generation:
             if isinstance(event, FinishedEvent) and event.error:

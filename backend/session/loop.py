@@ -45,6 +45,7 @@ from backend.chat.events import (
 from backend.chat.protocol import LiveSettings
 from backend.error_log import logged_line
 from backend.llama.context import Layout
+from backend.session.contrast_model import Twins
 from backend.session.negative import Negative, NegativeSource, negative_extend, prefill_negative
 from backend.session.run import LoopSequence, Steer
 from backend.session.session import PromptSource, Room, Session
@@ -82,6 +83,8 @@ class Generation:
             back to the chat's context when it ends).
         negative: Gives a guided sequence's negative prompt tokens (None: no sequence
             is guided).
+        companion: A smaller model that decodes every sequence's text in step (contrast;
+            `backend.session.contrast_model`), or None.
 
     Raises:
         SamplescopeError: No sequence, or more than the model holds.
@@ -102,6 +105,7 @@ class Generation:
         extra_cells: int = 0,
         hold: bool = False,
         negative: NegativeSource | None = None,
+        companion: Session | None = None,
     ) -> None:
         if not lives:
             raise SamplescopeError("nothing to generate: no sequence asked for")
@@ -128,6 +132,8 @@ class Generation:
         self.cancel = cancel
         self.steer = steer
         self.room = Room(layout, max(streams, len(lives) + len(guided)), extra_cells, hold)
+        self.twins = None if companion is None else Twins(companion, len(lives))
+        """The smaller model's copies of the sequences (contrast), or None."""
         self.layout = self.room.layout or Layout(repack=model.repack)
         """How the sequences' memory is laid out (what a lockstep reply records)."""
         started = session.clock()
@@ -212,6 +218,8 @@ class Generation:
             memory.drop(sequence.seq_id)
         for negative in self.negatives.values():
             memory.drop(negative.seq_id)
+        if self.twins is not None:
+            self.twins.close()
         if not self.room.hold and not memory.model.lost:
             memory.reserve(1, 0)  # a lockstep context is freed: the chat's comes back
 
@@ -268,6 +276,8 @@ class Generation:
             if len(memory.tokens()) >= model.n_ctx:
                 raise SamplescopeError(f"the given tokens overflow the context of {model.n_ctx}")
             memory.append([token])
+        if self.twins is not None:
+            self.twins.prepare(prompt, self.max_tokens, self.room, steer.prefix)
         if self.negatives:  # the prompt's logits, kept while the negative prompts go in
             self._logits = [np.array(model.logits(-1), copy=True)]
             for negative in self.negatives.values():
@@ -355,6 +365,8 @@ class Generation:
                 sequence.pending = []
             for row, (_, negative) in enumerate(partners, start=len(stepping)):
                 negative.logits = self._logits[row]
+            if self.twins is not None:
+                self.twins.step({sequence.seq_id: sequence.token_ids for sequence in stepping})
 
     def _sample(self, sequence: LoopSequence) -> Iterator[Event]:
         session = self.session
@@ -376,8 +388,9 @@ class Generation:
                 ),
             )
         second = None if negative is None else negative.logits
+        small = None if self.twins is None else self.twins.logits[sequence.seq_id]
         try:
-            step = sequence.sample(logits, memory.tokens(sequence.seq_id), force, second)
+            step = sequence.sample(logits, memory.tokens(sequence.seq_id), force, second, small)
         except GrammarDeadEnd as dead_end:  # the reply ends; the chat is kept
             yield sequence.number, NoticeEvent(str(dead_end))
             sequence.reason, sequence.row, sequence.pending = "grammar", None, []

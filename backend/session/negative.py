@@ -62,13 +62,17 @@ def prefill_negative(memory: Memory, negative: Negative, given: Sequence[int]) -
 
 def negative_extend(memory: Memory, negative: Negative, reply: Sequence[int]) -> Extend:
     """What the negative sequence decodes next so that it holds its prompt and the
-    `reply`'s tokens, its last one decoded again (its logits are the next step's).
+    `reply`'s tokens (`extend_to`)."""
+    return extend_to(memory, negative.seq_id, [*negative.prompt, *reply])
+
+
+def extend_to(memory: Memory, seq_id: int, target: Sequence[int]) -> Extend:
+    """What sequence `seq_id` decodes next so that it holds `target`, its last token
+    decoded again (its logits are the next step's).
 
     After a rewind the sequence holds more than that: it is cut back to the start of
     the batch that computed its last kept token, as the reply's sequence is.
     """
-    seq_id = negative.seq_id
-    target = [*negative.prompt, *reply]
     held = memory.tokens(seq_id)
     keep = min(common_prefix(held, target), len(target) - 1)
     if keep < len(held):

@@ -83,13 +83,20 @@ def forced_step(
     vocabulary: Vocabulary | None = None,
     generated: int = 0,
     second: np.ndarray | None = None,
+    small: np.ndarray | None = None,
 ) -> Step:
     """`step` with `token` taken instead of the drawn one, at its probability there
     (a grammar's matcher comes from `vocabulary`, after the reply's `generated` tokens;
-    guidance combines `logits` with `second`); its logit and rank are its table row's
-    (None when it is below the table)."""
+    guidance combines `logits` with `second`, contrast with `small`); its logit and rank
+    are its table row's (None when it is below the table)."""
     probs = probabilities(
-        logits, step.settings, history, vocabulary=vocabulary, generated=generated, second=second
+        logits,
+        step.settings,
+        history,
+        vocabulary=vocabulary,
+        generated=generated,
+        second=second,
+        small=small,
     )
     rows = np.flatnonzero(step.table.token_ids == token)
     logit = float(step.table.logits[rows[0]]) if rows.size else None
@@ -184,9 +191,11 @@ class LoopSequence:
         history: Sequence[int],
         force: int | None,
         second: np.ndarray | None = None,
+        small: np.ndarray | None = None,
     ) -> Step:
         """Sample the next token (settings read now; `force` taken instead if given;
-        `second`: the negative prompt's logits, for guidance)."""
+        `second`: the negative prompt's logits, for guidance; `small`: the contrast
+        model's)."""
         current = self.live.current
         banned = self.bans.get(self.index)
         if banned:
@@ -197,7 +206,7 @@ class LoopSequence:
         sampler.tail_ranks = self.live.tail_ranks
         if self.rewindable:
             self.states.append(sampler.state())
-        step = sampler.sample(logits, history, second=second)
+        step = sampler.sample(logits, history, second=second, small=small)
         sink = self.live.step_sink
         if sink is not None:
             if second is None:
@@ -205,7 +214,9 @@ class LoopSequence:
             else:
                 sink(self.index, logits, history, second)
         if force is not None:
-            step = forced_step(step, force, logits, history, sampler.vocabulary, self.index, second)
+            step = forced_step(
+                step, force, logits, history, sampler.vocabulary, self.index, second, small
+            )
         self.sampler_us += step.elapsed_us
         return step
 

@@ -63,6 +63,8 @@ class StepContext:
             of adaptive-p's moving average (a what-if of that step), or None.
         second: A second distribution's logits for this step (a negative prompt's,
             decoded beside the reply), or None.
+        small: A smaller model's logits for this step (decoding the same text in
+            step), or None.
     """
 
     source: UniformSource | None = None
@@ -70,6 +72,7 @@ class StepContext:
     end_of_generation: tuple[int, ...] = ()
     pinned_target: float | None = None
     second: FloatArray | None = None
+    small: FloatArray | None = None
 
 
 class SamplerUnit(Protocol):

@@ -153,6 +153,13 @@ def add_model_flags(
         " from its cvector-generator), scaled (default 1); repeatable: the vectors are summed",
     )
     group.add_argument(
+        "--contrast-model",
+        default=None,
+        metavar="PATH",
+        help="a smaller model of the same vocabulary that decodes every reply in step, for"
+        " --contrast-beta (contrastive decoding)",
+    )
+    group.add_argument(
         "--control-vector-layers",
         default=None,
         metavar="A,B",
@@ -245,6 +252,22 @@ def load_backend(
             getattr(args, "control_vector_layers", None),
         ),
     )
+    contrast = getattr(args, "contrast_model", None)
+    if contrast is not None:
+        try:
+            small = LlamaBackend.load(
+                chosen_model_path(contrast),
+                n_threads=args.threads,
+                n_ctx=args.ctx,
+                n_batch=args.batch,
+                n_gpu_layers=args.gpu_layers,
+                log_path=args.log,
+                n_seq_max=n_seq_max,
+            )
+            backend.add_contrast(small)
+        except BaseException:
+            backend.close()
+            raise
     if getattr(args, "verbose", 0) >= 1:
         info = backend.info
         log(
