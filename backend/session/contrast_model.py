@@ -20,6 +20,9 @@ from backend.session.session import PromptSource, Room, Session
 from backend.session.strategy import Decodes, Plan, carry_out
 from sampling.errors import SamplescopeError
 
+NO_TWINS = "contrast needs a smaller model beside this one: --contrast-model"
+"""What a reply is told when its settings ask for contrast and no smaller model is loaded."""
+
 
 class Twins:
     """The smaller model's copies of a generation's sequences.

@@ -45,13 +45,20 @@ from backend.chat.events import (
 from backend.chat.protocol import LiveSettings
 from backend.error_log import logged_line
 from backend.llama.context import Layout
-from backend.session.contrast_model import Twins
-from backend.session.negative import Negative, NegativeSource, negative_extend, prefill_negative
+from backend.session.contrast_model import NO_TWINS, Twins
+from backend.session.negative import (
+    GUIDANCE_LATE,
+    Negative,
+    NegativeSource,
+    negative_extend,
+    prefill_negative,
+)
 from backend.session.run import LoopSequence, Steer
 from backend.session.session import PromptSource, Room, Session
 from backend.session.strategy import Extend, Plan, run
 from sampling.errors import GrammarDeadEnd, SamplescopeError
 from sampling.sampler import Sampler
+from sampling.samplers.contrast import Contrast
 from sampling.samplers.guidance import Guidance
 
 Event = tuple[int, GenerationEvent]
@@ -124,7 +131,8 @@ class Generation:
         self.negatives = {number: Negative(len(lives) + k) for k, number in enumerate(guided)}
         """Each guided sequence's negative sequence, by the sequence's number."""
         self._unguided: set[int] = set()
-        """The sequences told that guidance switched on mid-reply has no negative prompt."""
+        """The sequences told that guidance switched on mid-reply has no negative prompt
+        (its number), or that contrast has no smaller model (-1 - its number)."""
         steer = steer or Steer()
         self.session = session
         self.prompt = prompt
@@ -377,16 +385,7 @@ class Generation:
         index = sequence.index
         force = self.steer.forced_at(index)
         negative = self.negatives.get(sequence.number)
-        unguided = negative is None and sequence.number not in self._unguided
-        if unguided and Guidance.is_on(sequence.live.current):
-            self._unguided.add(sequence.number)
-            yield (
-                sequence.number,
-                NoticeEvent(
-                    "guidance applies from the next reply: this one started without a"
-                    " negative prompt beside it"
-                ),
-            )
+        yield from self._missing(sequence, negative is None)
         second = None if negative is None else negative.logits
         small = None if self.twins is None else self.twins.logits[sequence.seq_id]
         try:
@@ -422,6 +421,19 @@ class Generation:
             return
         sequence.pending = []
         yield from self._finish(sequence, None)
+
+    def _missing(self, sequence: LoopSequence, alone: bool) -> Iterator[Event]:
+        """Tell a sequence once that its settings ask for a distribution it has not
+        beside it: guidance switched on mid-reply (`alone`: no negative prompt), or
+        contrast without a smaller model."""
+        settings = sequence.live.current
+        for key, missing, message in (
+            (sequence.number, alone and Guidance.is_on(settings), GUIDANCE_LATE),
+            (-1 - sequence.number, self.twins is None and Contrast.is_on(settings), NO_TWINS),
+        ):
+            if missing and key not in self._unguided:
+                self._unguided.add(key)
+                yield sequence.number, NoticeEvent(message)
 
     # ---- the end ------------------------------------------------------------------
 

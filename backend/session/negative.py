@@ -29,6 +29,11 @@ from backend.session.memory import Memory
 from backend.session.strategy import Extend
 from sampling.settings import SamplerSettings
 
+GUIDANCE_LATE = (
+    "guidance applies from the next reply: this one started without a negative prompt beside it"
+)
+"""What a reply is told when guidance is switched on after it started."""
+
 NegativeSource = Callable[[SamplerSettings], list[int]]
 """Gives the negative prompt's tokens for some settings (may raise)."""
 
