@@ -107,10 +107,17 @@ def model_or_hf(model: str | None, hf: str | None) -> str | None:
 
 
 def add_model_flags(
-    parser: argparse.ArgumentParser, *, ctx: int = 4096, one_sequence: bool = False
+    parser: argparse.ArgumentParser,
+    *,
+    ctx: int = 4096,
+    one_sequence: bool = False,
+    steering: bool | None = None,
 ) -> None:
     """Add `--model --hf --threads --ctx --batch --gpu-layers --rpc --repack --log` and
-    `-v` to a parser (`one_sequence`: a job of one sequence, `--no-repack` too)."""
+    `-v` to a parser (`one_sequence`: a job of one sequence, `--no-repack` too), and
+    unless `steering` is False (by default: for a job of several sequences, which
+    loads through `load_backend`), `--control-vector --control-vector-layers
+    --contrast-model`."""
     group = parser.add_argument_group("model")
     group.add_argument(
         "--model",
@@ -144,6 +151,17 @@ def add_model_flags(
     group.add_argument(
         "--log", default=None, help="llama.cpp's log file (default: the user log dir)"
     )
+    with_steering = not one_sequence if steering is None else steering
+    if with_steering:
+        add_steering_flags(group)
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="-v: phases on stderr; -vv: every step"
+    )
+
+
+def add_steering_flags(group: Any) -> None:
+    """Add `--control-vector --control-vector-layers --contrast-model` (`load_backend`
+    reads them) to a parser or an argument group."""
     group.add_argument(
         "--control-vector",
         action="append",
@@ -164,9 +182,6 @@ def add_model_flags(
         default=None,
         metavar="A,B",
         help="the layers the control vectors steer, A to B included (default: all)",
-    )
-    parser.add_argument(
-        "-v", "--verbose", action="count", default=0, help="-v: phases on stderr; -vv: every step"
     )
 
 

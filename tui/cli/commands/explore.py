@@ -87,7 +87,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     add_db_flag(parser)
     add_settings_flags(parser)
-    add_model_flags(parser)
+    add_model_flags(parser, steering=False)
     parser.set_defaults(func=run)
 
 
