@@ -170,3 +170,21 @@ def test_the_guidance_bench_runs_on_a_tiny_budget(default_model_path: Path) -> N
     assert result.tokens == 6 and result.plain_tps > 0 and result.guided_tps > 0
     table = format_result(result)
     assert "| guided (negative prompt beside it) |" in table and "x a plain token" in table
+
+
+def test_guided_compare_columns_are_each_guided_reply_alone(llama_backend: LlamaBackend) -> None:
+    from backend.session.compare import compare
+
+    columns = [
+        GREEDY.with_changes(guidance_scale=2.0, negative_prompt=NEGATIVE),
+        SEEDED.with_changes(guidance_scale=1.5, negative_prompt="Write about the moon."),
+    ]
+    llama_backend.reset()
+    ends: dict[int, FinishedEvent] = {}
+    for item in compare(llama_backend, QUESTION, columns, max_tokens=MAX_TOKENS):
+        if isinstance(item.event, FinishedEvent):
+            assert item.event.error is None
+            ends[item.column] = item.event
+    for column, settings in enumerate(columns):
+        alone, _ = guided_reply(llama_backend, settings)
+        assert ends[column].token_ids == alone

@@ -22,6 +22,7 @@ from sampling.errors import SamplescopeError
 from sampling.loops import first_loop
 from sampling.records import Step
 from sampling.reply_score import reply_score
+from sampling.samplers.guidance import Guidance
 from sampling.settings import (
     SamplerSettings,
     settings_summary,
@@ -131,7 +132,9 @@ def run(args: argparse.Namespace) -> int:
         raise CompareArgumentError("no PROMPT given (or use --list-presets)")
     columns = columns_from_args(args)
     messages = build_messages(args.prompt, args.system)
-    backend = load_backend(args)
+    # A guided column decodes its negative prompt beside it: one more sequence each.
+    guided = sum(Guidance.is_on(settings) for _, settings in columns)
+    backend = load_backend(args, n_seq_max=len(columns) + guided if guided else None)
     pieces: list[list[str]] = [[] for _ in columns]
     steps: list[list[Step]] = [[] for _ in columns]
     finished: list[FinishedEvent | None] = [None for _ in columns]
