@@ -15,8 +15,9 @@ what-if's rebuilt step, a replay) runs here, over the narrow `Model` protocol:
   explore's;
 - **a second distribution**: a sequence whose settings switch guidance on gets its
   negative prompt decoded beside it in a sequence of its own, extended with each of its
-  tokens in the same decode (`backend.session.negative`); its logits reach the
-  sequence's sampler with each step;
+  tokens in the same decode (`backend.session.negative`); with a contrast model, every
+  sequence has a twin there fed the same tokens (`backend.session.contrast_model`);
+  their logits reach the sequence's sampler with each step;
 - **rewind**: between events, `Generation.rewind(number, k)` drops a sequence's last
   k tokens, from the memory and from its sampler's state, and the loop goes on from
   there, the dropped position computed again the way it was first computed.
@@ -130,7 +131,7 @@ class Generation:
         self.negative = negative
         self.negatives = {number: Negative(len(lives) + k) for k, number in enumerate(guided)}
         """Each guided sequence's negative sequence, by the sequence's number."""
-        self._unguided: set[int] = set()
+        self._told: set[int] = set()
         """The sequences told that guidance switched on mid-reply has no negative prompt
         (its number), or that contrast has no smaller model (-1 - its number)."""
         steer = steer or Steer()
@@ -431,8 +432,8 @@ class Generation:
             (sequence.number, alone and Guidance.is_on(settings), GUIDANCE_LATE),
             (-1 - sequence.number, self.twins is None and Contrast.is_on(settings), NO_TWINS),
         ):
-            if missing and key not in self._unguided:
-                self._unguided.add(key)
+            if missing and key not in self._told:
+                self._told.add(key)
                 yield sequence.number, NoticeEvent(message)
 
     # ---- the end ------------------------------------------------------------------
