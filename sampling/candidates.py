@@ -72,6 +72,7 @@ class Candidates:
         adapted_target: For the step's record: the target adaptive-p reshaped the
             distribution around, or None.
         guidance: For the step's record: what guidance did, or None when it did nothing.
+        contrast: For the step's record: what contrast did, or None when it did nothing.
     """
 
     __slots__ = (
@@ -79,6 +80,7 @@ class Candidates:
         "argmax",
         "bans",
         "before",
+        "contrast",
         "cut_by",
         "cuts",
         "forced",
@@ -125,6 +127,7 @@ class Candidates:
         self.forced = False
         self.adapted_target: float | None = None
         self.guidance: GuidanceReport | None = None
+        self.contrast: GuidanceReport | None = None
         self.weights_memo: tuple[object, object, float, Float64Array] | None = None
 
     # --- the kept set, one view -------------------------------------------------------

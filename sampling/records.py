@@ -121,6 +121,8 @@ class Step:
             first), or None when not recorded (a step stored before ranks were).
         guidance: What guidance did at this step (both distributions' top tokens and
             the combination's), or None without guidance.
+        contrast: What contrast did at this step (the large and the small model's top
+            tokens and the scores'), or None without contrast.
     """
 
     token_id: int
@@ -142,6 +144,7 @@ class Step:
     forced: bool = False
     rank: int | None = field(default=None, compare=False)
     guidance: GuidanceReport | None = field(default=None, compare=False, repr=False)
+    contrast: GuidanceReport | None = field(default=None, compare=False, repr=False)
 
     @property
     def candidates(self) -> tuple[Candidate, ...]:

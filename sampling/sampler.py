@@ -381,6 +381,7 @@ class Sampler:
             forced=candidates.forced,
             rank=token_rank(penalized, token_id, table.token_ids),
             guidance=candidates.guidance,
+            contrast=candidates.contrast,
         )
 
     def _begin(self, second: FloatArray | None, small: FloatArray | None) -> None:

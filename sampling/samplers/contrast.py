@@ -12,7 +12,10 @@ Li et al. 2023's contrastive decoding (a constant shift per model does not chang
 softmax, so logits and log-probabilities give the same distribution).
 
 The unit runs first, outside the order (after guidance, before the logit bias), and
-reads the small model's logits from the step's context (`StepContext.small`).
+reads the small model's logits from the step's context (`StepContext.small`). Each
+step it reports what it did as guidance does (`GuidanceReport`: the large model's top
+tokens as the conditional, the small model's as the other, the scores' as the
+combination, beta as the scale).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from sampling.errors import LogitsError
 from sampling.logits import FloatArray
 from sampling.params import setting, specs_of
 from sampling.placement import FIRST, Placement
+from sampling.samplers.guidance_report import guidance_report, log_softmax
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.setting_spec import SettingSpec, SliderRange
 from sampling.weights import Float64Array
@@ -147,6 +151,10 @@ class Contrast(Stateless):
                 f"the small model's logits have {small.shape[0]} values for a vocabulary"
                 f" of {logits.shape[0]}"
             )
-        candidates.replace_logits(contrast_scores(logits, small, self.beta, self.alpha))
+        scores = contrast_scores(logits, small, self.beta, self.alpha)
+        candidates.replace_logits(scores)
         if self.alpha > 0.0:
             candidates.cut_by = self.name
+        candidates.contrast = guidance_report(
+            log_softmax(logits), log_softmax(small), scores, self.beta
+        )

@@ -91,9 +91,12 @@ def guided_logits(cond: FloatArray, uncond: FloatArray, scale: float) -> Float64
 
 
 def _top(log_probs: Float64Array, count: int) -> TopTokens:
+    """The `count` most probable tokens, most probable first (ties: lower id), those
+    removed (-inf) left out."""
     count = min(count, log_probs.shape[0])
     ids = np.argpartition(-log_probs, count - 1)[:count]
     ids = ids[np.lexsort((ids, -log_probs[ids]))]
+    ids = ids[log_probs[ids] > -np.inf]
     return TopTokens(tuple(int(i) for i in ids), tuple(float(p) for p in np.exp(log_probs[ids])))
 
 

@@ -99,3 +99,17 @@ def test_another_vocabulary_is_one_line(
     assert len(err) == 1
     assert "the model and the contrast model have different vocabularies: 49152" in err[0]
     assert "against 600" in err[0]
+
+
+def test_json_carries_each_steps_contrast(
+    default_model_path: Path, q4_0_model_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    argv = ["generate", "hi", "--model", str(default_model_path), "--threads", "1", "--json"]
+    argv += ["--max-tokens", "4", "--contrast-model", str(q4_0_model_path)]
+    assert main([*argv, "--contrast-beta", "0.5"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    first = out["contrast"][0]
+    assert first["scale"] == 0.5 and first["cond"] and first["uncond"] and first["guided"]
+    assert "guidance" not in out

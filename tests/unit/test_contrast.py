@@ -54,3 +54,15 @@ def test_settings_are_checked_and_in_the_registry() -> None:
     assert specs["contrast_alpha"].flag == "--contrast-alpha"
     names = [unit.name for unit in registry().units]
     assert names.index("guidance") < names.index("contrast") < names.index("logit_bias")
+
+
+def test_each_step_reports_both_models_and_the_scores() -> None:
+    step = Sampler(SamplerSettings(temperature=0.0, contrast_beta=1.0, contrast_alpha=0.5)).sample(
+        BIG, small=SMALL
+    )
+    report = step.contrast
+    assert report is not None and report.scale == 1.0 and step.guidance is None
+    assert report.cond.token_ids[0] == int(np.argmax(BIG))
+    assert report.uncond.token_ids[0] == int(np.argmax(SMALL))
+    assert report.guided.token_ids[0] == step.token_id
+    assert all(prob > 0 for prob in report.guided.probs)  # the removed tokens left out

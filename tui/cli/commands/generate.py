@@ -81,13 +81,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def guidance_json(steps: list[Step]) -> dict[str, object]:
-    """For --json of a guided reply: each step's guidance report (both distributions'
-    top tokens, the combination's, what it raised and lowered); nothing without
-    guidance."""
-    reports = [step.guidance for step in steps]
-    if all(report is None for report in reports):
-        return {}
-    return {"guidance": [None if report is None else report.to_json() for report in reports]}
+    """For --json of a guided or contrasted reply: each step's report of each (both
+    distributions' top tokens, the combination's, what it raised and lowered); nothing
+    without them."""
+    shown: dict[str, object] = {}
+    for key in ("guidance", "contrast"):
+        reports = [getattr(step, key) for step in steps]
+        if any(report is not None for report in reports):
+            shown[key] = [None if report is None else report.to_json() for report in reports]
+    return shown
 
 
 def ghosts_json(ghosts: list[RewindEvent], reply_ids: list[int]) -> list[dict[str, object]]:
