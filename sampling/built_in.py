@@ -11,10 +11,12 @@ Adding a built-in sampler is its module in `sampling/samplers/` and its line her
 from __future__ import annotations
 
 from sampling.samplers.adaptive_p import AdaptiveP
+from sampling.samplers.contrast import Contrast
 from sampling.samplers.dry import Dry
 from sampling.samplers.epsilon_cutoff import EpsilonCutoff
 from sampling.samplers.eta_cutoff import EtaCutoff
 from sampling.samplers.grammar import Grammar
+from sampling.samplers.guidance import Guidance
 from sampling.samplers.logit_bias import LogitBias
 from sampling.samplers.min_p import MinP
 from sampling.samplers.min_tokens import MinTokens
@@ -53,6 +55,8 @@ BUILT_IN_UNITS: tuple[type[SamplerUnit], ...] = (
     Smoothing,
     AdaptiveP,
     Mirostat,
+    Guidance,
+    Contrast,
     LogitBias,
     MinTokens,
     ReasoningBudget,

@@ -115,7 +115,8 @@ class Step:
             first), or None when not recorded (a step stored before ranks were).
         reports: What each unit that ran reported of the step, by the unit's name:
             its figures by name (mirostat's "mu", adaptive-p's "target", the
-            grammar's "removed" and "forced"; `SamplerUnit.report`).
+            grammar's "removed" and "forced", guidance's and contrast's two
+            distributions' top tokens; `SamplerUnit.report`).
     """
 
     token_id: int

@@ -67,6 +67,8 @@ def probabilities(
     recorded: Mapping[str, Report] | None = None,
     generated: int = 0,
     end_of_generation: Sequence[int] = (),
+    second: FloatArray | None = None,
+    small: FloatArray | None = None,
 ) -> Float64Array:
     """The exact distribution a draw uses: float64 over the whole vocabulary.
 
@@ -85,6 +87,8 @@ def probabilities(
             the state that step ran with (mirostat's mu, adaptive-p's target).
         generated: How many tokens the reply has so far (min_tokens).
         end_of_generation: The tokens min_tokens bans (else the vocabulary's).
+        second: The step's second distribution (a negative prompt's logits: guidance).
+        small: A smaller model's logits at the step (contrast).
 
     Raises:
         LogitsError: The logits or the history cannot be sampled from.
@@ -93,7 +97,7 @@ def probabilities(
     chain = build_chain(settings)
     given = states.items() if isinstance(states, Mapping) else states
     chain.restore(given)
-    context = StepContext(None, generated, tuple(end_of_generation), recorded or {})
+    context = StepContext(None, generated, tuple(end_of_generation), recorded or {}, second, small)
     chain.begin(context, every=True)
     kept = chain.run(candidates)
     if kept.ids is None:
@@ -256,7 +260,13 @@ class Sampler:
         return started[1]
 
     def sample(
-        self, logits: object, history: History = (), *, uniform: float | None = None
+        self,
+        logits: object,
+        history: History = (),
+        *,
+        uniform: float | None = None,
+        second: FloatArray | None = None,
+        small: FloatArray | None = None,
     ) -> Step:
         """Choose the next token.
 
@@ -267,6 +277,9 @@ class Sampler:
             uniform: Draw with this uniform in [0, 1) instead of the generator's next
                 one (what-if: a past step's randomness under other settings). A
                 Gumbel draw, which needs one variate per token, ignores it.
+            second: The step's second distribution: the negative prompt's logits,
+                which guidance combines with `logits` (None: none).
+            small: A smaller model's logits at the step, which contrast subtracts.
 
         Returns:
             The step's record.
@@ -278,7 +291,7 @@ class Sampler:
         settings = self._settings
         checked = checked_logits(logits, self.vocab_size)
         if self._chain.drawing or self._resumed is not None:
-            self._begin()
+            self._begin(second, small)
         while True:  # a plugin that fails is switched off and the step run again
             chain = self._chain
             candidates = Candidates(*checked, history, self._workspace, self.vocabulary)
@@ -338,16 +351,17 @@ class Sampler:
             reports=reports,
         )
 
-    def _begin(self) -> None:
-        """Hand the step's context to the units that hear it: the generator, and a
-        resumed reply's length and a recorded step's reports (to every unit held)."""
+    def _begin(self, second: FloatArray | None, small: FloatArray | None) -> None:
+        """Hand the step's context to the units that hear it: the generator, the second
+        distributions (guidance's, contrast's), and a resumed reply's length and a
+        recorded step's reports (to every unit held)."""
         resumed = self._resumed
         source = self._source() if self._chain.drawing else None
         if resumed is None:
-            step = StepContext(source, None, self._ends)
+            step = StepContext(source, None, self._ends, second=second, small=small)
         else:
             recorded = {name: dict(figures) for name, figures in resumed[1]}
-            step = StepContext(source, resumed[0], self._ends, recorded)
+            step = StepContext(source, resumed[0], self._ends, recorded, second, small)
         self._resumed = None
         try:
             self._chain.begin(step, every=resumed is not None)

@@ -10,10 +10,11 @@ from typing import Literal, Protocol, runtime_checkable
 from backend.chat.events import GenerationEvent
 from sampling.settings.record import SamplerSettings
 
-StepSink = Callable[[int, object, Sequence[int]], None]
+StepSink = Callable[..., None]
 """Called by the generating thread after each sampled step with (the token's index
-in the reply, the logits the sampler saw, the history it saw): a zero-copy view and
-a live list, so it must copy what it keeps before returning."""
+in the reply, the logits the sampler saw, the history it saw), and for a guided step
+a fourth argument, the negative prompt's logits: zero-copy views and a live list, so
+it must copy what it keeps before returning."""
 
 Role = Literal["system", "user", "assistant"]
 

@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from backend.errors import ModelFileError
+from backend.llama.control_vector import ControlBuffer, apply_control
 from sampling.errors import SamplescopeError
 
 
@@ -231,6 +232,7 @@ class LocalContext:
         n_seq_max: How many sequences the memory holds at once.
         unified: One KV stream shared by every sequence (else one stream each).
         flash_attn: Flash attention as llama.cpp decides it (else off).
+        control: Control vectors to apply to the context (None: none).
 
     Attributes:
         seq_cells: The cells one sequence may hold (its stream's; n_ctx when unified).
@@ -249,6 +251,7 @@ class LocalContext:
         *,
         unified: bool = False,
         flash_attn: bool = False,
+        control: ControlBuffer | None = None,
     ) -> None:
         params = context_params(
             n_ctx, n_batch, n_threads, n_seq_max, unified=unified, flash_attn=flash_attn
@@ -256,6 +259,11 @@ class LocalContext:
         ctx = llama_cpp.llama_init_from_model(model, params)
         if not ctx:
             raise LlamaError(f"llama.cpp could not create a context of {n_ctx} tokens")
+        try:
+            apply_control(ctx, control)
+        except BaseException:
+            llama_cpp.llama_free(ctx)
+            raise
         self._ctx: Any = ctx
         self._memory: Any = llama_cpp.llama_get_memory(ctx)
         self.n_ctx = int(llama_cpp.llama_n_ctx(ctx))

@@ -29,6 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from backend.llama.context import BatchToken, Layout, LlamaError, LocalContext, Switch, load_model
+from backend.llama.control_vector import ControlBuffer
 from backend.llama.repack_probe import repack_survives
 
 #: The fewest cells llama.cpp gives a stream (it rounds each up to a multiple).
@@ -59,6 +60,7 @@ class Contexts:
         flash_attn: Flash attention as llama.cpp decides it (else off), in every context.
         probe: A short text's tokens to check batch invariance with (see
             `batch_invariant`); empty: no check.
+        control: Control vectors every context of the model applies (None: none).
 
     Attributes:
         batch_invariant: Whether a sequence's logits beside others equal its logits
@@ -80,8 +82,10 @@ class Contexts:
         *,
         flash_attn: bool = False,
         probe: Sequence[int] = (),
+        control: ControlBuffer | None = None,
     ) -> None:
         self._model = model
+        self._control = control
         self._path = path
         self._repack = repack
         self._n_threads = n_threads
@@ -91,7 +95,9 @@ class Contexts:
         # The probe's lockstep half runs before the chat's context exists: their KV
         # caches never coexist, so the load's peak memory is the chat's alone.
         beside = self._decode_beside(probe, n_ctx) if probe else None
-        self.chat = LocalContext(model, n_ctx, n_batch, n_threads, 1, flash_attn=flash_attn)
+        self.chat = LocalContext(
+            model, n_ctx, n_batch, n_threads, 1, flash_attn=flash_attn, control=control
+        )
         self.n_ctx = self.chat.n_ctx
         self.n_vocab = self.chat.n_vocab
         self.batch_invariant: bool | None = None
@@ -149,6 +155,7 @@ class Contexts:
             n_seqs,
             unified=not layout.streams,
             flash_attn=self._flash_attn,
+            control=self._control,
         )
         self._shape = (n_seqs, self._lockstep.seq_cells, layout)
         self._active = self._lockstep

@@ -33,6 +33,7 @@ from backend.llama.context import (
     load_model,
 )
 from backend.llama.contexts import PROBE_TEXT, Contexts
+from backend.llama.control_vector import NO_STEERING, Steering, control_buffer, model_shape
 from backend.llama.ggml_devices import require_rpc
 from backend.llama.grammar import GrammarTemplates, LlamaGrammarConstraint
 from backend.llama.pieces import visible_piece
@@ -110,6 +111,8 @@ class RuntimeOptions:
             and always with RPC servers.
         repack: Let llama.cpp repack the weights for its faster batched CPU kernels:
             a sequence's logits then depend on what is decoded beside it.
+        steering: Control vectors applied to every context (`--control-vector`);
+            not with RPC servers.
     """
 
     n_ctx: int = 4096
@@ -120,6 +123,7 @@ class RuntimeOptions:
     n_seq_max: int = 4
     flash_attn: bool = False
     repack: bool = False
+    steering: Steering = NO_STEERING
 
 
 class LlamaRuntime:
@@ -151,6 +155,8 @@ class LlamaRuntime:
                 f"{path}: --repack: llama.cpp's repacked weights crash a batched decode of"
                 " this model on this CPU (its AMX kernels, in this build); run without it"
             )
+        if options.rpc and options.steering:
+            raise LlamaError("--control-vector: not with --rpc (the model's context is remote)")
         if options.rpc:
             require_rpc()
             probe_all(options.rpc)  # before llama.cpp connects (it aborts on failure)
@@ -178,6 +184,9 @@ class LlamaRuntime:
                     path, options.rpc, n_gpu_layers, n_ctx, n_batch, self.n_threads
                 )
             else:
+                control = None
+                if options.steering:
+                    control = control_buffer(options.steering, *model_shape(model))
                 try:
                     self._context = Contexts(
                         model,
@@ -189,6 +198,7 @@ class LlamaRuntime:
                         options.n_seq_max,
                         flash_attn=options.flash_attn,
                         probe=self._probe_tokens() if options.n_seq_max > 1 else (),
+                        control=control,
                     )
                 except LlamaError as error:
                     raise LlamaError(f"{path}: {error}") from None

@@ -27,6 +27,7 @@ from backend.session.phrase_bans import PhraseBans, backtracking
 from backend.session.run import Steer, StepInput, clock_now
 from backend.session.session import Session
 from sampling.errors import SamplescopeError
+from sampling.samplers.guidance import Guidance, GuidanceParams
 from sampling.settings.record import SamplerSettings
 
 #: At most this share of the context is reserved for the reply when fitting a prompt.
@@ -62,6 +63,9 @@ class SessionBackend:
         """Why the template is not the model's own (None when it is)."""
         self.prompt = PromptBuilder(model, template)
         self.session = Session(model, clock)
+        self.contrast: SessionBackend | None = None
+        """A smaller model of the same vocabulary that decodes every reply in step
+        (`--contrast-model`), or None."""
         self._info = info
 
     @property
@@ -166,7 +170,22 @@ class SessionBackend:
             steer=steer,
             rewindable=rewindable,
             layout=layout,
+            negative=lambda settings: self.negative_tokens(settings, raw),
+            companion=None if self.contrast is None else self.contrast.session,
         )
+
+    def negative_tokens(self, settings: SamplerSettings, raw: bool) -> list[int]:
+        """The negative prompt guidance steers away from, as tokens: a conversation of
+        the negative system prompt (when given) and the negative prompt as the user's
+        turn, or in completion mode (`raw`) the negative prompt as the whole document.
+        An empty negative prompt is the empty turn (in completion mode: nothing but a
+        BOS token, where the model has one)."""
+        params = settings.of(GuidanceParams)
+        if raw:
+            return self.prompt.raw_tokens(params.negative_prompt)
+        messages = [ChatMessage("system", params.negative_system)] if params.negative_system else []
+        messages.append(ChatMessage("user", params.negative_prompt))
+        return self.prompt.tokens(messages)
 
     def fit_prompt(
         self, messages: Sequence[ChatMessage], max_tokens: int, raw: bool
@@ -216,6 +235,7 @@ class SessionBackend:
         streams: int = 0,
         extra_cells: int = 0,
         hold: bool = False,
+        guidance: SamplerSettings | None = None,
     ) -> StepInput:
         """What the sampler saw at token `len(prefix)` of a reply to `messages`.
 
@@ -226,7 +246,9 @@ class SessionBackend:
         it up to the step, as they did (its own tokens come out as `prefix` again), in
         the memory layout it was decoded in. `streams` and `extra_cells` ask for a
         context of that many sequences with that much room past the step, kept after
-        it with `hold` (an explore tree grows from it).
+        it with `hold` (an explore tree grows from it). A guided step (`guidance`: the
+        settings it ran with) is rebuilt with its negative prompt beside it, and comes
+        with the negative prompt's logits (`StepInput.second`).
 
         Raises:
             SamplescopeError: The prompt or the tokens cannot be fed.
@@ -234,13 +256,22 @@ class SessionBackend:
         kept: list[StepInput] = []
         index = len(prefix)
 
-        def keep(at: int, logits: object, history: Sequence[int]) -> None:
+        def keep(at: int, logits: object, history: Sequence[int], second: object = None) -> None:
             if at == index:
-                kept.append(StepInput(np.array(logits, dtype=np.float32), tuple(history)))
+                copied = None if second is None else np.array(second, dtype=np.float32)
+                kept.append(StepInput(np.array(logits, dtype=np.float32), tuple(history), copied))
 
         layout = None
         if decoding is None:
-            lives, steer = [LiveSettings(SamplerSettings(temperature=0.0))], Steer(tuple(prefix))
+            rebuilt = SamplerSettings(temperature=0.0)
+            if guidance is not None and Guidance.is_on(guidance):
+                params = guidance.of(GuidanceParams)
+                rebuilt = rebuilt.with_changes(
+                    guidance_scale=params.guidance_scale,
+                    negative_prompt=params.negative_prompt,
+                    negative_system=params.negative_system,
+                )
+            lives, steer = [LiveSettings(rebuilt)], Steer(tuple(prefix))
             number = 0
         else:
             lives = [LiveSettings(settings) for settings in decoding.settings]
@@ -257,6 +288,8 @@ class SessionBackend:
             streams=streams,
             extra_cells=extra_cells,
             hold=hold,
+            negative=lambda settings: self.negative_tokens(settings, raw),
+            companion=None if self.contrast is None else self.contrast.session,
         )
         for _, event in generation:
             if isinstance(event, FinishedEvent) and event.error:

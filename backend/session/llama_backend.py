@@ -15,8 +15,10 @@ import numpy as np
 
 from backend.chat.protocol import ModelInfo
 from backend.chat.template import model_template
+from backend.llama.control_vector import NO_STEERING, Steering
 from backend.llama.rpc import Endpoint
 from backend.llama.runtime import LlamaRuntime, RuntimeOptions
+from backend.llama.vocab_match import check_same_vocabulary
 from backend.session.backend import SessionBackend
 from sampling.errors import SamplescopeError
 
@@ -60,6 +62,7 @@ class LlamaBackend(SessionBackend):
         n_seq_max: int | None = None,
         flash_attn: bool = False,
         repack: bool = False,
+        steering: Steering = NO_STEERING,
     ) -> LlamaBackend:
         """Validate a GGUF file, route llama.cpp's log to a file, and load the model.
 
@@ -80,6 +83,7 @@ class LlamaBackend(SessionBackend):
                 lockstep is then not exact (a sequence beside others can get other
                 tokens than alone), and a model whose repacked kernels crash a batch on
                 this CPU is refused.
+            steering: Control vectors every context applies (`--control-vector`).
 
         Raises:
             ModelFileError: The file is missing, not GGUF, truncated or corrupt.
@@ -100,14 +104,37 @@ class LlamaBackend(SessionBackend):
             tuple(rpc),
             flash_attn=flash_attn,
             repack=repack,
+            steering=steering,
         )
         if n_seq_max is not None:
             options = replace(options, n_seq_max=n_seq_max)
         return cls(LlamaRuntime(path, options), log_file)
 
     def close(self) -> None:
-        """Free the model (idempotent)."""
+        """Free the model, and the contrast model beside it (idempotent)."""
         self.runtime.close()
+        if self.contrast is not None:
+            self.contrast.close()
+
+    def add_contrast(self, small: LlamaBackend) -> None:
+        """Decode every reply in step with `small` too (`--contrast-model`).
+
+        Raises:
+            VocabularyMismatch: The vocabularies differ (the first difference named).
+            SamplescopeError: The context sizes differ.
+        """
+        names = ("the model", "the contrast model")
+        try:
+            check_same_vocabulary(self.runtime, small.runtime, names)
+            if small.runtime.n_ctx != self.runtime.n_ctx:
+                raise SamplescopeError(
+                    f"the model's context is {self.runtime.n_ctx} tokens and the contrast"
+                    f" model's {small.runtime.n_ctx}: contrast needs the same (--ctx)"
+                )
+        except SamplescopeError:
+            small.close()
+            raise
+        self.contrast = small
 
     # ---- debugging ----------------------------------------------------------------
 

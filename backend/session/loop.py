@@ -13,6 +13,11 @@ what-if's rebuilt step, a replay) runs here, over the narrow `Model` protocol:
   sampling is this loop's strategy (`backend.session.strategy`): each step it names
   the sequences' tokens and the loop decodes them, as it does for beam search's and
   explore's;
+- **a second distribution**: a sequence whose settings switch guidance on gets its
+  negative prompt decoded beside it in a sequence of its own, extended with each of its
+  tokens in the same decode (`backend.session.negative`); with a contrast model, every
+  sequence has a twin there fed the same tokens (`backend.session.contrast_model`);
+  their logits reach the sequence's sampler with each step;
 - **rewind**: between events, `Generation.rewind(number, k)` drops a sequence's last
   k tokens, from the memory and from its sampler's state, and the loop goes on from
   there, the dropped position computed again the way it was first computed.
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Generator, Iterator, Sequence
+from dataclasses import replace
 from typing import TypeVar
 
 import numpy as np
@@ -40,11 +46,21 @@ from backend.chat.events import (
 from backend.chat.protocol import LiveSettings
 from backend.error_log import logged_line
 from backend.llama.context import Layout
+from backend.session.contrast_model import NO_TWINS, Twins
+from backend.session.negative import (
+    GUIDANCE_LATE,
+    Negative,
+    NegativeSource,
+    negative_extend,
+    prefill_negative,
+)
 from backend.session.run import LoopSequence, Steer
 from backend.session.session import PromptSource, Room, Session
 from backend.session.strategy import Extend, Plan, run
 from sampling.errors import GrammarDeadEnd, SamplescopeError
 from sampling.sampler import Sampler
+from sampling.samplers.contrast import Contrast
+from sampling.samplers.guidance import Guidance
 from sampling.samplers.reasoning_budget import ReasoningBudgetParams
 
 Event = tuple[int, GenerationEvent]
@@ -74,6 +90,10 @@ class Generation:
         extra_cells: Cells each sequence needs past the prompt and max_tokens.
         hold: Keep a lockstep context after the generation (else the memory goes
             back to the chat's context when it ends).
+        negative: Gives a guided sequence's negative prompt tokens (None: no sequence
+            is guided).
+        companion: A smaller model that decodes every sequence's text in step (contrast;
+            `backend.session.contrast_model`), or None.
 
     Raises:
         SamplescopeError: No sequence, or more than the model holds.
@@ -93,21 +113,37 @@ class Generation:
         streams: int = 0,
         extra_cells: int = 0,
         hold: bool = False,
+        negative: NegativeSource | None = None,
+        companion: Session | None = None,
     ) -> None:
         if not lives:
             raise SamplescopeError("nothing to generate: no sequence asked for")
         model = session.model
-        if len(lives) > model.n_seq_max:
+        guided = [
+            number
+            for number, live in enumerate(lives)
+            if negative is not None and Guidance.is_on(live.current)
+        ]
+        if len(lives) + len(guided) > model.n_seq_max:
+            extra = f" (and {len(guided)} negative prompts beside them)" if guided else ""
             raise SamplescopeError(
-                f"{len(lives)} sequences at once: this model holds {model.n_seq_max}"
+                f"{len(lives)} sequences at once{extra}: this model holds {model.n_seq_max}"
             )
+        self.negative = negative
+        self.negatives = {number: Negative(len(lives) + k) for k, number in enumerate(guided)}
+        """Each guided sequence's negative sequence, by the sequence's number."""
+        self._told: set[int] = set()
+        """The sequences told that guidance switched on mid-reply has no negative prompt
+        (its number), or that contrast has no smaller model (-1 - its number)."""
         steer = steer or Steer()
         self.session = session
         self.prompt = prompt
         self.max_tokens = max_tokens
         self.cancel = cancel
         self.steer = steer
-        self.room = Room(layout, max(streams, len(lives)), extra_cells, hold)
+        self.room = Room(layout, max(streams, len(lives) + len(guided)), extra_cells, hold)
+        self.twins = None if companion is None else Twins(companion, len(lives))
+        """The smaller model's copies of the sequences (contrast), or None."""
         self.layout = self.room.layout or Layout(repack=model.repack)
         """How the sequences' memory is laid out (what a lockstep reply records)."""
         started = session.clock()
@@ -190,6 +226,10 @@ class Generation:
         memory = self.session.memory
         for sequence in self.sequences:
             memory.drop(sequence.seq_id)
+        for negative in self.negatives.values():
+            memory.drop(negative.seq_id)
+        if self.twins is not None:
+            self.twins.close()
         if not self.room.hold and not memory.model.lost:
             memory.reserve(1, 0)  # a lockstep context is freed: the chat's comes back
 
@@ -235,6 +275,7 @@ class Generation:
                 raise SamplescopeError(
                     f"invalid token id {forced}: expected 0 .. {model.n_vocab - 1}"
                 )
+        self._negative_prompts()
         prepared = yield from self._tagged(
             session.prepare(self.prompt, self.max_tokens, self.room, self.cancel)
         )
@@ -252,13 +293,42 @@ class Generation:
             if len(memory.tokens()) >= model.n_ctx:
                 raise SamplescopeError(f"the given tokens overflow the context of {model.n_ctx}")
             memory.append([token])
+        if self.twins is not None:
+            self.twins.prepare(prompt, self.max_tokens, self.room, steer.prefix)
+        if self.negatives:  # the prompt's logits, kept while the negative prompts go in
+            self._logits = [np.array(model.logits(-1), copy=True)]
+            for negative in self.negatives.values():
+                negative.prompt = negative.prompt or prompt[-1:]
+                prefill_negative(memory, negative, steer.prefix)
         for sequence in self.sequences:
             for token in steer.prefix:
                 eog = model.is_eog(token)
                 sequence.give(token, "" if eog else sequence.stream.feed(model.token_bytes(token)))
             if sequence.seq_id:
                 memory.fork(sequence.seq_id)
+            if self.negatives:
+                sequence.row = 0
         return True
+
+    def _negative_prompts(self) -> None:
+        """Tokenize each guided sequence's negative prompt, and make room for it.
+
+        Raises:
+            SamplescopeError: A negative prompt leaves no room for the reply.
+        """
+        if not self.negatives or self.negative is None:
+            return
+        model = self.session.model
+        longest = 0
+        for number, negative in self.negatives.items():
+            negative.prompt = self.negative(self.sequences[number].live.current)
+            if len(negative.prompt) + self.max_tokens > model.n_ctx:
+                raise SamplescopeError(
+                    f"the negative prompt's {len(negative.prompt)} tokens and"
+                    f" max_tokens={self.max_tokens} overflow the context of {model.n_ctx}"
+                )
+            longest = max(longest, len(negative.prompt))
+        self.room = replace(self.room, extra_cells=self.room.extra_cells + longest)
 
     def _decode(self) -> Generator[Event | Plan, list[np.ndarray], None]:
         """The sampled strategy: each step, every live sequence's sampled token (or
@@ -283,7 +353,18 @@ class Generation:
             ]
             if not stepping:
                 return
-            if not memory.fits({sequence.seq_id: len(sequence.pending) for sequence in stepping}):
+            partners = [
+                (sequence, negative)
+                for sequence in stepping
+                if (negative := self.negatives.get(sequence.number)) is not None
+            ]
+            beside = [
+                negative_extend(memory, negative, sequence.token_ids)
+                for sequence, negative in partners
+            ]
+            needed = {sequence.seq_id: len(sequence.pending) for sequence in stepping}
+            needed.update((extend.seq_id, len(extend.tokens)) for extend in beside)
+            if not memory.fits(needed):
                 for sequence in stepping:
                     yield (
                         sequence.number,
@@ -295,10 +376,14 @@ class Generation:
                     yield from self._finish(sequence, None)
                 return
             plan = [Extend(sequence.seq_id, tuple(sequence.pending)) for sequence in stepping]
-            self._logits = yield Plan(plan)
+            self._logits = yield Plan([*plan, *beside])
             for row, sequence in enumerate(stepping):
                 sequence.row = row
                 sequence.pending = []
+            for row, (_, negative) in enumerate(partners, start=len(stepping)):
+                negative.logits = self._logits[row]
+            if self.twins is not None:
+                self.twins.step({sequence.seq_id: sequence.token_ids for sequence in stepping})
 
     def _sample(self, sequence: LoopSequence) -> Iterator[Event]:
         session = self.session
@@ -308,8 +393,12 @@ class Generation:
         logits = self._logits[row] if row >= 0 else model.logits(-1)
         index = sequence.index
         force = self.steer.forced_at(index)
+        negative = self.negatives.get(sequence.number)
+        yield from self._missing(sequence, negative is None)
+        second = None if negative is None else negative.logits
+        small = None if self.twins is None else self.twins.logits[sequence.seq_id]
         try:
-            step = sequence.sample(logits, memory.tokens(sequence.seq_id), force)
+            step = sequence.sample(logits, memory.tokens(sequence.seq_id), force, second, small)
         except GrammarDeadEnd as dead_end:  # the reply ends; the chat is kept
             yield sequence.number, NoticeEvent(str(dead_end))
             sequence.reason, sequence.row, sequence.pending = "grammar", None, []
@@ -341,6 +430,19 @@ class Generation:
             return
         sequence.pending = []
         yield from self._finish(sequence, None)
+
+    def _missing(self, sequence: LoopSequence, alone: bool) -> Iterator[Event]:
+        """Tell a sequence once that its settings ask for a distribution it has not
+        beside it: guidance switched on mid-reply (`alone`: no negative prompt), or
+        contrast without a smaller model."""
+        settings = sequence.live.current
+        for key, missing, message in (
+            (sequence.number, alone and Guidance.is_on(settings), GUIDANCE_LATE),
+            (-1 - sequence.number, self.twins is None and Contrast.is_on(settings), NO_TWINS),
+        ):
+            if missing and key not in self._told:
+                self._told.add(key)
+                yield sequence.number, NoticeEvent(message)
 
     # ---- the end ------------------------------------------------------------------
 

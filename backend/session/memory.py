@@ -241,6 +241,14 @@ class Memory:
         starts[start:] = [max(start, s - shift) if s >= start else s for s in starts[end:]]
         return True
 
+    def open(self, seq_id: int) -> None:
+        """Make `seq_id` (not 0) an empty sequence of its own (emptied first): a prompt of
+        its own goes in next (a negative prompt beside the reply)."""
+        self.model.seq_rm(seq_id, -1, -1)
+        self._tokens[seq_id] = []
+        self._starts[seq_id] = []
+        self._shared[seq_id] = 0
+
     def fork(self, seq_id: int, src: int = 0) -> None:
         """Make `seq_id` (emptied first) share everything `src` holds."""
         self.model.seq_rm(seq_id, -1, -1)

@@ -60,10 +60,12 @@ class StepInput:
     Attributes:
         logits: A copy of the step's logits (float32, the vocabulary's length).
         history: The tokens before the step, prompt included (what penalties see).
+        second: A copy of the negative prompt's logits at the step (guidance), or None.
     """
 
     logits: np.ndarray
     history: tuple[int, ...]
+    second: np.ndarray | None = None
 
 
 def with_banned(settings: SamplerSettings, tokens: frozenset[int]) -> SamplerSettings:
@@ -80,12 +82,21 @@ def forced_step(
     history: History,
     vocabulary: Vocabulary | None = None,
     generated: int = 0,
+    second: np.ndarray | None = None,
+    small: np.ndarray | None = None,
 ) -> Step:
     """`step` with `token` taken instead of the drawn one, at its probability there
-    (a grammar's matcher comes from `vocabulary`, after the reply's `generated` tokens);
-    its logit and rank are its table row's (None when it is below the table)."""
+    (a grammar's matcher comes from `vocabulary`, after the reply's `generated` tokens;
+    guidance combines `logits` with `second`, contrast with `small`); its logit and rank
+    are its table row's (None when it is below the table)."""
     probs = probabilities(
-        logits, step.settings, history, vocabulary=vocabulary, generated=generated
+        logits,
+        step.settings,
+        history,
+        vocabulary=vocabulary,
+        generated=generated,
+        second=second,
+        small=small,
     )
     rows = np.flatnonzero(step.table.token_ids == token)
     logit = float(step.table.logits[rows[0]]) if rows.size else None
@@ -174,8 +185,17 @@ class LoopSequence:
         self.bans[index] = banned
         return banned
 
-    def sample(self, logits: object, history: Sequence[int], force: int | None) -> Step:
-        """Sample the next token (settings read now; `force` taken instead if given)."""
+    def sample(
+        self,
+        logits: object,
+        history: Sequence[int],
+        force: int | None,
+        second: np.ndarray | None = None,
+        small: np.ndarray | None = None,
+    ) -> Step:
+        """Sample the next token (settings read now; `force` taken instead if given;
+        `second`: the negative prompt's logits, for guidance; `small`: the contrast
+        model's)."""
         current = self.live.current
         banned = self.bans.get(self.index)
         if banned:
@@ -186,12 +206,17 @@ class LoopSequence:
         sampler.tail_ranks = self.live.tail_ranks
         if self.rewindable:
             self.states.append(sampler.state())
-        step = sampler.sample(logits, history)
+        step = sampler.sample(logits, history, second=second, small=small)
         sink = self.live.step_sink
         if sink is not None:
-            sink(self.index, logits, history)
+            if second is None:
+                sink(self.index, logits, history)
+            else:
+                sink(self.index, logits, history, second)
         if force is not None:
-            step = forced_step(step, force, logits, history, sampler.vocabulary, self.index)
+            step = forced_step(
+                step, force, logits, history, sampler.vocabulary, self.index, second, small
+            )
         self.sampler_us += step.elapsed_us
         return step
 

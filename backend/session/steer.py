@@ -87,6 +87,7 @@ def rebuild_step(
         max_tokens=_limit(reply),
         raw=reply.mode == "completion",
         decoding=decoding_of(reply),
+        guidance=reply.settings_at(index),
     )
     return given, notices
 
@@ -118,7 +119,7 @@ def recompute(
     given, notices = rebuild_step(backend, chat, reply, index)
     sampler = Sampler(settings, vocab_size=backend.info.n_vocab, vocabulary=backend.model)
     sampler.resume(index, recorded)
-    step = sampler.sample(given.logits, given.history, uniform=uniform)
+    step = sampler.sample(given.logits, given.history, uniform=uniform, second=given.second)
     return step, notices
 
 

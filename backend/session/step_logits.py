@@ -38,7 +38,8 @@ DEFAULT_BUDGET_BYTES = 64 * 2**20
 
 def step_bytes(step: StepInput) -> int:
     """What one kept step costs in memory: its logits' buffer and its history tuple."""
-    return int(step.logits.nbytes) + sys.getsizeof(step.history)
+    second = 0 if step.second is None else int(step.second.nbytes)
+    return int(step.logits.nbytes) + second + sys.getsizeof(step.history)
 
 
 class StepLogits:
@@ -79,8 +80,11 @@ class StepLogits:
             for index in [i for i in self._steps if i >= keep_before]:
                 self._drop(self._steps.pop(index))
 
-    def keep(self, index: int, logits: object, history: Sequence[int]) -> None:
-        """Copy step `index` in (a `LiveSettings.step_sink`; generating thread)."""
+    def keep(
+        self, index: int, logits: object, history: Sequence[int], second: object = None
+    ) -> None:
+        """Copy step `index` in (a `LiveSettings.step_sink`; generating thread), with
+        the negative prompt's logits of a guided step."""
         source = np.asarray(logits)
         with self._lock:
             buffer = self._spare_buffer(source.shape)
@@ -88,7 +92,8 @@ class StepLogits:
             buffer = np.array(source, dtype=np.float32, copy=True)
         else:
             np.copyto(buffer, source)
-        step = StepInput(buffer, tuple(history))
+        kept_second = None if second is None else np.array(second, dtype=np.float32)
+        step = StepInput(buffer, tuple(history), kept_second)
         size = step_bytes(step)
         with self._lock:
             old = self._steps.pop(index, None)
@@ -130,4 +135,5 @@ class StepLogits:
             step = self._steps.get(index)
             if step is None:
                 return None
-            return StepInput(step.logits.copy(), step.history)
+            second = None if step.second is None else step.second.copy()
+            return StepInput(step.logits.copy(), step.history, second)

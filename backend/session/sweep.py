@@ -27,6 +27,7 @@ from backend.chat.events import FinishedEvent, GenerationEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from sampling.errors import SamplescopeError
 from sampling.records import Step
+from sampling.samplers.guidance import Guidance
 from sampling.settings.record import SamplerSettings
 
 if TYPE_CHECKING:
@@ -201,6 +202,8 @@ def run_sweep(
         in_turn: One sample at a time instead of in lockstep batches.
     """
     size = 1 if in_turn else backend.model.n_seq_max
+    if any(Guidance.is_on(plan.settings_of(key)) for key in plan.keys):
+        size = max(1, size // 2)  # a guided sample's negative prompt decodes beside it
     for batch in batches(plan.keys, size):
         if cancel is not None and cancel.is_set():
             return

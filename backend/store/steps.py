@@ -12,8 +12,9 @@ to `CandidateTable` is stored without a change here:
   Columns of another kind (strings, objects) go into the JSON list as lists.
 
 - `Step.reports` (what each unit reported, by unit name) go into their own JSON
-  column (`reports`), NULL when no unit reported; they are encoded here, when the
-  step is stored, never while it is sampled.
+  column (`reports`), NULL when no unit reported (a list of tokens with a number each,
+  guidance's top tokens, as a list of [token, number] pairs, read back as a tuple of
+  pairs); they are encoded here, when the step is stored, never while it is sampled.
 
 The layout (field names and how each is packed) is stored once per reply
 (`replies.step_layout`), so the rows carry values only: with the default 20
@@ -155,6 +156,15 @@ def _scalar(value: object) -> object:
     return value
 
 
+def _figure(value: object) -> object:
+    """A reported figure as the unit reported it: a list of [token, number] pairs back
+    to a tuple of pairs (`sampling.samplers.base.TokenFigures`), a non-finite float's
+    text back to the float."""
+    if isinstance(value, list):
+        return tuple((int(token), float(number)) for token, number in value)
+    return _scalar(value)
+
+
 def _reports(text: str | None, named: dict[str, object]) -> dict[str, dict[str, object]]:
     """A row's reports: its `reports` column, or an older row's fields that held them
     (`LEGACY_FIGURES`).
@@ -167,7 +177,7 @@ def _reports(text: str | None, named: dict[str, object]) -> dict[str, dict[str, 
         if not isinstance(reports, dict) or not all(isinstance(r, dict) for r in reports.values()):
             raise ValueError("a step's reports are not a JSON object of objects")
         return {
-            str(unit): {str(k): _scalar(v) for k, v in r.items()} for unit, r in reports.items()
+            str(unit): {str(k): _figure(v) for k, v in r.items()} for unit, r in reports.items()
         }
     found: dict[str, dict[str, object]] = {}
     for field_name, (unit, figure) in LEGACY_FIGURES.items():

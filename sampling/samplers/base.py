@@ -27,8 +27,13 @@ from sampling.settings.spec import SettingSpec
 if TYPE_CHECKING:
     from sampling.settings.record import SamplerSettings
 
-Figure = float | int | bool | str | None
-"""One figure a unit reports of its step: a number, a yes/no, a short text."""
+TokenFigures = tuple[tuple[int, float], ...]
+"""Tokens with a number each, in order: a distribution's top tokens and their
+probabilities (guidance's, contrast's), or the change a unit made to each."""
+
+Figure = float | int | bool | str | TokenFigures | None
+"""One figure a unit reports of its step: a number, a yes/no, a short text, or a
+few tokens with a number each."""
 
 Report = Mapping[str, Figure]
 """What a unit reports of one step: its figures by name (`SamplerUnit.report`)."""
@@ -40,6 +45,8 @@ def figure_text(value: Figure) -> str:
         return "yes" if value else "no"
     if isinstance(value, float):
         return f"{value:.3g}" if math.isfinite(value) else str(value)
+    if isinstance(value, tuple):
+        return " ".join(f"{token}:{figure_text(number)}" for token, number in value)
     return str(value)
 
 
@@ -113,6 +120,7 @@ __all__ = [
     "Figure",
     "Report",
     "SummaryStyle",
+    "TokenFigures",
     "UnitBase",
     "declared_summary",
     "described",

@@ -45,6 +45,7 @@ from sampling.settings.spec import SettingSpec
 if TYPE_CHECKING:
     from sampling.candidates import Candidates
     from sampling.kept import Kept
+    from sampling.logits import FloatArray
     from sampling.rng import UniformSource
     from sampling.settings.record import SamplerSettings
 
@@ -69,12 +70,18 @@ class StepContext:
         recorded: When the step redoes a recorded one (a what-if of it): that
             step's reports, by unit name, from which a unit takes back the state it
             ran with (mirostat's mu, adaptive-p's target); empty otherwise.
+        second: A second distribution's logits for this step (a negative prompt's,
+            decoded beside the reply: guidance), or None.
+        small: A smaller model's logits for this step (decoding the same text in
+            step: contrast), or None.
     """
 
     source: UniformSource | None = None
     resumed_at: int | None = None
     end_of_generation: tuple[int, ...] = ()
     recorded: Mapping[str, Report] = field(default_factory=dict)
+    second: FloatArray | None = None
+    small: FloatArray | None = None
 
 
 class SamplerUnit(Protocol):

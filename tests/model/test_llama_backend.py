@@ -226,10 +226,10 @@ def test_penalties_see_the_prompt(backend: LlamaBackend, monkeypatch: pytest.Mon
     seen: list[list[int]] = []
 
     class Recording(Sampler):
-        def sample(self, logits: object, history: Any = ()) -> Any:
+        def sample(self, logits: object, history: Any = (), **given: Any) -> Any:
             # The window the penalties see (the backend hands over the whole context).
             seen.append(penalty_window(history, self.settings).tolist())
-            return super().sample(logits, history)
+            return super().sample(logits, history, **given)
 
     monkeypatch.setattr(loop_module, "Sampler", Recording)
     settings = GREEDY.with_changes(repeat_penalty=1.3, repeat_last_n=16)

@@ -61,6 +61,11 @@ FIELDS = [
     "json_schema",
     "grammar_triggers",
     "p_less",  # units that declare no rank: after those that do, in the registry's order
+    "guidance_scale",
+    "negative_prompt",
+    "negative_system",
+    "contrast_beta",
+    "contrast_alpha",
     "reasoning_budget",
     "reasoning_budget_message",
     "thinking_tags",

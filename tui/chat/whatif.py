@@ -226,7 +226,9 @@ class WhatIf:
                 uniform = (
                     fresh_uniform(live, index) if reseeded(stored.settings, live) else stored.draw
                 )
-                self.step = sampler.sample(given.logits, given.history, uniform=uniform)
+                self.step = sampler.sample(
+                    given.logits, given.history, uniform=uniform, second=given.second
+                )
             except SamplescopeError as error:
                 self.step = None
                 status = f"cannot recompute: {error}"

@@ -21,6 +21,7 @@ from sampling.analysis.loops import first_loop
 from sampling.analysis.reply_score import reply_score
 from sampling.errors import SamplescopeError
 from sampling.records import Step
+from sampling.samplers.guidance import Guidance
 from sampling.settings.record import SamplerSettings
 from sampling.settings.summary import settings_summary
 from tui.cli.options.model import add_model_flags, load_backend
@@ -134,7 +135,9 @@ def run(args: argparse.Namespace) -> int:
         raise CompareArgumentError("no PROMPT given (or use --list-presets)")
     columns = columns_from_args(args)
     messages = build_messages(args.prompt, args.system)
-    backend = load_backend(args)
+    # A guided column decodes its negative prompt beside it: one more sequence each.
+    guided = sum(Guidance.is_on(settings) for _, settings in columns)
+    backend = load_backend(args, n_seq_max=len(columns) + guided if guided else None)
     from backend.session.compare import compare  # only now: it loads llama.cpp
 
     pieces: list[list[str]] = [[] for _ in columns]

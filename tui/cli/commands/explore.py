@@ -90,7 +90,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_json_flag(parser)
     add_db_flag(parser)
     add_settings_flags(parser)
-    add_model_flags(parser)
+    add_model_flags(parser, steering=False)
     parser.set_defaults(func=run)
 
 

@@ -107,10 +107,17 @@ def model_or_hf(model: str | None, hf: str | None) -> str | None:
 
 
 def add_model_flags(
-    parser: argparse.ArgumentParser, *, ctx: int = 4096, one_sequence: bool = False
+    parser: argparse.ArgumentParser,
+    *,
+    ctx: int = 4096,
+    one_sequence: bool = False,
+    steering: bool | None = None,
 ) -> None:
     """Add `--model --hf --threads --ctx --batch --gpu-layers --rpc --repack --log` and
-    `-v` to a parser (`one_sequence`: a job of one sequence, `--no-repack` too)."""
+    `-v` to a parser (`one_sequence`: a job of one sequence, `--no-repack` too), and
+    unless `steering` is False (by default: for a job of several sequences, which
+    loads through `load_backend`), `--control-vector --control-vector-layers
+    --contrast-model`."""
     group = parser.add_argument_group("model")
     group.add_argument(
         "--model",
@@ -144,8 +151,37 @@ def add_model_flags(
     group.add_argument(
         "--log", default=None, help="llama.cpp's log file (default: the user log dir)"
     )
+    with_steering = not one_sequence if steering is None else steering
+    if with_steering:
+        add_steering_flags(group)
     parser.add_argument(
         "-v", "--verbose", action="count", default=0, help="-v: phases on stderr; -vv: every step"
+    )
+
+
+def add_steering_flags(group: Any) -> None:
+    """Add `--control-vector --control-vector-layers --contrast-model` (`load_backend`
+    reads them) to a parser or an argument group."""
+    group.add_argument(
+        "--control-vector",
+        action="append",
+        default=None,
+        metavar="FILE[:SCALE]",
+        help="steer the model's activations with a control vector (llama.cpp's GGUF format,"
+        " from its cvector-generator), scaled (default 1); repeatable: the vectors are summed",
+    )
+    group.add_argument(
+        "--contrast-model",
+        default=None,
+        metavar="PATH",
+        help="a smaller model of the same vocabulary that decodes every reply in step, for"
+        " --contrast-beta (contrastive decoding)",
+    )
+    group.add_argument(
+        "--control-vector-layers",
+        default=None,
+        metavar="A,B",
+        help="the layers the control vectors steer, A to B included (default: all)",
     )
 
 
@@ -213,6 +249,8 @@ def load_backend(
 
     if path is None:
         path = chosen_model_path(model_or_hf(args.model, getattr(args, "hf", None)))
+    from backend.llama.control_vector import steering_of
+
     started = time.perf_counter()
     backend = LlamaBackend.load(
         path,
@@ -224,7 +262,27 @@ def load_backend(
         rpc=chosen_rpc(args.rpc),
         repack=bool(getattr(args, "repack", False)) if repack is None else repack,
         n_seq_max=n_seq_max,
+        steering=steering_of(
+            getattr(args, "control_vector", None) or (),
+            getattr(args, "control_vector_layers", None),
+        ),
     )
+    contrast = getattr(args, "contrast_model", None)
+    if contrast is not None:
+        try:
+            small = LlamaBackend.load(
+                chosen_model_path(contrast),
+                n_threads=args.threads,
+                n_ctx=args.ctx,
+                n_batch=args.batch,
+                n_gpu_layers=args.gpu_layers,
+                log_path=args.log,
+                n_seq_max=n_seq_max,
+            )
+            backend.add_contrast(small)
+        except BaseException:
+            backend.close()
+            raise
     if getattr(args, "verbose", 0) >= 1:
         info = backend.info
         log(

@@ -16,6 +16,7 @@ PARTS = (
     "grammar",
     "backend",
     "compare",
+    "guidance",
     "explore",
     "sweep",
     "loops",
@@ -29,6 +30,8 @@ PARTS = (
 ONE_TABLE_PARTS = {
     "compare": ("compare", "run_compare_bench", "format_result",
                 "four columns, best of 3 alternating runs"),
+    "guidance": ("guidance", "run_guidance_bench", "format_result",
+                 "a reply with a negative prompt beside it against plain, best of 3"),
     "explore": ("explore", "run_explore_bench", "format_rows",
                 "width 3, depth 4, best of 3 alternating runs"),
     "sweep": ("sweep", "run_sweep_bench", "format_result",
@@ -57,8 +60,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "grammar, and ours at 700 next to ours at 100. backend: "
             "decode and prefill tokens/s against llama-cpp-python's own loop, and peak "
             "memory. compare: four columns in lockstep against the same columns in turn, "
-            "wall time and tokens/s per column. explore: the tree of width 3 and depth 4 in "
-            "lockstep batches against the same nodes one per llama_decode, nodes per second. "
+            "wall time and tokens/s per column. guidance: a reply with its negative prompt "
+            "decoded beside it against the same reply plain, decode tokens/s. explore: the "
+            "tree of width 3 and depth 4 in lockstep batches against the same nodes one per "
+            "llama_decode, nodes per second. "
             "sweep: a 4-setting x 4-sample grid in lockstep batches against the same samples "
             "in turn, wall time. loops: the loop watch's µs a token against the sampler's, "
             "on a real reply that loops. kld: `samplescope kld` (the model against itself, "

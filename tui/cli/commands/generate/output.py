@@ -8,6 +8,8 @@ import sys
 from dataclasses import asdict
 
 from backend.chat.events import FinishedEvent, RewindEvent
+from sampling.records import Step
+from sampling.samplers.guidance_report import report_json
 from tui.cli.commands.generate.build import GenerateRun
 from tui.cli.commands.generate.stream import StreamedReply
 from tui.cli.reply_score_json import reply_score_json
@@ -30,6 +32,18 @@ def ghosts_json(ghosts: list[RewindEvent], reply_ids: list[int]) -> list[dict[st
     ]
 
 
+def guidance_json(steps: list[Step]) -> dict[str, object]:
+    """For --json of a guided or contrasted reply: each step's report of each (both
+    distributions' top tokens, the combination's, what it raised and lowered, from
+    `Step.reports`); nothing without them."""
+    shown: dict[str, object] = {}
+    for unit in ("guidance", "contrast"):
+        reports = [step.reports.get(unit) for step in steps]
+        if any(report is not None for report in reports):
+            shown[unit] = [None if report is None else report_json(report) for report in reports]
+    return shown
+
+
 def reply_json(
     run: GenerateRun,
     reply: StreamedReply,
@@ -39,7 +53,7 @@ def reply_json(
 ) -> str:
     """The `--json` object: the text and its tokens, the settings and seed, how it
     finished, the figures, its score, the rejected attempts, the model (and the saved
-    chat's id, with --save)."""
+    chat's id, with --save), and each step's guidance and contrast reports."""
     settings = run.settings
     return json.dumps(
         {
@@ -56,6 +70,7 @@ def reply_json(
             "score": reply_score_json(reply.steps),
             "ghosts": ghosts_json(reply.ghosts, ghost_ids),
             "model": run.backend.info.path,
+            **guidance_json(reply.steps),
         },
         ensure_ascii=False,
     )
