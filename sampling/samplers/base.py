@@ -39,6 +39,15 @@ Report = Mapping[str, Figure]
 """What a unit reports of one step: its figures by name (`SamplerUnit.report`)."""
 
 
+def percent_text(value: float) -> str:
+    """A share as the probability panel writes it: "12.5%", "100%", "0.0%", "0"."""
+    if value >= 0.9995:
+        return "100%"
+    if value < 0.0005:
+        return "0.0%" if value > 0 else "0"
+    return f"{value * 100:.1f}%"
+
+
 def figure_text(value: Figure) -> str:
     """A figure as the panel shows it: numbers to 3 significant digits."""
     if isinstance(value, bool) or value is None:
@@ -127,6 +136,7 @@ __all__ = [
     "description",
     "figure_text",
     "is_switch",
+    "percent_text",
     "specs_say_on",
     "summary_of",
     "summary_part",

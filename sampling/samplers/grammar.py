@@ -32,7 +32,7 @@ from sampling.candidates import Candidates
 from sampling.constraint import ConstraintSource, GrammarSpec, TokenConstraint
 from sampling.errors import GrammarDeadEnd, GrammarError
 from sampling.ordering import sort_descending
-from sampling.samplers.base import Report, UnitBase
+from sampling.samplers.base import Report, UnitBase, percent_text
 from sampling.samplers.unit import UnitKind, UnitState
 from sampling.settings.params import setting, specs_of
 from sampling.settings.placement import CONSTRAINT, Placement
@@ -230,7 +230,7 @@ class Grammar(UnitBase):
         if not isinstance(removed, float | int):
             return name
         kept = 1.0 - removed
-        shown = f"all but {kept * 100:.2g}%" if 0.0 < kept < 0.01 else _percent(removed)
+        shown = f"all but {kept * 100:.2g}%" if 0.0 < kept < 0.01 else percent_text(removed)
         line = f"{name} removed {shown}"
         if removed == 0.0:
             lazy = spec is not None and spec.triggers
@@ -298,12 +298,3 @@ class Grammar(UnitBase):
         if isinstance(state, GrammarState):
             self.generated = state.generated
             self.restored = state
-
-
-def _percent(value: float) -> str:
-    """A share as the probability panel writes it: "12.5%", "100%", "0.0%", "0"."""
-    if value >= 0.9995:
-        return "100%"
-    if value < 0.0005:
-        return "0.0%" if value > 0 else "0"
-    return f"{value * 100:.1f}%"

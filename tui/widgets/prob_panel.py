@@ -14,7 +14,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from sampling.records import Candidate, Step
-from sampling.samplers.base import description
+from sampling.samplers.base import description, percent_text
 from sampling.samplers.logit_bias import LogitBiasParams
 from sampling.samplers.temperature import TemperatureParams
 from sampling.settings.record import SamplerSettings
@@ -32,14 +32,6 @@ def _fit(piece: str, width: int) -> str:
     if len(piece) > width:
         return piece[: width - 1] + "…"
     return f"{piece:<{width}}"
-
-
-def _percent(value: float) -> str:
-    if value >= 0.9995:
-        return "100%"
-    if value < 0.0005:
-        return "0.0%" if value > 0 else "0"
-    return f"{value * 100:.1f}%"
 
 
 class ProbPanel(Widget):
@@ -156,7 +148,7 @@ class ProbPanel(Widget):
         before = min(round(candidate.prob_before * bar_width), bar_width)
         both = min(before, after)
         if candidate.kept:
-            shown_after = _percent(candidate.prob_after)
+            shown_after = percent_text(candidate.prob_after)
         else:
             shown_after = row_label(removed_by) if removed_by else "—"
         marker = (
@@ -174,7 +166,7 @@ class ProbPanel(Widget):
             ("▒" * (after - both), bar_colour),  # the filters' renormalising gain
             ("░" * (before - both), "grey50"),  # the mass the filters took
             (" " * (bar_width - max(before, after) + 1), ""),
-            (f"{_percent(candidate.prob_before):>{_NUMBER_WIDTH}} ", "grey70"),
+            (f"{percent_text(candidate.prob_before):>{_NUMBER_WIDTH}} ", "grey70"),
             (f"{shown_after:>{_NUMBER_WIDTH}}", "bold" if candidate.kept else "grey50"),
         ]
 

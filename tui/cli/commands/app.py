@@ -182,6 +182,11 @@ def run_app(argv: list[str]) -> int:
     except (SettingsError, RpcError, HfFetchError) as error:
         print(f"samplescope: {error}", file=sys.stderr)
         return 2
+    return run_until_quit(app)
+
+
+def run_until_quit(app: SamplescopeApp) -> int:
+    """Run the app until it quits, then free its model and close its store; exit code 0."""
     try:
         app.run()
     finally:

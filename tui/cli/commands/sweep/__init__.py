@@ -316,7 +316,7 @@ def read_result(path: Path) -> SweepResult:
 
 def view(args: argparse.Namespace, result: SweepResult) -> int:
     """Open the app (on the sweep's model and chat database) on the sweep's screen."""
-    from tui.cli.commands.app import build_app, build_app_parser
+    from tui.cli.commands.app import build_app, build_app_parser, run_until_quit
     from tui.sweep.command import open_sweep
 
     argv = ["--model", result.model, "--ctx", str(args.ctx), "--batch", str(args.batch)]
@@ -327,10 +327,4 @@ def view(args: argparse.Namespace, result: SweepResult) -> int:
         store_path=args.db,
         on_start=lambda app: open_sweep(app, result),
     )
-    try:
-        app.run()
-    finally:
-        app.close_backend()
-        if app.store is not None:
-            app.store.close()
-    return 0
+    return run_until_quit(app)
