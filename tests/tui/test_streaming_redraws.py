@@ -137,6 +137,8 @@ async def test_the_transcript_follows_the_last_line_not_the_room_below_it() -> N
         before = view.virtual_region.y
         note = transcript.add_note("a notice")
         await wait_until(pilot, lambda: view.virtual_region.y > before)  # laid out below it
+        # ... and followed: the scroll that keeps the text in view lands after the layout.
+        await wait_until(pilot, lambda: transcript.scroll_y >= text_bottom() - viewport)
         assert transcript.children.index(note) < transcript.children.index(view)
         assert text_bottom() - viewport <= transcript.scroll_y <= text_bottom() - viewport + jump
         # The room below the text is not scrolled into: the end is one jump past it.
