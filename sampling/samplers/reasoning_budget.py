@@ -215,7 +215,7 @@ class ReasoningBudget(UnitBase):
     draws: ClassVar[bool] = False
     settings: ReasoningBudgetParams
     rules: BudgetRules | None = None
-    taken: tuple[int, ...] = ()
+    taken: list[int] = field(default_factory=list)
     machine: BudgetMachine = field(default_factory=BudgetMachine)
     restored: BudgetSnapshot | None = None
     forcing: bool = False
@@ -290,17 +290,19 @@ class ReasoningBudget(UnitBase):
             self.restored = None
             prefix = _as_tuple(history[: restored.taken])
             if len(prefix) == restored.taken and hash(prefix) == restored.digest:
-                self.taken, self.machine = prefix, restored.machine
+                self.taken, self.machine = list(prefix), restored.machine
         taken = self.taken
-        if len(history) < len(taken) or _as_tuple(history[: len(taken)]) != taken:
-            taken, self.machine = (), BudgetMachine()
+        # A list's own comparison, no copy of the history a step: as the grammar does.
+        if len(history) < len(taken) or _as_list(history[: len(taken)]) != taken:
+            taken.clear()
+            self.machine = BudgetMachine()
         machine = self.machine
-        fresh = _as_tuple(history[len(taken) :])
+        fresh = _as_list(history[len(taken) :])
         for token in fresh:
             complete = vocabulary is None or utf8_is_complete(vocabulary.token_bytes(token))
             machine = machine.accept(token, complete, rules)
         self.machine = machine
-        self.taken = (*taken, *fresh)
+        taken.extend(fresh)
 
     def accept(self, token: int, prob: float) -> None:
         """Nothing yet: the machine takes the token from the history at the next step
@@ -309,7 +311,7 @@ class ReasoningBudget(UnitBase):
 
     def reset(self) -> None:
         """A new reply: the machine starts afresh (the prompt is fed again)."""
-        self.taken = ()
+        self.taken = []
         self.machine = BudgetMachine()
         self.restored = None
 
@@ -320,7 +322,9 @@ class ReasoningBudget(UnitBase):
             return self.restored
         forced_total = 0 if self.rules is None else len(self.rules.forced)
         taken = self.taken
-        return BudgetSnapshot(self.settings, len(taken), hash(taken), self.machine, forced_total)
+        return BudgetSnapshot(
+            self.settings, len(taken), hash(tuple(taken)), self.machine, forced_total
+        )
 
     def restore(self, state: UnitState) -> None:
         """Take a state of this budget; start afresh otherwise (the history is then fed
@@ -349,6 +353,13 @@ class ReasoningBudget(UnitBase):
         del settings
         line = f"reasoning budget: {report.get('status', '')}"
         return line + " · forced" if report.get("forced") else line
+
+
+def _as_list(tokens: History) -> list[int]:
+    """Token ids as a list of ints (a list is taken as it is)."""
+    if isinstance(tokens, np.ndarray):
+        return [int(token) for token in tokens.tolist()]
+    return tokens if isinstance(tokens, list) else list(tokens)
 
 
 def _as_tuple(tokens: History) -> tuple[int, ...]:
