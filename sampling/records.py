@@ -9,6 +9,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sampling.samplers.base import Figure, Report
+from sampling.sections import Section
 from sampling.settings.record import SamplerSettings
 
 CutBy = str
@@ -117,6 +118,8 @@ class Step:
             its figures by name (mirostat's "mu", adaptive-p's "target", the
             grammar's "removed" and "forced", guidance's and contrast's two
             distributions' top tokens; `SamplerUnit.report`).
+        section: Whether the token belongs to the thinking or the answer
+            (`sampling.sections`); the answer for a model that does not think.
     """
 
     token_id: int
@@ -134,6 +137,7 @@ class Step:
     logit: float | None = field(default=None, compare=False)
     rank: int | None = field(default=None, compare=False)
     reports: Mapping[str, Report] = field(default_factory=dict, hash=False)
+    section: Section = Section.ANSWER
 
     def figure(self, unit: str, name: str) -> Figure:
         """The figure `name` the unit `unit` reported of this step (None when it did

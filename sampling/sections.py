@@ -18,13 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from sampling.errors import SettingsError
 
 
-class Section(Enum):
-    """The two kinds of section of a reply."""
+class Section(StrEnum):
+    """The two kinds of section of a reply (a string, as a step's row stores it)."""
 
     THINKING = "thinking"
     ANSWER = "answer"
