@@ -17,6 +17,7 @@ PARTS = (
     "backend",
     "compare",
     "guidance",
+    "thinking",
     "explore",
     "sweep",
     "loops",
@@ -32,6 +33,8 @@ ONE_TABLE_PARTS = {
                 "four columns, best of 3 alternating runs"),
     "guidance": ("guidance", "run_guidance_bench", "format_result",
                  "a reply with a negative prompt beside it against plain, best of 3"),
+    "thinking": ("thinking", "run_thinking_bench", "format_result",
+                 "a reply that thinks, budget counting, against plain, best of 3"),
     "explore": ("explore", "run_explore_bench", "format_rows",
                 "width 3, depth 4, best of 3 alternating runs"),
     "sweep": ("sweep", "run_sweep_bench", "format_result",
@@ -61,7 +64,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "decode and prefill tokens/s against llama-cpp-python's own loop, and peak "
             "memory. compare: four columns in lockstep against the same columns in turn, "
             "wall time and tokens/s per column. guidance: a reply with its negative prompt "
-            "decoded beside it against the same reply plain, decode tokens/s. explore: the "
+            "decoded beside it against the same reply plain, decode tokens/s. thinking: a reply "
+            "that thinks, with the reasoning budget counting and its sections tracked, against "
+            "the same reply plain, decode tokens/s. explore: the "
             "tree of width 3 and depth 4 in lockstep batches against the same nodes one per "
             "llama_decode, nodes per second. "
             "sweep: a 4-setting x 4-sample grid in lockstep batches against the same samples "
