@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import IO
 
 import llama_cpp
-import platformdirs
 
+from backend.error_log import log_dir
 from backend.private_files import private_file, private_folder
 from sampling.errors import SamplescopeError
 
@@ -40,8 +40,10 @@ _recent: deque[str] = deque(maxlen=50)  # recent warnings and errors, for error 
 
 
 def default_log_path() -> Path:
-    """``<user log dir>/llama.log``, e.g. ``~/.local/state/samplescope/log/llama.log``."""
-    return Path(platformdirs.user_log_dir("samplescope")) / "llama.log"
+    """``llama.log`` in samplescope's log folder (`backend.error_log.log_dir`: the
+    ``SAMPLESCOPE_LOG_DIR`` environment variable, else e.g.
+    ``~/.local/state/samplescope/log``), beside ``errors.log``."""
+    return log_dir() / "llama.log"
 
 
 def _on_log(level: int, text: bytes | None, _user_data: ctypes.c_void_p) -> None:

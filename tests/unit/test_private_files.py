@@ -168,3 +168,13 @@ def test_llama_cpps_log_beside_the_errors_log_is_private_too(tmp_path: Path) -> 
 
     log = install_llama_log(tmp_path / "logs" / "llama.log")
     assert mode(log.parent) == 0o700 and mode(log) == 0o600
+
+
+def test_llama_log_goes_to_the_log_folder_the_environment_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """llama.cpp's log lives beside errors.log, in SAMPLESCOPE_LOG_DIR when it is set."""
+    from backend.llama.log import default_log_path
+
+    monkeypatch.setenv("SAMPLESCOPE_LOG_DIR", str(tmp_path / "logs"))
+    assert default_log_path() == tmp_path / "logs" / "llama.log"
