@@ -21,6 +21,24 @@ def score_label(score: ReplyScore | None) -> str:
     return " · ".join(parts)
 
 
+def section_score_line(score: ReplyScore | None) -> str:
+    """E.g. "thinking: 120 tokens, logp/token −0.74, ppl 2.10; answer: 30 tokens, …": each
+    section's length and figures (`generate -v`); "" for a reply that does not think."""
+    parts = []
+    for kind, section in score.sections if score is not None else ():
+        logprob = section.logprob_raw
+        if logprob is None:
+            parts.append(f"{kind}: {_tokens(section.n_tokens)}")
+            continue
+        per_token = logprob / section.n_tokens
+        text = f"{per_token:.3f}".replace("-", "−") if math.isfinite(per_token) else "−∞"
+        parts.append(
+            f"{kind}: {_tokens(section.n_tokens)}, logp/token {text},"
+            f" {perplexity_label(logprob, section.n_tokens)}"
+        )
+    return "; ".join(parts)
+
+
 def logprob_label(logprob: float, n_tokens: int) -> str:
     """The label of `n_tokens` tokens whose raw log-probabilities sum to `logprob`."""
     if not math.isfinite(logprob):
@@ -36,6 +54,10 @@ def perplexity_label(logprob: float, n_tokens: int) -> str:
         return "ppl ∞"
     perplexity = math.exp(-logprob / max(n_tokens, 1))
     return f"ppl {perplexity:.{_digits(perplexity)}f}"
+
+
+def _tokens(count: int) -> str:
+    return f"{count} token{'' if count == 1 else 's'}"
 
 
 def _digits(value: float) -> int:

@@ -5,11 +5,19 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from backend.chat.events import TokenEvent
+from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.session.llama_backend import LlamaBackend
+from sampling.analysis.reply_score import reply_score
+from sampling.sections import Section, SectionState, SectionTracker
+from sampling.settings.record import SamplerSettings
 from tui.cli.main import main
+from tui.cli.reply_score_json import reply_score_json
 
 THOUGHT = (
     "<think>\nThe user greets me. I should greet them back and offer help.\n</think>\n"
@@ -129,3 +137,33 @@ def test_kld_gives_each_section_s_figures(
     )
     out = capsys.readouterr().out
     assert "====== By section ======" in out and "\nthinking: " in out and "\nanswer  : " in out
+
+
+def test_a_reply_of_the_thinking_model_is_scored_by_section(thinking_model_path: Path) -> None:
+    """The reply's steps get their sections from the tracker over the bytes its tokens
+    spell, the prompt's thinking open (the template opens it); each section's score
+    is that of its own steps, and the two make the whole."""
+    backend = LlamaBackend.load(thinking_model_path, n_threads=1, n_ctx=512, n_batch=64)
+    try:
+        events = backend.generate(
+            [ChatMessage("user", "What is 2 + 2? Think briefly, then answer.")],
+            LiveSettings(SamplerSettings(temperature=0.0)),
+            max_tokens=48,
+        )
+        steps = [event.step for event in events if isinstance(event, TokenEvent)]
+        pieces = [backend.runtime.token_bytes(step.token_id) for step in steps]
+    finally:
+        backend.close()
+    tracker = SectionTracker.of("<think>", ["</think>"])
+    kinds = tracker.sections(SectionState(thinking=True), pieces)
+    steps = [replace(step, section=kind) for step, kind in zip(steps, kinds, strict=True)]
+    score = reply_score(steps)
+    assert score is not None and score.thinking is not None and score.logprob_raw is not None
+    parts = [part for _, part in score.sections]
+    assert sum(part.n_tokens for part in parts) == score.n_tokens == len(steps)
+    assert math.fsum(part.logprob_raw or 0.0 for part in parts) == pytest.approx(score.logprob_raw)
+    thinking = [step for step in steps if step.section is Section.THINKING]
+    alone = reply_score(thinking)
+    assert alone is not None and score.thinking == replace(alone, thinking=None, answer=None)
+    values = reply_score_json(steps)
+    assert values is not None and values["thinking"]["n_tokens"] == len(thinking)

@@ -13,7 +13,7 @@ from tests.helpers import chat_of, nth_reply_finished, type_message
 from tests.section_steps import A, T, steps_of
 from tui.app import SamplescopeApp
 from tui.chat.reply_view import ReplyView
-from tui.score_label import score_label
+from tui.score_label import score_label, section_score_line
 
 pytestmark = pytest.mark.anyio
 
@@ -86,3 +86,13 @@ async def test_the_score_is_never_broken_across_lines() -> None:
         lines = view.plain_text().rstrip().splitlines()
         logp, ppl = expected.split(" · ")
         assert lines[-2].endswith(logp) and lines[-1] in (f"· {ppl}", ppl), lines[-2:]
+
+
+def test_generate_v_s_line_of_the_sections() -> None:
+    steps = steps_of([1, 2, 3, 4], [math.exp(-2)] * 3 + [math.exp(-1)], [T, T, T, A])
+    assert section_score_line(reply_score(steps)) == (
+        "thinking: 3 tokens, logp/token −2.000, ppl 7.39; answer: 1 token, logp/token −1.000,"
+        " ppl 2.72"
+    )
+    assert section_score_line(reply_score(steps_of([1], [0.5], [A]))) == ""
+    assert section_score_line(None) == ""
