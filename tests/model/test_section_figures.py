@@ -1,5 +1,6 @@
-"""`score` and `kld` of a text that thinks, on the default model with a thinking chat
-template (tests/thinking_models.py): each section's figures, from the tokens' own."""
+"""Figures by section on the default model with a thinking chat template
+(tests/thinking_models.py): `score` and `kld` of a text that thinks, and a reply's score
+and sweep figures, each section's from its tokens' own."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from backend.chat.events import TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.llama_backend import LlamaBackend
 from sampling.analysis.reply_score import reply_score
+from sampling.analysis.sweep_metrics import sample_figures, setting_metrics
+from sampling.records import Step
 from sampling.sections import Section, SectionState, SectionTracker
 from sampling.settings.record import SamplerSettings
 from tui.cli.main import main
@@ -139,15 +142,16 @@ def test_kld_gives_each_section_s_figures(
     assert "====== By section ======" in out and "\nthinking: " in out and "\nanswer  : " in out
 
 
-def test_a_reply_of_the_thinking_model_is_scored_by_section(thinking_model_path: Path) -> None:
-    """The reply's steps get their sections from the tracker over the bytes its tokens
-    spell, the prompt's thinking open (the template opens it); each section's score
-    is that of its own steps, and the two make the whole."""
+@pytest.fixture(scope="module")
+def thinking_steps(thinking_model_path: Path) -> list[Step]:
+    """A greedy reply of the thinking model, its thinking ended by a budget of 8 tokens,
+    its steps' sections from the tracker over the bytes its tokens spell, the prompt's
+    thinking open (the template opens it)."""
     backend = LlamaBackend.load(thinking_model_path, n_threads=1, n_ctx=512, n_batch=64)
     try:
         events = backend.generate(
             [ChatMessage("user", "What is 2 + 2? Think briefly, then answer.")],
-            LiveSettings(SamplerSettings(temperature=0.0)),
+            LiveSettings(SamplerSettings(temperature=0.0, reasoning_budget=8)),
             max_tokens=48,
         )
         steps = [event.step for event in events if isinstance(event, TokenEvent)]
@@ -156,9 +160,15 @@ def test_a_reply_of_the_thinking_model_is_scored_by_section(thinking_model_path:
         backend.close()
     tracker = SectionTracker.of("<think>", ["</think>"])
     kinds = tracker.sections(SectionState(thinking=True), pieces)
-    steps = [replace(step, section=kind) for step, kind in zip(steps, kinds, strict=True)]
+    return [replace(step, section=kind) for step, kind in zip(steps, kinds, strict=True)]
+
+
+def test_a_reply_of_the_thinking_model_is_scored_by_section(thinking_steps: list[Step]) -> None:
+    """Each section's score is that of its own steps, and the two make the whole."""
+    steps = thinking_steps
     score = reply_score(steps)
-    assert score is not None and score.thinking is not None and score.logprob_raw is not None
+    assert score is not None and score.thinking is not None and score.answer is not None
+    assert score.logprob_raw is not None
     parts = [part for _, part in score.sections]
     assert sum(part.n_tokens for part in parts) == score.n_tokens == len(steps)
     assert math.fsum(part.logprob_raw or 0.0 for part in parts) == pytest.approx(score.logprob_raw)
@@ -167,3 +177,17 @@ def test_a_reply_of_the_thinking_model_is_scored_by_section(thinking_model_path:
     assert alone is not None and score.thinking == replace(alone, thinking=None, answer=None)
     values = reply_score_json(steps)
     assert values is not None and values["thinking"]["n_tokens"] == len(thinking)
+
+
+def test_a_sweep_sample_of_the_thinking_model_by_section(thinking_steps: list[Step]) -> None:
+    figures = sample_figures(0, 0, thinking_steps, "", "max_tokens")
+    thinking, answer = figures.sections
+    assert thinking.n_tokens + answer.n_tokens == figures.n_tokens == len(thinking_steps)
+    assert thinking.n_tokens == sum(s.section is Section.THINKING for s in thinking_steps)
+    assert figures.logprob_raw is not None
+    assert math.fsum([thinking.logprob_raw or 0.0, answer.logprob_raw or 0.0]) == pytest.approx(
+        figures.logprob_raw
+    )
+    metrics = setting_metrics([figures], 0)
+    assert metrics.thinking_length is not None and metrics.answer_length is not None
+    assert metrics.thinking_length.mean + metrics.answer_length.mean == len(thinking_steps)
