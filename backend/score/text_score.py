@@ -10,6 +10,9 @@ by `stride`: the first window scores every token it holds, each later one only t
 `stride` tokens past the previous window, each with at least `window - stride` tokens
 before it. With a BOS token, every window begins with it (as `llama-perplexity`
 does), so the first token of the text is scored too.
+
+A text with thinking tags (`backend.score.text_sections`) is scored whole and by
+section: each section's scored tokens, log-probability and perplexity.
 """
 
 from __future__ import annotations
@@ -18,8 +21,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from backend.llama.utf8 import Utf8Stream
+from backend.score.text_sections import text_sections
+from sampling.analysis.section_sums import SectionSum, section_sums
 from sampling.analysis.token_scores import perplexity, score_rows
 from sampling.errors import SamplescopeError
+from sampling.sections import Section, SectionTracker
 
 if TYPE_CHECKING:
     from backend.llama.runtime import LlamaRuntime
@@ -73,12 +79,14 @@ class TextScore:
         window: Tokens per window (BOS included).
         stride: How far each window advances (0: one window held the whole text).
         bos: Whether each window began with a BOS token.
+        sections: Each token's section when the text has a thinking; empty when not.
     """
 
     tokens: tuple[TokenScore, ...]
     window: int
     stride: int
     bos: bool
+    sections: tuple[Section, ...] = ()
 
     @property
     def n_tokens(self) -> int:
@@ -95,6 +103,13 @@ class TextScore:
         """exp(−mean log-probability) over the scored tokens."""
         return perplexity(self.logprob, self.n_tokens)
 
+    def section_logprobs(self) -> tuple[SectionSum, ...]:
+        """The thinking's scored tokens and their log-probability, then the answer's;
+        none for a text that does not think."""
+        if not self.sections:
+            return ()
+        return section_sums(self.sections, (token.logprob for token in self.tokens))
+
 
 def score_text(
     backend: LlamaBackend,
@@ -103,6 +118,7 @@ def score_text(
     window: int | None = None,
     stride: int | None = None,
     top_n: int = TOP_ALTERNATIVES,
+    tracker: SectionTracker | None = None,
 ) -> TextScore:
     """Score `text` (tokenized as plain text, no special markers) with `runtime`'s model.
 
@@ -115,6 +131,7 @@ def score_text(
         window: Tokens per window (default and most: the context size).
         stride: How far windows advance; None: the text must fit in one window.
         top_n: Alternatives kept per token.
+        tracker: The thinking's tags, to score each section apart (None: not).
 
     Raises:
         ScoreError: The text is empty, has nothing to score, or is longer than one
@@ -160,7 +177,8 @@ def score_text(
             _score_window(backend, prefix, tokens, start, end, scored, top_n)
     finally:
         backend.reset()
-    return TextScore(_token_scores(runtime, tokens, scored), size, step, bool(prefix))
+    sections = text_sections(tracker, text, (runtime.token_bytes(t) for t in tokens))
+    return TextScore(_token_scores(runtime, tokens, scored), size, step, bool(prefix), sections)
 
 
 def _window_starts(n_tokens: int, per_window: int, stride: int) -> list[int]:

@@ -1,7 +1,10 @@
 """Repetition loops watched for while a reply is generated: marked, or stopped.
 
 Each sequence's tokens (a branch's given tokens included) go through a
-`sampling.analysis.loops.LoopWatch` as they come, at a few µs a token. When the reply's loop
+`sampling.analysis.section_loops.SectionLoopWatch` as they come, at a few µs a token:
+a thinking model's thinking and answer are watched apart (a loop never spans the end of
+the thinking), and a loop says which it is in. A given token's section is the one of the
+first token sampled after it. When the reply's loop
 changes (one forms, it grows by a copy, a rewind takes it back) a `LoopEvent` says
 so right after the token; the FinishedEvent carries the latest loop found. In "stop"
 mode the sequence ends after the token that completes a loop (finish reason "loop"),
@@ -15,7 +18,9 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal, get_args
 
 from backend.chat.events import FinishedEvent, LoopEvent, RewindEvent, TokenEvent
-from sampling.analysis.loops import LoopRule, LoopWatch
+from sampling.analysis.loops import LoopRule
+from sampling.analysis.section_loops import SectionLoopWatch
+from sampling.sections import Section
 
 if TYPE_CHECKING:
     from backend.session.loop import Event, Generation
@@ -58,16 +63,21 @@ def watching(
     Pass the phrase bans' events (`backend.session.phrase_bans.backtracking`) as
     `events` when both run: a rewind restarts the watch from the tokens kept.
     """
-    watches: dict[int, LoopWatch] = {}
+    watches: dict[int, SectionLoopWatch] = {}
+    sections: dict[int, list[Section]] = {}  # each sequence's tokens' sections
     for number, event in generation if events is None else events:
         if isinstance(event, TokenEvent):
             watch = watches.get(number)
             if watch is None:
-                watch = watches[number] = LoopWatch(guard.rule)
+                watch = watches[number] = SectionLoopWatch(guard.rule)
             before = watch.last
+            kinds = sections.setdefault(number, [])
+            section = event.step.section
             if watch.length != event.index:  # a branch's given tokens
-                watch.restart(generation.sequences[number].token_ids[: event.index])
-            found = watch.push(event.step.token_id)
+                given = generation.sequences[number].token_ids[: event.index]
+                watch.restart(given, _aligned(kinds, len(given), section))
+            kinds.append(section)
+            found = watch.push(event.step.token_id, section)
             yield number, event
             if watch.last != before:
                 yield number, LoopEvent(watch.last)
@@ -78,7 +88,8 @@ def watching(
             watch = watches.get(number)
             if watch is not None:
                 before = watch.last
-                watch.restart(generation.sequences[number].token_ids[: event.index])
+                kept = generation.sequences[number].token_ids[: event.index]
+                watch.restart(kept, _aligned(sections[number], len(kept), Section.ANSWER))
                 if watch.last != before:
                     yield number, LoopEvent(watch.last)
         elif isinstance(event, FinishedEvent):
@@ -86,3 +97,11 @@ def watching(
             yield number, replace(event, loop=None if watch is None else watch.last)
         else:
             yield number, event
+
+
+def _aligned(kinds: list[Section], length: int, fill: Section) -> list[Section]:
+    """`kinds` cut or filled with `fill` to `length` sections (in place): the sections
+    of the tokens a watch restarts from."""
+    del kinds[length:]
+    kinds.extend([fill] * (length - len(kinds)))
+    return kinds

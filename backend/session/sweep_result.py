@@ -17,11 +17,13 @@ from sampling.analysis.sweep_metrics import (
     DEFAULT_TOP_K,
     Estimate,
     SampleFigures,
+    SectionFigures,
     SettingMetrics,
     sample_figures,
     setting_metrics,
 )
 from sampling.errors import SamplescopeError
+from sampling.sections import Section
 from sampling.settings.record import SamplerSettings
 from sampling.settings.registry import registry
 
@@ -112,6 +114,7 @@ class SampleRecord:
             "logprob_raw": f.logprob_raw,
             "outside_top_k": f.outside_top_k,
             "looped": f.looped,
+            **({"sections": [section_json(part) for part in f.sections]} if f.thinks else {}),
         }
 
     @classmethod
@@ -126,6 +129,7 @@ class SampleRecord:
             outside_top_k=int(values["outside_top_k"]),
             finish_reason=str(values["finish_reason"]),
             looped=bool(values.get("looped", False)),
+            sections=tuple(section_from_json(part) for part in values.get("sections", ())),
         )
         chat = values.get("chat_id")
         return cls(
@@ -135,6 +139,28 @@ class SampleRecord:
             tuple(int(t) for t in values["token_ids"]),
             None if chat is None else int(chat),
         )
+
+
+def section_json(figures: SectionFigures) -> dict[str, Any]:
+    """A sample's section as a JSON object."""
+    return {
+        "kind": str(figures.kind),
+        "n_tokens": figures.n_tokens,
+        "logprob_raw": figures.logprob_raw,
+        "looped": figures.looped,
+    }
+
+
+def section_from_json(values: dict[str, Any]) -> SectionFigures:
+    """A sample's section from its JSON object (KeyError, TypeError, ValueError if
+    malformed)."""
+    logprob = values["logprob_raw"]
+    return SectionFigures(
+        Section(values["kind"]),
+        int(values["n_tokens"]),
+        None if logprob is None else float(logprob),
+        bool(values["looped"]),
+    )
 
 
 def record_of(sample: SweepSample, chat_id: int | None, top_k: int) -> SampleRecord:
@@ -174,6 +200,15 @@ METRIC_NAMES = (
     "distinct_3",
     "distinct_4",
 )
+#: The sections' figures of a setting, given when a sample of the sweep thinks.
+SECTION_METRIC_NAMES = (
+    "thinking_length",
+    "answer_length",
+    "thinking_loop_rate",
+    "answer_loop_rate",
+    "thinking_logprob",
+    "answer_logprob",
+)
 
 
 @dataclass(frozen=True)
@@ -212,6 +247,17 @@ class SweepResult:
         return tuple(
             setting_metrics(done, index, self.top_k) for index in range(len(self.plan.settings))
         )
+
+    @property
+    def thinks(self) -> bool:
+        """Whether a sample thinks (then each setting has its sections' figures)."""
+        return any(sample.figures.thinks for sample in self.samples)
+
+    @property
+    def metric_names(self) -> tuple[str, ...]:
+        """The figures each setting has, by name: the sections' too when a sample
+        thinks."""
+        return METRIC_NAMES + (SECTION_METRIC_NAMES if self.thinks else ())
 
     @property
     def temperature_order(self) -> str:
@@ -257,7 +303,8 @@ class SweepResult:
                     "finish_reasons": metrics[index].finish_reasons,
                     "on_frontier": index in frontier,
                     "metrics": {
-                        name: estimate_json(metric(metrics[index], name)) for name in METRIC_NAMES
+                        name: estimate_json(metric(metrics[index], name))
+                        for name in self.metric_names
                     },
                 }
                 for index, setting in enumerate(plan.settings)

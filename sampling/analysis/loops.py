@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from sampling.sections import Section
+
 DEFAULT_MIN_PERIOD = 1
 DEFAULT_MAX_PERIOD = 128
 """The longest loop looked for, in tokens (a few lines of text)."""
@@ -113,11 +115,15 @@ class Loop:
             tokens repeat with this period (each token from `start + period` on equals
             the one a period before it).
         count: How many whole copies the tail holds (at least the rule's min_count).
+        section: The section of the reply it lies in: a loop never spans the thinking's
+            end (`sampling.analysis.section_loops`); the answer for a reply that does
+            not think.
     """
 
     period: int
     start: int
     count: int
+    section: Section = Section.ANSWER
 
     @property
     def end(self) -> int:
@@ -128,9 +134,22 @@ class Loop:
         """Which copy (0-based) token `index` lies in."""
         return (index - self.start) // self.period
 
-    def to_dict(self) -> dict[str, int]:
-        """The loop as JSON (`--json`, the store)."""
-        return {"period": self.period, "start": self.start, "count": self.count}
+    @property
+    def section_note(self) -> str:
+        """ " in the thinking" for a loop in the thinking, else "" (for its labels)."""
+        return " in the thinking" if self.section is Section.THINKING else ""
+
+    def to_dict(self) -> dict[str, int | str]:
+        """The loop as JSON (`--json`, the store): "section" only for a loop in the
+        thinking (a loop without it is in the answer, as loops stored before read)."""
+        values: dict[str, int | str] = {
+            "period": self.period,
+            "start": self.start,
+            "count": self.count,
+        }
+        if self.section is Section.THINKING:
+            values["section"] = str(self.section)
+        return values
 
     @classmethod
     def from_dict(cls, values: object) -> Loop:
@@ -142,7 +161,12 @@ class Loop:
         if not isinstance(values, dict):
             raise ValueError(f"not a loop record: {values!r}")
         try:
-            loop = cls(int(values["period"]), int(values["start"]), int(values["count"]))
+            loop = cls(
+                int(values["period"]),
+                int(values["start"]),
+                int(values["count"]),
+                Section(values.get("section", Section.ANSWER)),
+            )
         except (KeyError, TypeError, ValueError) as error:
             raise ValueError(f"not a loop record: {values!r} ({error})") from None
         if loop.period < 1 or loop.start < 0 or loop.count < 1:

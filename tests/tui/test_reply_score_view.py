@@ -10,9 +10,10 @@ import pytest
 from sampling.analysis.reply_score import ReplyScore, reply_score
 from tests.fake_backend import FakeBackend
 from tests.helpers import chat_of, nth_reply_finished, type_message
+from tests.section_steps import A, T, steps_of
 from tui.app import SamplescopeApp
 from tui.chat.reply_view import ReplyView
-from tui.score_label import score_label
+from tui.score_label import score_label, section_score_line
 
 pytestmark = pytest.mark.anyio
 
@@ -28,6 +29,18 @@ def test_the_label_is_short_and_says_what_is_unknown() -> None:
     assert score_label(score(-20.0)) == "logp −20.00 · ppl 148.4"
     assert score_label(score(-math.inf)) == "logp −∞"
     assert score_label(score(None)) == "" and score_label(None) == ""
+
+
+def test_a_thinking_reply_labels_each_section() -> None:
+    # Thinking: 3 tokens at -2 nats each; answer: 1 token at -1 nat.
+    steps = steps_of([1, 2, 3, 4], [math.exp(-2)] * 3 + [math.exp(-1)], [T, T, T, A])
+    assert score_label(reply_score(steps)) == (
+        "logp −7.00 · ppl 5.75 · thinking ppl 7.39 · answer ppl 2.72"
+    )
+    ended_thinking = steps_of([1, 2], [0.5, 0.0], [T, T])
+    assert score_label(reply_score(ended_thinking)) == "logp −∞ · thinking ppl ∞"
+    cut = steps_of([1, 2, 3], [0.5, 0.5, 0.0], [T, T, A])
+    assert score_label(reply_score(cut)) == "logp −∞ · thinking ppl 2.00 · answer ppl ∞"
 
 
 async def test_a_finished_reply_ends_with_its_score() -> None:
@@ -73,3 +86,13 @@ async def test_the_score_is_never_broken_across_lines() -> None:
         lines = view.plain_text().rstrip().splitlines()
         logp, ppl = expected.split(" · ")
         assert lines[-2].endswith(logp) and lines[-1] in (f"· {ppl}", ppl), lines[-2:]
+
+
+def test_generate_v_s_line_of_the_sections() -> None:
+    steps = steps_of([1, 2, 3, 4], [math.exp(-2)] * 3 + [math.exp(-1)], [T, T, T, A])
+    assert section_score_line(reply_score(steps)) == (
+        "thinking: 3 tokens, logp/token −2.000, ppl 7.39; answer: 1 token, logp/token −1.000,"
+        " ppl 2.72"
+    )
+    assert section_score_line(reply_score(steps_of([1], [0.5], [A]))) == ""
+    assert section_score_line(None) == ""

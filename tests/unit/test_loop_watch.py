@@ -4,22 +4,34 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 
-from backend.chat.events import FinishedEvent, GenerationEvent, LoopEvent, RewindEvent, TokenEvent
+from backend.chat.events import (
+    FinishedEvent,
+    GenerationEvent,
+    GenerationStats,
+    LoopEvent,
+    RewindEvent,
+    TokenEvent,
+)
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.config.config import ConfigError, load_config
-from backend.session.loop_watch import LoopGuard
+from backend.session.loop import Generation
+from backend.session.loop_watch import LoopGuard, watching
 from backend.session.phrase_bans import PhraseBans
 from backend.store.recorded import recorded
 from backend.store.recorder import ChatRecorder
 from backend.store.schema import migrate
 from backend.store.store import ChatStore
 from sampling.analysis.loops import Loop, LoopRule, find_loop
+from sampling.sections import Section
 from sampling.settings.record import SamplerSettings
 from tests.fake_backend import FakeBackend
+from tests.section_steps import A, T, step_of
 from tui.cli.main import main
 
 QUESTION = [ChatMessage("user", "tell me about the cat")]
@@ -223,3 +235,53 @@ def test_a_config_max_period_beyond_the_bound_is_one_line_naming_it(
     assert code == 2
     assert "max_period" in lines[0] and "at most 65,536" in lines[0]
     assert lines[1:] == ["samplescope: /nowhere/m.gguf: model file not found"]
+
+
+class _Sequence:
+    def __init__(self) -> None:
+        self.token_ids: list[int] = []
+
+
+class _Generation:
+    """What `watching` reads of a generation: each sequence's tokens, and the stop."""
+
+    def __init__(self) -> None:
+        self.sequences = [_Sequence()]
+        self.ended: list[tuple[int, str]] = []
+
+    def end_after(self, number: int, reason: str) -> None:
+        self.ended.append((number, reason))
+
+
+def watched_thinking(
+    tokens: list[int], sections: list[Section], mode: str
+) -> tuple[list[GenerationEvent], _Generation]:
+    """The events `watching` yields over a reply of hand-built thinking steps."""
+    generation = _Generation()
+
+    def events() -> Iterator[tuple[int, GenerationEvent]]:
+        for index, (token, section) in enumerate(zip(tokens, sections, strict=True)):
+            generation.sequences[0].token_ids.append(token)
+            yield 0, TokenEvent(index, step_of(token, 0.5, section), "x", "x")
+        yield 0, FinishedEvent("max_tokens", GenerationStats(), "", tuple(tokens))
+
+    guard = LoopGuard(mode, RULE)  # type: ignore[arg-type]
+    shown = [event for _, event in watching(cast(Generation, generation), guard, events())]
+    return shown, generation
+
+
+def test_a_loop_in_the_thinking_is_not_one_in_the_answer() -> None:
+    # " 3 4" twice in the thinking and twice in the answer: 4 copies in all, 2 a side.
+    tokens = [1, 3, 4, 3, 4, 3, 4, 3, 4, 9]
+    sections = [T] * 5 + [A] * 5
+    shown, _ = watched_thinking(tokens, sections, "mark")
+    assert not [e for e in shown if isinstance(e, LoopEvent)]
+    finished = shown[-1]
+    assert isinstance(finished, FinishedEvent) and finished.loop is None
+    # All in the thinking: a loop there, said to be in the thinking.
+    shown, generation = watched_thinking(tokens, [T] * 10, "stop")
+    loops = [e.loop for e in shown if isinstance(e, LoopEvent)]
+    assert loops[0] == Loop(2, 1, 3, T) and generation.ended[0] == (0, "loop")
+    finished = shown[-1]
+    assert isinstance(finished, FinishedEvent) and finished.loop == Loop(2, 1, 4, T)
+    assert finished.loop.to_dict()["section"] == "thinking"

@@ -1,10 +1,12 @@
 """A reply's score as JSON (`generate --json`, `compare --json`, `export`): a figure that
-is not finite, or not recorded, is null."""
+is not finite, or not recorded, is null. A reply that thinks has its sections' scores
+too, as `thinking` and `answer` (null when the reply ended in its thinking); one that
+does not has neither key."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import fields
 from typing import Any
 
 from sampling.analysis.reply_score import ReplyScore, reply_score
@@ -22,4 +24,19 @@ def reply_score_object(score: ReplyScore | None) -> dict[str, Any] | None:
     """A reply's score as JSON; a figure that is not finite (or not recorded) is null."""
     if score is None:
         return None
-    return {name: finite_or_null(value) for name, value in asdict(score).items()}
+    figures = {
+        field.name: finite_or_null(getattr(score, field.name))
+        for field in fields(score)
+        if field.name not in _SECTIONS
+    }
+    if score.thinking is None:
+        return figures
+    return {
+        **figures,
+        "thinking": reply_score_object(score.thinking),
+        "answer": reply_score_object(score.answer),
+    }
+
+
+#: The fields that hold the sections' own scores.
+_SECTIONS = ("thinking", "answer")

@@ -57,7 +57,8 @@ def loop_title(number: int, loop: Loop) -> str:
     """The screen's heading."""
     return (
         f"loop in reply {number + 1}: {loop.period} tokens × {loop.count} copies"
-        f" from token {loop.start + 1} · each cell: the token's p after penalties and DRY"
+        f" from token {loop.start + 1}{loop.section_note}"
+        " · each cell: the token's p after penalties and DRY"
     )
 
 

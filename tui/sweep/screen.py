@@ -121,6 +121,7 @@ class SweepScreen(Screen[int | None]):
         """List the settings, the selected one under the cursor."""
         self.listing = None
         table = self.query_one(DataTable)
+        thinks = self.result.thinks
         labels = (
             "#",
             "setting",
@@ -129,6 +130,7 @@ class SweepScreen(Screen[int | None]):
             AXIS_NAMES[self.axis],
             "ppl",
             "length",
+            *(("think len", "answer len") if thinks else ()),
             "finish",
         )
         frontier = set(self.result.frontier(self.axis))
@@ -145,6 +147,11 @@ class SweepScreen(Screen[int | None]):
                     _cell(metric(metrics, self.axis)),
                     _cell(metrics.perplexity, 2),
                     _cell(metrics.length, 1),
+                    *(
+                        (_cell(metrics.thinking_length, 1), _cell(metrics.answer_length, 1))
+                        if thinks
+                        else ()
+                    ),
                     Text(finish or "-"),
                 )
             )

@@ -59,7 +59,10 @@ def loop_status(loop: Loop | None) -> str:
     """What the status line says of a reply's loop ("" for none)."""
     if loop is None:
         return ""
-    return f"{LOOP_SIGN} loop: {loop.period} tokens × {loop.count} from token {loop.start + 1}"
+    return (
+        f"{LOOP_SIGN} loop: {loop.period} tokens × {loop.count} from token {loop.start + 1}"
+        f"{loop.section_note}"
+    )
 
 
 def progress_bar(done: int, total: int, width: int = _BAR_WIDTH) -> str:

@@ -211,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
     return 1 if any(r.reason == "error" for r in results) else 0
 
 
-def loop_json(token_ids: Sequence[int]) -> dict[str, int] | None:
+def loop_json(token_ids: Sequence[int]) -> dict[str, int | str] | None:
     """The first repetition loop that formed in a column's reply, for --json (None:
     none; `sampling.analysis.loops.first_loop` with the default rule)."""
     loop = first_loop(token_ids)

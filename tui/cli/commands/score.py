@@ -8,6 +8,10 @@ from typing import Any
 
 from backend.llama.pieces import visible_piece
 from backend.score.text_score import TOP_ALTERNATIVES, ScoreError, TextScore, score_text
+from backend.score.text_sections import thinking_tracker
+from sampling.analysis.section_sums import SectionSum
+from sampling.analysis.token_scores import perplexity
+from sampling.sections import spans_of
 from tui.cli.options.model import (
     add_model_flags,
     chosen_model_path,
@@ -16,6 +20,7 @@ from tui.cli.options.model import (
     model_or_hf,
 )
 from tui.cli.options.output import add_json_flag
+from tui.cli.options.thinking_tags import add_thinking_tags_flag
 from tui.cli.text_input import read_text
 
 GROUP = "model"
@@ -36,7 +41,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "windows of --window tokens advancing by --stride, each token after the first "
             "window with at least window - stride tokens before it. The weights are "
             "repacked for llama.cpp's CPU kernels, as llama-perplexity loads them, where "
-            "those kernels run here (--no-repack: plain); the output says which ran."
+            "those kernels run here (--no-repack: plain); the output says which ran. A text"
+            " with thinking tags (the model's chat template's, or --thinking-tags) also has"
+            " the thinking's and the answer's figures apart."
         ),
     )
     parser.add_argument("file", metavar="FILE", help="a UTF-8 text file; - reads stdin")
@@ -56,14 +63,28 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=TOP_ALTERNATIVES,
         help=f"alternatives per token (default {TOP_ALTERNATIVES})",
     )
+    add_thinking_tags_flag(parser)
     add_json_flag(parser)
     add_model_flags(parser, ctx=4096, one_sequence=True)
     parser.set_defaults(func=run)
 
 
-def score_json(score: TextScore) -> dict[str, Any]:
-    """The `--json` object."""
+def section_figures(part: SectionSum) -> dict[str, Any]:
+    """A section's figures for --json: its scored tokens, log-probability, per token and
+    perplexity (null for no scored token)."""
     return {
+        "n_tokens": part.count,
+        "logprob": part.total,
+        "logprob_per_token": part.mean,
+        "perplexity": perplexity(part.total, part.count) if part.count else None,
+    }
+
+
+def score_json(score: TextScore) -> dict[str, Any]:
+    """The `--json` object: a text that thinks adds each token's section, the sections'
+    spans (kind, first and last token) and the thinking's and the answer's figures."""
+    sections = score.sections
+    values: dict[str, Any] = {
         "tokens": [
             {
                 "token_id": token.token_id,
@@ -75,8 +96,9 @@ def score_json(score: TextScore) -> dict[str, Any]:
                     {"token_id": alt.token_id, "text": alt.text, "logprob": alt.logprob}
                     for alt in token.top
                 ],
+                **({"section": str(sections[index])} if sections else {}),
             }
-            for token in score.tokens
+            for index, token in enumerate(score.tokens)
         ],
         "perplexity": score.perplexity,
         "logprob": score.logprob,
@@ -85,6 +107,28 @@ def score_json(score: TextScore) -> dict[str, Any]:
         "stride": score.stride,
         "bos": score.bos,
     }
+    if sections:
+        values["sections"] = [
+            {"kind": str(span.kind), "first": span.first, "last": span.last}
+            for span in spans_of(sections)
+        ]
+        values.update((str(part.kind), section_figures(part)) for part in score.section_logprobs())
+    return values
+
+
+def section_lines(score: TextScore) -> list[str]:
+    """The thinking's and the answer's figures, one line each (none for a text that
+    does not think)."""
+    lines = []
+    for part in score.section_logprobs():
+        if part.mean is None:
+            lines.append(f"{part.kind}: no token scored")
+            continue
+        lines.append(
+            f"{part.kind}: {part.count} tokens scored, logprob {part.total:.4f}"
+            f" ({part.mean:.4f}/token), perplexity {perplexity(part.total, part.count):.4f}"
+        )
+    return lines
 
 
 def score_lines(score: TextScore) -> list[str]:
@@ -109,7 +153,7 @@ def score_lines(score: TextScore) -> list[str]:
         f"{score.n_tokens} tokens scored ({windows}{', BOS first' if score.bos else ''}):"
         f" logprob {score.logprob:.4f}, perplexity {score.perplexity:.4f}"
     )
-    return lines
+    return lines + section_lines(score)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -123,7 +167,10 @@ def run(args: argparse.Namespace) -> int:
     weights = chosen_weights(args, path)
     backend = load_backend(args, n_seq_max=1, repack=weights.repack, path=path)
     try:
-        score = score_text(backend, text, window=args.window, stride=args.stride, top_n=args.top)
+        tracker = thinking_tracker(backend.runtime, args.thinking_tags)
+        score = score_text(
+            backend, text, window=args.window, stride=args.stride, top_n=args.top, tracker=tracker
+        )
     finally:
         backend.close()
     if args.json:

@@ -8,6 +8,7 @@ import sys
 from backend.chat.protocol import LiveSettings
 from backend.store.recorded import recorded
 from backend.store.records import StoreError
+from sampling.analysis.reply_score import reply_score
 from tui.cli.commands.generate.ban_flags import add_ban_flags
 from tui.cli.commands.generate.beams import add_beam_flags, run_beams
 from tui.cli.commands.generate.build import build_run
@@ -26,6 +27,7 @@ from tui.cli.options.prompt import add_mode_flags, add_system_flag
 from tui.cli.options.settings import add_settings_flags
 from tui.cli.store_access import add_db_flag, recorder_for
 from tui.cli.verbose import log
+from tui.score_label import section_score_line
 
 GROUP = "sample"
 
@@ -116,6 +118,8 @@ def run(args: argparse.Namespace) -> int:
         log_loop_stop(finished)
     if args.verbose >= 1:
         log_figures(finished)
+        if sections := section_score_line(reply_score(reply.steps)):
+            log(sections)
     if finished.reason == "error":
         print(f"samplescope: {finished.error}", file=sys.stderr)
         return 1

@@ -89,7 +89,9 @@ def loop_note(finished: FinishedEvent) -> str:
     loop = finished.loop
     if loop is None:
         return ""
-    return f" loop of {loop.period} tokens × {loop.count} from token {loop.start},"
+    return (
+        f" loop of {loop.period} tokens × {loop.count} from token {loop.start}{loop.section_note},"
+    )
 
 
 def log_loop_stop(finished: FinishedEvent) -> None:

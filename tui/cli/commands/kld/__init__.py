@@ -29,9 +29,17 @@ from backend.score.kld import (
     text_tokens,
 )
 from backend.score.kld_pair import token_texts
+from backend.score.kld_sections import divergence_by_section
+from backend.score.text_sections import text_sections, thinking_tracker
 from sampling.analysis.divergence import DivergenceTotals, summarize
 from sampling.analysis.fork import first_difference
-from tui.cli.commands.kld.report import CHUNK_HEADER, chunk_line, kld_json, summary_lines
+from tui.cli.commands.kld.report import (
+    CHUNK_HEADER,
+    chunk_line,
+    kld_json,
+    section_lines,
+    summary_lines,
+)
 from tui.cli.options.model import (
     add_model_flags,
     chosen_model_path,
@@ -40,6 +48,7 @@ from tui.cli.options.model import (
     model_or_hf,
 )
 from tui.cli.options.output import add_json_flag
+from tui.cli.options.thinking_tags import add_thinking_tags_flag
 from tui.cli.text_input import read_text
 from tui.cli.verbose import log
 
@@ -95,6 +104,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--force", action="store_true", help="let --save-base replace an existing file"
     )
+    add_thinking_tags_flag(parser)
     add_json_flag(parser)
     add_model_flags(parser, ctx=DEFAULT_CTX, one_sequence=True)
     for action in parser._actions:
@@ -232,6 +242,9 @@ def run(args: argparse.Namespace) -> int:
         result = run_kld(test, base_rows, plan, on_chunk)
         elapsed = time.perf_counter() - started
         texts = token_texts(test.runtime, plan.tokens)
+        tracker = thinking_tracker(test.runtime, args.thinking_tags)
+        pieces = (test.runtime.token_bytes(token) for token in plan.tokens)
+        sections = text_sections(tracker, text, pieces)
     finally:
         if writer is not None:
             writer.close()
@@ -240,11 +253,11 @@ def run(args: argparse.Namespace) -> int:
         for backend in backends:
             backend.close()
     summary = summarize(result.totals)
+    by_section = divergence_by_section(result, sections)
     if args.json:
         kernels = {role: choice.kernels for role, choice in weights.items()}
-        print(
-            json.dumps({**kld_json(result, summary, texts), "weights": kernels}, ensure_ascii=False)
-        )
+        values = kld_json(result, summary, texts, sections, by_section)
+        print(json.dumps({**values, "weights": kernels}, ensure_ascii=False))
         return 0
     print(f"rule: {plan.describe()}")
     print(f"test: {test_path}")
@@ -252,5 +265,5 @@ def run(args: argparse.Namespace) -> int:
     print(f"weights: {weights_line(weights)}")
     print(f"{summary.count} positions in {elapsed:.2f} s ({summary.count / elapsed:.1f} tokens/s)")
     print()
-    print("\n".join(summary_lines(summary)))
+    print("\n".join(summary_lines(summary) + section_lines(by_section)))
     return 0

@@ -7,7 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from backend.score.kld import KldResult
+from backend.score.kld_sections import SectionDivergence
 from sampling.analysis.divergence import DivergenceSummary, DivergenceTotals, Estimate, summarize
+from sampling.sections import Section, spans_of
 from tui.cli.json_numbers import finite_or_null
 
 
@@ -76,6 +78,23 @@ def summary_lines(summary: DivergenceSummary) -> list[str]:
     return lines
 
 
+def section_lines(parts: Sequence[SectionDivergence]) -> list[str]:
+    """The thinking's and the answer's mean KLD and top-token agreement, after the
+    block (none for a text that does not think)."""
+    if not parts:
+        return []
+    lines = ["", "====== By section ======"]
+    for part in parts:
+        if part.mean_kld is None or part.same_top is None:
+            lines.append(f"{part.kind:<8}: no token scored")
+            continue
+        lines.append(
+            f"{part.kind:<8}: {part.n_scored} tokens, mean KLD {part.mean_kld:10.6f},"
+            f" same top p {100 * part.same_top:6.3f} %"
+        )
+    return lines
+
+
 def _estimate(estimate: Estimate) -> dict[str, float | None]:
     return {
         "value": finite_or_null(estimate.value),
@@ -83,14 +102,24 @@ def _estimate(estimate: Estimate) -> dict[str, float | None]:
     }
 
 
-def kld_json(result: KldResult, summary: DivergenceSummary, texts: Sequence[str]) -> dict[str, Any]:
+def kld_json(
+    result: KldResult,
+    summary: DivergenceSummary,
+    texts: Sequence[str],
+    sections: Sequence[Section] = (),
+    by_section: Sequence[SectionDivergence] = (),
+) -> dict[str, Any]:
     """The `--json` object: the named statistics, llama-perplexity's whole block under
-    `statistics`, and every scored token.
+    `statistics`, and every scored token; for a text that thinks, each token's section,
+    the sections' spans, and the thinking's and the answer's figures.
 
     Args:
         result: The run.
         summary: Its statistics.
         texts: The text of every token of `result.plan.tokens`.
+        sections: The section of every token of `result.plan.tokens` (empty: the text
+            does not think).
+        by_section: The sections' figures (`backend.score.kld_sections`).
     """
     plan = result.plan
     d = result.divergence
@@ -108,10 +137,11 @@ def kld_json(result: KldResult, summary: DivergenceSummary, texts: Sequence[str]
             "p_test": float(p_test[i]),
             "top_base": int(d.top_base[i]),
             "top_test": int(d.top_test[i]),
+            **({"section": str(sections[int(result.positions[i])])} if sections else {}),
         }
         for i in range(result.positions.size)
     ]
-    return {
+    values = {
         "mean_kld": summary.kld.value,
         "median_kld": summary.kld_at("Median"),
         "max_kld": summary.kld_at("Maximum"),
@@ -140,3 +170,15 @@ def kld_json(result: KldResult, summary: DivergenceSummary, texts: Sequence[str]
         },
         "tokens": tokens,
     }
+    if sections:
+        values["sections"] = [
+            {"kind": str(span.kind), "first": span.first, "last": span.last}
+            for span in spans_of(sections)
+        ]
+        for part in by_section:
+            values[str(part.kind)] = {
+                "n_scored": part.n_scored,
+                "mean_kld": part.mean_kld,
+                "same_top_p": part.same_top,
+            }
+    return values

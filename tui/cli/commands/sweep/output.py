@@ -10,8 +10,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from backend.session.sweep_result import METRIC_NAMES, ORDER_WORDS, SweepResult, metric
-from sampling.analysis.sweep_metrics import Estimate
+from backend.session.sweep_result import ORDER_WORDS, SweepResult, metric
+from sampling.analysis.sweep_metrics import Estimate, SettingMetrics
 
 #: The table is printed at most this wide (a pipe gets it whole up to this width).
 MAX_WIDTH = 240
@@ -31,8 +31,28 @@ def _cell(value: Estimate | None, digits: int = 3, scale: float = 1.0) -> str:
     return text
 
 
+#: The columns of the sections' figures (when a sample thinks): heading, figure, digits
+#: and scale.
+SECTION_COLUMNS = (
+    ("think len", "thinking_length", 1, 1.0),
+    ("answer len", "answer_length", 1, 1.0),
+    ("think loops %", "thinking_loop_rate", 0, 100.0),
+    ("answer loops %", "answer_loop_rate", 0, 100.0),
+    ("think logp", "thinking_logprob", 3, 1.0),
+    ("answer logp", "answer_logprob", 3, 1.0),
+)
+
+
+def section_cells(metrics: SettingMetrics) -> list[str]:
+    """A setting's cells of the sections' columns."""
+    return [
+        _cell(metric(metrics, name), digits, scale) for _, name, digits, scale in SECTION_COLUMNS
+    ]
+
+
 def result_table(result: SweepResult) -> Table:
-    """One row per setting: quality, diversity, length, finish reasons, frontier mark."""
+    """One row per setting: quality, diversity, length, finish reasons, frontier mark;
+    the thinking's and the answer's length, loops and logp/token when a sample thinks."""
     plan = result.plan
     table = Table(
         title=(
@@ -48,6 +68,9 @@ def result_table(result: SweepResult) -> Table:
     for name in ("setting", "★", "logp/token", "ppl", f">top{result.top_k} %", "length"):
         table.add_column(name, justify="left" if name == "setting" else "right", no_wrap=True)
     table.add_column("loops %", justify="right", no_wrap=True)
+    thinks = result.thinks
+    for heading, *_ in SECTION_COLUMNS if thinks else ():
+        table.add_column(heading, justify="right", no_wrap=True)
     table.add_column("finish", no_wrap=True)
     for name in ("CR", "NGD", "self-rep", "distinct-2"):
         table.add_column(name, justify="right", no_wrap=True)
@@ -62,6 +85,7 @@ def result_table(result: SweepResult) -> Table:
             _cell(metrics.outside_top_k, 1, 100.0),
             _cell(metrics.length, 1),
             _cell(metrics.loop_rate, 0, 100.0),
+            *(section_cells(metrics) if thinks else ()),
             finish or "-",
             _cell(metrics.compression_ratio),
             _cell(metrics.ngram_diversity),
@@ -88,11 +112,13 @@ def print_table(result: SweepResult, file: Any = None) -> None:
 
 def csv_text(result: SweepResult) -> str:
     """One CSV row per setting: its label and settings, then each figure's mean,
-    standard error and number of prompts, the finish reasons and the frontier mark."""
+    standard error and number of prompts (the sections' too when a sample thinks), the
+    finish reasons and the frontier mark."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     header = ["setting", "label", "temperature_order", "samples", "on_frontier"]
-    for name in METRIC_NAMES:
+    names = result.metric_names
+    for name in names:
         header += [name, f"{name}_stderr", f"{name}_n"]
     header += ["finish_reasons", "top_k"]
     writer.writerow(header)
@@ -105,7 +131,7 @@ def csv_text(result: SweepResult) -> str:
             metrics.samples,
             "true" if index in frontier else "false",
         ]
-        for name in METRIC_NAMES:
+        for name in names:
             value = metric(metrics, name)
             row += (
                 ["", "", 0]
