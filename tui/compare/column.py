@@ -297,6 +297,8 @@ class CompareColumnView(Vertical, can_focus=True):
             self.post_message(self.TokenSelected(self.index, self.cursor))
 
     def watch_cursor(self, cursor: int | None) -> None:
+        if cursor is not None and self._body.folded_at(cursor):
+            self._body.set_thinking_open(True)  # the cursor went into a thinking
         self._refresh_body()
         if cursor is not None:
             self._scroll_to_cursor(cursor)
@@ -387,7 +389,8 @@ class CompareColumnView(Vertical, can_focus=True):
             marks = TokenMarks(cursor=self.cursor, divergence=divergence, changes=changes)
             error = self.finished.error if self.finished is not None else None
             deletions = {} if diff is None else diff.deleted_before
-            self._body.show(self.tokens, marks, error or "", deletions)
+            done = self.finished is not None
+            self._body.show(self.tokens, marks, error or "", deletions, done)
 
     def _diff_due(self) -> bool:
         reference = self.reference

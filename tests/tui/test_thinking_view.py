@@ -1,0 +1,262 @@
+"""A thinking model's thinking in the app: folded under its summary line, opened with
+its key or by the token cursor, marked on the timeline, folded in compare's columns.
+
+The fake backend records each reply's first `THINKING` tokens as thinking, as the loop
+does for a thinking model's (`FakeBackend(thinking=...)`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from textual.pilot import Pilot
+
+from backend.chat.protocol import ChatMessage
+from sampling.settings.record import SamplerSettings
+from tests.fake_backend import FakeBackend
+from tests.helpers import HostApp, StepClock, chat_of, send_message, wait_done, wait_until
+from tests.tui.test_tui_snapshots import make_app
+from tui.app import SamplescopeApp
+from tui.chat.reply_view import ReplyView
+from tui.chat.timeline import ANSWER_MARK, ReplyTimeline
+from tui.compare.screen import CompareScreen
+from tui.widgets.thinking_fold import summary
+
+pytestmark = pytest.mark.anyio
+
+SIZE = (120, 36)
+THINKING = 8
+"""Each fake reply's first tokens that are its thinking."""
+
+
+def thinking_app(**options: object) -> tuple[SamplescopeApp, FakeBackend]:
+    fake = FakeBackend(clock=StepClock(), thinking=THINKING, **options)  # type: ignore[arg-type]
+    return make_app(fake), fake
+
+
+def last_view(app: SamplescopeApp) -> ReplyView:
+    return app.query(ReplyView).last()
+
+
+def thinking_text(app: SamplescopeApp) -> str:
+    """The last reply's thinking as text (what folding hides)."""
+    tokens = chat_of(app).conversation.replies[-1].tokens[:THINKING]
+    return "".join(token.text for token in tokens).strip()
+
+
+def answer_text(app: SamplescopeApp) -> str:
+    """The last reply's answer's first words."""
+    tokens = chat_of(app).conversation.replies[-1].tokens[THINKING : THINKING + 3]
+    return "".join(token.text for token in tokens).strip()
+
+
+def footer_keys(app: SamplescopeApp) -> set[str]:
+    return {active.binding.key for active in app.active_bindings.values() if active.enabled}
+
+
+async def test_thinking_is_folded_under_its_summary_and_the_key_opens_and_folds_it() -> None:
+    app, _ = thinking_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await send_message(pilot, app, "tell me about the cat")
+        await pilot.pause()
+        view = last_view(app)
+        lines = view.plain_text().splitlines()
+        assert lines[0] == summary(THINKING, done=True, folded=True) == "▸ thought for 8 tokens"
+        assert thinking_text(app) not in view.plain_text()
+        assert lines[1].startswith(answer_text(app))  # the answer on the next line
+        assert "ctrl+b" in footer_keys(app)
+
+        await pilot.press("ctrl+b")
+        await wait_until(pilot, lambda: view.thinking_open)
+        lines = view.plain_text().splitlines()
+        assert lines[0] == "▾ thought for 8 tokens"
+        assert lines[1].startswith(thinking_text(app)[:20])
+        assert any(line.startswith(answer_text(app)) for line in lines[2:])
+
+        await pilot.press("ctrl+b")
+        await wait_until(pilot, lambda: not view.thinking_open)
+        assert view.plain_text().splitlines()[0] == "▸ thought for 8 tokens"
+        # A second reply comes folded too; the key opens every reply's.
+        await send_message(pilot, app, "and the dog")
+        await pilot.pause()
+        views = list(app.query(ReplyView))
+        assert [v.plain_text().splitlines()[0] for v in views] == ["▸ thought for 8 tokens"] * 2
+        await pilot.press("ctrl+b")
+        await wait_until(pilot, lambda: all(v.thinking_open for v in views))
+
+
+async def test_a_reply_without_thinking_shows_no_summary_and_no_key() -> None:
+    app = make_app(FakeBackend(clock=StepClock()))
+    async with app.run_test(size=SIZE) as pilot:
+        await send_message(pilot, app, "tell me about the cat")
+        await pilot.pause()
+        view = last_view(app)
+        reply = chat_of(app).conversation.replies[-1]
+        assert "thought" not in view.plain_text()
+        assert view.plain_text().startswith(reply.tokens[0].text)  # as before: no fold
+        assert "ctrl+b" not in footer_keys(app)
+
+
+async def test_the_cursor_going_into_a_folded_thinking_opens_it() -> None:
+    app, _ = thinking_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await send_message(pilot, app, "tell me about the cat")
+        await pilot.pause()
+        view = last_view(app)
+        count = len(chat_of(app).conversation.replies[-1].tokens)
+        await pilot.press("ctrl+t")
+        await wait_until(pilot, lambda: chat_of(app).cursor == (0, count - 1))
+        assert not view.thinking_open
+        await pilot.press("home")  # the first token: in the thinking
+        await wait_until(pilot, lambda: chat_of(app).cursor == (0, 0))
+        assert view.thinking_open
+        assert thinking_text(app)[:20] in view.plain_text()
+        selected = chat_of(app).selected
+        assert selected.step is not None and selected.step.section == "thinking"
+        # What-if works on a step of the thinking.
+        await pilot.press("w")
+        await wait_until(pilot, lambda: chat_of(app).whatif.active)
+        await pilot.press("escape")
+        # Folded again with the cursor in it: the summary line stands for it, and the
+        # cursor's next move opens it again.
+        await pilot.press("ctrl+b", "ctrl+b")
+        await wait_until(pilot, lambda: not view.thinking_open)
+        assert view.line_of(0) == 0
+        await pilot.press("right")
+        await wait_until(pilot, lambda: chat_of(app).cursor == (0, 1) and view.thinking_open)
+
+
+async def test_a_click_on_the_summary_opens_and_folds_that_reply() -> None:
+    app, _ = thinking_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await send_message(pilot, app, "tell me about the cat")
+        await pilot.pause()
+        view = last_view(app)
+        await pilot.click(view, offset=(4, 0))
+        await wait_until(pilot, lambda: view.thinking_open)
+        assert chat_of(app).cursor is None  # a click on the line selects no token
+        await pilot.click(view, offset=(4, 0))
+        await wait_until(pilot, lambda: not view.thinking_open)
+
+
+async def test_a_streaming_thinking_counts_up_folded_and_folds_when_the_answer_starts() -> None:
+    app, fake = thinking_app(pause_after_tokens=5)
+    async with app.run_test(size=SIZE) as pilot:
+        await send_message_no_wait(pilot, app, "tell me about the cat")
+        await wait_until(pilot, fake.paused.is_set)
+        await wait_until(pilot, lambda: len(chat_of(app).conversation.replies[-1].tokens) == 5)
+        chat_of(app).flush_now()
+        await pilot.pause()
+        view = last_view(app)
+        assert view.plain_text().splitlines()[0] == "▸ thinking… 5 tokens"
+        assert "ctrl+b" in footer_keys(app)
+        await pilot.press("ctrl+b")  # open while it streams: it grows under its line
+        await wait_until(pilot, lambda: view.thinking_open)
+        assert view.plain_text().splitlines()[0] == "▾ thinking…"
+        fake.pause_after_tokens = None
+        fake.resume.set()
+        await wait_until(pilot, lambda: not chat_of(app).generating)
+        chat_of(app).flush_now()
+        await pilot.pause()
+        assert view.plain_text().splitlines()[0] == "▾ thought for 8 tokens"
+
+
+async def send_message_no_wait(pilot: Pilot[Any], app: SamplescopeApp, text: str) -> None:
+    """Send `text` without waiting for the reply."""
+    from textual.widgets import Input
+
+    await wait_until(pilot, lambda: chat_of(app).ready)
+    prompt = app.query_one("#prompt", Input)
+    prompt.focus()
+    prompt.value = text
+    await prompt.action_submit()
+
+
+async def test_the_timeline_marks_where_the_answer_begins() -> None:
+    app, _ = thinking_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f4")
+        await send_message(pilot, app, "tell me about the cat")
+        chat_of(app).flush_now()
+        await pilot.pause()
+        timeline = app.query_one(ReplyTimeline)
+        assert timeline.answers == [THINKING]
+        marks = app.query_one("#timeline-marks").render().plain
+        assert [x for x, mark in enumerate(marks) if mark == ANSWER_MARK] == [
+            timeline.x_of(THINKING)
+        ]
+        assert f"{ANSWER_MARK} answer" in str(timeline.border_title)
+
+
+def thinking_compare() -> CompareScreen:
+    backend = FakeBackend(clock=StepClock(), thinking=THINKING)
+    columns = [SamplerSettings(temperature=0.5, top_k=3), SamplerSettings(temperature=1.0)]
+    sea = [ChatMessage("user", "Write one sentence about the sea.")]
+    return CompareScreen(backend, sea, columns, 3, max_tokens=24)
+
+
+async def test_compare_columns_fold_the_thinking_and_the_cursor_opens_it() -> None:
+    app = HostApp(thinking_compare)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = app.compare_screen
+        assert screen is not None
+        await wait_done(pilot, screen)
+        view = screen.column_views[0]
+        body = view.query_one("ColumnText")
+        shown = body.text().plain  # type: ignore[attr-defined]
+        assert shown.splitlines()[0] == "▸ thought for 8 tokens"
+        thinking = "".join(token.text for token in view.tokens[:THINKING]).strip()
+        assert thinking not in shown
+        screen.set_focus(view)
+        await pilot.press("home")
+        await wait_until(pilot, lambda: view.cursor == 0)
+        shown = body.text().plain  # type: ignore[attr-defined]
+        assert shown.splitlines()[0] == "▾ thought for 8 tokens"
+        assert thinking[:20] in shown
+
+
+# --- snapshots ------------------------------------------------------------------------
+
+
+def test_snapshot_thinking_folded_with_the_timeline(snap_compare: Any) -> None:
+    app, _ = thinking_app()
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await pilot.press("f4")
+        await send_message(pilot, app, "tell me about the cat")
+        chat_of(app).flush_now()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_snapshot_thinking_opened_by_the_cursor(snap_compare: Any) -> None:
+    app, _ = thinking_app()
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await pilot.press("f4")
+        await send_message(pilot, app, "tell me about the cat")
+        await pilot.press("ctrl+t")
+        await wait_until(pilot, lambda: chat_of(app).cursor is not None)
+        await pilot.press("home", "right", "right")
+        await wait_until(pilot, lambda: chat_of(app).cursor == (0, 2))
+        chat_of(app).flush_now()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
+def test_snapshot_compare_columns_fold_the_thinking(snap_compare: Any) -> None:
+    app = HostApp(thinking_compare)
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        screen = app.compare_screen
+        assert screen is not None
+        await wait_done(pilot, screen)
+        screen.set_focus(screen.column_views[1])
+        await pilot.press("home", "right")
+        await wait_until(pilot, lambda: screen.column_views[1].cursor == 1)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(140, 40), run_before=run_before)
