@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from textual.pilot import Pilot
+from textual.widgets import OptionList
 
 from backend.chat.protocol import ChatMessage
 from sampling.settings.record import SamplerSettings
@@ -21,6 +22,7 @@ from tui.app import SamplescopeApp
 from tui.chat.reply_view import ReplyView
 from tui.chat.timeline import ANSWER_MARK, ReplyTimeline
 from tui.compare.screen import CompareScreen
+from tui.explore.screen import ExploreScreen
 from tui.widgets.thinking_fold import summary
 
 pytestmark = pytest.mark.anyio
@@ -125,6 +127,44 @@ async def test_the_cursor_going_into_a_folded_thinking_opens_it() -> None:
         assert view.line_of(0) == 0
         await pilot.press("right")
         await wait_until(pilot, lambda: chat_of(app).cursor == (0, 1) and view.thinking_open)
+
+
+async def test_a_branch_from_a_thinking_token_and_explore_there() -> None:
+    app, _ = thinking_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await send_message(pilot, app, "tell me about the cat")
+        await pilot.press("ctrl+t")
+        await wait_until(pilot, lambda: chat_of(app).cursor is not None)
+        await pilot.press("home", "right", "right")
+        await wait_until(pilot, lambda: chat_of(app).cursor == (0, 2))
+        await pilot.press("x")  # explore from a step of the thinking
+        await wait_until(pilot, lambda: isinstance(app.screen, ExploreScreen))
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, ExploreScreen))
+        await pilot.press("enter")  # its alternatives: another token, a new branch
+        await wait_until(pilot, lambda: isinstance(app.focused, OptionList))
+        await pilot.press("down", "enter")
+        await wait_until(
+            pilot,
+            lambda: len(chat_of(app).conversation.finished) == 2 and not chat_of(app).generating,
+        )
+        chat_of(app).flush_now()
+        await pilot.pause()
+        branch = chat_of(app).conversation.replies[-1]
+        assert branch.parent is not None and branch.fork_at == 2
+        sections = [token.step.section for token in branch.tokens]
+        assert sections[:THINKING] == ["thinking"] * THINKING
+        assert set(sections[THINKING:]) == {"answer"}
+        view = last_view(app)
+        assert view.reply is branch and view.thinking_open  # opened by the cursor
+        assert view.plain_text().splitlines()[0] == "▾ thought for 8 tokens"
+        await pilot.press("ctrl+b")  # shown for all, then folded for all
+        await pilot.press("ctrl+b")
+        await wait_until(pilot, lambda: not view.thinking_open)
+        await pilot.press("less_than_sign")  # the first branch, the cursor where they part
+        await wait_until(pilot, lambda: view.reply is not branch)
+        assert chat_of(app).cursor == (0, 2)
+        assert view.plain_text().splitlines()[0] == "▾ thought for 8 tokens"
 
 
 async def test_a_click_on_the_summary_opens_and_folds_that_reply() -> None:

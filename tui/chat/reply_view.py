@@ -131,7 +131,8 @@ class ReplyView(Widget):
 
     def folded_at(self, index: int) -> bool:
         """Whether token `index` is in a folded thinking."""
-        return any(span.first <= index <= span.last for span in self._folds.values())
+        tokens = self.reply.tokens
+        return not self.thinking_open and 0 <= index < len(tokens) and is_thinking(tokens[index])
 
     def show(self, reply: Reply) -> None:
         """Draw another branch of the reply's turn instead."""

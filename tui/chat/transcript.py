@@ -96,6 +96,7 @@ class Transcript(VerticalScroll, can_focus=True):
         self.surprise = DEFAULT_SURPRISE
         self.thinking_shown = False
         """Whether the replies' thinking is shown (else folded; the cursor opens one)."""
+        self._redone_open = False  # the thinking of the reply being redone was open
 
     # -- content -------------------------------------------------------------
 
@@ -108,7 +109,8 @@ class Transcript(VerticalScroll, can_focus=True):
         view = ReplyView(reply, len(self.views))
         self._followed_to = None
         view.set_marks(TokenMarks(colour=self.colour, by_rank=self.by_rank))
-        view.thinking_open = self.thinking_shown
+        view.thinking_open = self.thinking_shown or self._redone_open
+        self._redone_open = False
         self.views.append(view)
         self._label_branch()
         return self._append(view)
@@ -165,6 +167,7 @@ class Transcript(VerticalScroll, can_focus=True):
         if cut is None:
             return
         self.clear_cursor()
+        self._redone_open = self.views[cut].thinking_open  # its new branch keeps it open
         children = list(self.children)
         self.remove_children(children[children.index(self.views[cut]) :])
         del self.views[cut:]
