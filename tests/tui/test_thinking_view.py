@@ -7,22 +7,30 @@ does for a thinking model's (`FakeBackend(thinking=...)`).
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
+from textual.coordinate import Coordinate
 from textual.pilot import Pilot
-from textual.widgets import OptionList
+from textual.widgets import DataTable, OptionList
 
 from backend.chat.protocol import ChatMessage
+from backend.session.sweep import SweepPlan, SweepSample, SweepSetting, run_sweep
+from backend.session.sweep_result import SweepResult, record_of
+from sampling.sections import Section, SectionSpan
 from sampling.settings.record import SamplerSettings
 from tests.fake_backend import FakeBackend
 from tests.helpers import HostApp, StepClock, chat_of, send_message, wait_done, wait_until
+from tests.tui.test_sweep_screen import SweepApp
 from tests.tui.test_tui_snapshots import make_app
 from tui.app import SamplescopeApp
 from tui.chat.reply_view import ReplyView
 from tui.chat.timeline import ANSWER_MARK, ReplyTimeline
 from tui.compare.screen import CompareScreen
 from tui.explore.screen import ExploreScreen
+from tui.sweep.screen import SAMPLE_COLUMNS, SweepScreen
 from tui.widgets.thinking_fold import summary
 
 pytestmark = pytest.mark.anyio
@@ -256,6 +264,47 @@ async def test_compare_columns_fold_the_thinking_and_the_cursor_opens_it() -> No
         assert thinking[:20] in shown
 
 
+def thinking_sweep() -> SweepResult:
+    """Two settings × one prompt × two samples on the fake, each sample thinking first."""
+    backend = FakeBackend(clock=StepClock(), thinking=THINKING)
+    settings = tuple(
+        SweepSetting(label, SamplerSettings(temperature=t))
+        for label, t in [("t=0.7", 0.7), ("t=1.5", 1.5)]
+    )
+    plan = SweepPlan(("Tell me about the sea.",), settings, 2, seed=5, max_tokens=20)
+    samples = [event for event in run_sweep(backend, plan) if isinstance(event, SweepSample)]
+    records = tuple(record_of(sample, None, 40) for sample in samples)
+    return SweepResult("<fake>", plan, records, top_k=40)
+
+
+def test_a_sweep_sample_keeps_its_thinking_runs_and_text_through_json() -> None:
+    result = thinking_sweep()
+    record = result.samples[0]
+    assert record.thinking_runs == (SectionSpan(Section.THINKING, 0, THINKING - 1),)
+    assert record.thinking and record.figures.text.startswith(record.thinking)
+    again = SweepResult.from_json(json.loads(json.dumps(result.to_json())))
+    assert again.samples == result.samples
+    plain = replace(record, thinking_runs=(), thinking="")
+    assert "thinking" not in plain.to_json()  # a sample without thinking: as before
+
+
+async def test_sweep_samples_show_the_thinking_folded() -> None:
+    result = thinking_sweep()
+    app = SweepApp(result)
+    async with app.run_test(size=(110, 34)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, SweepScreen))
+        screen = app.screen
+        assert isinstance(screen, SweepScreen)
+        screen.show_samples(0)
+        await pilot.pause()
+        table = screen.query_one(DataTable)
+        cell = table.get_cell_at(Coordinate(0, len(SAMPLE_COLUMNS) - 1))
+        record = result.samples_of(0)[0]
+        answer = record.figures.text.removeprefix(record.thinking).strip()
+        assert cell.plain.startswith("▸ thought for 8 tokens · ")
+        assert cell.plain.removeprefix("▸ thought for 8 tokens · ").startswith(answer[:20])
+
+
 # --- snapshots ------------------------------------------------------------------------
 
 
@@ -300,3 +349,15 @@ def test_snapshot_compare_columns_fold_the_thinking(snap_compare: Any) -> None:
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(140, 40), run_before=run_before)
+
+
+def test_snapshot_sweep_samples_fold_the_thinking(snap_compare: Any) -> None:
+    app = SweepApp(thinking_sweep())
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await wait_until(pilot, lambda: isinstance(app.screen, SweepScreen))
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.screen.listing == 0)  # type: ignore[attr-defined]
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(110, 34), run_before=run_before)
