@@ -124,6 +124,7 @@ async def test_the_cursor_going_into_a_folded_thinking_opens_it() -> None:
         assert thinking_text(app)[:20] in view.plain_text()
         selected = chat_of(app).selected
         assert selected.step is not None and selected.step.section == "thinking"
+        assert selected.title == f"reply 1 token 1/{count} · thinking"
         # What-if works on a step of the thinking.
         await pilot.press("w")
         await wait_until(pilot, lambda: chat_of(app).whatif.active)
