@@ -263,6 +263,12 @@ async def test_compare_columns_fold_the_thinking_and_the_cursor_opens_it() -> No
         shown = body.text().plain  # type: ignore[attr-defined]
         assert shown.splitlines()[0] == "▾ thought for 8 tokens"
         assert thinking[:20] in shown
+        # The thinking key folds every column's, and opens them all.
+        assert "ctrl+b" in {a.binding.key for a in app.active_bindings.values() if a.enabled}
+        await pilot.press("ctrl+b")
+        await wait_until(pilot, lambda: not any(v.thinking_open for v in screen.column_views))
+        await pilot.press("ctrl+b")
+        await wait_until(pilot, lambda: all(v.thinking_open for v in screen.column_views))
 
 
 def thinking_sweep() -> SweepResult:
