@@ -327,6 +327,19 @@ def test_snapshot_thinking_folded_with_the_timeline(snap_compare: Any) -> None:
     assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
 
 
+def test_snapshot_thinking_streaming_folded(snap_compare: Any) -> None:
+    app, fake = thinking_app(pause_after_tokens=5)
+
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await send_message_no_wait(pilot, app, "tell me about the cat")
+        await wait_until(pilot, fake.paused.is_set)
+        await wait_until(pilot, lambda: len(chat_of(app).conversation.replies[-1].tokens) == 5)
+        chat_of(app).flush_now()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+
+
 def test_snapshot_thinking_opened_by_the_cursor(snap_compare: Any) -> None:
     app, _ = thinking_app()
 
