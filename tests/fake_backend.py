@@ -8,6 +8,9 @@ generation loop (`SessionBackend`) over it, so the app's tests run the real loop
 the real samplers: every `Step` is a real record, and a reply ends with the
 end-of-generation token as a real model's does.
 
+A reply's first `thinking` tokens may be recorded as thinking (`Step.section`), as a
+thinking model's loop records them: the app's thinking views are tried on the fake.
+
 Hooks for tests: a per-token and per-prefill-chunk delay, and a pause after a given
 number of reply tokens or prefill chunks (the model blocks until `resume` is set or
 the generation is cancelled), so a snapshot can catch the app mid-reply.
@@ -20,19 +23,22 @@ import re
 import threading
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 
 import numpy as np
 import numpy.typing as npt
 
+from backend.chat.events import TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings, ModelInfo
 from backend.chat.template import ChatTemplate
 from backend.llama.context import Layout, Switch
 from backend.llama.pieces import visible_piece
 from backend.session.backend import SessionBackend
-from backend.session.loop import Generation
+from backend.session.loop import Event, Generation
 from backend.session.model import BatchEntry
 from backend.session.run import Steer
+from sampling.sections import Section
 
 EOS_ID = 0
 
@@ -321,16 +327,35 @@ def context_logits(context: Sequence[int]) -> npt.NDArray[np.float32]:
     return values.astype(np.float32)
 
 
+class _Thinking(Generation):
+    """A generation whose replies' first `thinking` tokens are recorded as thinking."""
+
+    thinking = 0
+
+    def __iter__(self) -> Iterator[Event]:
+        for number, event in super().__iter__():
+            if isinstance(event, TokenEvent) and event.index < self.thinking:
+                step = replace(event.step, section=Section.THINKING)
+                event = replace(event, step=step)
+            yield number, event
+
+
 class FakeBackend(SessionBackend):
     """The one generation loop over a `FakeModel` (keywords: `FakeModel`'s).
 
     Args:
         clock: Time source for the stats (inject a fake one for fixed figures).
+        thinking: Each reply's first so many tokens are its thinking (0: none).
     """
 
     def __init__(
-        self, *, clock: Callable[[], float] = time.perf_counter, **options: object
+        self,
+        *,
+        clock: Callable[[], float] = time.perf_counter,
+        thinking: int = 0,
+        **options: object,
     ) -> None:
+        self.thinking = thinking
         self.fake = FakeModel(**options)  # type: ignore[arg-type]
         info = ModelInfo(
             name="fake-words",
@@ -400,7 +425,7 @@ class FakeBackend(SessionBackend):
         """`SessionBackend.generate_many`, the model told the cancel flag (its pauses
         and delays end when it is set)."""
         self.fake.cancel = cancel
-        return super().generate_many(
+        generation = super().generate_many(
             messages,
             lives,
             max_tokens=max_tokens,
@@ -410,6 +435,10 @@ class FakeBackend(SessionBackend):
             rewindable=rewindable,
             layout=layout,
         )
+        if self.thinking:
+            generation.__class__ = _Thinking  # the same run, its first tokens thinking
+            generation.thinking = self.thinking  # type: ignore[attr-defined]
+        return generation
 
 
 def _word_id(word: str) -> int:

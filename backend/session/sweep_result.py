@@ -7,10 +7,11 @@ holds each number once. Each sample names the saved chat it is (`chat_id`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any
 
+from backend.chat.events import TokenEvent
 from backend.session.sweep import SweepPlan, SweepSample, SweepSetting
 from sampling.analysis.frontier import pareto_frontier
 from sampling.analysis.sweep_metrics import (
@@ -23,7 +24,7 @@ from sampling.analysis.sweep_metrics import (
     setting_metrics,
 )
 from sampling.errors import SamplescopeError
-from sampling.sections import Section
+from sampling.sections import Section, SectionSpan, spans_of
 from sampling.settings.record import SamplerSettings
 from sampling.settings.registry import registry
 
@@ -90,6 +91,9 @@ class SampleRecord:
         seed: Its seed.
         token_ids: Its tokens.
         chat_id: The saved chat it is, or None when not saved.
+        thinking_runs: A thinking model's sample: its runs of thinking steps (none:
+            all answer).
+        thinking: The text of those steps.
     """
 
     figures: SampleFigures
@@ -97,6 +101,8 @@ class SampleRecord:
     seed: int
     token_ids: tuple[int, ...]
     chat_id: int | None
+    thinking_runs: tuple[SectionSpan, ...] = ()
+    thinking: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """The sample as a JSON object."""
@@ -115,7 +121,13 @@ class SampleRecord:
             "outside_top_k": f.outside_top_k,
             "looped": f.looped,
             **({"sections": [section_json(part) for part in f.sections]} if f.thinks else {}),
-        }
+        } | self._thinking_json()
+
+    def _thinking_json(self) -> dict[str, Any]:
+        if not self.thinking_runs:
+            return {}
+        runs = [{"first": span.first, "last": span.last} for span in self.thinking_runs]
+        return {"thinking": self.thinking, "thinking_runs": runs}
 
     @classmethod
     def from_json(cls, values: dict[str, Any]) -> SampleRecord:
@@ -132,12 +144,18 @@ class SampleRecord:
             sections=tuple(section_from_json(part) for part in values.get("sections", ())),
         )
         chat = values.get("chat_id")
+        runs = tuple(
+            SectionSpan(Section.THINKING, int(run["first"]), int(run["last"]))
+            for run in values.get("thinking_runs", ())
+        )
         return cls(
             figures,
             int(values["sample"]),
             int(values["seed"]),
             tuple(int(t) for t in values["token_ids"]),
             None if chat is None else int(chat),
+            runs,
+            str(values.get("thinking", "")) if runs else "",
         )
 
 
@@ -169,7 +187,14 @@ def record_of(sample: SweepSample, chat_id: int | None, top_k: int) -> SampleRec
     figures = sample_figures(
         key.prompt, key.setting, sample.steps, finished.text, finished.reason, top_k
     )
-    return SampleRecord(figures, key.sample, sample.settings.seed, finished.token_ids, chat_id)
+    record = SampleRecord(figures, key.sample, sample.settings.seed, finished.token_ids, chat_id)
+    spans = spans_of([step.section for step in sample.steps])
+    runs = tuple(span for span in spans if span.kind is Section.THINKING)
+    if not runs:
+        return record
+    tokens = [event for event in sample.events if isinstance(event, TokenEvent)]
+    text = "".join(event.text for event in tokens if event.step.section is Section.THINKING)
+    return replace(record, thinking_runs=runs, thinking=text)
 
 
 def estimate_json(value: Estimate | None) -> dict[str, Any] | None:

@@ -54,6 +54,15 @@ CHAT_BINDINGS: tuple[Binding, ...] = (
         tooltip="colour each token by its probability",
         id="toggle_colour",
     ),
+    # Shown once a reply has a thinking (a thinking model's), so that a chat without
+    # one shows the footer it had.
+    Binding(
+        "ctrl+b",
+        "toggle_thinking",
+        "thinking",
+        tooltip="show the replies' thinking, or fold each under its summary line",
+        id="toggle_thinking",
+    ),
     Binding(
         "ctrl+t",
         "token_cursor",

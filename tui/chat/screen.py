@@ -66,11 +66,14 @@ class ChatScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """`b` (branch from what-if) only while what-if is on, f10 (the panels) only on
-        a narrow terminal (the footer shows them then)."""
+        a narrow terminal, the thinking key once a reply has a thinking (the footer
+        shows them then)."""
         if action == "whatif_branch":
             return self.chat.whatif.active
         if action == "toggle_panels":
             return self.folded
+        if action == "toggle_thinking":
+            return self.chat.has_thinking
         return True
 
     @property
@@ -138,6 +141,10 @@ class ChatScreen(Screen[None]):
     def action_toggle_colour(self) -> None:
         """Tint each token by its probability (or stop tinting)."""
         self.chat.set_colour(not self.chat.colour)
+
+    def action_toggle_thinking(self) -> None:
+        """Show the replies' thinking, or fold it."""
+        self.chat.toggle_thinking()
 
     def action_plot(self, plot: str) -> None:
         """Cycle the reply timeline's rows ("timeline") or show/hide the tail plot ("tail")."""

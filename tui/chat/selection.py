@@ -22,6 +22,7 @@ from backend.chat.events import TokenEvent
 from backend.chat.protocol import LiveSettings
 from sampling.analysis.surprise import SurpriseRule
 from sampling.records import Step
+from sampling.sections import Section
 from tui.chat.reply import Reply
 from tui.widgets.token_text import TokenPieces
 
@@ -72,13 +73,16 @@ class Selection:
 
     @property
     def title(self) -> str:
-        """ "reply 2 token 5/40" (the cursor's), "token 40 (latest)", else the note."""
+        """ "reply 2 token 5/40" (the cursor's), "token 40 (latest)", else the note;
+        "· thinking" after it for a token of a thinking model's thinking."""
         if self.number is None:
             return self.note
         count = len(self.tokens)
+        step = self.step
+        section = " · thinking" if step is not None and step.section is Section.THINKING else ""
         if self.cursor:
-            return f"reply {self.number + 1} token {self.index + 1}/{count}"
-        return f"token {count} (latest)"
+            return f"reply {self.number + 1} token {self.index + 1}/{count}{section}"
+        return f"token {count} (latest){section}"
 
 
 NOTHING = Selection()

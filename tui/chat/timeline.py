@@ -3,7 +3,8 @@
 Rows: the chosen token's probability, the entropy and (on demand) the kept count,
 over a marker row (the token cursor ▲, a setting changed ◆, the reply went back
 from a rejected attempt ✗, a token the grammar forced ▪, a surprising token •: see
-`sampling.analysis.surprise`; a repetition loop ↻ from its start, ~ along its copies). A
+`sampling.analysis.surprise`; a repetition loop ↻ from its start, ~ along its copies;
+the answer begins │ after a thinking model's thinking). A
 reply longer than
 the strip is compressed into buckets that keep each bucket's spike, the token a
 reader looks for: the lowest chosen probability, the highest entropy, the most
@@ -33,6 +34,7 @@ from sampling.analysis.loops import Loop
 from sampling.analysis.surprise import DEFAULT_SURPRISE, SurpriseRule
 from tui.chat.branches import ghost_forks
 from tui.chat.selection import ChatPanel, PanelHost, Selection
+from tui.widgets.thinking_fold import is_thinking
 
 LABEL_WIDTH = 3
 MAX_SPREAD = 3
@@ -44,6 +46,7 @@ FORCED_MARK = "▪"
 SURPRISE_MARK = "•"
 LOOP_MARK = "↻"
 LOOP_SPAN_MARK = "~"
+ANSWER_MARK = "│"
 
 
 def bucket_bounds(n_tokens: int, columns: int) -> npt.NDArray[np.intp]:
@@ -90,6 +93,7 @@ class _Marks(Widget):
         "timeline--forced",
         "timeline--surprise",
         "timeline--loop",
+        "timeline--answer",
     }
     DEFAULT_CSS = """
     _Marks { height: 1; }
@@ -99,6 +103,7 @@ class _Marks(Widget):
     _Marks > .timeline--forced { color: $secondary; }
     _Marks > .timeline--surprise { color: $error; text-style: bold; }
     _Marks > .timeline--loop { color: $warning; text-style: bold; }
+    _Marks > .timeline--answer { color: $success; text-style: bold; }
     """
 
     def __init__(self) -> None:
@@ -110,6 +115,8 @@ class _Marks(Widget):
         self.surprises: list[int] = []
         self.loop: list[int] = []
         """The cells of a repetition loop, its start first."""
+        self.answers: list[int] = []
+        """The cells where an answer begins after a thinking."""
         self.tokens: list[int] = []
 
     def render(self) -> Text:
@@ -124,6 +131,8 @@ class _Marks(Widget):
             marks[column] = CHANGE_MARK
         for column in self.ghosts:
             marks[column] = GHOST_MARK
+        for column in self.answers:
+            marks[column] = ANSWER_MARK
         if self.cursor is not None and self.cursor < len(marks):
             marks[self.cursor] = CURSOR_MARK
         styles = {
@@ -134,6 +143,7 @@ class _Marks(Widget):
             SURPRISE_MARK: self.get_component_rich_style("timeline--surprise"),
             LOOP_MARK: self.get_component_rich_style("timeline--loop"),
             LOOP_SPAN_MARK: self.get_component_rich_style("timeline--loop"),
+            ANSWER_MARK: self.get_component_rich_style("timeline--answer"),
         }
         text = Text()
         for mark in marks:
@@ -197,6 +207,7 @@ class ReplyTimeline(Vertical, ChatPanel):
         self._ghosts: tuple[int, ...] = ()  # tokens where the reply went back
         self._forced: list[int] = []  # tokens read that the grammar forced
         self._surprising: list[int] = []  # tokens read that the rule finds surprising
+        self._answers: list[int] = []  # tokens read where an answer follows a thinking
         self._loop: Loop | None = None
         self._rule = DEFAULT_SURPRISE
         self._cursor: int | None = None
@@ -292,6 +303,11 @@ class ReplyTimeline(Vertical, ChatPanel):
         return None if column is None else column * self._spread
 
     @property
+    def answers(self) -> list[int]:
+        """The tokens of the shown reply where an answer begins after a thinking (tests)."""
+        return list(self._answers)
+
+    @property
     def surprising(self) -> list[int]:
         """The shown reply's surprising tokens (tests)."""
         return list(self._surprising)
@@ -319,6 +335,7 @@ class ReplyTimeline(Vertical, ChatPanel):
             self._changed = []
             self._forced = []
             self._surprising = []
+            self._answers = []
         self._rule = surprise
         self.reply_number = number
         self._tokens = tokens
@@ -341,6 +358,8 @@ class ReplyTimeline(Vertical, ChatPanel):
                 self._forced.append(index)
             if self._rule.matches(step):
                 self._surprising.append(index)
+            if index > 0 and is_thinking(tokens[index - 1]) and not is_thinking(tokens[index]):
+                self._answers.append(index)
             if index > 0:
                 before = tokens[index - 1].step.settings
                 if step.settings is not before and step.settings != before:
@@ -380,6 +399,7 @@ class ReplyTimeline(Vertical, ChatPanel):
         marks.ghosts = self._xs_of(self._ghosts)
         marks.forced = self._xs_of(self._forced)
         marks.surprises = self._xs_of(self._surprising)
+        marks.answers = self._xs_of(self._answers)
         loop = self._loop
         marks.loop = [] if loop is None else self._loop_xs(loop, count)
         marks.cursor = None if self._cursor is None else self.x_of(self._cursor)
@@ -401,6 +421,7 @@ class ReplyTimeline(Vertical, ChatPanel):
             else f" · ≤{-(-len(probs) // (len(bounds) - 1))} tokens/col"
         )
         marks = f" · {SURPRISE_MARK} {self._rule.text}" if self._surprising else ""
+        marks += f" · {ANSWER_MARK} answer" if self._answers else ""
         self.border_title = (
             f"timeline · reply {self.reply_number + 1} · p {probs.min():.2f}–{probs.max():.2f}"
             f" · H ≤{entropy.max():.1f}{per}{marks}"

@@ -94,6 +94,9 @@ class Transcript(VerticalScroll, can_focus=True):
         self.colour = False
         self.by_rank = False
         self.surprise = DEFAULT_SURPRISE
+        self.thinking_shown = False
+        """Whether the replies' thinking is shown (else folded; the cursor opens one)."""
+        self._redone_open = False  # the thinking of the reply being redone was open
 
     # -- content -------------------------------------------------------------
 
@@ -106,6 +109,8 @@ class Transcript(VerticalScroll, can_focus=True):
         view = ReplyView(reply, len(self.views))
         self._followed_to = None
         view.set_marks(TokenMarks(colour=self.colour, by_rank=self.by_rank))
+        view.thinking_open = self.thinking_shown or self._redone_open
+        self._redone_open = False
         self.views.append(view)
         self._label_branch()
         return self._append(view)
@@ -162,6 +167,7 @@ class Transcript(VerticalScroll, can_focus=True):
         if cut is None:
             return
         self.clear_cursor()
+        self._redone_open = self.views[cut].thinking_open  # its new branch keeps it open
         children = list(self.children)
         self.remove_children(children[children.index(self.views[cut]) :])
         del self.views[cut:]
@@ -303,6 +309,8 @@ class Transcript(VerticalScroll, can_focus=True):
     def select(self, number: int, index: int) -> None:
         """Put the token cursor on token `index` of reply `number`."""
         self.cursor = (number, index)
+        if number < len(self.views) and self.views[number].folded_at(index):
+            self.views[number].set_thinking_open(True)  # the cursor went into a thinking
         self._sync_views()
         self.scroll_to_cursor()
         # The layout may change with the cursor (a selected blank token shows its
@@ -377,6 +385,19 @@ class Transcript(VerticalScroll, can_focus=True):
             else "colour by probability",
             timeout=3,
         )
+
+    @property
+    def has_thinking(self) -> bool:
+        """Whether a reply shown has a thinking (the thinking key shows then)."""
+        return any(view.has_thinking for view in self.views)
+
+    def toggle_thinking(self) -> bool:
+        """Show every reply's thinking, or fold them all; returns whether shown."""
+        self.thinking_shown = not self.thinking_shown
+        for view in self.views:
+            view.set_thinking_open(self.thinking_shown)
+        self.call_after_refresh(self.scroll_to_cursor)
+        return self.thinking_shown
 
     def set_colour(self, colour: bool) -> None:
         """Tint tokens by probability, or not."""

@@ -117,6 +117,7 @@ class ChatView(Vertical):
         self._beam_job: BeamJob | None = None  # the running reply's, when a beam search
         self._probs_note = ""
         """What the probability panel says when no reply of this session has a token."""
+        self._had_thinking = False  # whether the footer shows the thinking key
         self._transcript = Transcript(id="transcript")
         self._prompt = Input(placeholder="Type a message; Enter sends it", id="prompt")
         self._prompt.cursor_blink = cursor_blink
@@ -385,6 +386,15 @@ class ChatView(Vertical):
         """Tint each token by its probability, or not."""
         self._transcript.set_colour(colour)
 
+    @property
+    def has_thinking(self) -> bool:
+        """Whether a reply shown has a thinking (its key shows in the footer then)."""
+        return self._transcript.has_thinking
+
+    def toggle_thinking(self) -> bool:
+        """Show every reply's thinking, or fold them; returns whether shown."""
+        return self._transcript.toggle_thinking()
+
     @on(Transcript.AlternativesAsked)
     def _on_alternatives(self, message: Transcript.AlternativesAsked) -> None:
         message.stop()
@@ -487,6 +497,7 @@ class ChatView(Vertical):
         due = self.schedule.tick()
         if self._transcript in due:
             self._transcript.sync_last()
+            self._note_thinking()
         if any(panel in due for panel in self.panels):
             self._select(due)
         if self._status in due:
@@ -499,8 +510,15 @@ class ChatView(Vertical):
     def _redraw(self) -> None:
         self._dirty = False
         self._transcript.sync_last()
+        self._note_thinking()
         self._select()
         self._update_status()
+
+    def _note_thinking(self) -> None:
+        """Show the thinking key in the footer once a reply has a thinking."""
+        if self.has_thinking != self._had_thinking:
+            self._had_thinking = not self._had_thinking
+            self.app.refresh_bindings()
 
     def _update_status(self) -> None:
         self._status.update(

@@ -32,6 +32,7 @@ from tui.compare.columns import CompareColumn, settings_summary
 from tui.compare.token_diff import LiveDiff, TokenDiff
 from tui.score_label import logprob_label
 from tui.widgets.status_line import LOOP_SIGN
+from tui.widgets.thinking_fold import is_thinking
 from tui.widgets.token_look import TokenMarks
 
 
@@ -127,6 +128,8 @@ class CompareColumnView(Vertical, can_focus=True):
         """The token diff against the reference."""
         self._logprob_raw = 0.0  # sum of the tokens' raw log-probabilities
         self._raw_known = True  # every token recorded its raw probability
+        self.has_thinking = False
+        """Whether a token of its reply is thinking (a thinking model's)."""
 
     # --- layout -------------------------------------------------------------------
 
@@ -161,6 +164,7 @@ class CompareColumnView(Vertical, can_focus=True):
         """Forget the tokens and start over (a re-run), maybe with new settings."""
         self.column = column
         self.tokens = []
+        self.has_thinking = False
         self.finished = None
         self.loop = None
         self.divergence = None
@@ -190,6 +194,7 @@ class CompareColumnView(Vertical, can_focus=True):
     def add_token(self, event: TokenEvent) -> None:
         """Append a sampled token (drawn at the next `flush`: redraws are coalesced)."""
         self.tokens.append(event)
+        self.has_thinking = self.has_thinking or is_thinking(event)
         raw = event.step.prob_unfiltered
         if raw is None:
             self._raw_known = False
@@ -201,6 +206,15 @@ class CompareColumnView(Vertical, can_focus=True):
         """Redraw if tokens arrived here, or in the reference, since the last redraw."""
         if self._dirty or self._diff_due():
             self._refresh_all()
+
+    def set_thinking_open(self, shown: bool) -> None:
+        """Show its thinking, or fold it under its summary line."""
+        self._body.set_thinking_open(shown)
+
+    @property
+    def thinking_open(self) -> bool:
+        """Whether its thinking is shown."""
+        return self._body.thinking_open
 
     @property
     def diff(self) -> TokenDiff | None:
@@ -297,6 +311,8 @@ class CompareColumnView(Vertical, can_focus=True):
             self.post_message(self.TokenSelected(self.index, self.cursor))
 
     def watch_cursor(self, cursor: int | None) -> None:
+        if cursor is not None and self._body.folded_at(cursor):
+            self._body.set_thinking_open(True)  # the cursor went into a thinking
         self._refresh_body()
         if cursor is not None:
             self._scroll_to_cursor(cursor)
@@ -387,7 +403,8 @@ class CompareColumnView(Vertical, can_focus=True):
             marks = TokenMarks(cursor=self.cursor, divergence=divergence, changes=changes)
             error = self.finished.error if self.finished is not None else None
             deletions = {} if diff is None else diff.deleted_before
-            self._body.show(self.tokens, marks, error or "", deletions)
+            done = self.finished is not None
+            self._body.show(self.tokens, marks, error or "", deletions, done)
 
     def _diff_due(self) -> bool:
         reference = self.reference

@@ -1,12 +1,15 @@
 """The reply text of a compare column, drawn with the shared token look.
 
 The tokens are laid out as one rich `Text` whose spans carry the token index in
-their style's meta, so a mouse click finds its token without layout arithmetic.
+their style's meta, so a mouse click finds its token without layout arithmetic. A
+thinking model's thinking is folded under its summary line as in the chat
+(`tui.widgets.thinking_fold`); a click on the line opens or folds it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 from rich.style import Style
 from rich.text import Text
@@ -16,7 +19,8 @@ from textual.widget import Widget
 
 from backend.chat.events import TokenEvent
 from tui.display import display_text
-from tui.widgets.token_look import TokenMarks, styled_runs
+from tui.widgets.thinking_fold import is_thinking, span_at, summary, thinking_spans
+from tui.widgets.token_look import CURSOR_STYLE, TokenMarks, styled_runs
 from tui.widgets.token_text import token_text
 
 NOTICE_STYLE = Style(italic=True, color="#e06c75")
@@ -28,6 +32,11 @@ DELETION_STYLE = Style(bold=True, color="#e06c75")
 
 class ColumnText(Widget):
     """A column's tokens with their marks (`TokenMarks`), and its error if it failed."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "column-text--thinking",
+        "column-text--thinking-head",
+    }
 
     class Clicked(Message):
         """Token `index` was clicked."""
@@ -42,6 +51,10 @@ class ColumnText(Widget):
         self.marks = TokenMarks()
         self.error = ""
         self.deletions: Mapping[int, int] = {}
+        self.done = False
+        """Whether the column's reply ended (a thinking at its end is then whole)."""
+        self.thinking_open = False
+        """Whether its thinking is shown (else folded under its summary line)."""
 
     def show(
         self,
@@ -49,18 +62,31 @@ class ColumnText(Widget):
         marks: TokenMarks,
         error: str = "",
         deletions: Mapping[int, int] | None = None,
+        done: bool = False,
     ) -> None:
         """Draw `tokens` with `marks`, then `error` (when the generation failed).
 
         Args:
             deletions: Token index → how many reference tokens are left out before
                 it (the tokens' count: at the end), each drawn as `DELETION_MARK`.
+            done: The reply ended.
         """
+        self.done = done
         self.tokens = tokens
         self.marks = marks
         self.error = error
         self.deletions = deletions or {}
         self.refresh(layout=True)
+
+    def folded_at(self, index: int) -> bool:
+        """Whether token `index` is in a folded thinking."""
+        return not self.thinking_open and span_at(thinking_spans(self.tokens), index) is not None
+
+    def set_thinking_open(self, shown: bool) -> None:
+        """Show its thinking, or fold it under its summary line."""
+        if shown != self.thinking_open:
+            self.thinking_open = shown
+            self.refresh(layout=True)
 
     def text(self, upto: int | None = None) -> Text:
         """The tokens (the first `upto` of them) as styled text, then the error."""
@@ -68,19 +94,54 @@ class ColumnText(Widget):
         marks = self.marks
         tokens = self.tokens if upto is None else self.tokens[:upto]
         deletions = self.deletions
-        for event in tokens:
+        heads = {span.first: span for span in thinking_spans(self.tokens)}
+        dim = self.get_component_rich_style("column-text--thinking", partial=True)
+        fold_to = -1  # the last token of the folded thinking being passed
+        line_start = False  # the next token starts a line: its spaces left out
+        for position, event in enumerate(tokens):
+            if position <= fold_to:
+                continue
             index = event.index
+            span = heads.get(position)
+            if span is not None:
+                fold_to = self._append_head(text, span.first, span.last)
+                line_start = True
+                if fold_to >= 0:
+                    continue
             if index in deletions:
                 text.append(DELETION_MARK, DELETION_STYLE)
-            meta = Style(meta={"token": index})
+            thinking = is_thinking(event)
+            meta = Style(meta={"token": index}) + (dim if thinking else Style())
             shown = token_text(event, marked=marks.marked(index))
+            if line_start:
+                shown = shown.lstrip()
+                line_start = not shown
             for run, extra in styled_runs(shown, marks.look(index, event.step.prob)):
                 text.append(run, meta if extra is None else extra + meta)
+            following = self.tokens[position + 1] if position + 1 < len(self.tokens) else None
+            if thinking and following is not None and not is_thinking(following):
+                text.append("\n")  # the answer starts on a line of its own
+                line_start = True
         if upto is None and len(self.tokens) in deletions:
             text.append(DELETION_MARK, DELETION_STYLE)
         if upto is None and self.error:
             text.append(f"\n{display_text(self.error)}", NOTICE_STYLE)
         return text
+
+    def _append_head(self, text: Text, first: int, last: int) -> int:
+        """Append a thinking's summary line; returns `last` when it is folded, else -1."""
+        folded = not self.thinking_open
+        done = self.done or last + 1 < len(self.tokens)
+        style = self.get_component_rich_style("column-text--thinking-head", partial=True)
+        cursor = self.marks.cursor
+        if folded and cursor is not None and first <= cursor <= last:
+            style += CURSOR_STYLE
+        if text.plain and not text.plain.endswith("\n"):
+            text.append("\n")
+        line = summary(last - first + 1, done=done, folded=folded)
+        text.append(line, style + Style(meta={"thinking": first}))
+        text.append("\n")
+        return last if folded else -1
 
     def line_of(self, index: int, width: int) -> int:
         """The line (0-based) where token `index` ends, wrapped to `width` cells."""
@@ -90,7 +151,11 @@ class ColumnText(Widget):
         return self.text()
 
     def on_click(self, event: events.Click) -> None:
-        """Say which token is under the mouse."""
+        """Say which token is under the mouse (a summary line: open or fold it)."""
+        if "thinking" in event.style.meta:
+            event.stop()
+            self.set_thinking_open(not self.thinking_open)
+            return
         index = event.style.meta.get("token")
         if isinstance(index, int):
             event.stop()

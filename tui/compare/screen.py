@@ -100,6 +100,8 @@ class CompareScreen(Screen[CompareResult | None]):
         Binding("p,enter", "promote", "Use as reply"),
         Binding("c", "curves", "Curves H/p/off"),
         Binding("y", "copy_command", "Copy cmd"),
+        # Shown once a column has thinking (a thinking model's).
+        Binding("ctrl+b", "toggle_thinking", "Thinking"),
         Binding("question_mark", "legend", "Legend", show=False),
         Binding("1", "focus_column(0)", "Column 1", show=False),
         Binding("2", "focus_column(1)", "Column 2", show=False),
@@ -144,6 +146,7 @@ class CompareScreen(Screen[CompareResult | None]):
         self._pieces = pieces
         self._run = 0
         self._running = False
+        self._has_thinking = False  # whether the footer shows the thinking key
         self._error: str | None = None
 
     # --- public state (read by the app and the tests) -----------------------------
@@ -298,6 +301,9 @@ class CompareScreen(Screen[CompareResult | None]):
         """Redraw the columns that received tokens (runner, FLUSH_HZ a second)."""
         for view in self.column_views:
             view.flush()
+        if self._has_thinking != any(view.has_thinking for view in self.column_views):
+            self._has_thinking = not self._has_thinking
+            self.refresh_bindings()  # the thinking key shows
         for curves in self.query(CompareCurves):  # none while the screen is torn down
             curves.show_views(self.column_views)
 
@@ -316,6 +322,16 @@ class CompareScreen(Screen[CompareResult | None]):
         while node is not None and not isinstance(node, CompareColumnView):
             node = node.parent
         return node if isinstance(node, CompareColumnView) else self.column_views[0]
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The thinking key only once a column has thinking."""
+        return self._has_thinking if action == "toggle_thinking" else True
+
+    def action_toggle_thinking(self) -> None:
+        """Show every column's thinking, or fold them all."""
+        shown = not any(view.thinking_open for view in self.column_views)
+        for view in self.column_views:
+            view.set_thinking_open(shown)
 
     def action_curves(self) -> None:
         """Show the entropy curves, then the chosen probability's, then hide them."""

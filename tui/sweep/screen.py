@@ -30,6 +30,7 @@ from sampling.analysis.sweep_metrics import Estimate
 from tui.generate_command import NotOneCommandError, generate_command
 from tui.sweep.frontier_plot import AXIS_NAMES, FrontierPlot, mark_of
 from tui.widgets.table_fill import fill_table
+from tui.widgets.thinking_fold import summary
 
 AXES = tuple(DIVERSITY_AXES)
 #: A sample's text is shown up to this many characters, on one line.
@@ -51,6 +52,18 @@ def _one_line(text: str) -> Text:
     """Model text shown literally on one line (newlines as ↵)."""
     flat = text.replace("\r", "").replace("\n", "↵")
     return Text(flat[:TEXT_SHOWN], no_wrap=True, overflow="ellipsis")
+
+
+def _sample_text(sample: SampleRecord) -> Text:
+    """A sample's text on one line; a thinking model's thinking folded, as the chat
+    folds it ("▸ thought for 212 tokens · " before the answer)."""
+    text = sample.figures.text
+    if not sample.thinking_runs:
+        return _one_line(text)
+    length = sum(span.length for span in sample.thinking_runs)
+    shown = _one_line(text.removeprefix(sample.thinking).lstrip())
+    head = Text(f"{summary(length, done=True, folded=True)} · ", style="dim italic")
+    return Text.assemble(head, shown, no_wrap=True, overflow="ellipsis")
 
 
 class SweepScreen(Screen[int | None]):
@@ -187,7 +200,7 @@ class SweepScreen(Screen[int | None]):
                     Text(f.finish_reason),
                     Text(per_token, justify="right"),
                     Text("-" if sample.chat_id is None else str(sample.chat_id), justify="right"),
-                    _one_line(f.text),
+                    _sample_text(sample),
                 )
             )
         fill_table(table, SAMPLE_COLUMNS, rows, column_keys=SAMPLE_COLUMNS)
