@@ -23,6 +23,8 @@ from backend.chat.protocol import LiveSettings
 from backend.config.config import Config
 from backend.config.presets import PresetError
 from backend.config.setting_input import TextEncoder, typed_value
+from backend.config.setting_sources import NO_SOURCES, SettingSources
+from backend.llama.model_sampling import ModelSampling
 from backend.session.backend import SessionBackend
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatStore, StoreError
@@ -57,6 +59,7 @@ from tui.paste_driver import paste_safe_driver
 from tui.preset_commands import PresetCommands, PresetHost, apply_preset, ask_preset_name
 from tui.resources import available_presets
 from tui.runner import GIL_SWITCH_INTERVAL, GenerationRunner
+from tui.setting_origins import SettingOrigins
 from tui.widgets.preset_picker import PresetPickerScreen
 from tui.widgets.token_text import TokenPieces
 
@@ -79,6 +82,8 @@ class SamplescopeApp(CrashLoggingApp):
             (a `SamplescopeError` it raises is shown on screen).
         settings: The starting sampler settings (default: the chat's, made with
             the registry in use).
+        setting_sources: Where each of them came from (the config, a flag); the
+            model's own settings fill the others when it loads.
         max_tokens: The longest reply.
         system_prompt: An optional system message starting every chat.
         clock: Time source for the live tokens/s (inject a fake one in snapshots).
@@ -108,6 +113,7 @@ class SamplescopeApp(CrashLoggingApp):
         *,
         backend_factory: Callable[[], SessionBackend] | None = None,
         settings: SamplerSettings | None = None,
+        setting_sources: SettingSources = NO_SOURCES,
         max_tokens: int = 512,
         system_prompt: str | None = None,
         clock: Callable[[], float] = time.perf_counter,
@@ -135,8 +141,10 @@ class SamplescopeApp(CrashLoggingApp):
         self.back_to_sweep: Callable[[], None] | None = None
         """Shows the sweep a sample was opened from again (None: none was)."""
         self.start_settings = self.live.current
-        """The settings the app started with (defaults, config, flags): "reset" restores
-        them; a new chat keeps the sliders as they are."""
+        """The settings the app started with (defaults, config, flags, the model's
+        own): "reset" restores them; a new chat keeps the sliders as they are."""
+        self.origins = SettingOrigins(self.live.current, setting_sources)
+        """Where each live setting came from."""
         self.max_tokens = max_tokens
         self.store = store
         self.runner = GenerationRunner(self)
@@ -262,6 +270,7 @@ class SamplescopeApp(CrashLoggingApp):
         self.pieces.lookup = message.pieces
         self.pieces.token_bytes = message.token_bytes
         self.encode = message.encode
+        self._take_model_settings(message.own_settings)
         info = backend.info
         self.conversation.mode, notice = mode_for_backend(backend, self.requested_mode)
         if notice:
@@ -274,6 +283,18 @@ class SamplescopeApp(CrashLoggingApp):
         chat_id, self._chat_to_open = self._chat_to_open, None
         if chat_id is not None:
             self.open_saved_chat(chat_id)
+
+    def _take_model_settings(self, own: ModelSampling) -> None:
+        """The loaded model's own settings fill those the user did not set."""
+        live, self.start_settings = self.origins.model_loaded(self.live.current, own)
+        self.live.current = live
+        self._show_settings(live)
+        for problem in own.problems:
+            self.notify(problem, severity="warning", timeout=15)
+        filled = self.origins.sources.from_model()
+        if filled:
+            shown = ", ".join(f"{name} {live.value(name)}" for name in filled)
+            self.notify(f"The model's own settings (general.sampling): {shown}.", timeout=10)
 
     @on(BackendFailed)
     def _on_backend_failed(self, message: BackendFailed) -> None:
@@ -360,20 +381,30 @@ class SamplescopeApp(CrashLoggingApp):
         try:
             value = typed_value(field, value, self.encode)
             self.live.current = self.live.current.with_changes(**{field: value})
+            self.origins.moved(field)
         except SettingsError as error:  # its message names the field and the value
             self.notify(str(error), severity="error")
             valid = False
-        self.chat.show_settings(self.live.current)
+        self._show_settings(self.live.current)
         return valid
 
     def apply_settings(self, settings: SamplerSettings) -> None:
         """Make a whole set of settings live from the next token (an imported preset)."""
         self.live.current = settings
+        self.origins.whole_set(settings)
+        self._show_settings(settings)
+
+    def _show_settings(self, settings: SamplerSettings) -> None:
+        """The panel shows `settings`, and which of them the model's own fill."""
         self.chat.show_settings(settings)
+        for panel in self.chat.query(SamplingPanel):
+            panel.border_subtitle = self.origins.subtitle()
 
     def reset_settings(self) -> None:
         """Put the settings the app started with back on the sliders (from the next token)."""
-        self.apply_settings(self.start_settings)
+        self.live.current = self.start_settings
+        self.origins.reset()
+        self._show_settings(self.start_settings)
         self.notify("The settings are back to those samplescope started with.", timeout=8)
 
     @on(SettingsActions.Chosen)

@@ -27,6 +27,7 @@ from backend.config.paths import (
     exposed_folder_warnings,
     open_own_folders_only,
 )
+from backend.config.setting_sources import SettingSources
 from backend.llama.rpc import RpcError
 from sampling.built_in import chat_defaults
 from sampling.errors import SettingsError
@@ -34,7 +35,7 @@ from sampling.settings.registry import registry
 from tui.cli.options.model import add_hf_flag, add_repack_flag, add_rpc_flag, model_or_hf
 from tui.cli.options.prompt import add_mode_flags, add_system_flag
 from tui.cli.options.sampler_file import add_sampler_file_flag
-from tui.cli.options.settings import add_settings_flags, settings_from_args
+from tui.cli.options.settings import add_settings_flags, flag_settings, settings_from_args
 
 if TYPE_CHECKING:
     from backend.llama.rpc import Endpoint
@@ -140,6 +141,11 @@ def build_app(
     config, problem = load_config_or_default()
     notices = [problem] if problem else []
     settings = settings_from_args(args, settings_with_config(chat_defaults(registry()), config))
+    sources = (
+        SettingSources()
+        .given(config.settings_overrides, "config")
+        .given(flag_settings(args), "flag")
+    )
     from backend.store.store import ChatStore, StoreError  # not for `samplescope -h`
 
     store: ChatStore | None = None
@@ -162,6 +168,7 @@ def build_app(
         list_models=listed_models,
         open_model=open_model,
         settings=settings,
+        setting_sources=sources,
         max_tokens=args.max_tokens,
         system_prompt=args.system,
         store=store,

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from backend.chat.protocol import LiveSettings
+from backend.config.setting_sources import sources_line
 from backend.store.recorded import recorded
 from backend.store.records import StoreError
 from tui.cli.commands.generate.ban_flags import add_ban_flags
@@ -72,6 +73,8 @@ def run(args: argparse.Namespace) -> int:
     """Generate and print the reply; the exit code is 1 if the generation failed."""
     prompt = read_prompt(args)
     generation = build_run(args, prompt)
+    if args.verbose >= 1:
+        log(f"settings: {sources_line(generation.settings, generation.sources)}")
     if args.beams is not None:
         return run_beams(
             args,

@@ -51,9 +51,11 @@ def reply_json(
     chat_id: int | None,
     ghost_ids: list[int],
 ) -> str:
-    """The `--json` object: the text and its tokens, the settings and seed, how it
-    finished, the figures, its score, the rejected attempts, the model (and the saved
-    chat's id, with --save), and each step's guidance and contrast reports."""
+    """The `--json` object: the text and its tokens, the settings, where each one not
+    at its default came from (`setting_sources`: model, config, preset or flag) and
+    the seed, how it finished, the figures, its score, the rejected attempts, the
+    model (and the saved chat's id, with --save), and each step's guidance and
+    contrast reports."""
     settings = run.settings
     return json.dumps(
         {
@@ -63,6 +65,7 @@ def reply_json(
             "token_ids": list(finished.token_ids),
             "settings": settings.to_json(),
             "seed": settings.seed,
+            "setting_sources": run.sources.to_json(),
             "finish_reason": finished.reason,
             "loop": None if finished.loop is None else finished.loop.to_dict(),
             "error": finished.error,
