@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Any, ClassVar, cast
 
 from textual import on, work
@@ -20,6 +21,7 @@ from textual.screen import Screen
 
 from backend.chat.completion import Mode, mode_for_backend
 from backend.chat.protocol import LiveSettings
+from backend.chat.template_switches import NO_SWITCHES, TemplateSwitches, thinking_tags_of
 from backend.config.config import Config
 from backend.config.presets import PresetError
 from backend.config.setting_input import TextEncoder, typed_value
@@ -60,6 +62,12 @@ from tui.preset_commands import PresetCommands, PresetHost, apply_preset, ask_pr
 from tui.resources import available_presets
 from tui.runner import GIL_SWITCH_INTERVAL, GenerationRunner
 from tui.setting_origins import SettingOrigins
+from tui.template_commands import (
+    TemplateHost,
+    show_prompt,
+    toggle_thinking,
+    use_switches,
+)
 from tui.widgets.preset_picker import PresetPickerScreen
 from tui.widgets.token_text import TokenPieces
 
@@ -84,6 +92,8 @@ class SamplescopeApp(CrashLoggingApp):
             the registry in use).
         setting_sources: Where each of them came from (the config, a flag); the
             model's own settings fill the others when it loads.
+        template_switches: What the chat template is given besides the messages
+            (`--chat-template-kwargs`, `--reasoning-effort`, `--reasoning-preserve`).
         max_tokens: The longest reply.
         system_prompt: An optional system message starting every chat.
         clock: Time source for the live tokens/s (inject a fake one in snapshots).
@@ -114,6 +124,7 @@ class SamplescopeApp(CrashLoggingApp):
         backend_factory: Callable[[], SessionBackend] | None = None,
         settings: SamplerSettings | None = None,
         setting_sources: SettingSources = NO_SOURCES,
+        template_switches: TemplateSwitches = NO_SWITCHES,
         max_tokens: int = 512,
         system_prompt: str | None = None,
         clock: Callable[[], float] = time.perf_counter,
@@ -145,6 +156,9 @@ class SamplescopeApp(CrashLoggingApp):
         own): "reset" restores them; a new chat keeps the sliders as they are."""
         self.origins = SettingOrigins(self.live.current, setting_sources)
         """Where each live setting came from."""
+        self.template_switches = template_switches
+        """What the chat template is given besides the messages (the palette's
+        "Thinking on/off" changes it)."""
         self.max_tokens = max_tokens
         self.store = store
         self.runner = GenerationRunner(self)
@@ -245,6 +259,18 @@ class SamplescopeApp(CrashLoggingApp):
         yield SystemCommand(
             "Open a model", "Pick a GGUF on disk; the chat goes on with it", chat.action_pick_model
         )
+        thinking = "on" if self.template_switches.enable_thinking is False else "off"
+        yield SystemCommand(
+            f"Thinking {thinking}",
+            f"Give the chat template enable_thinking={'true' if thinking == 'on' else 'false'}"
+            " from the next prompt",
+            lambda: toggle_thinking(cast(TemplateHost, self)),
+        )
+        yield SystemCommand(
+            "Show the prompt",
+            "The prompt of the reply under the cursor, else the next or the last one",
+            self.show_turn_prompt,
+        )
         yield SystemCommand("Keys", "Show every key", self.action_help)
         if self.back_to_sweep is not None:
             yield SystemCommand(
@@ -263,6 +289,7 @@ class SamplescopeApp(CrashLoggingApp):
     def _on_backend_ready(self, message: BackendReady) -> None:
         backend = message.backend
         self.runner.backend = backend
+        backend.template.switches = self.template_switches
         self.switcher.first_load = False
         if self.runner.loading is not None:  # the picker's model
             self.switcher.opened(message.encode, backend.info)
@@ -295,6 +322,23 @@ class SamplescopeApp(CrashLoggingApp):
         if filled:
             shown = ", ".join(f"{name} {live.value(name)}" for name in filled)
             self.notify(f"The model's own settings (general.sampling): {shown}.", timeout=10)
+
+    @property
+    def loaded_backend(self) -> SessionBackend | None:
+        """The model, once loaded."""
+        return self.runner.backend
+
+    def show_turn_prompt(self) -> None:
+        """Show the prompt of the reply under the token cursor, else the next or last."""
+        cursor = self.chat.cursor
+        conversation = self.conversation
+        show_prompt(
+            cast(TemplateHost, self),
+            conversation.mode,
+            conversation.messages,
+            [reply.turn for reply in conversation.replies],
+            None if cursor is None else cursor[0],
+        )
 
     @on(BackendFailed)
     def _on_backend_failed(self, message: BackendFailed) -> None:
@@ -382,6 +426,11 @@ class SamplescopeApp(CrashLoggingApp):
             value = typed_value(field, value, self.encode)
             self.live.current = self.live.current.with_changes(**{field: value})
             self.origins.moved(field)
+            if field == "thinking_tags":  # what earlier replies' thinking is cut at
+                tags = thinking_tags_of(self.live.current)
+                use_switches(
+                    cast(TemplateHost, self), replace(self.template_switches, thinking_tags=tags)
+                )
         except SettingsError as error:  # its message names the field and the value
             self.notify(str(error), severity="error")
             valid = False

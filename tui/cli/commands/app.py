@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from backend.chat.template_switches import TemplateSwitchError, thinking_tags_of
 from backend.config.config import (
     load_config_or_default,
     model_with_config,
@@ -36,6 +37,7 @@ from tui.cli.options.model import add_hf_flag, add_repack_flag, add_rpc_flag, mo
 from tui.cli.options.prompt import add_mode_flags, add_system_flag
 from tui.cli.options.sampler_file import add_sampler_file_flag
 from tui.cli.options.settings import add_settings_flags, flag_settings, settings_from_args
+from tui.cli.options.template_flags import add_template_flags, switches_from_args
 
 if TYPE_CHECKING:
     from backend.llama.rpc import Endpoint
@@ -80,6 +82,7 @@ def build_app_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-save", action="store_true", help="do not save chats (default: save every chat)"
     )
+    add_template_flags(parser)
     add_settings_flags(parser)
     add_sampler_file_flag(parser)
     # `samplescope serve` runs each tab's app with it: files only in its own folders.
@@ -169,6 +172,7 @@ def build_app(
         open_model=open_model,
         settings=settings,
         setting_sources=sources,
+        template_switches=switches_from_args(args, config.template, thinking_tags_of(settings)),
         max_tokens=args.max_tokens,
         system_prompt=args.system,
         store=store,
@@ -186,7 +190,7 @@ def run_app(argv: list[str]) -> int:
         open_own_folders_only()
     try:
         app = build_app(args)
-    except (SettingsError, RpcError, HfFetchError) as error:
+    except (SettingsError, RpcError, HfFetchError, TemplateSwitchError) as error:
         print(f"samplescope: {error}", file=sys.stderr)
         return 2
     return run_until_quit(app)

@@ -4,11 +4,12 @@ preset's), the model loaded, the conversation, and the phrase bans and loop guar
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from backend.chat.completion import Mode
 from backend.chat.protocol import ChatMessage
+from backend.chat.template_switches import thinking_tags_of
 from backend.config.setting_sources import NO_SOURCES, SettingSources, fill_from_model
 from backend.llama.model_sampling import read_model_sampling
 from backend.session.loop_watch import LoopGuard
@@ -28,6 +29,7 @@ from tui.cli.options.settings import (
     settings_with_user_config,
     user_config_settings,
 )
+from tui.cli.options.template_flags import template_switches
 from tui.cli.verbose import log
 
 if TYPE_CHECKING:
@@ -87,6 +89,7 @@ def build_run(args: argparse.Namespace, prompt: str) -> GenerateRun:
         base = preset_settings(args.preset)
         sources = SettingSources().given(registry().settings_by_name, "preset")
     sources = sources.given(flag_settings(args), "flag")
+    switches = template_switches(args)  # checked before the model loads
     bans = bans_from_args(args, config_bans())
     loops = loops_from_args(args, config_loops())
     if bias_needs_tokenizer(args):  # --logit-bias names a token by its text
@@ -101,6 +104,7 @@ def build_run(args: argparse.Namespace, prompt: str) -> GenerateRun:
     else:
         settings = settings_from_args(args, base)
         backend = load_backend(args)
+    backend.template.switches = replace(switches, thinking_tags=thinking_tags_of(settings))
     own = read_model_sampling(backend.info.path, settings)
     for problem in own.problems:
         log(problem)
