@@ -447,7 +447,7 @@ class SamplescopeApp(CrashLoggingApp):
         """The panel shows `settings`, and which of them the model's own fill."""
         self.chat.show_settings(settings)
         for panel in self.chat.query(SamplingPanel):
-            panel.border_subtitle = self.origins.subtitle()
+            panel.border_subtitle = self.origins.subtitle(settings)
 
     def reset_settings(self) -> None:
         """Put the settings the app started with back on the sliders (from the next token)."""

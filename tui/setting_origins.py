@@ -62,8 +62,9 @@ class SettingOrigins:
         self.model = own
         return live, start
 
-    def subtitle(self) -> str:
-        """What the sampling panel's border says: the settings the model fills
-        ("" when none)."""
-        names = self.sources.from_model()
-        return "from the model: " + ", ".join(names) if names else ""
+    def subtitle(self, settings: SamplerSettings) -> str:
+        """What the sampling panel's border says: the settings the model fills, by
+        their labels on the panel ("model: order, top-k, top-p"; "" when none)."""
+        specs = settings.registry.settings_by_name
+        names = [specs[name].label for name in self.sources.from_model() if name in specs]
+        return "model: " + ", ".join(names) if names else ""

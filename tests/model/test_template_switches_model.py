@@ -158,3 +158,15 @@ async def test_the_apps_thinking_switch_and_a_turns_prompt(switched_model: Path)
         assert backend.template.render(follow_up).endswith("<think>\n\n</think>\n\n")
         second = await send_message(pilot, app, "More?")
         assert second.token_ids
+
+
+def test_generate_v_names_the_switches(
+    switched_model: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["generate", "Hi", "--max-tokens", "2", "-v", "--model", str(switched_model)]
+    flags = ["--chat-template-kwargs", '{"enable_thinking": false}', "--no-reasoning-preserve"]
+    assert main([*argv, *MODEL_FLAGS, *flags]) == 0
+    err = capsys.readouterr().err
+    assert (
+        "samplescope: chat template switches: enable_thinking=false, reasoning_preserve=off" in err
+    )

@@ -79,6 +79,9 @@ def run(args: argparse.Namespace) -> int:
     generation = build_run(args, prompt)
     if args.verbose >= 1:
         log(f"settings: {sources_line(generation.settings, generation.sources)}")
+        switches = generation.backend.template.switches.described()
+        if switches and generation.mode == "chat":
+            log(f"chat template switches: {switches}")
     if args.show_prompt and not args.json:
         log("prompt:\n" + prompt_text(generation))
     if args.beams is not None:
