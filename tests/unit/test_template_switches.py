@@ -184,3 +184,32 @@ def test_a_bad_template_table_names_the_line(tmp_path: Path, table: str, said: s
     path.write_text(f"[template]\n{table}\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=said):
         load_config(path)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["generate", "Hi"],
+        ["compare", "Hi", "--set", "t=0"],
+        ["sweep", "--prompt", "Hi", "--grid", "t=0,1", "--no-save"],
+        ["explore", "--prompt", "Hi", "--depth", "1"],
+        ["chat"],
+    ],
+)
+def test_every_command_that_renders_a_chat_refuses_bad_kwargs_in_one_line(
+    argv: list[str], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from tui.cli.main import main
+
+    flags = ["--chat-template-kwargs", "[true]"]
+    if argv == ["chat"]:
+        from tui.cli.commands.app import run_app
+
+        assert run_app([*flags, "--no-save"]) == 2
+    else:
+        assert main([*argv, *flags]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "samplescope: --chat-template-kwargs: expected a JSON object such as"
+        """ '{"enable_thinking": false}', got '[true]'\n"""
+    )

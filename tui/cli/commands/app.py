@@ -139,11 +139,13 @@ def build_app(
         RpcError: --rpc is malformed.
         HfFetchError: --hf cannot be downloaded or found in the cache (it is fetched
             here, before the app takes the terminal, so that its progress bar shows).
+        TemplateSwitchError: --chat-template-kwargs is malformed.
     """
     model = model_or_hf(args.model, args.hf)
     config, problem = load_config_or_default()
     notices = [problem] if problem else []
     settings = settings_from_args(args, settings_with_config(chat_defaults(registry()), config))
+    switches = switches_from_args(args, config.template, thinking_tags_of(settings))
     sources = (
         SettingSources()
         .given(config.settings_overrides, "config")
@@ -172,7 +174,7 @@ def build_app(
         open_model=open_model,
         settings=settings,
         setting_sources=sources,
-        template_switches=switches_from_args(args, config.template, thinking_tags_of(settings)),
+        template_switches=switches,
         max_tokens=args.max_tokens,
         system_prompt=args.system,
         store=store,
