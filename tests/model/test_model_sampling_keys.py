@@ -169,3 +169,16 @@ async def test_the_app_takes_the_models_settings_and_a_slider_beats_them(
         app.reset_settings()
         assert app.live.current.value("top_k") == 20
         assert app.origins.sources.of("top_k") == "model"
+
+
+def test_a_generate_line_gives_what_the_model_would_fill_otherwise(sampling_model: Path) -> None:
+    from backend.chat.protocol import ChatMessage
+    from sampling.built_in import DEFAULT_CHAT_SETTINGS
+    from tui.generate_command import generate_command
+
+    line = generate_command(
+        [ChatMessage("user", "Hi")], DEFAULT_CHAT_SETTINGS, max_tokens=4, model=sampling_model
+    )
+    for flag in ("--top-k 40", "--min-p 0.05", "--temperature 0.8", "--samplers"):
+        assert flag in line
+    assert "--top-p" not in line  # the model's 0.95 is llama.cpp's too
