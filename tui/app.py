@@ -320,7 +320,8 @@ class SamplescopeApp(CrashLoggingApp):
             self.notify(problem, severity="warning", timeout=15)
         filled = self.origins.sources.from_model()
         if filled:
-            shown = ", ".join(f"{name} {live.value(name)}" for name in filled)
+            specs = live.registry.settings_by_name
+            shown = ", ".join(f"{name} {specs[name].format(live.value(name))}" for name in filled)
             self.notify(f"The model's own settings (general.sampling): {shown}.", timeout=10)
 
     @property
