@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Any, ClassVar, cast
 
 from textual import on, work
@@ -20,9 +21,12 @@ from textual.screen import Screen
 
 from backend.chat.completion import Mode, mode_for_backend
 from backend.chat.protocol import LiveSettings
+from backend.chat.template_switches import NO_SWITCHES, TemplateSwitches, thinking_tags_of
 from backend.config.config import Config
 from backend.config.presets import PresetError
 from backend.config.setting_input import TextEncoder, typed_value
+from backend.config.setting_sources import NO_SOURCES, SettingSources
+from backend.llama.model_sampling import ModelSampling
 from backend.session.backend import SessionBackend
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatStore, StoreError
@@ -57,6 +61,13 @@ from tui.paste_driver import paste_safe_driver
 from tui.preset_commands import PresetCommands, PresetHost, apply_preset, ask_preset_name
 from tui.resources import available_presets
 from tui.runner import GIL_SWITCH_INTERVAL, GenerationRunner
+from tui.setting_origins import SettingOrigins
+from tui.template_commands import (
+    TemplateHost,
+    show_prompt,
+    toggle_thinking,
+    use_switches,
+)
 from tui.widgets.preset_picker import PresetPickerScreen
 from tui.widgets.token_text import TokenPieces
 
@@ -79,6 +90,10 @@ class SamplescopeApp(CrashLoggingApp):
             (a `SamplescopeError` it raises is shown on screen).
         settings: The starting sampler settings (default: the chat's, made with
             the registry in use).
+        setting_sources: Where each of them came from (the config, a flag); the
+            model's own settings fill the others when it loads.
+        template_switches: What the chat template is given besides the messages
+            (`--chat-template-kwargs`, `--reasoning-effort`, `--reasoning-preserve`).
         max_tokens: The longest reply.
         system_prompt: An optional system message starting every chat.
         clock: Time source for the live tokens/s (inject a fake one in snapshots).
@@ -108,6 +123,8 @@ class SamplescopeApp(CrashLoggingApp):
         *,
         backend_factory: Callable[[], SessionBackend] | None = None,
         settings: SamplerSettings | None = None,
+        setting_sources: SettingSources = NO_SOURCES,
+        template_switches: TemplateSwitches = NO_SWITCHES,
         max_tokens: int = 512,
         system_prompt: str | None = None,
         clock: Callable[[], float] = time.perf_counter,
@@ -135,8 +152,13 @@ class SamplescopeApp(CrashLoggingApp):
         self.back_to_sweep: Callable[[], None] | None = None
         """Shows the sweep a sample was opened from again (None: none was)."""
         self.start_settings = self.live.current
-        """The settings the app started with (defaults, config, flags): "reset" restores
-        them; a new chat keeps the sliders as they are."""
+        """The settings the app started with (defaults, config, flags, the model's
+        own): "reset" restores them; a new chat keeps the sliders as they are."""
+        self.origins = SettingOrigins(self.live.current, setting_sources)
+        """Where each live setting came from."""
+        self.template_switches = template_switches
+        """What the chat template is given besides the messages (the palette's
+        "Thinking on/off" changes it)."""
         self.max_tokens = max_tokens
         self.store = store
         self.runner = GenerationRunner(self)
@@ -237,6 +259,18 @@ class SamplescopeApp(CrashLoggingApp):
         yield SystemCommand(
             "Open a model", "Pick a GGUF on disk; the chat goes on with it", chat.action_pick_model
         )
+        thinking = "on" if self.template_switches.enable_thinking is False else "off"
+        yield SystemCommand(
+            f"Thinking {thinking}",
+            f"Give the chat template enable_thinking={'true' if thinking == 'on' else 'false'}"
+            " from the next prompt",
+            lambda: toggle_thinking(cast(TemplateHost, self)),
+        )
+        yield SystemCommand(
+            "Show the prompt",
+            "The prompt of the reply under the cursor, else the next or the last one",
+            self.show_turn_prompt,
+        )
         yield SystemCommand("Keys", "Show every key", self.action_help)
         if self.back_to_sweep is not None:
             yield SystemCommand(
@@ -255,6 +289,7 @@ class SamplescopeApp(CrashLoggingApp):
     def _on_backend_ready(self, message: BackendReady) -> None:
         backend = message.backend
         self.runner.backend = backend
+        backend.template.switches = self.template_switches
         self.switcher.first_load = False
         if self.runner.loading is not None:  # the picker's model
             self.switcher.opened(message.encode, backend.info)
@@ -262,6 +297,7 @@ class SamplescopeApp(CrashLoggingApp):
         self.pieces.lookup = message.pieces
         self.pieces.token_bytes = message.token_bytes
         self.encode = message.encode
+        self._take_model_settings(message.own_settings)
         info = backend.info
         self.conversation.mode, notice = mode_for_backend(backend, self.requested_mode)
         if notice:
@@ -274,6 +310,36 @@ class SamplescopeApp(CrashLoggingApp):
         chat_id, self._chat_to_open = self._chat_to_open, None
         if chat_id is not None:
             self.open_saved_chat(chat_id)
+
+    def _take_model_settings(self, own: ModelSampling) -> None:
+        """The loaded model's own settings fill those the user did not set."""
+        live, self.start_settings = self.origins.model_loaded(self.live.current, own)
+        self.live.current = live
+        self._show_settings(live)
+        for problem in own.problems:
+            self.notify(problem, severity="warning", timeout=15)
+        filled = self.origins.sources.from_model()
+        if filled:
+            specs = live.registry.settings_by_name
+            shown = ", ".join(f"{name} {specs[name].format(live.value(name))}" for name in filled)
+            self.notify(f"The model's own settings (general.sampling): {shown}.", timeout=10)
+
+    @property
+    def loaded_backend(self) -> SessionBackend | None:
+        """The model, once loaded."""
+        return self.runner.backend
+
+    def show_turn_prompt(self) -> None:
+        """Show the prompt of the reply under the token cursor, else the next or last."""
+        cursor = self.chat.cursor
+        conversation = self.conversation
+        show_prompt(
+            cast(TemplateHost, self),
+            conversation.mode,
+            conversation.messages,
+            [reply.turn for reply in conversation.replies],
+            None if cursor is None else cursor[0],
+        )
 
     @on(BackendFailed)
     def _on_backend_failed(self, message: BackendFailed) -> None:
@@ -360,20 +426,35 @@ class SamplescopeApp(CrashLoggingApp):
         try:
             value = typed_value(field, value, self.encode)
             self.live.current = self.live.current.with_changes(**{field: value})
+            self.origins.moved(field)
+            if field == "thinking_tags":  # what earlier replies' thinking is cut at
+                tags = thinking_tags_of(self.live.current)
+                use_switches(
+                    cast(TemplateHost, self), replace(self.template_switches, thinking_tags=tags)
+                )
         except SettingsError as error:  # its message names the field and the value
             self.notify(str(error), severity="error")
             valid = False
-        self.chat.show_settings(self.live.current)
+        self._show_settings(self.live.current)
         return valid
 
     def apply_settings(self, settings: SamplerSettings) -> None:
         """Make a whole set of settings live from the next token (an imported preset)."""
         self.live.current = settings
+        self.origins.whole_set(settings)
+        self._show_settings(settings)
+
+    def _show_settings(self, settings: SamplerSettings) -> None:
+        """The panel shows `settings`, and which of them the model's own fill."""
         self.chat.show_settings(settings)
+        for panel in self.chat.query(SamplingPanel):
+            panel.border_subtitle = self.origins.subtitle(settings)
 
     def reset_settings(self) -> None:
         """Put the settings the app started with back on the sliders (from the next token)."""
-        self.apply_settings(self.start_settings)
+        self.live.current = self.start_settings
+        self.origins.reset()
+        self._show_settings(self.start_settings)
         self.notify("The settings are back to those samplescope started with.", timeout=8)
 
     @on(SettingsActions.Chosen)

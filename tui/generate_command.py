@@ -1,11 +1,11 @@
 """The `samplescope generate` line that gives a reply again: a compare column's, a
 sweep setting's, a what-if's.
 
-Every setting that differs from what `generate` starts from (llama.cpp's defaults,
-the temperature last) or from the user's config file is given as a flag, the seed
-always, so that the line reproduces the reply here and on a machine without the
-config. The chain's order is one of the flags when it is not the default one: a
-preset that runs the temperature first says so.
+Every setting that differs from what `generate` starts from (llama.cpp's defaults
+and the model's own settings, the temperature last) or from the user's config file
+is given as a flag, the seed always, so that the line reproduces the reply here and
+on a machine without the config. The chain's order is one of the flags when it is
+not the default one: a preset that runs the temperature first says so.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ from backend.chat.completion import Mode
 from backend.chat.protocol import ChatMessage
 from backend.config.config import load_config_or_default, settings_with_config
 from backend.config.model_path import default_model_path
+from backend.config.setting_sources import NO_SOURCES, fill_from_model
 from backend.errors import ModelFileError
+from backend.llama.model_sampling import NO_MODEL_SAMPLING, ModelSampling, read_model_sampling
 from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.errors import SamplescopeError
 from sampling.settings.record import SamplerSettings
@@ -32,17 +34,24 @@ class NotOneCommandError(SamplescopeError):
     """The conversation cannot be given to `generate` (which takes one message)."""
 
 
-def settings_flags(settings: SamplerSettings) -> list[str]:
+def settings_flags(settings: SamplerSettings, own: ModelSampling = NO_MODEL_SAMPLING) -> list[str]:
     """The flags that make `generate`'s settings `settings`, one word per item: each
-    setting unlike llama.cpp's defaults or the config's, and the seed."""
+    setting unlike llama.cpp's defaults or the config's, and the seed. `own`: the
+    model's own settings, which fill what the flags leave unset (so a setting at
+    llama.cpp's default where the model has its own is given as a flag)."""
     config, _problem = load_config_or_default()
-    configured = settings_with_config(DEFAULT_CHAT_SETTINGS, config)
+    bare, _ = fill_from_model(DEFAULT_CHAT_SETTINGS, NO_SOURCES, own)
+    configured, _ = fill_from_model(
+        settings_with_config(DEFAULT_CHAT_SETTINGS, config),
+        NO_SOURCES.given(config.settings_overrides, "config"),
+        own,
+    )
     words: list[str] = []
     for spec in registry().settings:
         value = settings.value(spec.name)
         if (
             spec.name != "seed"
-            and value == DEFAULT_CHAT_SETTINGS.value(spec.name)
+            and value == bare.value(spec.name)
             and value == configured.value(spec.name)
         ):
             continue
@@ -98,8 +107,15 @@ def generate_command(
     words += ["--max-tokens", str(max_tokens)]
     if model is not None and not _is_default_model(Path(model)):
         words += ["--model", str(model)]
-    words += settings_flags(settings)
+    words += settings_flags(settings, _own_settings(model))
     return shlex.join(words)
+
+
+def _own_settings(model: str | Path | None) -> ModelSampling:
+    """The model's own settings (none for the bundled default, which has none)."""
+    if model is None:
+        return NO_MODEL_SAMPLING
+    return read_model_sampling(model, DEFAULT_CHAT_SETTINGS)
 
 
 def _is_default_model(path: Path) -> bool:

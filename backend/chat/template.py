@@ -19,6 +19,7 @@ from jinja2 import TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from backend.chat.protocol import ChatMessage
+from backend.chat.template_switches import NO_SWITCHES, TemplateSwitches
 from sampling.errors import SamplescopeError
 
 if TYPE_CHECKING:
@@ -135,10 +136,22 @@ class ChatTemplate:
             for ChatML.
         bos_token: The text of the model's beginning-of-sequence token.
         eos_token: The text of its end-of-sequence token.
+        switches: What the template is given besides the messages.
     """
 
-    def __init__(self, source: str | None, *, bos_token: str = "", eos_token: str = "") -> None:
+    def __init__(
+        self,
+        source: str | None,
+        *,
+        bos_token: str = "",
+        eos_token: str = "",
+        switches: TemplateSwitches = NO_SWITCHES,
+    ) -> None:
         self.source = source if source else CHATML_TEMPLATE
+        self.switches = switches
+        self._opens: dict[tuple[str, tuple[str, ...]], bool] = {}
+        """The switches the next render passes (`--chat-template-kwargs`,
+        `--reasoning-effort`, `--reasoning-preserve`); the app's toggle replaces them."""
         self.is_default = not source
         self.bos_token = bos_token
         self.eos_token = eos_token
@@ -162,15 +175,22 @@ class ChatTemplate:
     ) -> list[Segment]:
         """Render `messages` and cut the result into template text and message contents.
 
+        Earlier replies reach the template without their thinking unless the
+        switches keep it (`TemplateSwitches.prompt_messages`).
+
         Raises:
             ChatTemplateError: The template raised, failed, or lost or duplicated a
                 message's content (then its text cannot be told apart safely).
         """
+        switches = self.switches
+        if any(m.role == "assistant" for m in messages) and not switches.reasoning_preserve:
+            messages = switches.prompt_messages(messages, opened=self._opens_thinking(switches))
         tag = secrets.token_hex(8)
         sentinels = [f"\x00{tag}:{i}\x00" for i in range(len(messages))]
         rendered = self._render(
             [{"role": m.role, "content": s} for m, s in zip(messages, sentinels, strict=True)],
             add_generation_prompt,
+            switches,
         )
         pattern = re.compile("\x00" + tag + r":(\d+)\x00")
         segments: list[Segment] = []
@@ -198,18 +218,49 @@ class ChatTemplate:
             )
         return segments
 
-    def _render(self, messages: list[dict[str, str]], add_generation_prompt: bool) -> str:
+    def _opens_thinking(self, switches: TemplateSwitches) -> bool:
+        """Whether the generation prompt ends inside an open thinking block (its text
+        ends with the start tag, as Qwen3's and DeepSeek-R1's do), with `switches`."""
+        key = (switches.described(), switches.thinking_tags)
+        known = self._opens.get(key)
+        if known is None:
+            probe = [{"role": "user", "content": "?"}]
+            try:
+                prompt = self._render(probe, True, switches)
+            except ChatTemplateError:
+                prompt = ""  # rendering the conversation will say what fails
+            start = switches.thinking_tags[0] if switches.thinking_tags else ""
+            known = bool(start) and prompt.rstrip().endswith(start)
+            self._opens[key] = known
+        return known
+
+    def _render(
+        self,
+        messages: list[dict[str, str]],
+        add_generation_prompt: bool,
+        switches: TemplateSwitches = NO_SWITCHES,
+    ) -> str:
+        variables = switches.variables()
         try:
             return self._template.render(
+                **variables,
                 messages=messages,
                 add_generation_prompt=add_generation_prompt,
                 bos_token=self.bos_token,
                 eos_token=self.eos_token,
             )
-        except ChatTemplateError:
-            raise
+        except ChatTemplateError as error:
+            raise ChatTemplateError(_with_switches(str(error), switches)) from error
         except Exception as error:  # untrusted template: any failure is the template's
-            raise ChatTemplateError(f"the model's chat template failed: {error}") from error
+            raise ChatTemplateError(
+                _with_switches(f"the model's chat template failed: {error}", switches)
+            ) from error
+
+
+def _with_switches(message: str, switches: TemplateSwitches) -> str:
+    """A template's failure, naming the switches it was given (when any)."""
+    described = switches.described()
+    return f"{message} (with {described})" if described else message
 
 
 class SpecialSplitter:

@@ -25,6 +25,11 @@ The file lives at `<user config dir>/config.toml` (`samplescope config --path`;
     [loops]             # repetition loops: "off", "mark" or "stop" (see loops_table)
     mode = "mark"
 
+    [template]          # the chat template's switches (backend.chat.template_switches)
+    kwargs = { enable_thinking = false }
+    reasoning_effort = "low"
+    reasoning_preserve = true
+
 Precedence, lowest first: built-in defaults (`chat_defaults`, the default
 model) < the config file < command-line flags. Wiring, for a command or the app:
 
@@ -48,6 +53,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from backend.chat.template_switches import (
+    NO_SWITCHES,
+    TemplateSwitches,
+    parse_template_table,
+    template_toml,
+)
 from backend.config.loops_table import loops_toml, parse_loops
 from backend.config.model_path import MODEL_ENV
 from backend.config.paths import default_config_path
@@ -72,6 +83,7 @@ TOP_LEVEL_KEYS = (
     "keys",
     "bans",
     "loops",
+    "template",
 )
 BAN_KEYS = ("phrases", "ignore_case", "regex", "tries")
 
@@ -98,6 +110,7 @@ class Config:
         keys: Key overrides as (action, key) pairs.
         bans: The phrases a reply may not hold ([bans]; none: nothing banned).
         loops: What a repetition loop in a reply does ([loops]; default: marked).
+        template: The chat template's switches ([template]; the flags go on top).
     """
 
     path: Path | None = None
@@ -111,6 +124,7 @@ class Config:
     keys: tuple[tuple[str, str], ...] = ()
     bans: PhraseBans = field(default_factory=PhraseBans)
     loops: LoopGuard = field(default_factory=LoopGuard)
+    template: TemplateSwitches = NO_SWITCHES
 
     @property
     def settings_overrides(self) -> dict[str, Any]:
@@ -282,6 +296,7 @@ def _parse(path: Path, text: str, data: dict[str, Any]) -> Config:
         keys=tuple((str(a), str(k)) for a, k in keys.items()),
         bans=_parse_bans(data.get("bans", {}), fail),
         loops=parse_loops(data.get("loops", {}), fail),
+        template=parse_template_table(data.get("template", {}), fail),
     )
 
 
@@ -402,5 +417,7 @@ def effective_toml(config: Config, *, model: str, base: SamplerSettings | None =
         f"tries = {bans.tries}",
         "",
         *loops_toml(config.loops),
+        "",
+        *template_toml(config.template),
     ]
     return "\n".join(lines) + "\n"

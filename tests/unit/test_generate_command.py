@@ -81,3 +81,16 @@ def test_generate_refuses_an_unknown_preset(capsys: pytest.CaptureFixture[str]) 
     error = capsys.readouterr().err
     assert "invalid preset='Nope': expected one of 'ArgMax'" in error
     assert error.count("\n") == 1
+
+
+def test_a_setting_at_llama_cpps_default_is_given_where_the_model_has_its_own() -> None:
+    from backend.llama.model_sampling import model_sampling
+    from tui.generate_command import settings_flags
+
+    own = model_sampling(
+        {"general.sampling.top_k": 20, "general.sampling.temp": 0.6}, DEFAULT_CHAT_SETTINGS
+    )
+    # The model's values are what generate takes anyway; llama.cpp's top-k must be said.
+    settings = DEFAULT_CHAT_SETTINGS.with_changes(temperature=0.6)
+    assert settings_flags(settings, own) == ["--top-k", "40", "--seed", "42"]
+    assert settings_flags(settings) == ["--temperature", "0.6", "--seed", "42"]

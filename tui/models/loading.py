@@ -8,9 +8,12 @@ from collections.abc import Callable
 from textual.message import Message
 
 from backend.error_log import logged_line
+from backend.llama.model_sampling import NO_MODEL_SAMPLING, ModelSampling, read_model_sampling
 from backend.session.backend import SessionBackend
 from backend.store.store import ChatStore, StoreError
+from sampling.built_in import chat_defaults
 from sampling.errors import SamplescopeError
+from sampling.settings.registry import registry
 from tui.widgets.token_text import TextEncoder, TokenBytes, ui_vocabulary
 
 
@@ -23,6 +26,7 @@ class BackendReady(Message):
         encode: Turns text into the model's token ids on the UI thread (None: the
             vocabulary could not be read).
         token_bytes: Any token's bytes, on the UI thread (None: not known).
+        own_settings: The model file's own sampler settings (`general.sampling.*`).
     """
 
     def __init__(
@@ -31,8 +35,10 @@ class BackendReady(Message):
         pieces: Callable[[int], str] | None,
         encode: TextEncoder | None = None,
         token_bytes: TokenBytes | None = None,
+        own_settings: ModelSampling = NO_MODEL_SAMPLING,
     ) -> None:
         super().__init__()
+        self.own_settings = own_settings
         self.backend = backend
         self.pieces = pieces
         self.encode = encode
@@ -71,7 +77,8 @@ def load_backend(
     except Exception as error:  # an unexpected failure must still be shown, not crash
         post(failed(logged_line(error)))
         return
-    post(BackendReady(backend, *ui_vocabulary(backend)))
+    own = read_model_sampling(backend.info.path, chat_defaults(registry()))
+    post(BackendReady(backend, *ui_vocabulary(backend), own_settings=own))
     if store is not None:
         with contextlib.suppress(StoreError):
             store.model_ref(backend.info.path)

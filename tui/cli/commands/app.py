@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from backend.chat.template_switches import TemplateSwitchError, thinking_tags_of
 from backend.config.config import (
     load_config_or_default,
     model_with_config,
@@ -27,6 +28,7 @@ from backend.config.paths import (
     exposed_folder_warnings,
     open_own_folders_only,
 )
+from backend.config.setting_sources import SettingSources
 from backend.llama.rpc import RpcError
 from sampling.built_in import chat_defaults
 from sampling.errors import SettingsError
@@ -34,7 +36,8 @@ from sampling.settings.registry import registry
 from tui.cli.options.model import add_hf_flag, add_repack_flag, add_rpc_flag, model_or_hf
 from tui.cli.options.prompt import add_mode_flags, add_system_flag
 from tui.cli.options.sampler_file import add_sampler_file_flag
-from tui.cli.options.settings import add_settings_flags, settings_from_args
+from tui.cli.options.settings import add_settings_flags, flag_settings, settings_from_args
+from tui.cli.options.template_flags import add_template_flags, switches_from_args
 
 if TYPE_CHECKING:
     from backend.llama.rpc import Endpoint
@@ -79,6 +82,7 @@ def build_app_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--no-save", action="store_true", help="do not save chats (default: save every chat)"
     )
+    add_template_flags(parser)
     add_settings_flags(parser)
     add_sampler_file_flag(parser)
     # `samplescope serve` runs each tab's app with it: files only in its own folders.
@@ -135,11 +139,18 @@ def build_app(
         RpcError: --rpc is malformed.
         HfFetchError: --hf cannot be downloaded or found in the cache (it is fetched
             here, before the app takes the terminal, so that its progress bar shows).
+        TemplateSwitchError: --chat-template-kwargs is malformed.
     """
     model = model_or_hf(args.model, args.hf)
     config, problem = load_config_or_default()
     notices = [problem] if problem else []
     settings = settings_from_args(args, settings_with_config(chat_defaults(registry()), config))
+    switches = switches_from_args(args, config.template, thinking_tags_of(settings))
+    sources = (
+        SettingSources()
+        .given(config.settings_overrides, "config")
+        .given(flag_settings(args), "flag")
+    )
     from backend.store.store import ChatStore, StoreError  # not for `samplescope -h`
 
     store: ChatStore | None = None
@@ -162,6 +173,8 @@ def build_app(
         list_models=listed_models,
         open_model=open_model,
         settings=settings,
+        setting_sources=sources,
+        template_switches=switches,
         max_tokens=args.max_tokens,
         system_prompt=args.system,
         store=store,
@@ -179,7 +192,7 @@ def run_app(argv: list[str]) -> int:
         open_own_folders_only()
     try:
         app = build_app(args)
-    except (SettingsError, RpcError, HfFetchError) as error:
+    except (SettingsError, RpcError, HfFetchError, TemplateSwitchError) as error:
         print(f"samplescope: {error}", file=sys.stderr)
         return 2
     return run_until_quit(app)

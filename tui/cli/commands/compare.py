@@ -28,6 +28,7 @@ from tui.cli.options.model import add_model_flags, load_backend
 from tui.cli.options.output import add_json_flag
 from tui.cli.options.prompt import add_system_flag
 from tui.cli.options.setting_sets import parse_set, short_keys
+from tui.cli.options.template_flags import add_template_flags, template_switches
 from tui.cli.prompt_messages import build_messages
 from tui.cli.reply_score_json import reply_score_json
 from tui.cli.verbose import log, step_line
@@ -76,6 +77,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--seed", "-s", type=int, default=None, help="the seed of every column")
     add_system_flag(parser)
+    add_template_flags(parser)
     parser.add_argument("--max-tokens", type=int, default=64, help="reply length (default 64)")
     parser.add_argument("--raw", action="store_true", help="feed PROMPT without the chat template")
     parser.add_argument(
@@ -137,7 +139,9 @@ def run(args: argparse.Namespace) -> int:
     messages = build_messages(args.prompt, args.system)
     # A guided column decodes its negative prompt beside it: one more sequence each.
     guided = sum(Guidance.is_on(settings) for _, settings in columns)
+    switches = template_switches(args)
     backend = load_backend(args, n_seq_max=len(columns) + guided if guided else None)
+    backend.template.switches = switches
     from backend.session.compare import compare  # only now: it loads llama.cpp
 
     pieces: list[list[str]] = [[] for _ in columns]

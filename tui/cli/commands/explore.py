@@ -32,6 +32,7 @@ from tui.cli.options.settings import (
     settings_from_args,
     settings_with_user_config,
 )
+from tui.cli.options.template_flags import add_template_flags, template_switches
 from tui.cli.prompt_messages import build_messages
 from tui.cli.saved_reply import (
     DEFAULT_N_BATCH,
@@ -70,6 +71,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_mode_flags(
         parser, "with --prompt: chat (a user turn in the template) or completion (plain text)"
     )
+    add_template_flags(parser)
     parser.add_argument("--depth", type=int, default=3, metavar="D", help="levels (default 3)")
     parser.add_argument(
         "--width", type=int, default=3, metavar="N", help="most children a node has (default 3)"
@@ -140,7 +142,8 @@ def _load(args: argparse.Namespace, path: str, n_ctx: int, n_batch: int) -> Llam
     from backend.session.explore import EXPLORE_SEQ_MAX  # only now: it loads llama.cpp
     from backend.session.llama_backend import LlamaBackend
 
-    return LlamaBackend.load(
+    switches = template_switches(args)  # checked before the model loads
+    backend = LlamaBackend.load(
         path,
         n_threads=args.threads,
         n_ctx=n_ctx,
@@ -150,6 +153,8 @@ def _load(args: argparse.Namespace, path: str, n_ctx: int, n_batch: int) -> Llam
         rpc=chosen_rpc(args.rpc),
         n_seq_max=EXPLORE_SEQ_MAX,
     )
+    backend.template.switches = switches
+    return backend
 
 
 def _shape(args: argparse.Namespace) -> TreeShape:

@@ -197,12 +197,45 @@ def describe(gguf: GgufFile, *, all_metadata: bool = False) -> list[str]:
         for key, value in meta.items():
             lines.append(f"  {key} ({gguf.metadata_types[key]}) = {_short(value)}")
 
+    lines.extend(describe_sampling(gguf))
     template = meta.get("tokenizer.chat_template")
     if isinstance(template, str) and template:
         lines.append("chat template")
         lines.extend(template.splitlines() or [""])
     else:
         lines.append(f"chat template   (none: {without_template(tokens, types)})")
+    return lines
+
+
+def describe_sampling(gguf: GgufFile) -> list[str]:
+    """The model's own sampler settings (`general.sampling.*`), each as it is used:
+    the model's value fills a setting unless the user's config file sets it (a flag
+    or a preset would too), and a bad value is ignored with the reason."""
+    from backend.config.config import load_config_or_default, settings_with_config
+    from backend.config.setting_sources import SettingSources, fill_from_model
+    from backend.llama.model_sampling import model_sampling
+    from sampling.built_in import chat_defaults
+    from sampling.settings.registry import registry
+
+    config, _problem = load_config_or_default()
+    configured = settings_with_config(chat_defaults(registry()), config)
+    own = model_sampling(gguf.metadata, configured)
+    if not own.values and not own.problems:
+        return [f"{'sampling':<15} (the model sets none: llama.cpp's defaults)"]
+    sources = SettingSources().given(config.settings_overrides, "config")
+    used, sources = fill_from_model(configured, sources, own)
+    lines = [
+        f"{'sampling':<15} the model's own settings (general.sampling.*), where the user sets none"
+    ]
+    for name, value in own.values:
+        spec = registry().settings_by_name[name]
+        shown = spec.format(value)
+        if sources.of(name) == "model":
+            where = "from the model"
+        else:
+            where = f"the config file's {spec.format(used.value(name))} is used"
+        lines.append(f"  {name:<15} {shown:<10} {where} ({own.key_of(name)})")
+    lines.extend(f"  {problem}" for problem in own.problems)
     return lines
 
 

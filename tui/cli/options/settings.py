@@ -124,6 +124,17 @@ def settings_from_args(
     return base.with_changes(**changes)
 
 
+def flag_settings(args: argparse.Namespace) -> list[str]:
+    """The settings the flags give (a file flag gives its text setting)."""
+    named = [
+        spec.name for spec in registry().settings if getattr(args, spec.name, None) is not None
+    ]
+    named += [
+        setting for field, setting in FILE_FLAGS.items() if getattr(args, field, None) is not None
+    ]
+    return named
+
+
 def settings_with_user_config(base: SamplerSettings) -> SamplerSettings:
     """`base` with the user's config file's [settings] applied, as the app does.
 
@@ -134,6 +145,14 @@ def settings_with_user_config(base: SamplerSettings) -> SamplerSettings:
 
     config, _problem = load_config_or_default()
     return settings_with_config(base, config)
+
+
+def user_config_settings() -> list[str]:
+    """The settings the user's config file's [settings] gives (none when it is broken)."""
+    from backend.config.config import load_config_or_default
+
+    config, _problem = load_config_or_default()
+    return list(config.settings_overrides)
 
 
 def bias_needs_tokenizer(args: argparse.Namespace) -> bool:

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from backend.chat.protocol import LiveSettings
+from backend.config.setting_sources import sources_line
 from backend.store.recorded import recorded
 from backend.store.records import StoreError
 from sampling.analysis.reply_score import reply_score
@@ -17,6 +18,7 @@ from tui.cli.commands.generate.output import (
     end_streamed_text,
     log_figures,
     log_loop_stop,
+    prompt_text,
     reply_json,
 )
 from tui.cli.commands.generate.prompt import read_prompt
@@ -25,6 +27,7 @@ from tui.cli.options.model import add_model_flags
 from tui.cli.options.output import add_json_flag
 from tui.cli.options.prompt import add_mode_flags, add_system_flag
 from tui.cli.options.settings import add_settings_flags
+from tui.cli.options.template_flags import add_show_prompt_flag, add_template_flags
 from tui.cli.store_access import add_db_flag, recorder_for
 from tui.cli.verbose import log
 from tui.score_label import section_score_line
@@ -48,6 +51,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--max-tokens", type=int, default=256, help="stop after this many tokens (default 256)"
     )
     add_mode_flags(parser, raw=True)
+    add_template_flags(parser)
+    add_show_prompt_flag(parser)
     parser.add_argument(
         "--preset",
         default=None,
@@ -74,6 +79,13 @@ def run(args: argparse.Namespace) -> int:
     """Generate and print the reply; the exit code is 1 if the generation failed."""
     prompt = read_prompt(args)
     generation = build_run(args, prompt)
+    if args.verbose >= 1:
+        log(f"settings: {sources_line(generation.settings, generation.sources)}")
+        switches = generation.backend.template.switches.described()
+        if switches and generation.mode == "chat":
+            log(f"chat template switches: {switches}")
+    if args.show_prompt and not args.json:
+        log("prompt:\n" + prompt_text(generation))
     if args.beams is not None:
         return run_beams(
             args,
@@ -110,7 +122,11 @@ def run(args: argparse.Namespace) -> int:
     chat_id = None if recorder is None else recorder.chat_id
     if args.json:
         ghost_ids = [] if recorder is None else recorder.ghost_ids
-        print(reply_json(generation, reply, finished, chat_id, ghost_ids))
+        print(
+            reply_json(
+                generation, reply, finished, chat_id, ghost_ids, show_prompt=args.show_prompt
+            )
+        )
     else:
         end_streamed_text(printer.rest(finished.text), finished)
         if chat_id is not None:

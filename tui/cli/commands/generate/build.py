@@ -4,11 +4,14 @@ preset's), the model loaded, the conversation, and the phrase bans and loop guar
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from backend.chat.completion import Mode
 from backend.chat.protocol import ChatMessage
+from backend.chat.template_switches import thinking_tags_of
+from backend.config.setting_sources import NO_SOURCES, SettingSources, fill_from_model
+from backend.llama.model_sampling import read_model_sampling
 from backend.session.loop_watch import LoopGuard
 from backend.session.phrase_bans import PhraseBans
 from sampling.built_in import DEFAULT_CHAT_SETTINGS, chat_defaults
@@ -21,9 +24,13 @@ from tui.cli.commands.generate.prompt import conversation
 from tui.cli.options.model import load_backend
 from tui.cli.options.settings import (
     bias_needs_tokenizer,
+    flag_settings,
     settings_from_args,
     settings_with_user_config,
+    user_config_settings,
 )
+from tui.cli.options.template_flags import template_switches
+from tui.cli.verbose import log
 
 if TYPE_CHECKING:
     from backend.session.llama_backend import LlamaBackend
@@ -41,6 +48,8 @@ class GenerateRun:
         mode: Chat (the template) or completion (one plain document).
         bans: The phrases the reply may not hold (the config's, or the flags').
         loops: Whether and how loops stop the reply.
+        sources: Where each setting came from (the model's own values fill the
+            settings the user did not give).
     """
 
     backend: LlamaBackend
@@ -49,6 +58,7 @@ class GenerateRun:
     mode: Mode
     bans: PhraseBans
     loops: LoopGuard
+    sources: SettingSources = NO_SOURCES
 
 
 def preset_settings(name: str) -> SamplerSettings:
@@ -72,11 +82,14 @@ def build_run(args: argparse.Namespace, prompt: str) -> GenerateRun:
     Raises:
         SamplescopeError: A flag is wrong, or the model cannot load.
     """
-    base = (
-        settings_with_user_config(chat_defaults(registry()))
-        if args.preset is None
-        else preset_settings(args.preset)
-    )
+    if args.preset is None:
+        base = settings_with_user_config(chat_defaults(registry()))
+        sources = SettingSources().given(user_config_settings(), "config")
+    else:
+        base = preset_settings(args.preset)
+        sources = SettingSources().given(registry().settings_by_name, "preset")
+    sources = sources.given(flag_settings(args), "flag")
+    switches = template_switches(args)  # checked before the model loads
     bans = bans_from_args(args, config_bans())
     loops = loops_from_args(args, config_loops())
     if bias_needs_tokenizer(args):  # --logit-bias names a token by its text
@@ -91,9 +104,14 @@ def build_run(args: argparse.Namespace, prompt: str) -> GenerateRun:
     else:
         settings = settings_from_args(args, base)
         backend = load_backend(args)
+    backend.template.switches = replace(switches, thinking_tags=thinking_tags_of(settings))
+    own = read_model_sampling(backend.info.path, settings)
+    for problem in own.problems:
+        log(problem)
+    settings, sources = fill_from_model(settings, sources, own)
     try:
         messages, mode = conversation(args, prompt, backend)
     except Exception:
         backend.close()
         raise
-    return GenerateRun(backend, settings, messages, mode, bans, loops)
+    return GenerateRun(backend, settings, messages, mode, bans, loops, sources)

@@ -50,10 +50,14 @@ def reply_json(
     finished: FinishedEvent,
     chat_id: int | None,
     ghost_ids: list[int],
+    *,
+    show_prompt: bool = False,
 ) -> str:
-    """The `--json` object: the text and its tokens, the settings and seed, how it
-    finished, the figures, its score, the rejected attempts, the model (and the saved
-    chat's id, with --save), and each step's guidance and contrast reports."""
+    """The `--json` object: the text and its tokens, the settings, where each one not
+    at its default came from (`setting_sources`: model, config, preset or flag) and
+    the seed, how it finished, the figures, its score, the rejected attempts, the
+    model (and the saved chat's id, with --save), and each step's guidance and
+    contrast reports."""
     settings = run.settings
     return json.dumps(
         {
@@ -63,6 +67,7 @@ def reply_json(
             "token_ids": list(finished.token_ids),
             "settings": settings.to_json(),
             "seed": settings.seed,
+            "setting_sources": run.sources.to_json(),
             "finish_reason": finished.reason,
             "loop": None if finished.loop is None else finished.loop.to_dict(),
             "error": finished.error,
@@ -70,10 +75,24 @@ def reply_json(
             "score": reply_score_json(reply.steps),
             "ghosts": ghosts_json(reply.ghosts, ghost_ids),
             "model": run.backend.info.path,
+            **({"prompt": prompt_text(run)} if show_prompt else {}),
             **guidance_json(reply.steps),
         },
         ensure_ascii=False,
     )
+
+
+def prompt_text(run: GenerateRun) -> str:
+    """The prompt as the chat template renders it with its switches (`--show-prompt`),
+    or in completion mode the text itself; a template that fails says so."""
+    from backend.chat.template import ChatTemplateError
+
+    if run.mode == "completion":
+        return run.messages[-1].content
+    try:
+        return run.backend.template.render(run.messages)
+    except ChatTemplateError as error:
+        return f"(cannot be rendered: {error})"
 
 
 def end_streamed_text(held_back: str, finished: FinishedEvent) -> None:

@@ -38,6 +38,7 @@ from tui.cli.commands.sweep.output import csv_text, order_line, print_table
 from tui.cli.options.model import add_model_flags, load_backend
 from tui.cli.options.output import add_json_flag
 from tui.cli.options.prompt import add_mode_flags, add_system_flag
+from tui.cli.options.template_flags import add_template_flags, template_switches
 from tui.cli.store_access import add_db_flag, recorder_for
 from tui.cli.verbose import log
 
@@ -117,6 +118,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help=f"count the sampled tokens outside the raw top K (default {DEFAULT_TOP_K})",
     )
     add_system_flag(parser, "a system prompt before each prompt")
+    add_template_flags(parser)
     add_mode_flags(
         parser, "chat (each prompt a user turn) or completion (each prompt continued as text)"
     )
@@ -207,7 +209,9 @@ def run(args: argparse.Namespace) -> int:
     if args.view:
         return view(args, read_result(Path(args.view)))
     plan = plan_from_args(args)
+    switches = template_switches(args)
     backend = load_backend(args, n_seq_max=min(args.parallel, plan.per_prompt))
+    backend.template.switches = switches
     records: list[SampleRecord] = []
     recorder = None if args.no_save else recorder_for(args, backend)
     try:
