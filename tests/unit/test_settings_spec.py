@@ -69,6 +69,7 @@ FIELDS = [
     "reasoning_budget",
     "reasoning_budget_message",
     "thinking_tags",
+    "think_set",
     "samplers",
 ]
 """Every built-in setting in the order the units declare (`SettingSpec.rank`)."""
