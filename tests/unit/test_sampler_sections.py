@@ -132,3 +132,23 @@ def test_a_thinking_change_replaces_its_key() -> None:
         SamplerSettings(think_set=("t=0.6", "k=20")), "temperature", 0.9
     )
     assert thinking_changes(settings) == {"top_k": 20, "temperature": 0.9}
+
+
+def test_the_grammar_waits_while_the_thinking_is_open_then_holds_the_answer() -> None:
+    from tests.grammar_fakes import Words
+
+    words = Words(5, [frozenset({3}), frozenset({4})])  # tokens spell "w0" … "w4"
+    settings = SamplerSettings(temperature=0.0, grammar='root ::= "x"', thinking_tags=("w1", "w2"))
+    sampler = Sampler(settings, vocabulary=words)  # type: ignore[arg-type]
+    history = [1]  # the prompt opens the thinking
+    taken, removed = [], []
+    for favourite in (0, 0, 2, 0, 0):
+        logits = np.zeros(5, dtype=np.float32)
+        logits[favourite] = 9.0
+        step = sampler.sample(logits, history)
+        history.append(step.token_id)
+        taken.append(step.token_id)
+        removed.append(step.figure("grammar", "removed"))
+    # Free while thinking (the end tag's step too); the answer follows the grammar.
+    assert taken == [0, 0, 2, 3, 4]
+    assert removed[:3] == [0.0, 0.0, 0.0] and all(r > 0.5 for r in removed[3:])  # type: ignore[operator]
