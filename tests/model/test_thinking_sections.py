@@ -71,3 +71,89 @@ def test_a_model_without_thinking_records_the_answer_only(
         steps = store.load_steps(chat, reply)
     assert {step.section for step in steps.values()} == {Section.ANSWER}
     assert reply.settings_at(0).value("thinking_tags") == ()
+
+
+def test_think_set_changes_only_the_thinking(
+    thinking_model_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    budget = ["--reasoning-budget", "8", "--reasoning-budget-message", " Done."]
+    common = ["--max-tokens", "28", *budget]
+    greedy = generate_json(thinking_model_path, capsys, "-t", "0", *common)
+    seeded = ["-t", "1.2", "-s", "5", "--top-k", "0", "--top-p", "1", "--min-p", "0"]
+    mixed = generate_json(thinking_model_path, capsys, *seeded, "--think-set", "t=0", *common)
+    sampled = generate_json(thinking_model_path, capsys, *seeded, *common)
+    ids, greedy_ids = mixed["token_ids"], greedy["token_ids"]
+    assert isinstance(ids, list) and isinstance(greedy_ids, list)
+    # The thinking (its tokens, then " Done." and "</think>" forced) is greedy in both.
+    thought = [s for s in mixed["sections"] if s["kind"] == "thinking"]  # type: ignore[union-attr]
+    (span,) = thought
+    assert span["first"] == 0 and str(mixed["thinking"]).endswith(" Done.</think>")
+    assert ids[: span["last"] + 1] == greedy_ids[: span["last"] + 1]
+    assert mixed["thinking"] == greedy["thinking"] and mixed["thinking_closed"]
+    # The answer is sampled at t 1.2 as without --think-set (the thinking drew nothing).
+    assert ids[span["last"] + 1 :] != greedy_ids[span["last"] + 1 :]
+    assert mixed["settings"]["think_set"] == ["t=0"]  # type: ignore[index]
+    assert sampled["token_ids"] != ids
+
+
+def test_a_bad_think_set_is_one_line_before_the_model_loads(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    missing = tmp_path / "no-model.gguf"  # never loaded: the flag is refused first
+    for bad, words in (("seed=3", "whole reply"), ("t=hot", "temperature"), ("zz=1", "zz")):
+        argv = ["generate", QUESTION, "--think-set", bad, "--model", str(missing)]
+        assert main(argv) != 0
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "think_set" in err and words in err, err
+
+
+SCHEMA = '{"type":"object","properties":{"product":{"type":"integer"}},"required":["product"]}'
+
+
+def test_a_json_schema_applies_to_the_answer_only(
+    thinking_model_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    budget = ["--reasoning-budget", "8", "--reasoning-budget-message", " Done."]
+    flags = ["-t", "0", "--max-tokens", "48", "--json-schema", SCHEMA, *budget]
+    result = generate_json(thinking_model_path, capsys, *flags)
+    kinds = [span["kind"] for span in result["sections"]]  # type: ignore[attr-defined]
+    assert kinds == ["thinking", "answer"] and result["finish_reason"] == "eos"
+    thinking = str(result["thinking"])
+    # The thinking was free: it is no JSON object of the schema (greedy SmolLM2 starts
+    # one, cut by the budget), and the budget's message and end tag came through.
+    assert thinking.endswith(" Done.</think>")
+    with pytest.raises(ValueError):
+        json.loads(thinking.removesuffix(" Done.</think>"))
+    answer = json.loads(str(result["text"]))
+    assert isinstance(answer, dict) and isinstance(answer["product"], int)
+
+
+def test_generate_prints_the_thinking_apart(
+    thinking_model_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    budget = ["--reasoning-budget", "8", "--reasoning-budget-message", " Done."]
+    flags = ["-t", "1.2", "-s", "5", "--think-set", "t=0", "--max-tokens", "28", *budget]
+    result = generate_json(thinking_model_path, capsys, *flags)
+    assert str(result["text"]).strip()  # an answer after the thinking
+    argv = ["generate", QUESTION, *flags, "--model", str(thinking_model_path), *MODEL_FLAGS]
+    assert main(argv) == 0
+    together = capsys.readouterr().out
+    # Not a terminal: not dimmed, the reply as the model wrote it.
+    assert together.rstrip("\n") == f"{result['thinking']}{result['text']}".rstrip("\n")
+    assert main([*argv, "--hide-thinking"]) == 0
+    apart = capsys.readouterr()
+    assert apart.out.rstrip("\n") == str(result["text"]).rstrip("\n")
+    assert str(result["thinking"]) in apart.err and "</think>" not in apart.out
+
+
+def test_a_thinking_that_never_closes_is_said_and_kept(
+    thinking_model_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    result = generate_json(thinking_model_path, capsys, "-t", "0", "--max-tokens", "6")
+    assert result["text"] == "" and result["thinking"] and not result["thinking_closed"]
+    assert result["sections"] == [{"kind": "thinking", "first": 0, "last": 5}]
+    argv = ["generate", QUESTION, "-t", "0", "--max-tokens", "6"]
+    assert main([*argv, "--model", str(thinking_model_path), *MODEL_FLAGS]) == 0
+    out = capsys.readouterr()
+    assert out.out.strip() == str(result["thinking"]).strip()
+    assert "ended inside its thinking" in out.err
