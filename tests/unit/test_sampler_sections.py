@@ -3,6 +3,8 @@ thinking's own settings chosen by the section open before each step."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -152,3 +154,27 @@ def test_the_grammar_waits_while_the_thinking_is_open_then_holds_the_answer() ->
     # Free while thinking (the end tag's step too); the answer follows the grammar.
     assert taken == [0, 0, 2, 3, 4]
     assert removed[:3] == [0.0, 0.0, 0.0] and all(r > 0.5 for r in removed[3:])  # type: ignore[operator]
+
+
+def test_a_thinking_step_is_stored_and_read_back_with_its_section_and_record() -> None:
+    from backend.store.steps import StepLayout, layout_of, pack_step, unpack_step
+
+    settings = SamplerSettings(temperature=0.7, thinking_tags=("!", "."), think_set=("t=0.3",))
+    sampler = Sampler(settings, vocabulary=VOCABULARY)
+    logits = np.zeros(VOCABULARY.n_vocab, dtype=np.float32)
+    step = sampler.sample(logits, ids("q!"))
+    layout = layout_of(step)
+    scalars, blob = pack_step(step, layout)
+    # The store keeps the settings given (once per change); the row says which ran.
+    back = unpack_step(scalars, blob, layout, step.settings_given)
+    assert back.section is Section.THINKING and back.thinking_open
+    assert back.settings == step.settings and back.settings_given == settings
+    # A row stored before sections: the answer, sampled with the settings given.
+    old = StepLayout(
+        tuple(n for n in layout.scalars if n not in ("section", "thinking_open")), layout.arrays
+    )
+    values = [
+        v for n, v in zip(layout.scalars, json.loads(scalars), strict=True) if n in old.scalars
+    ]
+    before = unpack_step(json.dumps(values), blob, old, settings)
+    assert before.section is Section.ANSWER and before.settings == settings

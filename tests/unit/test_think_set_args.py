@@ -3,8 +3,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from backend.config.preset_files import save_user_preset
+from backend.config.presets import load_presets
+from sampling.settings.record import SamplerSettings
 from sampling.thinking_settings import thinking_changes
 from tui.cli.commands.sweep.args import SweepArgumentError, grid_settings, parse_grid
 from tui.cli.options.setting_sets import SetArgumentError, parse_set
@@ -35,3 +40,10 @@ def test_a_grid_over_the_thinkings_temperature_leaves_the_answers() -> None:
 def test_a_grid_refuses_a_shared_thinking_setting() -> None:
     with pytest.raises(SweepArgumentError, match="whole reply"):
         parse_grid("think.reasoning_budget=1,2")
+
+
+def test_a_preset_keeps_the_thinkings_settings(tmp_path: Path) -> None:
+    settings = SamplerSettings(temperature=0.7, think_set=("t=0.6", "top_p=0.95"))
+    path = tmp_path / "presets.toml"
+    save_user_preset(path, "qwen3", settings)
+    assert load_presets(path)["qwen3"] == settings
