@@ -78,6 +78,10 @@ class SectionSpan:
         return self.last - self.first + 1
 
 
+_LONGEST: dict[SectionTracker, int] = {}
+"""Each tracker's longest tag in bytes (a frozen slotted value keeps no cache)."""
+
+
 @dataclass(frozen=True, slots=True)
 class SectionTracker:
     """Finds the thinking's tags in the bytes a reply's tokens spell.
@@ -108,7 +112,9 @@ class SectionTracker:
 
     @property
     def _longest(self) -> int:
-        return max(len(self.start), *(len(end) for end in self.ends))
+        return _LONGEST.get(self) or _LONGEST.setdefault(
+            self, max(len(self.start), *(len(end) for end in self.ends))
+        )
 
     def advance(self, state: SectionState, piece: bytes) -> SectionState:
         """The state after the bytes of one more token."""
@@ -263,10 +269,10 @@ class SectionWatch:
 
 
 def _ints(tokens: History) -> tuple[int, ...]:
-    """Token ids as a tuple of ints (from a list, a tuple or an array alike)."""
+    """Token ids as a tuple (from a list, a tuple or an array alike)."""
     if isinstance(tokens, np.ndarray):
-        return tuple(int(token) for token in tokens.tolist())
-    return tuple(int(token) for token in tokens)
+        return tuple(tokens.tolist())
+    return tuple(tokens)
 
 
 def speller(vocabulary: Vocabulary) -> Callable[[int], bytes]:
