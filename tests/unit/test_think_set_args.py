@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from backend.config.preset_files import save_user_preset
-from backend.config.presets import load_presets
+from backend.config.presets import PresetError, load_presets
 from sampling.settings.record import SamplerSettings
 from sampling.thinking_settings import thinking_changes
 from tui.cli.commands.sweep.args import SweepArgumentError, grid_settings, parse_grid
@@ -47,3 +47,10 @@ def test_a_preset_keeps_the_thinkings_settings(tmp_path: Path) -> None:
     path = tmp_path / "presets.toml"
     save_user_preset(path, "qwen3", settings)
     assert load_presets(path)["qwen3"] == settings
+
+
+def test_a_preset_with_a_bad_thinking_setting_is_refused_when_read(tmp_path: Path) -> None:
+    path = tmp_path / "presets.toml"
+    path.write_text('[odd]\nthink_set = ["seed=3"]\n', encoding="utf-8")
+    with pytest.raises(PresetError, match="think_set"):
+        load_presets(path)
