@@ -128,6 +128,7 @@ CHOSEN: dict[str, object] = {
     "adaptive_target": 0.5,
     "adaptive_decay": 0.5,
     "min_tokens": 16,
+    "think_set": ("temperature=0.6", "top_k=20"),  # the thinking's own: key=value pairs
 }
 
 
