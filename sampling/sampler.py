@@ -204,11 +204,6 @@ class Sampler:
         # Each unit keeps its state (mirostat's mu) across the change.
         self._use(self._watch is not None and self._watch.thinking, force=True)
 
-    @property
-    def settings_in_force(self) -> SamplerSettings:
-        """The settings given, with the model's thinking tags when they name none."""
-        return self._settings
-
     def _take(self, settings: SamplerSettings) -> None:
         """Take new settings: the tags in force, the thinking's record, the watch.
 

@@ -200,9 +200,11 @@ class SectionWatch:
     """The sections of a history, learnt token by token as it grows.
 
     It takes the history's tokens it has not taken yet at every step (the prompt's
-    first), so its state is a pure function of the history: a rewind, a branch, a
+    first), so its state follows from the history alone: a rewind, a branch, a
     what-if or a replay that hands it a history gets that history's sections. A
-    history that does not go on from the one it took is taken again from the start.
+    history shorter than the one taken, or whose last tokens there differ, is taken
+    again from the start (a rewind restores a snapshot instead, `restore`); checking
+    the last few tokens rather than all keeps a step's cost constant.
 
     Attributes:
         tracker: The tags.
