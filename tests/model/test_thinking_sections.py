@@ -36,7 +36,8 @@ def test_sections_are_recorded_stored_and_read_back_and_the_reply_replays(
 ) -> None:
     db = tmp_path / "chats.sqlite3"
     budget = ["--reasoning-budget", "6", "--reasoning-budget-message", " Done."]
-    flags = ["-t", "0", "--max-tokens", "24", "--save", "--db", str(db), *budget]
+    thinking = ["--think-set", "t=0.9,top_k=20", "-s", "3"]  # sampled thinking, greedy answer
+    flags = ["-t", "0", "--max-tokens", "24", "--save", "--db", str(db), *budget, *thinking]
     result = generate_json(thinking_model_path, capsys, *flags)
     with ChatStore(db) as store:
         chat = store.load_chat(int(result["chat_id"]))  # type: ignore[call-overload]
@@ -52,6 +53,10 @@ def test_sections_are_recorded_stored_and_read_back_and_the_reply_replays(
     assert set(kinds[closing:]) == {Section.ANSWER}
     thought = "".join(pieces[index] for index in range(closing))
     assert thought.endswith("</think>")
+    # Each step read back with the record it ran with (the prompt opened the thinking).
+    temperatures = [steps[index].settings.value("temperature") for index in sorted(steps)]
+    assert set(temperatures[:closing]) == {0.9} and set(temperatures[closing:]) == {0.0}
+    assert reply.settings_at(0).value("think_set") == ("t=0.9", "top_k=20")
     # The stored settings hold the template's tags, so the replay tracks the same.
     assert reply.settings_at(0).value("thinking_tags") == ("<think>", "</think>")
     argv = ["replay", str(chat.id), "--db", str(db), "--model", str(thinking_model_path)]

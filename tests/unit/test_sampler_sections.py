@@ -178,3 +178,35 @@ def test_a_thinking_step_is_stored_and_read_back_with_its_section_and_record() -
     ]
     before = unpack_step(json.dumps(values), blob, old, settings)
     assert before.section is Section.ANSWER and before.settings == settings
+
+
+class ChannelVocabulary:
+    """gpt-oss's channel markers as special tokens: their text only with `special`."""
+
+    pieces = (b"<|channel|>", b"analysis", b"final", b"<|message|>", b"hm", b"ok")
+
+    n_vocab = len(pieces)
+
+    def token_bytes(self, token: int, *, special: bool = False) -> bytes:
+        piece = self.pieces[token]
+        return piece if special or not piece.startswith(b"<|") else b""
+
+    def tokenize(self, text: str, *, special: bool) -> list[int]:
+        return []
+
+
+def test_special_tokens_are_read_by_their_text() -> None:
+    from backend.chat.thinking_format import THINKING_FORMATS
+
+    (oss,) = [known for known in THINKING_FORMATS if known.name == "gpt-oss channels"]
+    vocabulary = ChannelVocabulary()
+    sampler = Sampler(
+        SamplerSettings(temperature=0.0), vocabulary=vocabulary, thinking_tags=oss.tags
+    )
+    reply = [0, 1, 3, 4, 4, 0, 2, 3, 5]  # analysis: "hm hm", then final: "ok"
+    kinds = []
+    for position, token in enumerate(reply):
+        logits = np.zeros(vocabulary.n_vocab, dtype=np.float32)
+        logits[token] = 9.0
+        kinds.append(sampler.sample(logits, reply[:position]).section)
+    assert kinds == [A, A, T, T, T, T, T, T, A]
