@@ -148,7 +148,7 @@ class Grammar(UnitBase):
         taken: The reply's tokens the matcher took.
         removed: The mass the last step removed (0 to 1).
         forced: Whether the last step left exactly one token.
-        waiting: Whether the thinking is open at this step (the grammar waits).
+        in_thinking: Whether the thinking is open at this step (the grammar waits).
         answer_start: Where in the history the answer began (None: the reply's start).
     """
 
@@ -169,7 +169,7 @@ class Grammar(UnitBase):
     restored: GrammarState | None = None
     removed: float = 0.0
     forced: bool = False
-    waiting: bool = False
+    in_thinking: bool = False
     answer_start: int | None = None
 
     @classmethod
@@ -191,7 +191,7 @@ class Grammar(UnitBase):
             self.generated = step.resumed_at
         self.step = self.generated
         self.generated += 1
-        self.waiting = step.thinking
+        self.in_thinking = step.thinking
         self.answer_start = step.answer_start
 
     def apply(self, candidates: Candidates) -> None:
@@ -202,7 +202,7 @@ class Grammar(UnitBase):
             GrammarDeadEnd: No token that is left is allowed.
         """
         constraint = self._matcher(candidates)
-        if self.waiting:  # the thinking is open: the grammar is the answer's
+        if self.in_thinking:  # the thinking is open: the grammar is the answer's
             self.forced, self.removed = False, 0.0
             return
         generated = self.generated if self.step is None else self.step
@@ -236,7 +236,10 @@ class Grammar(UnitBase):
         candidates.cut(kept, self.name, prefix=False)
 
     def report(self) -> Report:
-        """The mass this step removed, and whether it left one token (forced it)."""
+        """The mass this step removed, whether it left one token (forced it), and
+        whether it waited for the thinking to close."""
+        if self.in_thinking:
+            return {"removed": 0.0, "forced": False, "thinking": True}
         return {"removed": self.removed, "forced": self.forced}
 
     @classmethod
@@ -250,6 +253,8 @@ class Grammar(UnitBase):
         kept = 1.0 - removed
         shown = f"all but {kept * 100:.2g}%" if 0.0 < kept < 0.01 else percent_text(removed)
         line = f"{name} removed {shown}"
+        if report.get("thinking"):
+            return f"{name}: waiting for the thinking to close"
         if removed == 0.0:
             lazy = spec is not None and spec.triggers
             line += " · waiting for its trigger" if lazy else " · every token allowed"

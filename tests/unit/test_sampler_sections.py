@@ -210,3 +210,14 @@ def test_special_tokens_are_read_by_their_text() -> None:
         logits[token] = 9.0
         kinds.append(sampler.sample(logits, reply[:position]).section)
     assert kinds == [A, A, T, T, T, T, T, T, A]
+
+
+def test_the_grammars_line_says_it_waits_for_the_thinking() -> None:
+    from sampling.samplers.grammar import Grammar
+    from tests.grammar_fakes import Words
+
+    words = Words(5, [frozenset({3})])
+    settings = SamplerSettings(temperature=0.0, grammar='root ::= "x"', thinking_tags=("w1", "w2"))
+    step = Sampler(settings, vocabulary=words).sample(np.zeros(5, dtype=np.float32), [1])  # type: ignore[arg-type]
+    line = Grammar.describe(step.reports["grammar"], step.settings)
+    assert line.endswith("waiting for the thinking to close")
