@@ -120,6 +120,11 @@ class Step:
             distributions' top tokens; `SamplerUnit.report`).
         section: Whether the token belongs to the thinking or the answer
             (`sampling.sections`); the answer for a model that does not think.
+        thinking_open: Whether the thinking was open before the token: it was sampled
+            with the thinking's settings (`settings` is that record) and the grammar
+            waited.
+        given: The settings given, when `settings` (the record used) is the
+            thinking's record drawn from them; None otherwise (`settings_given`).
     """
 
     token_id: int
@@ -138,6 +143,14 @@ class Step:
     rank: int | None = field(default=None, compare=False)
     reports: Mapping[str, Report] = field(default_factory=dict, hash=False)
     section: Section = Section.ANSWER
+    thinking_open: bool = False
+    given: SamplerSettings | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def settings_given(self) -> SamplerSettings:
+        """The settings given at the step (the answer's, holding the thinking's in
+        `think_set`): what the store keeps and a replay runs with."""
+        return self.settings if self.given is None else self.given
 
     def figure(self, unit: str, name: str) -> Figure:
         """The figure `name` the unit `unit` reported of this step (None when it did

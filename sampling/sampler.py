@@ -19,8 +19,10 @@ from sampling.records import Step
 from sampling.rng import UniformSource, make_source
 from sampling.samplers.base import Figure, Report
 from sampling.samplers.unit import StepContext, UnitState
+from sampling.sections import Section, SectionSnapshot, SectionTracker, SectionWatch, speller
 from sampling.settings.record import SamplerSettings
 from sampling.table import candidate_table
+from sampling.thinking_settings import tags_in_force, thinking_record
 from sampling.vocabulary import Vocabulary
 from sampling.weights import Float64Array
 from sampling.workspace import Workspace
@@ -48,6 +50,7 @@ class SamplerState:
         switched_off: Each sampler plugin switched off for the reply, with why.
         resumed: A resumed reply's length and the recorded step's reports the next
             step hands the units (`Sampler.resume`), or None.
+        sections: Where the reply's sections stand (None: no thinking tags in force).
     """
 
     settings: SamplerSettings
@@ -55,6 +58,7 @@ class SamplerState:
     units: tuple[tuple[str, UnitState], ...]
     switched_off: tuple[tuple[str, str], ...] = ()
     resumed: tuple[int, FrozenReports] | None = None
+    sections: SectionSnapshot | None = None
 
 
 def probabilities(
@@ -69,6 +73,8 @@ def probabilities(
     end_of_generation: Sequence[int] = (),
     second: FloatArray | None = None,
     small: FloatArray | None = None,
+    thinking: bool = False,
+    answer_start: int | None = None,
 ) -> Float64Array:
     """The exact distribution a draw uses: float64 over the whole vocabulary.
 
@@ -89,6 +95,8 @@ def probabilities(
         end_of_generation: The tokens min_tokens bans (else the vocabulary's).
         second: The step's second distribution (a negative prompt's logits: guidance).
         small: A smaller model's logits at the step (contrast).
+        thinking: The thinking is open before the step (the grammar waits).
+        answer_start: Where in the history the answer began (the grammar's start).
 
     Raises:
         LogitsError: The logits or the history cannot be sampled from.
@@ -97,7 +105,16 @@ def probabilities(
     chain = build_chain(settings)
     given = states.items() if isinstance(states, Mapping) else states
     chain.restore(given)
-    context = StepContext(None, generated, tuple(end_of_generation), recorded or {}, second, small)
+    context = StepContext(
+        None,
+        generated,
+        tuple(end_of_generation),
+        recorded or {},
+        second,
+        small,
+        thinking,
+        answer_start,
+    )
     chain.begin(context, every=True)
     kept = chain.run(candidates)
     if kept.ids is None:
@@ -124,6 +141,16 @@ class Sampler:
         vocabulary: The model's token texts, for DRY's sequence breakers (and its
             `eog_ids`, which min_tokens bans).
         end_of_generation: The tokens min_tokens bans, instead of the vocabulary's.
+        thinking_tags: The model's thinking tags (its chat template's: start, then
+            ends), which settings that name none take.
+
+    Sections: when tags are in force (the settings' `thinking_tags`, else the
+    model's, else `<think>` and `</think>` while a reasoning budget is on), each step
+    records its section, learnt from the history with the vocabulary's bytes (the
+    prompt's first: `sampling.sections.SectionWatch`). While the thinking is open
+    before a step, the step is sampled with the thinking's record (`think_set`,
+    `sampling.thinking_settings`) and the grammar waits; it applies from the token
+    after the one that closes the thinking. Without tags none of this runs.
     """
 
     def __init__(
@@ -134,10 +161,17 @@ class Sampler:
         n_candidates: int = DEFAULT_CANDIDATES,
         vocabulary: Vocabulary | None = None,
         end_of_generation: Sequence[int] = (),
+        thinking_tags: Sequence[str] = (),
     ) -> None:
         if not isinstance(settings, SamplerSettings):
             raise TypeError(f"settings must be SamplerSettings, not {type(settings).__name__}")
+        self.vocabulary = vocabulary
+        self.model_tags = tuple(thinking_tags)
+        self._watch: SectionWatch | None = None
+        self._given = settings
         self._settings = settings
+        self._thinking: SamplerSettings | None = None
+        self._take(settings)
         self.vocab_size = vocab_size
         self.n_candidates = n_candidates
         self.tail_ranks = 0
@@ -149,23 +183,68 @@ class Sampler:
         self._resumed: tuple[int, FrozenReports] | None = None
         self._switched_off: dict[str, str] = {}
         self._notes: list[str] = []
-        self._chain: Chain = self._build(settings, None)
+        self._record = self._settings
+        self._chain: Chain = self._build(self._settings, None)
         self._sources: dict[str, tuple[int, UniformSource]] = {}
         self._workspace = Workspace()
-        self.vocabulary = vocabulary
 
     @property
     def settings(self) -> SamplerSettings:
-        """The settings in force; assigning keeps the random stream going."""
-        return self._settings
+        """The settings given (the answer's, with the thinking's in `think_set`);
+        assigning keeps the random stream going."""
+        return self._given
 
     @settings.setter
     def settings(self, settings: SamplerSettings) -> None:
         if not isinstance(settings, SamplerSettings):
             raise TypeError(f"settings must be SamplerSettings, not {type(settings).__name__}")
+        if settings is self._given:
+            return
+        self._take(settings)
         # Each unit keeps its state (mirostat's mu) across the change.
-        self._chain = self._build(settings, self._chain)
-        self._settings = settings
+        self._use(self._watch is not None and self._watch.thinking, force=True)
+
+    def _take(self, settings: SamplerSettings) -> None:
+        """Take new settings: the tags in force, the thinking's record, the watch.
+
+        Raises:
+            SettingsError: The tags are not a start and an end tag, or `think_set`
+                cannot be read.
+        """
+        filled, tags = tags_in_force(settings, self.model_tags)
+        self._thinking = thinking_record(filled)
+        watch, vocabulary = self._watch, self.vocabulary
+        if not tags or vocabulary is None:
+            self._watch = None
+        else:
+            tracker = SectionTracker.of(tags[0], tags[1:])
+            if watch is None or watch.tracker != tracker:
+                self._watch = SectionWatch(tracker, speller(vocabulary))
+        self._given, self._settings = settings, filled
+
+    def _use(self, thinking: bool, force: bool = False) -> SamplerSettings:
+        """Build the chain of the section's record when it is not the one running."""
+        record = self._thinking if thinking and self._thinking is not None else self._settings
+        if force or record is not self._record:
+            self._chain = self._build(record, self._chain)
+            self._record = record
+        return record
+
+    @property
+    def answer_start(self) -> int | None:
+        """Where in the history the answer began after the last thinking (None: no
+        tags in force)."""
+        return None if self._watch is None else self._watch.now.answer_start
+
+    @property
+    def thinking_open(self) -> bool:
+        """Whether the thinking is open after the history the last step saw."""
+        return self._watch is not None and self._watch.thinking
+
+    def section_of(self, token: int) -> Section:
+        """The section `token` would have at the step just sampled (a token forced in
+        place of the one drawn)."""
+        return Section.ANSWER if self._watch is None else self._watch.section_of(token)
 
     @property
     def switched_off(self) -> dict[str, str]:
@@ -215,8 +294,11 @@ class Sampler:
         switch the plugins switched off on again (a new reply)."""
         self._sources.clear()
         self._resumed = None
-        if self._switched_off:
+        if self._watch is not None:
+            self._watch.reset()
+        if self._switched_off or self._record is not self._settings:
             self._switched_off.clear()
+            self._record = self._settings
             self._chain = self._build(self._settings, None)
         try:
             self._chain.reset()
@@ -231,19 +313,24 @@ class Sampler:
             (kind, seed, source.position) for kind, (seed, source) in self._sources.items()
         )
         return SamplerState(
-            self._settings,
+            self._given,
             sources,
             self._chain.state,
             tuple(self._switched_off.items()),
             self._resumed,
+            None if self._watch is None else self._watch.now,
         )
 
     def restore(self, state: SamplerState) -> None:
         """Go back to a snapshot `state` gave: the next token is the one that followed it."""
-        self._settings = state.settings
+        self._take(state.settings)
         self._switched_off = dict(state.switched_off)
         self._resumed = state.resumed
-        self._chain = self._build(state.settings, None)
+        watch = self._watch
+        if watch is not None:
+            watch.restore(state.sections or SectionSnapshot())
+        self._record = self._thinking if self.thinking_open and self._thinking else self._settings
+        self._chain = self._build(self._record, None)
         self._chain.restore(state.units)
         self._sources.clear()
         for kind, seed, position in state.sources:
@@ -290,8 +377,14 @@ class Sampler:
         started = time.perf_counter_ns()
         settings = self._settings
         checked = checked_logits(logits, self.vocab_size)
+        watch = self._watch
+        thinking = False
+        if watch is not None:
+            watch.catch_up(history)
+            thinking = watch.thinking
+            settings = self._use(thinking)
         if self._chain.drawing or self._resumed is not None:
-            self._begin(second, small)
+            self._begin(second, small, thinking)
         while True:  # a plugin that fails is switched off and the step run again
             chain = self._chain
             candidates = Candidates(*checked, history, self._workspace, self.vocabulary)
@@ -349,19 +442,36 @@ class Sampler:
             logit=float(penalized[token_id]),
             rank=token_rank(penalized, token_id, table.token_ids),
             reports=reports,
+            section=Section.ANSWER if watch is None else watch.section_of(token_id),
+            thinking_open=thinking,
+            given=None if settings is self._settings else self._settings,
         )
 
-    def _begin(self, second: FloatArray | None, small: FloatArray | None) -> None:
+    def _begin(
+        self, second: FloatArray | None, small: FloatArray | None, thinking: bool = False
+    ) -> None:
         """Hand the step's context to the units that hear it: the generator, the second
-        distributions (guidance's, contrast's), and a resumed reply's length and a
-        recorded step's reports (to every unit held)."""
+        distributions (guidance's, contrast's), whether the thinking is open and where
+        the answer began (the grammar's), and a resumed reply's length and a recorded
+        step's reports (to every unit held)."""
         resumed = self._resumed
         source = self._source() if self._chain.drawing else None
+        answer_start = self.answer_start
         if resumed is None:
-            step = StepContext(source, None, self._ends, second=second, small=small)
+            step = StepContext(
+                source,
+                None,
+                self._ends,
+                second=second,
+                small=small,
+                thinking=thinking,
+                answer_start=answer_start,
+            )
         else:
             recorded = {name: dict(figures) for name, figures in resumed[1]}
-            step = StepContext(source, resumed[0], self._ends, recorded, second, small)
+            step = StepContext(
+                source, resumed[0], self._ends, recorded, second, small, thinking, answer_start
+            )
         self._resumed = None
         try:
             self._chain.begin(step, every=resumed is not None)

@@ -16,11 +16,25 @@ from the token after a complete start tag).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from sampling.errors import SettingsError
+
+if TYPE_CHECKING:
+    from sampling.logits import History
+    from sampling.vocabulary import Vocabulary
+
+DEFAULT_TAGS: tuple[str, str] = ("<think>", "</think>")
+"""The tags a reasoning budget watches when neither the settings nor the model name any."""
+
+_CHECKED = 8
+"""How many of the last tokens a watch compares to tell that a history goes on from
+the one it took (a constant cost a step; a rewind or a branch restores its state)."""
 
 
 class Section(StrEnum):
@@ -64,6 +78,10 @@ class SectionSpan:
         return self.last - self.first + 1
 
 
+_LONGEST: dict[SectionTracker, int] = {}
+"""Each tracker's longest tag in bytes (a frozen slotted value keeps no cache)."""
+
+
 @dataclass(frozen=True, slots=True)
 class SectionTracker:
     """Finds the thinking's tags in the bytes a reply's tokens spell.
@@ -94,7 +112,9 @@ class SectionTracker:
 
     @property
     def _longest(self) -> int:
-        return max(len(self.start), *(len(end) for end in self.ends))
+        return _LONGEST.get(self) or _LONGEST.setdefault(
+            self, max(len(self.start), *(len(end) for end in self.ends))
+        )
 
     def advance(self, state: SectionState, piece: bytes) -> SectionState:
         """The state after the bytes of one more token."""
@@ -155,3 +175,117 @@ def spans_of(kinds: Sequence[Section]) -> tuple[SectionSpan, ...]:
         else:
             spans.append(SectionSpan(kind, index, index))
     return tuple(spans)
+
+
+@dataclass(frozen=True, slots=True)
+class SectionSnapshot:
+    """A `SectionWatch`'s state, frozen (what a sampler's state keeps).
+
+    Attributes:
+        taken: How many of the history's tokens it took.
+        recent: The last of them (up to `_CHECKED`), to check a history against.
+        state: The tracker's state after them.
+        answer_start: The history index of the first token after the thinking last
+            closed (0: it never closed).
+    """
+
+    taken: int = 0
+    recent: tuple[int, ...] = ()
+    state: SectionState = SectionState()
+    answer_start: int = 0
+
+
+@dataclass(slots=True, eq=False)
+class SectionWatch:
+    """The sections of a history, learnt token by token as it grows.
+
+    It takes the history's tokens it has not taken yet at every step (the prompt's
+    first), so its state follows from the history alone: a rewind, a branch, a
+    what-if or a replay that hands it a history gets that history's sections. A
+    history shorter than the one taken, or whose last tokens there differ, is taken
+    again from the start (a rewind restores a snapshot instead, `restore`); checking
+    the last few tokens rather than all keeps a step's cost constant.
+
+    Attributes:
+        tracker: The tags.
+        spell: A token's bytes (special tokens by their text).
+        now: Where it stands.
+        peeked: The last token `section_of` was asked about, its section and the
+            state after it (the next step takes it without tracking it again).
+    """
+
+    tracker: SectionTracker
+    spell: Callable[[int], bytes]
+    now: SectionSnapshot = field(default_factory=SectionSnapshot)
+    peeked: tuple[int, Section, SectionState] | None = None
+
+    @property
+    def thinking(self) -> bool:
+        """Whether the thinking is open after the tokens taken."""
+        return self.now.state.thinking
+
+    def catch_up(self, history: History) -> None:
+        """Take the history's tokens not taken yet (all again when it is another
+        history than the one taken)."""
+        now = self.now
+        size = len(history)
+        taken = now.taken
+        if taken:
+            recent = _ints(history[max(0, taken - _CHECKED) : taken]) if size >= taken else ()
+            if recent != now.recent:
+                now = SectionSnapshot()
+                taken = 0
+        if taken == size:
+            self.now = now
+            return
+        state, answer_start = now.state, now.answer_start
+        tracker, spell, peeked = self.tracker, self.spell, self.peeked
+        fresh = _ints(history[taken:])
+        for offset, token in enumerate(fresh):
+            if peeked is not None and peeked[0] == token:
+                kind, after = peeked[1], peeked[2]
+            else:
+                kind, after = tracker.step(state, spell(token))
+            peeked = None
+            state = after
+            if kind is Section.THINKING and not state.thinking:
+                answer_start = taken + offset + 1
+        self.peeked = None
+        recent = fresh[-_CHECKED:] if len(fresh) >= _CHECKED else (*now.recent, *fresh)[-_CHECKED:]
+        self.now = SectionSnapshot(size, recent, state, answer_start)
+
+    def section_of(self, token: int) -> Section:
+        """The section `token` has after the tokens taken."""
+        kind, after = self.tracker.step(self.now.state, self.spell(token))
+        self.peeked = (token, kind, after)
+        return kind
+
+    def restore(self, snapshot: SectionSnapshot) -> None:
+        """Stand where `snapshot` stood."""
+        self.now = snapshot
+        self.peeked = None
+
+    def reset(self) -> None:
+        """A new reply: nothing taken (the prompt is taken again)."""
+        self.restore(SectionSnapshot())
+
+
+def _ints(tokens: History) -> tuple[int, ...]:
+    """Token ids as a tuple (from a list, a tuple or an array alike)."""
+    if isinstance(tokens, np.ndarray):
+        return tuple(tokens.tolist())
+    return tuple(tokens)
+
+
+def speller(vocabulary: Vocabulary) -> Callable[[int], bytes]:
+    """A token's bytes, special tokens by their text (a tag may be one: gpt-oss's
+    `<|channel|>`), each token spelled once."""
+    spelled: dict[int, bytes] = {}
+
+    def spell(token: int) -> bytes:
+        piece = spelled.get(token)
+        if piece is None:
+            piece = spelled[token] = vocabulary.token_bytes(token, special=True)
+        return piece
+
+    return spell

@@ -71,6 +71,7 @@ from sampling.built_in import chat_defaults
 from sampling.errors import SamplescopeError, SettingsError
 from sampling.settings.record import SamplerSettings
 from sampling.settings.registry import registry
+from sampling.thinking_settings import thinking_record
 
 TOP_LEVEL_KEYS = (
     "model",
@@ -273,7 +274,7 @@ def _parse(path: Path, text: str, data: dict[str, Any]) -> Config:
             else registry().settings_by_name[key].coerce(value)
             for key, value in settings.items()
         }
-        chat_defaults(registry()).with_changes(**settings)
+        thinking_record(chat_defaults(registry()).with_changes(**settings))
     except SettingsError as error:
         raise fail("settings", error.field, str(error)) from error
 

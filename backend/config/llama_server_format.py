@@ -93,6 +93,7 @@ _UNMAPPED_SETTINGS = (
     "smoothing_curve",
     "min_tokens",
     "grammar_triggers",
+    "think_set",
 )
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from backend.config.user_files import DEFAULT_LIMIT, UserFileError, read_user_text
 from sampling.errors import SamplescopeError, SettingsError
 from sampling.settings.record import SamplerSettings
+from sampling.thinking_settings import thinking_record
 
 PRESETS_FILE = "presets.toml"
 
@@ -63,6 +64,7 @@ def parse_presets(text: str, where: str) -> dict[str, SamplerSettings]:
             )
         try:
             presets[name] = SamplerSettings.from_dict(values)
+            thinking_record(presets[name])  # think_set is read now, not at the first step
         except SettingsError as error:
             raise PresetError(f"{where}: preset {name!r}: {error}") from error
         except TypeError as error:

@@ -209,6 +209,7 @@ def _export_leftovers(settings: SamplerSettings) -> list[Unmapped]:
         "grammar",
         "json_schema",
         "grammar_triggers",
+        "think_set",
     )
     return [
         Unmapped(name, getattr(settings, name), "no SillyTavern field")

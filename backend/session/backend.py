@@ -19,6 +19,7 @@ from backend.chat.events import Decoding, FinishedEvent, GenerationEvent
 from backend.chat.prompt import PromptBuilder
 from backend.chat.protocol import ChatMessage, LiveSettings, ModelInfo
 from backend.chat.template import ChatTemplate
+from backend.chat.thinking_format import thinking_format_of
 from backend.llama.context import Layout
 from backend.session.loop import Generation
 from backend.session.loop_watch import LoopGuard, watching
@@ -82,6 +83,15 @@ class SessionBackend:
     def has_own_template(self) -> bool:
         """Whether the template is the model's own."""
         return self.template_notice is None
+
+    def thinking_tags(self, raw: bool = False) -> tuple[str, ...]:
+        """The thinking tags of the chat template (start, then ends), for a chat; none
+        for a model whose template shows no thinking format, and in completion mode
+        (`raw`: `--thinking-tags` names them there)."""
+        if raw:
+            return ()
+        found = thinking_format_of(self.template.source)
+        return () if found is None else found.tags
 
     def special_texts(self) -> list[str]:
         """The texts of the vocabulary's special tokens."""
@@ -172,6 +182,7 @@ class SessionBackend:
             layout=layout,
             negative=lambda settings: self.negative_tokens(settings, raw),
             companion=None if self.contrast is None else self.contrast.session,
+            thinking_tags=self.thinking_tags(raw),
         )
 
     def negative_tokens(self, settings: SamplerSettings, raw: bool) -> list[int]:
@@ -290,6 +301,7 @@ class SessionBackend:
             hold=hold,
             negative=lambda settings: self.negative_tokens(settings, raw),
             companion=None if self.contrast is None else self.contrast.session,
+            thinking_tags=self.thinking_tags(raw),
         )
         for _, event in generation:
             if isinstance(event, FinishedEvent) and event.error:

@@ -94,6 +94,8 @@ class Generation:
             is guided).
         companion: A smaller model that decodes every sequence's text in step (contrast;
             `backend.session.contrast_model`), or None.
+        thinking_tags: The chat template's thinking tags, which settings that name
+            none take (`Sampler`); none in completion mode.
 
     Raises:
         SamplescopeError: No sequence, or more than the model holds.
@@ -115,6 +117,7 @@ class Generation:
         hold: bool = False,
         negative: NegativeSource | None = None,
         companion: Session | None = None,
+        thinking_tags: tuple[str, ...] = (),
     ) -> None:
         if not lives:
             raise SamplescopeError("nothing to generate: no sequence asked for")
@@ -154,7 +157,12 @@ class Generation:
                 number,
                 number,
                 live,
-                Sampler(live.current, vocab_size=model.n_vocab, vocabulary=model),
+                Sampler(
+                    live.current,
+                    vocab_size=model.n_vocab,
+                    vocabulary=model,
+                    thinking_tags=thinking_tags,
+                ),
                 started,
                 given=len(steer.prefix),
                 rewindable=rewindable,

@@ -84,11 +84,13 @@ def forced_step(
     generated: int = 0,
     second: np.ndarray | None = None,
     small: np.ndarray | None = None,
+    sampler: Sampler | None = None,
 ) -> Step:
     """`step` with `token` taken instead of the drawn one, at its probability there
     (a grammar's matcher comes from `vocabulary`, after the reply's `generated` tokens;
     guidance combines `logits` with `second`, contrast with `small`); its logit and rank
-    are its table row's (None when it is below the table)."""
+    are its table row's (None when it is below the table). `sampler`, the one that
+    sampled the step, gives the token's section and the answer's start."""
     probs = probabilities(
         logits,
         step.settings,
@@ -97,12 +99,21 @@ def forced_step(
         generated=generated,
         second=second,
         small=small,
+        thinking=step.thinking_open,
+        answer_start=None if sampler is None else sampler.answer_start,
     )
     rows = np.flatnonzero(step.table.token_ids == token)
     logit = float(step.table.logits[rows[0]]) if rows.size else None
     rank = int(rows[0]) + 1 if rows.size else None
+    section = step.section if sampler is None else sampler.section_of(token)
     return replace(
-        step, token_id=token, prob=float(probs[token]), draw=None, logit=logit, rank=rank
+        step,
+        token_id=token,
+        prob=float(probs[token]),
+        draw=None,
+        logit=logit,
+        rank=rank,
+        section=section,
     )
 
 
@@ -215,7 +226,7 @@ class LoopSequence:
                 sink(self.index, logits, history, second)
         if force is not None:
             step = forced_step(
-                step, force, logits, history, sampler.vocabulary, self.index, second, small
+                step, force, logits, history, sampler.vocabulary, self.index, second, small, sampler
             )
         self.sampler_us += step.elapsed_us
         return step

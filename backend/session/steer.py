@@ -117,7 +117,12 @@ def recompute(
         SamplescopeError: The step's input cannot be rebuilt.
     """
     given, notices = rebuild_step(backend, chat, reply, index)
-    sampler = Sampler(settings, vocab_size=backend.info.n_vocab, vocabulary=backend.model)
+    sampler = Sampler(
+        settings,
+        vocab_size=backend.info.n_vocab,
+        vocabulary=backend.model,
+        thinking_tags=backend.thinking_tags(reply.mode == "completion"),
+    )
     sampler.resume(index, recorded)
     step = sampler.sample(given.logits, given.history, uniform=uniform, second=given.second)
     return step, notices

@@ -35,12 +35,14 @@ import numpy as np
 import numpy.typing as npt
 
 from sampling.records import CandidateTable, Step
+from sampling.sections import Section
 from sampling.settings.record import SamplerSettings
+from sampling.thinking_settings import thinking_record
 
 #: Step fields that are not stored in the row: the table is packed as columns, the
 #: settings once per change, and the tail plot's deeper ranks (2 KB a token, recorded
 #: only while that plot is shown) are a view of the moment, read back as None.
-NOT_IN_ROW = frozenset({"table", "settings", "tail", "reports"})
+NOT_IN_ROW = frozenset({"table", "settings", "tail", "reports", "given"})
 
 LEGACY_FIGURES: dict[str, tuple[str, str]] = {
     "mirostat_mu": ("mirostat", "mu"),
@@ -230,10 +232,17 @@ def unpack_step(
             step_args["table"] = CandidateTable(**table_args)
         elif f.name == "settings":
             step_args["settings"] = settings
+        elif f.name == "given":
+            step_args["given"] = None
         elif f.name == "reports":
             step_args["reports"] = _reports(reports, named)
         elif f.name in named:
             step_args[f.name] = _scalar(named[f.name])
         else:
             step_args[f.name] = _default(f.default, f.default_factory)
+    step_args["section"] = Section(step_args["section"])
+    if step_args["thinking_open"]:  # sampled with the thinking's record drawn from these
+        thinking = thinking_record(settings)
+        if thinking is not None:
+            step_args["settings"], step_args["given"] = thinking, settings
     return Step(**step_args)

@@ -312,7 +312,7 @@ class ReplyWriter:
     def append(self, event: TokenEvent) -> None:
         """Store a TokenEvent (its index, token, step record, settings and text)."""
         step = event.step
-        self.append_token(event.index, step.token_id, step.settings, event.text, step)
+        self.append_token(event.index, step.token_id, step.settings_given, event.text, step)
 
     def finish(
         self,

@@ -9,7 +9,8 @@ grammar removed (its rows are cut by "grammar").
 
 The matcher is llama.cpp's, behind a `TokenConstraint` that the model's vocabulary
 builds (`ConstraintSource`; `backend.llama.grammar`). The unit learns the reply's
-tokens from the history (its last `generated` tokens), so a forced token, a branch's
+tokens from the history (its last `generated` tokens, from the answer's start when
+the model thinks), so a forced token, a branch's
 given start or a what-if's rebuilt step move the grammar exactly as the reply did.
 Its state is how many tokens the reply has, the tokens the grammar took and a
 snapshot of the matcher (llama.cpp's grammar cloned), which rewind restores.
@@ -18,6 +19,11 @@ Each step records the probability mass the grammar removed (of the distribution 
 was handed: after the penalties and the logit bias, at temperature 1) and whether it
 left exactly one token (a forced token). When it allows no token that is left, the
 reply ends (`GrammarDeadEnd`).
+
+A thinking model's thinking is free: while it is open before a step (the step's
+context says so, from the sampler's sections) the grammar removes nothing, and it
+matches the answer from the token after the one that closes the thinking (a new
+thinking in the answer: from after that one's end again).
 """
 
 from __future__ import annotations
@@ -142,6 +148,8 @@ class Grammar(UnitBase):
         taken: The reply's tokens the matcher took.
         removed: The mass the last step removed (0 to 1).
         forced: Whether the last step left exactly one token.
+        in_thinking: Whether the thinking is open at this step (the grammar waits).
+        answer_start: Where in the history the answer began (None: the reply's start).
     """
 
     name: ClassVar[str] = "grammar"
@@ -161,6 +169,8 @@ class Grammar(UnitBase):
     restored: GrammarState | None = None
     removed: float = 0.0
     forced: bool = False
+    in_thinking: bool = False
+    answer_start: int | None = None
 
     @classmethod
     def is_on(cls, settings: SamplerSettings) -> bool:
@@ -181,6 +191,8 @@ class Grammar(UnitBase):
             self.generated = step.resumed_at
         self.step = self.generated
         self.generated += 1
+        self.in_thinking = step.thinking
+        self.answer_start = step.answer_start
 
     def apply(self, candidates: Candidates) -> None:
         """Cut the candidates to the tokens the grammar allows.
@@ -190,9 +202,15 @@ class Grammar(UnitBase):
             GrammarDeadEnd: No token that is left is allowed.
         """
         constraint = self._matcher(candidates)
+        if self.in_thinking:  # the thinking is open: the grammar is the answer's
+            self.forced, self.removed = False, 0.0
+            return
         generated = self.generated if self.step is None else self.step
         history = candidates.history
-        reply = history[len(history) - generated :] if generated else ()
+        start = len(history) - generated
+        if self.answer_start is not None:
+            start = max(start, self.answer_start)
+        reply = history[start:] if start < len(history) else ()
         self._catch_up(constraint, [int(token) for token in reply])
         ids = candidates.ids
         allowed = np.asarray(constraint.allowed(ids), dtype=bool)
@@ -218,7 +236,10 @@ class Grammar(UnitBase):
         candidates.cut(kept, self.name, prefix=False)
 
     def report(self) -> Report:
-        """The mass this step removed, and whether it left one token (forced it)."""
+        """The mass this step removed, whether it left one token (forced it), and
+        whether it waited for the thinking to close."""
+        if self.in_thinking:
+            return {"removed": 0.0, "forced": False, "thinking": True}
         return {"removed": self.removed, "forced": self.forced}
 
     @classmethod
@@ -232,6 +253,8 @@ class Grammar(UnitBase):
         kept = 1.0 - removed
         shown = f"all but {kept * 100:.2g}%" if 0.0 < kept < 0.01 else percent_text(removed)
         line = f"{name} removed {shown}"
+        if report.get("thinking"):
+            return f"{name}: waiting for the thinking to close"
         if removed == 0.0:
             lazy = spec is not None and spec.triggers
             line += " · waiting for its trigger" if lazy else " · every token allowed"

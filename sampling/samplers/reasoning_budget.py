@@ -44,6 +44,7 @@ from sampling.errors import LogitsError, SettingsError
 from sampling.samplers.base import Report, UnitBase
 from sampling.samplers.reasoning_machine import BudgetMachine, Phase, TokenMatcher, utf8_is_complete
 from sampling.samplers.unit import UnitKind, UnitState
+from sampling.sections import DEFAULT_TAGS
 from sampling.settings.params import setting, specs_of
 from sampling.settings.placement import CONSTRAINT, Placement
 from sampling.settings.spec import SettingSpec, SliderRange
@@ -70,7 +71,10 @@ class ReasoningBudgetParams:
             -1 is no budget.
         reasoning_budget_message: Text forced before the end tag when the budget runs
             out.
-        thinking_tags: The start tag, then the end tags (the first is the one forced).
+        thinking_tags: The start tag, then the end tags (the first is the one forced);
+            none: the model's (`Sampler`), else `<think>` and `</think>`.
+        think_set: The thinking's settings, as changes from the answer's
+            (`sampling.thinking_settings`; read by the sampler, not by the budget).
     """
 
     reasoning_budget: int = setting(
@@ -108,12 +112,23 @@ class ReasoningBudgetParams:
         SettingSpec(
             "thinking_tags",
             "texts",
-            default=("<think>", "</think>"),
+            default=(),
             group="reasoning_budget",
             label="tags",
-            help='the thinking\'s start tag, then its end tags ("<think>,</think>"); the first'
-            " end tag is the one the reasoning budget forces",
-            needs="reasoning_budget",
+            help='the thinking\'s start tag, then its end tags ("<think>,</think>"); none: the'
+            " chat template's (else <think>,</think> for the budget); the first end tag is"
+            " the one the reasoning budget forces",
+        )
+    )
+    think_set: tuple[str, ...] = setting(
+        SettingSpec(
+            "think_set",
+            "texts",
+            default=(),
+            group="reasoning_budget",
+            label="thinking's",
+            help="the thinking's own settings, as changes from the answer's (\"t=0.6,top_k=20,"
+            'min_p=0", keys as --set reads them); none: the thinking is sampled as the answer',
         )
     )
 
@@ -145,7 +160,7 @@ class BudgetRules:
         Raises:
             SettingsError: A tag the vocabulary spells in no token.
         """
-        start_tag, *end_tags = params.thinking_tags
+        start_tag, *end_tags = params.thinking_tags or DEFAULT_TAGS
         start = vocabulary.tokenize(start_tag, special=True)
         ends = [vocabulary.tokenize(tag, special=True) for tag in end_tags]
         if not start or not ends or not ends[0]:
@@ -221,6 +236,12 @@ class ReasoningBudget(UnitBase):
     forcing: bool = False
 
     @classmethod
+    def is_on(cls, settings: SamplerSettings) -> bool:
+        """On when a budget is set (the tags and the thinking's settings alone leave it
+        off)."""
+        return settings.of(ReasoningBudgetParams).reasoning_budget != NO_BUDGET
+
+    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> ReasoningBudget | None:
         """Built when the budget is on.
 
@@ -230,7 +251,7 @@ class ReasoningBudget(UnitBase):
         if not cls.is_on(settings):
             return None
         params = settings.of(ReasoningBudgetParams)
-        if len(params.thinking_tags) < 2:
+        if len(params.thinking_tags or DEFAULT_TAGS) < 2:
             raise SettingsError(
                 "thinking_tags", params.thinking_tags, "a start tag and an end tag: START,END"
             )
@@ -388,7 +409,8 @@ def budget_status(machine: BudgetMachine, params: ReasoningBudgetParams, forced_
     if phase is Phase.WAITING_UTF8:
         return f"budget {budget} · spent, ending a character"
     if phase is Phase.FORCING:
-        end = params.thinking_tags[1] if len(params.thinking_tags) > 1 else ""
+        tags = params.thinking_tags or DEFAULT_TAGS
+        end = tags[1] if len(tags) > 1 else ""
         return f"forcing {end} {machine.force_pos + 1}/{forced_total}"
     if phase is Phase.DONE:
         return f"budget {budget} · thinking ended"

@@ -74,6 +74,10 @@ class StepContext:
             decoded beside the reply: guidance), or None.
         small: A smaller model's logits for this step (decoding the same text in
             step: contrast), or None.
+        thinking: Whether the thinking is open before the step (`sampling.sections`):
+            the grammar waits for the answer.
+        answer_start: Where in the history the answer began after the last thinking
+            closed (the grammar's start), or None when no thinking tags are in force.
     """
 
     source: UniformSource | None = None
@@ -82,6 +86,8 @@ class StepContext:
     recorded: Mapping[str, Report] = field(default_factory=dict)
     second: FloatArray | None = None
     small: FloatArray | None = None
+    thinking: bool = False
+    answer_start: int | None = None
 
 
 class SamplerUnit(Protocol):

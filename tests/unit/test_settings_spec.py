@@ -69,6 +69,7 @@ FIELDS = [
     "reasoning_budget",
     "reasoning_budget_message",
     "thinking_tags",
+    "think_set",
     "samplers",
 ]
 """Every built-in setting in the order the units declare (`SettingSpec.rank`)."""
@@ -127,6 +128,7 @@ CHOSEN: dict[str, object] = {
     "adaptive_target": 0.5,
     "adaptive_decay": 0.5,
     "min_tokens": 16,
+    "think_set": ("temperature=0.6", "top_k=20"),  # the thinking's own: key=value pairs
 }
 
 

@@ -60,7 +60,8 @@ def register(subparsers: Any) -> None:
             "narrow) and mark each column's first token that differs from the first column. "
             "--set takes comma-separated key=value pairs on top of the off values "
             "(grammar=@PATH or json_schema=@PATH reads a file) "
-            f"({keys_help} or any settings field name except seed: every column shares -s)."
+            f"({keys_help} or any settings field name except seed: every column shares -s); "
+            'a thinking model\'s thinking settings after "think." ("t=0.7,think.t=0.6").'
         ),
     )
     parser.add_argument("prompt", metavar="PROMPT", nargs="?", help="the user's message")

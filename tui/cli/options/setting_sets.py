@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from backend.config.setting_input import read_setting_text
-from sampling.errors import SamplescopeError
+from sampling.errors import SamplescopeError, SettingsError
 from sampling.settings.record import SamplerSettings
 from sampling.settings.registry import find_setting, registry
+from sampling.thinking_settings import THINK_PREFIX, thinking_record, with_thinking_change
 from tui.cli.options.settings import settings_with_user_config
 
 
@@ -23,13 +24,15 @@ class SetArgumentError(SamplescopeError):
 
 
 def parse_set(text: str) -> SamplerSettings:
-    """Settings from "t=0.8,k=40" (on top of the off values and the config's [settings]).
+    """Settings from "t=0.8,k=40" (on top of the off values and the config's [settings]);
+    a key after "think." sets the thinking's own ("think.t=0.6": `think_set`).
 
     Raises:
         SetArgumentError: A pair is malformed, or a key unknown.
         SettingsError: A value is out of range.
     """
     changes: dict[str, Any] = {}
+    thinking: list[tuple[str, str]] = []
     for pair in (part.strip() for part in text.split(",")):
         if not pair:
             continue
@@ -37,6 +40,9 @@ def parse_set(text: str) -> SamplerSettings:
         key = key.strip()
         if not sep:
             raise SetArgumentError(f"--set {text!r}: {pair!r} is not key=value")
+        if key.startswith(THINK_PREFIX):  # the thinking's own: "think.t=0.6"
+            thinking.append((key.removeprefix(THINK_PREFIX), value))
+            continue
         spec = find_setting(key)
         if spec is None:
             known = ", ".join([*short_keys(), *sorted(registry().settings_by_name)])
@@ -53,4 +59,11 @@ def parse_set(text: str) -> SamplerSettings:
         changes[spec.name] = (
             read_setting_text(spec, value, None) if text_kind else spec.coerce(value)
         )
-    return settings_with_user_config(SamplerSettings()).with_changes(**changes)
+    settings = settings_with_user_config(SamplerSettings()).with_changes(**changes)
+    for key, value in thinking:
+        try:
+            settings = with_thinking_change(settings, key, value)
+        except SettingsError as error:
+            raise SetArgumentError(f"--set {text!r}: {THINK_PREFIX}{key}: {error}") from None
+    thinking_record(settings)  # a think_set=… pair is read now, not at the first step
+    return settings

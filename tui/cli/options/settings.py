@@ -20,6 +20,7 @@ from sampling.settings.record import SamplerSettings
 from sampling.settings.registry import registry
 from sampling.settings.spec import SettingSpec
 from sampling.settings.text import bias_entries, bias_pairs
+from sampling.thinking_settings import thinking_record
 
 Tokenize = Callable[[str], list[int]]
 """A model's tokenizer: text to token ids, no BOS."""
@@ -102,7 +103,8 @@ def settings_from_args(
 
     Raises:
         SettingsError: A flag's value is out of range or unreadable (the message
-            names it), or a `--logit-bias` text is not exactly one token.
+            names it), a `--logit-bias` text is not exactly one token, or
+            `--think-set` names a setting wrongly.
     """
     changes = {
         spec.name: getattr(args, spec.name)
@@ -121,7 +123,9 @@ def settings_from_args(
             "(and a JSON schema)",
             "either a grammar or a JSON schema: the schema would win, leaving the grammar unused",
         )
-    return base.with_changes(**changes)
+    settings = base.with_changes(**changes)
+    thinking_record(settings)  # --think-set is read before the model loads
+    return settings
 
 
 def flag_settings(args: argparse.Namespace) -> list[str]:

@@ -15,9 +15,9 @@ from tui.cli.commands.generate.beams import add_beam_flags, run_beams
 from tui.cli.commands.generate.build import build_run
 from tui.cli.commands.generate.loop_flags import add_loop_flags
 from tui.cli.commands.generate.output import (
-    end_streamed_text,
     log_figures,
     log_loop_stop,
+    log_open_thinking,
     prompt_text,
     reply_json,
 )
@@ -60,7 +60,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="start from a preset (`compare --list-presets` lists them) instead of llama.cpp's"
         " defaults; the flags go on top, and the seed is --seed's (default 42), as in compare",
     )
-    add_json_flag(parser, "print one JSON object instead of streaming text")
+    add_json_flag(
+        parser,
+        "print one JSON object instead of streaming text (a thinking model's thinking in"
+        ' "thinking", its answer in "text", and its "sections")',
+    )
+    parser.add_argument(
+        "--hide-thinking",
+        action="store_true",
+        help="write a thinking model's thinking to stderr, the answer alone to stdout"
+        " (else the thinking comes first on stdout, dimmed on a terminal)",
+    )
     parser.add_argument(
         "--save",
         action="store_true",
@@ -96,7 +106,12 @@ def run(args: argparse.Namespace) -> int:
             generation.bans,
         )
     recorder = recorder_for(args, generation.backend) if args.save else None
-    printer = ReplyPrinter(generation.bans, stream=not args.json, verbose=args.verbose)
+    printer = ReplyPrinter(
+        generation.bans,
+        stream=not args.json,
+        verbose=args.verbose,
+        hide_thinking=args.hide_thinking,
+    )
     try:
         if recorder is not None:
             recorder.begin_reply(
@@ -128,7 +143,8 @@ def run(args: argparse.Namespace) -> int:
             )
         )
     else:
-        end_streamed_text(printer.rest(finished.text), finished)
+        printer.finish(finished.text)
+        log_open_thinking(reply)
         if chat_id is not None:
             log(f"saved as chat {chat_id}")
         log_loop_stop(finished)

@@ -4,12 +4,12 @@ end of the streamed text; the stop on a loop, and with -v the run's figures, on 
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import asdict
 
 from backend.chat.events import FinishedEvent, RewindEvent
 from sampling.records import Step
 from sampling.samplers.guidance_report import report_json
+from sampling.sections import Section, spans_of
 from tui.cli.commands.generate.build import GenerateRun
 from tui.cli.commands.generate.stream import StreamedReply
 from tui.cli.reply_score_json import reply_score_json
@@ -63,7 +63,7 @@ def reply_json(
         {
             **({} if chat_id is None else {"chat_id": chat_id}),
             "mode": run.mode,
-            "text": finished.text,
+            **sections_json(reply, finished.text),
             "token_ids": list(finished.token_ids),
             "settings": settings.to_json(),
             "seed": settings.seed,
@@ -95,12 +95,37 @@ def prompt_text(run: GenerateRun) -> str:
         return f"(cannot be rendered: {error})"
 
 
-def end_streamed_text(held_back: str, finished: FinishedEvent) -> None:
-    """Write the text held back to the end, and a line break if the reply lacks one."""
-    sys.stdout.write(held_back)
-    if finished.text and not finished.text.endswith("\n"):
-        sys.stdout.write("\n")
-    sys.stdout.flush()  # the reply's last line ends before stderr's notes
+def sections_json(reply: StreamedReply, final_text: str) -> dict[str, object]:
+    """A reply's thinking and answer apart, for --json: "thinking" (its text), "text"
+    (the answer's: everything for a model that does not think), "sections" (each run
+    of one kind: its kind and first and last token) and "thinking_closed" (False when
+    the reply ended inside the thinking)."""
+    kinds = [step.section for step in reply.steps]
+    texts = reply.texts[: len(kinds)]
+    tail = final_text[len("".join(texts)) :]
+    thinking = "".join(t for t, k in zip(texts, kinds, strict=True) if k is Section.THINKING)
+    answer = "".join(t for t, k in zip(texts, kinds, strict=True) if k is Section.ANSWER)
+    open_at_end = bool(kinds) and reply.steps[-1].section is Section.THINKING
+    if open_at_end:
+        thinking += tail
+    else:
+        answer += tail
+    return {
+        "text": answer,
+        "thinking": thinking,
+        "sections": [
+            {"kind": str(span.kind), "first": span.first, "last": span.last}
+            for span in spans_of(kinds)
+        ],
+        "thinking_closed": not open_at_end,
+    }
+
+
+def log_open_thinking(reply: StreamedReply) -> None:
+    """Say on stderr that the reply ended inside its thinking (it has no answer)."""
+    steps = reply.steps
+    if steps and steps[-1].section is Section.THINKING:
+        log("the reply ended inside its thinking: it has no answer (the end tag never came)")
 
 
 def loop_note(finished: FinishedEvent) -> str:

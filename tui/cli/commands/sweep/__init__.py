@@ -82,7 +82,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="append",
         default=[],
         metavar="KEY=V1,V2,...",
-        help='one axis of the grid, e.g. "temperature=0.7,1.0,1.5" (repeatable: the product)',
+        help='one axis of the grid, e.g. "temperature=0.7,1.0,1.5" (repeatable: the product);'
+        ' "think.temperature=0.2,0.6" varies a thinking model\'s thinking alone',
     )
     parser.add_argument(
         "--set",

@@ -13,6 +13,7 @@ from sampling.errors import SamplescopeError, SettingsError
 from sampling.settings.record import SamplerSettings
 from sampling.settings.registry import find_setting, registry
 from sampling.settings.summary import settings_summary
+from sampling.thinking_settings import SHARED, THINK_PREFIX, with_thinking_change
 from tui.cli.options.setting_sets import parse_set, short_keys
 from tui.cli.options.settings import settings_with_user_config
 
@@ -65,7 +66,9 @@ def _jsonl_prompt(path: Path, number: int, line: str) -> str:
 
 
 def parse_grid(text: str) -> tuple[str, list[Any]]:
-    """One `--grid "KEY=V1,V2,..."`: the setting's field name and its values.
+    """One `--grid "KEY=V1,V2,..."`: the setting's field name and its values (a key
+    after "think." is the thinking's own setting: "think.temperature", its values set
+    in `think_set`).
 
     Raises:
         SweepArgumentError: The text is not KEY=VALUES, the key is unknown, not one a
@@ -76,7 +79,8 @@ def parse_grid(text: str) -> tuple[str, list[Any]]:
     key = key.strip()
     if not sep or not values.strip():
         raise SweepArgumentError(f"--grid {text!r}: expected KEY=V1,V2,...")
-    spec = find_setting(key)
+    thinking = key.startswith(THINK_PREFIX)
+    spec = find_setting(key.removeprefix(THINK_PREFIX))
     if spec is None:
         raise SweepArgumentError(
             f"--grid {text!r}: unknown key {key!r} (use {', '.join(short_keys())} or a field name:"
@@ -97,7 +101,9 @@ def parse_grid(text: str) -> tuple[str, list[Any]]:
     parsed = [spec.coerce(text) for text in texts]
     if len(set(map(repr, parsed))) != len(parsed):
         raise SweepArgumentError(f"--grid {text!r}: a value is given twice")
-    return spec.name, parsed
+    if thinking and spec.name in SHARED:
+        raise SweepArgumentError(f"--grid {text!r}: {spec.name} is the whole reply's")
+    return (THINK_PREFIX if thinking else "") + spec.name, parsed
 
 
 def grid_settings(sets: list[str], grids: list[str], temperature: str) -> list[SweepSetting]:
@@ -129,7 +135,14 @@ def grid_settings(sets: list[str], grids: list[str], temperature: str) -> list[S
             changes = {name: value for (name, _), value in zip(axes, point, strict=True)}
             changes["temperature_last"] = temperature == "last"
             try:
-                chosen = base.with_changes(**changes)
+                chosen = base.with_changes(
+                    **{k: v for k, v in changes.items() if not k.startswith(THINK_PREFIX)}
+                )
+                for name, value in changes.items():
+                    if name.startswith(THINK_PREFIX):
+                        chosen = with_thinking_change(
+                            chosen, name.removeprefix(THINK_PREFIX), value
+                        )
             except SettingsError as error:
                 raise SweepArgumentError(f"--grid: {error}") from None
             # Named by what is on; the order is the sweep's, said once in its output.
