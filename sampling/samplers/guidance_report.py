@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from sampling.logits import FloatArray
-from sampling.samplers.base import Figure, Report, TokenFigures
+from sampling.samplers.base import Figure, Report, TokenFigures, TokenText, token_number
 from sampling.weights import Float64Array
 
 #: How many tokens each list of a step's report holds.
@@ -107,9 +107,10 @@ def report_json(report: Report) -> dict[str, object]:
     return shown
 
 
-def report_line(label: str, report: Report) -> str:
+def report_line(label: str, report: Report, piece: TokenText = token_number) -> str:
     """A step's report on one line for the probability panel: the scale, the
-    divergence, and the token raised and the token lowered the most (by id)."""
+    divergence, and the token raised and the token lowered the most (as `piece` shows
+    them)."""
     parts: list[str] = []
     scale, divergence = report.get("scale"), report.get("divergence")
     if isinstance(scale, float | int):
@@ -120,5 +121,5 @@ def report_line(label: str, report: Report) -> str:
         tokens = token_figures(report, name)
         if tokens:
             token, change = tokens[0]
-            parts.append(f"{sign} #{token} {change * 100:+.1f}%")
+            parts.append(f"{sign} {piece(token)} {change * 100:+.1f}%")
     return label + " " + " · ".join(parts)
