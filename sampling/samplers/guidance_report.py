@@ -10,6 +10,8 @@ distributions are. A panel reads them through the unit's `describe`, `--json` th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from sampling.logits import FloatArray
@@ -123,3 +125,17 @@ def report_line(label: str, report: Report, piece: TokenText = token_number) -> 
             token, change = tokens[0]
             parts.append(f"{sign} {piece(token)} {change * 100:+.1f}%")
     return label + " " + " · ".join(parts)
+
+
+def step_divergence(reports: Mapping[str, Report]) -> float | None:
+    """How far apart a step's two distributions were: the largest divergence (KL in
+    nats) among its reports that hold two distributions (guidance's, contrast's);
+    None when it has none."""
+    found = [
+        float(value)
+        for report in reports.values()
+        if all(name in report for name in TOP_LISTS)
+        and isinstance(value := report.get("divergence"), float | int)
+        and not isinstance(value, bool)
+    ]
+    return max(found) if found else None
