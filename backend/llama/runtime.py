@@ -170,6 +170,7 @@ class LlamaRuntime:
         )
         self.repack = options.repack
         self.rpc = options.rpc
+        self.steering = options.steering
         self._model: Any = model
         self._vocab: Any = llama_cpp.llama_model_get_vocab(model)
         n_ctx_train = int(llama_cpp.llama_model_n_ctx_train(model))

@@ -45,6 +45,10 @@ class LlamaBackend(SessionBackend):
             placement=runtime.placement,
             batch_invariant=runtime.batch_invariant,
             repack=runtime.repack,
+            control_vectors=tuple(
+                (str(vector.path.resolve()), vector.scale) for vector in runtime.steering.vectors
+            ),
+            control_layers=runtime.steering.layers,
         )
         super().__init__(runtime, template, info, template_notice=notice)
 
@@ -135,6 +139,7 @@ class LlamaBackend(SessionBackend):
             small.close()
             raise
         self.contrast = small
+        self._info = replace(self._info, contrast_model=str(small.runtime.path.resolve()))
 
     # ---- debugging ----------------------------------------------------------------
 
