@@ -10,7 +10,7 @@ distributions are. A panel reads them through the unit's `describe`, `--json` th
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 
@@ -97,14 +97,27 @@ def token_figures(report: Report, name: str) -> TokenFigures:
     return value if isinstance(value, tuple) else ()
 
 
-def report_json(report: Report) -> dict[str, object]:
+def has_two_distributions(report: Report) -> bool:
+    """Whether `report` is one of two distributions and their combination (guidance's,
+    contrast's): it holds the top lists."""
+    return all(name in report for name in TOP_LISTS)
+
+
+def report_json(
+    report: Report, text: Callable[[int], str | None] | None = None
+) -> dict[str, object]:
     """A step's report as JSON-ready values: each top list as objects with "id" and
-    "prob", each change list with "id" and "change"."""
+    "prob", each change list with "id" and "change" (with `text`, each token's "text"
+    too)."""
+
+    def token(token_id: int) -> dict[str, object]:
+        return {"id": token_id} if text is None else {"id": token_id, "text": text(token_id)}
+
     shown: dict[str, object] = {"scale": report.get("scale")}
     for name in TOP_LISTS:
-        shown[name] = [{"id": t, "prob": p} for t, p in token_figures(report, name)]
+        shown[name] = [token(t) | {"prob": p} for t, p in token_figures(report, name)]
     for name in CHANGE_LISTS:
-        shown[name] = [{"id": t, "change": c} for t, c in token_figures(report, name)]
+        shown[name] = [token(t) | {"change": c} for t, c in token_figures(report, name)]
     shown["divergence"] = report.get("divergence")
     return shown
 
@@ -134,7 +147,7 @@ def step_divergence(reports: Mapping[str, Report]) -> float | None:
     found = [
         float(value)
         for report in reports.values()
-        if all(name in report for name in TOP_LISTS)
+        if has_two_distributions(report)
         and isinstance(value := report.get("divergence"), float | int)
         and not isinstance(value, bool)
     ]
