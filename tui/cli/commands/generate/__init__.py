@@ -17,6 +17,7 @@ from tui.cli.commands.generate.output import (
     log_figures,
     log_loop_stop,
     reply_json,
+    report_texts,
 )
 from tui.cli.commands.generate.prompt import read_prompt
 from tui.cli.commands.generate.stream import ReplyPrinter
@@ -97,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
             loops=generation.loops or None,
         )
         reply = printer.read(recorded(events, recorder))
+        texts = report_texts(generation, reply.steps) if args.json else {}
     finally:
         generation.backend.close()
         if recorder is not None:
@@ -108,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     chat_id = None if recorder is None else recorder.chat_id
     if args.json:
         ghost_ids = [] if recorder is None else recorder.ghost_ids
-        print(reply_json(generation, reply, finished, chat_id, ghost_ids))
+        print(reply_json(generation, reply, finished, chat_id, ghost_ids, texts))
     else:
         end_streamed_text(printer.rest(finished.text), finished)
         if chat_id is not None:
