@@ -105,3 +105,6 @@ async def test_the_apps_slider_sets_the_next_replys_strength(
     stored = ChatStore(db).load_chat(int(str(chat_id))).replies
     assert [reply.settings_at(0).value("control_strength") for reply in stored] == [1.0, 2.0]
     assert all(reply.control_vectors is not None for reply in stored)
+    for number in ("1", "2"):  # each replays at its own strength
+        argv = ["replay", str(chat_id), "--reply", number, "--db", str(db), "--threads", "1"]
+        assert main(argv) == 0
