@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from sampling.samplers.adaptive_p import AdaptiveP
 from sampling.samplers.contrast import Contrast
+from sampling.samplers.control_strength import ControlStrength
 from sampling.samplers.dry import Dry
 from sampling.samplers.epsilon_cutoff import EpsilonCutoff
 from sampling.samplers.eta_cutoff import EtaCutoff
@@ -57,6 +58,7 @@ BUILT_IN_UNITS: tuple[type[SamplerUnit], ...] = (
     Mirostat,
     Guidance,
     Contrast,
+    ControlStrength,
     LogitBias,
     MinTokens,
     ReasoningBudget,

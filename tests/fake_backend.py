@@ -143,6 +143,9 @@ class FakeModel:
         min_reply_tokens: End-of-reply is impossible before this many tokens.
         flat_at: The reply token (0-based) whose logits are all equal: a known
             entropy spike and unlikely pick (the plots' tests).
+        context_window: How many of a sequence's last ids its logits depend on (the
+            whole sequence, for a negative prompt's distribution to differ from the
+            reply's all along: guidance's tests).
     """
 
     n_seq_max = 4
@@ -162,6 +165,7 @@ class FakeModel:
         n_ctx: int = 2048,
         min_reply_tokens: int = 12,
         flat_at: int | None = None,
+        context_window: int = _CONTEXT_WINDOW,
     ) -> None:
         if prefill_chunk < 1:
             raise ValueError(f"prefill_chunk must be >= 1, got {prefill_chunk}")
@@ -174,6 +178,7 @@ class FakeModel:
         self.pause_after_chunks = pause_after_chunks
         self.min_reply_tokens = min_reply_tokens
         self.flat_at = flat_at
+        self.context_window = context_window
         self.paused = threading.Event()
         """Set while a decode is blocked at a pause point."""
         self.resume = threading.Event()
@@ -243,7 +248,7 @@ class FakeModel:
         """The fake logits of the last batch's row `row` (a fresh array)."""
         self._sleep(self.token_delay)
         context = self._seqs[self._rows[row]]
-        values = context_logits(context)
+        values = context_logits(context, self.context_window)
         index = self.reply_index(context)
         if index == self.flat_at:
             values[:] = 0.0
@@ -314,9 +319,11 @@ class FakeModel:
             self.cancel.wait(seconds)
 
 
-def context_logits(context: Sequence[int]) -> npt.NDArray[np.float32]:
-    """The fake logits after `context`: a function of its last few ids only."""
-    key = ",".join(str(i) for i in context[-_CONTEXT_WINDOW:]).encode()
+def context_logits(
+    context: Sequence[int], window: int = _CONTEXT_WINDOW
+) -> npt.NDArray[np.float32]:
+    """The fake logits after `context`: a function of its last `window` ids only."""
+    key = ",".join(str(i) for i in context[-window:]).encode()
     seed = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little")
     rng = np.random.default_rng(seed)
     values = rng.standard_normal(len(FAKE_VOCAB)) * 2.0

@@ -303,9 +303,7 @@ class SamplescopeApp(CrashLoggingApp):
         if notice:
             self.notify(notice, timeout=15)
         if self.store is not None:
-            self.conversation.recorder = ChatRecorder(
-                self.store, info.path, n_ctx=info.n_ctx, n_batch=info.n_batch
-            )
+            self.conversation.recorder = ChatRecorder.of_model(self.store, info)
         self.chat.show_model(info)
         chat_id, self._chat_to_open = self._chat_to_open, None
         if chat_id is not None:

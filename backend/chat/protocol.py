@@ -60,6 +60,12 @@ class ModelInfo:
     batch_invariant: bool | None = None
     #: Whether the weights are repacked for llama.cpp's faster batched kernels.
     repack: bool = False
+    #: The control vectors every context applies: each file with its scale.
+    control_vectors: tuple[tuple[str, float], ...] = ()
+    #: The first and last layer they steer (None: every layer).
+    control_layers: tuple[int, int] | None = None
+    #: The smaller model contrast decodes beside it ("": none).
+    contrast_model: str = ""
 
 
 @runtime_checkable

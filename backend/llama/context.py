@@ -370,6 +370,15 @@ class LocalContext:
         """Decode and prefill on `n_threads` threads from now on."""
         llama_cpp.llama_set_n_threads(self._ctx, n_threads, n_threads)
 
+    def set_control(self, control: ControlBuffer) -> None:
+        """Apply other control vectors from the next decode on (what the memory holds
+        was computed under the old ones: clear it).
+
+        Raises:
+            ControlVectorError: llama.cpp refused them.
+        """
+        apply_control(self._ctx, control)
+
     def close(self) -> None:
         """Free the batch and the context (idempotent)."""
         if self._batch is not None:

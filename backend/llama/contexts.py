@@ -161,6 +161,18 @@ class Contexts:
         self._active = self._lockstep
         return "fresh"
 
+    def set_control(self, control: ControlBuffer) -> None:
+        """Apply other control vectors in every context of the model, and in those it
+        makes from now on (the memory then holds stale tokens: the caller clears it).
+
+        Raises:
+            ControlVectorError: llama.cpp refused them.
+        """
+        self._control = control
+        self.chat.set_control(control)
+        if self._lockstep is not None:
+            self._lockstep.set_control(control)
+
     def _free_lockstep(self) -> None:
         if self._lockstep is not None:
             self._lockstep.close()

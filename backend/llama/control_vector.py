@@ -104,6 +104,13 @@ NO_STEERING = Steering()
 """No control vector."""
 
 
+def scaled(buffer: ControlBuffer, strength: float) -> ControlBuffer:
+    """`buffer` with every direction times `strength` (the sum of the vectors, each
+    scaled, is linear in their scales: every vector's scale times `strength`)."""
+    data = (buffer.data * np.float32(strength)).astype(np.float32)
+    return ControlBuffer(data, buffer.n_embd, buffer.layers)
+
+
 def _read_one(vector: ControlVector, n_embd: int, n_layer: int) -> dict[int, np.ndarray]:
     """Each layer's direction in one file, scaled.
 

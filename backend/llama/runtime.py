@@ -33,7 +33,14 @@ from backend.llama.context import (
     load_model,
 )
 from backend.llama.contexts import PROBE_TEXT, Contexts
-from backend.llama.control_vector import NO_STEERING, Steering, control_buffer, model_shape
+from backend.llama.control_vector import (
+    NO_STEERING,
+    ControlBuffer,
+    Steering,
+    control_buffer,
+    model_shape,
+    scaled,
+)
 from backend.llama.ggml_devices import require_rpc
 from backend.llama.grammar import GrammarTemplates, LlamaGrammarConstraint
 from backend.llama.pieces import visible_piece
@@ -170,6 +177,10 @@ class LlamaRuntime:
         )
         self.repack = options.repack
         self.rpc = options.rpc
+        self.steering = options.steering
+        self.control_strength = 1.0
+        """What the control vectors' scales are multiplied by now."""
+        self._control: ControlBuffer | None = None  # the vectors at their own scales
         self._model: Any = model
         self._vocab: Any = llama_cpp.llama_model_get_vocab(model)
         n_ctx_train = int(llama_cpp.llama_model_n_ctx_train(model))
@@ -187,6 +198,7 @@ class LlamaRuntime:
                 control = None
                 if options.steering:
                     control = control_buffer(options.steering, *model_shape(model))
+                self._control = control
                 try:
                     self._context = Contexts(
                         model,
@@ -428,6 +440,23 @@ class LlamaRuntime:
         if not self._context.can_shift():
             return False
         self._context.seq_add(seq, p0, p1, delta)
+        return True
+
+    def set_control_strength(self, strength: float) -> bool:
+        """Multiply the control vectors' scales by `strength` from the next decode on
+        (1: as loaded); False when nothing changed (no control vector, or that strength
+        already). The KV cache then holds tokens computed under the old strength: the
+        caller clears it.
+
+        Raises:
+            ControlVectorError: llama.cpp refused the vectors.
+        """
+        control = self._control
+        if control is None or strength == self.control_strength:
+            return False
+        if isinstance(self._context, Contexts):
+            self._context.set_control(scaled(control, strength))
+        self.control_strength = strength
         return True
 
     def clear(self) -> None:

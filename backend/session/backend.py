@@ -170,7 +170,9 @@ class SessionBackend:
         sequence's events as `generate` yields them. One sequence decodes into the
         chat's; several decode in a context of their own, each in its own KV stream
         (`layout` None), so that each sequence gets the tokens it gets alone.
-        `rewindable`: the generation can be rewound (`Generation.rewind`)."""
+        `rewindable`: the generation can be rewound (`Generation.rewind`). The model
+        takes what it takes of the first sequence's settings first (`prepare_model`)."""
+        self.prepare_model(lives[0].current)
         return Generation(
             self.session,
             lambda: self.fit_prompt(messages, max_tokens, raw),
@@ -184,6 +186,10 @@ class SessionBackend:
             companion=None if self.contrast is None else self.contrast.session,
             thinking_tags=self.thinking_tags(raw),
         )
+
+    def prepare_model(self, settings: SamplerSettings) -> None:
+        """Set what the model itself takes from `settings` before a reply (the control
+        vectors' strength, `LlamaBackend`); nothing here."""
 
     def negative_tokens(self, settings: SamplerSettings, raw: bool) -> list[int]:
         """The negative prompt guidance steers away from, as tokens: a conversation of
@@ -266,6 +272,8 @@ class SessionBackend:
         """
         kept: list[StepInput] = []
         index = len(prefix)
+        if guidance is not None:
+            self.prepare_model(guidance)
 
         def keep(at: int, logits: object, history: Sequence[int], second: object = None) -> None:
             if at == index:

@@ -21,6 +21,8 @@ from backend.llama.runtime import LlamaRuntime, RuntimeOptions
 from backend.llama.vocab_match import check_same_vocabulary
 from backend.session.backend import SessionBackend
 from sampling.errors import SamplescopeError
+from sampling.samplers.control_strength import control_strength
+from sampling.settings.record import SamplerSettings
 
 
 class LlamaBackend(SessionBackend):
@@ -45,6 +47,10 @@ class LlamaBackend(SessionBackend):
             placement=runtime.placement,
             batch_invariant=runtime.batch_invariant,
             repack=runtime.repack,
+            control_vectors=tuple(
+                (str(vector.path.resolve()), vector.scale) for vector in runtime.steering.vectors
+            ),
+            control_layers=runtime.steering.layers,
         )
         super().__init__(runtime, template, info, template_notice=notice)
 
@@ -135,6 +141,14 @@ class LlamaBackend(SessionBackend):
             small.close()
             raise
         self.contrast = small
+        self._info = replace(self._info, contrast_model=str(small.runtime.path.resolve()))
+
+    def prepare_model(self, settings: SamplerSettings) -> None:
+        """Apply the control vectors' strength `settings` ask for (`control_strength`):
+        a new one makes the memory's tokens stale, so it is cleared and the next reply
+        decodes its conversation again."""
+        if self.runtime.set_control_strength(control_strength(settings)):
+            self.session.memory.clear()
 
     # ---- debugging ----------------------------------------------------------------
 

@@ -163,6 +163,7 @@ def replay(
         change.from_index: change.settings for change in reply.settings_changes
     }
     live = LiveSettings(reply.settings_at(0))
+    backend.prepare_model(live.current)  # before the cache is rebuilt under it
     notices = prepare_cache(backend, chat, reply)
     stored = len(reply.token_ids)
     stop = threading.Event()

@@ -168,7 +168,7 @@ def make_branch(
     prefix = reply.token_ids[:index]
     head = b"".join(backend.model.token_bytes(t) for t in prefix)
     info = backend.info
-    recorder = ChatRecorder(store, info.path, n_ctx=info.n_ctx, n_batch=info.n_batch)
+    recorder = ChatRecorder.of_model(store, info)
     recorder.open_chat(chat.id)
     recorder.begin_branch(
         reply.id,

@@ -3,7 +3,7 @@
 The app keeps its conversation as a list of `ChatMessage`; the recorder mirrors that
 list into the store, so the stored chat is exactly what the model saw:
 
-    recorder = ChatRecorder(store, model_path, n_ctx=info.n_ctx, n_batch=info.n_batch)
+    recorder = ChatRecorder.of_model(store, backend.info)   # its path, context, adapters
 
     # generation worker thread, before backend.generate(messages, live, ...):
     recorder.begin_reply(messages, live.current, max_tokens)
@@ -33,7 +33,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from backend.chat.events import Decoding, FinishedEvent, GenerationEvent, RewindEvent, TokenEvent
-from backend.chat.protocol import ChatMessage
+from backend.chat.protocol import ChatMessage, ModelInfo
+from backend.store.records import control_vectors_json
 from backend.store.store import (
     ChatRecord,
     ChatStore,
@@ -59,6 +60,9 @@ class ChatRecorder:
         model_path: The loaded model's file (hashed on the first reply).
         n_ctx: The backend's context size (recorded for exact replay).
         n_batch: The backend's prefill chunk size (recorded for exact replay).
+        control_vectors: The control vectors the model applies, as a reply stores
+            them (`control_vectors_json`; None: none).
+        contrast_model: The smaller model contrast decodes beside it (None: none).
     """
 
     def __init__(
@@ -68,11 +72,16 @@ class ChatRecorder:
         *,
         n_ctx: int | None = None,
         n_batch: int | None = None,
+        control_vectors: str | None = None,
+        contrast_model: Path | str | None = None,
     ) -> None:
         self.store = store
         self.model_path = Path(model_path)
         self.n_ctx = n_ctx
         self.n_batch = n_batch
+        self.control_vectors = control_vectors
+        self.contrast_path = None if contrast_model is None else Path(contrast_model)
+        self._contrast: ModelRef | None = None  # hashed with the model, on the first reply
         self.chat_id: int | None = None
         """The chat being recorded (None until the first reply of a new chat)."""
         self.error: str | None = None
@@ -84,6 +93,26 @@ class ChatRecorder:
         self._branching = False  # whether the open writer records a branch
         self.ghost_ids: list[int] = []
         """The ghosts of the reply recorded last (attempts a phrase ban rejected)."""
+
+    @classmethod
+    def of_model(cls, store: ChatStore, info: ModelInfo) -> ChatRecorder:
+        """A recorder for the loaded model `info` describes: its file, its context and
+        prefill chunk size, its control vectors and its contrast model (each
+        recorded with every reply, for exact replay)."""
+        return cls(
+            store,
+            info.path,
+            n_ctx=info.n_ctx,
+            n_batch=info.n_batch,
+            control_vectors=control_vectors_json(info.control_vectors, info.control_layers),
+            contrast_model=info.contrast_model or None,
+        )
+
+    def _contrast_ref(self) -> ModelRef | None:
+        """The contrast model a reply records (hashed on the first reply, as the model)."""
+        if self.contrast_path is not None and self._contrast is None:
+            self._contrast = self.store.model_ref(self.contrast_path)
+        return self._contrast
 
     def _fail(self, error: StoreError) -> bool:
         self.error = str(error)
@@ -151,6 +180,8 @@ class ChatRecorder:
                 mode=mode,
                 decoding=_decoding_json(decoding),
                 commit_every=RECORD_COMMIT_EVERY,
+                control_vectors=self.control_vectors,
+                contrast_model=self._contrast_ref(),
             )
         except StoreError as error:
             return self._fail(error)
@@ -207,6 +238,8 @@ class ChatRecorder:
                 fork=Fork(parent, at, text, follow=follow),
                 decoding=_decoding_json(decoding),
                 commit_every=RECORD_COMMIT_EVERY,
+                control_vectors=self.control_vectors,
+                contrast_model=self._contrast_ref(),
             )
         except StoreError as error:
             return self._fail(error)

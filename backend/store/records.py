@@ -154,6 +154,10 @@ class ReplyRecord:
         replay_problem: Why it cannot run again here (replayed, continued or branched
             from: a sampler plug-in it used is not loaded, or its file changed), or
             None. Reading, exporting and showing it work either way.
+        control_vectors: The control vectors its model applied, as JSON
+            (`control_vectors_json`); None: none (or stored before schema 9).
+        contrast_model: The smaller model it was contrasted with (`--contrast-model`);
+            None: none (or stored before schema 9).
     """
 
     id: int
@@ -180,6 +184,8 @@ class ReplyRecord:
     decoding: str | None = None
     loop: Loop | None = None
     replay_problem: str | None = None
+    control_vectors: str | None = None
+    contrast_model: ModelRef | None = None
 
     @property
     def is_ghost(self) -> bool:
@@ -297,3 +303,33 @@ class ChatSummary:
     def model_name(self) -> str:
         """The model's file name ("" if not recorded)."""
         return Path(self.model_path).name if self.model_path else ""
+
+
+def control_vectors_json(
+    vectors: tuple[tuple[str, float], ...], layers: tuple[int, int] | None
+) -> str | None:
+    """Control vectors as a reply stores them: `{"vectors": [{"path", "scale"}],
+    "layers": [first, last] or null}`; None for no vector."""
+    if not vectors:
+        return None
+    shown = [{"path": path, "scale": scale} for path, scale in vectors]
+    return json.dumps({"vectors": shown, "layers": None if layers is None else list(layers)})
+
+
+def recorded_control_vectors(
+    text: str | None,
+) -> tuple[tuple[tuple[str, float], ...], tuple[int, int] | None]:
+    """The stored control vectors' files with their scales, and the layers.
+
+    Raises:
+        ValueError: The JSON cannot be read as control vectors.
+    """
+    if text is None:
+        return (), None
+    try:
+        values = json.loads(text)
+        vectors = tuple((str(v["path"]), float(v["scale"])) for v in values["vectors"])
+        layers = values.get("layers")
+        return vectors, None if layers is None else (int(layers[0]), int(layers[1]))
+    except (ValueError, TypeError, KeyError, IndexError) as error:
+        raise ValueError(f"its control vectors cannot be read ({error})") from None

@@ -48,6 +48,10 @@ Version history:
     8: reply_steps.reports: what each unit reported of the step, as JSON by unit name
        (`sampling.records.Step.reports`); NULL: none reported, or a row of an earlier
        version, whose layout named those figures as fields (`backend.store.steps`).
+    9: replies.control_vectors (the control vectors its model applied, as JSON) and
+       replies.contrast_model_path / _size / _sha256 (the smaller model it was
+       contrasted with): a replay loads them; NULL: none, or a reply of an earlier
+       version.
 
 The current schema is written out in `schema.sql` (a test checks it against a new
 database and against databases migrated from each earlier version). A new stored
@@ -63,7 +67,7 @@ from collections.abc import Callable
 
 from backend.store.past_orders import order_before_v5, order_before_v7, rewrite_orders
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 _V1 = """
 CREATE TABLE chats (
@@ -249,6 +253,12 @@ MIGRATIONS: dict[int, Migration] = {
     6: "ALTER TABLE replies ADD COLUMN loop TEXT",
     7: lambda conn: rewrite_orders(conn, order_before_v7),
     8: "ALTER TABLE reply_steps ADD COLUMN reports TEXT",
+    9: """
+ALTER TABLE replies ADD COLUMN control_vectors TEXT;
+ALTER TABLE replies ADD COLUMN contrast_model_path TEXT;
+ALTER TABLE replies ADD COLUMN contrast_model_size INTEGER;
+ALTER TABLE replies ADD COLUMN contrast_model_sha256 TEXT;
+""",
 }
 """Migration to version N (from N - 1)."""
 

@@ -302,6 +302,8 @@ class ChatStore:
         fork: Fork | None = None,
         decoding: str | None = None,
         commit_every: float = 0.0,
+        control_vectors: str | None = None,
+        contrast_model: ModelRef | None = None,
     ) -> ReplyWriter:
         """Start recording a generated reply: an empty assistant turn plus its record.
 
@@ -321,6 +323,10 @@ class ChatStore:
             decoding: How it is decoded, as JSON (None: alone, one sequence).
             commit_every: Seconds between the writer's commits (0: every token);
                 see `ReplyWriter`.
+            control_vectors: The control vectors the model applies, as JSON
+                (`control_vectors_json`; None: none), for replay.
+            contrast_model: The smaller model contrast decodes beside it (None:
+                none), for replay.
 
         Returns:
             The writer to feed tokens and the finish to.
@@ -332,6 +338,8 @@ class ChatStore:
             "n_batch": n_batch,
             "mode": mode,
             "decoding": decoding,
+            "control_vectors": control_vectors,
+            "contrast_model": contrast_model,
         }
         with self._transaction("start a reply") as conn:
             if fork is None:

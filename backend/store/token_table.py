@@ -4,19 +4,22 @@ Every branch of every stored turn (on screen or not) gives one row per token, it
 shared tokens (those before its fork, its parent's) included, with the numbers its
 stored step holds: the probability it was drawn with, its raw log-probability (the
 model's distribution at temperature 1 before any filter), its rank there, the entropy,
-how many tokens the samplers kept and which sampler cut last, and the step's table of
-most probable candidates.
+how many tokens the samplers kept and which sampler cut last, the step's table of
+most probable candidates, and what each unit reported of the step (guidance's and
+contrast's: both distributions' top tokens and their combination's).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from backend.store.records import ChatRecord, ModelRef, ReplyRecord
 from backend.store.store import ChatStore
 from sampling.records import Step
+from sampling.samplers.base import Report
+from sampling.samplers.guidance_report import has_two_distributions, report_json
 
 CandidateText = Callable[[ModelRef, int], str | None]
 """A token id's text in a model's vocabulary, or None when it cannot be read."""
@@ -64,6 +67,10 @@ class TokenRow:
         kept: How many tokens the samplers kept.
         cut_by: The last sampler that removed tokens ("none" when none was cut).
         top: The step's candidate table, most probable first.
+        reports: What each unit reported of the step, by unit name, JSON-ready: a
+            report of two distributions (guidance's, contrast's) as `report_json`
+            gives it (each token with its text), another as its figures (a list of
+            tokens as [id, number] pairs).
     """
 
     chat: int
@@ -81,6 +88,7 @@ class TokenRow:
     kept: int
     cut_by: str
     top: tuple[TopToken, ...]
+    reports: dict[str, object] = field(default_factory=dict)
 
 
 def _logprob(probability: float | None) -> float | None:
@@ -126,7 +134,24 @@ def step_row(
         kept=int(step.n_kept),
         cut_by=step.cut_by,
         top=top,
+        reports={
+            name: _report(report, branch.model, candidate_text)
+            for name, report in step.reports.items()
+        },
     )
+
+
+def _report(
+    report: Report, model: ModelRef, candidate_text: CandidateText | None
+) -> dict[str, object]:
+    """A unit's report of a step, JSON-ready (see `TokenRow.reports`)."""
+    if has_two_distributions(report):
+        text = None if candidate_text is None else (lambda token: candidate_text(model, token))
+        return report_json(report, text)
+    return {
+        name: [list(pair) for pair in value] if isinstance(value, tuple) else value
+        for name, value in report.items()
+    }
 
 
 def chat_token_rows(

@@ -10,8 +10,10 @@ writes its own line (`describe`). `UnitBase` gives those answers; `Stateless`
 
 from __future__ import annotations
 
+import inspect
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from functools import cache
 from typing import TYPE_CHECKING, ClassVar
 
 from sampling.settings.declared import (
@@ -38,6 +40,15 @@ few tokens with a number each."""
 Report = Mapping[str, Figure]
 """What a unit reports of one step: its figures by name (`SamplerUnit.report`)."""
 
+TokenText = Callable[[int], str]
+"""A token id as a line shows it: its text where the model is at hand (the panel's
+pieces), else its number (`token_number`)."""
+
+
+def token_number(token: int) -> str:
+    """A token as its id: "#13" (where no model gives its text)."""
+    return f"#{token}"
+
 
 def percent_text(value: float) -> str:
     """A share as the probability panel writes it: "12.5%", "100%", "0.0%", "0"."""
@@ -48,20 +59,23 @@ def percent_text(value: float) -> str:
     return f"{value * 100:.1f}%"
 
 
-def figure_text(value: Figure) -> str:
-    """A figure as the panel shows it: numbers to 3 significant digits."""
+def figure_text(value: Figure, piece: TokenText = token_number) -> str:
+    """A figure as the panel shows it: numbers to 3 significant digits, tokens by
+    `piece`."""
     if isinstance(value, bool) or value is None:
         return "yes" if value else "no"
     if isinstance(value, float):
         return f"{value:.3g}" if math.isfinite(value) else str(value)
     if isinstance(value, tuple):
-        return " ".join(f"{token}:{figure_text(number)}" for token, number in value)
+        return " ".join(f"{piece(token)}:{figure_text(number)}" for token, number in value)
     return str(value)
 
 
-def described(label: str, report: Report) -> str:
-    """A report as one line: the unit's label, then each figure by name."""
-    return label + " " + " · ".join(f"{name} {figure_text(v)}" for name, v in report.items())
+def described(label: str, report: Report, piece: TokenText = token_number) -> str:
+    """A report as one line: the unit's label, then each figure by name (tokens by
+    `piece`)."""
+    figures = (f"{name} {figure_text(v, piece)}" for name, v in report.items())
+    return label + " " + " · ".join(figures)
 
 
 class UnitBase:
@@ -112,17 +126,37 @@ class UnitBase:
         return described(cls.label, report)
 
 
-def description(unit: type | None, name: str, report: Report, settings: SamplerSettings) -> str:
+def description(
+    unit: type | None,
+    name: str,
+    report: Report,
+    settings: SamplerSettings,
+    piece: TokenText = token_number,
+) -> str:
     """The panel's line for what the unit `name` (its class, or None when it is not
     loaded) reported of a step: its own `describe`, else its figures by name (a
-    plugin's `describe` that fails falls back to those too)."""
+    plugin's `describe` that fails falls back to those too). Tokens read as `piece`
+    gives them, in a `describe` that takes a `piece` keyword (guidance's, contrast's)
+    and in the figures by name."""
     describe = getattr(unit, "describe", None)
     if callable(describe):
         try:
+            if _takes_piece(describe):
+                return str(describe(report, settings, piece=piece))
             return str(describe(report, settings))
         except Exception:  # a plugin's own code: its figures by name say as much
             pass
-    return described(str(getattr(unit, "label", name)), report)
+    return described(str(getattr(unit, "label", name)), report, piece)
+
+
+@cache
+def _takes_piece(describe: Callable[..., object]) -> bool:
+    """Whether a `describe` takes the token text as a `piece` keyword (the declared
+    signature, `describe(report, settings)`, does not need to)."""
+    try:
+        return "piece" in inspect.signature(describe).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 __all__ = [
@@ -130,6 +164,7 @@ __all__ = [
     "Report",
     "SummaryStyle",
     "TokenFigures",
+    "TokenText",
     "UnitBase",
     "declared_summary",
     "described",
@@ -140,4 +175,5 @@ __all__ = [
     "specs_say_on",
     "summary_of",
     "summary_part",
+    "token_number",
 ]

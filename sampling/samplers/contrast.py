@@ -30,7 +30,7 @@ import numpy as np
 from sampling.candidates import Candidates
 from sampling.errors import LogitsError
 from sampling.logits import FloatArray
-from sampling.samplers.base import Report
+from sampling.samplers.base import Report, TokenText, token_number
 from sampling.samplers.guidance_report import guidance_report, log_softmax, report_line
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.settings.params import setting, specs_of
@@ -116,6 +116,8 @@ class Contrast(Stateless):
     group_titles: ClassVar[Mapping[str, str]] = {"contrast": "contrast: a smaller model"}
     label: ClassVar[str] = "contrast"
     row_label: ClassVar[str] = "contr"
+    distributions: ClassVar[tuple[str, str, str]] = ("large", "small", "contrast")
+    """What its report's top lists (`TOP_LISTS`) are called on the panel."""
     draws: ClassVar[bool] = True  # for `begin`, which takes the small model's logits
     beta: float
     alpha: float
@@ -131,11 +133,13 @@ class Contrast(Stateless):
         return cls(params.contrast_beta, params.contrast_alpha)
 
     @classmethod
-    def describe(cls, report: Report, settings: SamplerSettings) -> str:
-        """ "contrast ×1 · KL 0.42 nats · ↑ #13 +12.0% · ↓ #7 -8.1%" (KL: the large
-        model's distribution from the small one's)."""
+    def describe(
+        cls, report: Report, settings: SamplerSettings, piece: TokenText = token_number
+    ) -> str:
+        """ "contrast ×1 · KL 0.42 nats · ↑ ␣sea +12.0% · ↓ ␣sand -8.1%" (KL: the large
+        model's distribution from the small one's; tokens as `piece` shows them)."""
         del settings
-        return report_line(cls.name, report)
+        return report_line(cls.name, report, piece)
 
     def report(self) -> Report | None:
         """What the step did (None: it had no small model's logits)."""

@@ -30,7 +30,7 @@ import numpy as np
 from sampling.candidates import Candidates
 from sampling.errors import LogitsError
 from sampling.logits import FloatArray
-from sampling.samplers.base import Report
+from sampling.samplers.base import Report, TokenText, token_number
 from sampling.samplers.guidance_report import guidance_report, log_softmax, report_line
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.settings.params import setting, specs_of
@@ -117,6 +117,8 @@ class Guidance(Stateless):
     }
     label: ClassVar[str] = "guide"
     row_label: ClassVar[str] = "guide"
+    distributions: ClassVar[tuple[str, str, str]] = ("reply", "negative", "guided")
+    """What its report's top lists (`TOP_LISTS`) are called on the panel."""
     draws: ClassVar[bool] = True  # for `begin`, which takes the second distribution
     scale: float
     second: FloatArray | None = None
@@ -128,10 +130,13 @@ class Guidance(Stateless):
         return cls(settings.of(GuidanceParams).guidance_scale) if cls.is_on(settings) else None
 
     @classmethod
-    def describe(cls, report: Report, settings: SamplerSettings) -> str:
-        """ "guidance ×1.5 · KL 0.42 nats · ↑ #13 +12.0% · ↓ #7 -8.1%"."""
+    def describe(
+        cls, report: Report, settings: SamplerSettings, piece: TokenText = token_number
+    ) -> str:
+        """ "guidance ×1.5 · KL 0.42 nats · ↑ ␣sea +12.0% · ↓ ␣sand -8.1%" (tokens as
+        `piece` shows them)."""
         del settings
-        return report_line(cls.name, report)
+        return report_line(cls.name, report, piece)
 
     def report(self) -> Report | None:
         """What the step did (None: it had no second distribution)."""

@@ -10,10 +10,12 @@ distributions are. A panel reads them through the unit's `describe`, `--json` th
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
 import numpy as np
 
 from sampling.logits import FloatArray
-from sampling.samplers.base import Figure, Report, TokenFigures
+from sampling.samplers.base import Figure, Report, TokenFigures, TokenText, token_number
 from sampling.weights import Float64Array
 
 #: How many tokens each list of a step's report holds.
@@ -95,21 +97,35 @@ def token_figures(report: Report, name: str) -> TokenFigures:
     return value if isinstance(value, tuple) else ()
 
 
-def report_json(report: Report) -> dict[str, object]:
+def has_two_distributions(report: Report) -> bool:
+    """Whether `report` is one of two distributions and their combination (guidance's,
+    contrast's): it holds the top lists."""
+    return all(name in report for name in TOP_LISTS)
+
+
+def report_json(
+    report: Report, text: Callable[[int], str | None] | None = None
+) -> dict[str, object]:
     """A step's report as JSON-ready values: each top list as objects with "id" and
-    "prob", each change list with "id" and "change"."""
+    "prob", each change list with "id" and "change" (with `text`, each token's "text"
+    too)."""
+
+    def token(token_id: int) -> dict[str, object]:
+        return {"id": token_id} if text is None else {"id": token_id, "text": text(token_id)}
+
     shown: dict[str, object] = {"scale": report.get("scale")}
     for name in TOP_LISTS:
-        shown[name] = [{"id": t, "prob": p} for t, p in token_figures(report, name)]
+        shown[name] = [token(t) | {"prob": p} for t, p in token_figures(report, name)]
     for name in CHANGE_LISTS:
-        shown[name] = [{"id": t, "change": c} for t, c in token_figures(report, name)]
+        shown[name] = [token(t) | {"change": c} for t, c in token_figures(report, name)]
     shown["divergence"] = report.get("divergence")
     return shown
 
 
-def report_line(label: str, report: Report) -> str:
+def report_line(label: str, report: Report, piece: TokenText = token_number) -> str:
     """A step's report on one line for the probability panel: the scale, the
-    divergence, and the token raised and the token lowered the most (by id)."""
+    divergence, and the token raised and the token lowered the most (as `piece` shows
+    them)."""
     parts: list[str] = []
     scale, divergence = report.get("scale"), report.get("divergence")
     if isinstance(scale, float | int):
@@ -120,5 +136,19 @@ def report_line(label: str, report: Report) -> str:
         tokens = token_figures(report, name)
         if tokens:
             token, change = tokens[0]
-            parts.append(f"{sign} #{token} {change * 100:+.1f}%")
+            parts.append(f"{sign} {piece(token)} {change * 100:+.1f}%")
     return label + " " + " · ".join(parts)
+
+
+def step_divergence(reports: Mapping[str, Report]) -> float | None:
+    """How far apart a step's two distributions were: the largest divergence (KL in
+    nats) among its reports that hold two distributions (guidance's, contrast's);
+    None when it has none."""
+    found = [
+        float(value)
+        for report in reports.values()
+        if has_two_distributions(report)
+        and isinstance(value := report.get("divergence"), float | int)
+        and not isinstance(value, bool)
+    ]
+    return max(found) if found else None

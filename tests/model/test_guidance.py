@@ -138,6 +138,7 @@ def test_the_command_line_carries_guidance_and_replays_it(
     out = json.loads(capsys.readouterr().out)
     first = out["guidance"][0]
     assert first["scale"] == 2.5 and len(first["cond"]) == len(first["uncond"]) > 0
+    assert all(isinstance(c["text"], str) for c in first["cond"] + first["uncond"])
     assert main(["replay", "--db", str(db), str(out["chat_id"]), "--threads", "1"]) == 0
     assert "token-identical" in capsys.readouterr().out
 

@@ -116,9 +116,8 @@ def comparable(row: dict[str, Any]) -> dict[str, Any]:
     top = [
         [c["token_id"], c["prob_raw"], c["prob"], c["kept"], c["removed_by"]] for c in row["top"]
     ]
-    return {name: row[name] for name in row if name not in ("chat", "followed", "top")} | {
-        "top": top
-    }
+    left_out = ("chat", "followed", "top", "reports")
+    return {name: row[name] for name in row if name not in left_out} | {"top": top}
 
 
 def test_jsonl_rows_equal_the_stored_steps(
@@ -163,6 +162,7 @@ def test_csv_rows_equal_the_jsonl_rows(
         parsed |= {name: float(cell[name]) for name in floats}
         parsed["followed"] = {"true": True, "false": False}[cell["followed"]]
         parsed["top"] = json.loads(cell["top"])
+        parsed["reports"] = json.loads(cell["reports"])
         assert parsed == row
 
 
@@ -172,7 +172,7 @@ def test_csv_quotes_texts_with_commas_quotes_and_newlines() -> None:
 
     row = TokenRow(1, 1, 1, 3, True, 0, 9, 'a,"b"\nc', 0.5, -1.5, 2, 1.25, 3, "top_k", ())
     row = TokenRow(
-        *[getattr(row, f) for f in COLUMNS[:-1]], (TopToken(4, "x,y", 0.3, 0.0, False, "top_k"),)
+        *[getattr(row, f) for f in COLUMNS[:-2]], (TopToken(4, "x,y", 0.3, 0.0, False, "top_k"),)
     )
     text = rows_csv([row])
     (cell,) = list(csv.DictReader(io.StringIO(text, newline="")))
@@ -248,3 +248,39 @@ def test_json_and_markdown_carry_each_branchs_score(
     for branch_id in followed:
         label = score_label(reply_score(steps[branch_id]))
         assert label.startswith("logp −") and f"> score: {label} (raw, nats)" in markdown
+
+
+def test_a_guided_steps_row_carries_both_distributions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rng = np.random.default_rng(4)
+    guided = HOT.with_changes(guidance_scale=2.0, negative_prompt="no")
+    sampler = Sampler(guided, n_candidates=4)
+    steps = [
+        sampler.sample(
+            (rng.normal(size=64) * 3).astype(np.float32),
+            second=(rng.normal(size=64) * 3).astype(np.float32),
+        )
+        for _ in range(3)
+    ]
+    db = tmp_path / "chats.sqlite3"
+    with ChatStore(db, clock=DateClock()) as store:
+        chat = store.new_chat("t", MODEL)
+        store.add_message(chat, "user", "q")
+        record(store, chat, steps)
+    for fmt in ("jsonl", "csv"):
+        text = export(capsys, db, chat, fmt)
+        if fmt == "jsonl":
+            rows = [json.loads(line)["reports"] for line in text.splitlines()]
+        else:
+            rows = [json.loads(c["reports"]) for c in csv.DictReader(io.StringIO(text))]
+        assert len(rows) == 3
+        for row, step in zip(rows, steps, strict=True):
+            report = step.reports["guidance"]
+            shown = row["guidance"]
+            assert shown["scale"] == 2.0 and shown["divergence"] == report["divergence"]
+            for name in ("cond", "uncond", "guided"):
+                pairs = [(c["id"], c["prob"]) for c in shown[name]]
+                assert pairs == [tuple(pair) for pair in report[name]]  # type: ignore[union-attr]
+                assert all(c["text"] is None for c in shown[name])  # the model is not here
+            assert shown["raised"][0]["change"] > 0 > shown["lowered"][0]["change"]

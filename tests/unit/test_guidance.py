@@ -180,3 +180,13 @@ def test_guidance_switched_on_mid_reply_says_it_waits_for_the_next() -> None:
     assert notices == [
         "guidance applies from the next reply: this one started without a negative prompt beside it"
     ]
+
+
+def test_a_compare_columns_header_names_its_guidance_and_contrast() -> None:
+    from tui.compare.columns import settings_summary
+
+    guided = SamplerSettings(guidance_scale=3.0, negative_prompt="about a dog")
+    assert "cfg=3 negative" in settings_summary(guided)
+    contrasted = SamplerSettings(contrast_beta=0.5)
+    assert "beta=0.5 alpha=0.1" in settings_summary(contrasted)
+    assert "cfg" not in settings_summary(SamplerSettings(negative_prompt="unused"))

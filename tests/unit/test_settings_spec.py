@@ -66,6 +66,7 @@ FIELDS = [
     "negative_system",
     "contrast_beta",
     "contrast_alpha",
+    "control_strength",
     "reasoning_budget",
     "reasoning_budget_message",
     "thinking_tags",
@@ -359,10 +360,12 @@ def test_a_choice_flag_refuses_an_unknown_value(capsys: pytest.CaptureFixture[st
 
 
 def test_compare_may_vary_every_field_but_the_seed() -> None:
+    # and the control vectors' strength: one model, one strength for every column
+    shared = {"seed", "control_strength"}
     scalar = {spec.name for spec in registry().settings if spec.is_scalar}
     variable, variations = compare_fields().variable, compare_fields().variations
-    assert sorted(variable) == sorted(scalar - {"seed"})
-    assert list(variable) == [s.name for s in registry().display_order if s.name != "seed"]
+    assert sorted(variable) == sorted(scalar - shared)
+    assert list(variable) == [s.name for s in registry().display_order if s.name not in shared]
     assert list(variations) == ["temperature", "top_k", "top_p", "min_p", "repeat_penalty"]
     for name, values in variations.items():
         for value in values:

@@ -10,11 +10,13 @@ from tui.chat.probs_panel import ChatProbs
 from tui.chat.selection import ChatPanel
 from tui.chat.tail_plot import TailPlot
 from tui.chat.timeline import ReplyTimeline
+from tui.chat.two_distributions import TwoDistributions
 from tui.chat.whatif_panel import WhatIfPanel
 
 PANELS: tuple[type[ChatPanel], ...] = (
     ReplyTimeline,
     ChatProbs,
+    TwoDistributions,
     WhatIfPanel,
     TailPlot,
 )

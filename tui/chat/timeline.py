@@ -1,7 +1,9 @@
 """The reply timeline: one column per token of a reply, drawn with Textual's `Sparkline`.
 
-Rows: the chosen token's probability, the entropy and (on demand) the kept count,
-over a marker row (the token cursor ▲, a setting changed ◆, the reply went back
+Rows: the chosen token's probability, the entropy, (on demand) the kept count and,
+for a reply guided by a negative prompt or contrasted with a smaller model, how far
+apart its two distributions were at each token (KL in nats: `step_divergence`), over
+a marker row (the token cursor ▲, a setting changed ◆, the reply went back
 from a rejected attempt ✗, a token the grammar forced ▪, a surprising token •: see
 `sampling.analysis.surprise`; a repetition loop ↻ from its start, ~ along its copies;
 the answer begins │ after a thinking model's thinking). A
@@ -32,6 +34,7 @@ from textual.widgets import Label, Sparkline
 from backend.chat.events import TokenEvent
 from sampling.analysis.loops import Loop
 from sampling.analysis.surprise import DEFAULT_SURPRISE, SurpriseRule
+from sampling.samplers.guidance_report import step_divergence
 from tui.chat.branches import ghost_forks
 from tui.chat.selection import ChatPanel, PanelHost, Selection
 from tui.widgets.thinking_fold import is_thinking
@@ -179,10 +182,14 @@ class ReplyTimeline(Vertical, ChatPanel):
     ReplyTimeline .timeline-label { width: 3; color: $text-muted; }
     ReplyTimeline #timeline-kept-row { display: none; }
     ReplyTimeline.-kept #timeline-kept-row { display: block; }
+    ReplyTimeline #timeline-divergence-row { display: none; }
+    ReplyTimeline.-divergence #timeline-divergence-row { display: block; }
     ReplyTimeline #timeline-entropy > .sparkline--max-color { color: $warning; }
     ReplyTimeline #timeline-entropy > .sparkline--min-color { color: $warning 30%; }
     ReplyTimeline #timeline-kept > .sparkline--max-color { color: $success; }
     ReplyTimeline #timeline-kept > .sparkline--min-color { color: $success 30%; }
+    ReplyTimeline #timeline-divergence > .sparkline--max-color { color: $accent; }
+    ReplyTimeline #timeline-divergence > .sparkline--min-color { color: $accent 30%; }
     """
 
     class TokenPicked(Message):
@@ -200,8 +207,10 @@ class ReplyTimeline(Vertical, ChatPanel):
         """Which reply is shown (its number in the conversation), or None."""
         self._tokens: Sequence[TokenEvent] = ()
         self._shown_count = -1
-        self._values = np.empty((3, 0), dtype=np.float64)
-        """Per token read so far: chosen probability, entropy, kept count (rows)."""
+        self._values = np.empty((4, 0), dtype=np.float64)
+        """Per token read so far: chosen probability, entropy, kept count and the two
+        distributions' divergence (0 where the step has none) (rows)."""
+        self._diverged = False  # whether a token read has two distributions
         self._read = 0  # tokens of `_tokens` whose values are in `_values`
         self._changed: list[int] = []  # tokens read where a setting changed
         self._ghosts: tuple[int, ...] = ()  # tokens where the reply went back
@@ -217,10 +226,12 @@ class ReplyTimeline(Vertical, ChatPanel):
         self._prob = _Series("timeline-prob")
         self._entropy = _Series("timeline-entropy")
         self._kept = _Series("timeline-kept")
+        self._divergence = _Series("timeline-divergence")
         self._marks = _Marks()
 
     def compose(self) -> ComposeResult:
-        for label, series in (("p", self._prob), ("H", self._entropy), ("k", self._kept)):
+        rows = (("p", self._prob), ("H", self._entropy), ("k", self._kept), ("D", self._divergence))
+        for label, series in rows:
             with Horizontal(classes="timeline-row", id=f"{series.id}-row"):
                 yield Label(label, classes="timeline-label")
                 yield series
@@ -332,6 +343,7 @@ class ReplyTimeline(Vertical, ChatPanel):
         self._ghosts = tuple(ghosts)
         if tokens is not self._tokens or len(tokens) < self._read or surprise != self._rule:
             self._read = 0  # another reply (or branch, or rule): read it afresh
+            self._diverged = False
             self._changed = []
             self._forced = []
             self._surprising = []
@@ -348,12 +360,14 @@ class ReplyTimeline(Vertical, ChatPanel):
         tokens, start = self._tokens, self._read
         count = len(tokens)
         if count > self._values.shape[1]:
-            grown = np.empty((3, max(count, 2 * self._values.shape[1], 64)), dtype=np.float64)
+            grown = np.empty((4, max(count, 2 * self._values.shape[1], 64)), dtype=np.float64)
             grown[:, :start] = self._values[:, :start]
             self._values = grown
         for index in range(start, count):
             step = tokens[index].step
-            self._values[:, index] = (step.prob, step.entropy, step.n_kept)
+            divergence = step_divergence(step.reports) if step.reports else None
+            self._diverged = self._diverged or divergence is not None
+            self._values[:, index] = (step.prob, step.entropy, step.n_kept, divergence or 0.0)
             if step.forced:
                 self._forced.append(index)
             if self._rule.matches(step):
@@ -380,11 +394,13 @@ class ReplyTimeline(Vertical, ChatPanel):
         self._columns = [int(b) for b in bounds[:-1]]
         spread = self._spread = max(1, min(MAX_SPREAD, self._width // max(count, 1)))
         self._read_new()
-        probs, entropy, kept = self._values[:, :count]
+        probs, entropy, kept, divergence = self._values[:, :count]
+        self.set_class(self._diverged, "-divergence")
         for series, values, lowest in (
             (self._prob, probs, True),
             (self._entropy, entropy, False),
             (self._kept, kept, False),
+            (self._divergence, divergence, False),
         ):
             picked = [
                 i for i in (spikes(values, bounds, lowest) if count else []) for _ in range(spread)
@@ -404,13 +420,14 @@ class ReplyTimeline(Vertical, ChatPanel):
         marks.loop = [] if loop is None else self._loop_xs(loop, count)
         marks.cursor = None if self._cursor is None else self.x_of(self._cursor)
         marks.refresh()
-        self._update_title(probs, entropy, bounds)
+        self._update_title(probs, entropy, bounds, divergence if self._diverged else None)
 
     def _update_title(
         self,
         probs: npt.NDArray[np.float64],
         entropy: npt.NDArray[np.float64],
         bounds: npt.NDArray[np.intp],
+        divergence: npt.NDArray[np.float64] | None,
     ) -> None:
         if self.reply_number is None or not len(probs):
             self.border_title = "timeline"
@@ -422,7 +439,8 @@ class ReplyTimeline(Vertical, ChatPanel):
         )
         marks = f" · {SURPRISE_MARK} {self._rule.text}" if self._surprising else ""
         marks += f" · {ANSWER_MARK} answer" if self._answers else ""
+        apart = "" if divergence is None else f" · D ≤{divergence.max():.2f}"
         self.border_title = (
             f"timeline · reply {self.reply_number + 1} · p {probs.min():.2f}–{probs.max():.2f}"
-            f" · H ≤{entropy.max():.1f}{per}{marks}"
+            f" · H ≤{entropy.max():.1f}{apart}{per}{marks}"
         )

@@ -4,7 +4,8 @@
 They take the chat, `--reply N` (from 1; default the last), `--branch ID` (default
 the branch the conversation follows), `--at POS` (from 1, as in the app), the
 settings flags (default: the step's own settings), and reload the model the reply
-used with its context and prefill chunk size.
+used with its context and prefill chunk size, and its control vectors (`replay` its
+contrast model too).
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from typing import TYPE_CHECKING
 
 from backend.errors import ModelFileError
 from backend.store.lookup import check_position, find_branch, settings_for
-from backend.store.store import ChatRecord, ChatStore, ModelRef, ReplyRecord
+from backend.store.records import recorded_control_vectors
+from backend.store.store import ChatRecord, ChatStore, ModelRef, ReplyRecord, StoreError
 from sampling.settings.record import SamplerSettings
 from tui.cli.options.model import add_rpc_flag, chosen_rpc
 from tui.cli.options.output import add_json_flag
@@ -82,7 +84,8 @@ class Target:
         reply: The branch.
         index: 0-based index of the token.
         settings: The step's own settings with the flags on top.
-        model_path: The GGUF to load.
+            model_path: The GGUF to load.
+        adapters: The control vectors to load it with (the reply's).
     """
 
     chat: ChatRecord
@@ -90,6 +93,92 @@ class Target:
     index: int
     settings: SamplerSettings
     model_path: Path
+    adapters: Adapters
+
+
+@dataclass(frozen=True, slots=True)
+class Adapters:
+    """What a saved reply's model was loaded with besides the file.
+
+    Attributes:
+        vectors: Its control vectors' files with their scales.
+        layers: The first and last layer they steer (None: every layer).
+        contrast: The smaller model it was contrasted with (None: none, or not loaded).
+    """
+
+    vectors: tuple[tuple[str, float], ...] = ()
+    layers: tuple[int, int] | None = None
+    contrast: Path | None = None
+
+
+def recorded_adapters(
+    store: ChatStore, reply: ReplyRecord, contrast_model: str | None = None, *, contrast: bool
+) -> Adapters:
+    """The control vectors a reply was made with and (with `contrast`) its contrast
+    model: `contrast_model`, else the recorded path; a warning on stderr when that
+    file is not the one recorded.
+
+    Raises:
+        StoreError: The recorded control vectors cannot be read.
+        ModelFileError: A control vector's file or the contrast model is missing.
+    """
+    try:
+        vectors, layers = recorded_control_vectors(reply.control_vectors)
+    except ValueError as error:
+        raise StoreError(f"reply {reply.number}: {error}") from None
+    for path, _scale in vectors:
+        if not Path(path).is_file():
+            raise ModelFileError(
+                f"the control vector {path} that reply {reply.number} was made with is"
+                " missing: without it the model is not the one that made the reply"
+            )
+    recorded = reply.contrast_model
+    if not contrast or (recorded is None and contrast_model is None):
+        return Adapters(vectors, layers)
+    small = Path(contrast_model) if contrast_model else Path(recorded.path if recorded else "")
+    if not small.is_file():
+        raise ModelFileError(
+            f"the contrast model {small} that reply {reply.number} was made with is missing;"
+            " pass --contrast-model PATH to use another copy of it"
+        )
+    if recorded is not None:
+        warning = check_model(small, recorded, store.model_ref(small))
+        if warning:
+            print(warning, file=sys.stderr)
+    return Adapters(vectors, layers, small)
+
+
+def load_saved(
+    path: Path, reply: ReplyRecord, adapters: Adapters, args: argparse.Namespace
+) -> LlamaBackend:
+    """The model at `path` as the reply ran it: its context and prefill chunk size (both
+    change logits), its control vectors and its contrast model."""
+    from backend.llama.control_vector import ControlVector, Steering  # loads llama.cpp
+    from backend.session.llama_backend import LlamaBackend
+
+    steering = Steering(
+        tuple(ControlVector(Path(file), scale) for file, scale in adapters.vectors),
+        adapters.layers,
+    )
+    n_ctx, n_batch = reply.n_ctx or DEFAULT_N_CTX, reply.n_batch or DEFAULT_N_BATCH
+    backend = LlamaBackend.load(
+        path,
+        n_threads=args.threads,
+        n_ctx=n_ctx,
+        n_batch=n_batch,
+        rpc=chosen_rpc(args.rpc),
+        steering=steering,
+    )
+    if adapters.contrast is not None:
+        try:
+            small = LlamaBackend.load(
+                adapters.contrast, n_threads=args.threads, n_ctx=n_ctx, n_batch=n_batch
+            )
+            backend.add_contrast(small)
+        except BaseException:
+            backend.close()
+            raise
+    return backend
 
 
 def find_target(store: ChatStore, args: argparse.Namespace) -> Target:
@@ -105,20 +194,15 @@ def find_target(store: ChatStore, args: argparse.Namespace) -> Target:
     own = settings_for(chat, reply, index)
     # A logit bias naming a token by its text waits for the model (`with_text_bias`).
     settings = own if bias_needs_tokenizer(args) else settings_from_args(args, own)
-    return Target(chat, reply, index, settings, recorded_model(store, reply, args.model))
+    path = recorded_model(store, reply, args.model)
+    return Target(
+        chat, reply, index, settings, path, recorded_adapters(store, reply, contrast=False)
+    )
 
 
 def load_for(target: Target, args: argparse.Namespace) -> LlamaBackend:
-    """The model with the reply's context and prefill chunk size (both change logits)."""
-    from backend.session.llama_backend import LlamaBackend  # only now: it loads llama.cpp
-
-    return LlamaBackend.load(
-        target.model_path,
-        n_threads=args.threads,
-        n_ctx=target.reply.n_ctx or DEFAULT_N_CTX,
-        n_batch=target.reply.n_batch or DEFAULT_N_BATCH,
-        rpc=chosen_rpc(args.rpc),
-    )
+    """The model with the reply's context, prefill chunk size and control vectors."""
+    return load_saved(target.model_path, target.reply, target.adapters, args)
 
 
 def with_text_bias(target: Target, args: argparse.Namespace, backend: LlamaBackend) -> Target:

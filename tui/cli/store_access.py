@@ -41,5 +41,4 @@ def open_store(args: argparse.Namespace) -> ChatStore:
 
 def recorder_for(args: argparse.Namespace, backend: SessionBackend) -> ChatRecorder:
     """A recorder into the `--db` store for the loaded model."""
-    info = backend.info
-    return ChatRecorder(open_store(args), info.path, n_ctx=info.n_ctx, n_batch=info.n_batch)
+    return ChatRecorder.of_model(open_store(args), backend.info)

@@ -109,7 +109,7 @@ class ProbPanel(Widget):
                 (f" · p {step.prob:.3f}", ""),
             ],
             [(f"H {step.entropy:.2f} nats · u {draw} · {step.n_kept} kept · {order}", "")],
-            *_unit_lines(step),
+            *_unit_lines(step, self._pieces),
             [(settings_summary(step.settings, style="fixed"), "grey62")],
             [
                 (f"  {'token':<{_PIECE_WIDTH}} {_bar_legend(bar_width):<{bar_width}} ", "grey62"),
@@ -212,12 +212,13 @@ def _temperature_note(step: Step) -> str:
     return note
 
 
-def _unit_lines(step: Step) -> list[_Line]:
+def _unit_lines(step: Step, pieces: Callable[[int], str]) -> list[_Line]:
     """A line for each unit that reported figures of the step, in the words of the
-    unit (`SamplerUnit.describe`): the grammar's removed mass, mirostat's μ…"""
+    unit (`SamplerUnit.describe`): the grammar's removed mass, mirostat's μ, the
+    token guidance raised the most (as `pieces` shows it)…"""
     units = registry().units_by_name
     return [
-        [(description(units.get(name), name, report, step.settings), "magenta")]
+        [(description(units.get(name), name, report, step.settings, pieces), "magenta")]
         for name, report in step.reports.items()
     ]
 

@@ -33,7 +33,13 @@ from backend.llama.rpc import RpcError
 from sampling.built_in import chat_defaults
 from sampling.errors import SettingsError
 from sampling.settings.registry import registry
-from tui.cli.options.model import add_hf_flag, add_repack_flag, add_rpc_flag, model_or_hf
+from tui.cli.options.model import (
+    add_hf_flag,
+    add_repack_flag,
+    add_rpc_flag,
+    add_steering_flags,
+    model_or_hf,
+)
 from tui.cli.options.prompt import add_mode_flags, add_system_flag
 from tui.cli.options.sampler_file import add_sampler_file_flag
 from tui.cli.options.settings import add_settings_flags, flag_settings, settings_from_args
@@ -72,6 +78,7 @@ def build_app_parser() -> argparse.ArgumentParser:
     )
     add_rpc_flag(parser)
     add_repack_flag(parser)
+    add_steering_flags(parser, contrast=False)  # their strength: the panel's slider
     parser.add_argument("--max-tokens", type=int, default=512, help="the longest reply")
     add_system_flag(parser, "a system prompt for every chat")
     add_mode_flags(
@@ -108,6 +115,7 @@ def backend_factory(
 
     def load() -> SessionBackend:
         from backend.config.model_path import resolve_model_path
+        from backend.llama.control_vector import steering_of
         from backend.session.llama_backend import LlamaBackend
 
         return LlamaBackend.load(
@@ -118,6 +126,10 @@ def backend_factory(
             n_gpu_layers=args.gpu_layers,
             rpc=rpc,
             repack=repack,
+            steering=steering_of(
+                getattr(args, "control_vector", None) or (),
+                getattr(args, "control_vector_layers", None),
+            ),
         )
 
     return load

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 from backend.store.lookup import pick_reply
 from backend.store.store import ReplyRecord
-from tui.cli.options.model import add_rpc_flag, chosen_rpc
-from tui.cli.saved_reply import DEFAULT_N_BATCH, DEFAULT_N_CTX, recorded_model
+from tui.cli.options.model import add_rpc_flag
+from tui.cli.saved_reply import load_saved, recorded_adapters, recorded_model
 from tui.cli.store_access import add_db_flag, open_store
 
 if TYPE_CHECKING:
@@ -28,9 +28,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "replay",
         help="regenerate a saved reply and check it is token-identical",
-        description="Reload the model a saved reply used, rebuild the conversation up to "
-        "that reply, regenerate it with the recorded seed and the settings recorded at "
-        "each token, and compare the token ids. Exit 0 if identical, 1 if not.",
+        description="Reload the model a saved reply used (with its control vectors and "
+        "contrast model), rebuild the conversation up to that reply, regenerate it with "
+        "the recorded seed and the settings recorded at each token, and compare the token "
+        "ids. Exit 0 if identical, 1 if not.",
     )
     parser.add_argument("chat_id", type=int, metavar="CHAT_ID", help="the chat's id")
     parser.add_argument(
@@ -45,6 +46,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=None,
         metavar="PATH",
         help="use this GGUF instead of the recorded path (e.g. a moved copy)",
+    )
+    parser.add_argument(
+        "--contrast-model",
+        default=None,
+        metavar="PATH",
+        help="use this GGUF as the contrast model instead of the recorded path",
     )
     parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads")
     add_rpc_flag(parser)
@@ -81,17 +88,11 @@ def run(args: argparse.Namespace) -> int:
         chat = store.load_chat(args.chat_id)
         reply = pick_reply(chat, args.reply)
         path = recorded_model(store, reply, args.model)
+        adapters = recorded_adapters(store, reply, args.contrast_model, contrast=True)
         forced = forced_path(reply, store.load_steps(chat, reply))
-    from backend.session.llama_backend import LlamaBackend  # only now: it loads llama.cpp
-
-    # The same context and prefill chunking as the original (both can change tokens).
-    backend = LlamaBackend.load(
-        path,
-        n_threads=args.threads,
-        n_ctx=reply.n_ctx or DEFAULT_N_CTX,
-        n_batch=reply.n_batch or DEFAULT_N_BATCH,
-        rpc=chosen_rpc(args.rpc),
-    )
+    # The same context and prefill chunking as the original (both can change tokens),
+    # its control vectors and its contrast model.
+    backend = load_saved(path, reply, adapters, args)
     try:
         result = replay(backend, chat, reply, forced=forced)
 

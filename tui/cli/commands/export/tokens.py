@@ -1,7 +1,9 @@
 """`export --format jsonl|csv`: one row per sampled token, for a notebook.
 
-JSON Lines holds one object per token with `top` a list of objects; CSV holds the same
-columns with `top` as a JSON string. Floats are written in full (`repr`), so they read
+JSON Lines holds one object per token with `top` a list of objects and `reports` an
+object (what each unit reported of the step: guidance's and contrast's both
+distributions' top tokens); CSV holds the same columns with `top` and `reports` as
+JSON strings. Floats are written in full (`repr`), so they read
 back equal to the stored records; a value that is unknown (or an infinite
 log-probability) is null in JSON Lines and an empty cell in CSV.
 """
@@ -36,6 +38,7 @@ COLUMNS = (
     "kept",
     "cut_by",
     "top",
+    "reports",
 )
 """The columns of every row, in order (`TokenRow`'s fields)."""
 
@@ -63,7 +66,7 @@ def rows_csv(rows: list[TokenRow]) -> str:
         cells: list[object] = []
         for name in COLUMNS:
             value = values[name]
-            if name == "top":
+            if name in ("top", "reports"):
                 cells.append(json.dumps(value, ensure_ascii=False, allow_nan=False))
             elif isinstance(value, bool):
                 cells.append("true" if value else "false")

@@ -20,6 +20,7 @@ from tui.cli.commands.generate.output import (
     log_open_thinking,
     prompt_text,
     reply_json,
+    report_texts,
 )
 from tui.cli.commands.generate.prompt import read_prompt
 from tui.cli.commands.generate.stream import ReplyPrinter
@@ -126,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
             loops=generation.loops or None,
         )
         reply = printer.read(recorded(events, recorder))
+        texts = report_texts(generation, reply.steps) if args.json else {}
     finally:
         generation.backend.close()
         if recorder is not None:
@@ -139,7 +141,13 @@ def run(args: argparse.Namespace) -> int:
         ghost_ids = [] if recorder is None else recorder.ghost_ids
         print(
             reply_json(
-                generation, reply, finished, chat_id, ghost_ids, show_prompt=args.show_prompt
+                generation,
+                reply,
+                finished,
+                chat_id,
+                ghost_ids,
+                texts,
+                show_prompt=args.show_prompt,
             )
         )
     else:

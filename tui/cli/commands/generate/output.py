@@ -4,11 +4,12 @@ end of the streamed text; the stop on a loop, and with -v the run's figures, on 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 
 from backend.chat.events import FinishedEvent, RewindEvent
 from sampling.records import Step
-from sampling.samplers.guidance_report import report_json
+from sampling.samplers.guidance_report import has_two_distributions, report_json
 from sampling.sections import Section, spans_of
 from tui.cli.commands.generate.build import GenerateRun
 from tui.cli.commands.generate.stream import StreamedReply
@@ -32,16 +33,36 @@ def ghosts_json(ghosts: list[RewindEvent], reply_ids: list[int]) -> list[dict[st
     ]
 
 
-def guidance_json(steps: list[Step]) -> dict[str, object]:
+def guidance_json(
+    steps: list[Step], text: Callable[[int], str | None] | None = None
+) -> dict[str, object]:
     """For --json of a guided or contrasted reply: each step's report of each (both
     distributions' top tokens, the combination's, what it raised and lowered, from
-    `Step.reports`); nothing without them."""
+    `Step.reports`; each token with its `text` when given); nothing without them."""
     shown: dict[str, object] = {}
     for unit in ("guidance", "contrast"):
         reports = [step.reports.get(unit) for step in steps]
         if any(report is not None for report in reports):
-            shown[unit] = [None if report is None else report_json(report) for report in reports]
+            shown[unit] = [
+                None if report is None else report_json(report, text) for report in reports
+            ]
     return shown
+
+
+def report_texts(run: GenerateRun, steps: list[Step]) -> dict[int, str]:
+    """The text of every token the steps' guidance and contrast reports name (special
+    tokens by name, bad bytes replaced), read while the model is loaded."""
+    tokens = {
+        token
+        for step in steps
+        for report in step.reports.values()
+        if has_two_distributions(report)
+        for value in report.values()
+        if isinstance(value, tuple)
+        for token, _ in value
+    }
+    runtime = run.backend.runtime
+    return {t: runtime.token_bytes(t, special=True).decode("utf-8", "replace") for t in tokens}
 
 
 def reply_json(
@@ -50,6 +71,7 @@ def reply_json(
     finished: FinishedEvent,
     chat_id: int | None,
     ghost_ids: list[int],
+    texts: Mapping[int, str],
     *,
     show_prompt: bool = False,
 ) -> str:
@@ -57,7 +79,7 @@ def reply_json(
     at its default came from (`setting_sources`: model, config, preset or flag) and
     the seed, how it finished, the figures, its score, the rejected attempts, the
     model (and the saved chat's id, with --save), and each step's guidance and
-    contrast reports."""
+    contrast reports (their tokens' text from `texts`)."""
     settings = run.settings
     return json.dumps(
         {
@@ -76,7 +98,7 @@ def reply_json(
             "ghosts": ghosts_json(reply.ghosts, ghost_ids),
             "model": run.backend.info.path,
             **({"prompt": prompt_text(run)} if show_prompt else {}),
-            **guidance_json(reply.steps),
+            **guidance_json(reply.steps, texts.get),
         },
         ensure_ascii=False,
     )
