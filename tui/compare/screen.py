@@ -46,6 +46,7 @@ from tui.generate_command import NotOneCommandError, generate_command
 from tui.row_compositor import use_row_compositor
 from tui.runner import GenerationRunner
 from tui.widgets.alternatives import Alternative, AlternativesScreen
+from tui.widgets.entry import covered
 from tui.widgets.prob_panel import ProbPanel
 from tui.widgets.token_text import TokenPieces, TokenPieceSource
 
@@ -400,6 +401,8 @@ class CompareScreen(Screen[CompareResult | None]):
 
     @on(CompareColumnView.AlternativesAsked)
     def _on_alternatives_asked(self, message: CompareColumnView.AlternativesAsked) -> None:
+        if covered(self):
+            return  # the list is open already (an `a` typed twice)
         view = self.column_views[message.column]
         step, title = view.tokens[message.token].step, f"column {view.index + 1}"
 
