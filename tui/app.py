@@ -24,6 +24,7 @@ from backend.config.config import Config
 from backend.config.presets import PresetError
 from backend.config.setting_input import TextEncoder, typed_value
 from backend.session.backend import SessionBackend
+from backend.session.sweep_result import SweepResult
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatStore, StoreError
 from sampling.built_in import chat_defaults
@@ -57,6 +58,7 @@ from tui.paste_driver import paste_safe_driver
 from tui.preset_commands import PresetCommands, PresetHost, apply_preset, ask_preset_name
 from tui.resources import available_presets
 from tui.runner import GIL_SWITCH_INTERVAL, GenerationRunner
+from tui.sweep.command import open_sweep
 from tui.widgets.preset_picker import PresetPickerScreen
 from tui.widgets.token_text import TokenPieces
 
@@ -315,6 +317,10 @@ class SamplescopeApp(CrashLoggingApp):
             self.notify(str(error), severity="error", timeout=10)
             return
         self.chat.show_chat(record)
+
+    def open_sweep(self, result: SweepResult) -> None:
+        """Show a kept sweep's frontier over the chat, as `sweep --view` does."""
+        open_sweep(self, result)
 
     def action_help(self) -> None:
         """Show the keys."""

@@ -3,7 +3,7 @@
 Every database starts at version 0 (empty) and is brought to `SCHEMA_VERSION` by
 running each migration in order, each in its own transaction together with the new
 `user_version`, so a crash mid-migration leaves the previous version intact. A new
-database therefore takes the same path as an old one: v0 → v1 → … → v8.
+database therefore takes the same path as an old one: v0 → v1 → … → v9.
 
 Version history:
     1: chats, messages, replies, reply_tokens, settings_changes.
@@ -48,6 +48,10 @@ Version history:
     8: reply_steps.reports: what each unit reported of the step, as JSON by unit name
        (`sampling.records.Step.reports`); NULL: none reported, or a row of an earlier
        version, whose layout named those figures as fields (`backend.store.steps`).
+    9: sweeps: a finished sweep's result (`sweep --json`'s object), its title and
+       model; chats.sweep_id names the sweep a chat is a sample of (NULL: a chat of its
+       own, and every chat of an earlier version), so that the saved chats list a sweep
+       as one entry (`backend.store.sweeps`).
 
 The current schema is written out in `schema.sql` (a test checks it against a new
 database and against databases migrated from each earlier version). A new stored
@@ -63,7 +67,7 @@ from collections.abc import Callable
 
 from backend.store.past_orders import order_before_v5, order_before_v7, rewrite_orders
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 _V1 = """
 CREATE TABLE chats (
@@ -237,6 +241,18 @@ def _v5(conn: sqlite3.Connection) -> None:
         conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('messages', ?)", sequence)
 
 
+_V9 = """
+CREATE TABLE sweeps (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,  -- ids are never reused
+    title TEXT NOT NULL,
+    created REAL NOT NULL,                -- unix seconds, UTC: when it was kept
+    model_path TEXT NOT NULL,
+    result TEXT NOT NULL                  -- JSON: the result as `sweep --json` prints it
+);
+ALTER TABLE chats ADD COLUMN sweep_id INTEGER REFERENCES sweeps(id) ON DELETE SET NULL;
+CREATE INDEX chats_by_sweep ON chats(sweep_id)"""
+
+
 Migration = str | Callable[[sqlite3.Connection], None]
 """A migration: a script of SQL statements, or a step in Python."""
 
@@ -249,6 +265,7 @@ MIGRATIONS: dict[int, Migration] = {
     6: "ALTER TABLE replies ADD COLUMN loop TEXT",
     7: lambda conn: rewrite_orders(conn, order_before_v7),
     8: "ALTER TABLE reply_steps ADD COLUMN reports TEXT",
+    9: _V9,
 }
 """Migration to version N (from N - 1)."""
 

@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from backend.session.llama_backend import LlamaBackend
+from backend.session.recorded_sweep import kept_sweep
 from backend.session.sweep import SweepEvent, SweepPlan, SweepSample, SweepSetting, run_sweep
 from backend.session.sweep_result import METRIC_NAMES
-from backend.store.store import ChatStore
+from backend.store.store import ChatStore, SweepSummary
 from sampling.settings.record import SamplerSettings
 from tui.cli.commands import sweep as sweep_cli
 from tui.cli.main import main
@@ -107,6 +108,10 @@ def test_cli_json_has_every_setting_and_sample_saved(
             reply = chat.messages[-1].branches[0]
             assert list(reply.token_ids) == sample["token_ids"]
             assert len(store.load_steps(chat, reply)) == sample["n_tokens"]
+        # the saved chats list the sweep as one entry, which holds its result
+        (entry,) = store.list_history()
+        assert isinstance(entry, SweepSummary) and entry.samples == len(samples)
+        assert json.loads(json.dumps(kept_sweep(store, entry.id).to_json())) == result
 
 
 def test_a_saved_sweep_is_viewed_again_without_running(

@@ -96,7 +96,7 @@ async def test_enter_opens_the_selected_chat(store: ChatStore) -> None:
     app = HistoryApp(store)
     async with app.run_test(size=SIZE) as pilot:
         screen = screen_of(pilot)
-        assert screen.chats[0].title == "Count to ten"  # newest first
+        assert screen.entries[0].title == "Count to ten"  # newest first
         await pilot.press("down", "enter")
         await pilot.pause()
     assert app.return_value == ids[1]
@@ -108,11 +108,11 @@ async def test_search_filters_and_escape_returns_none(store: ChatStore) -> None:
         screen = screen_of(pilot)
         await pilot.press("slash", *"POEM")
         await pilot.pause()
-        assert [c.title for c in screen.chats] == ["A poem about [bold]markup[/bold]"]
+        assert [c.title for c in screen.entries] == ["A poem about [bold]markup[/bold]"]
         assert screen.query_one(DataTable).row_count == 1
         await pilot.press(*"zzz")
         await pilot.pause()
-        assert screen.chats == []
+        assert screen.entries == []
         assert "No saved chat matches" in str(screen.query_one("#history-empty").render())
         await pilot.press("escape")
         await pilot.pause()
@@ -137,7 +137,7 @@ async def test_delete_asks_first(store: ChatStore) -> None:
     app = HistoryApp(store)
     async with app.run_test(size=SIZE) as pilot:
         screen = screen_of(pilot)
-        first = screen.chats[0]
+        first = screen.entries[0]
         await pilot.press("d")
         await pilot.pause()
         assert isinstance(app.screen, ConfirmScreen)
@@ -154,4 +154,4 @@ async def test_delete_asks_first(store: ChatStore) -> None:
         await pilot.press("y")
         await pilot.pause()
         assert first.id not in [c.id for c in store.list_chats()]
-        assert [c.id for c in screen_of(pilot).chats] == [c.id for c in store.list_chats()]
+        assert [c.id for c in screen_of(pilot).entries] == [c.id for c in store.list_chats()]

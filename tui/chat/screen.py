@@ -16,6 +16,7 @@ from textual.binding import BindingType
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from backend.session.sweep_result import SweepResult
 from tui.chat.explore import open_explore
 from tui.chat.host import ChatHost
 from tui.chat.keys import CHAT_BINDINGS
@@ -24,7 +25,7 @@ from tui.chat.mode_switch import switch_mode
 from tui.chat.steering import regenerate
 from tui.chat.view import ChatView
 from tui.compare.command import open_compare
-from tui.history.screen import HistoryScreen
+from tui.history.screen import HistoryChoice, HistoryScreen
 from tui.row_compositor import use_row_compositor
 from tui.score.screen import ScoreScreen
 
@@ -114,7 +115,14 @@ class ChatScreen(Screen[None]):
         if host.store is None:
             self.notify("Chats are not being saved (--no-save, or the database failed).")
             return
-        self.app.push_screen(HistoryScreen(host.store), host.open_saved_chat)
+
+        def opened(choice: HistoryChoice) -> None:
+            if isinstance(choice, SweepResult):
+                host.open_sweep(choice)
+            else:
+                host.open_saved_chat(choice)
+
+        self.app.push_screen(HistoryScreen(host.store), opened)
 
     def action_copy_reply(self) -> None:
         """Copy the selected reply (token cursor), else the last one."""
