@@ -1,11 +1,16 @@
 """The `samplescope generate` line that gives a reply again: a compare column's, a
-sweep setting's, a what-if's.
+sweep setting's, a what-if's from a reply's first token.
 
 Every setting that differs from what `generate` starts from (llama.cpp's defaults,
 the temperature last) or from the user's config file is given as a flag, the seed
 always, so that the line reproduces the reply here and on a machine without the
 config. The chain's order is one of the flags when it is not the default one: a
 preset that runs the temperature first says so.
+
+A what-if from a later token keeps the reply's tokens before it, which `generate`
+cannot be given: its line is `samplescope branch` (`branch_command`), which keeps
+them from the saved chat and starts from the step's own settings, so each setting
+unlike the step's is a flag.
 """
 
 from __future__ import annotations
@@ -32,19 +37,25 @@ class NotOneCommandError(SamplescopeError):
     """The conversation cannot be given to `generate` (which takes one message)."""
 
 
-def settings_flags(settings: SamplerSettings) -> list[str]:
-    """The flags that make `generate`'s settings `settings`, one word per item: each
-    setting unlike llama.cpp's defaults or the config's, and the seed."""
+def settings_flags(settings: SamplerSettings, base: SamplerSettings | None = None) -> list[str]:
+    """The flags that make a command's settings `settings`, one word per item: each
+    setting unlike those it starts from, and the seed.
+
+    Args:
+        settings: The settings wanted.
+        base: What the command starts from (None: `generate`'s, llama.cpp's defaults
+            or the config's, so each setting unlike either is a flag).
+    """
     config, _problem = load_config_or_default()
-    configured = settings_with_config(DEFAULT_CHAT_SETTINGS, config)
+    starts = (
+        [DEFAULT_CHAT_SETTINGS, settings_with_config(DEFAULT_CHAT_SETTINGS, config)]
+        if base is None
+        else [base]
+    )
     words: list[str] = []
     for spec in registry().settings:
         value = settings.value(spec.name)
-        if (
-            spec.name != "seed"
-            and value == DEFAULT_CHAT_SETTINGS.value(spec.name)
-            and value == configured.value(spec.name)
-        ):
+        if spec.name != "seed" and all(value == start.value(spec.name) for start in starts):
             continue
         words += _flag_words(spec, value)
     return words
@@ -99,6 +110,40 @@ def generate_command(
     if model is not None and not _is_default_model(Path(model)):
         words += ["--model", str(model)]
     words += settings_flags(settings)
+    return shlex.join(words)
+
+
+def branch_command(
+    chat_id: int,
+    reply: int,
+    branch: int,
+    at: int,
+    token: int,
+    settings: SamplerSettings,
+    own: SamplerSettings,
+    *,
+    max_tokens: int,
+) -> str:
+    """The shell line that makes again the branch a what-if's `b` makes: the saved
+    reply's tokens before `at` kept, `token` taken there, the rest drawn under
+    `settings`.
+
+    Args:
+        chat_id: The saved chat.
+        reply: Which of its generated replies, from 1.
+        branch: The reply's branch, as stored (its id).
+        at: The token's position, from 1.
+        token: The token taken there (the one the what-if draws).
+        settings: The what-if's settings, its seed included.
+        own: The step's own settings, which `branch` starts from.
+        max_tokens: The most tokens the branch may have, its kept tokens counted.
+
+    The reply's model is the one it names (a what-if runs only on the model that
+    made the reply).
+    """
+    words = [PROGRAM, "branch", str(chat_id), "--reply", str(reply), "--branch", str(branch)]
+    words += ["--at", str(at), "--token", str(token), "--max-tokens", str(max_tokens)]
+    words += settings_flags(settings, own)
     return shlex.join(words)
 
 

@@ -79,6 +79,13 @@ CHAT_BINDINGS: tuple[Binding, ...] = (
         id="whatif_branch",
     ),
     Binding(
+        "y",
+        "whatif_command",
+        "copy cmd",
+        tooltip="what if: copy the command line that makes the branch b ▶ starts",
+        id="whatif_command",
+    ),
+    Binding(
         "x",
         "explore",
         "explore",

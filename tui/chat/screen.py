@@ -66,9 +66,9 @@ class ChatScreen(Screen[None]):
         self.host.chat_mounted()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """`b` (branch from what-if) only while what-if is on, f10 (the panels) only on
-        a narrow terminal (the footer shows them then)."""
-        if action == "whatif_branch":
+        """`b` and `y` (branch from what-if, its command) only while what-if is on,
+        f10 (the panels) only on a narrow terminal (the footer shows them then)."""
+        if action in ("whatif_branch", "whatif_command"):
             return self.chat.whatif.active
         if action == "toggle_panels":
             return self.folded
@@ -162,6 +162,10 @@ class ChatScreen(Screen[None]):
     def action_whatif_branch(self) -> None:
         """Branch from the what-if step with the token it shows drawn."""
         self.chat.whatif.branch()
+
+    def action_whatif_command(self) -> None:
+        """Copy the command line that makes the what-if's branch."""
+        self.chat.whatif.copy_command()
 
     def action_explore(self) -> None:
         """The tree of continuations at the selected past token."""

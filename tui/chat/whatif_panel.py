@@ -71,7 +71,7 @@ def header_text(
     text.append("then ")
     text.append(pieces(stored.token_id)[:14], style="bold reverse")
     text.append(f" · p {stored.prob:.3f} · {stored.n_kept} kept · cut by {stored.cut_by}\n")
-    text.append("b: branch here (▶ or another) · esc: leave", style="grey62")
+    text.append("b: branch · y: copy as command · esc: leave", style="grey62")
     return text
 
 

@@ -32,6 +32,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     choice.add_argument("--rank", type=int, metavar="R", help="the R-th candidate, from 1")
     choice.add_argument("--token", type=int, metavar="ID", help="this token id")
     choice.add_argument("--resample", action="store_true", help="draw the token again")
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the most tokens the branch may have, those kept counted (default: the reply's"
+        " own limit)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -57,7 +65,14 @@ def run(args: argparse.Namespace) -> int:
             elif kind == "token":
                 force = value
             result = make_branch(
-                backend, store, target.chat, target.reply, target.index, target.settings, force
+                backend,
+                store,
+                target.chat,
+                target.reply,
+                target.index,
+                target.settings,
+                force,
+                args.max_tokens,
             )
         finally:
             backend.close()
