@@ -196,3 +196,9 @@ async def test_a_step_not_recomputed_says_why_once() -> None:
         # The header says it; the bars' place below stays empty rather than repeat it.
         assert whatif.source in str(whatif.panel.header.render())
         assert not whatif.panel.probs.display
+        # Nothing to branch from or copy: b and y say so, not "what if on a token first".
+        told: list[str] = []
+        app.notify = lambda message, **_: told.append(message)  # type: ignore[method-assign]
+        app.chat_screen.action_whatif_branch()
+        app.chat_screen.action_whatif_command()
+        assert told == ["The what-if shows no step: its header says why."] * 2

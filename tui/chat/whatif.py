@@ -242,7 +242,7 @@ class WhatIf:
         highlighted; the one chosen (a re-sample takes ▶: the step's randomness under
         these settings) starts a branch from there."""
         if self.target is None or self.step is None:
-            self.host.notify("What if (w) on a past token first.")
+            self.host.notify(self._no_step())
             return
         number, index = self.target
         replies = self.host.conversation.replies
@@ -273,7 +273,7 @@ class WhatIf:
         chat, which keeps them, is the exact one (and the notice says why).
         """
         if self.target is None or self.step is None:
-            self.host.notify("What if (w) on a past token first.")
+            self.host.notify(self._no_step())
             return
         number, index = self.target
         conversation = self.host.conversation
@@ -333,6 +333,14 @@ class WhatIf:
             " (nor an earlier exchange): `branch` keeps them from the saved chat."
         )
         return line, why
+
+    def _no_step(self) -> str:
+        """Why there is no what-if step to branch from or copy."""
+        if self.target is None:
+            return "What if (w) on a past token first."
+        if self._job is not None:
+            return "The what-if's step is being recomputed: a moment."
+        return "The what-if shows no step: its header says why."
 
     # -- the replay path -----------------------------------------------------------
 
