@@ -54,10 +54,13 @@ CHAT_BINDINGS: tuple[Binding, ...] = (
         tooltip="colour each token by its probability",
         id="toggle_colour",
     ),
+    # priority: the focus moves as the key comes, so that a letter typed straight
+    # after it (w, x) reaches the token cursor, not the message box
     Binding(
         "ctrl+t",
         "token_cursor",
         "tokens",
+        priority=True,
         tooltip="token cursor: pick a past token; its step shows on the right",
         id="token_cursor",
     ),
