@@ -202,3 +202,16 @@ async def test_a_step_not_recomputed_says_why_once() -> None:
         app.chat_screen.action_whatif_branch()
         app.chat_screen.action_whatif_command()
         assert told == ["The what-if shows no step: its header says why."] * 2
+
+
+def test_another_chain_order_is_one_short_difference() -> None:
+    from sampling.settings.record import SamplerSettings
+    from tui.chat.whatif_panel import settings_diff
+
+    first = SamplerSettings(temperature=0.7)  # the default order: the temperature first
+    order = (*(name for name in first.order if name != "temperature"), "temperature")
+    last = first.with_changes(temperature=0.8, samplers=order)
+    assert settings_diff(first, first) == []
+    changes = settings_diff(first, last)
+    assert "temperature 0.7→0.8" in changes
+    assert [c for c in changes if c.startswith("order")] == ["order t-first→t-last"]
