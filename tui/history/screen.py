@@ -35,9 +35,13 @@ from backend.store.store import ChatStore, HistoryEntry, StoreError, SweepSummar
 from sampling.errors import SamplescopeError
 from tui.display import local_time
 from tui.widgets.confirm import ConfirmScreen
-from tui.widgets.table_fill import fill_table
+from tui.widgets.table_fill import fill_table, text_width
 
 HISTORY_COLUMNS = ("updated", "title", "model", "replies")
+TITLE_LEAST = 16
+"""A title keeps this many cells however narrow the screen (the others then scroll)."""
+TABLE_FRAME = 4
+"""The table's margins (1 a side) and its vertical scrollbar (2)."""
 
 
 def replies_cell(replies: int, branches: int) -> str:
@@ -116,11 +120,14 @@ class HistoryScreen(Screen[HistoryChoice]):
             (
                 Text(local_time(entry.updated)),
                 Text(entry.title, no_wrap=True, overflow="ellipsis"),
-                Text(entry.model_name or "-"),
+                Text(entry.model_name.removesuffix(".gguf") or "-"),
                 Text(_replies(entry), justify="right"),
             )
             for entry in self.entries
         ]
+        room = self._title_room(rows)
+        for row in rows:
+            row[1].truncate(room, overflow="ellipsis")
         keys = [_key(entry) for entry in self.entries]
         fill_table(table, HISTORY_COLUMNS, rows, column_keys=HISTORY_COLUMNS, row_keys=keys)
         if keep is not None and _key(keep) in keys:
@@ -137,6 +144,21 @@ class HistoryScreen(Screen[HistoryChoice]):
             )
             empty.update(Text(what))
             empty.display = True
+
+    def on_resize(self) -> None:
+        self.refresh_list()  # the titles are cut to the new width
+
+    def _title_room(self, rows: list[tuple[Text, Text, Text, Text]]) -> int:
+        """The most cells a title may take for the other columns to stay in view
+        (at least TITLE_LEAST): the screen's width less theirs, each cell's padding,
+        the table's margins and a vertical scrollbar."""
+        others = [
+            max([len(label), *(text_width(row[index]) for row in rows)])
+            for index, label in enumerate(HISTORY_COLUMNS)
+            if index != 1
+        ]
+        padding = 2 * len(HISTORY_COLUMNS) + TABLE_FRAME
+        return max(TITLE_LEAST, self.size.width - sum(others) - padding)
 
     def selected(self) -> HistoryEntry | None:
         """The entry under the table's cursor (None when the list is empty)."""
