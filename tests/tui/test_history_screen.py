@@ -169,3 +169,34 @@ async def test_a_long_title_leaves_the_model_and_replies_in_view(store: ChatStor
         assert title.startswith("sweep · 2 settings") and title.endswith("…")
         await pilot.resize_terminal(160, 24)  # a wider screen shows more of it
         await wait_until(pilot, lambda: len(str(table.get_row_at(0)[1])) > 2 * len(title))
+
+
+async def test_enter_typed_straight_after_down_opens_the_row_moved_to(
+    store: ChatStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keys typed ahead are handled in order: Enter opens the row the Down before it
+    moved to, not the one the cursor was on when Enter came in."""
+    import textual.app
+
+    ids = [c.id for c in store.list_chats()]
+    app = HistoryApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        table = screen_of(pilot).query_one(DataTable)
+        await wait_until(pilot, lambda: table.row_count == 3 and app.focused is table)
+
+        async def at_once(min_sleep: float = 0.0, max_sleep: float = 1.0) -> None:
+            """Queue every key before the app handles the first."""
+
+        monkeypatch.setattr(textual.app, "wait_for_idle", at_once)
+        await pilot.press("down", "down", "enter")
+        await wait_until(pilot, lambda: app.return_value is not None)
+    assert app.return_value == ids[2]
+
+
+async def test_enter_in_the_search_box_opens_the_first_match(store: ChatStore) -> None:
+    ids = [c.id for c in store.list_chats()]
+    app = HistoryApp(store)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("slash", *"sky", "enter")
+        await wait_until(pilot, lambda: app.return_value is not None)
+    assert app.return_value == ids[2]

@@ -76,7 +76,7 @@ async def test_a_kept_sweep_is_one_entry_that_opens_its_frontier(tmp_path: Path)
             await pilot.press("slash", *"sea 2")
             await wait_until(pilot, lambda: len(history(app).entries) == 1)
             assert isinstance(history(app).entries[0], SweepSummary)
-            await pilot.press("enter", "enter")  # the table, then the sweep
+            await pilot.press("enter")  # from the search box: the match
             await wait_until(pilot, lambda: isinstance(app.screen, SweepScreen))
             sweep = app.screen
             assert isinstance(sweep, SweepScreen) and sweep.result.samples == records

@@ -68,6 +68,14 @@ def _key(entry: HistoryEntry) -> str:
     return f"sweep-{entry.id}" if isinstance(entry, SweepSummary) else str(entry.id)
 
 
+class ChatTable(DataTable[Text]):
+    """The list: Enter selects a row (which opens it), shown in the footer as "open"."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "select_cursor", "open", key_display="⏎"),
+    ]
+
+
 class HistoryScreen(Screen[HistoryChoice]):
     """Lists saved chats (date, title, model, replies), newest first; a kept sweep as
     one entry.
@@ -79,7 +87,9 @@ class HistoryScreen(Screen[HistoryChoice]):
     CSS_PATH = "screen.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "back"),
-        Binding("enter", "open", "open", priority=True),
+        # Not a priority binding: Enter waits for the keys typed before it (a Down), in
+        # the table (its row selected) and in the search box (submitted) alike.
+        Binding("enter", "open", "open"),
         Binding("d,delete", "delete", "delete"),
         Binding("slash,ctrl+f", "search", "search"),
     ]
@@ -93,7 +103,7 @@ class HistoryScreen(Screen[HistoryChoice]):
     def compose(self) -> ComposeResult:
         yield Static(Text("Saved chats", style="bold"), id="history-title")
         yield Input(placeholder="search titles and messages…", id="history-search")
-        yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
+        yield ChatTable(id="history-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="history-empty")
         yield Footer()
 
@@ -175,7 +185,7 @@ class HistoryScreen(Screen[HistoryChoice]):
 
     @on(Input.Submitted, "#history-search")
     def _search_submitted(self) -> None:
-        self.query_one(DataTable).focus()
+        self.action_open()  # the first match, or the row the cursor was left on
 
     @on(DataTable.RowSelected)
     def _row_selected(self, event: DataTable.RowSelected) -> None:
