@@ -109,15 +109,20 @@ def find_target(store: ChatStore, args: argparse.Namespace) -> Target:
 
 
 def load_for(target: Target, args: argparse.Namespace) -> LlamaBackend:
-    """The model with the reply's context and prefill chunk size (both change logits)."""
+    """The model with the reply's context and prefill chunk size (both change logits),
+    holding as many sequences as rebuilding it decodes at once (a sweep's sample:
+    its whole lockstep batch)."""
     from backend.session.llama_backend import LlamaBackend  # only now: it loads llama.cpp
+    from backend.session.replay import sequences_of
 
+    sequences = sequences_of(target.reply)
     return LlamaBackend.load(
         target.model_path,
         n_threads=args.threads,
         n_ctx=target.reply.n_ctx or DEFAULT_N_CTX,
         n_batch=target.reply.n_batch or DEFAULT_N_BATCH,
         rpc=chosen_rpc(args.rpc),
+        n_seq_max=sequences if sequences > 1 else None,
     )
 
 

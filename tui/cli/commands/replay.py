@@ -75,13 +75,18 @@ def describe(result: ReplayResult, reply: ReplyRecord, piece: Callable[[int], st
 
 def run(args: argparse.Namespace) -> int:
     """Replay and compare."""
-    from backend.session.replay import forced_path, replay  # only now: it loads llama.cpp
+    from backend.session.replay import (  # only now: it loads llama.cpp
+        forced_path,
+        replay,
+        sequences_of,
+    )
 
     with open_store(args) as store:
         chat = store.load_chat(args.chat_id)
         reply = pick_reply(chat, args.reply)
         path = recorded_model(store, reply, args.model)
         forced = forced_path(reply, store.load_steps(chat, reply))
+        sequences = sequences_of(reply)
     from backend.session.llama_backend import LlamaBackend  # only now: it loads llama.cpp
 
     # The same context and prefill chunking as the original (both can change tokens).
@@ -91,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
         n_ctx=reply.n_ctx or DEFAULT_N_CTX,
         n_batch=reply.n_batch or DEFAULT_N_BATCH,
         rpc=chosen_rpc(args.rpc),
+        n_seq_max=sequences if sequences > 1 else None,  # a lockstep batch's siblings too
     )
     try:
         result = replay(backend, chat, reply, forced=forced)
