@@ -156,8 +156,12 @@ class ChatScreen(Screen[None]):
         self.chat.enter_token_cursor()
 
     def action_whatif(self) -> None:
-        """What-if on the selected past token (again: off)."""
-        self.chat.whatif.toggle(self.chat.cursor)
+        """What-if on the selected past token (again: off); on a narrow terminal with the
+        panels folded, a notice says where it shows."""
+        whatif = self.chat.whatif
+        whatif.toggle(self.chat.cursor)
+        if whatif.active and self.folded and not self.has_class("-panels"):
+            self.notify("What if shows in the panels: f10 shows them over the chat.")
 
     def action_whatif_branch(self) -> None:
         """Branch from the what-if step with the token it shows drawn."""
