@@ -45,7 +45,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     """Generate, store and print the branch."""
-    from backend.session.steer import Choice, make_branch, pick_token, recompute  # not for -h
+    from backend.session.steer import (  # not for -h
+        Choice,
+        SteerError,
+        make_branch,
+        pick_token,
+        recompute,
+    )
 
     kind: Choice = (
         "rank" if args.rank is not None else "token" if args.token is not None else ("resample")
@@ -53,6 +59,11 @@ def run(args: argparse.Namespace) -> int:
     value = args.rank if kind == "rank" else args.token
     with open_store(args) as store:
         target = find_target(store, args)
+        if args.max_tokens is not None and args.max_tokens <= target.index:
+            raise SteerError(
+                f"invalid --max-tokens {args.max_tokens}: the branch keeps {target.index}"
+                f" tokens before POS {args.at}, so it needs more than {target.index}"
+            )
         backend = load_for(target, args)
         try:
             target = with_text_bias(target, args, backend)
