@@ -59,9 +59,8 @@ def save_sample(recorder: ChatRecorder, plan: SweepPlan, sample: SweepSample) ->
 def sweep_title(result: SweepResult) -> str:
     """ "sweep · 3 settings × 4 samples · Write a…": the sweep's line in the saved chats."""
     plan = result.plan
-    prompts = f"{len(plan.prompts)} prompts × " if len(plan.prompts) > 1 else ""
-    prompt = " ".join(plan.prompts[0].split()) if plan.prompts else ""
-    title = f"sweep · {prompts}{len(plan.settings)} settings × {plan.samples} samples · {prompt}"
+    shape = plan.shape.removeprefix("1 prompt × ")  # the prompt follows
+    title = f"sweep · {shape} · {' '.join(plan.prompts[0].split())}"
     return title if len(title) <= TITLE_LENGTH else title[: TITLE_LENGTH - 1] + "…"
 
 

@@ -94,8 +94,7 @@ class SweepScreen(Screen[int | None]):
     def _title(self) -> Text:
         plan = self.result.plan
         return Text(
-            f"sweep: {len(plan.prompts)} prompt(s) × {len(plan.settings)} settings ×"
-            f" {plan.samples} samples, ≤ {plan.max_tokens} tokens · "
+            f"sweep: {plan.shape}, ≤ {plan.max_tokens} tokens · "
             f"{ORDER_WORDS[self.result.temperature_order]}"
             + (" · cancelled" if self.result.cancelled else ""),
             no_wrap=True,
