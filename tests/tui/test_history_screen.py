@@ -154,6 +154,7 @@ async def test_delete_asks_first(store: ChatStore) -> None:
         await pilot.press("y")
         await pilot.pause()
         assert first.id not in [c.id for c in store.list_chats()]
+        assert all(not n.markup for n in app._notifications)  # the title, as text
         assert [c.id for c in screen_of(pilot).entries] == [c.id for c in store.list_chats()]
 
 

@@ -293,14 +293,18 @@ class WhatIf:
                 pass  # an earlier exchange: the branch line keeps it
             else:
                 self.host.app.copy_to_clipboard(line)
-                self.host.app.notify(line, title=f"Copied the {where} as a command", timeout=30)
+                self.host.app.notify(
+                    line, title=f"Copied the {where} as a command", timeout=30, markup=False
+                )  # the prompt, literally
                 return
         branch, why = self._branch_line(reply.branch_id, index, live)
         if branch is None:
             self.host.notify(why)
             return
         self.host.app.copy_to_clipboard(branch)
-        self.host.app.notify(f"{why}\n{branch}", title=f"Copied the {where}", timeout=30)
+        self.host.app.notify(
+            f"{why}\n{branch}", title=f"Copied the {where}", timeout=30, markup=False
+        )
 
     def _branch_line(
         self, branch_id: int | None, index: int, live: SamplerSettings

@@ -348,7 +348,9 @@ class CompareScreen(Screen[CompareResult | None]):
             self.notify(str(error), severity="warning")
             return
         self.app.copy_to_clipboard(line)
-        self.notify(line, title=f"Copied column {view.index + 1} as a command", timeout=30)
+        self.notify(
+            line, title=f"Copied column {view.index + 1} as a command", timeout=30, markup=False
+        )  # the prompt, literally
 
     async def action_close(self) -> None:
         """Stop generating and go back to the chat without a result."""

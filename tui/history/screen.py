@@ -234,6 +234,6 @@ class HistoryScreen(Screen[HistoryChoice]):
                 self.notify(str(error), severity="error", timeout=10)
                 return
             self.refresh_list()
-            self.notify(f"Deleted “{title}”.")
+            self.notify(f"Deleted “{title}”.", markup=False)
 
         self.app.push_screen(ConfirmScreen(question, yes_label="Delete"), answered)

@@ -244,7 +244,8 @@ class SweepScreen(Screen[int | None]):
             self.notify(str(error), severity="warning")
             return
         self.app.copy_to_clipboard(line)
-        self.notify(line, title=f"Copied {mark_of(setting)}, seed {seed}, as a command", timeout=30)
+        title = f"Copied {mark_of(setting)}, seed {seed}, as a command"
+        self.notify(line, title=title, timeout=30, markup=False)  # the prompt, literally
 
     def action_next_axis(self) -> None:
         """Plot against the next diversity measure (the frontier follows)."""
