@@ -16,6 +16,7 @@ from textual import on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.driver import Driver
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from backend.chat.completion import Mode, mode_for_backend
@@ -317,6 +318,20 @@ class SamplescopeApp(CrashLoggingApp):
             self.notify(str(error), severity="error", timeout=10)
             return
         self.chat.show_chat(record)
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """A notice, its text never read as markup (whatever `markup` a widget passes):
+        notices quote model text, prompts, titles and typed values, where "[/]" would
+        stop the app when the notice is drawn."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     def open_sweep(self, result: SweepResult) -> None:
         """Show a kept sweep's frontier over the chat, as `sweep --view` does."""
