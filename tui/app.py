@@ -17,6 +17,7 @@ from textual import on, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding, BindingType
 from textual.driver import Driver
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from backend.chat.completion import Mode, mode_for_backend
@@ -28,6 +29,7 @@ from backend.config.setting_input import TextEncoder, typed_value
 from backend.config.setting_sources import NO_SOURCES, SettingSources
 from backend.llama.model_sampling import ModelSampling
 from backend.session.backend import SessionBackend
+from backend.session.sweep_result import SweepResult
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatStore, StoreError
 from sampling.built_in import chat_defaults
@@ -62,6 +64,7 @@ from tui.preset_commands import PresetCommands, PresetHost, apply_preset, ask_pr
 from tui.resources import available_presets
 from tui.runner import GIL_SWITCH_INTERVAL, GenerationRunner
 from tui.setting_origins import SettingOrigins
+from tui.sweep.command import open_sweep
 from tui.template_commands import (
     TemplateHost,
     show_prompt,
@@ -379,6 +382,24 @@ class SamplescopeApp(CrashLoggingApp):
             self.notify(str(error), severity="error", timeout=10)
             return
         self.chat.show_chat(record)
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
+        """A notice, its text never read as markup (whatever `markup` a widget passes):
+        notices quote model text, prompts, titles and typed values, where "[/]" would
+        stop the app when the notice is drawn."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
+
+    def open_sweep(self, result: SweepResult) -> None:
+        """Show a kept sweep's frontier over the chat, as `sweep --view` does."""
+        open_sweep(self, result)
 
     def action_help(self) -> None:
         """Show the keys."""

@@ -1,11 +1,16 @@
 """The `samplescope generate` line that gives a reply again: a compare column's, a
-sweep setting's, a what-if's.
+sweep setting's, a what-if's from a reply's first token.
 
 Every setting that differs from what `generate` starts from (llama.cpp's defaults
 and the model's own settings, the temperature last) or from the user's config file
 is given as a flag, the seed always, so that the line reproduces the reply here and
 on a machine without the config. The chain's order is one of the flags when it is
 not the default one: a preset that runs the temperature first says so.
+
+A what-if from a later token keeps the reply's tokens before it, which `generate`
+cannot be given: its line is `samplescope branch` (`branch_command`), which keeps
+them from the saved chat and starts from the step's own settings, so each setting
+unlike the step's is a flag.
 """
 
 from __future__ import annotations
@@ -34,26 +39,37 @@ class NotOneCommandError(SamplescopeError):
     """The conversation cannot be given to `generate` (which takes one message)."""
 
 
-def settings_flags(settings: SamplerSettings, own: ModelSampling = NO_MODEL_SAMPLING) -> list[str]:
-    """The flags that make `generate`'s settings `settings`, one word per item: each
-    setting unlike llama.cpp's defaults or the config's, and the seed. `own`: the
-    model's own settings, which fill what the flags leave unset (so a setting at
-    llama.cpp's default where the model has its own is given as a flag)."""
-    config, _problem = load_config_or_default()
-    bare, _ = fill_from_model(DEFAULT_CHAT_SETTINGS, NO_SOURCES, own)
-    configured, _ = fill_from_model(
-        settings_with_config(DEFAULT_CHAT_SETTINGS, config),
-        NO_SOURCES.given(config.settings_overrides, "config"),
-        own,
-    )
+def settings_flags(
+    settings: SamplerSettings,
+    own: ModelSampling = NO_MODEL_SAMPLING,
+    base: SamplerSettings | None = None,
+) -> list[str]:
+    """The flags that make a command's settings `settings`, one word per item: each
+    setting unlike those it starts from, and the seed.
+
+    Args:
+        settings: The settings wanted.
+        own: The model's own settings, which fill what `generate`'s flags leave unset
+            (so a setting at llama.cpp's default where the model has its own is given).
+        base: What the command starts from (None: `generate`'s, llama.cpp's defaults
+            or the config's, each filled by the model's own, so each setting unlike
+            either is a flag).
+    """
+    if base is None:
+        config, _problem = load_config_or_default()
+        bare, _ = fill_from_model(DEFAULT_CHAT_SETTINGS, NO_SOURCES, own)
+        configured, _ = fill_from_model(
+            settings_with_config(DEFAULT_CHAT_SETTINGS, config),
+            NO_SOURCES.given(config.settings_overrides, "config"),
+            own,
+        )
+        starts = [bare, configured]
+    else:
+        starts = [base]
     words: list[str] = []
     for spec in registry().settings:
         value = settings.value(spec.name)
-        if (
-            spec.name != "seed"
-            and value == bare.value(spec.name)
-            and value == configured.value(spec.name)
-        ):
+        if spec.name != "seed" and all(value == start.value(spec.name) for start in starts):
             continue
         words += _flag_words(spec, value)
     return words
@@ -116,6 +132,40 @@ def _own_settings(model: str | Path | None) -> ModelSampling:
     if model is None:
         return NO_MODEL_SAMPLING
     return read_model_sampling(model, DEFAULT_CHAT_SETTINGS)
+
+
+def branch_command(
+    chat_id: int,
+    reply: int,
+    branch: int,
+    at: int,
+    token: int,
+    settings: SamplerSettings,
+    own: SamplerSettings,
+    *,
+    max_tokens: int,
+) -> str:
+    """The shell line that makes again the branch a what-if's `b` makes: the saved
+    reply's tokens before `at` kept, `token` taken there, the rest drawn under
+    `settings`.
+
+    Args:
+        chat_id: The saved chat.
+        reply: Which of its generated replies, from 1.
+        branch: The reply's branch, as stored (its id).
+        at: The token's position, from 1.
+        token: The token taken there (the one the what-if draws).
+        settings: The what-if's settings, its seed included.
+        own: The step's own settings, which `branch` starts from.
+        max_tokens: The most tokens the branch may have, its kept tokens counted.
+
+    The reply's model is the one it names (a what-if runs only on the model that
+    made the reply).
+    """
+    words = [PROGRAM, "branch", str(chat_id), "--reply", str(reply), "--branch", str(branch)]
+    words += ["--at", str(at), "--token", str(token), "--max-tokens", str(max_tokens)]
+    words += settings_flags(settings, base=own)
+    return shlex.join(words)
 
 
 def _is_default_model(path: Path) -> bool:

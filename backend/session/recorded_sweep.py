@@ -1,12 +1,17 @@
 """A sweep's samples saved as chats: each sample one chat (its prompt and its reply,
-with every token's record), so any of them opens in the app as a saved chat does."""
+with every token's record), so any of them opens in the app as a saved chat does;
+the finished sweep kept with them (`keep_sweep`), so the saved chats list it as one
+entry that opens on its frontier (`kept_sweep`)."""
 
 from __future__ import annotations
 
+import json
+
 from backend.session.sweep import SweepPlan, SweepSample
+from backend.session.sweep_result import SweepFileError, SweepResult
 from backend.store.recorded import recorded
 from backend.store.recorder import ChatRecorder
-from backend.store.store import StoreError
+from backend.store.store import ChatStore, StoreError
 
 #: A saved sample's chat title is cut to this many characters.
 TITLE_LENGTH = 80
@@ -49,3 +54,40 @@ def save_sample(recorder: ChatRecorder, plan: SweepPlan, sample: SweepSample) ->
         recorder.error = str(error)
         return None
     return chat_id
+
+
+def sweep_title(result: SweepResult) -> str:
+    """ "sweep · 3 settings × 4 samples · Write a…": the sweep's line in the saved chats."""
+    plan = result.plan
+    shape = plan.shape.removeprefix("1 prompt × ")  # the prompt follows
+    title = f"sweep · {shape} · {' '.join(plan.prompts[0].split())}"
+    return title if len(title) <= TITLE_LENGTH else title[: TITLE_LENGTH - 1] + "…"
+
+
+def keep_sweep(store: ChatStore, result: SweepResult) -> int | None:
+    """Keep a finished sweep with its saved samples (None: none was saved).
+
+    Raises:
+        StoreError: The database cannot be written.
+    """
+    chat_ids = [r.chat_id for r in result.samples if r.chat_id is not None]
+    if not chat_ids:
+        return None
+    text = json.dumps(result.to_json(), ensure_ascii=False)
+    return store.keep_sweep(sweep_title(result), str(result.model), text, chat_ids)
+
+
+def kept_sweep(store: ChatStore, sweep_id: int) -> SweepResult:
+    """A kept sweep's result, as `keep_sweep` stored it.
+
+    Raises:
+        StoreError: There is no such sweep.
+        SweepFileError: Its stored result cannot be read.
+    """
+    try:
+        values = json.loads(store.sweep_result(sweep_id))
+    except ValueError:
+        raise SweepFileError(f"sweep {sweep_id}'s stored result is damaged") from None
+    if not isinstance(values, dict):
+        raise SweepFileError(f"sweep {sweep_id}'s stored result is not a sweep result")
+    return SweepResult.from_json(values)

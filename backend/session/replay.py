@@ -26,6 +26,7 @@ from backend.session.run import Steer
 from backend.store.records import ChatRecord, ReplyRecord
 from sampling.errors import SamplescopeError
 from sampling.records import Step
+from sampling.samplers.guidance import Guidance
 from sampling.settings.record import SamplerSettings
 
 
@@ -117,6 +118,20 @@ def decoding_of(reply: ReplyRecord) -> Decoding | None:
         return Decoding.from_json(reply.decoding)
     except ValueError as error:
         raise ReplayError(f"reply {reply.number}: {error}") from None
+
+
+def sequences_of(reply: ReplyRecord) -> int:
+    """How many sequences rebuilding `reply` decodes at once: its lockstep siblings and
+    itself (a sweep's batch, a compare's columns), with a negative prompt beside each
+    guided one; 1 for a reply decoded alone.
+
+    Raises:
+        ReplayError: The record cannot be read.
+    """
+    decoding = decoding_of(reply)
+    if decoding is None:
+        return 1
+    return sum(2 if Guidance.is_on(settings) else 1 for settings in decoding.settings)
 
 
 def replay(

@@ -154,12 +154,14 @@ def make_branch(
     index: int,
     settings: SamplerSettings,
     force: int | None,
+    max_tokens: int | None = None,
 ) -> BranchResult:
     """Generate and store a branch of `reply` from token `index`.
 
     Tokens before `index` are the parent's; token `index` is `force` (or drawn
-    under `settings` when None); the rest is sampled under `settings`. The
-    conversation follows the new branch when the reply is the chat's last turn.
+    under `settings` when None); the rest is sampled under `settings`, up to
+    `max_tokens` in all (None: the reply's own limit). The conversation follows the
+    new branch when the reply is the chat's last turn.
 
     Raises:
         SamplescopeError: The generation failed or the store cannot be written.
@@ -183,7 +185,7 @@ def make_branch(
     events = backend.generate(
         prompt_messages(chat, reply),
         LiveSettings(settings),
-        max_tokens=_limit(reply),
+        max_tokens=_limit(reply) if max_tokens is None else max_tokens,
         raw=reply.mode == "completion",
         steer=Steer(tuple(prefix), force),
     )

@@ -110,6 +110,14 @@ class SweepPlan:
             )
 
     @property
+    def shape(self) -> str:
+        """ "2 prompts × 3 settings × 4 samples", each count with its word."""
+        counts = ((len(self.prompts), "prompt"), (len(self.settings), "setting"))
+        words = [f"{n:,} {word}" + ("s" if n != 1 else "") for n, word in counts]
+        words.append(f"{self.samples:,} sample" + ("s" if self.samples != 1 else ""))
+        return " × ".join(words)
+
+    @property
     def per_prompt(self) -> int:
         """How many samples each prompt has."""
         return len(self.settings) * self.samples

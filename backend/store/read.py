@@ -48,7 +48,8 @@ def list_chats(conn: sqlite3.Connection, search: str | None) -> list[ChatSummary
                 (SELECT count(DISTINCT r.message_id) FROM replies r
                     JOIN messages m ON r.message_id = m.id WHERE m.chat_id = c.id),
                 (SELECT count(*) FROM replies r JOIN messages m ON r.message_id = m.id
-                    WHERE m.chat_id = c.id)
+                    WHERE m.chat_id = c.id),
+                c.sweep_id
             FROM chats c
             WHERE ?1 IS NULL OR c.title LIKE ?1 ESCAPE '\\' OR EXISTS (
                 SELECT 1 FROM messages m
@@ -73,6 +74,7 @@ def list_chats(conn: sqlite3.Connection, search: str | None) -> list[ChatSummary
             message_count=int(row[5]),
             reply_count=int(row[6]),
             branch_count=int(row[7]),
+            sweep_id=None if row[8] is None else int(row[8]),
         )
         for row in rows
     ]

@@ -288,6 +288,7 @@ class ChatSummary:
         reply_count: How many of its turns were generated (a turn regenerated or
             branched counts once).
         branch_count: How many replies it holds, every branch of every turn counted.
+        sweep_id: The sweep it is a sample of (None: a chat of its own).
     """
 
     id: int
@@ -298,6 +299,7 @@ class ChatSummary:
     message_count: int
     reply_count: int
     branch_count: int = 0
+    sweep_id: int | None = None
 
     @property
     def model_name(self) -> str:

@@ -3,7 +3,7 @@
 Every database starts at version 0 (empty) and is brought to `SCHEMA_VERSION` by
 running each migration in order, each in its own transaction together with the new
 `user_version`, so a crash mid-migration leaves the previous version intact. A new
-database therefore takes the same path as an old one: v0 → v1 → … → v8.
+database therefore takes the same path as an old one: v0 → v1 → … → v9.
 
 Version history:
     1: chats, messages, replies, reply_tokens, settings_changes.
@@ -52,6 +52,10 @@ Version history:
        replies.contrast_model_path / _size / _sha256 (the smaller model it was
        contrasted with): a replay loads them; NULL: none, or a reply of an earlier
        version.
+    10: sweeps: a finished sweep's result (`sweep --json`'s object), its title and
+        model; chats.sweep_id names the sweep a chat is a sample of (NULL: a chat of its
+        own, and every chat of an earlier version), so that the saved chats list a sweep
+        as one entry (`backend.store.sweeps`).
 
 The current schema is written out in `schema.sql` (a test checks it against a new
 database and against databases migrated from each earlier version). A new stored
@@ -67,7 +71,7 @@ from collections.abc import Callable
 
 from backend.store.past_orders import order_before_v5, order_before_v7, rewrite_orders
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 _V1 = """
 CREATE TABLE chats (
@@ -241,6 +245,18 @@ def _v5(conn: sqlite3.Connection) -> None:
         conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES ('messages', ?)", sequence)
 
 
+_V10 = """
+CREATE TABLE sweeps (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,  -- ids are never reused
+    title TEXT NOT NULL,
+    created REAL NOT NULL,                -- unix seconds, UTC: when it was kept
+    model_path TEXT NOT NULL,
+    result TEXT NOT NULL                  -- JSON: the result as `sweep --json` prints it
+);
+ALTER TABLE chats ADD COLUMN sweep_id INTEGER REFERENCES sweeps(id) ON DELETE SET NULL;
+CREATE INDEX chats_by_sweep ON chats(sweep_id)"""
+
+
 Migration = str | Callable[[sqlite3.Connection], None]
 """A migration: a script of SQL statements, or a step in Python."""
 
@@ -259,6 +275,7 @@ ALTER TABLE replies ADD COLUMN contrast_model_path TEXT;
 ALTER TABLE replies ADD COLUMN contrast_model_size INTEGER;
 ALTER TABLE replies ADD COLUMN contrast_model_sha256 TEXT;
 """,
+    10: _V10,
 }
 """Migration to version N (from N - 1)."""
 

@@ -1,4 +1,4 @@
--- The chat database's schema at version 9 (PRAGMA user_version), as a
+-- The chat database's schema at version 10 (PRAGMA user_version), as a
 -- new database gets it by running every migration in backend/store/schema.py. Written
 -- by backend.store.schema_text.write_schema_file; a test checks it against a new one.
 
@@ -9,7 +9,7 @@ CREATE TABLE chats (
     model_path TEXT,
     model_size INTEGER,
     model_sha256 TEXT
-, updated REAL NOT NULL DEFAULT 0);
+, updated REAL NOT NULL DEFAULT 0, sweep_id INTEGER REFERENCES sweeps(id) ON DELETE SET NULL);
 
 CREATE TABLE "messages" (
     id INTEGER PRIMARY KEY AUTOINCREMENT,  -- ids are never reused
@@ -78,10 +78,20 @@ CREATE TABLE settings_changes (
 
 CREATE TABLE sqlite_sequence(name,seq);
 
+CREATE TABLE sweeps (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,  -- ids are never reused
+    title TEXT NOT NULL,
+    created REAL NOT NULL,                -- unix seconds, UTC: when it was kept
+    model_path TEXT NOT NULL,
+    result TEXT NOT NULL                  -- JSON: the result as `sweep --json` prints it
+);
+
+CREATE INDEX chats_by_sweep ON chats(sweep_id);
+
 CREATE INDEX chats_by_updated ON chats(updated);
 
 CREATE INDEX replies_by_message ON replies(message_id);
 
 CREATE INDEX replies_by_parent ON replies(parent_id);
 
-PRAGMA user_version = 9;
+PRAGMA user_version = 10;

@@ -43,6 +43,7 @@ from backend.chat.protocol import Role
 from backend.private_files import private_database, private_folder
 from backend.store import branches as store_branches
 from backend.store import read as store_read
+from backend.store import sweeps as store_sweeps
 from backend.store.branches import Fork
 from backend.store.records import (
     INTERRUPTED,
@@ -59,6 +60,7 @@ from backend.store.records import (
     suggest_title,
 )
 from backend.store.schema import open_database, schema_version
+from backend.store.sweeps import HistoryEntry, SweepSummary
 from backend.store.writer import ReplyWriter
 from sampling.errors import SamplescopeError
 from sampling.records import Step
@@ -70,12 +72,14 @@ __all__ = [
     "ChatStore",
     "ChatSummary",
     "Fork",
+    "HistoryEntry",
     "MessageRecord",
     "ModelRef",
     "ReplyRecord",
     "ReplyWriter",
     "SettingsChange",
     "StoreError",
+    "SweepSummary",
     "suggest_title",
 ]
 
@@ -426,7 +430,38 @@ class ChatStore:
             conn.execute("DELETE FROM messages WHERE id = ?", (message_id,))
             conn.execute("UPDATE chats SET updated = ? WHERE id = ?", (now, int(row[0])))
 
+    def keep_sweep(self, title: str, model_path: str, result: str, chat_ids: list[int]) -> int:
+        """Keep a finished sweep's result (JSON text) with its samples' chats, which the
+        saved chats then list as one entry; returns its id."""
+        now = self._now()
+        with self._transaction("keep a sweep") as conn:
+            return store_sweeps.keep_sweep(conn, title, model_path, result, chat_ids, now)
+
+    def sweep_result(self, sweep_id: int) -> str:
+        """A kept sweep's result (JSON text).
+
+        Raises:
+            StoreError: There is no such sweep.
+        """
+        with self._reading("load a sweep"):
+            return store_sweeps.sweep_result(self._conn, self.path, sweep_id)
+
+    def delete_sweep(self, sweep_id: int) -> None:
+        """Delete a kept sweep with its samples' chats.
+
+        Raises:
+            StoreError: There is no such sweep.
+        """
+        with self._transaction("delete a sweep") as conn:
+            store_sweeps.delete_sweep(conn, self.path, sweep_id)
+
     # -- reading ---------------------------------------------------------------
+
+    def list_history(self, search: str | None = None) -> list[HistoryEntry]:
+        """The saved chats' list: `list_chats`, with each kept sweep's samples as one
+        entry (where its newest sample listed is)."""
+        with self._reading("list chats"):
+            return store_sweeps.history(self._conn, store_read.list_chats(self._conn, search))
 
     def list_chats(self, search: str | None = None) -> list[ChatSummary]:
         """Chats, most recently updated first.

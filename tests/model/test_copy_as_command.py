@@ -49,6 +49,8 @@ async def test_each_columns_command_gives_its_tokens(
         tokens = [view.token_ids for view in screen.column_views]
         for key in ("1", "2", "3"):
             await pilot.press(key, "y")
+        # the lines hold the prompt: shown as text, never read as markup
+        assert all(not n.markup for n in app._notifications if n.message in copied)
     assert len(copied) == 3
     for line, column_tokens in zip(copied, tokens, strict=True):
         words = shlex.split(line)

@@ -279,6 +279,10 @@ def test_branch_by_token_and_by_resample(
             "rank must be 1 to 20",
         ),
         (["branch", "{chat}", "--branch", "77", "--at", "2", "--resample"], "has no branch 77"),
+        (
+            ["branch", "{chat}", "--at", "5", "--resample", "--max-tokens", "4"],
+            "invalid --max-tokens 4: the branch keeps 4 tokens before POS 5",
+        ),
         (["tree", "999"], "has no chat 999"),
     ],
 )

@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from backend.session.llama_backend import LlamaBackend
+from backend.session.recorded_sweep import kept_sweep
 from backend.session.sweep import SweepEvent, SweepPlan, SweepSample, SweepSetting, run_sweep
 from backend.session.sweep_result import METRIC_NAMES
-from backend.store.store import ChatStore
+from backend.store.store import ChatStore, SweepSummary
 from sampling.settings.record import SamplerSettings
 from tui.cli.commands import sweep as sweep_cli
 from tui.cli.main import main
@@ -107,6 +108,10 @@ def test_cli_json_has_every_setting_and_sample_saved(
             reply = chat.messages[-1].branches[0]
             assert list(reply.token_ids) == sample["token_ids"]
             assert len(store.load_steps(chat, reply)) == sample["n_tokens"]
+        # the saved chats list the sweep as one entry, which holds its result
+        (entry,) = store.list_history()
+        assert isinstance(entry, SweepSummary) and entry.samples == len(samples)
+        assert json.loads(json.dumps(kept_sweep(store, entry.id).to_json())) == result
 
 
 def test_a_saved_sweep_is_viewed_again_without_running(
@@ -198,3 +203,22 @@ async def test_a_samples_copied_command_gives_its_tokens(
     sample = next(s for s in result.samples if (s.figures.setting, s.seed) == (1, 43))
     assert main([*shlex.split(line)[1:], "--json", *MODEL_FLAGS]) == 0
     assert tuple(json.loads(capsys.readouterr().out)["token_ids"]) == sample.token_ids
+
+
+def test_a_sample_of_a_batch_wider_than_four_replays_and_whatifs(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """whatif, replay and branch load the model with the sample's whole lockstep batch
+    (6 here; the model's default holds 4), so a sweep's sample is rebuilt exactly."""
+    db = tmp_path / "chats.sqlite3"
+    argv = [*SWEEP, "--samples", "3", "--max-tokens", "8", "--json", "--db", str(db)]
+    code, out = run_cli(capsys, *argv)
+    assert code == 0
+    sample = json.loads(out)["samples"][4]  # one of the six decoded together
+    chat = str(sample["chat_id"])
+    flags = ["--db", str(db), "--threads", "1", "--json"]
+    assert main(["whatif", chat, "--at", "3", *flags]) == 0
+    step = json.loads(capsys.readouterr().out)
+    assert step["drawn"] == step["token_id"] == sample["token_ids"][2]
+    assert main(["replay", chat, "--db", str(db), "--threads", "1"]) == 0
+    assert "token-identical" in capsys.readouterr().out

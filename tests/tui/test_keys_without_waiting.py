@@ -71,3 +71,20 @@ async def test_an_arrow_straight_after_a_column_key_selects_in_that_column(
         views = screen.column_views
         await wait_until(pilot, lambda: views[1].cursor is not None, timeout=10)
         assert views[0].cursor is None
+
+
+async def test_a_letter_straight_after_ctrl_t_reaches_the_token_cursor(no_idle_wait: None) -> None:
+    """`w` typed straight after ctrl+t opens what-if rather than landing in the message
+    box (which takes a letter itself, so it never bubbles to the token cursor's keys)."""
+    from textual.widgets import Input
+
+    app = make_app(fake_backend(), max_tokens=20, settings=TOP_P_SETTINGS)
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, app, "hello there")
+        await wait_until(
+            pilot, lambda: not chat_of(app).generating and bool(chat_of(app).conversation.finished)
+        )
+        await pilot.press("ctrl+t", "home", "w")
+        await wait_until(pilot, lambda: chat_of(app).whatif.active, timeout=10)
+        assert chat_of(app).whatif.target == (0, 0)
+        assert app.query_one("#prompt", Input).value == ""

@@ -85,3 +85,21 @@ def test_narrow_panels_shown_over_the_chat(snap_compare: object) -> None:
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=NARROW, run_before=panels)  # type: ignore[operator]
+
+
+@pytest.mark.anyio
+async def test_what_if_on_a_narrow_terminal_says_where_it_shows() -> None:
+    app = make_app(fake_backend(), max_tokens=20, settings=TOP_P_SETTINGS)
+    told: list[str] = []
+    async with app.run_test(size=NARROW) as pilot:
+        await send(pilot, app, "hello there")
+        await wait_until(
+            pilot, lambda: not chat_of(app).generating and bool(chat_of(app).conversation.finished)
+        )
+        app.notify = lambda message, **_: told.append(message)  # type: ignore[method-assign]
+        await pilot.press("ctrl+t", "left", "w")
+        await wait_until(pilot, lambda: chat_of(app).whatif.active)
+        assert any("f10" in message for message in told)  # the panels are folded
+        await pilot.press("f10", "w", "w")  # shown: nothing more to say
+        await wait_until(pilot, lambda: chat_of(app).whatif.active)
+        assert sum("f10" in message for message in told) == 1

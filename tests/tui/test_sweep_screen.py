@@ -277,6 +277,8 @@ async def test_y_copies_the_generate_line_of_a_setting_and_of_a_sample() -> None
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("down", "y", "enter", "down", "down", "y")
         await pilot.pause()
+        # the lines hold the prompts: shown as text, never read as markup
+        assert all(not n.markup for n in app._notifications if n.message in copied)
     setting = fixed_result().plan.settings[1].settings
     expected = [(setting.with_changes(seed=5), "Tell me about the sea.")]
     expected.append((setting.with_changes(seed=5), "A line on the sea."))  # prompt 2's first

@@ -82,3 +82,15 @@ async def test_a_dialog_kept_as_shown_writes_nothing() -> None:
         await pilot.press("enter")
         await wait_until(pilot, lambda: not dialogs(app))
         assert app.live.current.temperature == 0.3
+
+
+async def test_a_value_with_brackets_is_told_as_text() -> None:
+    """The notice quoting a bad value shows it literally: read as markup, "[/]" stopped
+    the app when the notice was drawn. Every notice of the app is text."""
+    app = make_app(fake_backend())
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f2")
+        await pilot.pause()
+        type_at_once(app, "enter", "[", "/", "]", "enter")
+        await wait_until(pilot, lambda: any("[/]" in n.message for n in app._notifications))
+        assert all(not n.markup for n in app._notifications)

@@ -196,3 +196,43 @@ async def test_a_step_not_recomputed_says_why_once() -> None:
         # The header says it; the bars' place below stays empty rather than repeat it.
         assert whatif.source in str(whatif.panel.header.render())
         assert not whatif.panel.probs.display
+        # Nothing to branch from or copy: b and y say so, not "what if on a token first".
+        told: list[str] = []
+        app.notify = lambda message, **_: told.append(message)  # type: ignore[method-assign]
+        app.chat_screen.action_whatif_branch()
+        app.chat_screen.action_whatif_command()
+        assert told == ["The what-if shows no step: its header says why."] * 2
+
+
+def test_another_chain_order_is_one_short_difference() -> None:
+    from sampling.settings.record import SamplerSettings
+    from tui.chat.whatif_panel import settings_diff
+
+    first = SamplerSettings(temperature=0.7)  # the default order: the temperature first
+    order = (*(name for name in first.order if name != "temperature"), "temperature")
+    last = first.with_changes(temperature=0.8, samplers=order)
+    assert settings_diff(first, first) == []
+    changes = settings_diff(first, last)
+    assert "temperature 0.7→0.8" in changes
+    assert [c for c in changes if c.startswith("order")] == ["order t-first→t-last"]
+
+
+async def test_y_copies_a_prompt_with_brackets_as_text() -> None:
+    """The line copied holds the user's prompt: the notice shows it literally, where
+    markup would have failed on its "[/]" and stopped the app."""
+    app = make_app(fake_backend(), max_tokens=20, settings=TOP_P_SETTINGS)
+    copied: list[str] = []
+    app.copy_to_clipboard = copied.append  # type: ignore[method-assign]
+    async with app.run_test(size=SIZE) as pilot:
+        await send(pilot, app, "say [/] and [bold]hi")
+        await wait_until(
+            pilot, lambda: not chat_of(app).generating and bool(chat_of(app).conversation.finished)
+        )
+        await pilot.press("ctrl+t", "home", "w")
+        await wait_until(pilot, lambda: chat_of(app).whatif.step is not None)
+        await pilot.press("y")
+        await wait_until(pilot, lambda: bool(copied))
+        await pilot.pause(0.3)  # the notice is drawn
+        assert "say [/] and [bold]hi" in copied[0]
+        [notice] = [n for n in app._notifications if n.message == copied[0]]
+        assert not notice.markup

@@ -94,3 +94,17 @@ def test_a_setting_at_llama_cpps_default_is_given_where_the_model_has_its_own() 
     settings = DEFAULT_CHAT_SETTINGS.with_changes(temperature=0.6)
     assert settings_flags(settings, own) == ["--top-k", "40", "--seed", "42"]
     assert settings_flags(settings) == ["--temperature", "0.6", "--seed", "42"]
+
+
+def test_a_branch_line_gives_each_setting_unlike_the_steps_own() -> None:
+    from tui.generate_command import branch_command
+
+    own = SamplerSettings(top_k=3, min_p=0.2, seed=42)  # the step's, which branch starts from
+    wanted = DEFAULT_CHAT_SETTINGS.with_changes(temperature=1.1, seed=7)
+    line = branch_command(5, 2, 9, 4, 123, wanted, own, max_tokens=30)
+    words = shlex.split(line)
+    assert words[:3] == ["samplescope", "branch", "5"]
+    args = build_parser().parse_args(words[1:])
+    assert (args.reply, args.branch, args.at, args.token, args.max_tokens) == (2, 9, 4, 123, 30)
+    # top_k and min_p back to llama.cpp's defaults are flags too: branch starts from own
+    assert settings_from_args(args, own) == wanted

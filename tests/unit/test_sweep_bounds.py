@@ -109,3 +109,13 @@ def test_a_grid_of_thousands_of_settings_is_built_and_its_duplicates_found() -> 
     assert len({s.settings for s in settings}) == 2_500
     with pytest.raises(Exception, match="two settings are the same"):
         grid_settings(["min_p=0.1", "min_p=0.10"], [f"k={top_ks}"], "first")
+
+
+def test_the_sweeps_shape_counts_each_word_singular_or_plural() -> None:
+    from backend.session.sweep import SweepPlan, SweepSetting
+    from sampling.settings.record import SamplerSettings
+
+    one = SweepSetting("t=1", SamplerSettings(temperature=1.0))
+    two = SweepSetting("t=2", SamplerSettings(temperature=2.0))
+    assert SweepPlan(("a",), (one,), 1).shape == "1 prompt × 1 setting × 1 sample"
+    assert SweepPlan(("a", "b"), (one, two), 3).shape == "2 prompts × 2 settings × 3 samples"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from backend.session.sweep_result import SweepResult
 from backend.store.store import ChatStore
 from tui.models.switch import ModelSwitcher
 from tui.runner import GenerationRunner
@@ -39,4 +40,8 @@ class ChatHost(Protocol):
 
     def open_saved_chat(self, chat_id: int | None) -> None:
         """Make saved chat `chat_id` the conversation (None: nothing to do)."""
+        ...
+
+    def open_sweep(self, result: SweepResult) -> None:
+        """Show a kept sweep's frontier over the chat (its samples open as chats)."""
         ...

@@ -63,10 +63,13 @@ CHAT_BINDINGS: tuple[Binding, ...] = (
         tooltip="show the replies' thinking, or fold each under its summary line",
         id="toggle_thinking",
     ),
+    # priority: the focus moves as the key comes, so that a letter typed straight
+    # after it (w, x) reaches the token cursor, not the message box
     Binding(
         "ctrl+t",
         "token_cursor",
         "tokens",
+        priority=True,
         tooltip="token cursor: pick a past token; its step shows on the right",
         id="token_cursor",
     ),
@@ -86,6 +89,13 @@ CHAT_BINDINGS: tuple[Binding, ...] = (
         "branch",
         tooltip="what if: branch from its step with the token it shows drawn",
         id="whatif_branch",
+    ),
+    Binding(
+        "y",
+        "whatif_command",
+        "copy cmd",
+        tooltip="what if: copy the command line that makes the branch b ▶ starts",
+        id="whatif_command",
     ),
     Binding(
         "x",

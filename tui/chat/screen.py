@@ -16,6 +16,7 @@ from textual.binding import BindingType
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from backend.session.sweep_result import SweepResult
 from tui.chat.explore import open_explore
 from tui.chat.host import ChatHost
 from tui.chat.keys import CHAT_BINDINGS
@@ -24,7 +25,7 @@ from tui.chat.mode_switch import switch_mode
 from tui.chat.steering import regenerate
 from tui.chat.view import ChatView
 from tui.compare.command import open_compare
-from tui.history.screen import HistoryScreen
+from tui.history.screen import HistoryChoice, HistoryScreen
 from tui.row_compositor import use_row_compositor
 from tui.score.screen import ScoreScreen
 
@@ -65,10 +66,10 @@ class ChatScreen(Screen[None]):
         self.host.chat_mounted()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """`b` (branch from what-if) only while what-if is on, f10 (the panels) only on
-        a narrow terminal, the thinking key once a reply has a thinking (the footer
-        shows them then)."""
-        if action == "whatif_branch":
+        """`b` and `y` (branch from what-if, its command) only while what-if is on,
+        f10 (the panels) only on a narrow terminal, the thinking key once a reply has a
+        thinking (the footer shows them then)."""
+        if action in ("whatif_branch", "whatif_command"):
             return self.chat.whatif.active
         if action == "toggle_panels":
             return self.folded
@@ -117,7 +118,14 @@ class ChatScreen(Screen[None]):
         if host.store is None:
             self.notify("Chats are not being saved (--no-save, or the database failed).")
             return
-        self.app.push_screen(HistoryScreen(host.store), host.open_saved_chat)
+
+        def opened(choice: HistoryChoice) -> None:
+            if isinstance(choice, SweepResult):
+                host.open_sweep(choice)
+            else:
+                host.open_saved_chat(choice)
+
+        self.app.push_screen(HistoryScreen(host.store), opened)
 
     def action_copy_reply(self) -> None:
         """Copy the selected reply (token cursor), else the last one."""
@@ -155,12 +163,20 @@ class ChatScreen(Screen[None]):
         self.chat.enter_token_cursor()
 
     def action_whatif(self) -> None:
-        """What-if on the selected past token (again: off)."""
-        self.chat.whatif.toggle(self.chat.cursor)
+        """What-if on the selected past token (again: off); on a narrow terminal with the
+        panels folded, a notice says where it shows."""
+        whatif = self.chat.whatif
+        whatif.toggle(self.chat.cursor)
+        if whatif.active and self.folded and not self.has_class("-panels"):
+            self.notify("What if shows in the panels: f10 shows them over the chat.")
 
     def action_whatif_branch(self) -> None:
         """Branch from the what-if step with the token it shows drawn."""
         self.chat.whatif.branch()
+
+    def action_whatif_command(self) -> None:
+        """Copy the command line that makes the what-if's branch."""
+        self.chat.whatif.copy_command()
 
     def action_explore(self) -> None:
         """The tree of continuations at the selected past token."""

@@ -58,6 +58,7 @@ from tui.panel.loop_controls import LoopControls
 from tui.panel.phrase_bans import PhraseBanControls
 from tui.panel.sampling_panel import SamplingPanel
 from tui.runner import GenerationRunner
+from tui.widgets.entry import covered
 from tui.widgets.status_line import StatusLine, StatusState, model_label
 from tui.widgets.token_text import TokenPieces
 
@@ -398,7 +399,8 @@ class ChatView(Vertical):
     @on(Transcript.AlternativesAsked)
     def _on_alternatives(self, message: Transcript.AlternativesAsked) -> None:
         message.stop()
-        ask_alternative(self, *message.cursor)
+        if not covered(self):  # an Enter typed twice asks once
+            ask_alternative(self, *message.cursor)
 
     @on(Transcript.SurpriseChanged)
     def _on_surprise_changed(self, message: Transcript.SurpriseChanged) -> None:

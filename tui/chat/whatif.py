@@ -14,7 +14,8 @@ Another seed (or generator) than the step's draws a fresh uniform instead, the n
 seed's for this token (`fresh_uniform`), and the header says so: a seed change
 changes the draw, as it would have changed the reply.
 `b` lists the step's candidates under those settings, the drawn one (▶) first in
-line: the one chosen starts a branch from there. Esc, or a reply starting, leaves.
+line: the one chosen starts a branch from there. `y` copies the command line that
+makes the branch ▶ starts (`copy_command`). Esc, or a reply starting, leaves.
 
 Penalties and DRY see the history before the step (the prompt and the reply's
 earlier tokens), as the sampler did. Mirostat starts afresh (its running μ is not
@@ -48,6 +49,7 @@ from tui.chat.reply_job import REPLY_COLUMN
 from tui.chat.selection import PanelT
 from tui.chat.steering import SteeringHost, made_elsewhere, refused, start_branch
 from tui.chat.whatif_panel import WhatIfPanel, reseeded
+from tui.generate_command import NotOneCommandError, branch_command, generate_command
 from tui.runner import GenerationRunner
 from tui.widgets.alternatives import Alternative, AlternativesScreen
 
@@ -240,7 +242,7 @@ class WhatIf:
         highlighted; the one chosen (a re-sample takes ▶: the step's randomness under
         these settings) starts a branch from there."""
         if self.target is None or self.step is None:
-            self.host.notify("What if (w) on a past token first.")
+            self.host.notify(self._no_step())
             return
         number, index = self.target
         replies = self.host.conversation.replies
@@ -259,6 +261,90 @@ class WhatIf:
         title = f"what if at reply {number + 1} token {index + 1}"
         screen = AlternativesScreen(step, title, self.host.pieces, highlighted=row)
         self.host.app.push_screen(screen, chosen)
+
+    def copy_command(self) -> None:
+        """`y`: copy the command line that makes the branch `b` ▶ starts (the token the
+        what-if draws, then the rest under the current settings).
+
+        From a reply's first token, with one user message before it, that branch is
+        the reply `generate` gives under these settings (its first step draws the
+        what-if's token with the same uniform): a `generate` line. From a later token
+        `generate` cannot keep the tokens before it: the `branch` line of the saved
+        chat, which keeps them, is the exact one (and the notice says why).
+        """
+        if self.target is None or self.step is None:
+            self.host.notify(self._no_step())
+            return
+        number, index = self.target
+        conversation = self.host.conversation
+        reply, live = conversation.replies[number], self.host.live.current
+        where = f"what if at reply {number + 1} token {index + 1}"
+        if index == 0:
+            backend = self.host.runner.backend
+            try:
+                line = generate_command(
+                    conversation.messages[: reply.turn],
+                    live,
+                    max_tokens=self.host.max_tokens,
+                    mode=conversation.mode,
+                    model=None if backend is None else backend.info.path,
+                )
+            except NotOneCommandError:
+                pass  # an earlier exchange: the branch line keeps it
+            else:
+                self.host.app.copy_to_clipboard(line)
+                self.host.app.notify(
+                    line, title=f"Copied the {where} as a command", timeout=30, markup=False
+                )  # the prompt, literally
+                return
+        branch, why = self._branch_line(reply.branch_id, index, live)
+        if branch is None:
+            self.host.notify(why)
+            return
+        self.host.app.copy_to_clipboard(branch)
+        self.host.app.notify(
+            f"{why}\n{branch}", title=f"Copied the {where}", timeout=30, markup=False
+        )
+
+    def _branch_line(
+        self, branch_id: int | None, index: int, live: SamplerSettings
+    ) -> tuple[str | None, str]:
+        """The `branch` line of the what-if (None and why when there is none)."""
+        recorder = self.host.conversation.recorder
+        if recorder is None or recorder.chat_id is None or branch_id is None:
+            return None, "This chat is not saved: no command line gives this what-if's branch."
+        assert self.step is not None and self.target is not None
+        try:
+            chat = recorder.store.load_chat(recorder.chat_id)
+        except SamplescopeError as error:
+            return None, str(error)
+        found = [b for m in chat.messages for b in m.branches if b.id == branch_id]
+        if not found:
+            return None, "This reply is not in the saved chat: no command line gives its branch."
+        own = self.host.conversation.replies[self.target[0]].tokens[index].step.settings
+        line = branch_command(
+            chat.id,
+            found[0].number,
+            branch_id,
+            index + 1,
+            self.step.token_id,
+            live,
+            own,
+            max_tokens=self.host.max_tokens,
+        )
+        why = (
+            "`generate` cannot keep a reply's tokens before the one a what-if starts at"
+            " (nor an earlier exchange): `branch` keeps them from the saved chat."
+        )
+        return line, why
+
+    def _no_step(self) -> str:
+        """Why there is no what-if step to branch from or copy."""
+        if self.target is None:
+            return "What if (w) on a past token first."
+        if self._job is not None:
+            return "The what-if's step is being recomputed: a moment."
+        return "The what-if shows no step: its header says why."
 
     # -- the replay path -----------------------------------------------------------
 

@@ -17,6 +17,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
+from backend.session.sweep_result import temperature_place
 from sampling.records import Step
 from sampling.settings.record import SamplerSettings
 from sampling.settings.registry import registry
@@ -34,11 +35,17 @@ def _shown(value: object) -> str:
 
 
 def settings_diff(own: SamplerSettings, current: SamplerSettings) -> list[str]:
-    """Each setting that differs, as "name own→current", in the settings' order."""
+    """Each setting that differs, as "name own→current", in the settings' order; the
+    chain's order (a list of every unit) as where it runs the temperature."""
     changes = []
     for spec in registry().settings:
         before, after = getattr(own, spec.name), getattr(current, spec.name)
-        if before != after:
+        if before == after:
+            continue
+        if spec.name == "samplers":
+            was, now = temperature_place(own), temperature_place(current)
+            changes.append(f"order t-{was}→t-{now}" if was != now else "order: another")
+        else:
             changes.append(f"{spec.name} {_shown(before)}→{_shown(after)}")
     return changes
 
@@ -71,7 +78,7 @@ def header_text(
     text.append("then ")
     text.append(pieces(stored.token_id)[:14], style="bold reverse")
     text.append(f" · p {stored.prob:.3f} · {stored.n_kept} kept · cut by {stored.cut_by}\n")
-    text.append("b: branch here (▶ or another) · esc: leave", style="grey62")
+    text.append("b: branch · y: copy as command · esc: leave", style="grey62")
     return text
 
 

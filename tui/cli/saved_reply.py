@@ -152,15 +152,20 @@ def load_saved(
     path: Path, reply: ReplyRecord, adapters: Adapters, args: argparse.Namespace
 ) -> LlamaBackend:
     """The model at `path` as the reply ran it: its context and prefill chunk size (both
-    change logits), its control vectors and its contrast model."""
+    change logits), its control vectors and its contrast model, holding as many
+    sequences as rebuilding it decodes at once (a sweep's sample: its whole lockstep
+    batch)."""
     from backend.llama.control_vector import ControlVector, Steering  # loads llama.cpp
     from backend.session.llama_backend import LlamaBackend
+    from backend.session.replay import sequences_of
 
     steering = Steering(
         tuple(ControlVector(Path(file), scale) for file, scale in adapters.vectors),
         adapters.layers,
     )
     n_ctx, n_batch = reply.n_ctx or DEFAULT_N_CTX, reply.n_batch or DEFAULT_N_BATCH
+    sequences = sequences_of(reply)
+    n_seq_max = sequences if sequences > 1 else None  # a lockstep batch's siblings too
     backend = LlamaBackend.load(
         path,
         n_threads=args.threads,
@@ -168,11 +173,16 @@ def load_saved(
         n_batch=n_batch,
         rpc=chosen_rpc(args.rpc),
         steering=steering,
+        n_seq_max=n_seq_max,
     )
     if adapters.contrast is not None:
         try:
             small = LlamaBackend.load(
-                adapters.contrast, n_threads=args.threads, n_ctx=n_ctx, n_batch=n_batch
+                adapters.contrast,
+                n_threads=args.threads,
+                n_ctx=n_ctx,
+                n_batch=n_batch,
+                n_seq_max=n_seq_max,
             )
             backend.add_contrast(small)
         except BaseException:

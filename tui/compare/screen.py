@@ -46,6 +46,7 @@ from tui.generate_command import NotOneCommandError, generate_command
 from tui.row_compositor import use_row_compositor
 from tui.runner import GenerationRunner
 from tui.widgets.alternatives import Alternative, AlternativesScreen
+from tui.widgets.entry import covered
 from tui.widgets.prob_panel import ProbPanel
 from tui.widgets.token_text import TokenPieces, TokenPieceSource
 
@@ -363,7 +364,9 @@ class CompareScreen(Screen[CompareResult | None]):
             self.notify(str(error), severity="warning")
             return
         self.app.copy_to_clipboard(line)
-        self.notify(line, title=f"Copied column {view.index + 1} as a command", timeout=30)
+        self.notify(
+            line, title=f"Copied column {view.index + 1} as a command", timeout=30, markup=False
+        )  # the prompt, literally
 
     async def action_close(self) -> None:
         """Stop generating and go back to the chat without a result."""
@@ -416,6 +419,8 @@ class CompareScreen(Screen[CompareResult | None]):
 
     @on(CompareColumnView.AlternativesAsked)
     def _on_alternatives_asked(self, message: CompareColumnView.AlternativesAsked) -> None:
+        if covered(self):
+            return  # the list is open already (an `a` typed twice)
         view = self.column_views[message.column]
         step, title = view.tokens[message.token].step, f"column {view.index + 1}"
 

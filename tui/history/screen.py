@@ -1,7 +1,12 @@
 """Past chats: a searchable list; Enter opens one, d deletes one (after a confirm).
 
+A kept sweep is one entry ("12 samples") standing for its samples' chats: Enter
+opens it on its frontier (its samples open as chats from there), d deletes it with
+its samples.
+
 A standalone screen: push it with the app's `ChatStore` and get the chosen chat id
-back from `dismiss` (None when the user leaves with escape):
+(or the chosen sweep's result) back from `dismiss` (None when the user leaves with
+escape):
 
     def open_history(self) -> None:
         def opened(chat_id: int | None) -> None:
@@ -24,12 +29,19 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from backend.store.store import ChatStore, ChatSummary, StoreError
+from backend.session.recorded_sweep import kept_sweep
+from backend.session.sweep_result import SweepResult
+from backend.store.store import ChatStore, HistoryEntry, StoreError, SweepSummary
+from sampling.errors import SamplescopeError
 from tui.display import local_time
 from tui.widgets.confirm import ConfirmScreen
-from tui.widgets.table_fill import fill_table
+from tui.widgets.table_fill import fill_table, text_width
 
 HISTORY_COLUMNS = ("updated", "title", "model", "replies")
+TITLE_LEAST = 16
+"""A title keeps this many cells however narrow the screen (the others then scroll)."""
+TABLE_FRAME = 4
+"""The table's margins (1 a side) and its vertical scrollbar (2)."""
 
 
 def replies_cell(replies: int, branches: int) -> str:
@@ -41,8 +53,32 @@ def replies_cell(replies: int, branches: int) -> str:
     return f"{replies} +{others} branch" + ("es" if others > 1 else "")
 
 
-class HistoryScreen(Screen[int | None]):
-    """Lists saved chats (date, title, model, replies), newest first.
+def _replies(entry: HistoryEntry) -> str:
+    if isinstance(entry, SweepSummary):
+        return f"{entry.samples} sample" + ("s" if entry.samples != 1 else "")
+    return replies_cell(entry.reply_count, entry.branch_count)
+
+
+HistoryChoice = int | SweepResult | None
+"""What the screen closes with: a chat's id, a sweep's result, or None."""
+
+
+def _key(entry: HistoryEntry) -> str:
+    """The table's row key: chats and sweeps count their ids apart."""
+    return f"sweep-{entry.id}" if isinstance(entry, SweepSummary) else str(entry.id)
+
+
+class ChatTable(DataTable[Text]):
+    """The list: Enter selects a row (which opens it), shown in the footer as "open"."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "select_cursor", "open", key_display="⏎"),
+    ]
+
+
+class HistoryScreen(Screen[HistoryChoice]):
+    """Lists saved chats (date, title, model, replies), newest first; a kept sweep as
+    one entry.
 
     Args:
         store: The chat database.
@@ -51,7 +87,9 @@ class HistoryScreen(Screen[int | None]):
     CSS_PATH = "screen.tcss"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "close", "back"),
-        Binding("enter", "open", "open", priority=True),
+        # Not a priority binding: Enter waits for the keys typed before it (a Down), in
+        # the table (its row selected) and in the search box (submitted) alike.
+        Binding("enter", "open", "open"),
         Binding("d,delete", "delete", "delete"),
         Binding("slash,ctrl+f", "search", "search"),
     ]
@@ -59,12 +97,13 @@ class HistoryScreen(Screen[int | None]):
     def __init__(self, store: ChatStore) -> None:
         super().__init__()
         self.store = store
-        self.chats: list[ChatSummary] = []
+        self.entries: list[HistoryEntry] = []
+        """The lines listed: chats, and sweeps standing for their samples."""
 
     def compose(self) -> ComposeResult:
         yield Static(Text("Saved chats", style="bold"), id="history-title")
         yield Input(placeholder="search titles and messages…", id="history-search")
-        yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
+        yield ChatTable(id="history-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="history-empty")
         yield Footer()
 
@@ -81,28 +120,30 @@ class HistoryScreen(Screen[int | None]):
     def refresh_list(self) -> None:
         """Reload the chats matching the search box, keeping the cursor's chat."""
         table = self.query_one(DataTable)
-        keep = self.selected_chat_id()
+        keep = self.selected()
         try:
-            self.chats = self.store.list_chats(self.search_text or None)
+            self.entries = self.store.list_history(self.search_text or None)
         except StoreError as error:
-            self.chats = []
+            self.entries = []
             self.notify(str(error), severity="error", timeout=10)
         rows = [
             (
-                Text(local_time(chat.updated)),
-                Text(chat.title, no_wrap=True, overflow="ellipsis"),
-                Text(chat.model_name or "-"),
-                Text(replies_cell(chat.reply_count, chat.branch_count), justify="right"),
+                Text(local_time(entry.updated)),
+                Text(entry.title, no_wrap=True, overflow="ellipsis"),
+                Text(entry.model_name.removesuffix(".gguf") or "-"),
+                Text(_replies(entry), justify="right"),
             )
-            for chat in self.chats
+            for entry in self.entries
         ]
-        keys = [str(chat.id) for chat in self.chats]
+        room = self._title_room(rows)
+        for row in rows:
+            row[1].truncate(room, overflow="ellipsis")
+        keys = [_key(entry) for entry in self.entries]
         fill_table(table, HISTORY_COLUMNS, rows, column_keys=HISTORY_COLUMNS, row_keys=keys)
-        ids = [chat.id for chat in self.chats]
-        if keep in ids:
-            table.move_cursor(row=ids.index(keep))
+        if keep is not None and _key(keep) in keys:
+            table.move_cursor(row=keys.index(_key(keep)))
         empty = self.query_one("#history-empty", Static)
-        if self.chats:
+        if self.entries:
             empty.update("")
             empty.display = False
         else:
@@ -114,14 +155,29 @@ class HistoryScreen(Screen[int | None]):
             empty.update(Text(what))
             empty.display = True
 
-    def selected_chat_id(self) -> int | None:
-        """The chat under the table's cursor (None when the list is empty)."""
+    def on_resize(self) -> None:
+        self.refresh_list()  # the titles are cut to the new width
+
+    def _title_room(self, rows: list[tuple[Text, Text, Text, Text]]) -> int:
+        """The most cells a title may take for the other columns to stay in view
+        (at least TITLE_LEAST): the screen's width less theirs, each cell's padding,
+        the table's margins and a vertical scrollbar."""
+        others = [
+            max([len(label), *(text_width(row[index]) for row in rows)])
+            for index, label in enumerate(HISTORY_COLUMNS)
+            if index != 1
+        ]
+        padding = 2 * len(HISTORY_COLUMNS) + TABLE_FRAME
+        return max(TITLE_LEAST, self.size.width - sum(others) - padding)
+
+    def selected(self) -> HistoryEntry | None:
+        """The entry under the table's cursor (None when the list is empty)."""
         if not self.is_mounted:
             return None
         table = self.query_one(DataTable)
-        if not self.chats or not 0 <= table.cursor_row < len(self.chats):
+        if not 0 <= table.cursor_row < len(self.entries):
             return None
-        return self.chats[table.cursor_row].id
+        return self.entries[table.cursor_row]
 
     @on(Input.Changed, "#history-search")
     def _search_changed(self) -> None:
@@ -129,7 +185,7 @@ class HistoryScreen(Screen[int | None]):
 
     @on(Input.Submitted, "#history-search")
     def _search_submitted(self) -> None:
-        self.query_one(DataTable).focus()
+        self.action_open()  # the first match, or the row the cursor was left on
 
     @on(DataTable.RowSelected)
     def _row_selected(self, event: DataTable.RowSelected) -> None:
@@ -137,10 +193,15 @@ class HistoryScreen(Screen[int | None]):
         self.action_open()
 
     def action_open(self) -> None:
-        """Close the screen with the selected chat's id."""
-        chat_id = self.selected_chat_id()
-        if chat_id is not None:
-            self.dismiss(chat_id)
+        """Close the screen with the selected chat's id, or the selected sweep's result."""
+        entry = self.selected()
+        if isinstance(entry, SweepSummary):
+            try:
+                self.dismiss(kept_sweep(self.store, entry.id))
+            except SamplescopeError as error:
+                self.notify(str(error), severity="error", timeout=10)
+        elif entry is not None:
+            self.dismiss(entry.id)
 
     def action_close(self) -> None:
         """Leave without opening a chat."""
@@ -151,24 +212,28 @@ class HistoryScreen(Screen[int | None]):
         self.query_one("#history-search", Input).focus()
 
     def action_delete(self) -> None:
-        """Ask, then delete the selected chat."""
-        chat_id = self.selected_chat_id()
-        if chat_id is None:
+        """Ask, then delete the selected chat (a sweep: with its samples)."""
+        entry = self.selected()
+        if entry is None:
             return
-        title = next(chat.title for chat in self.chats if chat.id == chat_id)
+        title = entry.title
+        if isinstance(entry, SweepSummary):
+            question = f"Delete the sweep “{title}” and its {_replies(entry)}?"
+        else:
+            question = f"Delete the chat “{title}” and all its replies?"
 
         def answered(yes: bool | None) -> None:
             if not yes:
                 return
             try:
-                self.store.delete_chat(chat_id)
+                if isinstance(entry, SweepSummary):
+                    self.store.delete_sweep(entry.id)
+                else:
+                    self.store.delete_chat(entry.id)
             except StoreError as error:
                 self.notify(str(error), severity="error", timeout=10)
                 return
             self.refresh_list()
-            self.notify(f"Deleted “{title}”.")
+            self.notify(f"Deleted “{title}”.", markup=False)
 
-        self.app.push_screen(
-            ConfirmScreen(f"Delete the chat “{title}” and all its replies?", yes_label="Delete"),
-            answered,
-        )
+        self.app.push_screen(ConfirmScreen(question, yes_label="Delete"), answered)

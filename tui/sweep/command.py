@@ -5,21 +5,41 @@ was left."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from backend.session.sweep_result import SweepResult
 from sampling.settings.record import SamplerSettings
 from tui.sweep.screen import SweepScreen
 
-if TYPE_CHECKING:
-    from tui.app import SamplescopeApp
-
 BACK_TITLE = "Sweep: back to the frontier"
 """The palette's entry that shows the sweep again."""
 
 
+class SweepHost(Protocol):
+    """What showing a sweep needs of the app (which imports this module)."""
+
+    back_to_sweep: Callable[[], None] | None
+
+    def push_screen(self, screen: SweepScreen, callback: Callable[[int | None], None]) -> Any:
+        """Show the sweep's screen; `callback` gets what it closes with."""
+        ...
+
+    def open_saved_chat(self, chat_id: int | None) -> None:
+        """Make a saved chat the conversation."""
+        ...
+
+    def apply_settings(self, settings: SamplerSettings) -> None:
+        """Put a whole set of settings on the sliders."""
+        ...
+
+    def notify(self, message: str, *, timeout: float | None = None) -> None:
+        """Say something in a toast."""
+        ...
+
+
 def open_sweep(
-    app: SamplescopeApp, result: SweepResult, *, selected: int = 0, listing: int | None = None
+    app: SweepHost, result: SweepResult, *, selected: int = 0, listing: int | None = None
 ) -> None:
     """Push the sweep's screen (setting `selected` under the cursor, `listing`'s samples
     listed); the sample chosen becomes the app's conversation."""

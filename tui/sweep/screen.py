@@ -107,8 +107,7 @@ class SweepScreen(Screen[int | None]):
     def _title(self) -> Text:
         plan = self.result.plan
         return Text(
-            f"sweep: {len(plan.prompts)} prompt(s) × {len(plan.settings)} settings ×"
-            f" {plan.samples} samples, ≤ {plan.max_tokens} tokens · "
+            f"sweep: {plan.shape}, ≤ {plan.max_tokens} tokens · "
             f"{ORDER_WORDS[self.result.temperature_order]}"
             + (" · cancelled" if self.result.cancelled else ""),
             no_wrap=True,
@@ -265,7 +264,8 @@ class SweepScreen(Screen[int | None]):
             self.notify(str(error), severity="warning")
             return
         self.app.copy_to_clipboard(line)
-        self.notify(line, title=f"Copied {mark_of(setting)}, seed {seed}, as a command", timeout=30)
+        title = f"Copied {mark_of(setting)}, seed {seed}, as a command"
+        self.notify(line, title=title, timeout=30, markup=False)  # the prompt, literally
 
     def action_next_axis(self) -> None:
         """Plot against the next diversity measure (the frontier follows)."""

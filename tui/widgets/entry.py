@@ -22,7 +22,9 @@ from textual.widgets.input import Selection
 
 
 def covered(opener: Widget) -> bool:
-    """Whether a screen (a dialog already opened) is over `opener`'s: then it opens none."""
+    """Whether a screen (a dialog already opened) is over `opener`'s: then it opens none.
+
+    Every one-at-a-time screen asks it: a value dialog, a token's alternatives."""
     return opener.app.screen is not opener.screen
 
 

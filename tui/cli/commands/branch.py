@@ -32,12 +32,26 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     choice.add_argument("--rank", type=int, metavar="R", help="the R-th candidate, from 1")
     choice.add_argument("--token", type=int, metavar="ID", help="this token id")
     choice.add_argument("--resample", action="store_true", help="draw the token again")
+    parser.add_argument(
+        "--max-tokens",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the most tokens the branch may have, those kept counted (default: the reply's"
+        " own limit)",
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Generate, store and print the branch."""
-    from backend.session.steer import Choice, make_branch, pick_token, recompute  # not for -h
+    from backend.session.steer import (  # not for -h
+        Choice,
+        SteerError,
+        make_branch,
+        pick_token,
+        recompute,
+    )
 
     kind: Choice = (
         "rank" if args.rank is not None else "token" if args.token is not None else ("resample")
@@ -45,6 +59,11 @@ def run(args: argparse.Namespace) -> int:
     value = args.rank if kind == "rank" else args.token
     with open_store(args) as store:
         target = find_target(store, args)
+        if args.max_tokens is not None and args.max_tokens <= target.index:
+            raise SteerError(
+                f"invalid --max-tokens {args.max_tokens}: the branch keeps {target.index}"
+                f" tokens before POS {args.at}, so it needs more than {target.index}"
+            )
         backend = load_for(target, args)
         try:
             target = with_text_bias(target, args, backend)
@@ -57,7 +76,14 @@ def run(args: argparse.Namespace) -> int:
             elif kind == "token":
                 force = value
             result = make_branch(
-                backend, store, target.chat, target.reply, target.index, target.settings, force
+                backend,
+                store,
+                target.chat,
+                target.reply,
+                target.index,
+                target.settings,
+                force,
+                args.max_tokens,
             )
         finally:
             backend.close()

@@ -82,7 +82,10 @@ def describe(result: ReplayResult, reply: ReplyRecord, piece: Callable[[int], st
 
 def run(args: argparse.Namespace) -> int:
     """Replay and compare."""
-    from backend.session.replay import forced_path, replay  # only now: it loads llama.cpp
+    from backend.session.replay import (  # only now: it loads llama.cpp
+        forced_path,
+        replay,
+    )
 
     with open_store(args) as store:
         chat = store.load_chat(args.chat_id)

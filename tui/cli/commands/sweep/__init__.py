@@ -20,7 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from backend.chat.completion import mode_for_backend
 from backend.config.paths import default_store_path
 from backend.config.user_files import UserFileError, load_json, read_user_text
-from backend.session.recorded_sweep import save_sample
+from backend.session.recorded_sweep import keep_sweep, save_sample
 from backend.session.sweep import (
     DEFAULT_PARALLEL,
     MAX_PARALLEL,
@@ -63,7 +63,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "of tokens outside the raw top k, length, finish reasons and the diversity of "
             "its samples (compression ratio, n-gram diversity, self-repetition, "
             "distinct-n), each as its mean over prompts ± standard error. Every sample is "
-            "saved as a chat (the app opens it with its records). Ctrl-C stops and keeps "
+            "saved as a chat (the app opens it with its records), and the sweep is kept "
+            "with them: the app's saved chats (ctrl+o) list it as one entry that opens "
+            "on its frontier. Ctrl-C stops and keeps "
             "what was done."
         ),
     )
@@ -252,15 +254,20 @@ def run(args: argparse.Namespace) -> int:
                     if event.finished.reason == "error":
                         log(f"a sample failed: {event.finished.error}")
             cancelled = cancel.is_set()
+        result = SweepResult(
+            backend.info.path, plan, tuple(records), args.top_k_share, cancelled=cancelled
+        )
+        if recorder is not None and not recorder.error:
+            try:  # the saved chats list it as one entry
+                keep_sweep(recorder.store, result)
+            except StoreError as error:
+                log(f"the sweep is not kept with its samples: {error}")
     finally:
         backend.close()
         if recorder is not None:
             recorder.store.close()
     if recorder is not None and recorder.error:
         raise StoreError(recorder.error)
-    result = SweepResult(
-        backend.info.path, plan, tuple(records), args.top_k_share, cancelled=cancelled
-    )
     emit(args, result)
     if args.view is not None:
         view(args, result)
@@ -279,7 +286,10 @@ def emit(args: argparse.Namespace, result: SweepResult) -> None:
         print_table(result)
     saved = [r.chat_id for r in result.samples if r.chat_id is not None]
     if saved:
-        log(f"samples saved as chats {min(saved)}..{max(saved)}; {order_line(result)}")
+        log(
+            f"samples saved as chats {min(saved)}..{max(saved)}, listed in the app's saved"
+            f" chats (ctrl+o) as one sweep; {order_line(result)}"
+        )
         kept = keep_result(args, result, min(saved), max(saved))
         if kept is not None:
             log(f"`samplescope sweep --view {kept}` shows this sweep again without running it")

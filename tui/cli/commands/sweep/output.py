@@ -56,8 +56,7 @@ def result_table(result: SweepResult) -> Table:
     plan = result.plan
     table = Table(
         title=(
-            f"{len(plan.prompts)} prompt(s) × {len(plan.settings)} settings × {plan.samples}"
-            f" samples (seeds {plan.seed}..{plan.seed + plan.samples - 1}),"
+            f"{plan.shape} (seeds {plan.seed}..{plan.seed + plan.samples - 1}),"
             f" ≤ {plan.max_tokens} tokens; mean ± standard error over prompts"
         ),
         caption=(
