@@ -36,6 +36,9 @@ class Vocab:
         bos: The beginning-of-sequence token id.
         eos: The end-of-sequence token id.
         unk: The unknown token id (None for none).
+        add_space_prefix: `tokenizer.ggml.add_space_prefix` (None to leave it out:
+            llama.cpp then prefixes a SentencePiece text with a space; Gemma's GGUFs
+            say False).
     """
 
     model: str
@@ -47,6 +50,7 @@ class Vocab:
     bos: int = 1
     eos: int = 2
     unk: int | None = 0
+    add_space_prefix: bool | None = None
 
     def id_of(self, text: str) -> int:
         """The id of the token whose text is `text`."""
@@ -137,6 +141,8 @@ def write_tiny_llama(
     writer.add_eos_token_id(vocab.eos)
     if vocab.unk is not None:
         writer.add_unk_token_id(vocab.unk)
+    if vocab.add_space_prefix is not None:
+        writer.add_add_space_prefix(vocab.add_space_prefix)
     if chat_template is not None:
         writer.add_chat_template(chat_template)
 
