@@ -71,6 +71,8 @@ class TokenRow:
             report of two distributions (guidance's, contrast's) as `report_json`
             gives it (each token with its text), another as its figures (a list of
             tokens as [id, number] pairs).
+        section: "thinking" or "answer" (`sampling.sections`): the answer for a
+            model that does not think.
     """
 
     chat: int
@@ -89,6 +91,7 @@ class TokenRow:
     cut_by: str
     top: tuple[TopToken, ...]
     reports: dict[str, object] = field(default_factory=dict)
+    section: str = "answer"
 
 
 def _logprob(probability: float | None) -> float | None:
@@ -138,6 +141,7 @@ def step_row(
             name: _report(report, branch.model, candidate_text)
             for name, report in step.reports.items()
         },
+        section=str(step.section),
     )
 
 

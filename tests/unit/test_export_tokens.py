@@ -95,6 +95,7 @@ def expected_rows(db: Path, chat: int) -> list[dict[str, Any]]:
                             "entropy": step.entropy,
                             "kept": step.n_kept,
                             "cut_by": step.cut_by,
+                            "section": str(step.section),
                             "top": [
                                 [int(t), float(b), float(a), bool(k), r]
                                 for t, b, a, k, r in zip(
@@ -157,7 +158,7 @@ def test_csv_rows_equal_the_jsonl_rows(
     ints = ("chat", "reply", "branch", "branch_id", "position", "token_id", "rank", "kept")
     floats = ("prob", "logprob_raw", "entropy")
     for cell, row in zip(cells, jsonl, strict=True):
-        parsed: dict[str, Any] = {name: cell[name] for name in ("text", "cut_by")}
+        parsed: dict[str, Any] = {name: cell[name] for name in ("text", "cut_by", "section")}
         parsed |= {name: int(cell[name]) for name in ints}
         parsed |= {name: float(cell[name]) for name in floats}
         parsed["followed"] = {"true": True, "false": False}[cell["followed"]]
@@ -172,7 +173,7 @@ def test_csv_quotes_texts_with_commas_quotes_and_newlines() -> None:
 
     row = TokenRow(1, 1, 1, 3, True, 0, 9, 'a,"b"\nc', 0.5, -1.5, 2, 1.25, 3, "top_k", ())
     row = TokenRow(
-        *[getattr(row, f) for f in COLUMNS[:-2]], (TopToken(4, "x,y", 0.3, 0.0, False, "top_k"),)
+        *[getattr(row, f) for f in COLUMNS[:-3]], (TopToken(4, "x,y", 0.3, 0.0, False, "top_k"),)
     )
     text = rows_csv([row])
     (cell,) = list(csv.DictReader(io.StringIO(text, newline="")))
@@ -284,3 +285,13 @@ def test_a_guided_steps_row_carries_both_distributions(
                 assert pairs == [tuple(pair) for pair in report[name]]  # type: ignore[union-attr]
                 assert all(c["text"] is None for c in shown[name])  # the model is not here
             assert shown["raised"][0]["change"] > 0 > shown["lowered"][0]["change"]
+
+
+def test_a_thinking_step_is_exported_with_its_section() -> None:
+    from backend.store.token_table import TokenRow
+    from tui.cli.commands.export.tokens import rows_csv, rows_jsonl
+
+    row = TokenRow(1, 1, 1, 3, True, 0, 9, "hm", 0.5, -1.5, 2, 1.25, 3, "top_k", (), {}, "thinking")
+    assert json.loads(rows_jsonl([row]))["section"] == "thinking"
+    (cell,) = list(csv.DictReader(io.StringIO(rows_csv([row]), newline="")))
+    assert cell["section"] == "thinking"

@@ -2,7 +2,7 @@
 
 JSON Lines holds one object per token with `top` a list of objects and `reports` an
 object (what each unit reported of the step: guidance's and contrast's both
-distributions' top tokens); CSV holds the same columns with `top` and `reports` as
+distributions' top tokens) and `section` ("thinking" or "answer"); CSV holds the same columns with `top` and `reports` as
 JSON strings. Floats are written in full (`repr`), so they read
 back equal to the stored records; a value that is unknown (or an infinite
 log-probability) is null in JSON Lines and an empty cell in CSV.
@@ -39,6 +39,7 @@ COLUMNS = (
     "cut_by",
     "top",
     "reports",
+    "section",
 )
 """The columns of every row, in order (`TokenRow`'s fields)."""
 
