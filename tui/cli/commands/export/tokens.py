@@ -1,11 +1,11 @@
 """`export --format jsonl|csv`: one row per sampled token, for a notebook.
 
-JSON Lines holds one object per token with `top` a list of objects and `reports` an
+JSON Lines holds one object per token with `top` a list of objects, `reports` an
 object (what each unit reported of the step: guidance's and contrast's both
-distributions' top tokens) and `section` ("thinking" or "answer"); CSV holds the same columns with `top` and `reports` as
-JSON strings. Floats are written in full (`repr`), so they read
-back equal to the stored records; a value that is unknown (or an infinite
-log-probability) is null in JSON Lines and an empty cell in CSV.
+distributions' top tokens) and `section` ("thinking" or "answer"); CSV holds the
+same columns with `top` and `reports` as JSON strings. Floats are written in full
+(`repr`), so they read back equal to the stored records; a value that is unknown (or
+an infinite log-probability) is null in JSON Lines and an empty cell in CSV.
 """
 
 from __future__ import annotations
