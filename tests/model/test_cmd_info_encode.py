@@ -36,6 +36,7 @@ def test_info_default_model(capsys: pytest.CaptureFixture[str], default_model_pa
     assert "  pad        2  <|im_end|>" in lines
     assert f"file size       93.8 MiB ({default_model_path.stat().st_size} bytes)" in lines
     assert lines[lines.index("chat template") + 1].startswith("{% for message in messages %}")
+    assert lines[lines.index("chat template") - 1].startswith("thinking        no thinking tags")
     template = gguf.metadata["tokenizer.chat_template"]
     model_part, devices_part = out.split(
         f"llama.cpp devices (llama-cpp-python {llama_cpp.__version__})\n"
@@ -59,6 +60,16 @@ def test_info_default_model(capsys: pytest.CaptureFixture[str], default_model_pa
     assert any(line.split()[:3] == ["Q4_1", "210", "tensors"] for line in lines)
     assert any(line.split()[:3] == ["Q8_0", "1", "tensor"] for line in lines)
     assert any(line.split()[:3] == ["F32", "61", "tensors"] for line in lines)
+
+
+def test_info_names_a_thinking_templates_tags(
+    capsys: pytest.CaptureFixture[str], thinking_model_path: Path
+) -> None:
+    code, out, _err = run_cli(capsys, "info", "--model", str(thinking_model_path))
+    assert code == 0
+    assert (
+        "thinking        <think> … </think> (<think>, from the chat template)" in out.splitlines()
+    )
 
 
 def test_info_model_flag_and_metadata(

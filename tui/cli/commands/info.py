@@ -200,11 +200,24 @@ def describe(gguf: GgufFile, *, all_metadata: bool = False) -> list[str]:
     lines.extend(describe_sampling(gguf))
     template = meta.get("tokenizer.chat_template")
     if isinstance(template, str) and template:
+        lines.append(f"thinking        {thinking_line(template)}")
         lines.append("chat template")
         lines.extend(template.splitlines() or [""])
     else:
         lines.append(f"chat template   (none: {without_template(tokens, types)})")
     return lines
+
+
+def thinking_line(template: str) -> str:
+    """Whether the chat template thinks, and with which tags samplescope tells its
+    sections apart (`backend.chat.thinking_format`)."""
+    from backend.chat.thinking_format import thinking_format_of
+
+    known = thinking_format_of(template)
+    if known is None:
+        return "no thinking tags in the chat template (--thinking-tags names them)"
+    ends = " or ".join(known.ends)
+    return f"{known.start} … {ends} ({known.name}, from the chat template)"
 
 
 def describe_sampling(gguf: GgufFile) -> list[str]:
