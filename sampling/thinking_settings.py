@@ -95,7 +95,7 @@ def thinking_record(settings: SamplerSettings) -> SamplerSettings | None:
     Raises:
         SettingsError: `think_set` cannot be read, or a value is out of range.
     """
-    if not settings.value(THINK_SET):
+    if not _has(settings, THINK_SET) or not settings.value(THINK_SET):
         return None
     changes = thinking_changes(settings)
     try:
@@ -130,6 +130,11 @@ def with_thinking_change(
     return changed
 
 
+def _has(settings: SamplerSettings, name: str) -> bool:
+    """Whether the settings' registry holds the setting `name`."""
+    return name in settings.registry.settings_by_name
+
+
 def _entries(settings: SamplerSettings) -> tuple[str, ...]:
     entries = settings.value(THINK_SET)
     assert isinstance(entries, tuple)
@@ -145,6 +150,8 @@ def tags_in_force(
     The settings' `thinking_tags` win; else the model's (its chat template's); else
     `<think>` and `</think>` while a reasoning budget is on; else none.
     """
+    if not _has(settings, "thinking_tags"):  # a registry without the thinking's unit
+        return settings, ()
     tags = settings.value("thinking_tags")
     assert isinstance(tags, tuple)
     if tags:

@@ -69,6 +69,13 @@ class ControlStrength(Stateless):
     draws: ClassVar[bool] = False
 
     @classmethod
+    def is_on(cls, settings: SamplerSettings) -> bool:
+        """Never on as a step of the chain, whatever the strength: the model applies it
+        (see the module doc)."""
+        del settings
+        return False
+
+    @classmethod
     def from_settings(cls, settings: SamplerSettings) -> ControlStrength | None:
         """Never built: the model applies the strength (see the module doc)."""
         del settings

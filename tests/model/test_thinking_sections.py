@@ -162,3 +162,22 @@ def test_a_thinking_that_never_closes_is_said_and_kept(
     out = capsys.readouterr()
     assert out.out.strip() == str(result["thinking"]).strip()
     assert "ended inside its thinking" in out.err
+
+
+def test_compare_json_gives_each_columns_thinking_and_answer_apart(
+    thinking_model_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    budget = "reasoning_budget=4,reasoning_budget_message=Done."
+    argv = ["compare", QUESTION, "--json", "--model", str(thinking_model_path), *MODEL_FLAGS]
+    argv += ["--set", f"t=0,{budget}", "--set", f"t=0,think.t=0.9,{budget}"]
+    argv += ["--max-tokens", "16"]
+    assert main(argv) == 0, capsys.readouterr().err
+    columns = json.loads(capsys.readouterr().out)
+    assert len(columns) == 2
+    for column in columns:
+        sections = column["sections"]
+        assert [part["kind"] for part in sections] == ["thinking", "answer"]
+        assert column["thinking"].endswith("Done.</think>") and column["thinking_closed"]
+        # the answer's text is the reply's after the thinking, token for token
+        assert sections[1]["first"] == sections[0]["last"] + 1
+        assert "</think>" not in column["text"]

@@ -177,7 +177,17 @@ def test_every_built_in_unit_declares_its_placement_and_on_rule() -> None:
 def test_only_units_with_a_rule_of_their_own_declare_is_on() -> None:
     """The rest take it from their settings' off values (`UnitBase.is_on`)."""
     own = {unit.name for unit in BUILT_IN_UNITS if "is_on" in vars(unit)}
-    assert own == {"penalties", "dry", "xtc", "temperature", "grammar"}
+    # reasoning_budget: its tags and the thinking's settings alone leave it off;
+    # control: the model applies the strength, the chain never holds it.
+    assert own == {
+        "penalties",
+        "dry",
+        "xtc",
+        "temperature",
+        "grammar",
+        "reasoning_budget",
+        "control",
+    }
 
 
 class Named:

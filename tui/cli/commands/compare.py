@@ -31,6 +31,7 @@ from tui.cli.options.setting_sets import parse_set, short_keys
 from tui.cli.options.template_flags import add_template_flags, template_switches
 from tui.cli.prompt_messages import build_messages
 from tui.cli.reply_score_json import reply_score_json
+from tui.cli.sections_json import sections_json
 from tui.cli.verbose import log, step_line
 from tui.resources import available_presets
 from tui.score_label import score_label
@@ -199,9 +200,10 @@ def run(args: argparse.Namespace) -> int:
                         "stats": asdict(result.stats),
                         "score": reply_score_json(column_steps),
                         "lockstep": lockstep_json(result, invariant),
+                        **sections_json(column_steps, column_pieces, result.text),
                     }
-                    for (label, settings), result, at, column_steps in zip(
-                        columns, results, diverge, steps, strict=True
+                    for (label, settings), result, at, column_steps, column_pieces in zip(
+                        columns, results, diverge, steps, pieces, strict=True
                     )
                 ],
                 ensure_ascii=False,

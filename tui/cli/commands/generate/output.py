@@ -10,10 +10,11 @@ from dataclasses import asdict
 from backend.chat.events import FinishedEvent, RewindEvent
 from sampling.records import Step
 from sampling.samplers.guidance_report import has_two_distributions, report_json
-from sampling.sections import Section, spans_of
+from sampling.sections import Section
 from tui.cli.commands.generate.build import GenerateRun
 from tui.cli.commands.generate.stream import StreamedReply
 from tui.cli.reply_score_json import reply_score_json
+from tui.cli.sections_json import sections_json
 from tui.cli.verbose import log
 
 
@@ -85,7 +86,7 @@ def reply_json(
         {
             **({} if chat_id is None else {"chat_id": chat_id}),
             "mode": run.mode,
-            **sections_json(reply, finished.text),
+            **sections_json(reply.steps, reply.texts, finished.text),
             "token_ids": list(finished.token_ids),
             "settings": settings.to_json(),
             "seed": settings.seed,
@@ -115,32 +116,6 @@ def prompt_text(run: GenerateRun) -> str:
         return run.backend.template.render(run.messages)
     except ChatTemplateError as error:
         return f"(cannot be rendered: {error})"
-
-
-def sections_json(reply: StreamedReply, final_text: str) -> dict[str, object]:
-    """A reply's thinking and answer apart, for --json: "thinking" (its text), "text"
-    (the answer's: everything for a model that does not think), "sections" (each run
-    of one kind: its kind and first and last token) and "thinking_closed" (False when
-    the reply ended inside the thinking)."""
-    kinds = [step.section for step in reply.steps]
-    texts = reply.texts[: len(kinds)]
-    tail = final_text[len("".join(texts)) :]
-    thinking = "".join(t for t, k in zip(texts, kinds, strict=True) if k is Section.THINKING)
-    answer = "".join(t for t, k in zip(texts, kinds, strict=True) if k is Section.ANSWER)
-    open_at_end = bool(kinds) and reply.steps[-1].section is Section.THINKING
-    if open_at_end:
-        thinking += tail
-    else:
-        answer += tail
-    return {
-        "text": answer,
-        "thinking": thinking,
-        "sections": [
-            {"kind": str(span.kind), "first": span.first, "last": span.last}
-            for span in spans_of(kinds)
-        ],
-        "thinking_closed": not open_at_end,
-    }
 
 
 def log_open_thinking(reply: StreamedReply) -> None:
