@@ -306,7 +306,9 @@ class SamplescopeApp(CrashLoggingApp):
         if notice:
             self.notify(notice, timeout=15)
         if self.store is not None:
-            self.conversation.recorder = ChatRecorder.of_model(self.store, info)
+            self.conversation.recorder = ChatRecorder.of_model(
+                self.store, info, lambda: backend.template.switches.to_json()
+            )
         self.chat.show_model(info)
         chat_id, self._chat_to_open = self._chat_to_open, None
         if chat_id is not None:

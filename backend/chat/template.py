@@ -12,14 +12,15 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NoReturn
 
 from jinja2 import TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from backend.chat.protocol import ChatMessage
-from backend.chat.template_switches import NO_SWITCHES, TemplateSwitches
+from backend.chat.template_switches import DEFAULT_THINKING_TAGS, NO_SWITCHES, TemplateSwitches
+from backend.chat.thinking_format import thinking_format_of
 from sampling.errors import SamplescopeError
 
 if TYPE_CHECKING:
@@ -183,6 +184,8 @@ class ChatTemplate:
                 message's content (then its text cannot be told apart safely).
         """
         switches = self.switches
+        if not switches.thinking_tags:  # the settings name none: the template's own
+            switches = replace(switches, thinking_tags=self.thinking_tags)
         if any(m.role == "assistant" for m in messages) and not switches.reasoning_preserve:
             messages = switches.prompt_messages(messages, opened=self._opens_thinking(switches))
         tag = secrets.token_hex(8)
@@ -217,6 +220,13 @@ class ChatTemplate:
                 f" ({messages[lost[0]].role}); cannot build the prompt safely"
             )
         return segments
+
+    @property
+    def thinking_tags(self) -> tuple[str, ...]:
+        """The thinking's tags as the template's format spells them
+        (`backend.chat.thinking_format`), else `<think>` and `</think>`."""
+        known = thinking_format_of(self.source)
+        return known.tags if known is not None else DEFAULT_THINKING_TAGS
 
     def _opens_thinking(self, switches: TemplateSwitches) -> bool:
         """Whether the generation prompt ends inside an open thinking block (its text

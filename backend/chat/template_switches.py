@@ -94,6 +94,47 @@ class TemplateSwitches:
             parts.append(f"reasoning_preserve={'on' if self.reasoning_preserve else 'off'}")
         return ", ".join(parts)
 
+    def to_json(self) -> str | None:
+        """The switches as a reply stores them: a JSON object of those set (None when
+        none is; the thinking tags are the settings', stored with them)."""
+        if self == replace(NO_SWITCHES, thinking_tags=self.thinking_tags):
+            return None
+        return json.dumps(
+            {
+                "kwargs": dict(self.kwargs),
+                "reasoning_effort": self.reasoning_effort,
+                "reasoning_preserve": self.reasoning_preserve,
+            },
+            ensure_ascii=False,
+        )
+
+    @classmethod
+    def from_json(cls, text: str | None, thinking_tags: Sequence[str]) -> TemplateSwitches:
+        """The switches a reply stored (`to_json`; None: none), with the thinking tags
+        of its settings.
+
+        Raises:
+            TemplateSwitchError: The stored text is not what `to_json` writes.
+        """
+        tags = tuple(thinking_tags) or DEFAULT_THINKING_TAGS
+        if text is None:
+            return cls(thinking_tags=tags)
+        try:
+            value = json.loads(text)
+            kwargs = checked_kwargs(value["kwargs"])
+            effort, preserve = value["reasoning_effort"], value["reasoning_preserve"]
+        except (json.JSONDecodeError, KeyError, TypeError, AttributeError):
+            raise TemplateSwitchError(
+                f"the reply's stored template switches cannot be read: {text[:60]!r}"
+            ) from None
+        if effort is not None and effort not in REASONING_EFFORTS:
+            raise TemplateSwitchError(f"the reply's stored reasoning effort {effort!r} is unknown")
+        if preserve is not None and not isinstance(preserve, bool):
+            raise TemplateSwitchError(
+                f"the reply's stored reasoning_preserve {preserve!r} is not a bool"
+            )
+        return cls(kwargs, effort, preserve, tags)
+
     def prompt_messages(
         self, messages: Sequence[ChatMessage], *, opened: bool = False
     ) -> list[ChatMessage]:

@@ -170,7 +170,7 @@ def make_branch(
     prefix = reply.token_ids[:index]
     head = b"".join(backend.model.token_bytes(t) for t in prefix)
     info = backend.info
-    recorder = ChatRecorder.of_model(store, info)
+    recorder = ChatRecorder.of_model(store, info, lambda: backend.template.switches.to_json())
     recorder.open_chat(chat.id)
     recorder.begin_branch(
         reply.id,

@@ -29,7 +29,7 @@ reply is not recorded.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from backend.chat.events import Decoding, FinishedEvent, GenerationEvent, RewindEvent, TokenEvent
@@ -80,6 +80,9 @@ class ChatRecorder:
         self.n_ctx = n_ctx
         self.n_batch = n_batch
         self.control_vectors = control_vectors
+        self.template_switches: Callable[[], str | None] = lambda: None
+        """The chat template's switches in force as a new reply records them
+        (`TemplateSwitches.to_json`), asked at each reply's start."""
         self.contrast_path = None if contrast_model is None else Path(contrast_model)
         self._contrast: ModelRef | None = None  # hashed with the model, on the first reply
         self.chat_id: int | None = None
@@ -95,11 +98,17 @@ class ChatRecorder:
         """The ghosts of the reply recorded last (attempts a phrase ban rejected)."""
 
     @classmethod
-    def of_model(cls, store: ChatStore, info: ModelInfo) -> ChatRecorder:
+    def of_model(
+        cls,
+        store: ChatStore,
+        info: ModelInfo,
+        template_switches: Callable[[], str | None] | None = None,
+    ) -> ChatRecorder:
         """A recorder for the loaded model `info` describes: its file, its context and
-        prefill chunk size, its control vectors and its contrast model (each
-        recorded with every reply, for exact replay)."""
-        return cls(
+        prefill chunk size, its control vectors and its contrast model, and the chat
+        template's switches as `template_switches` gives them at each reply's start
+        (each recorded with every reply, for exact replay)."""
+        recorder = cls(
             store,
             info.path,
             n_ctx=info.n_ctx,
@@ -107,6 +116,9 @@ class ChatRecorder:
             control_vectors=control_vectors_json(info.control_vectors, info.control_layers),
             contrast_model=info.contrast_model or None,
         )
+        if template_switches is not None:
+            recorder.template_switches = template_switches
+        return recorder
 
     def _contrast_ref(self) -> ModelRef | None:
         """The contrast model a reply records (hashed on the first reply, as the model)."""
@@ -182,6 +194,7 @@ class ChatRecorder:
                 commit_every=RECORD_COMMIT_EVERY,
                 control_vectors=self.control_vectors,
                 contrast_model=self._contrast_ref(),
+                template_switches=self.template_switches(),
             )
         except StoreError as error:
             return self._fail(error)
@@ -240,6 +253,7 @@ class ChatRecorder:
                 commit_every=RECORD_COMMIT_EVERY,
                 control_vectors=self.control_vectors,
                 contrast_model=self._contrast_ref(),
+                template_switches=self.template_switches(),
             )
         except StoreError as error:
             return self._fail(error)

@@ -158,6 +158,9 @@ class ReplyRecord:
             (`control_vectors_json`); None: none (or stored before schema 9).
         contrast_model: The smaller model it was contrasted with (`--contrast-model`);
             None: none (or stored before schema 9).
+        template_switches: The chat template's switches it was rendered with
+            (`TemplateSwitches.to_json`: kwargs, reasoning effort, reasoning preserve);
+            None: none set (or stored before schema 11).
     """
 
     id: int
@@ -186,6 +189,7 @@ class ReplyRecord:
     replay_problem: str | None = None
     control_vectors: str | None = None
     contrast_model: ModelRef | None = None
+    template_switches: str | None = None
 
     @property
     def is_ghost(self) -> bool:

@@ -56,6 +56,10 @@ Version history:
         model; chats.sweep_id names the sweep a chat is a sample of (NULL: a chat of its
         own, and every chat of an earlier version), so that the saved chats list a sweep
         as one entry (`backend.store.sweeps`).
+    11: replies.template_switches: the chat template's switches the reply was rendered
+        with (`--chat-template-kwargs`, `--reasoning-effort`, `--reasoning-preserve`, as
+        JSON); NULL: none set, or a reply of an earlier version. Replay, what-if and
+        branch render the prompt with them.
 
 The current schema is written out in `schema.sql` (a test checks it against a new
 database and against databases migrated from each earlier version). A new stored
@@ -71,7 +75,7 @@ from collections.abc import Callable
 
 from backend.store.past_orders import order_before_v5, order_before_v7, rewrite_orders
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 _V1 = """
 CREATE TABLE chats (
@@ -276,6 +280,7 @@ ALTER TABLE replies ADD COLUMN contrast_model_size INTEGER;
 ALTER TABLE replies ADD COLUMN contrast_model_sha256 TEXT;
 """,
     10: _V10,
+    11: "ALTER TABLE replies ADD COLUMN template_switches TEXT",
 }
 """Migration to version N (from N - 1)."""
 

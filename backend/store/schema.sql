@@ -1,4 +1,4 @@
--- The chat database's schema at version 10 (PRAGMA user_version), as a
+-- The chat database's schema at version 11 (PRAGMA user_version), as a
 -- new database gets it by running every migration in backend/store/schema.py. Written
 -- by backend.store.schema_text.write_schema_file; a test checks it against a new one.
 
@@ -52,7 +52,7 @@ CREATE TABLE "replies" (
     n_batch INTEGER,
     step_layout TEXT,                     -- JSON: how reply_steps rows are packed
     text TEXT                             -- the reply's text (NULL: the message's)
-, decoding TEXT, loop TEXT, control_vectors TEXT, contrast_model_path TEXT, contrast_model_size INTEGER, contrast_model_sha256 TEXT);
+, decoding TEXT, loop TEXT, control_vectors TEXT, contrast_model_path TEXT, contrast_model_size INTEGER, contrast_model_sha256 TEXT, template_switches TEXT);
 
 CREATE TABLE reply_steps (
     reply_id INTEGER NOT NULL REFERENCES replies(id) ON DELETE CASCADE,
@@ -94,4 +94,4 @@ CREATE INDEX replies_by_message ON replies(message_id);
 
 CREATE INDEX replies_by_parent ON replies(parent_id);
 
-PRAGMA user_version = 10;
+PRAGMA user_version = 11;

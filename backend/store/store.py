@@ -308,6 +308,7 @@ class ChatStore:
         commit_every: float = 0.0,
         control_vectors: str | None = None,
         contrast_model: ModelRef | None = None,
+        template_switches: str | None = None,
     ) -> ReplyWriter:
         """Start recording a generated reply: an empty assistant turn plus its record.
 
@@ -331,6 +332,8 @@ class ChatStore:
                 (`control_vectors_json`; None: none), for replay.
             contrast_model: The smaller model contrast decodes beside it (None:
                 none), for replay.
+            template_switches: The chat template's switches, as JSON
+                (`TemplateSwitches.to_json`; None: none set), for replay.
 
         Returns:
             The writer to feed tokens and the finish to.
@@ -344,6 +347,7 @@ class ChatStore:
             "decoding": decoding,
             "control_vectors": control_vectors,
             "contrast_model": contrast_model,
+            "template_switches": template_switches,
         }
         with self._transaction("start a reply") as conn:
             if fork is None:

@@ -170,3 +170,43 @@ def test_generate_v_names_the_switches(
     assert (
         "samplescope: chat template switches: enable_thinking=false, reasoning_preserve=off" in err
     )
+
+
+def test_a_reply_stores_its_switches_and_replays_with_them(
+    switched_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The switches change the prompt: a reply records them, and replay renders its
+    prompt with them whatever the config says now."""
+    from backend.store.store import ChatStore
+
+    db = tmp_path / "chats.sqlite3"
+    switches = ["--chat-template-kwargs", '{"enable_thinking": false}', "--reasoning-effort", "low"]
+    longer = ["--max-tokens", "16"]
+    off = generate(capsys, switched_model, "--save", "--db", str(db), *switches, *longer)
+    plain = generate(capsys, switched_model, *longer)
+    assert off["prompt"] != plain["prompt"]  # the switches reached the template
+    assert off["token_ids"] != plain["token_ids"]  # and a replay without them would differ
+    with ChatStore(db) as store:
+        chat = store.load_chat(int(off["chat_id"]))  # type: ignore[call-overload]
+        (reply,) = chat.replies
+    stored = json.loads(reply.template_switches or "")
+    assert stored == {
+        "kwargs": {"enable_thinking": False},
+        "reasoning_effort": "low",
+        "reasoning_preserve": None,
+    }
+    argv = ["replay", str(chat.id), "--db", str(db), "--model", str(switched_model)]
+    assert main([*argv, *MODEL_FLAGS[:2]]) == 0, capsys.readouterr()
+    assert "token-identical" in capsys.readouterr().out
+
+
+def test_a_reply_without_switches_stores_none(
+    switched_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from backend.store.store import ChatStore
+
+    db = tmp_path / "chats.sqlite3"
+    result = generate(capsys, switched_model, "--save", "--db", str(db))
+    with ChatStore(db) as store:
+        (reply,) = store.load_chat(int(result["chat_id"])).replies  # type: ignore[call-overload]
+    assert reply.template_switches is None

@@ -41,7 +41,7 @@ def store(db_path: Path) -> ChatStore:
 
 
 def test_new_database_is_current_version_in_wal_mode(store: ChatStore, db_path: Path) -> None:
-    assert store.schema_version == SCHEMA_VERSION == 10
+    assert store.schema_version == SCHEMA_VERSION == 11
     conn = sqlite3.connect(db_path)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     conn.close()

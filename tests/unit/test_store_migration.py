@@ -61,7 +61,7 @@ def test_v1_database_is_migrated_and_readable(tmp_path: Path) -> None:
     path = tmp_path / "chats.sqlite3"
     make_v1_database(path)
     with ChatStore(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 10
+        assert store.schema_version == SCHEMA_VERSION == 11
         chats = store.list_chats()
         # chats.updated was backfilled: the newest message, else the creation time.
         assert [(c.id, c.updated.timestamp()) for c in chats] == [(1, T0 + 120), (2, T0 + 30)]
@@ -114,7 +114,7 @@ def test_v2_database_is_migrated_with_its_replies_as_tree_roots(tmp_path: Path) 
     path = tmp_path / "chats.sqlite3"
     make_v2_database(path)
     with ChatStore(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 10
+        assert store.schema_version == SCHEMA_VERSION == 11
         chat = store.load_chat(1)
         first, second = chat.replies
         assert (first.token_ids, first.text, first.number) == ((100, 101), "hi there", 1)
@@ -151,7 +151,7 @@ def test_v3_turns_get_the_branch_they_followed(tmp_path: Path) -> None:
     migrate(conn, target=3)
     conn.close()
     with ChatStore(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 10
+        assert store.schema_version == SCHEMA_VERSION == 11
         conn = sqlite3.connect(path)
         after = conn.execute(
             "SELECT id, after_reply_id FROM messages WHERE chat_id = 1 ORDER BY position"

@@ -213,3 +213,35 @@ def test_every_command_that_renders_a_chat_refuses_bad_kwargs_in_one_line(
         "samplescope: --chat-template-kwargs: expected a JSON object such as"
         """ '{"enable_thinking": false}', got '[true]'\n"""
     )
+
+
+def test_switches_round_trip_through_a_replys_json() -> None:
+    from backend.chat.template_switches import TemplateSwitchError, TemplateSwitches
+
+    switches = TemplateSwitches((("enable_thinking", False),), "low", True, ("[THINK]", "[/THINK]"))
+    text = switches.to_json()
+    assert text is not None
+    assert TemplateSwitches.from_json(text, ("[THINK]", "[/THINK]")) == switches
+    assert TemplateSwitches().to_json() is None  # none set: nothing stored
+    assert TemplateSwitches.from_json(None, ()).thinking_tags == ("<think>", "</think>")
+    for broken in ("{", "[]", '{"kwargs": {}}', '{"kwargs": {}, "reasoning_effort": "huge",'
+                   ' "reasoning_preserve": null}'):  # fmt: skip
+        with pytest.raises(TemplateSwitchError, match="stored"):
+            TemplateSwitches.from_json(broken, ())
+
+
+def test_an_earlier_replys_thinking_is_cut_at_the_templates_own_tags() -> None:
+    """With no tags in the settings (their default), the template's format names them."""
+    from backend.chat.template_switches import TemplateSwitches
+    from tests.thinking_models import THINKING_TEMPLATE
+
+    template = ChatTemplate(THINKING_TEMPLATE)
+    template.switches = TemplateSwitches(thinking_tags=())  # as generate sets them
+    assert template.thinking_tags == ("<think>", "</think>")
+    messages = [
+        ChatMessage("user", "hi"),
+        ChatMessage("assistant", "<think>\nsecret plan</think>\nHello"),
+        ChatMessage("user", "again"),
+    ]
+    prompt = template.render(messages)
+    assert "secret plan" not in prompt and "Hello" in prompt

@@ -152,9 +152,11 @@ def load_saved(
     path: Path, reply: ReplyRecord, adapters: Adapters, args: argparse.Namespace
 ) -> LlamaBackend:
     """The model at `path` as the reply ran it: its context and prefill chunk size (both
-    change logits), its control vectors and its contrast model, holding as many
+    change logits), its control vectors and its contrast model, its chat template's
+    switches (they change the prompt), holding as many
     sequences as rebuilding it decodes at once (a sweep's sample: its whole lockstep
     batch)."""
+    from backend.chat.template_switches import TemplateSwitches
     from backend.llama.control_vector import ControlVector, Steering  # loads llama.cpp
     from backend.session.llama_backend import LlamaBackend
     from backend.session.replay import sequences_of
@@ -163,6 +165,9 @@ def load_saved(
         tuple(ControlVector(Path(file), scale) for file, scale in adapters.vectors),
         adapters.layers,
     )
+    tags = reply.settings_at(0).value("thinking_tags")
+    assert isinstance(tags, tuple)
+    switches = TemplateSwitches.from_json(reply.template_switches, tags)  # before the load
     n_ctx, n_batch = reply.n_ctx or DEFAULT_N_CTX, reply.n_batch or DEFAULT_N_BATCH
     sequences = sequences_of(reply)
     n_seq_max = sequences if sequences > 1 else None  # a lockstep batch's siblings too
@@ -188,6 +193,7 @@ def load_saved(
         except BaseException:
             backend.close()
             raise
+    backend.template.switches = switches
     return backend
 
 

@@ -40,5 +40,8 @@ def open_store(args: argparse.Namespace) -> ChatStore:
 
 
 def recorder_for(args: argparse.Namespace, backend: SessionBackend) -> ChatRecorder:
-    """A recorder into the `--db` store for the loaded model."""
-    return ChatRecorder.of_model(open_store(args), backend.info)
+    """A recorder into the `--db` store for the loaded model (and the chat template's
+    switches in force as each reply starts)."""
+    return ChatRecorder.of_model(
+        open_store(args), backend.info, lambda: backend.template.switches.to_json()
+    )
