@@ -14,7 +14,6 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from tui.chat.explore import open_explore
 from tui.chat.host import ChatHost
@@ -27,6 +26,7 @@ from tui.compare.command import open_compare
 from tui.history.screen import HistoryScreen
 from tui.row_compositor import use_row_compositor
 from tui.score.screen import ScoreScreen
+from tui.widgets.steady_footer import SteadyFooter
 
 NEW_SEED_RANGE = 100_000
 PANELS_WIDTH = 52
@@ -59,7 +59,7 @@ class ChatScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield self.chat
-        yield Footer(compact=True)
+        yield SteadyFooter(compact=True)
 
     def on_mount(self) -> None:
         self.host.chat_mounted()
