@@ -21,7 +21,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.dom import DOMNode
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from backend.chat.completion import Mode
 from backend.chat.events import (
@@ -47,6 +47,7 @@ from tui.row_compositor import use_row_compositor
 from tui.runner import GenerationRunner
 from tui.widgets.alternatives import Alternative, AlternativesScreen
 from tui.widgets.prob_panel import ProbPanel
+from tui.widgets.steady_footer import SteadyFooter
 from tui.widgets.token_text import TokenPieces, TokenPieceSource
 
 DEFAULT_MAX_TOKENS = 256
@@ -188,7 +189,7 @@ class CompareScreen(Screen[CompareResult | None]):
             yield Static(SELECT_HINT, id="compare-hint", markup=False)
             yield ProbPanel(id="compare-prob")
             yield CompareCurves(id="compare-curves")
-        yield Footer()
+        yield SteadyFooter()
 
     def on_mount(self) -> None:
         self.column_views[0].focus()

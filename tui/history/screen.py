@@ -22,11 +22,12 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from backend.store.store import ChatStore, ChatSummary, StoreError
 from tui.display import local_time
 from tui.widgets.confirm import ConfirmScreen
+from tui.widgets.steady_footer import SteadyFooter
 from tui.widgets.table_fill import fill_table
 
 HISTORY_COLUMNS = ("updated", "title", "model", "replies")
@@ -66,7 +67,7 @@ class HistoryScreen(Screen[int | None]):
         yield Input(placeholder="search titles and messages…", id="history-search")
         yield DataTable(id="history-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="history-empty")
-        yield Footer()
+        yield SteadyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)
