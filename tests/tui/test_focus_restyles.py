@@ -1,5 +1,6 @@
 """A focus move between the sampling panel's controls restyles the two controls, not
-the whole panel, and rebuilds the footer only when the keys it shows change.
+the whole panel, and rebuilds the footer only when the keys it shows change; the chat's
+screen starts with its breakpoints' classes, not restyled again by the first resize.
 
 Counts, not timings: how many nodes Textual restyles for one tab, against how many the
 panel holds (a `:focus-within` rule on the panel restyled all of them at each tab, and
@@ -19,6 +20,7 @@ from textual.widgets._footer import FooterKey  # the footer's key widget (not ex
 from tests.fake_backend import FakeBackend
 from tests.helpers import chat_of, wait_until
 from tui.app import SamplescopeApp
+from tui.chat.screen import FOLD_BELOW, ChatScreen
 from tui.panel.sampling_panel import SamplingPanel
 from tui.panel.slider import Slider
 
@@ -95,3 +97,33 @@ async def test_the_footer_follows_the_keys_and_the_panel_its_focus() -> None:
         await pilot.pause()
         assert isinstance(app.focused, Input) and not panel.has_class("-focus-within")
         assert footer_keys_shown(app) == keys_to_show(app) == at_the_prompt
+
+
+@pytest.mark.parametrize("size", [(120, 36), (80, 24), (200, 20)])
+async def test_the_chat_screen_starts_with_the_breakpoints_of_its_size(
+    monkeypatch: pytest.MonkeyPatch, size: tuple[int, int]
+) -> None:
+    """The first resize finds the breakpoints' classes set (no second restyle of the
+    whole screen as the app starts); a later resize moves them as before."""
+    changed: list[bool] = []
+    update_classes = ChatScreen.update_classes
+
+    def recorded(self: ChatScreen, classes: Any, update: bool = True, animate: bool = True) -> Any:
+        before = set(self.classes)
+        done = update_classes(self, classes, update=update, animate=animate)
+        changed.append(before != set(self.classes))
+        return done
+
+    monkeypatch.setattr(ChatScreen, "update_classes", recorded)
+    app = SamplescopeApp(FakeBackend(), cursor_blink=False)
+    async with app.run_test(size=size) as pilot:
+        await wait_until(pilot, lambda: chat_of(app).ready)
+        await pilot.pause()
+        assert changed and not any(changed)
+        width, height = size
+        assert app.chat_screen.has_class("-wide" if width >= FOLD_BELOW else "-narrow")
+        assert app.chat_screen.has_class("-tall" if height >= 30 else "-short")
+        await pilot.resize_terminal(FOLD_BELOW - 1 if width >= FOLD_BELOW else FOLD_BELOW, 40)
+        await wait_until(pilot, lambda: any(changed))
+        assert app.chat_screen.has_class("-narrow" if width >= FOLD_BELOW else "-wide")
+        assert app.chat_screen.has_class("-tall")

@@ -56,6 +56,31 @@ class ChatScreen(Screen[None]):
         self.chat = chat
         self.host = host
         use_row_compositor(self)
+        self._start_breakpoints()
+
+    def _start_breakpoints(self) -> None:
+        """Take the breakpoints' classes (`-wide`, `-tall`, …) for the terminal's size
+        now: left to the first resize, they would restyle the whole screen once more
+        as the app starts (a resize still sets them as Textual does)."""
+        width, height = self.app.size
+        app = self.app
+        for dimension, breakpoints in (
+            (
+                width,
+                app.HORIZONTAL_BREAKPOINTS
+                if self.HORIZONTAL_BREAKPOINTS is None
+                else self.HORIZONTAL_BREAKPOINTS,
+            ),
+            (
+                height,
+                app.VERTICAL_BREAKPOINTS
+                if self.VERTICAL_BREAKPOINTS is None
+                else self.VERTICAL_BREAKPOINTS,
+            ),
+        ):
+            reached = [(at, name) for at, name in breakpoints or () if dimension >= at]
+            if reached:
+                self.add_class(max(reached)[1], update=False)
 
     def compose(self) -> ComposeResult:
         yield self.chat
