@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-import textual._wait as textual_wait
 from hypothesis import settings as hypothesis_settings
 
 from backend.config.model_path import resolve_model_path
@@ -29,15 +28,6 @@ hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "samplesco
 
 if TYPE_CHECKING:
     from backend.session.llama_backend import LlamaBackend
-
-# Pilot's key presses and pauses wait until the app looks idle: Textual sleeps in
-# windows of `SLEEP_GRANULARITY` (20 ms) until one passes with under a twentieth of it
-# in CPU time, twice for every key pressed. In windows of 5 ms (the same twentieth) a
-# key typed costs 10 ms of waiting instead of 40 (the app tests spent more than half
-# their time there). The tests wait for what they check (`tests.helpers.wait_until`),
-# never for a pause to be long enough: a loaded machine ends Pilot's windows early too.
-textual_wait.SLEEP_GRANULARITY = 0.005
-textual_wait.SLEEP_IDLE = textual_wait.SLEEP_GRANULARITY / 20
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
