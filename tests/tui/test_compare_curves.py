@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
-from tests.helpers import HostApp, wait_done
+from tests.helpers import HostApp, wait_done, wait_until
 from tests.tui.test_compare_view import FAKE_COLUMNS, SIZE, fake_screen
 from tui.compare.curves import CompareCurves, series_values
 
@@ -35,11 +35,12 @@ async def test_curves_follow_the_columns_and_switch_series() -> None:
         views = screen.column_views
         assert [v.divergence for v in views] == [None, DIVERGES_AT]
         assert curves.series == "entropy"
-        assert "entropy" in str(curves.border_title)
+        # The curves are drawn after the next refresh (a pause may end before it).
+        await wait_until(pilot, lambda: "entropy" in str(curves.border_title))
         await pilot.press("c")
         await pilot.pause()
         assert curves.series == "prob"
-        assert "probability" in str(curves.border_title)
+        await wait_until(pilot, lambda: "probability" in str(curves.border_title))
         probs = series_values(views[1].tokens, "prob")
         assert probs.tolist() == [t.step.prob for t in views[1].tokens]
         await pilot.press("c")

@@ -14,7 +14,6 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.screen import Screen
-from textual.widgets import Footer
 
 from backend.session.sweep_result import SweepResult
 from tui.chat.explore import open_explore
@@ -28,6 +27,7 @@ from tui.compare.command import open_compare
 from tui.history.screen import HistoryChoice, HistoryScreen
 from tui.row_compositor import use_row_compositor
 from tui.score.screen import ScoreScreen
+from tui.widgets.steady_footer import SteadyFooter
 
 NEW_SEED_RANGE = 100_000
 PANELS_WIDTH = 52
@@ -57,10 +57,35 @@ class ChatScreen(Screen[None]):
         self.chat = chat
         self.host = host
         use_row_compositor(self)
+        self._start_breakpoints()
+
+    def _start_breakpoints(self) -> None:
+        """Take the breakpoints' classes (`-wide`, `-tall`, …) for the terminal's size
+        now: left to the first resize, they would restyle the whole screen once more
+        as the app starts (a resize still sets them as Textual does)."""
+        width, height = self.app.size
+        app = self.app
+        for dimension, breakpoints in (
+            (
+                width,
+                app.HORIZONTAL_BREAKPOINTS
+                if self.HORIZONTAL_BREAKPOINTS is None
+                else self.HORIZONTAL_BREAKPOINTS,
+            ),
+            (
+                height,
+                app.VERTICAL_BREAKPOINTS
+                if self.VERTICAL_BREAKPOINTS is None
+                else self.VERTICAL_BREAKPOINTS,
+            ),
+        ):
+            reached = [(at, name) for at, name in breakpoints or () if dimension >= at]
+            if reached:
+                self.add_class(max(reached)[1], update=False)
 
     def compose(self) -> ComposeResult:
         yield self.chat
-        yield Footer(compact=True)
+        yield SteadyFooter(compact=True)
 
     def on_mount(self) -> None:
         self.host.chat_mounted()

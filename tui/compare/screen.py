@@ -21,7 +21,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.dom import DOMNode
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from backend.chat.completion import Mode
 from backend.chat.events import (
@@ -48,6 +48,7 @@ from tui.runner import GenerationRunner
 from tui.widgets.alternatives import Alternative, AlternativesScreen
 from tui.widgets.entry import covered
 from tui.widgets.prob_panel import ProbPanel
+from tui.widgets.steady_footer import SteadyFooter
 from tui.widgets.token_text import TokenPieces, TokenPieceSource
 
 DEFAULT_MAX_TOKENS = 256
@@ -192,7 +193,7 @@ class CompareScreen(Screen[CompareResult | None]):
             yield Static(SELECT_HINT, id="compare-hint", markup=False)
             yield ProbPanel(id="compare-prob")
             yield CompareCurves(id="compare-curves")
-        yield Footer()
+        yield SteadyFooter()
 
     def on_mount(self) -> None:
         self.column_views[0].focus()

@@ -27,7 +27,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from backend.session.recorded_sweep import kept_sweep
 from backend.session.sweep_result import SweepResult
@@ -35,6 +35,7 @@ from backend.store.store import ChatStore, HistoryEntry, StoreError, SweepSummar
 from sampling.errors import SamplescopeError
 from tui.display import local_time
 from tui.widgets.confirm import ConfirmScreen
+from tui.widgets.steady_footer import SteadyFooter
 from tui.widgets.table_fill import fill_table, text_width
 
 HISTORY_COLUMNS = ("updated", "title", "model", "replies")
@@ -105,7 +106,7 @@ class HistoryScreen(Screen[HistoryChoice]):
         yield Input(placeholder="search titles and messages…", id="history-search")
         yield ChatTable(id="history-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="history-empty")
-        yield Footer()
+        yield SteadyFooter()
 
     def on_mount(self) -> None:
         table = self.query_one(DataTable)

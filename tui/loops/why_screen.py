@@ -22,7 +22,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from backend.chat.events import TokenEvent
 from backend.session.run import StepInput
@@ -31,6 +31,7 @@ from sampling.samplers.dry import DryParams
 from sampling.samplers.penalties import PenaltiesParams
 from tui.loops.climb import LoopCell, climb_text, dry_blind_spot, loop_cells
 from tui.widgets.alternatives import candidate_rows
+from tui.widgets.steady_footer import SteadyFooter
 from tui.widgets.table_fill import fill_table
 from tui.widgets.token_text import TokenPieces
 
@@ -162,7 +163,7 @@ class LoopWhyScreen(Screen[WhyChoice | None]):
             yield DataTable(id="loop-grid", cursor_type="cell", zebra_stripes=True)
             yield Static(id="loop-detail")
             yield Static(self._start_text(), id="loop-start")
-        yield Footer()
+        yield SteadyFooter()
 
     def on_mount(self) -> None:
         self.fill_grid()

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import Collapsible
 
 from backend.session.loop_watch import LoopGuard
@@ -74,41 +75,12 @@ class SamplingPanel(Vertical):
     def compose(self) -> ComposeResult:
         for group, specs in group_specs():
             controls = [control_for(spec, self._initial) for spec in specs]
-            yield Collapsible(
-                *controls,
-                title=group_title(group, group_is_on(group, self._initial), self._initial),
-                collapsed=group != CORE_GROUP,
-                id=f"group-{group}",
-                classes="setting-group",
-            )
-        yield Collapsible(
-            PhraseBanControls(PhraseBans()),
-            title="phrase bans",
-            collapsed=True,
-            id="group-phrase-bans",
-            classes="setting-group",
-        )
-        yield Collapsible(
-            LoopControls(),
-            title=loops_title(LoopGuard()),
-            collapsed=True,
-            id="group-loops",
-            classes="setting-group",
-        )
-        yield Collapsible(
-            BeamControls(),
-            title="beam search",
-            collapsed=True,
-            id="group-beam-search",
-            classes="setting-group",
-        )
-        yield Collapsible(
-            SettingsActions(),
-            title="reset · presets",
-            collapsed=True,
-            id="group-settings-actions",
-            classes="setting-group",
-        )
+            title = group_title(group, group_is_on(group, self._initial), self._initial)
+            yield _group(group, title, *controls, collapsed=group != CORE_GROUP)
+        yield _group("phrase-bans", "phrase bans", PhraseBanControls(PhraseBans()))
+        yield _group("loops", loops_title(LoopGuard()), LoopControls())
+        yield _group("beam-search", "beam search", BeamControls())
+        yield _group("settings-actions", "reset · presets", SettingsActions())
 
     def controls(self) -> Iterator[Control]:
         """Every setting's control, group by group."""
@@ -199,6 +171,30 @@ class SamplingPanel(Vertical):
     def focus_first(self) -> None:
         """Focus the first control (at once: the next key goes to it)."""
         self.screen.set_focus(self.query(Slider).first())
+
+    @on(events.DescendantFocus)
+    @on(events.DescendantBlur)
+    def _mark_focus_within(self) -> None:
+        """Class `-focus-within` while a control of the panel has the focus (its
+        border lights up).
+
+        A class set as the focus enters or leaves, not CSS's `:focus-within`: Textual
+        restyles the whole subtree of a node with a `:focus-within` rule at every focus
+        move inside it, i.e. every control of the panel at each tab.
+        """
+        self.set_class(self.has_focus_within, "-focus-within")
+
+
+def _group(group: str, title: str, *controls: Widget, collapsed: bool = True) -> Collapsible:
+    """One group of the panel (`#group-NAME`), collapsed unless told.
+
+    A collapsed group carries Collapsible's `-collapsed` class from the start: set on
+    mount instead, it would restyle every control inside a second time.
+    """
+    classes = "setting-group -collapsed" if collapsed else "setting-group"
+    return Collapsible(
+        *controls, title=title, collapsed=collapsed, id=f"group-{group}", classes=classes
+    )
 
 
 def _temperature_last_for(order: tuple[str, ...]) -> bool | None:

@@ -16,7 +16,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from backend.chat.protocol import ChatMessage
 from backend.session.sweep_result import (
@@ -29,6 +29,7 @@ from backend.session.sweep_result import (
 from sampling.analysis.sweep_metrics import Estimate
 from tui.generate_command import NotOneCommandError, generate_command
 from tui.sweep.frontier_plot import AXIS_NAMES, FrontierPlot, mark_of
+from tui.widgets.steady_footer import SteadyFooter
 from tui.widgets.table_fill import fill_table
 from tui.widgets.thinking_fold import summary
 
@@ -102,7 +103,7 @@ class SweepScreen(Screen[int | None]):
         yield FrontierPlot(id="sweep-plot")
         yield Static("", id="sweep-table-title")
         yield DataTable(id="sweep-table", cursor_type="row", zebra_stripes=True)
-        yield Footer()
+        yield SteadyFooter()
 
     def _title(self) -> Text:
         plan = self.result.plan
