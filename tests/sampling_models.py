@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.thinking_models import metadata_copy
+
 QWEN3_LIKE: dict[str, float | int | str] = {
     "general.sampling.temp": 0.6,
     "general.sampling.top_k": 20,
@@ -36,20 +38,10 @@ def sampling_copy(
     Returns:
         The copy's path.
     """
-    import gguf
-    from gguf.scripts.gguf_new_metadata import MetadataDetails, copy_with_new_metadata
+    from gguf.scripts.gguf_new_metadata import MetadataDetails
 
-    target = folder / f"{source.stem}-{name}.gguf"
-    reader = gguf.GGUFReader(source, "r")
-    architecture = reader.get_field(gguf.Keys.General.ARCHITECTURE)
-    assert architecture is not None
-    writer = gguf.GGUFWriter(target, arch=str(architecture.contents()), endianess=reader.endianess)
-    alignment = reader.get_field(gguf.Keys.General.ALIGNMENT)
-    if alignment is not None:
-        writer.data_alignment = int(alignment.contents())
     new_metadata = {key: MetadataDetails(_type_of(value), value) for key, value in keys.items()}
-    copy_with_new_metadata(reader, writer, new_metadata, [])
-    return target
+    return metadata_copy(source, folder / f"{source.stem}-{name}.gguf", new_metadata)
 
 
 def _type_of(value: float | int | str | bool) -> object:

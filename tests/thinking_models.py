@@ -10,7 +10,9 @@ so the tags are found across token boundaries.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 THINKING_TEMPLATE = (
     "{% for message in messages %}"
@@ -41,9 +43,25 @@ def thinking_copy(source: Path, folder: Path, template: str = THINKING_TEMPLATE)
         The copy's path.
     """
     import gguf
-    from gguf.scripts.gguf_new_metadata import MetadataDetails, copy_with_new_metadata
+    from gguf.scripts.gguf_new_metadata import MetadataDetails
 
-    target = folder / f"{source.stem}-thinking.gguf"
+    return metadata_copy(
+        source,
+        folder / f"{source.stem}-thinking.gguf",
+        {gguf.Keys.Tokenizer.CHAT_TEMPLATE: MetadataDetails(gguf.GGUFValueType.STRING, template)},
+    )
+
+
+def metadata_copy(source: Path, target: Path, new_metadata: Mapping[str, Any]) -> Path:
+    """Copy the GGUF `source` to `target` with `new_metadata` (key → the `gguf`
+    package's `MetadataDetails`) added or replaced; the weights are copied as they are.
+
+    Returns:
+        `target`.
+    """
+    import gguf
+    from gguf.scripts.gguf_new_metadata import copy_with_new_metadata
+
     reader = gguf.GGUFReader(source, "r")
     architecture = reader.get_field(gguf.Keys.General.ARCHITECTURE)
     assert architecture is not None
@@ -51,8 +69,5 @@ def thinking_copy(source: Path, folder: Path, template: str = THINKING_TEMPLATE)
     alignment = reader.get_field(gguf.Keys.General.ALIGNMENT)
     if alignment is not None:
         writer.data_alignment = int(alignment.contents())
-    new_metadata = {
-        gguf.Keys.Tokenizer.CHAT_TEMPLATE: MetadataDetails(gguf.GGUFValueType.STRING, template)
-    }
-    copy_with_new_metadata(reader, writer, new_metadata, [])
+    copy_with_new_metadata(reader, writer, dict(new_metadata), [])
     return target

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from backend.chat.events import FinishedEvent
-from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.bench.paired import paired_speeds
+from backend.chat.protocol import ChatMessage
 from backend.session.llama_backend import LlamaBackend
 from sampling.settings.record import SamplerSettings
 
@@ -44,35 +44,18 @@ class GuidanceBenchResult:
         return self.plain_tps / self.guided_tps if self.guided_tps > 0 else 0.0
 
 
-def _once(backend: LlamaBackend, settings: SamplerSettings, max_tokens: int) -> FinishedEvent:
-    backend.reset()
-    events = backend.generate(PROMPT, LiveSettings(settings), max_tokens=max_tokens)
-    finished = [event for event in events if isinstance(event, FinishedEvent)][-1]
-    if finished.error:
-        raise RuntimeError(finished.error)
-    return finished
-
-
 def run_guidance_bench(
     model_path: Path, *, n_threads: int, max_tokens: int = 96, repeats: int = 3
 ) -> GuidanceBenchResult:
     """Measure (see the module doc)."""
     backend = LlamaBackend.load(model_path, n_ctx=2048, n_threads=n_threads)
-    eos = backend.runtime.eos
-    ban = ((eos, float("-inf")),) if eos >= 0 else ()
-    plain, guided = PLAIN.with_changes(logit_bias=ban), GUIDED.with_changes(logit_bias=ban)
-    best = {False: 0.0, True: 0.0}
-    tokens = 0
     try:
-        _once(backend, guided, 4)  # warm up
-        for _ in range(repeats):
-            for is_guided in (False, True):  # alternating: a disturbance hits both
-                finished = _once(backend, guided if is_guided else plain, max_tokens)
-                best[is_guided] = max(best[is_guided], finished.stats.decode_tps)
-                tokens = len(finished.token_ids)
+        speeds = paired_speeds(
+            backend, PROMPT, PLAIN, GUIDED, max_tokens=max_tokens, repeats=repeats
+        )
     finally:
         backend.close()
-    return GuidanceBenchResult(best[False], best[True], tokens)
+    return GuidanceBenchResult(speeds.peer_tps, speeds.ours_tps, speeds.tokens)
 
 
 def format_result(result: GuidanceBenchResult) -> str:

@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from backend.chat.events import FinishedEvent
-from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.bench.paired import paired_speeds
+from backend.chat.protocol import ChatMessage
 from backend.session.llama_backend import LlamaBackend
 from sampling.settings.record import SamplerSettings
 
@@ -45,35 +45,18 @@ class ThinkingBenchResult:
         return 1 - self.thinking_tps / self.plain_tps if self.plain_tps > 0 else 0.0
 
 
-def _once(backend: LlamaBackend, settings: SamplerSettings, max_tokens: int) -> FinishedEvent:
-    backend.reset()
-    events = backend.generate(PROMPT, LiveSettings(settings), max_tokens=max_tokens, raw=True)
-    finished = [event for event in events if isinstance(event, FinishedEvent)][-1]
-    if finished.error:
-        raise RuntimeError(finished.error)
-    return finished
-
-
 def run_thinking_bench(
     model_path: Path, *, n_threads: int, max_tokens: int = 256, repeats: int = 3
 ) -> ThinkingBenchResult:
     """Measure (see the module doc)."""
     backend = LlamaBackend.load(model_path, n_ctx=2048, n_threads=n_threads)
-    eos = backend.runtime.eos
-    ban = ((eos, float("-inf")),) if eos >= 0 else ()
-    plain, thinking = PLAIN.with_changes(logit_bias=ban), THINKING.with_changes(logit_bias=ban)
-    best = {False: 0.0, True: 0.0}
-    tokens = 0
     try:
-        _once(backend, thinking, 4)  # warm up
-        for _ in range(repeats):
-            for watched in (False, True):  # alternating: a disturbance hits both
-                finished = _once(backend, thinking if watched else plain, max_tokens)
-                best[watched] = max(best[watched], finished.stats.decode_tps)
-                tokens = len(finished.token_ids)
+        speeds = paired_speeds(
+            backend, PROMPT, PLAIN, THINKING, max_tokens=max_tokens, repeats=repeats, raw=True
+        )
     finally:
         backend.close()
-    return ThinkingBenchResult(best[False], best[True], tokens)
+    return ThinkingBenchResult(speeds.peer_tps, speeds.ours_tps, speeds.tokens)
 
 
 def format_result(result: ThinkingBenchResult) -> str:

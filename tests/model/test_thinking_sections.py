@@ -181,3 +181,11 @@ def test_compare_json_gives_each_columns_thinking_and_answer_apart(
         # the answer's text is the reply's after the thinking, token for token
         assert sections[1]["first"] == sections[0]["last"] + 1
         assert "</think>" not in column["text"]
+
+
+def test_the_thinking_bench_runs_on_a_tiny_budget(default_model_path: Path) -> None:
+    from backend.bench.thinking import format_result, run_thinking_bench
+
+    result = run_thinking_bench(default_model_path, n_threads=1, max_tokens=6, repeats=1)
+    assert result.tokens == 6 and result.plain_tps > 0 and result.thinking_tps > 0
+    assert "the thinking's watch costs" in format_result(result)
