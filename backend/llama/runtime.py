@@ -24,6 +24,7 @@ import llama_cpp
 import numpy as np
 import numpy.typing as npt
 
+from backend.llama.blas_threads import one_blas_thread
 from backend.llama.context import (
     BatchToken,
     Context,
@@ -66,6 +67,7 @@ def _init_backend() -> None:
     with _backend_lock:
         if not _backend_ready:
             llama_cpp.llama_backend_init()
+            one_blas_thread()  # BLAS threads spinning after np.dot steal llama.cpp's cores
             _backend_ready = True
 
 

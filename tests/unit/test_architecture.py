@@ -147,6 +147,7 @@ def subpackage_of(module: str) -> str:
                 "yaml",
                 "huggingface_hub",
                 "regex",  # the user's regular expressions, time-limited
+                "threadpoolctl",  # numpy's BLAS at one thread beside llama.cpp's
             },
         ),
         (
