@@ -19,9 +19,10 @@ from jinja2 import TemplateError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from backend.chat.protocol import ChatMessage
-from backend.chat.template_switches import DEFAULT_THINKING_TAGS, NO_SWITCHES, TemplateSwitches
+from backend.chat.template_switches import NO_SWITCHES, TemplateSwitches
 from backend.chat.thinking_format import thinking_format_of
 from sampling.errors import SamplescopeError
+from sampling.sections import DEFAULT_TAGS
 
 if TYPE_CHECKING:
     from backend.llama.runtime import LlamaRuntime
@@ -185,7 +186,7 @@ class ChatTemplate:
         """
         switches = self.switches
         if not switches.thinking_tags:  # the settings name none: the template's own
-            switches = replace(switches, thinking_tags=self.thinking_tags)
+            switches = replace(switches, thinking_tags=self.format_tags or DEFAULT_TAGS)
         if any(m.role == "assistant" for m in messages) and not switches.reasoning_preserve:
             messages = switches.prompt_messages(messages, opened=self._opens_thinking(switches))
         tag = secrets.token_hex(8)
@@ -222,11 +223,11 @@ class ChatTemplate:
         return segments
 
     @property
-    def thinking_tags(self) -> tuple[str, ...]:
+    def format_tags(self) -> tuple[str, ...]:
         """The thinking's tags as the template's format spells them
-        (`backend.chat.thinking_format`), else `<think>` and `</think>`."""
+        (`backend.chat.thinking_format`); none for a template that shows no thinking."""
         known = thinking_format_of(self.source)
-        return known.tags if known is not None else DEFAULT_THINKING_TAGS
+        return () if known is None else known.tags
 
     def _opens_thinking(self, switches: TemplateSwitches) -> bool:
         """Whether the generation prompt ends inside an open thinking block (its text

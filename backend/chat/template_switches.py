@@ -27,12 +27,12 @@ from typing import Any
 
 from backend.chat.protocol import ChatMessage
 from sampling.errors import SamplescopeError
+from sampling.sections import DEFAULT_TAGS
 from sampling.settings.record import SamplerSettings
 
 REASONING_EFFORTS = ("default", "minimal", "low", "medium", "high", "xhigh", "max")
 """llama.cpp's `--reasoning-effort` levels ("default": the template's own)."""
 
-DEFAULT_THINKING_TAGS = ("<think>", "</think>")
 
 RESERVED = ("messages", "add_generation_prompt", "bos_token", "eos_token")
 """The variables samplescope gives every template itself."""
@@ -59,7 +59,7 @@ class TemplateSwitches:
     kwargs: tuple[tuple[str, Any], ...] = ()
     reasoning_effort: str | None = None
     reasoning_preserve: bool | None = None
-    thinking_tags: tuple[str, ...] = DEFAULT_THINKING_TAGS
+    thinking_tags: tuple[str, ...] = DEFAULT_TAGS
 
     @property
     def enable_thinking(self) -> bool | None:
@@ -116,7 +116,7 @@ class TemplateSwitches:
         Raises:
             TemplateSwitchError: The stored text is not what `to_json` writes.
         """
-        tags = tuple(thinking_tags) or DEFAULT_THINKING_TAGS
+        tags = tuple(thinking_tags) or DEFAULT_TAGS
         if text is None:
             return cls(thinking_tags=tags)
         try:
@@ -296,4 +296,4 @@ def parse_template_table(table: object, fail: Fail) -> TemplateSwitches:
 def thinking_tags_of(settings: SamplerSettings) -> tuple[str, ...]:
     """The settings' thinking tags (what earlier replies' thinking is cut at)."""
     tags = settings.value("thinking_tags")
-    return tuple(str(tag) for tag in tags) if isinstance(tags, tuple) else DEFAULT_THINKING_TAGS
+    return tuple(str(tag) for tag in tags) if isinstance(tags, tuple) else DEFAULT_TAGS

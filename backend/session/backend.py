@@ -19,7 +19,6 @@ from backend.chat.events import Decoding, FinishedEvent, GenerationEvent
 from backend.chat.prompt import PromptBuilder
 from backend.chat.protocol import ChatMessage, LiveSettings, ModelInfo
 from backend.chat.template import ChatTemplate
-from backend.chat.thinking_format import thinking_format_of
 from backend.llama.context import Layout
 from backend.session.loop import Generation
 from backend.session.loop_watch import LoopGuard, watching
@@ -90,8 +89,7 @@ class SessionBackend:
         (`raw`: `--thinking-tags` names them there)."""
         if raw:
             return ()
-        found = thinking_format_of(self.template.source)
-        return () if found is None else found.tags
+        return self.template.format_tags
 
     def special_texts(self) -> list[str]:
         """The texts of the vocabulary's special tokens."""

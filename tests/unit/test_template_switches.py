@@ -237,7 +237,7 @@ def test_an_earlier_replys_thinking_is_cut_at_the_templates_own_tags() -> None:
 
     template = ChatTemplate(THINKING_TEMPLATE)
     template.switches = TemplateSwitches(thinking_tags=())  # as generate sets them
-    assert template.thinking_tags == ("<think>", "</think>")
+    assert template.format_tags == ("<think>", "</think>")
     messages = [
         ChatMessage("user", "hi"),
         ChatMessage("assistant", "<think>\nsecret plan</think>\nHello"),

@@ -19,7 +19,7 @@ from textual.widget import Widget
 
 from backend.chat.events import TokenEvent
 from tui.display import display_text
-from tui.widgets.thinking_fold import is_thinking, span_at, summary, thinking_spans
+from tui.widgets.thinking_fold import is_thinking, summary, thinking_spans
 from tui.widgets.token_look import CURSOR_STYLE, TokenMarks, styled_runs
 from tui.widgets.token_text import token_text
 
@@ -80,7 +80,8 @@ class ColumnText(Widget):
 
     def folded_at(self, index: int) -> bool:
         """Whether token `index` is in a folded thinking."""
-        return not self.thinking_open and span_at(thinking_spans(self.tokens), index) is not None
+        tokens = self.tokens
+        return not self.thinking_open and 0 <= index < len(tokens) and is_thinking(tokens[index])
 
     def set_thinking_open(self, shown: bool) -> None:
         """Show its thinking, or fold it under its summary line."""

@@ -34,11 +34,6 @@ def thinking_spans(tokens: Sequence[TokenEvent]) -> tuple[SectionSpan, ...]:
     return tuple(span for span in spans_of(kinds) if span.kind is Section.THINKING)
 
 
-def span_at(spans: Sequence[SectionSpan], index: int) -> SectionSpan | None:
-    """The span holding token `index`, or None."""
-    return next((span for span in spans if span.first <= index <= span.last), None)
-
-
 def summary(length: int, *, done: bool, folded: bool) -> str:
     """The line a run of thinking shows: "▸ thought for 212 tokens"; while it streams
     "▸ thinking… 12 tokens" folded, "▾ thinking…" open (its tokens show the count)."""
