@@ -314,3 +314,15 @@ async def pin_sampling_groups(pilot: Pilot[Any], groups: tuple[str, ...]) -> Non
     shown = {f"group-{group}" for group in groups}
     for group in chat.query(".setting-group").results(Collapsible):
         group.display = group.id in shown
+
+
+async def screenshot_at_token(pilot: Pilot[Any], app: SamplescopeApp, index: int) -> str:
+    """The screen (SVG) with the token cursor on token `index` of the last reply (the
+    docs' screenshots: `tests/model/*_screenshot.py`)."""
+    tokens = chat_of(app).conversation.replies[-1].tokens
+    chat_of(app).enter_token_cursor()
+    await pilot.pause()
+    await pilot.press(*["left"] * (len(tokens) - 1 - index))
+    chat_of(app).flush_now()
+    await pilot.pause(0.2)
+    return app.export_screenshot()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from backend.config.model_path import resolve_model_path
 from backend.session.llama_backend import LlamaBackend
-from tests.helpers import chat_of, nth_reply_finished, type_message
+from tests.helpers import chat_of, nth_reply_finished, screenshot_at_token, type_message
 from tui.app import SamplescopeApp
 from tui.resources import shipped_presets
 
@@ -36,12 +36,7 @@ async def shoot(out: Path) -> None:
             tokens = chat_of(app).conversation.replies[-1].tokens
             removed = [token.step.figure("grammar", "removed") or 0.0 for token in tokens]
             most = max(range(len(tokens)), key=lambda i: removed[i])
-            chat_of(app).enter_token_cursor()
-            await pilot.pause()
-            await pilot.press(*["left"] * (len(tokens) - 1 - most))
-            chat_of(app).flush_now()
-            await pilot.pause(0.2)
-            out.write_text(app.export_screenshot(), encoding="utf-8")
+            out.write_text(await screenshot_at_token(pilot, app, most), encoding="utf-8")
     finally:
         backend.close()
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from backend.config.model_path import resolve_model_path
 from backend.session.llama_backend import LlamaBackend
 from sampling.built_in import DEFAULT_CHAT_SETTINGS
-from tests.helpers import chat_of, nth_reply_finished, type_message
+from tests.helpers import chat_of, nth_reply_finished, screenshot_at_token, type_message
 from tui.app import SamplescopeApp
 
 SIZE = (150, 40)
@@ -35,12 +35,7 @@ async def shoot(out: Path) -> None:
             await nth_reply_finished(pilot, app)
             tokens = chat_of(app).conversation.replies[-1].tokens
             spike = max(range(len(tokens)), key=lambda i: tokens[i].step.entropy)
-            chat_of(app).enter_token_cursor()
-            await pilot.pause()
-            await pilot.press(*["left"] * (len(tokens) - 1 - spike))
-            chat_of(app).flush_now()
-            await pilot.pause(0.2)
-            out.write_text(app.export_screenshot(), encoding="utf-8")
+            out.write_text(await screenshot_at_token(pilot, app, spike), encoding="utf-8")
     finally:
         backend.close()
 

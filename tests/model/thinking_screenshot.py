@@ -20,7 +20,7 @@ from backend.config.model_path import resolve_model_path
 from backend.session.llama_backend import LlamaBackend
 from sampling.sections import Section
 from sampling.settings.record import SamplerSettings
-from tests.helpers import chat_of, nth_reply_finished, type_message
+from tests.helpers import chat_of, nth_reply_finished, screenshot_at_token, type_message
 from tests.thinking_models import thinking_copy
 from tui.app import SamplescopeApp
 
@@ -50,12 +50,7 @@ async def shoot(out: Path) -> None:
                 tokens = chat_of(app).conversation.replies[-1].tokens
                 sections = [token.step.section for token in tokens]
                 answer = sections.index(Section.ANSWER) if Section.ANSWER in sections else 0
-                chat_of(app).enter_token_cursor()
-                await pilot.pause()
-                await pilot.press(*["left"] * (len(tokens) - 1 - answer))
-                chat_of(app).flush_now()
-                await pilot.pause(0.2)
-                out.write_text(app.export_screenshot(), encoding="utf-8")
+                out.write_text(await screenshot_at_token(pilot, app, answer), encoding="utf-8")
         finally:
             backend.close()
 
