@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from sampling.logits import FloatArray
+from sampling.ordering import top_ids
 from sampling.samplers.base import Figure, Report, TokenFigures, TokenText, token_number
 from sampling.weights import Float64Array
 
@@ -50,18 +51,14 @@ def guided_logits(cond: FloatArray, uncond: FloatArray, scale: float) -> Float64
 def _top(log_probs: Float64Array, count: int) -> TokenFigures:
     """The `count` most probable tokens with their probabilities, most probable first
     (ties: lower id), those removed (-inf) left out."""
-    count = min(count, log_probs.shape[0])
-    ids = np.argpartition(-log_probs, count - 1)[:count]
-    ids = ids[np.lexsort((ids, -log_probs[ids]))]
-    ids = ids[log_probs[ids] > -np.inf]
-    return tuple((int(i), float(np.exp(log_probs[i]))) for i in ids)
+    ids = top_ids(log_probs, min(count, log_probs.shape[0]))
+    return tuple((int(i), float(np.exp(log_probs[i]))) for i in ids if log_probs[i] > -np.inf)
 
 
 def _extremes(change: Float64Array, count: int) -> TokenFigures:
-    """The `count` largest positive values of `change`, largest first, with their ids."""
-    count = min(count, change.shape[0])
-    ids = np.argpartition(-change, count - 1)[:count]
-    ids = ids[np.lexsort((ids, -change[ids]))]
+    """The `count` largest positive values of `change`, largest first (ties: lower
+    id), with their ids."""
+    ids = top_ids(change, min(count, change.shape[0]))
     return tuple((int(i), float(change[i])) for i in ids if change[i] > 0.0)
 
 

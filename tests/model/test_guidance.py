@@ -176,6 +176,8 @@ def test_the_guidance_bench_runs_on_a_tiny_budget(default_model_path: Path) -> N
     assert result.tokens == 6 and result.plain_tps > 0 and result.guided_tps > 0
     table = format_result(result)
     assert "| guided (negative prompt beside it) |" in table and "x a plain token" in table
+    assert result.one_token_ms > 0 and result.two_tokens_ms > 0
+    assert "two tokens in one batch" in table
 
 
 def test_guided_compare_columns_are_each_guided_reply_alone(llama_backend: LlamaBackend) -> None:
