@@ -63,6 +63,16 @@ def handler_errors_fail_the_test(
 
 
 @pytest.fixture(autouse=True)
+def notices_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A notice of the app stays until the test ends: Textual drops one after its
+    timeout (3 to 30 s), and a test that reads `app._notifications` on a loaded machine
+    could otherwise miss a notice said before a slow step."""
+    from textual.notifications import Notification
+
+    monkeypatch.setattr(Notification, "time_left", property(lambda notice: 86_400.0))
+
+
+@pytest.fixture(autouse=True)
 def registry_restored() -> Iterator[None]:
     """Each test starts with the registry the session started with (the built-in
     units), and takes whatever registry it put in use (a plugin loaded, the front door
