@@ -94,6 +94,30 @@ class DateClock:
         return self.now
 
 
+async def press_at_once(pilot: Pilot[Any], *keys: str) -> None:
+    """Press `keys` as one burst, as a terminal delivers keys typed ahead or a held
+    key's repeats: every key is queued before the app handles the first, in order, and
+    the app is waited on (to look idle) once at the end.
+
+    `Pilot.press` waits for the app to look idle after every key (at least two of
+    Textual's 20 ms windows a key); for a test about where many keys end up, not about
+    what each one drew, that wait is most of its time.
+    """
+    import textual.app
+
+    async def no_wait(min_sleep: float = 0.0, max_sleep: float = 1.0) -> None:
+        del min_sleep, max_sleep
+        await asyncio.sleep(0)
+
+    waiting = textual.app.wait_for_idle  # type: ignore[attr-defined]  # _press_keys awaits it
+    textual.app.wait_for_idle = no_wait  # type: ignore[attr-defined]
+    try:
+        await pilot.app._press_keys(keys)
+    finally:
+        textual.app.wait_for_idle = waiting  # type: ignore[attr-defined]
+    await pilot.pause()
+
+
 async def type_message(pilot: Pilot[Any], app: SamplescopeApp, text: str) -> None:
     """Type `text` into the message box key by key and send it (do not wait for the reply).
 
@@ -322,7 +346,7 @@ async def screenshot_at_token(pilot: Pilot[Any], app: SamplescopeApp, index: int
     tokens = chat_of(app).conversation.replies[-1].tokens
     chat_of(app).enter_token_cursor()
     await pilot.pause()
-    await pilot.press(*["left"] * (len(tokens) - 1 - index))
+    await press_at_once(pilot, *["left"] * (len(tokens) - 1 - index))
     chat_of(app).flush_now()
     await pilot.pause(0.2)
     return app.export_screenshot()

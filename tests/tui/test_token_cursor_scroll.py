@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from tests.helpers import chat_of, wait_until
+from tests.helpers import chat_of, press_at_once, wait_until
 from tests.tui.test_navigation import HOT
 from tests.tui.test_tui_snapshots import fake_backend, make_app, send
 from tui.app import SamplescopeApp
@@ -53,6 +53,6 @@ async def test_the_selected_token_is_always_in_view() -> None:
         await pilot.pause()
         cursor = chat_of(app).cursor
         assert cursor is not None and cursor[1] > 0 and token_in_view(app)
-        await pilot.press("end", *["left"] * 300)  # ← walks up line by line
+        await press_at_once(pilot, "end", *["left"] * 300)  # ← walks up line by line
         await pilot.pause()
         assert chat_of(app).cursor == (0, last - 300) and token_in_view(app)
