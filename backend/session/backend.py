@@ -263,7 +263,8 @@ class SessionBackend:
         context of that many sequences with that much room past the step, kept after
         it with `hold` (an explore tree grows from it). A guided step (`guidance`: the
         settings it ran with) is rebuilt with its negative prompt beside it, and comes
-        with the negative prompt's logits (`StepInput.second`).
+        with the negative prompt's logits (`StepInput.second`); with a contrast model
+        loaded, every step comes with the smaller model's (`StepInput.small`).
 
         Raises:
             SamplescopeError: The prompt or the tokens cannot be fed.
@@ -273,10 +274,19 @@ class SessionBackend:
         if guidance is not None:
             self.prepare_model(guidance)
 
-        def keep(at: int, logits: object, history: Sequence[int], second: object = None) -> None:
+        def keep(
+            at: int,
+            logits: object,
+            history: Sequence[int],
+            second: object = None,
+            small: object = None,
+        ) -> None:
             if at == index:
                 copied = None if second is None else np.array(second, dtype=np.float32)
-                kept.append(StepInput(np.array(logits, dtype=np.float32), tuple(history), copied))
+                twin = None if small is None else np.array(small, dtype=np.float32)
+                kept.append(
+                    StepInput(np.array(logits, dtype=np.float32), tuple(history), copied, twin)
+                )
 
         layout = None
         if decoding is None:

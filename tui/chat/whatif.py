@@ -229,7 +229,11 @@ class WhatIf:
                     fresh_uniform(live, index) if reseeded(stored.settings, live) else stored.draw
                 )
                 self.step = sampler.sample(
-                    given.logits, given.history, uniform=uniform, second=given.second
+                    given.logits,
+                    given.history,
+                    uniform=uniform,
+                    second=given.second,
+                    small=given.small,
                 )
             except SamplescopeError as error:
                 self.step = None
