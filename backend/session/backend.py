@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
@@ -20,6 +22,7 @@ from backend.chat.prompt import PromptBuilder
 from backend.chat.protocol import ChatMessage, LiveSettings, ModelInfo
 from backend.chat.template import ChatTemplate
 from backend.llama.context import Layout
+from backend.llama.vocab_match import check_same_vocabulary
 from backend.session.loop import Generation
 from backend.session.loop_watch import LoopGuard, watching
 from backend.session.model import Model
@@ -94,6 +97,36 @@ class SessionBackend:
     def special_texts(self) -> list[str]:
         """The texts of the vocabulary's special tokens."""
         return self.model.special_texts()
+
+    def add_contrast(self, small: SessionBackend) -> None:
+        """Decode every reply in step with `small` too (`--contrast-model`), in place of
+        the contrast model before (freed). `small` is freed when it does not fit.
+
+        Raises:
+            VocabularyMismatch: The vocabularies differ (the first difference named).
+            SamplescopeError: The context sizes differ.
+        """
+        names = ("the model", "the contrast model")
+        try:
+            check_same_vocabulary(self.model, small.model, names)
+            if small.model.n_ctx != self.model.n_ctx:
+                raise SamplescopeError(
+                    f"the model's context is {self.model.n_ctx} tokens and the contrast"
+                    f" model's {small.model.n_ctx}: contrast needs the same (--ctx)"
+                )
+        except SamplescopeError:
+            small.close()
+            raise
+        self.drop_contrast()
+        self.contrast = small
+        self._info = replace(self._info, contrast_model=str(Path(small.info.path).resolve()))
+
+    def drop_contrast(self) -> None:
+        """Free the contrast model (none loaded: nothing to do): replies decode alone."""
+        small, self.contrast = self.contrast, None
+        if small is not None:
+            small.close()
+            self._info = replace(self._info, contrast_model="")
 
     def reset(self) -> None:
         """Forget the memory (a new chat)."""
