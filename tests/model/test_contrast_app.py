@@ -10,6 +10,7 @@ contrast model of another vocabulary is one line while the chat goes on.
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,12 @@ async def test_an_app_reply_with_contrast_is_generates_and_replays_token_identic
         assert lines[0].startswith("contrast ×0.5 · KL ")
         assert lines[1].split() == ["large", "small", "contrast"]
 
+        # What-if at the first token: its command line names the contrast model.
+        copied: list[str] = []
+        app.copy_to_clipboard = copied.append  # type: ignore[method-assign]
+        await whatif_at(pilot, app, 0, 0)
+        await pilot.press("y")
+        await wait_until(pilot, lambda: bool(copied))
         # What-if with the step's own settings, from memory: the stored step.
         step = await whatif_at(pilot, app, 0, 3)
         assert chat_of(app).whatif.source == "memory"
@@ -117,6 +124,11 @@ async def test_an_app_reply_with_contrast_is_generates_and_replays_token_identic
         argv = ["replay", str(chat_id), "--reply", number, "--db", str(db), "--threads", "1"]
         assert main(argv) == 0
         assert "token-identical" in capsys.readouterr().out
+    # The what-if's command line gives the reply again, beside the contrast model.
+    words = shlex.split(copied[0])
+    assert words[words.index("--contrast-model") + 1] == str(q4_0_model_path.resolve())
+    assert main([*words[1:], "--json", "--threads", "1"]) == 0
+    assert json.loads(capsys.readouterr().out)["token_ids"] == generated
     # `samplescope whatif` on the app's reply loads its contrast model too.
     argv = ["whatif", str(chat_id), "--reply", "1", "--at", "4", "--db", str(db), "--json"]
     assert main([*argv, "--threads", "1"]) == 0

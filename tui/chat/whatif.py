@@ -292,6 +292,7 @@ class WhatIf:
                     max_tokens=self.host.max_tokens,
                     mode=conversation.mode,
                     model=None if backend is None else backend.info.path,
+                    contrast_model=None if backend is None else backend.info.contrast_model,
                 )
             except NotOneCommandError:
                 pass  # an earlier exchange: the branch line keeps it
