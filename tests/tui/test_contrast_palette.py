@@ -163,6 +163,32 @@ async def test_a_contrast_model_that_does_not_fit_is_one_line_and_the_chat_goes_
         assert (await send_message(pilot, app, "the cat")).error is None
 
 
+async def test_a_second_contrast_model_that_does_not_fit_leaves_the_first(
+    tmp_path: Path,
+) -> None:
+    first = tmp_path / "first.gguf"
+    wide = write_tiny_llama(tmp_path / "wide.gguf", spm_vocab(400), seed=1)
+    app = SamplescopeApp(
+        FakeBackend(n_ctx=2048),
+        cursor_blink=False,
+        list_models=tuple,
+        open_contrast=lambda path: fake_at(path, n_ctx=2048 if path == first else 4096),
+        contrast_model=first,
+    )
+    seen = Recorder(app)
+    async with app.run_test(size=SIZE, message_hook=seen.hook) as pilot:
+        await wait_until(pilot, lambda: bool(seen.messages))
+        await run_command(pilot, app, "Load a contrast model")
+        await pick_file(pilot, app, wide)
+        await wait_until(pilot, lambda: len(seen.messages) == 2)
+        assert seen.kinds == [ContrastLoaded, ContrastFailed]
+        assert seen.notes[-1].endswith("The chat goes on with first.")
+        backend = chat_of(app).runner.backend
+        assert backend is not None and backend.info.contrast_model == str(first.resolve())
+        assert app.query_one(StatusLine).state.contrast == "first"
+        assert app.contrast_models.wanted == first.resolve()
+
+
 async def test_a_contrast_model_given_at_the_start_follows_the_model_picked(
     tmp_path: Path,
 ) -> None:

@@ -56,11 +56,12 @@ class ContrastLoaded(Message):
 
 
 class ContrastFailed(Message):
-    """The contrast model could not be loaded; the model goes on without one.
+    """The contrast model could not be loaded; the model goes on with the one before,
+    if any.
 
     Attributes:
         error: The user-facing message.
-        info: The model's (no contrast model).
+        info: The model's (naming the contrast model before, if any).
     """
 
     def __init__(self, error: str, info: ModelInfo) -> None:
@@ -250,12 +251,15 @@ class ContrastModels:
         )
 
     def failed(self, message: ContrastFailed) -> None:
-        """The contrast model did not load: the chat goes on without one."""
+        """The contrast model did not load: the chat goes on with the one before, if
+        any, else without one."""
         self.runner.loading = None
-        self.wanted = None
+        before = message.info.contrast_model
+        self.wanted = Path(before) if before else None
         self._show(message.info)
+        goes_on = f"with {contrast_label(before)}" if before else "without one"
         self.app.notify(
-            f"Could not load the contrast model: {message.error}. The chat goes on without one.",
+            f"Could not load the contrast model: {message.error}. The chat goes on {goes_on}.",
             severity="error",
             timeout=20,
         )
