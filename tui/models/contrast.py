@@ -30,7 +30,6 @@ from backend.session.backend import SessionBackend
 from backend.store.store import ChatStore, StoreError
 from sampling.errors import SamplescopeError
 from tui.models.picker import ListModels, ModelPickerScreen
-from tui.models.switch import OTHER_SCREEN_OPEN
 from tui.runner import GenerationRunner
 from tui.widgets.status_line import contrast_label
 
@@ -41,6 +40,7 @@ OpenContrast = Callable[[Path], SessionBackend]
 """Loads a contrast model with the app's options (threads, context...); worker thread."""
 
 PICKER_TITLE = "Load a contrast model (same vocabulary, decoded beside every reply)"
+OTHER_SCREEN_OPEN = "Close the other screen first: the contrast model is loaded from the chat."
 
 
 class ContrastLoaded(Message):
