@@ -353,6 +353,7 @@ class FakeBackend(SessionBackend):
     Args:
         clock: Time source for the stats (inject a fake one for fixed figures).
         thinking: Each reply's first so many tokens are its thinking (0: none).
+        path: The file it says it was loaded from (a contrast model's, say).
     """
 
     def __init__(
@@ -360,13 +361,14 @@ class FakeBackend(SessionBackend):
         *,
         clock: Callable[[], float] = time.perf_counter,
         thinking: int = 0,
+        path: str = "<fake>",
         **options: object,
     ) -> None:
         self.thinking = thinking
         self.fake = FakeModel(**options)  # type: ignore[arg-type]
         info = ModelInfo(
             name="fake-words",
-            path="<fake>",
+            path=path,
             n_ctx=self.fake.n_ctx,
             n_threads=1,
             n_vocab=len(FAKE_VOCAB),

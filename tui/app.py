@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, ClassVar, cast
 
 from textual import on, work
@@ -49,6 +50,13 @@ from tui.compare.result import CompareResult
 from tui.crash_log import CrashLoggingApp
 from tui.help.screen import HelpScreen
 from tui.help.sections import key_sections
+from tui.models.contrast import (
+    ContrastDropped,
+    ContrastFailed,
+    ContrastLoaded,
+    ContrastModels,
+    OpenContrast,
+)
 from tui.models.loading import BackendFailed, BackendReady, load_backend
 from tui.models.picker import ListModels
 from tui.models.switch import (
@@ -108,6 +116,9 @@ class SamplescopeApp(CrashLoggingApp):
         mode: `--mode`; None: completion for a base model, else chat.
         list_models: Lists the models the picker (f7) offers (None: no picker).
         open_model: Loads a model file the picker chose (None: no picker).
+        open_contrast: Loads a contrast model (the palette's "Load a contrast model";
+            None: the app offers none).
+        contrast_model: The contrast model to load beside the model (`--contrast-model`).
         on_start: Called with the app once it is mounted (e.g. to show a screen).
         panels: The chat's per-token panels (`tui.chat.panels.PANELS`).
     """
@@ -138,6 +149,8 @@ class SamplescopeApp(CrashLoggingApp):
         mode: Mode | None = None,
         list_models: ListModels | None = None,
         open_model: OpenModel | None = None,
+        open_contrast: OpenContrast | None = None,
+        contrast_model: Path | None = None,
         on_start: Callable[[SamplescopeApp], None] | None = None,
         panels: Sequence[type[ChatPanel]] = PANELS,
     ) -> None:
@@ -193,6 +206,10 @@ class SamplescopeApp(CrashLoggingApp):
             self, self.runner, self.chat, self.live, self.pieces, store, list_models, open_model
         )
         """Opens another model while the app runs (the picker)."""
+        self.contrast_models = ContrastModels(
+            self, self.runner, self.chat, store, list_models, open_contrast, contrast_model
+        )
+        """Loads and drops the contrast model beside the model (the palette)."""
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's driver; on Linux one that keeps a paste with escapes whole."""
@@ -262,6 +279,18 @@ class SamplescopeApp(CrashLoggingApp):
         yield SystemCommand(
             "Open a model", "Pick a GGUF on disk; the chat goes on with it", chat.action_pick_model
         )
+        if self.contrast_models.open_contrast is not None:
+            yield SystemCommand(
+                "Load a contrast model",
+                "A smaller model of the same vocabulary decoded beside every reply (contrast β)",
+                self.contrast_models.pick,
+            )
+        if self.contrast_models.loaded:
+            yield SystemCommand(
+                "Drop the contrast model",
+                "Free it: replies decode with the model alone",
+                self.contrast_models.drop,
+            )
         thinking = "on" if self.template_switches.enable_thinking is False else "off"
         yield SystemCommand(
             f"Thinking {thinking}",
@@ -313,6 +342,7 @@ class SamplescopeApp(CrashLoggingApp):
         chat_id, self._chat_to_open = self._chat_to_open, None
         if chat_id is not None:
             self.open_saved_chat(chat_id)
+        self.contrast_models.model_loaded()
 
     def _take_model_settings(self, own: ModelSampling) -> None:
         """The loaded model's own settings fill those the user did not set."""
@@ -356,6 +386,18 @@ class SamplescopeApp(CrashLoggingApp):
     @on(ModelSwitchFailed)
     def _on_switch_failed(self, message: ModelSwitchFailed) -> None:
         self.switcher.failed(message)
+
+    @on(ContrastLoaded)
+    def _on_contrast_loaded(self, message: ContrastLoaded) -> None:
+        self.contrast_models.loaded_beside(message)
+
+    @on(ContrastFailed)
+    def _on_contrast_failed(self, message: ContrastFailed) -> None:
+        self.contrast_models.failed(message)
+
+    @on(ContrastDropped)
+    def _on_contrast_dropped(self, message: ContrastDropped) -> None:
+        self.contrast_models.dropped(message)
 
     def close_backend(self, timeout: float = 10.0) -> None:
         """Free the model once no generation uses it (call after `run` returns)."""

@@ -93,6 +93,7 @@ def generate_command(
     max_tokens: int,
     mode: Mode = "chat",
     model: str | Path | None = None,
+    contrast_model: str | Path | None = None,
 ) -> str:
     """The shell line that generates this reply again.
 
@@ -103,6 +104,7 @@ def generate_command(
         max_tokens: The most tokens it may have.
         mode: The chat's mode ("completion" continues the text as a document).
         model: The model's file (None or the bundled default: no `--model`).
+        contrast_model: The contrast model decoding beside it (None or "": none).
 
     Raises:
         NotOneCommandError: The conversation holds more than one user message, or a
@@ -123,6 +125,8 @@ def generate_command(
     words += ["--max-tokens", str(max_tokens)]
     if model is not None and not _is_default_model(Path(model)):
         words += ["--model", str(model)]
+    if contrast_model:
+        words += ["--contrast-model", str(contrast_model)]
     words += settings_flags(settings, _own_settings(model))
     return shlex.join(words)
 

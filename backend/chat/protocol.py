@@ -12,9 +12,10 @@ from sampling.settings.record import SamplerSettings
 
 StepSink = Callable[..., None]
 """Called by the generating thread after each sampled step with (the token's index
-in the reply, the logits the sampler saw, the history it saw), and for a guided step
-a fourth argument, the negative prompt's logits: zero-copy views and a live list, so
-it must copy what it keeps before returning."""
+in the reply, the logits the sampler saw, the history it saw), for a guided step a
+fourth argument, the negative prompt's logits (None when unguided), and with a
+contrast model a fifth, the smaller model's logits: zero-copy views and a live list,
+so it must copy what it keeps before returning."""
 
 Role = Literal["system", "user", "assistant"]
 

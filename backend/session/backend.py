@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
@@ -20,6 +22,7 @@ from backend.chat.prompt import PromptBuilder
 from backend.chat.protocol import ChatMessage, LiveSettings, ModelInfo
 from backend.chat.template import ChatTemplate
 from backend.llama.context import Layout
+from backend.llama.vocab_match import check_same_vocabulary
 from backend.session.loop import Generation
 from backend.session.loop_watch import LoopGuard, watching
 from backend.session.model import Model
@@ -94,6 +97,36 @@ class SessionBackend:
     def special_texts(self) -> list[str]:
         """The texts of the vocabulary's special tokens."""
         return self.model.special_texts()
+
+    def add_contrast(self, small: SessionBackend) -> None:
+        """Decode every reply in step with `small` too (`--contrast-model`), in place of
+        the contrast model before (freed). `small` is freed when it does not fit.
+
+        Raises:
+            VocabularyMismatch: The vocabularies differ (the first difference named).
+            SamplescopeError: The context sizes differ.
+        """
+        names = ("the model", "the contrast model")
+        try:
+            check_same_vocabulary(self.model, small.model, names)
+            if small.model.n_ctx != self.model.n_ctx:
+                raise SamplescopeError(
+                    f"the model's context is {self.model.n_ctx} tokens and the contrast"
+                    f" model's {small.model.n_ctx}: contrast needs the same (--ctx)"
+                )
+        except SamplescopeError:
+            small.close()
+            raise
+        self.drop_contrast()
+        self.contrast = small
+        self._info = replace(self._info, contrast_model=str(Path(small.info.path).resolve()))
+
+    def drop_contrast(self) -> None:
+        """Free the contrast model (none loaded: nothing to do): replies decode alone."""
+        small, self.contrast = self.contrast, None
+        if small is not None:
+            small.close()
+            self._info = replace(self._info, contrast_model="")
 
     def reset(self) -> None:
         """Forget the memory (a new chat)."""
@@ -263,7 +296,8 @@ class SessionBackend:
         context of that many sequences with that much room past the step, kept after
         it with `hold` (an explore tree grows from it). A guided step (`guidance`: the
         settings it ran with) is rebuilt with its negative prompt beside it, and comes
-        with the negative prompt's logits (`StepInput.second`).
+        with the negative prompt's logits (`StepInput.second`); with a contrast model
+        loaded, every step comes with the smaller model's (`StepInput.small`).
 
         Raises:
             SamplescopeError: The prompt or the tokens cannot be fed.
@@ -273,10 +307,19 @@ class SessionBackend:
         if guidance is not None:
             self.prepare_model(guidance)
 
-        def keep(at: int, logits: object, history: Sequence[int], second: object = None) -> None:
+        def keep(
+            at: int,
+            logits: object,
+            history: Sequence[int],
+            second: object = None,
+            small: object = None,
+        ) -> None:
             if at == index:
                 copied = None if second is None else np.array(second, dtype=np.float32)
-                kept.append(StepInput(np.array(logits, dtype=np.float32), tuple(history), copied))
+                twin = None if small is None else np.array(small, dtype=np.float32)
+                kept.append(
+                    StepInput(np.array(logits, dtype=np.float32), tuple(history), copied, twin)
+                )
 
         layout = None
         if decoding is None:

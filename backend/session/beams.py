@@ -44,6 +44,7 @@ from backend.llama.utf8 import Utf8Stream
 from backend.session.backend import SessionBackend
 from backend.session.beam_result import Beam, BeamEnd, BeamSearch, BeamSearchError, SearchEnd
 from backend.session.model import Model
+from backend.session.one_distribution import refuse_second_distribution
 from backend.session.phrase_bans import PhraseBans
 from backend.session.session import Room
 from backend.session.strategy import Decodes, Extend, Plan, run_quietly
@@ -138,6 +139,7 @@ def check_beam_search(
             "beam search ranks by the chain's probabilities, and at temperature 0 the chain "
             "keeps one token: use a temperature above 0 (1: the model's own probabilities)"
         )
+    refuse_second_distribution(settings, "beam search", BeamSearchError)
     keeping = build_chain(settings).keeping_state
     if keeping:
         raise BeamSearchError(

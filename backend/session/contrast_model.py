@@ -20,7 +20,10 @@ from backend.session.session import PromptSource, Room, Session
 from backend.session.strategy import Decodes, Plan, carry_out
 from sampling.errors import SamplescopeError
 
-NO_TWINS = "contrast needs a smaller model beside this one: --contrast-model"
+NO_TWINS = (
+    "contrast needs a smaller model beside this one: --contrast-model, or in the app the"
+    ' palette\'s "Load a contrast model"'
+)
 """What a reply is told when its settings ask for contrast and no smaller model is loaded."""
 
 

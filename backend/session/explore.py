@@ -14,7 +14,8 @@ from backend.chat.compare import common_prefix
 from backend.chat.events import Decoding
 from backend.chat.protocol import ChatMessage
 from backend.session.backend import SessionBackend
-from backend.session.explore_tree import Tree, TreeShape
+from backend.session.explore_tree import ExploreError, Tree, TreeShape
+from backend.session.one_distribution import refuse_second_distribution
 from backend.session.tree_growth import check_shape, grow_tree, tree_streams
 from sampling.settings.record import SamplerSettings
 
@@ -59,10 +60,12 @@ def explore(
         cancel: When set, stop (the nodes not expanded yet stay leaves).
 
     Raises:
-        ExploreError: The tree would not fit.
+        ExploreError: The tree would not fit, or `settings` need a second distribution
+            (guidance, contrast: `refuse_second_distribution`).
         SamplescopeError: The point cannot be rebuilt or the model failed.
     """
     check_shape(shape, backend.model.n_seq_max)  # before the point is rebuilt
+    refuse_second_distribution(settings, "explore", ExploreError)
     streams = tree_streams(shape, backend.model.n_seq_max)
     given = backend.step_input(
         messages,

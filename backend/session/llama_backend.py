@@ -18,7 +18,6 @@ from backend.chat.template import model_template
 from backend.llama.control_vector import NO_STEERING, Steering
 from backend.llama.rpc import Endpoint
 from backend.llama.runtime import LlamaRuntime, RuntimeOptions
-from backend.llama.vocab_match import check_same_vocabulary
 from backend.session.backend import SessionBackend
 from sampling.errors import SamplescopeError
 from sampling.samplers.control_strength import control_strength
@@ -119,29 +118,7 @@ class LlamaBackend(SessionBackend):
     def close(self) -> None:
         """Free the model, and the contrast model beside it (idempotent)."""
         self.runtime.close()
-        if self.contrast is not None:
-            self.contrast.close()
-
-    def add_contrast(self, small: LlamaBackend) -> None:
-        """Decode every reply in step with `small` too (`--contrast-model`).
-
-        Raises:
-            VocabularyMismatch: The vocabularies differ (the first difference named).
-            SamplescopeError: The context sizes differ.
-        """
-        names = ("the model", "the contrast model")
-        try:
-            check_same_vocabulary(self.runtime, small.runtime, names)
-            if small.runtime.n_ctx != self.runtime.n_ctx:
-                raise SamplescopeError(
-                    f"the model's context is {self.runtime.n_ctx} tokens and the contrast"
-                    f" model's {small.runtime.n_ctx}: contrast needs the same (--ctx)"
-                )
-        except SamplescopeError:
-            small.close()
-            raise
-        self.contrast = small
-        self._info = replace(self._info, contrast_model=str(small.runtime.path.resolve()))
+        self.drop_contrast()
 
     def prepare_model(self, settings: SamplerSettings) -> None:
         """Apply the control vectors' strength `settings` ask for (`control_strength`):

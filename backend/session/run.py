@@ -61,11 +61,13 @@ class StepInput:
         logits: A copy of the step's logits (float32, the vocabulary's length).
         history: The tokens before the step, prompt included (what penalties see).
         second: A copy of the negative prompt's logits at the step (guidance), or None.
+        small: A copy of the contrast model's logits at the step, or None.
     """
 
     logits: np.ndarray
     history: tuple[int, ...]
     second: np.ndarray | None = None
+    small: np.ndarray | None = None
 
 
 def with_banned(settings: SamplerSettings, tokens: frozenset[int]) -> SamplerSettings:
@@ -220,10 +222,12 @@ class LoopSequence:
         step = sampler.sample(logits, history, second=second, small=small)
         sink = self.live.step_sink
         if sink is not None:
-            if second is None:
-                sink(self.index, logits, history)
-            else:
+            if small is not None:
+                sink(self.index, logits, history, second, small)
+            elif second is not None:
                 sink(self.index, logits, history, second)
+            else:
+                sink(self.index, logits, history)
         if force is not None:
             step = forced_step(
                 step, force, logits, history, sampler.vocabulary, self.index, second, small, sampler

@@ -124,7 +124,9 @@ def recompute(
         thinking_tags=backend.thinking_tags(reply.mode == "completion"),
     )
     sampler.resume(index, recorded)
-    step = sampler.sample(given.logits, given.history, uniform=uniform, second=given.second)
+    step = sampler.sample(
+        given.logits, given.history, uniform=uniform, second=given.second, small=given.small
+    )
     return step, notices
 
 

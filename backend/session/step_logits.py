@@ -39,7 +39,8 @@ DEFAULT_BUDGET_BYTES = 64 * 2**20
 def step_bytes(step: StepInput) -> int:
     """What one kept step costs in memory: its logits' buffer and its history tuple."""
     second = 0 if step.second is None else int(step.second.nbytes)
-    return int(step.logits.nbytes) + second + sys.getsizeof(step.history)
+    small = 0 if step.small is None else int(step.small.nbytes)
+    return int(step.logits.nbytes) + second + small + sys.getsizeof(step.history)
 
 
 class StepLogits:
@@ -81,10 +82,15 @@ class StepLogits:
                 self._drop(self._steps.pop(index))
 
     def keep(
-        self, index: int, logits: object, history: Sequence[int], second: object = None
+        self,
+        index: int,
+        logits: object,
+        history: Sequence[int],
+        second: object = None,
+        small: object = None,
     ) -> None:
         """Copy step `index` in (a `LiveSettings.step_sink`; generating thread), with
-        the negative prompt's logits of a guided step."""
+        the negative prompt's logits of a guided step and the contrast model's."""
         source = np.asarray(logits)
         with self._lock:
             buffer = self._spare_buffer(source.shape)
@@ -93,7 +99,8 @@ class StepLogits:
         else:
             np.copyto(buffer, source)
         kept_second = None if second is None else np.array(second, dtype=np.float32)
-        step = StepInput(buffer, tuple(history), kept_second)
+        kept_small = None if small is None else np.array(small, dtype=np.float32)
+        step = StepInput(buffer, tuple(history), kept_second, kept_small)
         size = step_bytes(step)
         with self._lock:
             old = self._steps.pop(index, None)
@@ -136,4 +143,5 @@ class StepLogits:
             if step is None:
                 return None
             second = None if step.second is None else step.second.copy()
-            return StepInput(step.logits.copy(), step.history, second)
+            small = None if step.small is None else step.small.copy()
+            return StepInput(step.logits.copy(), step.history, second, small)

@@ -120,6 +120,12 @@ class ChatRecorder:
             recorder.template_switches = template_switches
         return recorder
 
+    def use_contrast(self, path: Path | str | None) -> None:
+        """The contrast model the next replies record (loaded or dropped in the app;
+        None: none)."""
+        self.contrast_path = None if path is None else Path(path)
+        self._contrast = None
+
     def _contrast_ref(self) -> ModelRef | None:
         """The contrast model a reply records (hashed on the first reply, as the model)."""
         if self.contrast_path is not None and self._contrast is None:

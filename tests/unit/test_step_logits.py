@@ -63,3 +63,15 @@ def test_a_dropped_steps_buffer_is_reused_and_never_seen_outside() -> None:
     earlier = keeper.get("reply", 4)
     assert earlier is not None and earlier.logits[0] == 4.0
     assert keeper.nbytes == 2 * step
+
+
+def test_a_contrasted_step_keeps_the_small_models_logits_and_counts_them() -> None:
+    keeper = StepLogits()
+    keeper.begin("reply")
+    small = np.arange(8, dtype=np.float32)
+    keeper.keep(0, np.zeros(8, dtype=np.float32), [1], None, small)
+    small += 1  # the caller's buffer is overwritten by the next decode
+    kept = keeper.get("reply", 0)
+    assert kept is not None and kept.second is None and kept.small is not None
+    assert kept.small.tolist() == list(range(8))
+    assert keeper.nbytes == step_bytes(kept) == 2 * 4 * 8 + 40 + 8

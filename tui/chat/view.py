@@ -59,7 +59,7 @@ from tui.panel.phrase_bans import PhraseBanControls
 from tui.panel.sampling_panel import SamplingPanel
 from tui.runner import GenerationRunner
 from tui.widgets.entry import covered
-from tui.widgets.status_line import StatusLine, StatusState, model_label
+from tui.widgets.status_line import StatusLine, StatusState, contrast_label, model_label
 from tui.widgets.token_text import TokenPieces
 
 STORED_REPLIES_NOTE = "Replies of a saved chat have no per-token record; new replies will."
@@ -200,6 +200,7 @@ class ChatView(Vertical):
         self.schedule.budget = None if info.placement else budget_for(info.n_threads)
         self._status.update(
             model=model_label(info.name, info.path),
+            contrast=contrast_label(info.contrast_model),
             threads=info.n_threads,
             placement=info.placement,
             ctx_total=info.n_ctx,

@@ -229,7 +229,11 @@ class WhatIf:
                     fresh_uniform(live, index) if reseeded(stored.settings, live) else stored.draw
                 )
                 self.step = sampler.sample(
-                    given.logits, given.history, uniform=uniform, second=given.second
+                    given.logits,
+                    given.history,
+                    uniform=uniform,
+                    second=given.second,
+                    small=given.small,
                 )
             except SamplescopeError as error:
                 self.step = None
@@ -288,6 +292,7 @@ class WhatIf:
                     max_tokens=self.host.max_tokens,
                     mode=conversation.mode,
                     model=None if backend is None else backend.info.path,
+                    contrast_model=None if backend is None else backend.info.contrast_model,
                 )
             except NotOneCommandError:
                 pass  # an earlier exchange: the branch line keeps it

@@ -4,8 +4,8 @@
 They take the chat, `--reply N` (from 1; default the last), `--branch ID` (default
 the branch the conversation follows), `--at POS` (from 1, as in the app), the
 settings flags (default: the step's own settings), and reload the model the reply
-used with its context and prefill chunk size, and its control vectors (`replay` its
-contrast model too).
+used with its context and prefill chunk size, its control vectors and its contrast
+model (`explore`, which grows no second distribution, not the contrast model).
 """
 
 from __future__ import annotations
@@ -69,6 +69,12 @@ def add_step_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model", default=None, metavar="PATH", help="use this GGUF instead of the recorded path"
     )
+    parser.add_argument(
+        "--contrast-model",
+        default=None,
+        metavar="PATH",
+        help="use this GGUF as the contrast model instead of the recorded path",
+    )
     parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads")
     add_rpc_flag(parser)
     add_db_flag(parser)
@@ -85,7 +91,7 @@ class Target:
         index: 0-based index of the token.
         settings: The step's own settings with the flags on top.
             model_path: The GGUF to load.
-        adapters: The control vectors to load it with (the reply's).
+        adapters: The control vectors and the contrast model to load it with (the reply's).
     """
 
     chat: ChatRecord
@@ -197,12 +203,14 @@ def load_saved(
     return backend
 
 
-def find_target(store: ChatStore, args: argparse.Namespace) -> Target:
-    """Resolve the chat, reply, branch and position the flags name.
+def find_target(store: ChatStore, args: argparse.Namespace, *, contrast: bool = True) -> Target:
+    """Resolve the chat, reply, branch and position the flags name, and (with
+    `contrast`) the contrast model the reply was made with (`--contrast-model`, else
+    the recorded one).
 
     Raises:
         StoreError: No such chat, reply, branch or position.
-        ModelFileError: The model file is missing.
+        ModelFileError: The model file or the reply's contrast model is missing.
     """
     chat = store.load_chat(args.chat_id)
     reply = find_branch(chat, args.reply, args.branch)
@@ -211,13 +219,14 @@ def find_target(store: ChatStore, args: argparse.Namespace) -> Target:
     # A logit bias naming a token by its text waits for the model (`with_text_bias`).
     settings = own if bias_needs_tokenizer(args) else settings_from_args(args, own)
     path = recorded_model(store, reply, args.model)
-    return Target(
-        chat, reply, index, settings, path, recorded_adapters(store, reply, contrast=False)
-    )
+    small = getattr(args, "contrast_model", None)
+    adapters = recorded_adapters(store, reply, small, contrast=contrast)
+    return Target(chat, reply, index, settings, path, adapters)
 
 
 def load_for(target: Target, args: argparse.Namespace) -> LlamaBackend:
-    """The model with the reply's context, prefill chunk size and control vectors."""
+    """The model with the reply's context, prefill chunk size, control vectors and
+    contrast model."""
     return load_saved(target.model_path, target.reply, target.adapters, args)
 
 

@@ -360,6 +360,7 @@ class CompareScreen(Screen[CompareResult | None]):
                 max_tokens=self._max_tokens,
                 mode=self._mode,
                 model=None if backend is None else backend.info.path,
+                contrast_model=None if backend is None else backend.info.contrast_model,
             )
         except NotOneCommandError as error:
             self.notify(str(error), severity="warning")

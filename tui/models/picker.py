@@ -76,6 +76,7 @@ class ModelPickerScreen(ModalScreen[LocalModel | None]):
     Args:
         list_models: Lists them (on a thread worker).
         current: The loaded model's file, marked in the list (None: none).
+        title: What the picker is for (the contrast model is picked with it too).
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -93,8 +94,11 @@ class ModelPickerScreen(ModalScreen[LocalModel | None]):
     #model-list { height: 1fr; }
     """
 
-    def __init__(self, list_models: ListModels, *, current: Path | None = None) -> None:
+    def __init__(
+        self, list_models: ListModels, *, current: Path | None = None, title: str = "Open a model"
+    ) -> None:
         super().__init__()
+        self._title = title
         self._list_models = list_models
         self._current = current.resolve() if current is not None else None
         self.models: list[LocalModel] = []
@@ -102,7 +106,7 @@ class ModelPickerScreen(ModalScreen[LocalModel | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="model-picker"):
-            yield Static(Text("Open a model", style="bold"), id="model-picker-title")
+            yield Static(Text(self._title, style="bold"), id="model-picker-title")
             yield Static("Looking for GGUF files…", id="model-picker-note")
             yield Input(placeholder=FILTER_HINT, suggester=GgufPathSuggester(), id="model-filter")
             yield OptionList(id="model-list")

@@ -25,6 +25,11 @@ def model_label(name: str, path: str) -> str:
     return stem
 
 
+def contrast_label(path: str) -> str:
+    """What the status line calls a contrast model loaded from `path` ("": none)."""
+    return model_label(PurePath(path).name, path) if path else ""
+
+
 _BAR_WIDTH = 20
 
 
@@ -33,6 +38,8 @@ class StatusState:
     """Everything the status line shows."""
 
     model: str = ""
+    contrast: str = ""
+    """The contrast model decoding beside the model ("": none)."""
     threads: int = 0
     placement: str = ""
     ctx_used: int = 0
@@ -98,6 +105,8 @@ class StatusLine(Widget):
         text = Text(no_wrap=True, overflow="ellipsis")
         if s.model:
             text.append(f" {s.model} ", style="bold reverse")
+            if s.contrast:
+                text.append(f" contrast {s.contrast} ", style="reverse")
             where = f" · {s.placement}" if s.placement else ""  # e.g. "2 RPC servers"
             text.append(f" {s.threads} threads{where} · ctx {s.ctx_used}/{s.ctx_total} ")
         text.append("│ ", style="grey50")

@@ -78,7 +78,7 @@ def build_app_parser() -> argparse.ArgumentParser:
     )
     add_rpc_flag(parser)
     add_repack_flag(parser)
-    add_steering_flags(parser, contrast=False)  # their strength: the panel's slider
+    add_steering_flags(parser)  # their strength: the panel's slider; contrast β, α too
     parser.add_argument("--max-tokens", type=int, default=512, help="the longest reply")
     add_system_flag(parser, "a system prompt for every chat")
     add_mode_flags(
@@ -135,6 +135,27 @@ def backend_factory(
     return load
 
 
+def contrast_loader(args: argparse.Namespace) -> Callable[[Path], SessionBackend]:
+    """A loader for a contrast model (run on the app's worker thread): a GGUF file or a
+    name `samplescope models` lists, loaded as `generate --contrast-model` loads it
+    (the app's threads, context and prefill chunk; on this machine, weights not
+    repacked)."""
+
+    def load(path: Path) -> SessionBackend:
+        from backend.config.model_path import resolve_model_path
+        from backend.session.llama_backend import LlamaBackend
+
+        return LlamaBackend.load(
+            resolve_model_path(str(path)),
+            n_threads=args.threads,
+            n_ctx=args.ctx,
+            n_batch=args.batch,
+            n_gpu_layers=args.gpu_layers,
+        )
+
+    return load
+
+
 def build_app(
     args: argparse.Namespace,
     *,
@@ -184,6 +205,8 @@ def build_app(
         backend_factory=backend_factory(args, model_with_config(model, config), rpc, repack),
         list_models=listed_models,
         open_model=open_model,
+        open_contrast=contrast_loader(args),
+        contrast_model=None if args.contrast_model is None else Path(args.contrast_model),
         settings=settings,
         setting_sources=sources,
         template_switches=switches,

@@ -167,7 +167,7 @@ def _from_reply(args: argparse.Namespace) -> tuple[Tree, dict[str, object], str]
         raise SamplescopeError("explore CHAT_ID needs --at POS (the token's position, from 1)")
     shape = _shape(args)
     with open_store(args) as store:
-        target = find_target(store, args)
+        target = find_target(store, args, contrast=False)
         own = store.load_steps(target.chat, target.reply).get(target.index)
     reply = target.reply
     backend = _load(

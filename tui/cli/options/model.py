@@ -159,9 +159,9 @@ def add_model_flags(
     )
 
 
-def add_steering_flags(group: Any, *, contrast: bool = True) -> None:
-    """Add `--control-vector --control-vector-layers` and (with `contrast`)
-    `--contrast-model` (`load_backend` reads them) to a parser or an argument group."""
+def add_steering_flags(group: Any) -> None:
+    """Add `--control-vector --control-vector-layers --contrast-model` (`load_backend`
+    and the app read them) to a parser or an argument group."""
     group.add_argument(
         "--control-vector",
         action="append",
@@ -170,14 +170,13 @@ def add_steering_flags(group: Any, *, contrast: bool = True) -> None:
         help="steer the model's activations with a control vector (llama.cpp's GGUF format,"
         " from its cvector-generator), scaled (default 1); repeatable: the vectors are summed",
     )
-    if contrast:
-        group.add_argument(
-            "--contrast-model",
-            default=None,
-            metavar="PATH",
-            help="a smaller model of the same vocabulary that decodes every reply in step, for"
-            " --contrast-beta (contrastive decoding)",
-        )
+    group.add_argument(
+        "--contrast-model",
+        default=None,
+        metavar="PATH",
+        help="a smaller model of the same vocabulary that decodes every reply in step, for"
+        " --contrast-beta (contrastive decoding)",
+    )
     group.add_argument(
         "--control-vector-layers",
         default=None,
