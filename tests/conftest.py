@@ -13,7 +13,6 @@ from hypothesis import settings as hypothesis_settings
 from backend.config.model_path import resolve_model_path
 from backend.llama.reference import load_plain_by_default
 from backend.store.store import ChatStore
-from sampling.settings.record import registry_in_use, use_registry
 
 # llama-cpp-python's `Llama` (the tests' independent references) loads the weights as
 # samplescope does: without llama.cpp's extra buffer types (backend/llama/reference.py).
@@ -60,16 +59,6 @@ def handler_errors_fail_the_test(
     yield
     if raised and request.node.get_closest_marker("handler_errors") is None:
         pytest.fail(f"a handler of the app raised {raised[0]!r}", pytrace=False)
-
-
-@pytest.fixture(autouse=True)
-def registry_restored() -> Iterator[None]:
-    """Each test starts with the registry the session started with (the built-in
-    units), and takes whatever registry it put in use (a plugin loaded, the front door
-    it ran) away with it."""
-    before = registry_in_use()
-    yield
-    use_registry(before)
 
 
 @pytest.fixture(scope="session")

@@ -26,9 +26,10 @@ from backend.config.user_files import (
     non_finite,
     read_user_text,
 )
+from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.errors import SettingsError
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import registry
+from sampling.settings.registry import Registry, registry_of
 
 Tool = Literal["sillytavern", "text-generation-webui", "koboldcpp", "llama-server"]
 TOOLS: tuple[Tool, ...] = ("sillytavern", "text-generation-webui", "koboldcpp", "llama-server")
@@ -108,26 +109,30 @@ def _json_tool(data: dict[str, Any]) -> Tool:
     return "sillytavern"
 
 
-def imported_settings(imported: ImportedPreset) -> SamplerSettings:
-    """The imported fields on top of samplescope's "off" values.
+def imported_settings(
+    imported: ImportedPreset, registry: Registry = BUILT_IN_REGISTRY
+) -> SamplerSettings:
+    """The imported fields on top of samplescope's "off" values, made with `registry`
+    (the front door's).
 
     Raises:
         PresetFormatError: A value is out of samplescope's range (the message names it).
     """
     try:
-        return SamplerSettings().with_changes(**imported.changes)
+        return SamplerSettings(registry).with_changes(**imported.changes)
     except SettingsError as error:
         raise PresetFormatError(f"{imported.tool} preset: {error}") from error
 
 
 def preset_toml(name: str, settings: SamplerSettings) -> str:
     """One preset as a TOML table: the settings that differ from the "off" values."""
-    defaults = SamplerSettings().to_dict()
+    registry = registry_of(settings)
+    defaults = SamplerSettings(registry).to_dict()
     lines = [f"[{toml_string(name)}]"]
     for key, value in settings.to_dict().items():
         if value == defaults.get(key):
             continue
-        spec = registry().settings_by_name[key]
+        spec = registry.settings_by_name[key]
         lines.append(f"{key} = {_toml_value(value if spec.is_scalar else spec.format(value))}")
     return "\n".join(lines) + "\n"
 
@@ -156,7 +161,7 @@ def save_user_preset(path: Path, name: str, settings: SamplerSettings) -> None:
             read or written.
     """
     path = Path(path)
-    if path.exists() and name in load_presets(path):
+    if path.exists() and name in load_presets(path, registry_of(settings)):
         raise PresetError(f"{path} already holds a preset named {name!r}: choose another --name")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -14,14 +14,13 @@ from typing import Protocol, cast
 from backend.config.sampler_files import SAMPLER_FILE_FLAG, load_sampler_file, load_sampler_files
 from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.errors import SamplescopeError
-from sampling.settings.record import use_registry
-from sampling.settings.registry import registry
 from tui.cli.options.sampler_file import (
     LEADING_DEST,
     add_sampler_file_flag,
     check_same_files,
     sampler_files_given,
 )
+from tui.cli.run_registry import end_run, run_registry, use_run_registry
 from tui.cli.text_input import TextInputError, check_arguments
 
 
@@ -160,8 +159,8 @@ def _parser_without_clashes() -> argparse.ArgumentParser:
             if found is None:
                 raise
             name, setting, flag = found
-            path = registry().origins[name].path
-            use_registry(registry().without(name))
+            path = run_registry().origins[name].path
+            use_run_registry(run_registry().without(name))
             print(
                 f"samplescope: sampler plugin {path}: its setting {setting!r} ({flag}) clashes"
                 f" with an option of samplescope ({error}): not loaded",
@@ -172,7 +171,7 @@ def _parser_without_clashes() -> argparse.ArgumentParser:
 def _plugin_flag_in(message: str) -> tuple[str, str, str] | None:
     """(plugin, setting, flag) of a plugin setting whose flag an argparse error names."""
     words = set(re.findall(r"[^\s,:'\"]+", message))
-    for unit in registry().plugins:
+    for unit in run_registry().plugins:
         for spec in unit.specs:
             for flag in (spec.flag, spec.short_flag):
                 if flag is not None and flag in words:
@@ -203,6 +202,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from tui.cli.unexpected import report_unexpected
 
         return report_unexpected(error, args_list)
+    finally:
+        end_run()
 
 
 def _run(args_list: list[str]) -> int:
@@ -214,11 +215,11 @@ def _run(args_list: list[str]) -> int:
     try:
         # The registry every command and the app run with: the built-in units and
         # the plugins of the samplers folder, then of --sampler-file.
-        use_registry(load_sampler_files(BUILT_IN_REGISTRY))
+        use_run_registry(load_sampler_files(BUILT_IN_REGISTRY))
         parser, opens_app = _front_parser(args_list)
         sampler_files = sampler_files_given(parser, args_list)
         for path in sampler_files:
-            use_registry(load_sampler_file(path, registry()))
+            use_run_registry(load_sampler_file(path, run_registry()))
         if sampler_files:  # their flags join the parser
             parser, opens_app = _front_parser(args_list)
         args = parser.parse_args(args_list)

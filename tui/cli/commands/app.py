@@ -32,7 +32,6 @@ from backend.config.setting_sources import SettingSources
 from backend.llama.rpc import RpcError
 from sampling.built_in import chat_defaults
 from sampling.errors import SettingsError
-from sampling.settings.registry import registry
 from tui.cli.options.model import (
     add_hf_flag,
     add_repack_flag,
@@ -44,6 +43,7 @@ from tui.cli.options.prompt import add_mode_flags, add_system_flag
 from tui.cli.options.sampler_file import add_sampler_file_flag
 from tui.cli.options.settings import add_settings_flags, flag_settings, settings_from_args
 from tui.cli.options.template_flags import add_template_flags, switches_from_args
+from tui.cli.run_registry import run_registry
 
 if TYPE_CHECKING:
     from backend.llama.rpc import Endpoint
@@ -154,9 +154,10 @@ def build_app(
         TemplateSwitchError: --chat-template-kwargs is malformed.
     """
     model = model_or_hf(args.model, args.hf)
-    config, problem = load_config_or_default()
+    registry = run_registry()
+    config, problem = load_config_or_default(registry=registry)
     notices = [problem] if problem else []
-    settings = settings_from_args(args, settings_with_config(chat_defaults(registry()), config))
+    settings = settings_from_args(args, settings_with_config(chat_defaults(registry), config))
     switches = switches_from_args(args, config.template, thinking_tags_of(settings))
     sources = (
         SettingSources()
@@ -168,7 +169,7 @@ def build_app(
     store: ChatStore | None = None
     if not args.no_save:
         try:
-            store = ChatStore(store_path or default_store_path())
+            store = ChatStore(store_path or default_store_path(), registry=registry)
         except StoreError as error:
             notices.append(f"Chats will not be saved: {error}")
     notices.extend(line.removeprefix("samplescope: ") for line in exposed_folder_warnings())
@@ -194,6 +195,7 @@ def build_app(
         notices=notices,
         mode=args.mode,
         on_start=on_start,
+        registry=registry,
     )
 
 

@@ -31,6 +31,7 @@ from tui.cli.options.setting_sets import parse_set, short_keys
 from tui.cli.options.template_flags import add_template_flags, template_switches
 from tui.cli.prompt_messages import build_messages
 from tui.cli.reply_score_json import reply_score_json
+from tui.cli.run_registry import run_registry
 from tui.cli.sections_json import sections_json
 from tui.cli.verbose import log, step_line
 from tui.resources import available_presets
@@ -97,7 +98,7 @@ def columns_from_args(args: argparse.Namespace) -> list[tuple[str, SamplerSettin
     """The (label, settings) of every column, the seed applied."""
     columns: list[tuple[str, SamplerSettings]] = []
     if args.preset:
-        presets = available_presets()
+        presets = available_presets(run_registry())
         for name in args.preset:
             if name not in presets:
                 raise CompareArgumentError(
@@ -132,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     """Generate every column and print them."""
 
     if args.list_presets:
-        for name, settings in available_presets().items():
+        for name, settings in available_presets(run_registry()).items():
             print(f"{name:<34} {settings_summary(settings)}")
         return 0
     if args.prompt is None:

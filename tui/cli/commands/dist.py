@@ -8,6 +8,7 @@ from sampling import SamplerSettings, modes, probabilities
 from sampling.errors import SamplescopeError
 from sampling.experiments import draw_counts
 from tui.cli.options.settings import add_settings_flags, settings_from_args
+from tui.cli.run_registry import run_registry
 
 SEED000_LOGITS = (2.0, 1.5, 1.0, 0.5, 0.0, -1.0)
 
@@ -86,14 +87,14 @@ def run(args: argparse.Namespace) -> int:
             f"--draws must be a positive number up to {MAX_DRAWS}, got {args.draws}"
         )
     if args.table:
-        base = settings_from_args(args, SamplerSettings())
+        base = settings_from_args(args, SamplerSettings(run_registry()))
         rows = [(label, settings.with_changes(seed=base.seed)) for label, settings in SEED000_TABLE]
         print(f"{'softmax':<24} {_row(list(probabilities(logits, SamplerSettings())))}")
         for label, settings in rows:
             counts = draw_counts(logits, settings, args.draws)
             print(f"{label:<24} {_row(list(counts / args.draws))}")
         return 0
-    settings = settings_from_args(args, SamplerSettings())
+    settings = settings_from_args(args, SamplerSettings(run_registry()))
     exact = probabilities(logits, settings)
     counts = draw_counts(logits, settings, args.draws)
     print(f"settings: {settings}")

@@ -20,7 +20,6 @@ from backend.session.explore_tree import Tree, TreeNode, TreeShape
 from sampling.built_in import chat_defaults
 from sampling.errors import SamplescopeError
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import registry
 from sampling.settings.summary import settings_summary
 from tui.cli.options.model import add_model_flags, chosen_model_path, chosen_rpc, model_or_hf
 from tui.cli.options.numbers import unit_fraction
@@ -34,6 +33,7 @@ from tui.cli.options.settings import (
 )
 from tui.cli.options.template_flags import add_template_flags, template_switches
 from tui.cli.prompt_messages import build_messages
+from tui.cli.run_registry import run_registry
 from tui.cli.saved_reply import (
     DEFAULT_N_BATCH,
     DEFAULT_N_CTX,
@@ -212,7 +212,7 @@ def _from_prompt(args: argparse.Namespace) -> tuple[Tree, dict[str, object], str
         )
     shape = _shape(args)
     text = read_stdin() if args.prompt == "-" else args.prompt
-    base = settings_with_user_config(chat_defaults(registry()))
+    base = settings_with_user_config(chat_defaults(run_registry()))
     settings: SamplerSettings | None = None
     if not bias_needs_tokenizer(args):
         settings = settings_from_args(args, base)

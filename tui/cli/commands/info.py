@@ -12,6 +12,7 @@ from backend.llama.pieces import visible_piece
 from backend.llama.rpc import Endpoint, RpcError, parse_endpoints, probe
 from sampling.errors import SamplescopeError
 from tui.cli.options.model import chosen_model_path
+from tui.cli.run_registry import run_registry
 
 # (label, tokenizer.ggml.<key>); the first four are listed even when absent.
 SPECIAL_TOKEN_KEYS: tuple[tuple[str, str], ...] = (
@@ -228,10 +229,9 @@ def describe_sampling(gguf: GgufFile) -> list[str]:
     from backend.config.setting_sources import SettingSources, fill_from_model
     from backend.llama.model_sampling import model_sampling
     from sampling.built_in import chat_defaults
-    from sampling.settings.registry import registry
 
     config, _problem = load_config_or_default()
-    configured = settings_with_config(chat_defaults(registry()), config)
+    configured = settings_with_config(chat_defaults(run_registry()), config)
     own = model_sampling(gguf.metadata, configured)
     if not own.values and not own.problems:
         return [f"{'sampling':<15} (the model sets none: llama.cpp's defaults)"]
@@ -241,7 +241,7 @@ def describe_sampling(gguf: GgufFile) -> list[str]:
         f"{'sampling':<15} the model's own settings (general.sampling.*), where the user sets none"
     ]
     for name, value in own.values:
-        spec = registry().settings_by_name[name]
+        spec = run_registry().settings_by_name[name]
         shown = spec.format(value)
         if sources.of(name) == "model":
             where = "from the model"

@@ -21,13 +21,13 @@ from backend.config.preset_interchange import PresetFormatError
 from backend.config.presets import PresetError
 from sampling.built_in import chat_defaults
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import registry
 from sampling.settings.summary import settings_summary
 from tui.cli.options.settings import (
     add_settings_flags,
     settings_from_args,
     settings_with_user_config,
 )
+from tui.cli.run_registry import run_registry
 
 GROUP = "setup"
 
@@ -85,7 +85,7 @@ def run_import(args: argparse.Namespace) -> int:
     """Read a preset file, list what did not map, and save it."""
     try:
         imported = read_preset_file(args.file, args.tool)
-        settings = imported_settings(imported)
+        settings = imported_settings(imported, run_registry())
     except PresetFormatError as error:
         print(f"samplescope: {error}", file=sys.stderr)
         return 1
@@ -123,10 +123,10 @@ def run_export(args: argparse.Namespace) -> int:
 def _base(preset: str | None) -> SamplerSettings:
     """The settings before the flags: a named preset, else the chat's start."""
     if preset is None:
-        return settings_with_user_config(chat_defaults(registry()))
+        return settings_with_user_config(chat_defaults(run_registry()))
     from tui.resources import available_presets
 
-    presets = available_presets()
+    presets = available_presets(run_registry())
     if preset not in presets:
         raise PresetError(f"unknown preset {preset!r}: choose from {', '.join(map(repr, presets))}")
     return presets[preset]

@@ -6,8 +6,8 @@ import argparse
 import json
 
 from backend.config.sampler_files import SAMPLER_FILE_FLAG, samplers_dir
-from sampling.settings.registry import registry
 from tui.cli.options.output import add_json_flag
+from tui.cli.run_registry import run_registry
 
 GROUP = "setup"
 
@@ -35,13 +35,13 @@ def sampler_list() -> list[dict[str, object]]:
     """Each sampler unit: its name, whether built in, where it runs (its placement's
     kind, `sampling.settings.placement`), its settings' names (and for a plugin its file and
     the file's SHA-256)."""
-    origins = registry().origins
+    origins = run_registry().origins
     listed: list[dict[str, object]] = []
-    for name, unit in registry().units_by_name.items():
+    for name, unit in run_registry().units_by_name.items():
         entry: dict[str, object] = {
             "name": name,
             "builtin": name not in origins,
-            "placement": registry().placements[name].kind,
+            "placement": run_registry().placements[name].kind,
             "settings": [spec.name for spec in unit.specs],
         }
         if name in origins:
@@ -56,8 +56,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(sampler_list(), indent=2))
         return 0
-    origins = registry().origins
-    for name, unit in registry().units_by_name.items():
+    origins = run_registry().origins
+    for name, unit in run_registry().units_by_name.items():
         kind = f"plugin {origins[name].path}" if name in origins else "built-in"
         settings = ", ".join(spec.name for spec in unit.specs) or "-"
         print(f"{name:<14} {kind:<10} {settings}")

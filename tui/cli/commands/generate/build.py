@@ -17,7 +17,6 @@ from backend.session.phrase_bans import PhraseBans
 from sampling.built_in import DEFAULT_CHAT_SETTINGS, chat_defaults
 from sampling.errors import SettingsError
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import registry
 from tui.cli.commands.generate.ban_flags import bans_from_args, config_bans
 from tui.cli.commands.generate.loop_flags import config_loops, loops_from_args
 from tui.cli.commands.generate.prompt import conversation
@@ -30,6 +29,7 @@ from tui.cli.options.settings import (
     user_config_settings,
 )
 from tui.cli.options.template_flags import template_switches
+from tui.cli.run_registry import run_registry
 from tui.cli.verbose import log
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ def preset_settings(name: str) -> SamplerSettings:
     """
     from tui.resources import available_presets
 
-    presets = available_presets()
+    presets = available_presets(run_registry())
     if name not in presets:
         raise SettingsError("preset", name, "one of " + ", ".join(repr(n) for n in presets))
     return presets[name].with_changes(seed=DEFAULT_CHAT_SETTINGS.seed)
@@ -83,11 +83,11 @@ def build_run(args: argparse.Namespace, prompt: str) -> GenerateRun:
         SamplescopeError: A flag is wrong, or the model cannot load.
     """
     if args.preset is None:
-        base = settings_with_user_config(chat_defaults(registry()))
+        base = settings_with_user_config(chat_defaults(run_registry()))
         sources = SettingSources().given(user_config_settings(), "config")
     else:
         base = preset_settings(args.preset)
-        sources = SettingSources().given(registry().settings_by_name, "preset")
+        sources = SettingSources().given(run_registry().settings_by_name, "preset")
     sources = sources.given(flag_settings(args), "flag")
     switches = template_switches(args)  # checked before the model loads
     bans = bans_from_args(args, config_bans())

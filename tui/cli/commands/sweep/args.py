@@ -11,11 +11,11 @@ from backend.config.user_files import UserFileError, load_json, read_user_text
 from backend.session.sweep import MAX_SETTINGS, SweepSetting
 from sampling.errors import SamplescopeError, SettingsError
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import find_setting, registry
 from sampling.settings.summary import settings_summary
 from sampling.thinking_settings import SHARED, THINK_PREFIX, with_thinking_change
 from tui.cli.options.setting_sets import parse_set, short_keys
 from tui.cli.options.settings import settings_with_user_config
+from tui.cli.run_registry import run_registry
 
 
 class SweepArgumentError(SamplescopeError):
@@ -80,11 +80,11 @@ def parse_grid(text: str) -> tuple[str, list[Any]]:
     if not sep or not values.strip():
         raise SweepArgumentError(f"--grid {text!r}: expected KEY=V1,V2,...")
     thinking = key.startswith(THINK_PREFIX)
-    spec = find_setting(key.removeprefix(THINK_PREFIX))
+    spec = run_registry().find_setting(key.removeprefix(THINK_PREFIX))
     if spec is None:
         raise SweepArgumentError(
             f"--grid {text!r}: unknown key {key!r} (use {', '.join(short_keys())} or a field name:"
-            f" {', '.join(sorted(registry().settings_by_name))})"
+            f" {', '.join(sorted(run_registry().settings_by_name))})"
         )
     if not spec.per_column:
         raise SweepArgumentError(
@@ -118,7 +118,7 @@ def grid_settings(sets: list[str], grids: list[str], temperature: str) -> list[S
     """
     bases: list[tuple[str, SamplerSettings]] = [(text, parse_set(text)) for text in sets]
     if not bases:
-        bases = [("", settings_with_user_config(SamplerSettings()))]
+        bases = [("", settings_with_user_config(SamplerSettings(run_registry())))]
     axes = [parse_grid(text) for text in grids]
     if len({name for name, _ in axes}) != len(axes):
         raise SweepArgumentError("--grid: a key is given twice")
