@@ -99,3 +99,18 @@ def test_a_sampler_file_given_as_an_option_runs_and_its_flags_join_the_parser(
         build_parser().parse_args(["generate", "hi", "--top-h", "0.5"])
     with pytest.raises(SystemExit):
         build_app_parser().parse_args(["--top-h", "0.25"])
+
+
+def test_the_config_may_set_a_loaded_plugins_setting_for_every_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config"
+    (config / "samplers").mkdir(parents=True)
+    (config / "samplers" / "top_h.py").write_text(readme_plugin(), encoding="utf-8")
+    (config / "config.toml").write_text("[settings]\ntop_h = 0.3\n", encoding="utf-8")
+    monkeypatch.setenv("SAMPLESCOPE_CONFIG_DIR", str(config))
+    assert main(["config"]) == 0
+    shown = capsys.readouterr()
+    assert "top_h = 0.3  # from the config file" in shown.out and shown.err == ""
+    assert main(["preset", "export", "--format", "llama-server"]) == 0
+    assert "top_h = 0.3 (a sampler plugin's setting)" in capsys.readouterr().err

@@ -8,7 +8,9 @@ import sys
 from backend.config.config import effective_toml, load_config, model_with_config
 from backend.config.model_path import resolve_model_path
 from backend.config.paths import default_config_path
+from sampling.built_in import chat_defaults
 from sampling.errors import SamplescopeError
+from tui.cli.run_registry import run_registry
 
 TEMPLATE = """\
 # samplescope configuration. Every entry is optional; command-line flags override it.
@@ -72,10 +74,11 @@ def run(args: argparse.Namespace) -> int:
         path.write_text(TEMPLATE, encoding="utf-8")
         print(path)
         return 0
-    config = load_config(path)  # a broken file is a ConfigError: exit 2 with its line
+    registry = run_registry()
+    config = load_config(path, registry)  # a broken file is a ConfigError: exit 2 with its line
     try:
         model = str(resolve_model_path(model_with_config(None, config)))
     except SamplescopeError as error:
         model = f"(none: {error})"
-    print(effective_toml(config, model=model), end="")
+    print(effective_toml(config, model=model, base=chat_defaults(registry)), end="")
     return 0

@@ -230,7 +230,7 @@ def describe_sampling(gguf: GgufFile) -> list[str]:
     from backend.llama.model_sampling import model_sampling
     from sampling.built_in import chat_defaults
 
-    config, _problem = load_config_or_default()
+    config, _problem = load_config_or_default(registry=run_registry())
     configured = settings_with_config(chat_defaults(run_registry()), config)
     own = model_sampling(gguf.metadata, configured)
     if not own.values and not own.problems:

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tui.cli.run_registry import run_registry
 from tui.cli.verbose import log
 
 if TYPE_CHECKING:
@@ -198,7 +199,7 @@ def chosen_model_path(explicit: str | os.PathLike[str] | None) -> Path:
     from backend.config.config import load_config_or_default, model_with_config
     from backend.config.model_path import resolve_model_path
 
-    config, problem = load_config_or_default()
+    config, problem = load_config_or_default(registry=run_registry())
     if problem:
         print(f"samplescope: {problem}", file=sys.stderr)
     return resolve_model_path(model_with_config(explicit, config))
@@ -212,7 +213,8 @@ def chosen_rpc(explicit: str | None) -> tuple[Endpoint, ...]:
     """
     from backend.config.config import load_config_or_default, rpc_with_config
 
-    config, _problem = load_config_or_default()  # reported by chosen_model_path
+    # A broken file is reported by chosen_model_path.
+    config, _problem = load_config_or_default(registry=run_registry())
     return rpc_with_config(explicit, config)
 
 
@@ -224,7 +226,8 @@ def chosen_weights(args: argparse.Namespace, path: Path) -> Weights:
     from backend.llama.repack_probe import Weights, one_sequence_weights
 
     if args.repack is None:
-        config, _problem = load_config_or_default()  # reported by chosen_model_path
+        # A broken file is reported by chosen_model_path.
+        config, _problem = load_config_or_default(registry=run_registry())
         if config.repack:
             return Weights(True, "the config's repack = true")
     return one_sequence_weights(path, args.repack, remote=bool(chosen_rpc(args.rpc)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from backend.session.phrase_bans import DEFAULT_TRIES, PhraseBans
+from tui.cli.run_registry import run_registry
 
 
 def add_ban_flags(parser: argparse.ArgumentParser) -> None:
@@ -75,5 +76,5 @@ def config_bans() -> PhraseBans:
     that load a model report that)."""
     from backend.config.config import load_config_or_default
 
-    config, _problem = load_config_or_default()
+    config, _problem = load_config_or_default(registry=run_registry())
     return config.bans

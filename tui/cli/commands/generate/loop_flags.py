@@ -14,6 +14,7 @@ import argparse
 from backend.session.loop_watch import LoopGuard
 from sampling.analysis.loops import LoopRule
 from sampling.errors import SamplescopeError
+from tui.cli.run_registry import run_registry
 
 
 class LoopFlagError(SamplescopeError):
@@ -63,5 +64,5 @@ def config_loops() -> LoopGuard:
     commands that load a model report that)."""
     from backend.config.config import load_config_or_default
 
-    config, _problem = load_config_or_default()
+    config, _problem = load_config_or_default(registry=run_registry())
     return config.loops
