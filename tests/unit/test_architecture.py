@@ -14,9 +14,8 @@
 - A setting is one sub-package, built from the units it is given: sampling.settings
   imports no unit, no list of them and no plugin at run time. No registry is "in
   use": the front door builds one and hands it down (a settings record keeps its
-  own); `sampling.built_in` alone gives the built-in one a record made without one
-  takes, `tui.cli.main` alone sets the command line run's, and only the command line
-  reads that one.
+  own, the command line's options carry theirs); `sampling.built_in` alone gives the
+  built-in one a record made without one takes.
 - Textual's private compositor is reached from one module (`tui.row_compositor`).
 - Modules are split by concept, not by count: a module (test files included) past
   400 lines is listed in a warning, one past 600 fails.
@@ -329,8 +328,8 @@ def test_no_module_is_over_600_lines_and_those_over_400_are_named() -> None:
     assert {path: count for path, count in long.items() if count > MAX_LINES} == {}
 
 
-REGISTRY_READS = ("registry", "run_registry", "app_registry")
-"""Calls that read a registry held elsewhere (the command line run's, an app's)."""
+REGISTRY_READS = ("registry", "built_in_registry", "app_registry")
+"""Calls that read a registry held elsewhere (the record's default, an app's)."""
 
 
 def registry_reads_at_import(path: Path) -> list[int]:
@@ -366,7 +365,7 @@ def test_no_module_reads_the_registry_when_imported() -> None:
 SETTINGS = "sampling.settings"
 UNIT_LISTS = ("sampling.samplers", "sampling.built_in", "sampling.plugins")
 COMMAND_LINE = "tui.cli"
-"""The command line: `main` builds the run's registry; its flags and commands read it."""
+"""The command line: `main` builds the run's registry, its parsed options carry it."""
 
 
 def test_the_settings_sub_package_imports_no_unit() -> None:
@@ -407,17 +406,14 @@ def test_no_registry_is_put_in_use_and_the_built_in_one_is_given_once() -> None:
     assert callers_of("provide_built_in_registry") == {"sampling.built_in"}
 
 
-def test_only_the_command_line_reads_the_runs_registry() -> None:
+def test_the_command_lines_registry_travels_with_its_options() -> None:
     """`main` builds the run's registry (the built-in units and the plugins loaded) and
-    sets it; the command line's flags and commands read it. Nothing below the command
-    line does: the app, the backend and the sampler are handed a registry, or read the
-    one a settings record was made with."""
-    assert callers_of("use_run_registry") == {"tui.cli.main"}
-    readers = callers_of("run_registry")
+    its parsers with it; the parsed options carry it to the command, which hands it
+    down. Only the command line reads it off the options: the app, the backend and the
+    sampler are handed a registry, or read the one a settings record was made with."""
+    assert callers_of("carry_registry") == {"tui.cli.main", "tui.cli.commands.app"}
+    readers = callers_of("registry_of_args")
     assert readers and all(name.startswith(COMMAND_LINE + ".") for name in readers)
-    assert "tui.app" not in readers and not any(
-        name.startswith(("sampling", "backend")) for name in readers
-    )
 
 
 def test_only_the_row_compositor_reaches_textuals_private_compositor() -> None:
@@ -536,9 +532,10 @@ def test_checker_sees_what_a_module_loads_through_others(tmp_path: Path) -> None
 def test_checker_sees_a_registry_put_in_use_or_read_by_a_global(tmp_path: Path) -> None:
     text = (
         "from sampling.settings.record import use_registry as u\nimport x\nx.use_registry(1)\n"
-        "from tui.cli.run_registry import run_registry\ndef f():\n    return run_registry()\n"
+        "from tui.cli.options.sampler_registry import registry_of_args as r\n"
+        "def f(args):\n    return r(args)\n"
     )
     root = _tree(tmp_path, {"backend/config/bad.py": text})
     assert calls_named(root / "backend/config/bad.py", "use_registry") == [3]
-    assert calls_named(root / "backend/config/bad.py", "run_registry") == [6]
+    assert calls_named(root / "backend/config/bad.py", "r") == [6]
     assert calls_named(root / "backend/config/bad.py", "registry") == []

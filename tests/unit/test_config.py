@@ -70,7 +70,7 @@ def test_default_path_follows_the_environment(
 def test_flags_override_config_which_overrides_defaults(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, GOOD))
     parser = argparse.ArgumentParser()
-    add_settings_flags(parser)
+    add_settings_flags(parser, BUILT_IN_REGISTRY)
     args = parser.parse_args(["--top-k", "3"])
     settings = settings_from_args(args, settings_with_config(DEFAULT_CHAT_SETTINGS, config))
     assert settings.top_k == 3  # flag

@@ -91,7 +91,7 @@ def test_p_less_comes_from_the_registry_everywhere() -> None:
     assert joined.samplers == ("top_k", "p_less", "min_p", "temperature")
     # The flag, the summary and a preset.
     parser = argparse.ArgumentParser()
-    add_settings_flags(parser)
+    add_settings_flags(parser, BUILT_IN_REGISTRY)
     on = settings_from_args(parser.parse_args(["--p-less"]), SamplerSettings())
     assert on.p_less and not settings_from_args(parser.parse_args(["--no-p-less"]), on).p_less
     assert "p-less" in settings_summary(on)

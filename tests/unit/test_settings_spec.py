@@ -316,7 +316,7 @@ def test_every_field_has_a_flag_on_every_command(command: str) -> None:
 @pytest.mark.parametrize("spec", BUILT_IN_REGISTRY.settings, ids=ids)
 def test_flag_round_trip(spec: SettingSpec) -> None:
     parser = argparse.ArgumentParser()
-    add_settings_flags(parser)
+    add_settings_flags(parser, BUILT_IN_REGISTRY)
     value = CHANGED[spec.name]
     settings = settings_from_args(parser.parse_args(flag_argv(spec, value)), SamplerSettings())
     assert settings == SamplerSettings().with_changes(**{spec.name: value})
@@ -327,7 +327,7 @@ def test_flag_round_trip(spec: SettingSpec) -> None:
 
 def test_all_flags_at_once_and_the_short_ones() -> None:
     parser = argparse.ArgumentParser()
-    add_settings_flags(parser)
+    add_settings_flags(parser, BUILT_IN_REGISTRY)
     # A grammar and a JSON schema are refused together (the schema would win): the
     # schema's flag is read on its own.
     argv = [
@@ -349,7 +349,7 @@ def test_all_flags_at_once_and_the_short_ones() -> None:
 
 def test_a_choice_flag_refuses_an_unknown_value(capsys: pytest.CaptureFixture[str]) -> None:
     parser = argparse.ArgumentParser()
-    add_settings_flags(parser)
+    add_settings_flags(parser, BUILT_IN_REGISTRY)
     with pytest.raises(SystemExit):
         parser.parse_args(["--rng", "mt19937"])
     assert "xorshift128" in capsys.readouterr().err

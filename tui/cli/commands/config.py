@@ -10,7 +10,8 @@ from backend.config.model_path import resolve_model_path
 from backend.config.paths import default_config_path
 from sampling.built_in import chat_defaults
 from sampling.errors import SamplescopeError
-from tui.cli.run_registry import run_registry
+from sampling.settings.registry import Registry
+from tui.cli.options.sampler_registry import registry_of_args
 
 TEMPLATE = """\
 # samplescope configuration. Every entry is optional; command-line flags override it.
@@ -43,7 +44,9 @@ TEMPLATE = """\
 GROUP = "setup"
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], registry: Registry
+) -> None:
     """Add `config` to the command line."""
     parser = subparsers.add_parser(
         "config",
@@ -74,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         path.write_text(TEMPLATE, encoding="utf-8")
         print(path)
         return 0
-    registry = run_registry()
+    registry = registry_of_args(args)
     config = load_config(path, registry)  # a broken file is a ConfigError: exit 2 with its line
     try:
         model = str(resolve_model_path(model_with_config(None, config)))

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Sequence
 
 from sampling.errors import SamplescopeError
+from sampling.settings.registry import Registry
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -33,7 +34,9 @@ class ServeError(SamplescopeError):
 GROUP = "setup"
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], registry: Registry
+) -> None:
     """Add `serve` to the command line."""
     parser = subparsers.add_parser(
         "serve",

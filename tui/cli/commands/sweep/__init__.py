@@ -33,11 +33,13 @@ from backend.session.sweep import (
 from backend.session.sweep_result import SampleRecord, SweepFileError, SweepResult, record_of
 from backend.store.records import StoreError
 from sampling.analysis.sweep_metrics import DEFAULT_TOP_K
+from sampling.settings.registry import Registry
 from tui.cli.commands.sweep.args import SweepArgumentError, grid_settings, read_prompts
 from tui.cli.commands.sweep.output import csv_text, order_line, print_table
 from tui.cli.options.model import add_model_flags, load_backend
 from tui.cli.options.output import add_json_flag
 from tui.cli.options.prompt import add_mode_flags, add_system_flag
+from tui.cli.options.sampler_registry import registry_of_args
 from tui.cli.options.template_flags import add_template_flags, template_switches
 from tui.cli.store_access import add_db_flag, recorder_for
 from tui.cli.verbose import log
@@ -50,7 +52,9 @@ RESULT_LIMIT = 256 << 20
 GROUP = "sample"
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], registry: Registry
+) -> None:
     """Add `sweep` to the command line."""
     parser = subparsers.add_parser(
         "sweep",
@@ -175,7 +179,7 @@ def plan_from_args(args: argparse.Namespace) -> SweepPlan:
     if args.top_k_share < 1:
         raise SweepArgumentError(f"invalid --top-k-share {args.top_k_share}: expected ≥ 1")
     prompts = read_prompts(args.prompt, args.prompts)
-    settings = grid_settings(args.sets, args.grid, args.temperature)
+    settings = grid_settings(args.sets, args.grid, args.temperature, registry_of_args(args))
     return SweepPlan(
         prompts=tuple(prompts),
         settings=tuple(settings),
