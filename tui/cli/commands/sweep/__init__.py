@@ -33,6 +33,7 @@ from backend.session.sweep import (
 from backend.session.sweep_result import SampleRecord, SweepFileError, SweepResult, record_of
 from backend.store.records import StoreError
 from sampling.analysis.sweep_metrics import DEFAULT_TOP_K
+from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.settings.registry import Registry
 from tui.cli.commands.sweep.args import SweepArgumentError, grid_settings, read_prompts
 from tui.cli.commands.sweep.output import csv_text, order_line, print_table
@@ -214,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the sweep and print its figures (or view a saved one); exit code 1 if a
     sample failed, 130 if cancelled."""
     if args.view:
-        return view(args, read_result(Path(args.view)))
+        return view(args, read_result(Path(args.view), registry_of_args(args)))
     plan = plan_from_args(args)
     switches = template_switches(args)
     backend = load_backend(args, n_seq_max=min(args.parallel, plan.per_prompt))
@@ -318,8 +319,8 @@ def keep_result(
     return path
 
 
-def read_result(path: Path) -> SweepResult:
-    """A sweep result saved with `--json`.
+def read_result(path: Path, registry: Registry = BUILT_IN_REGISTRY) -> SweepResult:
+    """A sweep result saved with `--json`, its settings made with `registry` (the run's).
 
     Raises:
         SweepFileError: The file cannot be read or is not one.
@@ -330,7 +331,7 @@ def read_result(path: Path) -> SweepResult:
         raise SweepFileError(str(error)) from None
     if not isinstance(values, dict):
         raise SweepFileError(f"{path}: not a sweep result")
-    return SweepResult.from_json(values)
+    return SweepResult.from_json(values, registry)
 
 
 def view(args: argparse.Namespace, result: SweepResult) -> int:
@@ -342,7 +343,7 @@ def view(args: argparse.Namespace, result: SweepResult) -> int:
     if args.threads is not None:
         argv += ["--threads", str(args.threads)]
     app = build_app(
-        build_app_parser().parse_args(argv),
+        build_app_parser(registry_of_args(args)).parse_args(argv),
         store_path=args.db,
         on_start=lambda app: open_sweep(app, result),
     )
