@@ -129,7 +129,7 @@ def import_preset(host: PresetHost, typed: str, presets_file: Path | None = None
     """
     try:
         path = user_file(Path(typed.strip()))
-        imported = read_preset_file(path)
+        imported = read_preset_file(path, registry=registry_of(host.live.current))
         settings = imported_settings(imported, registry_of(host.live.current))
     except (FileAccessError, PresetFormatError) as error:
         host.notify(str(error), severity="error", timeout=20)

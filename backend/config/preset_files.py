@@ -35,7 +35,9 @@ Tool = Literal["sillytavern", "text-generation-webui", "koboldcpp", "llama-serve
 TOOLS: tuple[Tool, ...] = ("sillytavern", "text-generation-webui", "koboldcpp", "llama-server")
 
 
-def read_preset_file(path: Path, tool: Tool | None = None) -> ImportedPreset:
+def read_preset_file(
+    path: Path, tool: Tool | None = None, registry: Registry = BUILT_IN_REGISTRY
+) -> ImportedPreset:
     """The settings another tool's preset file sets, and the fields that do not map.
 
     Args:
@@ -43,6 +45,8 @@ def read_preset_file(path: Path, tool: Tool | None = None) -> ImportedPreset:
             file, or a llama-server `/completion` request body (JSON).
         tool: The tool that wrote it; None tells by the suffix and the fields
             (`temp` is SillyTavern's, `rep_pen` without it KoboldCpp's).
+        registry: The samplers its order may name (the front door's: a loaded
+            plug-in's name too).
 
     Raises:
         PresetFormatError: The file cannot be read, parsed, or holds a bad field.
@@ -56,15 +60,15 @@ def read_preset_file(path: Path, tool: Tool | None = None) -> ImportedPreset:
         if tool == "text-generation-webui" or (tool is None and yaml_suffix):
             fields = read_textgen_yaml(text, str(path))
             _check_finite(fields)
-            return import_textgen_webui(fields)
+            return import_textgen_webui(fields, registry)
         data = _json_object(text, str(path))
         _check_finite(data)
         chosen = tool or _json_tool(data)
         if chosen == "koboldcpp":
             return import_koboldcpp(data)
         if chosen == "llama-server":
-            return import_completion_body(data)
-        return import_sillytavern(data)
+            return import_completion_body(data, registry)
+        return import_sillytavern(data, registry)
     except PresetFormatError as error:
         said = str(error)
         raise PresetFormatError(

@@ -1,5 +1,6 @@
 """A plug-in's settings reach what a command reads through the run's registry, handed
-down from the front door: the app options `serve` checks, a sweep's saved result."""
+down from the front door: the app options `serve` checks, a sweep's saved result,
+another tool's preset naming it in its order."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from backend.config.preset_files import imported_settings, read_preset_file
 from backend.session.sweep import SweepPlan, SweepSetting
 from backend.session.sweep_result import SweepFileError, SweepResult
 from sampling.settings.record import SamplerSettings
@@ -43,3 +45,18 @@ def test_a_saved_sweep_of_a_plugins_setting_reads_back_with_it(
     assert read.settings == settings and read.settings.registry is top_h
     with pytest.raises(SweepFileError):
         read_result(path)  # the built-in units alone: top_h is no setting
+
+
+def test_another_tools_preset_may_name_a_loaded_plugin_in_its_order(
+    top_h: Registry, tmp_path: Path
+) -> None:
+    path = tmp_path / "server.json"
+    body = {"samplers": ["top_k", "top_h", "temperature"], "repeat_penalty": 1.1}
+    path.write_text(json.dumps(body), encoding="utf-8")
+    imported = read_preset_file(path, "llama-server", top_h)
+    assert imported.changes["samplers"][-3:] == ("top_k", "top_h", "temperature")
+    assert not [entry for entry in imported.unmapped if "top_h" in entry.describe()]
+    assert imported_settings(imported, top_h).order[-3:] == ("top_k", "top_h", "temperature")
+    alone = read_preset_file(path, "llama-server")  # the built-in units alone
+    assert "top_h" not in alone.changes["samplers"]
+    assert [entry.describe() for entry in alone.unmapped if "top_h" in entry.describe()]

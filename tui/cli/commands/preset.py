@@ -87,7 +87,7 @@ def register(
 def run_import(args: argparse.Namespace) -> int:
     """Read a preset file, list what did not map, and save it."""
     try:
-        imported = read_preset_file(args.file, args.tool)
+        imported = read_preset_file(args.file, args.tool, registry_of_args(args))
         settings = imported_settings(imported, registry_of_args(args))
     except PresetFormatError as error:
         print(f"samplescope: {error}", file=sys.stderr)
