@@ -14,10 +14,12 @@ from backend.session.sweep import SweepPlan, SweepSetting
 from backend.session.sweep_result import SweepFileError, SweepResult
 from sampling.settings.record import SamplerSettings
 from sampling.settings.registry import Registry
-from tests.helpers import readme_plugin
+from tests.helpers import readme_plugin, write_bonus_plugin
 from tests.registries import with_plugin
 from tui.cli.commands.serve import ServeError, checked_app_args
 from tui.cli.commands.sweep import read_result
+from tui.cli.main import build_parser
+from tui.cli.options.sampler_registry import registry_of_args
 
 
 @pytest.fixture
@@ -60,3 +62,12 @@ def test_another_tools_preset_may_name_a_loaded_plugin_in_its_order(
     alone = read_preset_file(path, "llama-server")  # the built-in units alone
     assert "top_h" not in alone.changes["samplers"]
     assert [entry.describe() for entry in alone.unmapped if "top_h" in entry.describe()]
+
+
+def test_a_plugin_setting_named_like_the_options_registry_does_not_replace_it(
+    tmp_path: Path,
+) -> None:
+    path = write_bonus_plugin(tmp_path, "registry")
+    joined = with_plugin(path)
+    args = build_parser(joined).parse_args(["dist", "--registry", "0.5"])
+    assert registry_of_args(args) is joined and args.registry == 0.5

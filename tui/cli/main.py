@@ -108,7 +108,7 @@ class _VersionAction(argparse.Action):
 
 def build_parser(registry: Registry = BUILT_IN_REGISTRY) -> argparse.ArgumentParser:
     """The parser of every command: its settings flags are `registry`'s, and every
-    command's options carry it (`args.registry`)."""
+    command's options carry it (`registry_of_args`)."""
     from tui.cli.commands.app import build_app_parser
 
     app_usage = build_app_parser(registry).format_usage().removeprefix("usage: ")

@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 def build_app_parser(registry: Registry = BUILT_IN_REGISTRY) -> argparse.ArgumentParser:
     """The app's own options (model, threads, context...) plus the sampler flags of
-    `registry`, which the options carry (`args.registry`)."""
+    `registry`, which the options carry (`registry_of_args`)."""
     parser = argparse.ArgumentParser(
         prog="samplescope",
         description="Open the chat app. Subcommands (samplescope -h) run headless.",

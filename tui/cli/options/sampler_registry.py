@@ -3,7 +3,7 @@
 `main` builds it at the front door (the built-in units and the plugins it loaded:
 the samplers folder, then --sampler-file) and builds its parsers with it: the
 settings flags are its settings, and every command's options carry it
-(`args.registry`), which the command hands to what it runs.
+(`registry_of_args`), which the command hands to what it runs.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import argparse
 from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.settings.registry import Registry
 
-REGISTRY_DEST = "registry"
-"""Where the parsed options hold the run's registry."""
+REGISTRY_DEST = "samplescope.registry"
+"""Where the parsed options hold the run's registry: no identifier, so no setting's
+flag (a plug-in's included) can write there."""
 
 
 def carry_registry(parser: argparse.ArgumentParser, registry: Registry) -> None:
