@@ -1,26 +1,20 @@
 """Pure-numpy samplers: settings, the exact distribution, and the per-step record.
 
-Imported without a front door of its own (a script, a notebook), samplescope's
-sampler uses the registry of the built-in units (`sampling.built_in`); a front door
-that loads plugins, or a test that wants fewer units, builds its own registry and
-puts it in use (`sampling.settings.record.use_registry`).
+A settings record made without a registry (a script, a notebook) takes the registry
+of the built-in units (`sampling.built_in`); a front door that loads plugins, or a
+test that wants fewer units, builds its own registry and makes its records with it.
 """
 
 from sampling import modes
 from sampling.analysis.loops import Loop, LoopRule, LoopWatch, find_loop, loop_rate
-from sampling.built_in import BUILT_IN_REGISTRY, DEFAULT_CHAT_SETTINGS
+from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.errors import LogitsError, SamplescopeError, SettingsError
 from sampling.records import Candidate, CutBy, Step
 from sampling.sampler import Sampler, SamplerState, probabilities
 from sampling.samplers.penalties import penalized_logits
-from sampling.settings.record import SamplerSettings, registry_in_use, use_registry
+from sampling.settings.record import SamplerSettings
 from sampling.settings.spec import SettingSpec
 from sampling.settings.summary import settings_summary
-
-try:
-    registry_in_use()
-except RuntimeError:
-    use_registry(BUILT_IN_REGISTRY)
 
 __all__ = [
     "DEFAULT_CHAT_SETTINGS",

@@ -4,7 +4,7 @@ settings.
 A front door builds its registry from `BUILT_IN_UNITS` and the plugins it loads
 (`tui.cli.main`); a test may build one from fewer units. `BUILT_IN_REGISTRY` is the
 registry of every built-in unit and no plugin: what `DEFAULT_CHAT_SETTINGS` is made
-with, and what `sampling` puts in use when it is imported without a front door.
+with, and what a settings record made without a registry takes.
 Adding a built-in sampler is its module in `sampling/samplers/` and its line here.
 """
 
@@ -35,7 +35,7 @@ from sampling.samplers.top_p import TopP
 from sampling.samplers.typical import Typical
 from sampling.samplers.unit import SamplerUnit
 from sampling.samplers.xtc import Xtc
-from sampling.settings.record import SamplerSettings
+from sampling.settings.record import SamplerSettings, provide_built_in_registry
 from sampling.settings.registry import Registry, build_registry
 
 BUILT_IN_UNITS: tuple[type[SamplerUnit], ...] = (
@@ -69,7 +69,9 @@ the order in which units joining an order at one place join it (the cutoffs befo
 min-p, in text-generation-webui's order)."""
 
 BUILT_IN_REGISTRY = build_registry(BUILT_IN_UNITS)
-"""The registry of every built-in unit and no plugin."""
+"""The registry of every built-in unit and no plugin: what a settings record made
+without a registry takes."""
+provide_built_in_registry(BUILT_IN_REGISTRY)
 
 CHAT_ORDER = BUILT_IN_REGISTRY.chat_order
 """The built-in registry's `Registry.chat_order` (plugins never join it)."""

@@ -7,8 +7,9 @@ from which the record is made), its settings join the registry's (so they get
 flags, panel controls and compare keys) with their values held in its record in the
 settings (`SamplerSettings.of`), and its cuts carry its name and labels like a
 built-in's. `joined` checks one unit and returns a registry with it, and with where
-it came from (the file and its sha256); the front door puts the registry it ends with
-in use (`sampling.settings.registry`). Nothing here holds plugins: a registry does.
+it came from (the file and its sha256); the front door hands the registry it ends
+with to what it runs (`sampling.settings.registry`). Nothing here holds plugins: a
+registry does.
 
 What a plugin file imports: `Candidates`, `IN_ORDER` (its placement: a place in the
 order), `SettingSpec`, `SliderRange`, `setting` and `Stateless` from here.

@@ -13,7 +13,6 @@ from hypothesis import settings as hypothesis_settings
 from backend.config.model_path import resolve_model_path
 from backend.llama.reference import load_plain_by_default
 from backend.store.store import ChatStore
-from sampling.settings.record import registry_in_use, use_registry
 
 # llama-cpp-python's `Llama` (the tests' independent references) loads the weights as
 # samplescope does: without llama.cpp's extra buffer types (backend/llama/reference.py).
@@ -88,16 +87,6 @@ def notices_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     from textual.notifications import Notification
 
     monkeypatch.setattr(Notification, "time_left", property(lambda notice: 86_400.0))
-
-
-@pytest.fixture(autouse=True)
-def registry_restored() -> Iterator[None]:
-    """Each test starts with the registry the session started with (the built-in
-    units), and takes whatever registry it put in use (a plugin loaded, the front door
-    it ran) away with it."""
-    before = registry_in_use()
-    yield
-    use_registry(before)
 
 
 @pytest.fixture(scope="session")

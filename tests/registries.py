@@ -1,28 +1,26 @@
-"""Registries the tests build, as a front door does: the registry in use with a plugin
-file joined, or without one. Whatever a test puts in use, the conftest puts the
-session's registry back after it (`registry_restored`), so no test undoes its own."""
+"""Registries the tests build, as a front door does: the built-in one (or any other)
+with a plugin file joined. Nothing is put in use: a test hands the registry it built
+to what it tests (a settings record, the app, the store), so no test undoes anything."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from backend.config.sampler_files import load_sampler_file
+from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.plugins import PluginOrigin
-from sampling.settings.record import use_registry
-from sampling.settings.registry import registry
+from sampling.settings.registry import Registry
 
 
-def load_plugin(path: Path) -> PluginOrigin:
-    """Put in use the registry in use with the plugin file at `path` joined; its origin.
+def with_plugin(path: Path, registry: Registry = BUILT_IN_REGISTRY) -> Registry:
+    """`registry` with the plugin file at `path` joined.
 
     Raises:
         PluginError: As `load_sampler_file`.
     """
-    joined = load_sampler_file(path, registry())
-    use_registry(joined)
-    return next(origin for origin in joined.origins.values() if origin.path == str(path))
+    return load_sampler_file(path, registry)
 
 
-def drop_plugin(name: str) -> None:
-    """Put in use the registry in use without the plugin `name`."""
-    use_registry(registry().without(name))
+def origin_of(registry: Registry, path: Path) -> PluginOrigin:
+    """The origin of the plugin `registry` loaded from `path`."""
+    return next(origin for origin in registry.origins.values() if origin.path == str(path))

@@ -33,10 +33,10 @@ from backend.session.backend import SessionBackend
 from backend.session.sweep_result import SweepResult
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatStore, StoreError
-from sampling.built_in import chat_defaults
+from sampling.built_in import BUILT_IN_REGISTRY, chat_defaults
 from sampling.errors import SettingsError
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import registry
+from sampling.settings.registry import Registry, registry_of
 from tui.app_config import resolve_app_config
 from tui.chat.conversation import Conversation
 from tui.chat.keys import CHAT_BINDINGS
@@ -100,7 +100,7 @@ class SamplescopeApp(CrashLoggingApp):
         backend_factory: Loads the backend in a worker thread after the app starts
             (a `SamplescopeError` it raises is shown on screen).
         settings: The starting sampler settings (default: the chat's, made with
-            the registry in use).
+            `registry`).
         setting_sources: Where each of them came from (the config, a flag); the
             model's own settings fill the others when it loads.
         template_switches: What the chat template is given besides the messages
@@ -121,6 +121,8 @@ class SamplescopeApp(CrashLoggingApp):
         contrast_model: The contrast model to load beside the model (`--contrast-model`).
         on_start: Called with the app once it is mounted (e.g. to show a screen).
         panels: The chat's per-token panels (`tui.chat.panels.PANELS`).
+        registry: The sampler units and plugins the app runs with (default: the
+            one `settings` was made with, else the built-in units').
     """
 
     # The chat's rules beside it; the app loads them (Textual reads a screen's CSS_PATH
@@ -153,8 +155,14 @@ class SamplescopeApp(CrashLoggingApp):
         contrast_model: Path | None = None,
         on_start: Callable[[SamplescopeApp], None] | None = None,
         panels: Sequence[type[ChatPanel]] = PANELS,
+        registry: Registry | None = None,
     ) -> None:
         super().__init__()
+        if registry is None:
+            registry = BUILT_IN_REGISTRY if settings is None else registry_of(settings)
+        self.registry = registry
+        """The sampler units the app runs with, and every table derived from them (the
+        front door's: the built-in units and the plugins it loaded)."""
         self._on_start = on_start
         self._chat_to_open: int | None = None
         if backend is not None:
@@ -163,7 +171,7 @@ class SamplescopeApp(CrashLoggingApp):
         elif backend_factory is None:
             raise ValueError("give a backend or a backend_factory")
         self._load = backend_factory
-        self.live = LiveSettings(chat_defaults(registry()) if settings is None else settings)
+        self.live = LiveSettings(chat_defaults(registry) if settings is None else settings)
         """The settings the sliders change; the generating thread reads them per token."""
         self.back_to_sweep: Callable[[], None] | None = None
         """Shows the sweep a sample was opened from again (None: none was)."""
@@ -315,7 +323,7 @@ class SamplescopeApp(CrashLoggingApp):
 
     @work(thread=True, exclusive=True, group="load")
     def _load_backend(self) -> None:
-        load_backend(self._load, self.store, self.post_message)
+        load_backend(self._load, self.store, self.post_message, registry=self.registry)
 
     @on(BackendReady)
     def _on_backend_ready(self, message: BackendReady) -> None:
@@ -487,7 +495,7 @@ class SamplescopeApp(CrashLoggingApp):
         panel then shows the settings in force."""
         valid = True
         try:
-            value = typed_value(field, value, self.encode)
+            value = typed_value(field, value, self.encode, registry_of(self.live.current))
             self.live.current = self.live.current.with_changes(**{field: value})
             self.origins.moved(field)
             if field == "thinking_tags":  # what earlier replies' thinking is cut at
@@ -533,7 +541,7 @@ class SamplescopeApp(CrashLoggingApp):
     def pick_preset(self) -> None:
         """List the presets; the one picked goes on the sliders."""
         try:
-            presets = available_presets()
+            presets = available_presets(self.registry)
         except (PresetError, OSError) as error:
             self.notify(str(error), severity="error", timeout=15)
             return

@@ -26,10 +26,10 @@ from backend.config.model_path import default_model_path
 from backend.config.setting_sources import NO_SOURCES, fill_from_model
 from backend.errors import ModelFileError
 from backend.llama.model_sampling import NO_MODEL_SAMPLING, ModelSampling, read_model_sampling
-from sampling.built_in import DEFAULT_CHAT_SETTINGS
+from sampling.built_in import DEFAULT_CHAT_SETTINGS, chat_defaults
 from sampling.errors import SamplescopeError
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import registry
+from sampling.settings.registry import registry_of
 from sampling.settings.spec import SettingSpec
 
 PROGRAM = "samplescope"
@@ -55,11 +55,13 @@ def settings_flags(
             or the config's, each filled by the model's own, so each setting unlike
             either is a flag).
     """
+    registry = registry_of(settings)
     if base is None:
-        config, _problem = load_config_or_default()
-        bare, _ = fill_from_model(DEFAULT_CHAT_SETTINGS, NO_SOURCES, own)
+        config, _problem = load_config_or_default(registry=registry)
+        defaults = chat_defaults(registry)
+        bare, _ = fill_from_model(defaults, NO_SOURCES, own)
         configured, _ = fill_from_model(
-            settings_with_config(DEFAULT_CHAT_SETTINGS, config),
+            settings_with_config(defaults, config),
             NO_SOURCES.given(config.settings_overrides, "config"),
             own,
         )
@@ -67,7 +69,7 @@ def settings_flags(
     else:
         starts = [base]
     words: list[str] = []
-    for spec in registry().settings:
+    for spec in registry.settings:
         value = settings.value(spec.name)
         if spec.name != "seed" and all(value == start.value(spec.name) for start in starts):
             continue

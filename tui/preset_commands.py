@@ -25,6 +25,7 @@ from backend.config.preset_interchange import PresetFormatError, Unmapped
 from backend.config.presets import PresetError
 from backend.errors import FileAccessError
 from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import registry_of
 from sampling.settings.summary import settings_summary
 from tui.resources import available_presets
 from tui.widgets.entry import ValueEntryScreen
@@ -128,8 +129,8 @@ def import_preset(host: PresetHost, typed: str, presets_file: Path | None = None
     """
     try:
         path = user_file(Path(typed.strip()))
-        imported = read_preset_file(path)
-        settings = imported_settings(imported)
+        imported = read_preset_file(path, registry=registry_of(host.live.current))
+        settings = imported_settings(imported, registry_of(host.live.current))
     except (FileAccessError, PresetFormatError) as error:
         host.notify(str(error), severity="error", timeout=20)
         return False
@@ -167,7 +168,7 @@ def command_entries(host: PresetHost) -> list[tuple[str, Callable[[], object], s
         ),
     ]
     try:
-        presets = available_presets()
+        presets = available_presets(registry_of(host.live.current))
     except (PresetError, OSError) as error:
         presets = {}
         problem = str(error)

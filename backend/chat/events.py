@@ -7,8 +7,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sampling.analysis.loops import Loop
+from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.records import Step
 from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import Registry
 
 Phase = Literal["prefill", "decode", "done"]
 FinishReason = Literal[
@@ -162,16 +164,17 @@ class Decoding:
         )
 
     @classmethod
-    def from_json(cls, text: str) -> Decoding:
+    def from_json(cls, text: str, registry: Registry = BUILT_IN_REGISTRY) -> Decoding:
         """The record from its stored text (one stored without `kv`: unified and
-        repacked, as lockstep replies were decoded then).
+        repacked, as lockstep replies were decoded then), its columns' settings made
+        with `registry` (the store's).
 
         Raises:
             ValueError: The text is not such a record.
         """
         try:
             values = json.loads(text)
-            settings = tuple(SamplerSettings.from_dict(v) for v in values["columns"])
+            settings = tuple(SamplerSettings.from_dict(v, registry) for v in values["columns"])
             number = int(values["lockstep"])
             kv = values.get("kv", "unified")
             repack = bool(values.get("repack", "kv" not in values))

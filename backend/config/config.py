@@ -33,9 +33,9 @@ The file lives at `<user config dir>/config.toml` (`samplescope config --path`;
 Precedence, lowest first: built-in defaults (`chat_defaults`, the default
 model) < the config file < command-line flags. Wiring, for a command or the app:
 
-    config, problem = load_config_or_default()      # never raises
+    config, problem = load_config_or_default(registry=registry)     # never raises
     if problem: show it (stderr / a notification) and carry on with defaults
-    settings = settings_from_args(args, settings_with_config(chat_defaults(registry()), config))
+    settings = settings_from_args(args, settings_with_config(chat_defaults(registry), config))
     model_path = resolve_model_path(model_with_config(args.model, config))
 
 A missing file is not an error (all defaults). A broken file raises `ConfigError`
@@ -67,10 +67,10 @@ from backend.llama.rpc import Endpoint, RpcError, format_endpoints, parse_endpoi
 from backend.session.loop_watch import LoopGuard
 from backend.session.phrase_bans import DEFAULT_TRIES, PhraseBanError, PhraseBans
 from sampling.analysis.surprise import DEFAULT_SURPRISE, SurpriseRule, parse_surprise
-from sampling.built_in import chat_defaults
+from sampling.built_in import BUILT_IN_REGISTRY, DEFAULT_CHAT_SETTINGS, chat_defaults
 from sampling.errors import SamplescopeError, SettingsError
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import registry
+from sampling.settings.registry import Registry, registry_of
 from sampling.thinking_settings import thinking_record
 
 TOP_LEVEL_KEYS = (
@@ -166,11 +166,13 @@ def rpc_with_config(explicit: str | None, config: Config) -> tuple[Endpoint, ...
     return config.rpc
 
 
-def load_config(path: Path | None = None) -> Config:
+def load_config(path: Path | None = None, registry: Registry = BUILT_IN_REGISTRY) -> Config:
     """Read and validate the config file.
 
     Args:
         path: The file; default `default_config_path()`.
+        registry: The registry its [settings] are read with (the front door's: the
+            built-in units and the plugins it loaded).
 
     Returns:
         The config; `Config()` (all defaults) when the file does not exist.
@@ -194,10 +196,12 @@ def load_config(path: Path | None = None) -> Config:
         raise ConfigError(f"config file {path} holds a number too long to read") from None
     except RecursionError:
         raise ConfigError(f"config file {path} nests tables or arrays too deeply") from None
-    return _parse(path, text, data)
+    return _parse(path, text, data, registry)
 
 
-def load_config_or_default(path: Path | None = None) -> tuple[Config, str | None]:
+def load_config_or_default(
+    path: Path | None = None, registry: Registry = BUILT_IN_REGISTRY
+) -> tuple[Config, str | None]:
     """Like `load_config`, but a broken file gives the defaults plus the message.
 
     Returns:
@@ -205,12 +209,12 @@ def load_config_or_default(path: Path | None = None) -> tuple[Config, str | None
         the message and start on defaults.
     """
     try:
-        return load_config(path), None
+        return load_config(path, registry), None
     except ConfigError as error:
         return Config(), f"{error} (using the defaults)"
 
 
-def _parse(path: Path, text: str, data: dict[str, Any]) -> Config:
+def _parse(path: Path, text: str, data: dict[str, Any], registry: Registry) -> Config:
     def fail(table: str | None, key: str, problem: str) -> ConfigError:
         line = find_line(text, table, key)
         where = f", line {line}" if line is not None else ""
@@ -260,21 +264,21 @@ def _parse(path: Path, text: str, data: dict[str, Any]) -> Config:
     if not isinstance(settings, dict):
         raise fail(None, "settings", "expected a table: [settings]")
     for key in settings:
-        if key not in registry().settings_by_name or key == "extra":
+        if key not in registry.settings_by_name or key == "extra":
             raise fail(
                 "settings",
                 key,
-                f"unknown setting; expected one of {', '.join(registry().settings_by_name)}",
+                f"unknown setting; expected one of {', '.join(registry.settings_by_name)}",
             )
     try:
         # The order, biases and breakers may be written as text or as TOML arrays.
         settings = {
             key: value
-            if registry().settings_by_name[key].is_scalar
-            else registry().settings_by_name[key].coerce(value)
+            if registry.settings_by_name[key].is_scalar
+            else registry.settings_by_name[key].coerce(value)
             for key, value in settings.items()
         }
-        thinking_record(chat_defaults(registry()).with_changes(**settings))
+        thinking_record(chat_defaults(registry).with_changes(**settings))
     except SettingsError as error:
         raise fail("settings", error.field, str(error)) from error
 
@@ -369,16 +373,19 @@ def _toml_value(value: Any) -> str:
     return json.dumps(str(value), ensure_ascii=False)
 
 
-def effective_toml(config: Config, *, model: str, base: SamplerSettings | None = None) -> str:
+def effective_toml(
+    config: Config, *, model: str, base: SamplerSettings = DEFAULT_CHAT_SETTINGS
+) -> str:
     """The effective configuration (file on top of defaults) as TOML text.
 
     Args:
         config: The loaded config.
         model: The model path that would be used (resolved by the caller).
-        base: The built-in settings the file's [settings] apply to (default: the
-            chat's, made with the registry in use).
+        base: The built-in settings the file's [settings] apply to (the chat's, made
+            with the front door's registry: `chat_defaults`; default the built-in
+            units' alone).
     """
-    settings = settings_with_config(chat_defaults(registry()) if base is None else base, config)
+    settings = settings_with_config(base, config)
     lines = [
         f"# config file: {config.path if config.path else '(none: built-in defaults)'}",
         f"model = {_toml_value(model)}",
@@ -402,7 +409,7 @@ def effective_toml(config: Config, *, model: str, base: SamplerSettings | None =
     set_here = config.settings_overrides
     for name, value in settings.to_dict().items():
         note = "  # from the config file" if name in set_here else ""
-        spec = registry().settings_by_name[name]
+        spec = registry_of(settings).settings_by_name[name]
         # The order, biases and breakers are written in their text form.
         text = _toml_value(value if spec.is_scalar else spec.format(value))
         lines.append(f"{name} = {text}{note}")

@@ -24,11 +24,12 @@ from backend.config.preset_interchange import (
     plain_number,
     plugin_leftovers,
 )
+from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.samplers.dry import DryParams
 from sampling.samplers.grammar import GrammarParams
 from sampling.samplers.logit_bias import LogitBiasParams
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import LLAMA_CPP_ORDER
+from sampling.settings.registry import LLAMA_CPP_ORDER, Registry
 
 TOOL = "llama-server"
 
@@ -188,7 +189,9 @@ def _plain(value: Any) -> Any:
     return plain_number(value) if isinstance(value, float) else value
 
 
-def import_completion_body(data: dict[str, Any]) -> ImportedPreset:
+def import_completion_body(
+    data: dict[str, Any], registry: Registry = BUILT_IN_REGISTRY
+) -> ImportedPreset:
     """The settings a llama-server `/completion` request's fields set.
 
     Raises:
@@ -202,7 +205,7 @@ def import_completion_body(data: dict[str, Any]) -> ImportedPreset:
     if "dry_sequence_breakers" in data:
         changes["dry_sequence_breakers"] = tuple(data["dry_sequence_breakers"])
     if "samplers" in data:
-        order, left = order_from_names(data["samplers"], {}, "samplers")
+        order, left = order_from_names(data["samplers"], {}, "samplers", registry)
         changes["samplers"] = order
         unmapped += left
     if "logit_bias" in data:

@@ -26,15 +26,18 @@ from backend.config.user_files import (
     non_finite,
     read_user_text,
 )
+from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.errors import SettingsError
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import registry
+from sampling.settings.registry import Registry, registry_of
 
 Tool = Literal["sillytavern", "text-generation-webui", "koboldcpp", "llama-server"]
 TOOLS: tuple[Tool, ...] = ("sillytavern", "text-generation-webui", "koboldcpp", "llama-server")
 
 
-def read_preset_file(path: Path, tool: Tool | None = None) -> ImportedPreset:
+def read_preset_file(
+    path: Path, tool: Tool | None = None, registry: Registry = BUILT_IN_REGISTRY
+) -> ImportedPreset:
     """The settings another tool's preset file sets, and the fields that do not map.
 
     Args:
@@ -42,6 +45,8 @@ def read_preset_file(path: Path, tool: Tool | None = None) -> ImportedPreset:
             file, or a llama-server `/completion` request body (JSON).
         tool: The tool that wrote it; None tells by the suffix and the fields
             (`temp` is SillyTavern's, `rep_pen` without it KoboldCpp's).
+        registry: The samplers its order may name (the front door's: a loaded
+            plug-in's name too).
 
     Raises:
         PresetFormatError: The file cannot be read, parsed, or holds a bad field.
@@ -55,15 +60,15 @@ def read_preset_file(path: Path, tool: Tool | None = None) -> ImportedPreset:
         if tool == "text-generation-webui" or (tool is None and yaml_suffix):
             fields = read_textgen_yaml(text, str(path))
             _check_finite(fields)
-            return import_textgen_webui(fields)
+            return import_textgen_webui(fields, registry)
         data = _json_object(text, str(path))
         _check_finite(data)
         chosen = tool or _json_tool(data)
         if chosen == "koboldcpp":
             return import_koboldcpp(data)
         if chosen == "llama-server":
-            return import_completion_body(data)
-        return import_sillytavern(data)
+            return import_completion_body(data, registry)
+        return import_sillytavern(data, registry)
     except PresetFormatError as error:
         said = str(error)
         raise PresetFormatError(
@@ -108,26 +113,30 @@ def _json_tool(data: dict[str, Any]) -> Tool:
     return "sillytavern"
 
 
-def imported_settings(imported: ImportedPreset) -> SamplerSettings:
-    """The imported fields on top of samplescope's "off" values.
+def imported_settings(
+    imported: ImportedPreset, registry: Registry = BUILT_IN_REGISTRY
+) -> SamplerSettings:
+    """The imported fields on top of samplescope's "off" values, made with `registry`
+    (the front door's).
 
     Raises:
         PresetFormatError: A value is out of samplescope's range (the message names it).
     """
     try:
-        return SamplerSettings().with_changes(**imported.changes)
+        return SamplerSettings(registry).with_changes(**imported.changes)
     except SettingsError as error:
         raise PresetFormatError(f"{imported.tool} preset: {error}") from error
 
 
 def preset_toml(name: str, settings: SamplerSettings) -> str:
     """One preset as a TOML table: the settings that differ from the "off" values."""
-    defaults = SamplerSettings().to_dict()
+    registry = registry_of(settings)
+    defaults = SamplerSettings(registry).to_dict()
     lines = [f"[{toml_string(name)}]"]
     for key, value in settings.to_dict().items():
         if value == defaults.get(key):
             continue
-        spec = registry().settings_by_name[key]
+        spec = registry.settings_by_name[key]
         lines.append(f"{key} = {_toml_value(value if spec.is_scalar else spec.format(value))}")
     return "\n".join(lines) + "\n"
 
@@ -156,7 +165,7 @@ def save_user_preset(path: Path, name: str, settings: SamplerSettings) -> None:
             read or written.
     """
     path = Path(path)
-    if path.exists() and name in load_presets(path):
+    if path.exists() and name in load_presets(path, registry_of(settings)):
         raise PresetError(f"{path} already holds a preset named {name!r}: choose another --name")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -15,9 +15,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.errors import SamplescopeError
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import registry
+from sampling.settings.registry import Registry, registry_of
 from sampling.settings.text import canonical_sampler
 
 TEXT_UNITS_PER_PROBABILITY = 1e4
@@ -79,7 +80,7 @@ def leftover_fields(
 def plugin_leftovers(settings: SamplerSettings) -> list[Unmapped]:
     """The settings of sampler plugins (no other tool has them), those not at their
     default."""
-    built_in = {spec.name for spec in registry().built_in_settings}
+    built_in = {spec.name for spec in registry_of(settings).built_in_settings}
     return [
         Unmapped(name, value, "a sampler plugin's setting")
         for name, value in settings.to_dict().items()
@@ -88,7 +89,10 @@ def plugin_leftovers(settings: SamplerSettings) -> list[Unmapped]:
 
 
 def order_from_names(
-    words: Iterable[str], aliases: Mapping[str, str | None], field: str
+    words: Iterable[str],
+    aliases: Mapping[str, str | None],
+    field: str,
+    registry: Registry = BUILT_IN_REGISTRY,
 ) -> tuple[tuple[str, ...], list[Unmapped]]:
     """A chain order from another tool's sampler names.
 
@@ -101,6 +105,8 @@ def order_from_names(
         aliases: The tool's names that differ from samplescope's; None for a stage
             samplescope runs outside the order (e.g. mirostat).
         field: The field's name, for the unmapped entries.
+        registry: The samplers the order may name (another tool's preset names the
+            built-in ones).
 
     Returns:
         The order, and one entry per name with no counterpart.
@@ -120,14 +126,14 @@ def order_from_names(
             if name is None:
                 continue
         else:
-            name = canonical_sampler(word, registry().sampler_names)
+            name = canonical_sampler(word, registry.sampler_names)
         if name is None:
             unmapped.append(Unmapped(f"{field}: {word}", word, "no such sampler in samplescope"))
         elif name not in found:
             found.append(name)
-    leading = [name for name in found if name in registry().logits_samplers]
-    leading += [name for name in registry().logits_samplers if name not in leading]
-    rest = [name for name in found if name not in registry().logits_samplers]
+    leading = [name for name in found if name in registry.logits_samplers]
+    leading += [name for name in registry.logits_samplers if name not in leading]
+    rest = [name for name in found if name not in registry.logits_samplers]
     return (*leading, *rest), unmapped
 
 

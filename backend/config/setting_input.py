@@ -16,7 +16,7 @@ from backend.config.paths import user_file
 from backend.config.user_files import UserFileError, read_user_text
 from backend.errors import FileAccessError
 from sampling.errors import SettingsError
-from sampling.settings.registry import registry
+from sampling.settings.registry import Registry
 from sampling.settings.spec import SettingSpec, SettingValue
 from sampling.settings.text import BiasPairs, bias_entries, bias_pairs
 
@@ -85,14 +85,17 @@ def _bias(spec: SettingSpec, text: str, encode: TextEncoder | None) -> BiasPairs
         raise SettingsError(spec.name, text, str(error)) from None
 
 
-def typed_value(field: str, value: object, encode: TextEncoder | None) -> object:
-    """`value` read as `field`'s value when it is the text typed for a several-valued
-    setting (see `read_setting_text`); any other value as it is.
+def typed_value(
+    field: str, value: object, encode: TextEncoder | None, registry: Registry
+) -> object:
+    """`value` read as `field`'s value (a setting of `registry`) when it is the text
+    typed for a several-valued setting (see `read_setting_text`); any other value as
+    it is.
 
     Raises:
         SettingsError: The text cannot be read.
     """
-    spec = registry().settings_by_name.get(field)
+    spec = registry.settings_by_name.get(field)
     if spec is None or spec.is_scalar or not isinstance(value, str):
         return value
     return read_setting_text(spec, value, encode)

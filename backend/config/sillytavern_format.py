@@ -27,10 +27,12 @@ from backend.config.preset_interchange import (
     plugin_leftovers,
     to_text_units,
 )
+from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.samplers.dry import DryParams
 from sampling.samplers.logit_bias import LogitBiasParams
 from sampling.samplers.temperature import TemperatureParams
 from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import Registry
 
 TOOL = "sillytavern"
 
@@ -77,7 +79,9 @@ BAN_BIAS = -100.0
 _TOKEN_IDS = re.compile(r"^\s*\[\s*(\d+)\s*\]\s*$")
 
 
-def import_sillytavern(data: dict[str, Any]) -> ImportedPreset:
+def import_sillytavern(
+    data: dict[str, Any], registry: Registry = BUILT_IN_REGISTRY
+) -> ImportedPreset:
     """The settings a SillyTavern text-completion preset sets.
 
     Raises:
@@ -104,7 +108,7 @@ def import_sillytavern(data: dict[str, Any]) -> ImportedPreset:
         changes["dry_sequence_breakers"] = _breakers(data["dry_sequence_breakers"])
     used.add("dry_sequence_breakers")
     if isinstance(data.get("samplers"), list):
-        order, left = order_from_names(data["samplers"], ORDER_NAMES, "samplers")
+        order, left = order_from_names(data["samplers"], ORDER_NAMES, "samplers", registry)
         changes["samplers"] = order
         unmapped += left
         used.add("samplers")

@@ -20,6 +20,8 @@ from backend.config.preset_interchange import (
     order_from_names,
 )
 from backend.config.user_files import UserFileError, load_yaml
+from sampling.built_in import BUILT_IN_REGISTRY
+from sampling.settings.registry import Registry
 
 TOOL = "text-generation-webui"
 
@@ -84,7 +86,9 @@ def read_textgen_yaml(text: str, where: str) -> dict[str, Any]:
     return data
 
 
-def import_textgen_webui(data: dict[str, Any]) -> ImportedPreset:
+def import_textgen_webui(
+    data: dict[str, Any], registry: Registry = BUILT_IN_REGISTRY
+) -> ImportedPreset:
     """The settings a text-generation-webui preset sets (its defaults where it is silent).
 
     Raises:
@@ -116,7 +120,7 @@ def import_textgen_webui(data: dict[str, Any]) -> ImportedPreset:
             words = [word.strip() for word in words.splitlines() if word.strip()]
         if not isinstance(words, list):
             raise PresetFormatError(f"sampler_priority is not a list of names: {words!r}")
-        order, left = order_from_names(words, ORDER_NAMES, "sampler_priority")
+        order, left = order_from_names(words, ORDER_NAMES, "sampler_priority", registry)
         changes["samplers"] = order
         unmapped += left
     used.add("sampler_priority")

@@ -90,4 +90,4 @@ def kept_sweep(store: ChatStore, sweep_id: int) -> SweepResult:
         raise SweepFileError(f"sweep {sweep_id}'s stored result is damaged") from None
     if not isinstance(values, dict):
         raise SweepFileError(f"sweep {sweep_id}'s stored result is not a sweep result")
-    return SweepResult.from_json(values)
+    return SweepResult.from_json(values, store.registry)

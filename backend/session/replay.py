@@ -28,6 +28,7 @@ from sampling.errors import SamplescopeError
 from sampling.records import Step
 from sampling.samplers.guidance import Guidance
 from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import registry_of
 
 
 class ReplayError(SamplescopeError):
@@ -115,7 +116,7 @@ def decoding_of(reply: ReplyRecord) -> Decoding | None:
     if reply.decoding is None or beam_record(reply.decoding) is not None:
         return None  # a beam's step is rebuilt alone
     try:
-        return Decoding.from_json(reply.decoding)
+        return Decoding.from_json(reply.decoding, registry_of(reply.settings_at(0)))
     except ValueError as error:
         raise ReplayError(f"reply {reply.number}: {error}") from None
 

@@ -25,6 +25,7 @@ from backend.chat.events import Decoding
 from backend.llama.context import Layout
 from backend.session.backend import MAX_HEADROOM_SHARE, SessionBackend
 from backend.store.records import ChatRecord, ReplyRecord
+from sampling.settings.registry import registry_of
 
 
 def reused_tokens(reply: ReplyRecord) -> int:
@@ -142,6 +143,6 @@ def _lockstep(reply: ReplyRecord) -> Decoding | None:
     if reply.decoding is None:
         return None
     try:
-        return Decoding.from_json(reply.decoding)
+        return Decoding.from_json(reply.decoding, registry_of(reply.settings_at(0)))
     except ValueError:
         return None

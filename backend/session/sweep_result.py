@@ -23,10 +23,11 @@ from sampling.analysis.sweep_metrics import (
     sample_figures,
     setting_metrics,
 )
+from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.errors import SamplescopeError
 from sampling.sections import Section, SectionSpan, spans_of
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import registry
+from sampling.settings.registry import Registry, registry_of
 
 #: The diversity measures the frontier can be drawn against, and whether higher
 #: means more diverse.
@@ -65,15 +66,16 @@ def temperature_place(settings: SamplerSettings) -> str:
     if "temperature" not in order:
         return "none"
     at = order.index("temperature")
-    if all(name in registry().logits_samplers for name in order[:at]):
+    registry = registry_of(settings)
+    if all(name in registry.logits_samplers for name in order[:at]):
         return "first"
     after = order[at + 1 :]
-    return "last" if all(_follows_the_temperature(name) for name in after) else "between"
+    return "last" if all(_follows_the_temperature(name, registry) for name in after) else "between"
 
 
-def _follows_the_temperature(name: str) -> bool:
+def _follows_the_temperature(name: str, registry: Registry) -> bool:
     """Whether the unit places itself right after the temperature, or last."""
-    placement = registry().placements.get(name)
+    placement = registry.placements.get(name)
     return placement is not None and (
         placement.kind == "last"
         or (placement.kind == "after" and placement.anchor == "temperature")
@@ -338,15 +340,17 @@ class SweepResult:
         }
 
     @classmethod
-    def from_json(cls, values: dict[str, Any]) -> SweepResult:
-        """The result from `to_json`'s object.
+    def from_json(
+        cls, values: dict[str, Any], registry: Registry = BUILT_IN_REGISTRY
+    ) -> SweepResult:
+        """The result from `to_json`'s object, its settings made with `registry`.
 
         Raises:
             SweepFileError: The object is not a sweep result.
         """
         try:
             settings = tuple(
-                SweepSetting(str(s["label"]), SamplerSettings.from_dict(s["settings"]))
+                SweepSetting(str(s["label"]), SamplerSettings.from_dict(s["settings"], registry))
                 for s in values["settings"]
             )
             plan = SweepPlan(

@@ -19,6 +19,7 @@ from backend.store.reply_row import reply_fields, select_list, to_datetime
 from backend.store.steps import StepLayout, unpack_step
 from backend.store.stored_settings import parse_stored_settings
 from sampling.records import Step
+from sampling.settings.registry import Registry
 
 
 def _named_rows(conn: sqlite3.Connection, sql: str, parameters: tuple[object, ...]) -> list[Any]:
@@ -80,8 +81,9 @@ def list_chats(conn: sqlite3.Connection, search: str | None) -> list[ChatSummary
     ]
 
 
-def load_chat(conn: sqlite3.Connection, path: Path, chat_id: int) -> ChatRecord:
-    """A whole chat: its turns, and for generated turns the reply records.
+def load_chat(conn: sqlite3.Connection, path: Path, chat_id: int, registry: Registry) -> ChatRecord:
+    """A whole chat: its turns, and for generated turns the reply records (their
+    settings read with `registry`).
 
     Raises:
         StoreError: There is no such chat, or a stored record cannot be read.
@@ -101,7 +103,7 @@ def load_chat(conn: sqlite3.Connection, path: Path, chat_id: int) -> ChatRecord:
         int(row["id"]): None if row["after_reply_id"] is None else int(row["after_reply_id"])
         for row in rows
     }
-    branches = _load_replies(conn, path, chat_id, shown, after)
+    branches = _load_replies(conn, path, chat_id, shown, after, registry)
     turns = [_turn(row, branches.get(int(row["id"]), ()), after[int(row["id"])]) for row in rows]
     model = (
         ModelRef(str(chat["model_path"]), int(chat["model_size"]), str(chat["model_sha256"]))
@@ -196,6 +198,7 @@ def _load_replies(
     chat_id: int,
     shown: set[int],
     after: dict[int, int | None],
+    registry: Registry,
 ) -> dict[int, tuple[ReplyRecord, ...]]:
     """Every branch of the replies of a chat's turns, keyed by message id, oldest
     first per turn.
@@ -226,7 +229,7 @@ def _load_replies(
             (reply_id,),
         ).fetchall()
         read = [
-            (int(c[0]), parse_stored_settings(path, str(c[1]), reply_id))
+            (int(c[0]), parse_stored_settings(path, str(c[1]), reply_id, registry))
             for c in conn.execute(
                 "SELECT from_index, settings FROM settings_changes WHERE reply_id = ? "
                 "ORDER BY from_index",

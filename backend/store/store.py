@@ -62,9 +62,11 @@ from backend.store.records import (
 from backend.store.schema import open_database, schema_version
 from backend.store.sweeps import HistoryEntry, SweepSummary
 from backend.store.writer import ReplyWriter
+from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.errors import SamplescopeError
 from sampling.records import Step
 from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import Registry
 
 __all__ = [
     "INTERRUPTED",
@@ -96,6 +98,8 @@ class ChatStore:
             folder created 0700 when missing); the front ends name
             `backend.config.paths.default_store_path()` when the user names none.
         clock: Returns the current time (aware datetime); tests pass a fixed one.
+        registry: The registry stored settings are read with (the front door's: the
+            built-in units and the plugins it loaded).
 
     Raises:
         StoreError: The file cannot be created or opened, is not a database, is
@@ -109,8 +113,10 @@ class ChatStore:
         *,
         clock: Callable[[], datetime] | None = None,
         timeout: float = 5.0,
+        registry: Registry = BUILT_IN_REGISTRY,
     ) -> None:
         self.path = Path(path)
+        self.registry = registry
         self._clock = clock or _utc_now
         self._lock = threading.RLock()
         self._hash_cache: dict[tuple[str, int, int], str] = {}
@@ -484,4 +490,4 @@ class ChatStore:
             StoreError: There is no such chat, or a stored record cannot be read.
         """
         with self._reading("load a chat"):
-            return store_read.load_chat(self._conn, self.path, chat_id)
+            return store_read.load_chat(self._conn, self.path, chat_id, self.registry)

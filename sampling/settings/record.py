@@ -9,10 +9,10 @@ the settings flat, by name (`value`, `with_changes`, `to_dict`, `from_dict`, and
 A record keeps the registry it was made with (`registry`; `sampling.settings.registry`)
 and reads everything of it there: its settings and which record holds each, the
 units' placements and on-rules, the default order. A record made without one takes
-the registry in use (`use_registry`, which the front door sets). The record reads
-its registry as a `Catalogue`, the part of `Registry` it needs: the registry lists
-the units and each unit reads the record (`from_settings`), so the record's module
-cannot name the registry's class.
+the built-in units' registry (`built_in_registry`); a front door that loads plugins
+makes its records with its own. The record reads its registry as a `Catalogue`, the
+part of `Registry` it needs: the registry lists the units and each unit reads the
+record (`from_settings`), so the record's module cannot name the registry's class.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ DRAW_FIELDS = ("draw", "rng", "seed", "samplers")
 
 
 class Catalogue(Protocol):
-    """What the record reads of the registry in use (`sampling.settings.registry.Registry`)."""
+    """What the record reads of its registry (`sampling.settings.registry.Registry`)."""
 
     @property
     def units(self) -> tuple[type[Any], ...]:
@@ -88,25 +88,31 @@ class Catalogue(Protocol):
         ...
 
 
-_IN_USE: list[Catalogue] = []
+_BUILT_IN: list[Catalogue] = []
 
 
-def use_registry(registry: Catalogue) -> None:
-    """Make `registry` the one a record made without a registry takes (the front
-    door's: the built-in units and the plugins it loaded)."""
-    _IN_USE[:] = [registry]
-
-
-def registry_in_use() -> Catalogue:
-    """The registry a record made without one takes.
+def provide_built_in_registry(registry: Catalogue) -> None:
+    """Give the registry of the built-in units, the one a record made without a
+    registry takes: `sampling.built_in` gives it once, when it builds it (this module
+    cannot import the units, which read the record).
 
     Raises:
-        RuntimeError: No front door set one (import `sampling`, which sets the
-            built-in one, or call `use_registry`).
+        RuntimeError: Another registry was given before.
     """
-    if not _IN_USE:
-        raise RuntimeError("no sampler registry in use: import sampling, or call use_registry")
-    return _IN_USE[0]
+    if _BUILT_IN and _BUILT_IN[0] is not registry:
+        raise RuntimeError("the built-in registry is given once, by sampling.built_in")
+    _BUILT_IN[:] = [registry]
+
+
+def built_in_registry() -> Catalogue:
+    """The registry of the built-in units: what a record made without one takes.
+
+    Raises:
+        RuntimeError: `sampling.built_in` was not imported (importing `sampling` does).
+    """
+    if not _BUILT_IN:
+        raise RuntimeError("no built-in sampler registry: import sampling")
+    return _BUILT_IN[0]
 
 
 class SamplerSettings:
@@ -114,7 +120,7 @@ class SamplerSettings:
 
     Built flat, by the settings' names: `SamplerSettings(temperature=0.7, top_k=40)`;
     a setting not given takes its default. The registry it is made with comes first
-    (`SamplerSettings(registry, top_k=40)`), else the registry in use; it keeps it.
+    (`SamplerSettings(registry, top_k=40)`), else the built-in units' registry; it keeps it.
     The defaults are the "off" values: `SamplerSettings()` samples the model's own
     distribution at temperature 1. The app's starting point (llama.cpp's defaults) is
     `chat_defaults(registry)` (`sampling.built_in`). Several-valued settings take
@@ -147,7 +153,7 @@ class SamplerSettings:
     registry: Catalogue
 
     def __init__(self, registry: Catalogue | None = None, /, **values: Any) -> None:
-        catalogue = registry_in_use() if registry is None else registry
+        catalogue = built_in_registry() if registry is None else registry
         object.__setattr__(self, "registry", catalogue)
         object.__setattr__(self, "samplers", catalogue.default_order)
         object.__setattr__(self, "draw", "inverse_cdf")
@@ -337,9 +343,9 @@ class SamplerSettings:
 
         Lists become the tuples the several-valued settings hold; a missing setting
         takes its default (which switches every newer sampler off). They are made
-        with `registry`, else the registry in use.
+        with `registry`, else the built-in units' registry.
         """
-        catalogue = registry_in_use() if registry is None else registry
+        catalogue = built_in_registry() if registry is None else registry
         specs = catalogue.settings_by_name
         unknown = sorted(set(values) - set(specs))
         if unknown:

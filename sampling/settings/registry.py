@@ -10,8 +10,8 @@ lacks joined where its placement puts it), the settings in the order each declar
 (`SettingSpec.rank`: the flags, forms, summary and presets follow it), the panel's
 groups and their titles, and each unit's labels on the probability panel.
 
-`registry()` is the registry in use (`use_registry`): the one a record takes when it
-is made without one, which the front door sets.
+No registry is "in use": what derives from one is given it, or reads the one a
+settings record was made with (`registry_of`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from sampling.settings.declared import is_switch
 from sampling.settings.params import specs_of
 from sampling.settings.placement import Placement, joined
-from sampling.settings.record import DRAW_FIELDS, SamplerSettings, registry_in_use
+from sampling.settings.record import DRAW_FIELDS, SamplerSettings
 from sampling.settings.spec import MAX_SEED, SettingSpec, SliderRange
 
 if TYPE_CHECKING:
@@ -359,15 +359,6 @@ def build_registry(
     )
 
 
-def registry() -> Registry:
-    """The registry in use: the one a record made without one takes (`use_registry`).
-
-    Raises:
-        TypeError: What is in use is not a `Registry`.
-    """
-    return registry_of_record(registry_in_use())
-
-
 def registry_of(settings: SamplerSettings) -> Registry:
     """The registry a settings record was made with."""
     return registry_of_record(settings.registry)
@@ -382,9 +373,3 @@ def registry_of_record(held: object) -> Registry:
     if not isinstance(held, Registry):
         raise TypeError(f"a settings record holds a registry, not {type(held).__name__}")
     return held
-
-
-def find_setting(key: str) -> SettingSpec | None:
-    """The setting a key names in the registry in use: a short key ("t"), a field
-    name, or one with dashes."""
-    return registry().find_setting(key)

@@ -10,9 +10,8 @@ import pytest
 from textual.pilot import Pilot
 
 from backend.config.setting_input import read_setting_text
-from sampling.built_in import DEFAULT_CHAT_SETTINGS
+from sampling.built_in import BUILT_IN_REGISTRY, DEFAULT_CHAT_SETTINGS
 from sampling.errors import SettingsError
-from sampling.settings.registry import registry
 from tests.fake_backend import EOS_ID, FAKE_VOCAB
 from tests.grammar_fakes import give_word_grammar
 from tests.helpers import chat_of, wait_until
@@ -108,7 +107,7 @@ def test_snapshot_a_forced_token_and_the_grammars_cuts(snap_compare: object) -> 
 
 
 def test_a_grammar_is_typed_on_one_line_or_loaded_from_a_file(tmp_path: Path) -> None:
-    spec = registry().settings_by_name["grammar"]
+    spec = BUILT_IN_REGISTRY.settings_by_name["grammar"]
     grammar = 'root ::= answer\nanswer ::= "yes" | "no"'
     shown = setting_text(spec, grammar)
     assert shown == 'root ::= answer⏎answer ::= "yes" | "no"'

@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from sampling.built_in import BUILT_IN_REGISTRY
+from sampling.settings.registry import Registry
 from tests.fake_backend import FakeBackend
 from tests.helpers import PINNED_GROUPS, StepClock, chat_of, pin_sampling_groups, wait_until
-from tests.registries import load_plugin
+from tests.registries import with_plugin
 from tui.app import SamplescopeApp
 
 pytestmark = pytest.mark.anyio
@@ -19,9 +21,11 @@ pytestmark = pytest.mark.anyio
 ROOT = Path(__file__).resolve().parents[2]
 
 
-async def screen(pinned: bool) -> str:
-    """The empty chat's screen (SVG), its sampling panel pinned or whole."""
-    app = SamplescopeApp(FakeBackend(clock=StepClock()), clock=StepClock(), cursor_blink=False)
+async def screen(pinned: bool, registry: Registry = BUILT_IN_REGISTRY) -> str:
+    """The empty chat's screen (SVG) with `registry`, its sampling panel pinned or whole."""
+    app = SamplescopeApp(
+        FakeBackend(clock=StepClock()), clock=StepClock(), cursor_blink=False, registry=registry
+    )
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_until(pilot, lambda: chat_of(app).ready)
         if pinned:
@@ -45,7 +49,7 @@ async def test_a_new_sampler_leaves_a_pinned_snapshot_as_it_was(tmp_path: Path) 
     assert found is not None
     path = tmp_path / "top_h.py"
     path.write_text(found.group(1), encoding="utf-8")
-    load_plugin(path)  # the conftest puts the session's registry back after the test
-    after, whole_after = await screen(pinned=True), await screen(pinned=False)
+    joined = with_plugin(path)
+    after, whole_after = await screen(True, joined), await screen(False, joined)
     assert whole_after != whole_before  # the whole panel has one more group to scroll to
     assert after == before

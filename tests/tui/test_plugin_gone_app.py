@@ -10,10 +10,9 @@ import pytest
 
 from backend.store.store import ChatStore
 from sampling.built_in import DEFAULT_CHAT_SETTINGS, chat_defaults
-from sampling.settings.registry import registry
 from tests.fake_backend import FakeBackend
 from tests.helpers import chat_of, readme_plugin, reopen_chat, send_message
-from tests.registries import drop_plugin, load_plugin
+from tests.registries import with_plugin
 from tui.app import SamplescopeApp
 
 pytestmark = pytest.mark.anyio
@@ -34,8 +33,7 @@ async def test_a_chat_whose_plugin_is_gone_opens_in_the_app(
     model.write_bytes(b"GGUF not really a model")
     plugin = tmp_path / "top_h.py"
     plugin.write_text(readme_plugin(), encoding="utf-8")
-    load_plugin(plugin)
-    settings = chat_defaults(registry()).with_changes(
+    settings = chat_defaults(with_plugin(plugin)).with_changes(
         samplers=(*DEFAULT_CHAT_SETTINGS.samplers, "top_h"), top_h=0.5
     )
     app = SamplescopeApp(
@@ -43,8 +41,8 @@ async def test_a_chat_whose_plugin_is_gone_opens_in_the_app(
     )
     async with app.run_test(size=SIZE) as pilot:
         made = await send_message(pilot, app, "hello there")
-    drop_plugin("top_h")
     assert made.text
+    # The store reads with the built-in units alone: the plug-in is gone.
     app = SamplescopeApp(_fake(model), max_tokens=4, cursor_blink=False, store=store)
     async with app.run_test(size=SIZE) as pilot:
         await reopen_chat(pilot, app)
@@ -55,4 +53,4 @@ async def test_a_chat_whose_plugin_is_gone_opens_in_the_app(
         ]
         [reply] = chat_of(app).conversation.replies
         assert reply.text == made.text
-        assert "top_h" not in registry().origins
+        assert "top_h" not in app.registry.origins

@@ -9,18 +9,17 @@ import pytest
 from textual.widgets import Static
 
 from sampling.built_in import DEFAULT_CHAT_SETTINGS, chat_defaults
-from sampling.settings.registry import registry
 from tests.fake_backend import FakeBackend
 from tests.helpers import chat_of, nth_reply_finished, type_message, write_plugin
-from tests.registries import load_plugin
+from tests.registries import with_plugin
 from tui.app import SamplescopeApp
 
 pytestmark = pytest.mark.anyio
 
 
 async def test_a_plugin_switched_off_is_a_notice_in_the_transcript(tmp_path: Path) -> None:
-    load_plugin(write_plugin(tmp_path, "rogue", "        raise RuntimeError('no luck')"))
-    settings = chat_defaults(registry()).with_changes(
+    joined = with_plugin(write_plugin(tmp_path, "rogue", "        raise RuntimeError('no luck')"))
+    settings = chat_defaults(joined).with_changes(
         samplers=("penalties", "dry", "rogue", *DEFAULT_CHAT_SETTINGS.samplers[2:])
     )
     app = SamplescopeApp(FakeBackend(), settings=settings, max_tokens=5, cursor_blink=False)

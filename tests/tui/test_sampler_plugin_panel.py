@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from textual.widgets import Collapsible
 
+from sampling.settings.registry import Registry
 from tests.fake_backend import FakeBackend
 from tests.helpers import chat_of, wait_until
-from tests.registries import load_plugin
+from tests.registries import with_plugin
 from tui.app import SamplescopeApp
 from tui.panel.chain_order import ChainOrder
 from tui.panel.sampling_panel import SamplingPanel
@@ -25,19 +26,18 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def top_h(tmp_path: Path) -> Iterator[None]:
-    """The Top-H plugin of docs/plugins.md, loaded for the test."""
+def top_h(tmp_path: Path) -> Iterator[Registry]:
+    """The built-in registry with the Top-H plugin of docs/plugins.md."""
     page = (ROOT / "docs" / "plugins.md").read_text(encoding="utf-8")
     found = re.search(r"```python\n(.*?)```", page, re.DOTALL)
     assert found is not None
     path = tmp_path / "top_h.py"
     path.write_text(found.group(1), encoding="utf-8")
-    load_plugin(path)
-    yield
+    yield with_plugin(path)
 
 
-async def test_a_plugins_setting_is_a_slider_in_its_own_group(top_h: None) -> None:
-    app = SamplescopeApp(FakeBackend(), cursor_blink=False)
+async def test_a_plugins_setting_is_a_slider_in_its_own_group(top_h: Registry) -> None:
+    app = SamplescopeApp(FakeBackend(), cursor_blink=False, registry=top_h)
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_until(pilot, lambda: chat_of(app).ready)
         panel = app.query_one(SamplingPanel)
@@ -54,7 +54,7 @@ async def test_a_plugins_setting_is_a_slider_in_its_own_group(top_h: None) -> No
         assert "top_h" in panel.query_one(ChainOrder).names
 
 
-def test_a_plugins_cut_is_named_on_the_probability_panel(top_h: None) -> None:
-    assert sampler_label("top_h") == "top-h" and row_label("top_h") == "top-h"
-    items = layout_rows([True, False, False], ["", "top_h", "top_h"], "top_h", 1)
+def test_a_plugins_cut_is_named_on_the_probability_panel(top_h: Registry) -> None:
+    assert sampler_label("top_h", top_h) == "top-h" and row_label("top_h", top_h) == "top-h"
+    items = layout_rows([True, False, False], ["", "top_h", "top_h"], "top_h", 1, top_h)
     assert any("✂ top-h" in getattr(item, "text", "") for item in items)

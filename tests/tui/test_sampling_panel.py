@@ -11,7 +11,6 @@ from textual.widgets import Collapsible, Input
 
 from backend.chat.protocol import LiveSettings
 from sampling.built_in import BUILT_IN_REGISTRY, DEFAULT_CHAT_SETTINGS
-from sampling.settings.registry import registry
 from tests.fake_backend import FAKE_VOCAB, FakeBackend
 from tests.helpers import chat_of, wait_until
 from tui.app import SamplescopeApp
@@ -55,7 +54,7 @@ async def test_every_field_has_a_control_showing_its_value() -> None:
         assert sorted(controls) == sorted(spec.name for spec in BUILT_IN_REGISTRY.settings)
         shown = [c.field for c in panel.controls()]
         assert shown == [spec.name for _, specs in group_specs() for spec in specs]
-        for spec in registry().display_order:
+        for spec in BUILT_IN_REGISTRY.display_order:
             control = controls[spec.name]
             if spec.is_number:
                 assert isinstance(control, Slider)

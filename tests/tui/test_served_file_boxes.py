@@ -23,7 +23,7 @@ from textual.pilot import Pilot
 from textual.widgets import Input, TextArea
 
 from backend.config import paths
-from sampling.settings.registry import registry
+from sampling.built_in import BUILT_IN_REGISTRY
 from tests.fake_backend import FakeBackend
 from tests.helpers import chat_of, wait_until
 from tui.app import SamplescopeApp
@@ -169,10 +169,10 @@ async def score_base(pilot: Pilot[None], app: SamplescopeApp, path: str) -> None
 async def text_settings(pilot: Pilot[None], app: SamplescopeApp, path: str) -> None:
     """Every typed setting of the panel (each a `TextSetting` of setting_controls)."""
     panel = app.query_one(SamplingPanel)
-    for group in {spec.group for spec in registry().settings_by_name.values()}:
+    for group in {spec.group for spec in BUILT_IN_REGISTRY.settings_by_name.values()}:
         panel.open_group(group)
     await pilot.pause()
-    fields = {spec.name for spec in registry().settings_by_name.values()}
+    fields = {spec.name for spec in BUILT_IN_REGISTRY.settings_by_name.values()}
     settings = [s for s in app.query(TextSetting) if s.field in fields]
     assert {s.field for s in settings} >= {"grammar", "json_schema"}
     for setting in settings:

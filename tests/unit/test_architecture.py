@@ -12,8 +12,10 @@
 - No module reads the registry when it is imported: a table copied then would miss a
   sampler plugin loaded later, or keep one dropped.
 - A setting is one sub-package, built from the units it is given: sampling.settings
-  imports no unit, no list of them and no plugin at run time; only a front door
-  (`sampling` itself, `tui.cli.main`) puts a registry in use.
+  imports no unit, no list of them and no plugin at run time. No registry is "in
+  use": the front door builds one and hands it down (a settings record keeps its
+  own, the command line's options carry theirs); `sampling.built_in` alone gives the
+  built-in one a record made without one takes.
 - Textual's private compositor is reached from one module (`tui.row_compositor`).
 - Modules are split by concept, not by count: a module (test files included) past
   400 lines is listed in a warning, one past 600 fails.
@@ -326,9 +328,14 @@ def test_no_module_is_over_600_lines_and_those_over_400_are_named() -> None:
     assert {path: count for path, count in long.items() if count > MAX_LINES} == {}
 
 
+REGISTRY_READS = ("registry", "built_in_registry", "app_registry")
+"""Calls that read a registry held elsewhere (the record's default, an app's)."""
+
+
 def registry_reads_at_import(path: Path) -> list[int]:
-    """The lines where a module calls `registry()` when it is imported (outside any
-    function: its own statements, class bodies, comprehensions at module level)."""
+    """The lines where a module reads a registry held elsewhere when it is imported
+    (outside any function: its own statements, class bodies, comprehensions at module
+    level)."""
     found: list[int] = []
 
     def visit(node: ast.AST) -> None:
@@ -339,7 +346,7 @@ def registry_reads_at_import(path: Path) -> list[int]:
                 isinstance(child, ast.Call)
                 and isinstance(child.func, ast.Name | ast.Attribute)
                 and (child.func.id if isinstance(child.func, ast.Name) else child.func.attr)
-                == "registry"
+                in REGISTRY_READS
             ):
                 found.append(child.lineno)
             visit(child)
@@ -357,7 +364,8 @@ def test_no_module_reads_the_registry_when_imported() -> None:
 
 SETTINGS = "sampling.settings"
 UNIT_LISTS = ("sampling.samplers", "sampling.built_in", "sampling.plugins")
-FRONT_DOORS = {"sampling", "tui.cli.main"}
+COMMAND_LINE = "tui.cli"
+"""The command line: `main` builds the run's registry, its parsed options carry it."""
 
 
 def test_the_settings_sub_package_imports_no_unit() -> None:
@@ -383,9 +391,29 @@ def calls_named(path: Path, function: str) -> list[int]:
     ]
 
 
-def test_only_a_front_door_puts_a_registry_in_use() -> None:
-    found = {name for name, path in modules().items() if calls_named(path, "use_registry")}
-    assert found == FRONT_DOORS
+def callers_of(function: str) -> set[str]:
+    """The project modules that call `function`."""
+    return {name for name, path in modules().items() if calls_named(path, function)}
+
+
+def test_no_registry_is_put_in_use_and_the_built_in_one_is_given_once() -> None:
+    """No module puts a registry in use for others to find (the record's default is
+    the built-in units', given by the module that builds it), and no module asks for
+    one by a global lookup."""
+    assert callers_of("use_registry") == set()
+    assert callers_of("registry_in_use") == set()
+    assert callers_of("registry") == set()
+    assert callers_of("provide_built_in_registry") == {"sampling.built_in"}
+
+
+def test_the_command_lines_registry_travels_with_its_options() -> None:
+    """`main` builds the run's registry (the built-in units and the plugins loaded) and
+    its parsers with it; the parsed options carry it to the command, which hands it
+    down. Only the command line reads it off the options: the app, the backend and the
+    sampler are handed a registry, or read the one a settings record was made with."""
+    assert callers_of("carry_registry") == {"tui.cli.main", "tui.cli.commands.app"}
+    readers = callers_of("registry_of_args")
+    assert readers and all(name.startswith(COMMAND_LINE + ".") for name in readers)
 
 
 def test_only_the_row_compositor_reaches_textuals_private_compositor() -> None:
@@ -501,8 +529,13 @@ def test_checker_sees_what_a_module_loads_through_others(tmp_path: Path) -> None
     assert "llama_cpp" in loaded["backend.session.loop"]
 
 
-def test_checker_sees_a_registry_put_in_use_outside_a_front_door(tmp_path: Path) -> None:
-    text = "from sampling.settings.record import use_registry as u\nimport x\nx.use_registry(1)\n"
+def test_checker_sees_a_registry_put_in_use_or_read_by_a_global(tmp_path: Path) -> None:
+    text = (
+        "from sampling.settings.record import use_registry as u\nimport x\nx.use_registry(1)\n"
+        "from tui.cli.options.sampler_registry import registry_of_args as r\n"
+        "def f(args):\n    return r(args)\n"
+    )
     root = _tree(tmp_path, {"backend/config/bad.py": text})
     assert calls_named(root / "backend/config/bad.py", "use_registry") == [3]
+    assert calls_named(root / "backend/config/bad.py", "r") == [6]
     assert calls_named(root / "backend/config/bad.py", "registry") == []

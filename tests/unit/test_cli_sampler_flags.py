@@ -7,6 +7,7 @@ import math
 
 import pytest
 
+from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.chain import build_chain
 from sampling.errors import SettingsError
 from sampling.settings.record import SamplerSettings
@@ -18,7 +19,7 @@ WORDS = {"hello": [9], " hello": [10], "hello world": [9, 11]}
 
 def parse(*argv: str, tokenize: bool = False) -> SamplerSettings:
     parser = argparse.ArgumentParser()
-    add_settings_flags(parser)
+    add_settings_flags(parser, BUILT_IN_REGISTRY)
     args = parser.parse_args(list(argv))
     return settings_from_args(args, SamplerSettings(), WORDS.__getitem__ if tokenize else None)
 
@@ -54,7 +55,7 @@ def test_logit_bias_by_id_and_by_text() -> None:
 
 def test_only_text_entries_need_the_model() -> None:
     parser = argparse.ArgumentParser()
-    add_settings_flags(parser)
+    add_settings_flags(parser, BUILT_IN_REGISTRY)
     assert bias_needs_tokenizer(parser.parse_args(["--logit-bias", "hello=1"]))
     assert not bias_needs_tokenizer(parser.parse_args(["--logit-bias", "42=1"]))
     assert not bias_needs_tokenizer(parser.parse_args([]))

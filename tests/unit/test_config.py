@@ -19,9 +19,8 @@ from backend.config.config import (
 )
 from backend.config.paths import CONFIG_DIR_ENV, default_config_path
 from backend.session.phrase_bans import PhraseBans
-from sampling.built_in import DEFAULT_CHAT_SETTINGS
+from sampling.built_in import BUILT_IN_REGISTRY, DEFAULT_CHAT_SETTINGS
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import registry
 from tui.cli.options.settings import add_settings_flags, settings_from_args
 
 GOOD = """\
@@ -71,7 +70,7 @@ def test_default_path_follows_the_environment(
 def test_flags_override_config_which_overrides_defaults(tmp_path: Path) -> None:
     config = load_config(write(tmp_path, GOOD))
     parser = argparse.ArgumentParser()
-    add_settings_flags(parser)
+    add_settings_flags(parser, BUILT_IN_REGISTRY)
     args = parser.parse_args(["--top-k", "3"])
     settings = settings_from_args(args, settings_with_config(DEFAULT_CHAT_SETTINGS, config))
     assert settings.top_k == 3  # flag
@@ -154,7 +153,7 @@ def test_effective_toml_is_valid_and_complete(tmp_path: Path) -> None:
     data = tomllib.loads(text)
     assert data["model"] == "/abs/tiny.gguf" and data["theme"] == "gruvbox"
     assert SamplerSettings.from_dict(
-        {k: registry().settings_by_name[k].coerce(v) for k, v in data["settings"].items()}
+        {k: BUILT_IN_REGISTRY.settings_by_name[k].coerce(v) for k, v in data["settings"].items()}
     ) == settings_with_config(DEFAULT_CHAT_SETTINGS, config)
     assert data["keys"] == {"quit": "ctrl+q", "new chat": "ctrl+n"}
     assert str(tmp_path / "config.toml") in text

@@ -8,12 +8,12 @@ import math
 import numpy as np
 import pytest
 
+from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.errors import LogitsError, SettingsError
 from sampling.sampler import Sampler, probabilities
 from sampling.samplers.contrast import Contrast
 from sampling.samplers.guidance_report import token_figures
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import registry
 
 RNG = np.random.default_rng(11)
 BIG = RNG.normal(0.0, 3.0, 300).astype(np.float32)
@@ -50,10 +50,10 @@ def test_settings_are_checked_and_in_the_registry() -> None:
     for bad in ({"contrast_beta": -1.0}, {"contrast_alpha": 1.5}, {"contrast_beta": math.nan}):
         with pytest.raises(SettingsError):
             SamplerSettings(**bad)
-    specs = registry().settings_by_name
+    specs = BUILT_IN_REGISTRY.settings_by_name
     assert specs["contrast_beta"].flag == "--contrast-beta"
     assert specs["contrast_alpha"].flag == "--contrast-alpha"
-    names = [unit.name for unit in registry().units]
+    names = [unit.name for unit in BUILT_IN_REGISTRY.units]
     assert names.index("guidance") < names.index("contrast") < names.index("logit_bias")
 
 

@@ -17,9 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from backend.config.config import Config, ConfigError, load_config
-from sampling.built_in import DEFAULT_CHAT_SETTINGS
+from sampling.built_in import BUILT_IN_REGISTRY, DEFAULT_CHAT_SETTINGS
 from sampling.errors import SamplescopeError
-from sampling.settings.registry import registry
 from tui.cli.main import build_parser
 from tui.cli.options.settings import settings_from_args
 
@@ -39,7 +38,7 @@ COMMANDS = [
     "fwd",
     "rpc-server",
 ]
-FLAGS = [spec.flag for spec in registry().settings] + [
+FLAGS = [spec.flag for spec in BUILT_IN_REGISTRY.settings] + [
     "--model",
     "--threads",
     "--ctx",
@@ -90,7 +89,7 @@ def test_every_parser_accepts_or_exits_with_usage(command: str, argv: list[str])
         assert exit_.code in (0, 2)
         return
     assert isinstance(args, argparse.Namespace)
-    if any(hasattr(args, spec.name) for spec in registry().settings):
+    if any(hasattr(args, spec.name) for spec in BUILT_IN_REGISTRY.settings):
         try:
             settings_from_args(args, DEFAULT_CHAT_SETTINGS)
         except SamplescopeError as error:
@@ -110,7 +109,7 @@ toml_value = st.one_of(
 )
 toml_key = st.one_of(
     st.sampled_from(
-        [spec.name for spec in registry().settings] + ["model", "theme", "rpc", "keys"]
+        [spec.name for spec in BUILT_IN_REGISTRY.settings] + ["model", "theme", "rpc", "keys"]
     ),
     st.from_regex(r"[a-z_]{1,8}", fullmatch=True),
 )

@@ -23,8 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tui.cli.unexpected
+from sampling.plugins import PluginError
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import registry
+from tests.registries import with_plugin
 from tui.cli.main import main
 
 HEALTH = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -128,25 +129,30 @@ def unforeseen(error: BaseException, argv: object) -> int:
 
 def run_samplers(path: Path) -> tuple[int, str]:
     """`samplescope samplers --sampler-file PATH`: its exit code and stderr; every plug-in
-    loaded only for that run (main builds its registry from the built-in units)."""
+    loaded only for that run (main builds its registry from the built-in units). When
+    it ran, the plug-in's settings are checked in the registry it loads into."""
     original = tui.cli.unexpected.report_unexpected
     tui.cli.unexpected.report_unexpected = unforeseen
     out, err = io.StringIO(), io.StringIO()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = main(["samplers", "--sampler-file", str(path)])
-        loaded = [origin for origin in registry().origins.values() if origin.path == str(path)]
-        if code == 0 and loaded:
-            check_loaded_settings()
+        if code == 0:
+            check_loaded_settings(path)
     finally:
         tui.cli.unexpected.report_unexpected = original
     return code, err.getvalue()
 
 
-def check_loaded_settings() -> None:
-    """Every plug-in setting's default builds settings, and formats and reads back."""
-    chosen = SamplerSettings()
-    for spec in registry().plugin_settings.values():
+def check_loaded_settings(path: Path) -> None:
+    """Every setting of the plug-in at `path` (when it loads): its default builds
+    settings, and formats and reads back."""
+    try:
+        joined = with_plugin(path)
+    except PluginError:
+        return
+    chosen = SamplerSettings(joined)
+    for spec in joined.plugin_settings.values():
         value = chosen.value(spec.name)
         assert spec.parse(spec.format(value)) == value or value != value  # NaN aside
 

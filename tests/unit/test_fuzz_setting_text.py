@@ -16,14 +16,14 @@ from hypothesis import strategies as st
 
 from backend.session.phrase_bans import PhraseBanError, PhraseBans
 from backend.user_regex import PatternError, RegexTimeout, UserRegex
+from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.errors import SamplescopeError, SettingsError
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import registry
 
 HEALTH = settings(suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 PIECES = [
-    *registry().sampler_names, "top-k", "topk", "nucleus", "temp", "typ", "penalties", "dry",
+    *BUILT_IN_REGISTRY.sampler_names, "top-k", "topk", "nucleus", "temp", "typ", "penalties", "dry",
     ";", ",", "=", "+", "-", "inf", "-inf", "nan", "1e999", "0", "42", "-1", "2.5",
     "18446744073709551616", "'", '"', "[", "]", "{", "}", "(", ")", "\\", "\\,", "\\n",
     " ", "\x00", "\x7f", "\u2028", "true", "off", "none", "é", "\udcff", "1" * 30,
@@ -41,10 +41,10 @@ def one_line(error: BaseException) -> None:
 
 
 @HEALTH
-@given(st.sampled_from(registry().settings), setting_text)
+@given(st.sampled_from(BUILT_IN_REGISTRY.settings), setting_text)
 def test_any_text_is_a_value_or_one_line_and_values_read_back(spec: object, text: str) -> None:
     name = spec.name  # type: ignore[attr-defined]
-    setting = registry().settings_by_name[name]
+    setting = BUILT_IN_REGISTRY.settings_by_name[name]
     try:
         value = setting.parse(text)
         chosen = SamplerSettings().with_changes(**{name: value})
@@ -65,7 +65,7 @@ def test_any_text_is_a_value_or_one_line_and_values_read_back(spec: object, text
     ).map(";".join)
 )
 def test_a_logit_bias_reads_back_to_the_same_numbers(text: str) -> None:
-    spec = registry().settings_by_name["logit_bias"]
+    spec = BUILT_IN_REGISTRY.settings_by_name["logit_bias"]
     try:
         held = SamplerSettings().with_changes(logit_bias=spec.parse(text)).logit_bias
     except SettingsError as error:
@@ -119,7 +119,7 @@ DEPTH = 100_000
     ids=["open", "nested", "list", "groups", "long-id", "long-bias", "separators", "escapes"],
 )
 def test_deep_and_huge_texts_give_a_value_or_one_line(text: str) -> None:
-    for spec in registry().settings:
+    for spec in BUILT_IN_REGISTRY.settings:
         try:
             SamplerSettings().with_changes(**{spec.name: spec.parse(text)})
         except SettingsError as error:

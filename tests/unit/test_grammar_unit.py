@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from sampling import Sampler, SamplerSettings, settings_summary
+from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.constraint import GrammarSpec
 from sampling.errors import GrammarDeadEnd, GrammarError
 from sampling.samplers.grammar import GrammarParams
@@ -144,7 +145,7 @@ def test_settings_hold_grammar_schema_and_triggers() -> None:
 
 def test_a_comma_inside_a_trigger_regex_does_not_split_it() -> None:
     parser = argparse.ArgumentParser()
-    add_settings_flags(parser)
+    add_settings_flags(parser, BUILT_IN_REGISTRY)
     args = parser.parse_args(["--grammar-triggers", "x{1,3},foo"])
     assert settings_from_args(args, SamplerSettings()).grammar_triggers == ("x{1,3}", "foo")
     cases = {

@@ -15,7 +15,7 @@ import pytest
 from backend.chat.events import FinishedEvent, GenerationEvent, NoticeEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.store.steps import layout_of, pack_reports, pack_step, unpack_step
-from sampling.built_in import DEFAULT_CHAT_SETTINGS
+from sampling.built_in import BUILT_IN_REGISTRY, DEFAULT_CHAT_SETTINGS
 from sampling.errors import LogitsError, SettingsError
 from sampling.sampler import Sampler, probabilities
 from sampling.samplers.guidance import Guidance
@@ -26,7 +26,6 @@ from sampling.samplers.guidance_report import (
     token_figures,
 )
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import registry
 from tests.fake_backend import FakeBackend
 from tui.cli.verbose import step_line
 
@@ -74,7 +73,7 @@ def test_it_runs_first_before_the_logit_bias_so_a_ban_holds_at_any_scale() -> No
     settings = SamplerSettings(guidance_scale=0.0, logit_bias=((banned, -math.inf),))
     probs = probabilities(COND, settings, second=UNCOND)
     assert probs[banned] == 0.0
-    names = [unit.name for unit in registry().units]
+    names = [unit.name for unit in BUILT_IN_REGISTRY.units]
     assert names.index("guidance") < names.index("logit_bias")
     assert Guidance.placement.kind == "first"
 
@@ -125,7 +124,7 @@ def test_a_scale_that_is_not_finite_is_refused(value: float) -> None:
 
 
 def test_the_settings_are_in_the_registry_with_their_flags() -> None:
-    specs = registry().settings_by_name
+    specs = BUILT_IN_REGISTRY.settings_by_name
     assert specs["guidance_scale"].flag == "--guidance-scale"
     assert specs["negative_prompt"].flag == "--negative-prompt"
     assert specs["negative_system"].flag == "--negative-system"

@@ -9,10 +9,9 @@ import pytest
 
 from backend.config.preset_files import preset_toml
 from sampling import SamplerSettings, probabilities, settings_summary
-from sampling.built_in import CHAT_ORDER, TEMPERATURE_FIRST_ORDER
+from sampling.built_in import BUILT_IN_REGISTRY, CHAT_ORDER, TEMPERATURE_FIRST_ORDER
 from sampling.chain import build_chain
 from sampling.samplers.p_less import PLess, p_less_threshold
-from sampling.settings.registry import find_setting, registry
 from tui.cli.options.settings import add_settings_flags, settings_from_args
 
 LOGITS = [2.0, 1.5, 1.0, 0.5, 0.0, -1.0]
@@ -77,11 +76,13 @@ def test_p_less_golden_table() -> None:
 
 
 def test_p_less_comes_from_the_registry_everywhere() -> None:
-    assert registry().samplers["p_less"] is PLess
-    spec = registry().settings_by_name["p_less"]
-    assert spec.flag == "--p-less" and find_setting("p_less") is spec  # compare key
+    assert BUILT_IN_REGISTRY.samplers["p_less"] is PLess
+    spec = BUILT_IN_REGISTRY.settings_by_name["p_less"]
     assert (
-        spec in registry().display_order and "p_less" in registry().groups
+        spec.flag == "--p-less" and BUILT_IN_REGISTRY.find_setting("p_less") is spec
+    )  # compare key
+    assert (
+        spec in BUILT_IN_REGISTRY.display_order and "p_less" in BUILT_IN_REGISTRY.groups
     )  # the panel's toggle and group
     # Switched on, it joins the orders before min-p, as the other cutoffs.
     for order in (CHAT_ORDER, TEMPERATURE_FIRST_ORDER):
@@ -90,7 +91,7 @@ def test_p_less_comes_from_the_registry_everywhere() -> None:
     assert joined.samplers == ("top_k", "p_less", "min_p", "temperature")
     # The flag, the summary and a preset.
     parser = argparse.ArgumentParser()
-    add_settings_flags(parser)
+    add_settings_flags(parser, BUILT_IN_REGISTRY)
     on = settings_from_args(parser.parse_args(["--p-less"]), SamplerSettings())
     assert on.p_less and not settings_from_args(parser.parse_args(["--no-p-less"]), on).p_less
     assert "p-less" in settings_summary(on)

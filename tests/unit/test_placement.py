@@ -11,6 +11,7 @@ import pytest
 
 from sampling import SamplerSettings, SettingsError, probabilities
 from sampling.built_in import (
+    BUILT_IN_REGISTRY,
     BUILT_IN_UNITS,
     CHAT_ORDER,
     DEFAULT_CHAT_SETTINGS,
@@ -20,7 +21,7 @@ from sampling.candidates import Candidates
 from sampling.chain import build_chain
 from sampling.samplers.unit import SamplerUnit, Stateless, UnitKind
 from sampling.settings.placement import CUTOFF, Placement, arranged
-from sampling.settings.registry import check_declarations, registry
+from sampling.settings.registry import check_declarations
 from sampling.settings.spec import SettingSpec
 
 LOGITS = [2.0, 1.5, 1.0, 0.5, 0.0, -1.0]
@@ -103,7 +104,7 @@ def test_temperature_last_moves_the_temperature_with_smoothing_ahead_of_adaptive
 
 def test_every_default_order_names_every_unit_of_the_order_where_it_runs() -> None:
     for order in (CHAT_ORDER, TEMPERATURE_FIRST_ORDER):
-        assert sorted(order) == sorted(registry().sampler_names)
+        assert sorted(order) == sorted(BUILT_IN_REGISTRY.sampler_names)
         assert order[-1] == "adaptive_p"
         assert order[order.index("temperature") + 1] == "smoothing"
     assert DEFAULT_CHAT_SETTINGS.samplers == CHAT_ORDER
@@ -143,7 +144,7 @@ def test_each_unit_s_on_rule_is_when_it_is_built(unit: type[SamplerUnit]) -> Non
 
 def test_every_built_in_unit_declares_its_placement_and_on_rule() -> None:
     check_declarations(BUILT_IN_UNITS)
-    assert {unit.name: unit.placement for unit in BUILT_IN_UNITS} == registry().placements
+    assert {unit.name: unit.placement for unit in BUILT_IN_UNITS} == BUILT_IN_REGISTRY.placements
 
     class NewCutoff(Stateless):
         """A cutoff added without saying where it runs or when it is on."""
@@ -203,12 +204,12 @@ def test_the_builder_puts_the_units_outside_the_order_where_they_run() -> None:
     held = {
         unit.name: unit
         for unit in (
-            Named("grammar", "candidates", registry().placements["grammar"]),
-            Named("top_k", "candidates", registry().placements["top_k"]),
-            Named("min_tokens", "logits", registry().placements["min_tokens"]),
-            Named("penalties", "logits", registry().placements["penalties"]),
-            Named("logit_bias", "logits", registry().placements["logit_bias"]),
-            Named("temperature", "candidates", registry().placements["temperature"]),
+            Named("grammar", "candidates", BUILT_IN_REGISTRY.placements["grammar"]),
+            Named("top_k", "candidates", BUILT_IN_REGISTRY.placements["top_k"]),
+            Named("min_tokens", "logits", BUILT_IN_REGISTRY.placements["min_tokens"]),
+            Named("penalties", "logits", BUILT_IN_REGISTRY.placements["penalties"]),
+            Named("logit_bias", "logits", BUILT_IN_REGISTRY.placements["logit_bias"]),
+            Named("temperature", "candidates", BUILT_IN_REGISTRY.placements["temperature"]),
         )
     }
     order = ("penalties", "temperature", "top_k")
@@ -216,6 +217,6 @@ def test_the_builder_puts_the_units_outside_the_order_where_they_run() -> None:
     assert names == ["logit_bias", "penalties", "min_tokens", "grammar", "temperature", "top_k"]
     greedy = [unit.name for unit in arranged(order, held, greedy=True)]
     assert greedy == ["logit_bias", "penalties", "min_tokens", "grammar"]
-    held["mirostat"] = Named("mirostat", "candidates", registry().placements["mirostat"])
+    held["mirostat"] = Named("mirostat", "candidates", BUILT_IN_REGISTRY.placements["mirostat"])
     replaced = [unit.name for unit in arranged(order, held, greedy=False)]
     assert replaced == ["logit_bias", "min_tokens", "grammar", "mirostat"]

@@ -16,7 +16,7 @@ from backend.store.records import StoreError
 from backend.store.store import ChatStore, ModelRef
 from sampling.settings.record import SamplerSettings
 from tests.helpers import readme_plugin
-from tests.registries import drop_plugin, load_plugin
+from tests.registries import with_plugin
 from tui.cli.main import main
 
 MODEL = ModelRef(path="/models/tiny.gguf", size=99, sha256="cd" * 32)
@@ -28,11 +28,11 @@ def gone_plugin_chats(tmp_path: Path) -> Iterator[tuple[Path, int, int]]:
     (one ran it in the order, one only set its setting), then the plug-in unloaded."""
     path = tmp_path / "top_h.py"
     path.write_text(readme_plugin(), encoding="utf-8")
-    load_plugin(path)
-    base = SamplerSettings.from_dict({"top_h": 0.5})
+    joined = with_plugin(path)
+    base = SamplerSettings.from_dict({"top_h": 0.5}, joined)
     ran = base.with_changes(samplers=(*base.samplers, "top_h"))
     db = tmp_path / "chats.sqlite3"
-    with ChatStore(db) as store:
+    with ChatStore(db, registry=joined) as store:
         chats = []
         for settings in (ran, base):
             chat = store.new_chat("with top-h", MODEL)
@@ -41,7 +41,6 @@ def gone_plugin_chats(tmp_path: Path) -> Iterator[tuple[Path, int, int]]:
             writer.append_token(0, 5, settings, "Hello")
             writer.finish("max_tokens", GenerationStats(decode_tokens=1), "Hello")
             chats.append(chat)
-    drop_plugin("top_h")
     yield db, chats[0], chats[1]
 
 

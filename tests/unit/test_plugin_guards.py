@@ -16,10 +16,9 @@ from backend.chat.events import NoticeEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from sampling import Sampler, SamplerSettings
 from sampling.plugins import PluginError
-from sampling.settings.registry import registry
 from tests.fake_backend import FakeBackend
 from tests.helpers import readme_plugin, write_plugin
-from tests.registries import load_plugin
+from tests.registries import with_plugin
 from tests.unit.test_sampler_plugins import X
 from tui.cli.main import main
 
@@ -51,7 +50,7 @@ def test_anything_a_plugin_raises_when_loaded_is_one_line_naming_it(
     path = config / "broken.py"
     path.write_text(code, encoding="utf-8")
     with pytest.raises(PluginError, match=re.escape(words)) as caught:
-        load_plugin(path)
+        with_plugin(path)
     assert str(path) in str(caught.value)
     for argv in (["samplers"], ["generate", "-h"]):
         assert main(argv) == 2
@@ -79,7 +78,7 @@ def test_a_plugin_whose_flag_clashes_is_switched_off_with_a_notice(
     setting = "top_h" if "label" in change[0] else change[1]
     assert line.startswith(f"samplescope: sampler plugin {path}: its setting {setting!r}")
     assert f"({flag}) clashes with an option of samplescope" in line and "not loaded" in line
-    assert f'"{setting}"' not in captured.out and not registry().origins
+    assert f'"{setting}"' not in captured.out
 
 
 @pytest.mark.parametrize(
@@ -113,8 +112,7 @@ def test_broken_candidates_switch_the_plugin_off_and_leave_the_raw_logits_alone(
     tmp_path: Path, body: str, problem: str
 ) -> None:
     path = write_plugin(tmp_path, "rogue", body)
-    load_plugin(path)
-    base = SamplerSettings(top_k=3, seed=5)
+    base = SamplerSettings(with_plugin(path), top_k=3, seed=5)
     raw = X.copy()
     with_it = Sampler(base.with_changes(samplers=("rogue", "top_k", "temperature")))
     without = Sampler(base.with_changes(samplers=("top_k", "temperature")))
@@ -130,9 +128,8 @@ def test_a_plugin_switched_off_is_told_where_it_happened(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write_plugin(tmp_path, "rogue", "        raise RuntimeError('no luck')")
-    load_plugin(path)
     backend = FakeBackend()
-    settings = SamplerSettings(samplers=("rogue", "temperature"), seed=2)
+    settings = SamplerSettings(with_plugin(path), samplers=("rogue", "temperature"), seed=2)
     events = list(backend.generate(QUESTION, LiveSettings(settings), max_tokens=3))
     notices = [e.message for e in events if isinstance(e, NoticeEvent)]
     assert notices == ["sampler plugin rogue switched off for this reply: RuntimeError: no luck"]
@@ -162,8 +159,8 @@ def test_a_plugin_setting_that_would_break_a_flag_key_or_slider_is_refused_at_lo
     path = config.parent / "bad.py"
     path.write_text(text.replace(old, new), encoding="utf-8")
     with pytest.raises(PluginError, match=re.escape(words)) as caught:
-        load_plugin(path)
-    assert str(path) in str(caught.value) and not registry().origins
+        with_plugin(path)
+    assert str(path) in str(caught.value)
 
 
 @pytest.mark.parametrize(

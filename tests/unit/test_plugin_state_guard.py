@@ -13,13 +13,13 @@ from backend.session.phrase_bans import PhraseBans
 from sampling.settings.record import SamplerSettings
 from tests.fake_backend import FakeBackend
 from tests.helpers import write_plugin
-from tests.registries import load_plugin
+from tests.registries import with_plugin
 
 QUESTION = [ChatMessage("user", "hi")]
 
 
-def _reply(name: str, bans: PhraseBans | None = None) -> list[object]:
-    settings = SamplerSettings(samplers=(name, "temperature"), seed=2)
+def _reply(path: Path, name: str, bans: PhraseBans | None = None) -> list[object]:
+    settings = SamplerSettings(with_plugin(path), samplers=(name, "temperature"), seed=2)
     return list(FakeBackend().generate(QUESTION, LiveSettings(settings), max_tokens=3, bans=bans))
 
 
@@ -27,9 +27,8 @@ def test_a_raising_state_ends_the_reply_in_one_line_naming_the_plugin(tmp_path: 
     path = write_plugin(tmp_path, "stateful", "        pass")
     raising = "    @property\n    def state(self):\n        raise RuntimeError('no state')\n\n"
     path.write_text(path.read_text().replace("    @classmethod", raising + "    @classmethod", 1))
-    load_plugin(path)
     # Phrase bans keep each step's state (the reply can go back): the state is read.
-    events = _reply("stateful", PhraseBans(("never said",)))
+    events = _reply(path, "stateful", PhraseBans(("never said",)))
     end = events[-1]
     assert isinstance(end, FinishedEvent) and end.reason == "error"
     assert end.error == (
@@ -41,8 +40,7 @@ def test_a_raising_from_settings_switches_the_plugin_off_with_a_notice(tmp_path:
     path = write_plugin(tmp_path, "unbuilt", "        pass")
     text = path.read_text().replace("        return cls()", "        raise ValueError('bad')", 1)
     path.write_text(text)
-    load_plugin(path)
-    events = _reply("unbuilt")
+    events = _reply(path, "unbuilt")
     notices = [e.message for e in events if isinstance(e, NoticeEvent)]
     assert notices == ["sampler plugin unbuilt switched off for this reply: ValueError: bad"]
     end = events[-1]

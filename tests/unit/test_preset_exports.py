@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 
 from backend.config.preset_exports import EXPORTS, exported_text
-from sampling.built_in import chat_defaults
-from sampling.settings.registry import registry
+from sampling.built_in import BUILT_IN_REGISTRY, chat_defaults
 from tui.cli.main import main
 
 
@@ -19,7 +18,7 @@ def test_the_cli_prints_each_form_as_the_app_copies_it(
 ) -> None:
     monkeypatch.setenv("SAMPLESCOPE_CONFIG_DIR", str(tmp_path))
     assert main(["preset", "export", "--format", form, "--top-k", "7"]) == 0
-    expected, _ = exported_text(chat_defaults(registry()).with_changes(top_k=7), form)
+    expected, _ = exported_text(chat_defaults(BUILT_IN_REGISTRY).with_changes(top_k=7), form)
     assert capsys.readouterr().out == expected + "\n"
 
 

@@ -38,7 +38,7 @@ from backend.config.sillytavern_format import export_sillytavern, import_sillyta
 from sampling.built_in import BUILT_IN_REGISTRY, CHAT_ORDER
 from sampling.settings.record import SamplerSettings
 from tests.helpers import readme_plugin
-from tests.registries import load_plugin
+from tests.registries import with_plugin
 from tui.cli.main import main
 
 # SillyTavern's Default.json, field for field, with a few values changed.
@@ -561,8 +561,8 @@ def test_llama_server_round_trips_any_settings(settings: SamplerSettings) -> Non
 def test_a_plugins_setting_and_name_are_listed_not_exported(tmp_path: Path) -> None:
     plugin = tmp_path / "top_h.py"
     plugin.write_text(readme_plugin(), encoding="utf-8")
-    load_plugin(plugin)
-    settings = SamplerSettings(samplers="top_h;top_k;temperature").with_changes(top_h=0.4)
+    settings = SamplerSettings(with_plugin(plugin), samplers="top_h;top_k;temperature")
+    settings = settings.with_changes(top_h=0.4)
     for export in (server_flags, completion_body, export_sillytavern):
         _, unmapped = export(settings)
         assert [entry.describe() for entry in unmapped] == [

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.errors import LogitsError, SettingsError
 from sampling.sampler import Sampler
 from sampling.samplers.reasoning_budget import (
@@ -24,7 +25,6 @@ from sampling.samplers.reasoning_machine import (
     utf8_is_complete,
 )
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import registry
 
 ALPHABET = "<>/thinkabcxyzqo.!\n é"
 
@@ -191,7 +191,7 @@ def test_bad_budgets_and_tags_are_refused_in_one_line() -> None:
         SamplerSettings(reasoning_budget=-2)
     with pytest.raises(SettingsError, match="START,END"):
         Sampler(settings(3, thinking_tags=("<think>",)))
-    assert registry().find_setting("reasoning-budget") is not None
+    assert BUILT_IN_REGISTRY.find_setting("reasoning-budget") is not None
 
 
 def test_a_forced_token_an_earlier_unit_banned_is_a_one_line_error() -> None:

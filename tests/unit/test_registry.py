@@ -21,8 +21,8 @@ from sampling.samplers.top_k import TopK
 from sampling.samplers.unit import Stateless, UnitKind
 from sampling.settings.params import setting, specs_of
 from sampling.settings.placement import IN_ORDER, Placement
-from sampling.settings.record import use_registry
-from sampling.settings.registry import build_registry, registry
+from sampling.settings.record import built_in_registry, provide_built_in_registry
+from sampling.settings.registry import build_registry
 from sampling.settings.spec import SettingSpec
 
 if TYPE_CHECKING:
@@ -104,13 +104,11 @@ def test_a_registry_of_two_built_in_units_holds_theirs_alone() -> None:
     assert build_chain(settings).names == ("temperature", "top_k")
 
 
-def test_a_record_keeps_its_registry_whatever_is_put_in_use_later() -> None:
+def test_a_record_keeps_its_registry_and_one_made_without_takes_the_built_in_one() -> None:
     small = build_registry((TopK, Temperature))
-    use_registry(small)
-    made_small = SamplerSettings(top_k=3)
+    made_small = SamplerSettings(small, top_k=3)
     assert made_small.registry is small
-    use_registry(BUILT_IN_REGISTRY)
-    assert registry() is BUILT_IN_REGISTRY
+    assert SamplerSettings().registry is BUILT_IN_REGISTRY
     changed = made_small.with_changes(temperature=0.7)
     assert changed.registry is small
     with pytest.raises(SettingsError, match="min_p"):
@@ -120,6 +118,14 @@ def test_a_record_keeps_its_registry_whatever_is_put_in_use_later() -> None:
     # The same values made with another registry: equal settings.
     assert changed.made_with(BUILT_IN_REGISTRY) == changed
     assert changed.made_with(BUILT_IN_REGISTRY).registry is BUILT_IN_REGISTRY
+
+
+def test_the_built_in_registry_is_given_once() -> None:
+    assert built_in_registry() is BUILT_IN_REGISTRY
+    provide_built_in_registry(BUILT_IN_REGISTRY)  # the same one again: nothing changes
+    with pytest.raises(RuntimeError, match="given once"):
+        provide_built_in_registry(build_registry((TopK, Temperature)))
+    assert SamplerSettings().registry is BUILT_IN_REGISTRY
 
 
 def test_settings_are_listed_in_the_order_their_units_declare() -> None:

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from sampling.settings.registry import registry
 from tests.helpers import readme_plugin
 from tui.cli.commands.app import build_app_parser
 from tui.cli.main import build_parser, main
@@ -78,7 +77,7 @@ def test_a_sampler_file_given_as_an_options_value_does_not_run(
     assert "--system: expected one argument" in capsys.readouterr().err
     with pytest.raises(SystemExit):  # argparse: "unrecognized arguments"
         main(["samplers", "--json", "--", f"--sampler-file={path}"])
-    assert not marker.exists() and "top_h" not in registry().origins
+    assert not marker.exists()
 
 
 def test_a_sampler_file_given_as_an_option_runs_and_its_flags_join_the_parser(
@@ -88,7 +87,30 @@ def test_a_sampler_file_given_as_an_option_runs_and_its_flags_join_the_parser(
     build_parser()  # the commands' modules are imported before the plugin loads
     assert main(["samplers", "--sampler-file", str(path)]) == 0
     assert marker.exists() and "top_h" in capsys.readouterr().out
-    args = build_parser().parse_args(["generate", "hi", "--top-h", "0.5"])
-    assert args.top_h == 0.5
-    args = build_app_parser().parse_args(["--top-h", "0.25", "--sampler-file", str(path)])
-    assert args.top_h == 0.25
+    # In a run given the file, its flag joins the commands' parser and the app's.
+    drawn = ["dist", "--draws", "10", "--top-h", "0.5", "--sampler-file", str(path)]
+    assert main(drawn) == 0
+    assert "top_h=0.5" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as done:
+        main(["--top-h", "0.25", "--sampler-file", str(path), "-h"])
+    assert done.value.code == 0 and "--top-h" in capsys.readouterr().out
+    # Outside a run, the parsers take the built-in units' flags alone.
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["generate", "hi", "--top-h", "0.5"])
+    with pytest.raises(SystemExit):
+        build_app_parser().parse_args(["--top-h", "0.25"])
+
+
+def test_the_config_may_set_a_loaded_plugins_setting_for_every_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config"
+    (config / "samplers").mkdir(parents=True)
+    (config / "samplers" / "top_h.py").write_text(readme_plugin(), encoding="utf-8")
+    (config / "config.toml").write_text("[settings]\ntop_h = 0.3\n", encoding="utf-8")
+    monkeypatch.setenv("SAMPLESCOPE_CONFIG_DIR", str(config))
+    assert main(["config"]) == 0
+    shown = capsys.readouterr()
+    assert "top_h = 0.3  # from the config file" in shown.out and shown.err == ""
+    assert main(["preset", "export", "--format", "llama-server"]) == 0
+    assert "top_h = 0.3 (a sampler plugin's setting)" in capsys.readouterr().err

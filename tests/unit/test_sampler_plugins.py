@@ -22,10 +22,10 @@ from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.errors import SettingsError
 from sampling.plugins import PluginError
 from sampling.settings.placement import IN_ORDER
-from sampling.settings.registry import build_registry, groups_of, registry
+from sampling.settings.registry import Registry, build_registry, groups_of
 from tests.golden import LOGITS
 from tests.helpers import ROOT, readme_plugin, write_bonus_plugin, write_plugin
-from tests.registries import drop_plugin, load_plugin
+from tests.registries import origin_of, with_plugin
 
 X = np.asarray(LOGITS, dtype=np.float32)
 
@@ -55,40 +55,42 @@ def top_h_by_hand(logits: list[float], alpha: float, temperature: float = 1.0) -
 
 
 def test_the_readme_plugin_loads_as_it_stands_and_joins_everything(plugin_file: Path) -> None:
-    origin = load_plugin(plugin_file)
+    joined = with_plugin(plugin_file)
+    origin = origin_of(joined, plugin_file)
     assert origin.name == "top_h" and len(origin.sha256) == 64
-    assert registry().origins["top_h"].path == str(plugin_file)
-    assert "top_h" in registry().samplers and registry().labels["top_h"] == "top-h"
+    assert joined.origins["top_h"].path == str(plugin_file)
+    assert "top_h" in joined.samplers and joined.labels["top_h"] == "top-h"
     assert (
-        registry().settings[-1] is registry().settings_by_name["top_h"]
-        and registry().settings_by_name["top_h"] in registry().display_order
+        joined.settings[-1] is joined.settings_by_name["top_h"]
+        and joined.settings_by_name["top_h"] in joined.display_order
     )
-    assert "top_h" in registry().settings_by_name["samplers"].choice_values
-    settings = SamplerSettings(samplers=("top_h",)).with_changes(top_h=0.4)
+    assert "top_h" in joined.settings_by_name["samplers"].choice_values
+    settings = SamplerSettings(joined, samplers=("top_h",)).with_changes(top_h=0.4)
     assert settings.value("top_h") == 0.4 and settings.top_h == 0.4
     (record,) = settings.params.values()
-    assert type(record) is registry().owners["top_h"] and record.top_h == 0.4
+    assert type(record) is joined.owners["top_h"] and record.top_h == 0.4
     assert settings.to_dict()["top_h"] == 0.4
-    assert SamplerSettings.from_dict(settings.to_dict()) == settings
+    assert SamplerSettings.from_dict(settings.to_dict(), joined) == settings
     assert "top_h=0.4" in settings_summary(settings)
-    assert registry().settings_by_name["samplers"].parse("top-h;temperature") == (
+    assert joined.settings_by_name["samplers"].parse("top-h;temperature") == (
         "top_h",
         "temperature",
     )
     with pytest.raises(SettingsError, match="top_h"):
         settings.with_changes(top_h=1.5)
-    load_plugin(plugin_file)  # the same file again changes nothing
-    drop_plugin("top_h")
-    assert "top_h" not in registry().samplers and "top_h" not in registry().settings_by_name
-    assert [spec.name for spec in registry().settings][-1] == "samplers"
+    assert with_plugin(plugin_file, joined) is joined  # the same file again changes nothing
+    dropped = joined.without("top_h")
+    assert "top_h" not in dropped.samplers and "top_h" not in dropped.settings_by_name
+    assert [spec.name for spec in dropped.settings][-1] == "samplers"
     with pytest.raises(SettingsError, match="loaded sampler plugin"):
-        SamplerSettings().with_changes(top_h=0.4)
+        SamplerSettings(dropped).with_changes(top_h=0.4)
+    with pytest.raises(SettingsError, match="loaded sampler plugin"):
+        SamplerSettings().with_changes(top_h=0.4)  # the built-in units' registry: none
 
 
-def tables_agree() -> None:
-    """Every table the registry in use derives says the same as its `samplers` and
-    `settings`, and a registry built afresh from the same plugins is the same."""
-    tables = registry()
+def tables_agree(tables: Registry) -> None:
+    """Every table a registry derives says the same as its `samplers` and `settings`,
+    and a registry built afresh from the same plugins is the same."""
     assert tuple(tables.samplers) == tables.sampler_names
     logits = tuple(name for name, unit in tables.samplers.items() if unit.kind == "logits")
     assert logits == tables.logits_samplers
@@ -106,29 +108,27 @@ def tables_agree() -> None:
 
 
 def test_every_table_agrees_after_a_plugin_loads_and_after_it_goes(tmp_path: Path) -> None:
-    tables_agree()
+    tables_agree(BUILT_IN_REGISTRY)
     built_in = (
-        list(registry().sampler_names),
-        list(registry().logits_samplers),
-        list(registry().groups),
+        list(BUILT_IN_REGISTRY.sampler_names),
+        list(BUILT_IN_REGISTRY.logits_samplers),
+        list(BUILT_IN_REGISTRY.groups),
     )
-    load_plugin(write_bonus_plugin(tmp_path, "bonus"))
-    tables_agree()
-    assert registry().sampler_names[-1] == "bonus" and registry().logits_samplers[-1] == "bonus"
-    assert (
-        registry().groups[-2:] == ("bonus", "order") and registry().placements["bonus"] == IN_ORDER
-    )
+    joined = with_plugin(write_bonus_plugin(tmp_path, "bonus"))
+    tables_agree(joined)
+    assert joined.sampler_names[-1] == "bonus" and joined.logits_samplers[-1] == "bonus"
+    assert joined.groups[-2:] == ("bonus", "order") and joined.placements["bonus"] == IN_ORDER
     # A logits plugin leads an order like the penalties.
-    settings = SamplerSettings(samplers="bonus;top_k;temperature").with_changes(bonus=0.5)
+    settings = SamplerSettings(joined, samplers="bonus;top_k;temperature").with_changes(bonus=0.5)
     assert settings.order == ("bonus", "top_k", "temperature")
     with pytest.raises(SettingsError, match="'bonus' before every sampler"):
-        SamplerSettings(samplers="top_k;bonus")
-    drop_plugin("bonus")
-    tables_agree()
+        SamplerSettings(joined, samplers="top_k;bonus")
+    dropped = joined.without("bonus")
+    tables_agree(dropped)
     assert (
-        list(registry().sampler_names),
-        list(registry().logits_samplers),
-        list(registry().groups),
+        list(dropped.sampler_names),
+        list(dropped.logits_samplers),
+        list(dropped.groups),
     ) == built_in
 
 
@@ -136,9 +136,8 @@ def test_every_table_agrees_after_a_plugin_loads_and_after_it_goes(tmp_path: Pat
 def test_top_h_keeps_what_its_paper_keeps(
     plugin_file: Path, alpha: float, temperature: float
 ) -> None:
-    load_plugin(plugin_file)
     settings = SamplerSettings(
-        temperature=temperature, samplers=("temperature", "top_h")
+        with_plugin(plugin_file), temperature=temperature, samplers=("temperature", "top_h")
     ).with_changes(top_h=alpha)
     step = Sampler(settings, n_candidates=6).sample(X)
     kept = top_h_by_hand(list(LOGITS), alpha, temperature)
@@ -149,9 +148,10 @@ def test_top_h_keeps_what_its_paper_keeps(
 
 
 def test_a_plugin_settles_on_a_real_sized_vocabulary(plugin_file: Path) -> None:
-    load_plugin(plugin_file)
+    joined = with_plugin(plugin_file)
     logits = np.random.default_rng(3).normal(0.0, 4.0, 4096).astype(np.float32)
-    settings = SamplerSettings(samplers=("top_k", "top_h")).with_changes(top_h=0.3, top_k=200)
+    settings = SamplerSettings(joined, samplers=("top_k", "top_h"))
+    settings = settings.with_changes(top_h=0.3, top_k=200)
     step = Sampler(settings).sample(logits)
     assert 1 <= step.n_kept < 200 and step.cut_by == "top_h" and step.notes == ()
 
@@ -172,8 +172,7 @@ def test_a_failing_plugin_is_switched_off_for_the_reply_and_the_step_run_again(
     tmp_path: Path, body: str, problem: str
 ) -> None:
     path = write_plugin(tmp_path, "shaky", body)
-    load_plugin(path)
-    base = SamplerSettings(top_k=3, seed=5)
+    base = SamplerSettings(with_plugin(path), top_k=3, seed=5)
     with_it = Sampler(base.with_changes(samplers=("shaky", "top_k", "temperature")))
     without = Sampler(base.with_changes(samplers=("top_k", "temperature")))
     first = with_it.sample(X)
@@ -203,11 +202,10 @@ def test_a_plugin_that_is_not_one_is_refused_naming_its_file(tmp_path: Path) -> 
         path = tmp_path / file_name
         path.write_text(text, encoding="utf-8")
         with pytest.raises(PluginError, match=words) as caught:
-            load_plugin(path)
+            with_plugin(path)
         assert str(path) in str(caught.value)
     with pytest.raises(PluginError, match="cannot read"):
-        load_plugin(tmp_path / "absent.py")
-    assert "top_k" in registry().units_by_name and not registry().origins
+        with_plugin(tmp_path / "absent.py")
 
 
 def test_samplers_command_lists_built_ins_and_plugins(tmp_path: Path) -> None:
@@ -249,11 +247,12 @@ def test_samplers_command_lists_built_ins_and_plugins(tmp_path: Path) -> None:
 def test_a_reply_keeps_the_plugin_file_it_ran_and_refuses_without_it(
     plugin_file: Path, tmp_path: Path
 ) -> None:
-    load_plugin(plugin_file)
+    joined = with_plugin(plugin_file)
     model = ModelRef(path="/models/m.gguf", size=1234, sha256="ab" * 32)
-    settings = SamplerSettings(samplers=("top_h", "temperature"), seed=3).with_changes(top_h=0.4)
+    settings = SamplerSettings(joined, samplers=("top_h", "temperature"), seed=3)
+    settings = settings.with_changes(top_h=0.4)
     path = tmp_path / "chats.sqlite3"
-    with ChatStore(path) as store:
+    with ChatStore(path, registry=joined) as store:
         chat = store.new_chat("Plugged", model)
         store.add_message(chat, "user", "hi")
         writer = store.begin_reply(chat, model, settings)
@@ -262,9 +261,8 @@ def test_a_reply_keeps_the_plugin_file_it_ran_and_refuses_without_it(
         (reply,) = store.load_chat(chat).replies
         assert reply.settings_at(0) == settings
     stored = sqlite3.connect(path).execute("SELECT settings FROM settings_changes").fetchone()[0]
-    assert json.loads(stored)["sampler_files"] == {"top_h": registry().origins["top_h"].sha256}
-    drop_plugin("top_h")
-    with ChatStore(path) as store:  # readable, and refused to run again
+    assert json.loads(stored)["sampler_files"] == {"top_h": joined.origins["top_h"].sha256}
+    with ChatStore(path, registry=joined.without("top_h")) as store:  # readable, not run again
         (reply,) = store.load_chat(chat).replies
     sha = json.loads(stored)["sampler_files"]["top_h"]
     # Gone: the message says it is not loaded (by name and the content it ran).
@@ -273,11 +271,11 @@ def test_a_reply_keeps_the_plugin_file_it_ran_and_refuses_without_it(
         " loaded: put its file in the config folder's samplers/ or give --sampler-file PATH"
     )
     plugin_file.write_text(readme_plugin() + "\n# changed\n", encoding="utf-8")
-    load_plugin(plugin_file)
-    with ChatStore(path) as store:
+    changed = with_plugin(plugin_file)
+    with ChatStore(path, registry=changed) as store:
         (reply,) = store.load_chat(chat).replies
     # Loaded, but its file's content changed: the message says so, naming the file.
-    now = registry().origins["top_h"].sha256
+    now = changed.origins["top_h"].sha256
     assert reply.replay_problem == (
         "it ran the sampler plugin 'top_h', which is loaded, but from a file whose content"
         f" changed: it ran SHA-256 {sha[:12]}…, {plugin_file} holds SHA-256 {now[:12]}…"

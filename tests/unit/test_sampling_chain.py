@@ -15,7 +15,7 @@ from sampling import (
     SettingsError,
     probabilities,
 )
-from sampling.built_in import BUILT_IN_UNITS
+from sampling.built_in import BUILT_IN_REGISTRY, BUILT_IN_UNITS
 from sampling.candidates import Candidates
 from sampling.chain import build_chain
 from sampling.kept import Kept
@@ -25,7 +25,7 @@ from sampling.samplers.penalties import Penalties, PenaltiesParams
 from sampling.samplers.temperature import Temperature
 from sampling.samplers.top_k import TopK
 from sampling.samplers.top_p import TopP
-from sampling.settings.registry import LLAMA_CPP_ORDER, registry
+from sampling.settings.registry import LLAMA_CPP_ORDER
 from sampling.workspace import Workspace
 from tests.golden import LOGITS, TOL, renormalised, softmax
 
@@ -77,19 +77,23 @@ TEMPERATURE_LAST = ("penalties", *FILTERS, "temperature")
 
 def test_registry_uses_llama_cpp_sampler_names() -> None:
     # llama.cpp's chain, in its order, among the names an order may hold.
-    assert [name for name in registry().sampler_names if name in LLAMA_CPP_CHAIN] == list(
+    assert [name for name in BUILT_IN_REGISTRY.sampler_names if name in LLAMA_CPP_CHAIN] == list(
         LLAMA_CPP_CHAIN
     )
-    for name, unit_type in registry().samplers.items():
+    for name, unit_type in BUILT_IN_REGISTRY.samplers.items():
         assert unit_type.name == name and unit_type.placement.in_order
     # The logits units lead the registry's order, as an order must have them.
-    kinds = [registry().samplers[name].kind for name in registry().sampler_names]
+    kinds = [BUILT_IN_REGISTRY.samplers[name].kind for name in BUILT_IN_REGISTRY.sampler_names]
     assert kinds == sorted(kinds, key=lambda kind: kind != "logits")
     assert (
-        tuple(n for n in registry().sampler_names if registry().samplers[n].kind == "logits")
-        == registry().logits_samplers
+        tuple(
+            n
+            for n in BUILT_IN_REGISTRY.sampler_names
+            if BUILT_IN_REGISTRY.samplers[n].kind == "logits"
+        )
+        == BUILT_IN_REGISTRY.logits_samplers
     )
-    assert {"penalties", "dry"} <= set(registry().logits_samplers)
+    assert {"penalties", "dry"} <= set(BUILT_IN_REGISTRY.logits_samplers)
     outside = {unit.name for unit in BUILT_IN_UNITS if not unit.placement.in_order}
     assert outside >= {"logit_bias", "mirostat"}
 
@@ -114,8 +118,8 @@ def test_the_order_is_samplers_as_given_with_temperature_last_moving_it_last() -
     assert DEFAULT_CHAT_SETTINGS.samplers[-3:] == ("temperature", "smoothing", "adaptive_p")
     assert not DEFAULT_CHAT_SETTINGS.temperature_last
     # The full list of names runs as given: no comparison with the known names.
-    assert SamplerSettings(samplers=registry().sampler_names).order == tuple(
-        registry().sampler_names
+    assert SamplerSettings(samplers=BUILT_IN_REGISTRY.sampler_names).order == tuple(
+        BUILT_IN_REGISTRY.sampler_names
     )
     custom = ("top_k", "temperature", "min_p")
     assert SamplerSettings(samplers=custom).order == custom
@@ -163,7 +167,9 @@ def test_units_hold_their_parameters() -> None:
     penalizing = settings.with_changes(presence_penalty=0.5)
     assert build_chain(penalizing).units[0] == Penalties(penalizing.of(PenaltiesParams))
     off = SamplerSettings()
-    built = {name: unit_type.from_settings(off) for name, unit_type in registry().samplers.items()}
+    built = {
+        name: unit_type.from_settings(off) for name, unit_type in BUILT_IN_REGISTRY.samplers.items()
+    }
     assert built.pop("temperature") == Temperature(1.0)
     assert set(built.values()) == {None}
 

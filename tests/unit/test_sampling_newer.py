@@ -15,11 +15,11 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from sampling import Sampler, SamplerSettings, probabilities
+from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.errors import SettingsError
 from sampling.samplers.dry import dry_penalties
 from sampling.samplers.mirostat import Mirostat
 from sampling.settings import text as setting_text
-from sampling.settings.registry import registry
 from sampling.settings.text import parse_bias, parse_texts
 from tests.golden import LOGITS, TOL, renormalised, softmax
 
@@ -137,7 +137,9 @@ def test_the_order_changes_what_xtc_sees() -> None:
 
 def parse_order(text: str) -> tuple[str, ...]:
     """An order's text read against the registry's names."""
-    return setting_text.parse_order(text, registry().sampler_names, registry().logits_samplers)
+    return setting_text.parse_order(
+        text, BUILT_IN_REGISTRY.sampler_names, BUILT_IN_REGISTRY.logits_samplers
+    )
 
 
 def test_orders_read_like_llama_cpp_samplers_flag() -> None:

@@ -24,9 +24,9 @@ from backend.config import paths
 from backend.config.paths import user_file
 from backend.config.setting_input import read_setting_text
 from backend.errors import FileAccessError
+from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.errors import SettingsError
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import registry
 from tui.cli.commands.serve import ServeError, app_command, served_token
 from tui.cli.commands.serve.gate import TOKEN_ENV, serve_gate
 from tui.cli.commands.serve.server import GatedServer
@@ -262,7 +262,7 @@ def test_the_served_app_opens_files_only_in_its_own_folders(
     for outside in ("/etc/passwd", str(tmp_path / "data" / "out"), f"{own.parent}/../x"):
         with pytest.raises(FileAccessError, match="opens files only in"):
             user_file(Path(outside))
-    spec = registry().settings_by_name["grammar"]
+    spec = BUILT_IN_REGISTRY.settings_by_name["grammar"]
     assert read_setting_text(spec, f"@{own}", None) == 'root ::= "a"'
     with pytest.raises(SettingsError, match="opens files only in"):
         read_setting_text(spec, "@/etc/passwd", None)

@@ -7,10 +7,9 @@ import math
 
 import pytest
 
-from sampling.built_in import DEFAULT_CHAT_SETTINGS
+from sampling.built_in import BUILT_IN_REGISTRY, DEFAULT_CHAT_SETTINGS
 from sampling.errors import SamplescopeError, SettingsError
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import find_setting, registry
 from sampling.settings.spec import MAX_SEED, SettingSpec
 from sampling.settings.summary import settings_summary
 from tui.cli.commands.app import build_app_parser
@@ -74,9 +73,9 @@ FIELDS = [
     "samplers",
 ]
 """Every built-in setting in the order the units declare (`SettingSpec.rank`)."""
-NUMBERS = [spec for spec in registry().settings if spec.is_number]
-SWITCHES = [spec for spec in registry().settings if spec.is_scalar and not spec.is_number]
-SEVERAL = [spec for spec in registry().settings if not spec.is_scalar]
+NUMBERS = [spec for spec in BUILT_IN_REGISTRY.settings if spec.is_number]
+SWITCHES = [spec for spec in BUILT_IN_REGISTRY.settings if spec.is_scalar and not spec.is_number]
+SEVERAL = [spec for spec in BUILT_IN_REGISTRY.settings if not spec.is_scalar]
 #: A valid value other than the default for some fields (the others: `changed_value`).
 CHOSEN: dict[str, object] = {
     "temperature": 0.25,
@@ -153,7 +152,7 @@ def changed_value(spec: SettingSpec) -> object:
 #: A valid value other than the default for every field: what the round trips set.
 CHANGED: dict[str, object] = {
     spec.name: CHOSEN[spec.name] if spec.name in CHOSEN else changed_value(spec)
-    for spec in registry().settings
+    for spec in BUILT_IN_REGISTRY.settings
 }
 # Every sampler CHANGED switches on is named: a missing name joins the order given
 # where its placement puts it, and the stored order is that one.
@@ -174,21 +173,23 @@ def one_changed(name: str, value: object) -> SamplerSettings:
 
 
 def test_every_field_has_one_spec_in_field_order_with_its_default() -> None:
-    assert [spec.name for spec in registry().settings] == FIELDS
-    assert list(registry().settings_by_name) == FIELDS
+    assert [spec.name for spec in BUILT_IN_REGISTRY.settings] == FIELDS
+    assert list(BUILT_IN_REGISTRY.settings_by_name) == FIELDS
     defaults = SamplerSettings()
-    assert {s.name: s.default for s in registry().settings} == {
+    assert {s.name: s.default for s in BUILT_IN_REGISTRY.settings} == {
         n: getattr(defaults, n) for n in FIELDS
     }
     assert sorted(CHANGED) == sorted(FIELDS)
-    for spec in registry().settings:  # the value read off a spec is valid and not the default
+    for (
+        spec
+    ) in BUILT_IN_REGISTRY.settings:  # the value read off a spec is valid and not the default
         value = changed_value(spec)
         assert spec.accepts(value) and value != spec.default, spec.name
 
 
 def test_display_order_lists_numbers_then_switches_each_in_field_order() -> None:
-    assert [s.name for s in registry().display_order] == [s.name for s in NUMBERS + SWITCHES]
-    assert [s.name for s in registry().display_order][len(NUMBERS) :][:4] == [
+    assert [s.name for s in BUILT_IN_REGISTRY.display_order] == [s.name for s in NUMBERS + SWITCHES]
+    assert [s.name for s in BUILT_IN_REGISTRY.display_order][len(NUMBERS) :][:4] == [
         "top_p_scope",
         "temperature_last",
         "draw",
@@ -196,7 +197,7 @@ def test_display_order_lists_numbers_then_switches_each_in_field_order() -> None
     ]
 
 
-@pytest.mark.parametrize("spec", registry().settings, ids=ids)
+@pytest.mark.parametrize("spec", BUILT_IN_REGISTRY.settings, ids=ids)
 def test_off_default_and_slider_limits_are_valid_values(spec: SettingSpec) -> None:
     for value in (spec.default, spec.off):
         if value is not None:
@@ -247,7 +248,7 @@ def bad_values(spec: SettingSpec) -> list[object]:
     return values
 
 
-@pytest.mark.parametrize("spec", registry().settings, ids=ids)
+@pytest.mark.parametrize("spec", BUILT_IN_REGISTRY.settings, ids=ids)
 def test_each_bad_value_is_refused_naming_the_field(spec: SettingSpec) -> None:
     for value in bad_values(spec):
         with pytest.raises(SettingsError) as caught:
@@ -284,7 +285,7 @@ def test_a_bad_value_is_refused_even_when_another_field_is_fine() -> None:
     ],
 )
 def test_expected_says_what_a_valid_value_looks_like(name: str, expected: str) -> None:
-    assert registry().settings_by_name[name].expected == expected
+    assert BUILT_IN_REGISTRY.settings_by_name[name].expected == expected
 
 
 # --- flags ------------------------------------------------------------------------------
@@ -308,14 +309,14 @@ def flag_argv(spec: SettingSpec, value: object) -> list[str]:
 def test_every_field_has_a_flag_on_every_command(command: str) -> None:
     parser = build_app_parser() if command == "app" else subcommand_parser(command)
     options = {o for action in parser._actions for o in action.option_strings}
-    assert {spec.flag for spec in registry().settings} <= options
+    assert {spec.flag for spec in BUILT_IN_REGISTRY.settings} <= options
     assert {"-t", "-k", "-p", "-s", "--no-temperature-last"} <= options
 
 
-@pytest.mark.parametrize("spec", registry().settings, ids=ids)
+@pytest.mark.parametrize("spec", BUILT_IN_REGISTRY.settings, ids=ids)
 def test_flag_round_trip(spec: SettingSpec) -> None:
     parser = argparse.ArgumentParser()
-    add_settings_flags(parser)
+    add_settings_flags(parser, BUILT_IN_REGISTRY)
     value = CHANGED[spec.name]
     settings = settings_from_args(parser.parse_args(flag_argv(spec, value)), SamplerSettings())
     assert settings == SamplerSettings().with_changes(**{spec.name: value})
@@ -326,18 +327,18 @@ def test_flag_round_trip(spec: SettingSpec) -> None:
 
 def test_all_flags_at_once_and_the_short_ones() -> None:
     parser = argparse.ArgumentParser()
-    add_settings_flags(parser)
+    add_settings_flags(parser, BUILT_IN_REGISTRY)
     # A grammar and a JSON schema are refused together (the schema would win): the
     # schema's flag is read on its own.
     argv = [
         word
-        for spec in registry().settings
+        for spec in BUILT_IN_REGISTRY.settings
         if spec.name != "json_schema"
         for word in flag_argv(spec, CHANGED[spec.name])
     ]
     expected = {**CHANGED, "json_schema": DEFAULT_CHAT_SETTINGS.json_schema}
     assert settings_from_args(parser.parse_args(argv), DEFAULT_CHAT_SETTINGS).to_dict() == expected
-    schema = flag_argv(registry().settings_by_name["json_schema"], CHANGED["json_schema"])
+    schema = flag_argv(BUILT_IN_REGISTRY.settings_by_name["json_schema"], CHANGED["json_schema"])
     read = settings_from_args(parser.parse_args(schema), DEFAULT_CHAT_SETTINGS)
     assert read.json_schema == CHANGED["json_schema"]
     short = parser.parse_args(["-t", "0", "-k", "5", "-p", "0.9", "-s", "11"])
@@ -348,7 +349,7 @@ def test_all_flags_at_once_and_the_short_ones() -> None:
 
 def test_a_choice_flag_refuses_an_unknown_value(capsys: pytest.CaptureFixture[str]) -> None:
     parser = argparse.ArgumentParser()
-    add_settings_flags(parser)
+    add_settings_flags(parser, BUILT_IN_REGISTRY)
     with pytest.raises(SystemExit):
         parser.parse_args(["--rng", "mt19937"])
     assert "xorshift128" in capsys.readouterr().err
@@ -362,17 +363,19 @@ def test_a_choice_flag_refuses_an_unknown_value(capsys: pytest.CaptureFixture[st
 def test_compare_may_vary_every_field_but_the_seed() -> None:
     # and the control vectors' strength: one model, one strength for every column
     shared = {"seed", "control_strength"}
-    scalar = {spec.name for spec in registry().settings if spec.is_scalar}
+    scalar = {spec.name for spec in BUILT_IN_REGISTRY.settings if spec.is_scalar}
     variable, variations = compare_fields().variable, compare_fields().variations
     assert sorted(variable) == sorted(scalar - shared)
-    assert list(variable) == [s.name for s in registry().display_order if s.name not in shared]
+    assert list(variable) == [
+        s.name for s in BUILT_IN_REGISTRY.display_order if s.name not in shared
+    ]
     assert list(variations) == ["temperature", "top_k", "top_p", "min_p", "repeat_penalty"]
     for name, values in variations.items():
         for value in values:
             one_changed(name, value)
 
 
-@pytest.mark.parametrize("spec", registry().settings, ids=ids)
+@pytest.mark.parametrize("spec", BUILT_IN_REGISTRY.settings, ids=ids)
 def test_typed_text_becomes_the_fields_type(spec: SettingSpec) -> None:
     value = CHANGED[spec.name]
     text = spec.format(value)  # type: ignore[arg-type]
@@ -389,12 +392,12 @@ def test_typed_text_becomes_the_fields_type(spec: SettingSpec) -> None:
 def test_set_keys_are_the_short_keys_and_the_field_names() -> None:
     keys = short_keys()
     assert keys["t"] == "temperature" and keys["k"] == "top_k" and keys["p"] == "top_p"
-    for spec in registry().settings:
-        assert find_setting(spec.name) is spec
-        assert find_setting(spec.name.replace("_", "-")) is spec
+    for spec in BUILT_IN_REGISTRY.settings:
+        assert BUILT_IN_REGISTRY.find_setting(spec.name) is spec
+        assert BUILT_IN_REGISTRY.find_setting(spec.name.replace("_", "-")) is spec
         if spec.short_key:
-            assert find_setting(spec.short_key) is spec
-    assert find_setting("warmth") is None
+            assert BUILT_IN_REGISTRY.find_setting(spec.short_key) is spec
+    assert BUILT_IN_REGISTRY.find_setting("warmth") is None
     variable = compare_fields().variable
     every = ",".join(f"{name}={CHANGED[name]}" for name in variable)
     changed = {name: CHANGED[name] for name in variable}

@@ -8,10 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sampling.built_in import DEFAULT_CHAT_SETTINGS
+from sampling.built_in import BUILT_IN_REGISTRY, DEFAULT_CHAT_SETTINGS
 from sampling.errors import SettingsError
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import registry
 from sampling.settings.text import format_bias
 
 INF = float("-inf")
@@ -131,10 +130,14 @@ def test_any_repeated_id_is_named(tokens: list[int], data: st.DataObject) -> Non
 
 
 orders = st.tuples(
-    st.lists(st.sampled_from(registry().logits_samplers), unique=True),
+    st.lists(st.sampled_from(BUILT_IN_REGISTRY.logits_samplers), unique=True),
     st.lists(
         st.sampled_from(
-            [n for n in registry().sampler_names if n not in registry().logits_samplers]
+            [
+                n
+                for n in BUILT_IN_REGISTRY.sampler_names
+                if n not in BUILT_IN_REGISTRY.logits_samplers
+            ]
         ),
         unique=True,
     ),

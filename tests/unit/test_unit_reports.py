@@ -17,6 +17,7 @@ from backend.chat.protocol import ChatMessage
 from backend.session.beam_result import BeamSearchError
 from backend.session.beams import beam_search
 from backend.store.steps import StepLayout, layout_of, pack_reports, pack_step, unpack_step
+from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.candidates import Candidates
 from sampling.chain import build_chain
 from sampling.plugins import joined
@@ -26,8 +27,7 @@ from sampling.samplers.base import Report, description
 from sampling.samplers.grammar import Grammar
 from sampling.samplers.mirostat import Mirostat, MirostatState
 from sampling.samplers.unit import Stateless, UnitState
-from sampling.settings.record import SamplerSettings, use_registry
-from sampling.settings.registry import registry
+from sampling.settings.record import SamplerSettings
 from sampling.settings.spec import SettingSpec
 from sampling.settings.summary import settings_summary
 from tests.fake_backend import FakeBackend
@@ -181,8 +181,9 @@ class Counting(Stateless):
 
 @pytest.fixture
 def counting() -> Iterator[SamplerSettings]:
-    use_registry(joined(registry(), Counting, "counting.py", "0" * 64))  # the conftest undoes it
-    yield SamplerSettings(samplers=("counting", "temperature"), seed=2).with_changes(counting=1)
+    with_counting = joined(BUILT_IN_REGISTRY, Counting, "counting.py", "0" * 64)
+    settings = SamplerSettings(with_counting, samplers=("counting", "temperature"), seed=2)
+    yield settings.with_changes(counting=1)
 
 
 def test_a_plugin_reports_and_its_state_is_seen_by_beam_search(
@@ -198,7 +199,7 @@ def test_a_plugin_reports_and_its_state_is_seen_by_beam_search(
 
 
 def test_which_units_keep_state_is_their_declaration_not_their_name() -> None:
-    keeping = {unit.name for unit in registry().units if unit.keeps_state}
+    keeping = {unit.name for unit in BUILT_IN_REGISTRY.units if unit.keeps_state}
     assert keeping == {"mirostat", "adaptive_p"}
     both = MIROSTAT.with_changes(adaptive_target=0.4)
     assert set(build_chain(both).keeping_state) == {"mirostat", "adaptive_p"}
@@ -254,8 +255,8 @@ class Reporting(Stateless):
 
 
 def test_a_plugins_report_takes_numpy_numbers_and_a_bad_one_switches_it_off() -> None:
-    use_registry(joined(registry(), Reporting, "reporting.py", "1" * 64))
-    base = SamplerSettings(samplers=("reporting", "temperature"), seed=2)
+    with_reporting = joined(BUILT_IN_REGISTRY, Reporting, "reporting.py", "1" * 64)
+    base = SamplerSettings(with_reporting, samplers=("reporting", "temperature"), seed=2)
     (step,), _ = steps_of(base.with_changes(reporting=1), 1)
     assert step.reports == {"reporting": {"p": 0.5, "yes": True}}
     assert json.loads(pack_reports(step) or "") == {"reporting": {"p": 0.5, "yes": True}}

@@ -21,7 +21,7 @@ from textual.widgets import Static
 from sampling.records import Step
 from sampling.samplers.base import Report, percent_text
 from sampling.samplers.guidance_report import CHANGE_LISTS, TOP_LISTS, token_figures
-from sampling.settings.registry import registry
+from sampling.settings.registry import registry_of
 from tui.chat.selection import ChatPanel, PanelHost, Selection
 from tui.widgets.token_text import TokenPieces
 
@@ -36,7 +36,7 @@ CHOSEN_STYLE = "bold yellow"
 def two_distribution_reports(step: Step) -> Iterator[tuple[str, tuple[str, str, str], Report]]:
     """Each report of `step` that holds two distributions and their combination: the
     unit's name, its columns' names and the report."""
-    units = registry().units_by_name
+    units = registry_of(step.settings).units_by_name
     for name, report in step.reports.items():
         labels = getattr(units.get(name), "distributions", None)
         if not isinstance(labels, tuple) or len(labels) != len(TOP_LISTS):

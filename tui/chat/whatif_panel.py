@@ -20,7 +20,7 @@ from textual.widgets import Static
 from backend.session.sweep_result import temperature_place
 from sampling.records import Step
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import registry
+from sampling.settings.registry import registry_of
 from tui.chat.selection import ChatPanel, PanelHost, Selection
 from tui.widgets.prob_panel import ProbPanel
 from tui.widgets.token_text import TokenPieces
@@ -38,7 +38,7 @@ def settings_diff(own: SamplerSettings, current: SamplerSettings) -> list[str]:
     """Each setting that differs, as "name own→current", in the settings' order; the
     chain's order (a list of every unit) as where it runs the temperature."""
     changes = []
-    for spec in registry().settings:
+    for spec in registry_of(current).settings:
         before, after = getattr(own, spec.name), getattr(current, spec.name)
         if before == after:
             continue

@@ -14,25 +14,27 @@ from typing import Protocol, cast
 from backend.config.sampler_files import SAMPLER_FILE_FLAG, load_sampler_file, load_sampler_files
 from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.errors import SamplescopeError
-from sampling.settings.record import use_registry
-from sampling.settings.registry import registry
+from sampling.settings.registry import Registry
 from tui.cli.options.sampler_file import (
     LEADING_DEST,
     add_sampler_file_flag,
     check_same_files,
     sampler_files_given,
 )
+from tui.cli.options.sampler_registry import carry_registry
 from tui.cli.text_input import TextInputError, check_arguments
 
 
 class CommandModule(Protocol):
-    """A command's module: `register(subparsers)` adds its parser with `func` set to a
-    callable taking the parsed namespace and returning an exit code; `GROUP` is one of
-    `tui.cli.commands.GROUPS`."""
+    """A command's module: `register(subparsers, registry)` adds its parser (its
+    settings flags those of `registry`) with `func` set to a callable taking the parsed
+    namespace and returning an exit code; `GROUP` is one of `tui.cli.commands.GROUPS`."""
 
     GROUP: str
 
-    def register(self, subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None: ...
+    def register(
+        self, subparsers: argparse._SubParsersAction[argparse.ArgumentParser], registry: Registry
+    ) -> None: ...
 
 
 def command_modules() -> tuple[CommandModule, ...]:
@@ -60,8 +62,11 @@ class _GroupTitle(argparse.Action):
         super().__init__(option_strings=[], dest="", metavar=f"{title}:")
 
 
-def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add every command, listed on -h under its group's title, indented below it."""
+def add_commands(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], registry: Registry
+) -> None:
+    """Add every command (its settings flags `registry`'s), listed on -h under its
+    group's title, indented below it."""
     from tui.cli.commands import GROUPS
 
     listed = subparsers._choices_actions  # what -h lists, in order
@@ -71,7 +76,7 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
             group = module.GROUP
             listed.append(_GroupTitle(GROUPS[group]))
         before = len(listed)
-        module.register(subparsers)
+        module.register(subparsers, registry)
         for action in listed[before:]:
             action.metavar = f"  {action.metavar}"
 
@@ -101,11 +106,12 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The parser of every command."""
+def build_parser(registry: Registry = BUILT_IN_REGISTRY) -> argparse.ArgumentParser:
+    """The parser of every command: its settings flags are `registry`'s, and every
+    command's options carry it (`registry_of_args`)."""
     from tui.cli.commands.app import build_app_parser
 
-    app_usage = build_app_parser().format_usage().removeprefix("usage: ")
+    app_usage = build_app_parser(registry).format_usage().removeprefix("usage: ")
     parser = argparse.ArgumentParser(
         prog="samplescope",
         description="See and steer how a language model picks its next token.",
@@ -120,8 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-V", "--version", action=_VersionAction, help="show the versions and exit")
     add_sampler_file_flag(parser, LEADING_DEST)
+    carry_registry(parser, registry)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    add_commands(subparsers)
+    add_commands(subparsers, registry)
     for command in set(subparsers.choices.values()):
         add_sampler_file_flag(command)
     return parser
@@ -149,19 +156,20 @@ def _opens_app(parser: argparse.ArgumentParser, argv: Sequence[str]) -> bool:
     return True
 
 
-def _parser_without_clashes() -> argparse.ArgumentParser:
-    """`build_parser`, with each plugin whose setting's flag clashes with an option of
-    samplescope's (or is no flag) switched off, saying so in one line."""
+def _parser_without_clashes(registry: Registry) -> tuple[argparse.ArgumentParser, Registry]:
+    """`build_parser` of `registry`, with each plugin whose setting's flag clashes with
+    an option of samplescope's (or is no flag) switched off, saying so in one line; the
+    registry without those plugins."""
     while True:
         try:
-            return build_parser()
+            return build_parser(registry), registry
         except (argparse.ArgumentError, ValueError, TypeError) as error:
-            found = _plugin_flag_in(str(error))
+            found = _plugin_flag_in(str(error), registry)
             if found is None:
                 raise
             name, setting, flag = found
-            path = registry().origins[name].path
-            use_registry(registry().without(name))
+            path = registry.origins[name].path
+            registry = registry.without(name)
             print(
                 f"samplescope: sampler plugin {path}: its setting {setting!r} ({flag}) clashes"
                 f" with an option of samplescope ({error}): not loaded",
@@ -169,10 +177,11 @@ def _parser_without_clashes() -> argparse.ArgumentParser:
             )
 
 
-def _plugin_flag_in(message: str) -> tuple[str, str, str] | None:
-    """(plugin, setting, flag) of a plugin setting whose flag an argparse error names."""
+def _plugin_flag_in(message: str, registry: Registry) -> tuple[str, str, str] | None:
+    """(plugin, setting, flag) of a plugin of `registry` whose setting's flag an argparse
+    error names."""
     words = set(re.findall(r"[^\s,:'\"]+", message))
-    for unit in registry().plugins:
+    for unit in registry.plugins:
         for spec in unit.specs:
             for flag in (spec.flag, spec.short_flag):
                 if flag is not None and flag in words:
@@ -180,15 +189,18 @@ def _plugin_flag_in(message: str) -> tuple[str, str, str] | None:
     return None
 
 
-def _front_parser(argv: Sequence[str]) -> tuple[argparse.ArgumentParser, bool]:
-    """The parser that reads argv (the app's, or the commands'), and whether it is the
-    app's."""
-    parser = _parser_without_clashes()
+def _front_parser(
+    argv: Sequence[str], registry: Registry
+) -> tuple[argparse.ArgumentParser, bool, Registry]:
+    """The parser that reads argv (the app's, or the commands'), whether it is the
+    app's, and the registry it was built with (`registry` without the plugins whose
+    flags clash)."""
+    parser, registry = _parser_without_clashes(registry)
     if _opens_app(parser, argv):
         from tui.cli.commands.app import build_app_parser
 
-        return build_app_parser(), True
-    return parser, False
+        return build_app_parser(registry), True, registry
+    return parser, False, registry
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -214,13 +226,13 @@ def _run(args_list: list[str]) -> int:
     try:
         # The registry every command and the app run with: the built-in units and
         # the plugins of the samplers folder, then of --sampler-file.
-        use_registry(load_sampler_files(BUILT_IN_REGISTRY))
-        parser, opens_app = _front_parser(args_list)
+        registry = load_sampler_files(BUILT_IN_REGISTRY)
+        parser, opens_app, registry = _front_parser(args_list, registry)
         sampler_files = sampler_files_given(parser, args_list)
         for path in sampler_files:
-            use_registry(load_sampler_file(path, registry()))
+            registry = load_sampler_file(path, registry)
         if sampler_files:  # their flags join the parser
-            parser, opens_app = _front_parser(args_list)
+            parser, opens_app, registry = _front_parser(args_list, registry)
         args = parser.parse_args(args_list)
         check_same_files(sampler_files, args)
     except SamplescopeError as error:
@@ -229,7 +241,7 @@ def _run(args_list: list[str]) -> int:
     if opens_app or args.command is None:
         from tui.cli.commands.app import run_app
 
-        return run_app(args_list)
+        return run_app(args_list, registry)
     try:
         code: int = args.func(args)
     except SamplescopeError as error:

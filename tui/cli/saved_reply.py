@@ -21,8 +21,10 @@ from backend.store.lookup import check_position, find_branch, settings_for
 from backend.store.records import recorded_control_vectors
 from backend.store.store import ChatRecord, ChatStore, ModelRef, ReplyRecord, StoreError
 from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import Registry
 from tui.cli.options.model import add_rpc_flag, chosen_rpc
 from tui.cli.options.output import add_json_flag
+from tui.cli.options.sampler_registry import registry_of_args
 from tui.cli.options.settings import add_settings_flags, bias_needs_tokenizer, settings_from_args
 from tui.cli.store_access import add_db_flag
 
@@ -62,8 +64,9 @@ def add_position_flags(parser: argparse.ArgumentParser, *, required: bool = True
     )
 
 
-def add_step_flags(parser: argparse.ArgumentParser) -> None:
-    """Add CHAT_ID, --reply, --branch, --at, --json, the model and settings flags."""
+def add_step_flags(parser: argparse.ArgumentParser, registry: Registry) -> None:
+    """Add CHAT_ID, --reply, --branch, --at, --json, the model and `registry`'s settings
+    flags."""
     add_position_flags(parser)
     add_json_flag(parser)
     parser.add_argument(
@@ -78,7 +81,7 @@ def add_step_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=None, help="llama.cpp threads")
     add_rpc_flag(parser)
     add_db_flag(parser)
-    add_settings_flags(parser)
+    add_settings_flags(parser, registry)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +185,7 @@ def load_saved(
         n_threads=args.threads,
         n_ctx=n_ctx,
         n_batch=n_batch,
-        rpc=chosen_rpc(args.rpc),
+        rpc=chosen_rpc(args.rpc, registry_of_args(args)),
         steering=steering,
         n_seq_max=n_seq_max,
     )

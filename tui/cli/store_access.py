@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from backend.config.paths import default_store_path, exposed_folder_warnings
 from backend.store.recorder import ChatRecorder
 from backend.store.store import ChatStore
+from tui.cli.options.sampler_registry import registry_of_args
 
 if TYPE_CHECKING:
     from backend.session.backend import SessionBackend
@@ -32,7 +33,7 @@ def open_store(args: argparse.Namespace) -> ChatStore:
     """The store `--db` names, or the default one (with a line on stderr when other
     users can read its folder or the log's)."""
     named = getattr(args, "db", None)
-    store = ChatStore(named or default_store_path())
+    store = ChatStore(named or default_store_path(), registry=registry_of_args(args))
     if named is None:
         for line in exposed_folder_warnings():
             print(line, file=sys.stderr)

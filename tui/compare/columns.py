@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.errors import SettingsError
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import Registry, registry
+from sampling.settings.registry import Registry, registry_of
 from sampling.settings.spec import SettingValue
 
 # The one settings summary, re-exported for the compare view's widgets.
@@ -25,7 +26,7 @@ MAX_COLUMNS = 4
 
 @dataclass(frozen=True, slots=True)
 class CompareFields:
-    """What a column may vary, as the registry in use says (a plugin's settings too).
+    """What a column may vary, as a registry says (a plugin's settings too).
 
     Attributes:
         variable: The one-valued fields a column may vary (every one but the seed,
@@ -59,9 +60,8 @@ _DERIVED: list[tuple[Registry, CompareFields]] = []
 plugin loads or goes, so its identity says whether they still hold)."""
 
 
-def compare_fields() -> CompareFields:
-    """The compare fields of the registry in use, derived once per registry."""
-    tables = registry()
+def compare_fields(tables: Registry = BUILT_IN_REGISTRY) -> CompareFields:
+    """The compare fields of a registry (the app's), derived once per registry."""
     if not _DERIVED or _DERIVED[0][0] is not tables:
         _DERIVED[:] = [(tables, _fields_of(tables))]
     return _DERIVED[0][1]
@@ -97,39 +97,43 @@ def columns_varying(
         SettingsError: `field` is not a setting (or is the seed), or a value is out of
             range; the message names the field and the value.
     """
-    spec = registry().settings_by_name.get(field)
+    registry = registry_of(base)
+    spec = registry.settings_by_name.get(field)
     if spec is None or not spec.per_column:
         raise SettingsError(
-            field, values, f"a field to vary, one of {list(compare_fields().editable)}"
+            field, values, f"a field to vary, one of {list(compare_fields(registry).editable)}"
         )
-    return [base.with_changes(**{field: coerce_value(field, value)}) for value in values]
+    return [base.with_changes(**{field: coerce_value(field, value, registry)}) for value in values]
 
 
-def coerce_value(field: str, value: Any) -> Any:
+def coerce_value(field: str, value: Any, registry: Registry = BUILT_IN_REGISTRY) -> Any:
     """Turn a typed value (often a string from an Input) into the field's type.
 
     Raises:
         SettingsError: `field` is not a setting, or the value cannot be read as its type.
     """
-    spec = registry().settings_by_name.get(field)
+    spec = registry.settings_by_name.get(field)
     if spec is None:
-        raise SettingsError(field, value, f"a setting, one of {list(registry().settings_by_name)}")
+        raise SettingsError(field, value, f"a setting, one of {list(registry.settings_by_name)}")
     return spec.coerce(value)
 
 
-def format_value(value: Any, field: str | None = None) -> str:
+def format_value(
+    value: Any, field: str | None = None, registry: Registry = BUILT_IN_REGISTRY
+) -> str:
     """A setting's value, short: 0.8 not 0.80000, true/false for booleans, the text
     form of a several-valued one ("top_k;min_p", "42=+2") that `coerce_value` reads back.
 
     Args:
         value: The value.
         field: The field it belongs to, when known (an empty tuple fits several).
+        registry: The settings it may belong to.
     """
-    spec = registry().settings_by_name.get(field) if field is not None else None
+    spec = registry.settings_by_name.get(field) if field is not None else None
     if spec is not None and not spec.is_scalar:
         return spec.format(value)
     if isinstance(value, tuple):
-        return _tuple_text(value)
+        return _tuple_text(value, registry)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
@@ -156,7 +160,11 @@ def preset_columns(
 def varied_columns(base: SamplerSettings, field: str, values: Sequence[Any]) -> list[CompareColumn]:
     """`columns_varying` with a label per column ("temperature=1.2")."""
     settings = columns_varying(base, field, values)
-    return [CompareColumn(f"{field}={format_value(getattr(s, field), field)}", s) for s in settings]
+    registry = registry_of(base)
+    return [
+        CompareColumn(f"{field}={format_value(getattr(s, field), field, registry)}", s)
+        for s in settings
+    ]
 
 
 def check_column_count(count: int) -> None:
@@ -167,9 +175,9 @@ def check_column_count(count: int) -> None:
         )
 
 
-def _tuple_text(value: tuple[Any, ...]) -> str:
+def _tuple_text(value: tuple[Any, ...], registry: Registry) -> str:
     """A several-valued setting's text, as its spec writes it (read back by `coerce_value`)."""
-    for spec in registry().settings:
+    for spec in registry.settings:
         if not spec.is_scalar and spec.accepts(value):
             return spec.format(value)
     return str(value)

@@ -25,8 +25,11 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from backend.chat.completion import Mode
 from backend.chat.protocol import ChatMessage
 from backend.session.backend import SessionBackend
+from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.errors import SamplescopeError
 from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import Registry, registry_of
+from tui.app_registry import app_registry
 from tui.compare.columns import (
     MAX_COLUMNS,
     CompareColumn,
@@ -85,14 +88,15 @@ def last_user_turn(messages: Sequence[ChatMessage]) -> list[ChatMessage] | None:
     return turns or None
 
 
-def load_preset_table() -> dict[str, SamplerSettings]:
-    """The presets of `assets/presets.toml` (empty when the file cannot be read)."""
+def load_preset_table(registry: Registry = BUILT_IN_REGISTRY) -> dict[str, SamplerSettings]:
+    """The presets of `assets/presets.toml`, made with `registry` (empty when the file
+    cannot be read)."""
     try:
         from tui.resources import shipped_presets
     except ImportError:
         return {}
     try:
-        return shipped_presets()
+        return shipped_presets(registry)
     except (SamplescopeError, OSError):
         return {}
 
@@ -122,7 +126,9 @@ def build_columns(
     if source.startswith(PRESETS_SOURCE + ":"):
         return preset_columns(presets, source.split(":", 1)[1].split("|"))
     return varied_columns(
-        base, source, values if values is not None else compare_fields().variations[source]
+        base,
+        source,
+        values if values is not None else compare_fields(registry_of(base)).variations[source],
     )
 
 
@@ -152,7 +158,7 @@ def open_compare(
     if isinstance(context, str):
         app.notify(context, title="Compare", severity="warning")
         return None
-    presets = load_preset_table()
+    presets = load_preset_table(registry_of(context.settings))
     try:
         columns = build_columns(source, context.settings, presets, values)
     except SamplescopeError as exc:
@@ -173,8 +179,9 @@ def open_compare(
     return screen
 
 
-def command_entries() -> list[tuple[str, str, str]]:
-    """(title, source, help) of every palette command, presets first."""
+def command_entries(registry: Registry = BUILT_IN_REGISTRY) -> list[tuple[str, str, str]]:
+    """(title, source, help) of every palette command, presets first (a field to vary
+    of each of `registry`'s settings that has variations)."""
     entries = [
         (
             "Compare: four basic presets",
@@ -189,8 +196,8 @@ def command_entries() -> list[tuple[str, str, str]]:
             "Regenerate the last reply under ArgMax, TopK k=40 t=0.8, TopP p=0.9 t=0.8",
         )
     )
-    for field, values in compare_fields().variations.items():
-        shown = " / ".join(format_value(v) for v in values)
+    for field, values in compare_fields(registry).variations.items():
+        shown = " / ".join(format_value(v, registry=registry) for v in values)
         entries.append(
             (
                 f"Compare: vary {field.replace('_', '-')}",
@@ -205,12 +212,12 @@ class CompareCommands(Provider):
     """Command palette entries that open the compare view."""
 
     async def discover(self) -> Hits:
-        for title, source, help_text in command_entries():
+        for title, source, help_text in command_entries(app_registry(self.app)):
             yield DiscoveryHit(title, partial(open_compare, self.app, source), help=help_text)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
-        for title, source, help_text in command_entries():
+        for title, source, help_text in command_entries(app_registry(self.app)):
             score = matcher.match(title)
             if score > 0:
                 yield Hit(

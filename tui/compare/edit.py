@@ -21,7 +21,7 @@ from textual.widgets import Button, Input, Label, Select, Static
 from sampling.errors import SamplescopeError
 from sampling.samplers.temperature import TemperatureParams
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import registry
+from sampling.settings.registry import registry_of
 from tui.compare.columns import (
     MAX_COLUMNS,
     MIN_COLUMNS,
@@ -51,7 +51,7 @@ def changed_fields(base: SamplerSettings, settings: SamplerSettings) -> list[str
     """The fields a column may vary (not the seed) where `settings` differs from `base`."""
     return [
         spec.name
-        for spec in registry().settings
+        for spec in registry_of(base).settings
         if spec.per_column and getattr(base, spec.name) != getattr(settings, spec.name)
     ]
 
@@ -69,7 +69,7 @@ def initial_source(
     if preset is not None and same_settings(preset, column.settings):
         return PRESET_PREFIX + column.label, "temperature"
     changed = changed_fields(base, column.settings)
-    if len(changed) == 1 and changed[0] in compare_fields().editable:
+    if len(changed) == 1 and changed[0] in compare_fields(registry_of(base)).editable:
         return VARY, changed[0]
     return KEEP, "temperature"  # the sliders themselves, or several fields changed
 
@@ -155,6 +155,7 @@ class CompareEditScreen(ModalScreen[CompareRequest | None]):
         return options
 
     def compose(self) -> ComposeResult:
+        registry = registry_of(self._base)
         with Vertical(id="edit-dialog"):
             yield Static(
                 "Edit the comparison (one seed for every column) · ctrl+s runs · esc cancels",
@@ -184,14 +185,16 @@ class CompareEditScreen(ModalScreen[CompareRequest | None]):
                         classes="edit-source",
                     )
                     yield Select(
-                        [(name, name) for name in compare_fields().editable],
+                        [(name, name) for name in compare_fields(registry).editable],
                         value=field,
                         allow_blank=False,
                         id=f"edit-field-{i}",
                         classes="edit-field",
                     )
                     yield Input(
-                        format_value(value, field), id=f"edit-value-{i}", classes="edit-value"
+                        format_value(value, field, registry),
+                        id=f"edit-value-{i}",
+                        classes="edit-value",
                     )
             yield Static("", id="edit-error", markup=False)
             with Horizontal(id="edit-buttons"):
@@ -219,7 +222,9 @@ class CompareEditScreen(ModalScreen[CompareRequest | None]):
         index = _row_of(event.select.id)
         if isinstance(event.value, str):
             value = getattr(self._base, event.value)
-            self.query_one(f"#edit-value-{index}", Input).value = format_value(value, event.value)
+            self.query_one(f"#edit-value-{index}", Input).value = format_value(
+                value, event.value, registry_of(self._base)
+            )
 
     @on(Button.Pressed, "#edit-run")
     def action_run(self) -> None:
@@ -243,7 +248,9 @@ class CompareEditScreen(ModalScreen[CompareRequest | None]):
             SettingsError: The seed or a value is not valid, or too few columns.
         """
         typed_seed = (
-            registry().settings_by_name["seed"].parse(self.query_one("#edit-seed", Input).value)
+            registry_of(self._base)
+            .settings_by_name["seed"]
+            .parse(self.query_one("#edit-seed", Input).value)
         )
         seed = SamplerSettings().with_changes(seed=typed_seed).seed  # validates the range
         columns: list[CompareColumn] = []
@@ -260,7 +267,8 @@ class CompareEditScreen(ModalScreen[CompareRequest | None]):
                 field = self.query_one(f"#edit-field-{i}", Select).value
                 assert isinstance(field, str)
                 text = self.query_one(f"#edit-value-{i}", Input).value
-                columns.extend(varied_columns(self._base, field, [coerce_value(field, text)]))
+                value = coerce_value(field, text, registry_of(self._base))
+                columns.extend(varied_columns(self._base, field, [value]))
         check_column_count(len(columns))
         return CompareRequest(seed, tuple(columns))
 

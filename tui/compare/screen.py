@@ -37,6 +37,7 @@ from backend.session.backend import SessionBackend
 from backend.session.compare import CompareJob
 from sampling.errors import SamplescopeError
 from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import registry_of
 from tui.compare.column import FORK_LEGEND, CompareColumnView, divergence_between
 from tui.compare.columns import CompareColumn, check_column_count, settings_summary
 from tui.compare.curves import CompareCurves
@@ -456,7 +457,7 @@ class CompareScreen(Screen[CompareResult | None]):
             try:
                 from tui.resources import available_presets
 
-                self._presets = available_presets()
+                self._presets = available_presets(registry_of(self._base))
             except (ImportError, SamplescopeError, OSError) as exc:
                 self.notify(f"presets unavailable: {exc}", severity="warning")
                 self._presets = {}

@@ -13,7 +13,7 @@ from backend.session.backend import SessionBackend
 from backend.store.store import ChatStore, StoreError
 from sampling.built_in import chat_defaults
 from sampling.errors import SamplescopeError
-from sampling.settings.registry import registry
+from sampling.settings.registry import Registry
 from tui.widgets.token_text import TextEncoder, TokenBytes, ui_vocabulary
 
 
@@ -58,6 +58,8 @@ def load_backend(
     store: ChatStore | None,
     post: Callable[[Message], object],
     failed: Callable[[str], Message] = BackendFailed,
+    *,
+    registry: Registry,
 ) -> None:
     """Load the model and post `BackendReady` or `failed` (worker thread).
 
@@ -68,6 +70,8 @@ def load_backend(
             reply; a failure shows at the first reply.
         post: Posts a message to the UI thread.
         failed: The message a failure posts, given its user-facing text.
+        registry: The app's: the model's own settings are read against its chat
+            defaults.
     """
     try:
         backend = load()
@@ -77,7 +81,7 @@ def load_backend(
     except Exception as error:  # an unexpected failure must still be shown, not crash
         post(failed(logged_line(error)))
         return
-    own = read_model_sampling(backend.info.path, chat_defaults(registry()))
+    own = read_model_sampling(backend.info.path, chat_defaults(registry))
     post(BackendReady(backend, *ui_vocabulary(backend), own_settings=own))
     if store is not None:
         with contextlib.suppress(StoreError):

@@ -25,6 +25,7 @@ from backend.config.model_catalog import LocalModel
 from backend.session.backend import SessionBackend
 from backend.store.store import ChatStore
 from sampling.samplers.logit_bias import LogitBiasParams
+from sampling.settings.registry import Registry, registry_of
 from sampling.settings.text import BiasPairs
 from tui.models.loading import load_backend
 from tui.models.picker import ListModels, ModelPickerScreen
@@ -73,6 +74,7 @@ def switch_model(
     runner: GenerationRunner,
     store: ChatStore | None,
     post: Callable[[Message], object],
+    registry: Registry,
 ) -> None:
     """Load `path`, free `previous`, post `BackendReady`; or post `ModelSwitchFailed`
     (worker thread)."""
@@ -83,7 +85,13 @@ def switch_model(
             post(PreviousModelKept(previous.info.name))
         return backend
 
-    load_backend(load, store, post, failed=lambda error: ModelSwitchFailed(error, previous))
+    load_backend(
+        load,
+        store,
+        post,
+        failed=lambda error: ModelSwitchFailed(error, previous),
+        registry=registry,
+    )
 
 
 def carried_bias(
@@ -200,7 +208,14 @@ class ModelSwitcher:
         await self.runner.wait_idle()
         previous, self.runner.backend = self.runner.backend, None
         load = partial(
-            switch_model, open_model, path, previous, self.runner, self.store, self.app.post_message
+            switch_model,
+            open_model,
+            path,
+            previous,
+            self.runner,
+            self.store,
+            self.app.post_message,
+            registry_of(self.live.current),
         )
         self.app.run_worker(load, thread=True, exclusive=True, group="load")
 

@@ -17,7 +17,7 @@ from backend.session.phrase_bans import PhraseBans
 from sampling.errors import SettingsError
 from sampling.samplers.temperature import TemperatureParams
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import registry
+from sampling.settings.registry import registry_of
 from tui.panel.beam_controls import BEAM_FIELDS, BeamControls
 from tui.panel.chain_order import ChainOrder
 from tui.panel.loop_controls import LOOP_FIELDS, LoopControls, loops_title
@@ -70,10 +70,12 @@ class SamplingPanel(Vertical):
         super().__init__(id=id)
         self._initial = settings
         self._shown = settings
+        self.registry = registry_of(settings)
+        """The settings it shows and their groups (the app's registry)."""
         self.border_title = "sampling"
 
     def compose(self) -> ComposeResult:
-        for group, specs in group_specs():
+        for group, specs in group_specs(self.registry):
             controls = [control_for(spec, self._initial) for spec in specs]
             title = group_title(group, group_is_on(group, self._initial), self._initial)
             yield _group(group, title, *controls, collapsed=group != CORE_GROUP)
@@ -97,11 +99,11 @@ class SamplingPanel(Vertical):
             if isinstance(control, ChainOrder):
                 control.set_value(settings.order)
             elif isinstance(control, TextSetting):
-                spec = registry().settings_by_name[control.field]
+                spec = self.registry.settings_by_name[control.field]
                 control.set_value(setting_text(spec, getattr(settings, spec.name)))
             else:
                 control.set_value(getattr(settings, control.field))
-        for group, _ in group_specs():
+        for group, _ in group_specs(self.registry):
             collapsible = self.query_one(f"#group-{group}", Collapsible)
             collapsible.title = group_title(group, group_is_on(group, settings), settings)
 
@@ -161,7 +163,7 @@ class SamplingPanel(Vertical):
         event.stop()
         slider = event.slider
         try:
-            value = registry().settings_by_name[slider.field].parse(event.text)
+            value = self.registry.settings_by_name[slider.field].parse(event.text)
         except SettingsError:
             kind = "an integer" if slider.integer else "a number"
             self.notify(f"{slider.label}: {event.text!r} is not {kind}", severity="error")

@@ -6,9 +6,10 @@ from __future__ import annotations
 from textual.widget import Widget
 
 from backend.config.setting_input import LINE_MARK
+from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.samplers.grammar import GrammarParams
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import registry
+from sampling.settings.registry import Registry, registry_of
 from sampling.settings.spec import SettingSpec, SettingValue
 from sampling.settings.summary import usual_orders
 from tui.panel.chain_order import ChainOrder
@@ -30,30 +31,31 @@ _PLACEHOLDERS = {
 }
 
 
-def group_specs() -> list[tuple[str, list[SettingSpec]]]:
+def group_specs(registry: Registry = BUILT_IN_REGISTRY) -> list[tuple[str, list[SettingSpec]]]:
     """(group, its settings), groups in the panel's order: the core, the chain's order,
-    then the registry's `groups`.
+    then `registry`'s `groups`.
 
     Within a group: numbers, then switches (as the registry's `display_order`), then the
     several-valued settings (order, biases, breakers).
     """
     listed = [
-        *registry().display_order,
-        *(spec for spec in registry().settings if not spec.is_scalar),
+        *registry.display_order,
+        *(spec for spec in registry.settings if not spec.is_scalar),
     ]
     groups: dict[str, list[SettingSpec]] = {}
     for spec in listed:
         groups.setdefault(spec.group, []).append(spec)
-    shown = (CORE_GROUP, ORDER_GROUP, *registry().groups)
+    shown = (CORE_GROUP, ORDER_GROUP, *registry.groups)
     known = [name for name in dict.fromkeys(shown) if name in groups]
-    rest = [name for name in groups if name not in registry().groups]
+    rest = [name for name in groups if name not in registry.groups]
     return [(name, groups[name]) for name in known + rest]
 
 
 def group_title(group: str, on: bool, settings: SamplerSettings | None = None) -> str:
     """A group's title; "● on" marks a group other than the core where something is on
     (the grammar's group names the grammar: "● json schema", "● lazy gbnf")."""
-    title = registry().group_titles.get(group, group)
+    registry = BUILT_IN_REGISTRY if settings is None else registry_of(settings)
+    title = registry.group_titles.get(group, group)
     if not on or group == CORE_GROUP:
         return title
     spec = settings.of(GrammarParams).spec if settings is not None else None
@@ -67,7 +69,8 @@ def group_is_on(group: str, settings: SamplerSettings) -> bool:
     A setting that only serves others (a window such as `repeat_last_n`, which
     `repeat_penalty` needs) counts only when one of those is on too.
     """
-    specs = [spec for spec in registry().settings if spec.group == group]
+    registry = registry_of(settings)
+    specs = [spec for spec in registry.settings if spec.group == group]
     for spec in specs:
         if spec.name == ORDER_FIELD:
             if settings.order not in usual_orders(settings.registry):
@@ -75,7 +78,7 @@ def group_is_on(group: str, settings: SamplerSettings) -> bool:
             continue
         if not _is_on(spec, settings):
             continue
-        served = [other for other in registry().settings if other.needs == spec.name]
+        served = [other for other in registry.settings if other.needs == spec.name]
         if not served or any(_is_on(other, settings) for other in served):
             return True
     return False
@@ -87,7 +90,8 @@ def _is_on(spec: SettingSpec, settings: SamplerSettings) -> bool:
         return False
     if spec.is_off(getattr(settings, spec.name)):
         return False
-    return spec.needs is None or _is_on(registry().settings_by_name[spec.needs], settings)
+    needs = spec.needs
+    return needs is None or _is_on(registry_of(settings).settings_by_name[needs], settings)
 
 
 def setting_text(spec: SettingSpec, value: SettingValue) -> str:

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sampling.built_in import BUILT_IN_UNITS
-from sampling.settings.registry import registry
+from sampling.built_in import BUILT_IN_REGISTRY, BUILT_IN_UNITS
+from sampling.settings.registry import Registry
 
 BANS: frozenset[str] = frozenset(
     unit.name for unit in BUILT_IN_UNITS if unit.kind == "logits" and not unit.placement.in_order
@@ -30,20 +30,20 @@ CUT_LABELS: dict[str, str] = {"greedy": "greedy", "none": "none"}
 """Names on the bars of the two cut names no unit has."""
 
 
-def row_label(name: str) -> str:
+def row_label(name: str, registry: Registry = BUILT_IN_REGISTRY) -> str:
     """A sampler's name on a removed row, at most 6 cells: "typ-p", "xtc", "ban"."""
-    rows = registry().row_labels
-    label = rows.get(name) or rows.get(OLD_NAMES.get(name, "")) or sampler_label(name)
+    rows = registry.row_labels
+    label = rows.get(name) or rows.get(OLD_NAMES.get(name, "")) or sampler_label(name, registry)
     return label[:6]
 
 
-def sampler_label(name: str) -> str:
+def sampler_label(name: str, registry: Registry = BUILT_IN_REGISTRY) -> str:
     """A sampler's name on the bars (at most 8 cells): "top-k", "typical", "xtc", "ban".
 
-    The registry in use says it (a plugin's label included), then for an older
-    record's name the unit's it names now.
+    The registry says it (a plugin's label included), then for an older record's
+    name the unit's it names now.
     """
-    labels = registry().labels
+    labels = registry.labels
     return (
         labels.get(name)
         or labels.get(OLD_NAMES.get(name, ""))
@@ -83,7 +83,11 @@ Item = RowItem | CutItem
 
 
 def layout_rows(
-    kept: Sequence[bool], removed_by: Sequence[str], cut_by: str, n_kept: int
+    kept: Sequence[bool],
+    removed_by: Sequence[str],
+    cut_by: str,
+    n_kept: int,
+    registry: Registry = BUILT_IN_REGISTRY,
 ) -> list[Item]:
     """The rows and cut lines of one step, top to bottom.
 
@@ -92,7 +96,12 @@ def layout_rows(
         removed_by: Per row shown, the sampler that removed it ("" when kept).
         cut_by: The step's last sampler that removed tokens ("none": nothing cut).
         n_kept: How many tokens were kept in all (the rows shown may be fewer).
+        registry: The units the cut lines name (the step's settings').
     """
+
+    def label(name: str) -> str:
+        return sampler_label(name, registry)
+
     count = len(kept)
     # A ban is drawn on its row; it does not decide where the cut lines go.
     placed = [i for i in range(count) if removed_by[i] not in BANS]
@@ -102,15 +111,15 @@ def layout_rows(
         if cut_by == "none" or cut_by in BANS:
             closing = CutItem(f"no cut · {n_kept} kept", quiet=True)
         else:
-            closing = CutItem(f"✂ {sampler_label(cut_by)} below · {n_kept} kept")
+            closing = CutItem(f"✂ {label(cut_by)} below · {n_kept} kept")
         return [*_rows(range(count), removed_by, named=()), closing]
     if not kept_rows:  # every row shown was removed: the kept ones are further down
-        head = CutItem(f"✂ {sampler_label(removed_by[cut_rows[0]])} · kept rows below")
+        head = CutItem(f"✂ {label(removed_by[cut_rows[0]])} · kept rows below")
         return [head, *_rows(range(count), removed_by, named=_named(cut_rows, removed_by, ""))]
     first, last = kept_rows[0], kept_rows[-1]
     contiguous = all(kept[i] for i in placed if first <= i <= last)
     if not contiguous:  # the kept set is not a run of rows: every removed row says why
-        top = CutItem(f"✂ {sampler_label(cut_by)} · {n_kept} kept, not the top {n_kept}")
+        top = CutItem(f"✂ {label(cut_by)} · {n_kept} kept, not the top {n_kept}")
         return [top, *_rows(range(count), removed_by, named=cut_rows)]
     head_rows = [i for i in cut_rows if i < first]
     tail_rows = [i for i in cut_rows if i > last]
@@ -120,9 +129,9 @@ def layout_rows(
     named = _named(head_rows, removed_by, head_by) + _named(tail_rows, removed_by, tail_by)
     for index in range(count):
         if head_rows and index == first:
-            items.append(CutItem(f"✂ {sampler_label(head_by)} ↑ removed the top · {n_kept} kept"))
+            items.append(CutItem(f"✂ {label(head_by)} ↑ removed the top · {n_kept} kept"))
         if tail_rows and index == tail_rows[0]:
-            items.append(CutItem(f"✂ {sampler_label(tail_by or cut_by)} · {n_kept} kept"))
+            items.append(CutItem(f"✂ {label(tail_by or cut_by)} · {n_kept} kept"))
         items.extend(_rows([index], removed_by, named))
     return items
 

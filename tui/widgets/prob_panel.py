@@ -18,7 +18,7 @@ from sampling.samplers.base import description, percent_text
 from sampling.samplers.logit_bias import LogitBiasParams
 from sampling.samplers.temperature import TemperatureParams
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import registry
+from sampling.settings.registry import registry_of
 from sampling.settings.summary import settings_summary
 from tui.widgets.prob_cuts import BANS, CutItem, layout_rows, row_label
 
@@ -126,7 +126,8 @@ class ProbPanel(Widget):
         candidates = step.candidates[:rows]  # built on each access: take it once
         removed_by = [c.removed_by for c in candidates]
         kept = [c.kept for c in candidates]
-        for item in layout_rows(kept, removed_by, step.cut_by, step.n_kept):
+        registry = registry_of(step.settings)
+        for item in layout_rows(kept, removed_by, step.cut_by, step.n_kept, registry):
             if isinstance(item, CutItem):
                 lines.append(_cut_line(item.text, width, "grey50" if item.quiet else "bold red"))
             else:
@@ -150,7 +151,7 @@ class ProbPanel(Widget):
         if candidate.kept:
             shown_after = percent_text(candidate.prob_after)
         else:
-            shown_after = row_label(removed_by) if removed_by else "—"
+            shown_after = row_label(removed_by, registry_of(step.settings)) if removed_by else "—"
         marker = (
             ("▶ ", "bold yellow")
             if chosen
@@ -184,8 +185,9 @@ def _bar_legend(width: int) -> str:
 def _switched_on(name: str, settings: SamplerSettings) -> bool:
     """Whether the unit `name` is on under `settings` (a plugin, or a unit not
     loaded: on; a plugin's own code is not run here)."""
-    unit = registry().units_by_name.get(name)
-    return unit is None or registry().is_plugin(name) or unit.is_on(settings)
+    registry = registry_of(settings)
+    unit = registry.units_by_name.get(name)
+    return unit is None or registry.is_plugin(name) or unit.is_on(settings)
 
 
 def _temperature_note(step: Step) -> str:
@@ -196,7 +198,7 @@ def _temperature_note(step: Step) -> str:
     reading = [
         name
         for name in order
-        if name not in registry().logits_samplers
+        if name not in registry_of(settings).logits_samplers
         and (name == "temperature" or _switched_on(name, settings))
     ]
     if settings.of(TemperatureParams).dynatemp_range > 0:
@@ -216,7 +218,7 @@ def _unit_lines(step: Step, pieces: Callable[[int], str]) -> list[_Line]:
     """A line for each unit that reported figures of the step, in the words of the
     unit (`SamplerUnit.describe`): the grammar's removed mass, mirostat's μ, the
     token guidance raised the most (as `pieces` shows it)…"""
-    units = registry().units_by_name
+    units = registry_of(step.settings).units_by_name
     return [
         [(description(units.get(name), name, report, step.settings, pieces), "magenta")]
         for name, report in step.reports.items()

@@ -30,9 +30,9 @@ from backend.config.paths import (
 )
 from backend.config.setting_sources import SettingSources
 from backend.llama.rpc import RpcError
-from sampling.built_in import chat_defaults
+from sampling.built_in import BUILT_IN_REGISTRY, chat_defaults
 from sampling.errors import SettingsError
-from sampling.settings.registry import registry
+from sampling.settings.registry import Registry
 from tui.cli.options.model import (
     add_hf_flag,
     add_repack_flag,
@@ -42,6 +42,7 @@ from tui.cli.options.model import (
 )
 from tui.cli.options.prompt import add_mode_flags, add_system_flag
 from tui.cli.options.sampler_file import add_sampler_file_flag
+from tui.cli.options.sampler_registry import carry_registry, registry_of_args
 from tui.cli.options.settings import add_settings_flags, flag_settings, settings_from_args
 from tui.cli.options.template_flags import add_template_flags, switches_from_args
 
@@ -52,8 +53,9 @@ if TYPE_CHECKING:
     from tui.app import SamplescopeApp
 
 
-def build_app_parser() -> argparse.ArgumentParser:
-    """The app's own options (model, threads, context...) plus the sampler flags."""
+def build_app_parser(registry: Registry = BUILT_IN_REGISTRY) -> argparse.ArgumentParser:
+    """The app's own options (model, threads, context...) plus the sampler flags of
+    `registry`, which the options carry (`registry_of_args`)."""
     parser = argparse.ArgumentParser(
         prog="samplescope",
         description="Open the chat app. Subcommands (samplescope -h) run headless.",
@@ -90,7 +92,8 @@ def build_app_parser() -> argparse.ArgumentParser:
         "--no-save", action="store_true", help="do not save chats (default: save every chat)"
     )
     add_template_flags(parser)
-    add_settings_flags(parser)
+    add_settings_flags(parser, registry)
+    carry_registry(parser, registry)
     add_sampler_file_flag(parser)
     # `samplescope serve` runs each tab's app with it: files only in its own folders.
     parser.add_argument("--served", action="store_true", help=argparse.SUPPRESS)
@@ -175,9 +178,10 @@ def build_app(
         TemplateSwitchError: --chat-template-kwargs is malformed.
     """
     model = model_or_hf(args.model, args.hf)
-    config, problem = load_config_or_default()
+    registry = registry_of_args(args)
+    config, problem = load_config_or_default(registry=registry)
     notices = [problem] if problem else []
-    settings = settings_from_args(args, settings_with_config(chat_defaults(registry()), config))
+    settings = settings_from_args(args, settings_with_config(chat_defaults(registry), config))
     switches = switches_from_args(args, config.template, thinking_tags_of(settings))
     sources = (
         SettingSources()
@@ -189,7 +193,7 @@ def build_app(
     store: ChatStore | None = None
     if not args.no_save:
         try:
-            store = ChatStore(store_path or default_store_path())
+            store = ChatStore(store_path or default_store_path(), registry=registry)
         except StoreError as error:
             notices.append(f"Chats will not be saved: {error}")
     notices.extend(line.removeprefix("samplescope: ") for line in exposed_folder_warnings())
@@ -217,12 +221,14 @@ def build_app(
         notices=notices,
         mode=args.mode,
         on_start=on_start,
+        registry=registry,
     )
 
 
-def run_app(argv: list[str]) -> int:
-    """Parse the app's options, run the app until it quits; returns the exit code."""
-    args = build_app_parser().parse_args(argv)
+def run_app(argv: list[str], registry: Registry = BUILT_IN_REGISTRY) -> int:
+    """Parse the app's options (`registry`'s settings flags), run the app with
+    `registry` until it quits; returns the exit code."""
+    args = build_app_parser(registry).parse_args(argv)
     if args.served:
         open_own_folders_only()
     try:

@@ -11,13 +11,16 @@ import argparse
 import json
 import sys
 
+from sampling.settings.registry import Registry
 from tui.cli.saved_reply import add_step_flags, find_target, load_for, with_text_bias
 from tui.cli.store_access import open_store
 
 GROUP = "chats"
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], registry: Registry
+) -> None:
     """Add `branch` to the command line."""
     parser = subparsers.add_parser(
         "branch",
@@ -27,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "continue sampling with the given settings (default: the step's own). The branch is "
         "stored next to the reply; the chat follows it when the reply is its last turn.",
     )
-    add_step_flags(parser)
+    add_step_flags(parser, registry)
     choice = parser.add_mutually_exclusive_group(required=True)
     choice.add_argument("--rank", type=int, metavar="R", help="the R-th candidate, from 1")
     choice.add_argument("--token", type=int, metavar="ID", help="this token id")

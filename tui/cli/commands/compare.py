@@ -23,10 +23,12 @@ from sampling.errors import SamplescopeError
 from sampling.records import Step
 from sampling.samplers.guidance import Guidance
 from sampling.settings.record import SamplerSettings
+from sampling.settings.registry import Registry
 from sampling.settings.summary import settings_summary
 from tui.cli.options.model import add_model_flags, load_backend
 from tui.cli.options.output import add_json_flag
 from tui.cli.options.prompt import add_system_flag
+from tui.cli.options.sampler_registry import registry_of_args
 from tui.cli.options.setting_sets import parse_set, short_keys
 from tui.cli.options.template_flags import add_template_flags, template_switches
 from tui.cli.prompt_messages import build_messages
@@ -49,9 +51,9 @@ DEFAULT_SEED = 42
 GROUP = "sample"
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Any, registry: Registry) -> None:
     """Add `compare` to the command line."""
-    keys_help = ", ".join(short_keys())
+    keys_help = ", ".join(short_keys(registry))
     parser = subparsers.add_parser(
         "compare",
         help="one prompt under several sampler settings, side by side",
@@ -97,7 +99,7 @@ def columns_from_args(args: argparse.Namespace) -> list[tuple[str, SamplerSettin
     """The (label, settings) of every column, the seed applied."""
     columns: list[tuple[str, SamplerSettings]] = []
     if args.preset:
-        presets = available_presets()
+        presets = available_presets(registry_of_args(args))
         for name in args.preset:
             if name not in presets:
                 raise CompareArgumentError(
@@ -105,7 +107,7 @@ def columns_from_args(args: argparse.Namespace) -> list[tuple[str, SamplerSettin
                 )
             columns.append((name, presets[name]))
     for text in args.sets:
-        columns.append((text, parse_set(text)))
+        columns.append((text, parse_set(text, registry_of_args(args))))
     if not columns:
         raise CompareArgumentError(
             "nothing to compare: give --preset NAME or --set K=V at least once"
@@ -132,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     """Generate every column and print them."""
 
     if args.list_presets:
-        for name, settings in available_presets().items():
+        for name, settings in available_presets(registry_of_args(args)).items():
             print(f"{name:<34} {settings_summary(settings)}")
         return 0
     if args.prompt is None:

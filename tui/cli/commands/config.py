@@ -8,7 +8,10 @@ import sys
 from backend.config.config import effective_toml, load_config, model_with_config
 from backend.config.model_path import resolve_model_path
 from backend.config.paths import default_config_path
+from sampling.built_in import chat_defaults
 from sampling.errors import SamplescopeError
+from sampling.settings.registry import Registry
+from tui.cli.options.sampler_registry import registry_of_args
 
 TEMPLATE = """\
 # samplescope configuration. Every entry is optional; command-line flags override it.
@@ -41,7 +44,9 @@ TEMPLATE = """\
 GROUP = "setup"
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], registry: Registry
+) -> None:
     """Add `config` to the command line."""
     parser = subparsers.add_parser(
         "config",
@@ -72,10 +77,11 @@ def run(args: argparse.Namespace) -> int:
         path.write_text(TEMPLATE, encoding="utf-8")
         print(path)
         return 0
-    config = load_config(path)  # a broken file is a ConfigError: exit 2 with its line
+    registry = registry_of_args(args)
+    config = load_config(path, registry)  # a broken file is a ConfigError: exit 2 with its line
     try:
         model = str(resolve_model_path(model_with_config(None, config)))
     except SamplescopeError as error:
         model = f"(none: {error})"
-    print(effective_toml(config, model=model), end="")
+    print(effective_toml(config, model=model, base=chat_defaults(registry)), end="")
     return 0

@@ -7,6 +7,8 @@ import argparse
 from sampling import SamplerSettings, modes, probabilities
 from sampling.errors import SamplescopeError
 from sampling.experiments import draw_counts
+from sampling.settings.registry import Registry
+from tui.cli.options.sampler_registry import registry_of_args
 from tui.cli.options.settings import add_settings_flags, settings_from_args
 
 SEED000_LOGITS = (2.0, 1.5, 1.0, 0.5, 0.0, -1.0)
@@ -31,7 +33,9 @@ class LogitsArgumentError(SamplescopeError):
 GROUP = "sample"
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], registry: Registry
+) -> None:
     """Add `dist` to the command line."""
     parser = subparsers.add_parser(
         "dist",
@@ -53,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--table", action="store_true", help="print seed 000's table (candle's modes)"
     )
-    add_settings_flags(parser)
+    add_settings_flags(parser, registry)
     parser.set_defaults(func=run)
 
 
@@ -86,14 +90,14 @@ def run(args: argparse.Namespace) -> int:
             f"--draws must be a positive number up to {MAX_DRAWS}, got {args.draws}"
         )
     if args.table:
-        base = settings_from_args(args, SamplerSettings())
+        base = settings_from_args(args, SamplerSettings(registry_of_args(args)))
         rows = [(label, settings.with_changes(seed=base.seed)) for label, settings in SEED000_TABLE]
         print(f"{'softmax':<24} {_row(list(probabilities(logits, SamplerSettings())))}")
         for label, settings in rows:
             counts = draw_counts(logits, settings, args.draws)
             print(f"{label:<24} {_row(list(counts / args.draws))}")
         return 0
-    settings = settings_from_args(args, SamplerSettings())
+    settings = settings_from_args(args, SamplerSettings(registry_of_args(args)))
     exact = probabilities(logits, settings)
     counts = draw_counts(logits, settings, args.draws)
     print(f"settings: {settings}")

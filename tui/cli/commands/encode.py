@@ -7,7 +7,9 @@ import argparse
 from backend.llama.gguf import validate_gguf
 from backend.llama.pieces import CR_GLYPH, NEWLINE_GLYPH, SPACE_GLYPH, TAB_GLYPH, visible_bytes
 from backend.llama.ui_tokenizer import UiTokenizer
+from sampling.settings.registry import Registry
 from tui.cli.options.model import chosen_model_path
+from tui.cli.options.sampler_registry import registry_of_args
 from tui.cli.text_input import read_stdin
 
 GLYPH_HELP = (
@@ -21,7 +23,9 @@ GLYPH_HELP = (
 GROUP = "model"
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], registry: Registry
+) -> None:
     """Add `encode` to the command line."""
     parser = subparsers.add_parser(
         "encode",
@@ -59,6 +63,8 @@ def encode_lines(tokenizer: UiTokenizer, text: str, *, special: bool) -> list[st
 def run(args: argparse.Namespace) -> int:
     """Print the tokens of the text."""
     text = read_stdin() if args.text == "-" else args.text
-    tokenizer = UiTokenizer.from_gguf(validate_gguf(chosen_model_path(args.model)))
+    tokenizer = UiTokenizer.from_gguf(
+        validate_gguf(chosen_model_path(args.model, registry_of_args(args)))
+    )
     print("\n".join(encode_lines(tokenizer, text, special=args.special)))
     return 0

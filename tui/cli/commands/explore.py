@@ -20,12 +20,13 @@ from backend.session.explore_tree import Tree, TreeNode, TreeShape
 from sampling.built_in import chat_defaults
 from sampling.errors import SamplescopeError
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import registry
+from sampling.settings.registry import Registry
 from sampling.settings.summary import settings_summary
 from tui.cli.options.model import add_model_flags, chosen_model_path, chosen_rpc, model_or_hf
 from tui.cli.options.numbers import unit_fraction
 from tui.cli.options.output import add_json_flag
 from tui.cli.options.prompt import add_mode_flags, add_system_flag
+from tui.cli.options.sampler_registry import registry_of_args
 from tui.cli.options.settings import (
     add_settings_flags,
     bias_needs_tokenizer,
@@ -52,7 +53,9 @@ if TYPE_CHECKING:
 GROUP = "chats"
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], registry: Registry
+) -> None:
     """Add `explore` to the command line."""
     parser = subparsers.add_parser(
         "explore",
@@ -91,7 +94,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     add_json_flag(parser)
     add_db_flag(parser)
-    add_settings_flags(parser)
+    add_settings_flags(parser, registry)
     add_model_flags(parser, steering=False)
     parser.set_defaults(func=run)
 
@@ -150,7 +153,7 @@ def _load(args: argparse.Namespace, path: str, n_ctx: int, n_batch: int) -> Llam
         n_batch=n_batch,
         n_gpu_layers=args.gpu_layers,
         log_path=args.log,
-        rpc=chosen_rpc(args.rpc),
+        rpc=chosen_rpc(args.rpc, registry_of_args(args)),
         n_seq_max=EXPLORE_SEQ_MAX,
     )
     backend.template.switches = switches
@@ -212,11 +215,11 @@ def _from_prompt(args: argparse.Namespace) -> tuple[Tree, dict[str, object], str
         )
     shape = _shape(args)
     text = read_stdin() if args.prompt == "-" else args.prompt
-    base = settings_with_user_config(chat_defaults(registry()))
+    base = settings_with_user_config(chat_defaults(registry_of_args(args)))
     settings: SamplerSettings | None = None
     if not bias_needs_tokenizer(args):
         settings = settings_from_args(args, base)
-    path = chosen_model_path(model_or_hf(args.model, args.hf))
+    path = chosen_model_path(model_or_hf(args.model, args.hf), registry_of_args(args))
     backend = _load(args, str(path), args.ctx, args.batch)
     from backend.session.explore import explore  # only now: it loads llama.cpp
 

@@ -15,6 +15,7 @@ from backend.llama.ui_tokenizer import UiTokenizer
 from backend.store.fork_runs import StoredRun, check_comparable, fork_of, load_run, parse_run_ref
 from sampling.analysis.fork import NEAR_TIE_MARGIN, Fork, RunAtFork
 from sampling.errors import SamplescopeError
+from sampling.settings.registry import Registry
 from tui.cli.options.output import add_json_flag
 from tui.cli.store_access import add_db_flag, open_store
 
@@ -25,7 +26,9 @@ SHARED_SHOWN = 60
 GROUP = "chats"
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], registry: Registry
+) -> None:
     """Add `fork` to the command line."""
     parser = subparsers.add_parser(
         "fork",

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 
+from sampling.settings.registry import Registry
 from tui.cli.options.model import add_model_flags, load_backend
 
 GROUP = "model"
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], registry: Registry
+) -> None:
     """Add `fwd` to the command line."""
     parser = subparsers.add_parser(
         "fwd",

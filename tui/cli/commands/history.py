@@ -5,13 +5,16 @@ from __future__ import annotations
 import argparse
 
 from backend.store.store import ChatSummary
+from sampling.settings.registry import Registry
 from tui.cli.store_access import add_db_flag, open_store
 from tui.display import local_time
 
 GROUP = "chats"
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], registry: Registry
+) -> None:
     """Add `history` to the command line."""
     parser = subparsers.add_parser(
         "history",

@@ -11,7 +11,9 @@ from backend.llama.gguf import GgufFile, MetaValue, validate_gguf
 from backend.llama.pieces import visible_piece
 from backend.llama.rpc import Endpoint, RpcError, parse_endpoints, probe
 from sampling.errors import SamplescopeError
+from sampling.settings.registry import Registry
 from tui.cli.options.model import chosen_model_path
+from tui.cli.options.sampler_registry import registry_of_args
 
 # (label, tokenizer.ggml.<key>); the first four are listed even when absent.
 SPECIAL_TOKEN_KEYS: tuple[tuple[str, str], ...] = (
@@ -35,7 +37,9 @@ class ModelArgumentError(SamplescopeError):
 GROUP = "model"
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], registry: Registry
+) -> None:
     """Add `info` to the command line."""
     parser = subparsers.add_parser(
         "info",
@@ -130,8 +134,9 @@ def _token_text(tokens: tuple[MetaValue, ...], token_id: MetaValue) -> str:
     return "(outside the vocabulary)"
 
 
-def describe(gguf: GgufFile, *, all_metadata: bool = False) -> list[str]:
-    """The lines `samplescope info` prints for a parsed GGUF file."""
+def describe(gguf: GgufFile, registry: Registry, *, all_metadata: bool = False) -> list[str]:
+    """The lines `samplescope info` prints for a parsed GGUF file (its sampling settings
+    read against `registry`'s)."""
     meta = gguf.metadata
     lines = [
         f"file            {gguf.path}",
@@ -197,7 +202,7 @@ def describe(gguf: GgufFile, *, all_metadata: bool = False) -> list[str]:
         for key, value in meta.items():
             lines.append(f"  {key} ({gguf.metadata_types[key]}) = {_short(value)}")
 
-    lines.extend(describe_sampling(gguf))
+    lines.extend(describe_sampling(gguf, registry))
     template = meta.get("tokenizer.chat_template")
     if isinstance(template, str) and template:
         lines.append(f"thinking        {thinking_line(template)}")
@@ -220,7 +225,7 @@ def thinking_line(template: str) -> str:
     return f"{known.start} … {ends} ({known.name}, from the chat template)"
 
 
-def describe_sampling(gguf: GgufFile) -> list[str]:
+def describe_sampling(gguf: GgufFile, registry: Registry) -> list[str]:
     """The model's own sampler settings (`general.sampling.*`), each as it is used:
     the model's value fills a setting unless the user's config file sets it (a flag
     or a preset would too), and a bad value is ignored with the reason."""
@@ -228,10 +233,9 @@ def describe_sampling(gguf: GgufFile) -> list[str]:
     from backend.config.setting_sources import SettingSources, fill_from_model
     from backend.llama.model_sampling import model_sampling
     from sampling.built_in import chat_defaults
-    from sampling.settings.registry import registry
 
-    config, _problem = load_config_or_default()
-    configured = settings_with_config(chat_defaults(registry()), config)
+    config, _problem = load_config_or_default(registry=registry)
+    configured = settings_with_config(chat_defaults(registry), config)
     own = model_sampling(gguf.metadata, configured)
     if not own.values and not own.problems:
         return [f"{'sampling':<15} (the model sets none: llama.cpp's defaults)"]
@@ -241,7 +245,7 @@ def describe_sampling(gguf: GgufFile) -> list[str]:
         f"{'sampling':<15} the model's own settings (general.sampling.*), where the user sets none"
     ]
     for name, value in own.values:
-        spec = registry().settings_by_name[name]
+        spec = registry.settings_by_name[name]
         shown = spec.format(value)
         if sources.of(name) == "model":
             where = "from the model"
@@ -358,8 +362,8 @@ def run(args: argparse.Namespace) -> int:
     """Print the model's description and the devices llama.cpp sees (and the RPC
     servers' memory); 1 if a server is unusable."""
     endpoints = parse_endpoints(args.rpc) if args.rpc else ()
-    gguf = validate_gguf(chosen_model_path(_chosen_model(args)))
-    print("\n".join(describe(gguf, all_metadata=args.metadata)), flush=True)
+    gguf = validate_gguf(chosen_model_path(_chosen_model(args), registry_of_args(args)))
+    print("\n".join(describe(gguf, registry_of_args(args), all_metadata=args.metadata)), flush=True)
     try:
         devices = describe_devices()
     except Exception as error:  # a broken llama.cpp install: the file's description stands

@@ -7,12 +7,15 @@ import json
 
 from backend.config.model_catalog import LocalModel
 from backend.config.model_path import listed_models
+from sampling.settings.registry import Registry
 from tui.cli.options.output import add_json_flag
 
 GROUP = "model"
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], registry: Registry
+) -> None:
     """Add `models` to the command line."""
     parser = subparsers.add_parser(
         "models",

@@ -21,8 +21,9 @@ from backend.config.preset_interchange import PresetFormatError
 from backend.config.presets import PresetError
 from sampling.built_in import chat_defaults
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import registry
+from sampling.settings.registry import Registry
 from sampling.settings.summary import settings_summary
+from tui.cli.options.sampler_registry import registry_of_args
 from tui.cli.options.settings import (
     add_settings_flags,
     settings_from_args,
@@ -32,7 +33,9 @@ from tui.cli.options.settings import (
 GROUP = "setup"
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], registry: Registry
+) -> None:
     """Add `preset import` and `preset export` to the command line."""
     parser = subparsers.add_parser(
         "preset",
@@ -77,15 +80,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "or a SillyTavern text-completion preset",
     )
     exporting.add_argument("--preset", help="start from one of your presets or the shipped ones")
-    add_settings_flags(exporting)
+    add_settings_flags(exporting, registry)
     exporting.set_defaults(func=run_export)
 
 
 def run_import(args: argparse.Namespace) -> int:
     """Read a preset file, list what did not map, and save it."""
     try:
-        imported = read_preset_file(args.file, args.tool)
-        settings = imported_settings(imported)
+        imported = read_preset_file(args.file, args.tool, registry_of_args(args))
+        settings = imported_settings(imported, registry_of_args(args))
     except PresetFormatError as error:
         print(f"samplescope: {error}", file=sys.stderr)
         return 1
@@ -107,7 +110,7 @@ def run_import(args: argparse.Namespace) -> int:
 def run_export(args: argparse.Namespace) -> int:
     """Print the settings in the format asked for."""
     try:
-        settings = settings_from_args(args, _base(args.preset))
+        settings = settings_from_args(args, _base(args.preset, registry_of_args(args)))
     except PresetError as error:
         print(f"samplescope: {error}", file=sys.stderr)
         return 1
@@ -120,13 +123,13 @@ def run_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _base(preset: str | None) -> SamplerSettings:
+def _base(preset: str | None, registry: Registry) -> SamplerSettings:
     """The settings before the flags: a named preset, else the chat's start."""
     if preset is None:
-        return settings_with_user_config(chat_defaults(registry()))
+        return settings_with_user_config(chat_defaults(registry))
     from tui.resources import available_presets
 
-    presets = available_presets()
+    presets = available_presets(registry)
     if preset not in presets:
         raise PresetError(f"unknown preset {preset!r}: choose from {', '.join(map(repr, presets))}")
     return presets[preset]

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from backend.store.lookup import pick_reply
 from backend.store.store import ReplyRecord
+from sampling.settings.registry import Registry
 from tui.cli.options.model import add_rpc_flag
 from tui.cli.saved_reply import load_saved, recorded_adapters, recorded_model
 from tui.cli.store_access import add_db_flag, open_store
@@ -23,7 +24,9 @@ if TYPE_CHECKING:
 GROUP = "chats"
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], registry: Registry
+) -> None:
     """Add `replay` to the command line."""
     parser = subparsers.add_parser(
         "replay",

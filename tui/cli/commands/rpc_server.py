@@ -16,6 +16,7 @@ from backend.llama.rpc import (
     RpcError,
     is_loopback,
 )
+from sampling.settings.registry import Registry
 
 SECURITY_NOTE = (
     "The RPC protocol has no authentication and no encryption: anyone who can reach the "
@@ -31,7 +32,7 @@ class RemoteBindError(RpcError):
 GROUP = "setup"
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: Any, registry: Registry) -> None:
     """Add `rpc-server` to the command line."""
     parser = subparsers.add_parser(
         "rpc-server",

@@ -6,13 +6,16 @@ import argparse
 import json
 
 from backend.config.sampler_files import SAMPLER_FILE_FLAG, samplers_dir
-from sampling.settings.registry import registry
+from sampling.settings.registry import Registry
 from tui.cli.options.output import add_json_flag
+from tui.cli.options.sampler_registry import registry_of_args
 
 GROUP = "setup"
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], registry: Registry
+) -> None:
     """Add `samplers` to the command line."""
     parser = subparsers.add_parser(
         "samplers",
@@ -31,17 +34,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
-def sampler_list() -> list[dict[str, object]]:
-    """Each sampler unit: its name, whether built in, where it runs (its placement's
+def sampler_list(registry: Registry) -> list[dict[str, object]]:
+    """Each sampler unit of `registry`: its name, whether built in, where it runs (its placement's
     kind, `sampling.settings.placement`), its settings' names (and for a plugin its file and
     the file's SHA-256)."""
-    origins = registry().origins
+    origins = registry.origins
     listed: list[dict[str, object]] = []
-    for name, unit in registry().units_by_name.items():
+    for name, unit in registry.units_by_name.items():
         entry: dict[str, object] = {
             "name": name,
             "builtin": name not in origins,
-            "placement": registry().placements[name].kind,
+            "placement": registry.placements[name].kind,
             "settings": [spec.name for spec in unit.specs],
         }
         if name in origins:
@@ -53,11 +56,12 @@ def sampler_list() -> list[dict[str, object]]:
 
 def run(args: argparse.Namespace) -> int:
     """Print the samplers, as a table or as JSON."""
+    registry = registry_of_args(args)
     if args.json:
-        print(json.dumps(sampler_list(), indent=2))
+        print(json.dumps(sampler_list(registry), indent=2))
         return 0
-    origins = registry().origins
-    for name, unit in registry().units_by_name.items():
+    origins = registry.origins
+    for name, unit in registry.units_by_name.items():
         kind = f"plugin {origins[name].path}" if name in origins else "built-in"
         settings = ", ".join(spec.name for spec in unit.specs) or "-"
         print(f"{name:<14} {kind:<10} {settings}")

@@ -12,6 +12,7 @@ from backend.score.text_sections import thinking_tracker
 from sampling.analysis.section_sums import SectionSum
 from sampling.analysis.token_scores import perplexity
 from sampling.sections import spans_of
+from sampling.settings.registry import Registry
 from tui.cli.options.model import (
     add_model_flags,
     chosen_model_path,
@@ -20,13 +21,16 @@ from tui.cli.options.model import (
     model_or_hf,
 )
 from tui.cli.options.output import add_json_flag
+from tui.cli.options.sampler_registry import registry_of_args
 from tui.cli.options.thinking_tags import add_thinking_tags_flag
 from tui.cli.text_input import read_text
 
 GROUP = "model"
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], registry: Registry
+) -> None:
     """Add `score` to the command line."""
     parser = subparsers.add_parser(
         "score",
@@ -163,7 +167,9 @@ def run(args: argparse.Namespace) -> int:
         raise ScoreError(f"invalid --top {args.top}: expected 0 or more")
     if not text:
         raise ScoreError("the text is empty: there is nothing to score")
-    path = chosen_model_path(model_or_hf(args.model, getattr(args, "hf", None)))
+    path = chosen_model_path(
+        model_or_hf(args.model, getattr(args, "hf", None)), registry_of_args(args)
+    )
     weights = chosen_weights(args, path)
     backend = load_backend(args, n_seq_max=1, repack=weights.repack, path=path)
     try:

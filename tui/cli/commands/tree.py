@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from sampling.settings.registry import Registry
 from tui.cli.chat_tree import tree_json
 from tui.cli.options.output import add_json_flag
 from tui.cli.store_access import add_db_flag, open_store
@@ -12,7 +13,9 @@ from tui.cli.store_access import add_db_flag, open_store
 GROUP = "chats"
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], registry: Registry
+) -> None:
     """Add `tree` to the command line."""
     parser = subparsers.add_parser(
         "tree",

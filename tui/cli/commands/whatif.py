@@ -13,6 +13,7 @@ import json
 import sys
 
 from sampling.records import Step
+from sampling.settings.registry import Registry
 from sampling.settings.summary import settings_summary
 from tui.cli.saved_reply import (
     add_step_flags,
@@ -26,7 +27,9 @@ from tui.cli.store_access import open_store
 GROUP = "chats"
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], registry: Registry
+) -> None:
     """Add `whatif` to the command line."""
     parser = subparsers.add_parser(
         "whatif",
@@ -35,7 +38,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "show that step's candidates under the given settings (default: the step's own): "
         "probability before and after the filters, how many are kept, which sampler cut.",
     )
-    add_step_flags(parser)
+    add_step_flags(parser, registry)
     parser.set_defaults(func=run)
 
 

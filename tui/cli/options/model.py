@@ -9,12 +9,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tui.cli.options.sampler_registry import registry_of_args
 from tui.cli.verbose import log
 
 if TYPE_CHECKING:
     from backend.llama.repack_probe import Weights
     from backend.llama.rpc import Endpoint
     from backend.session.llama_backend import LlamaBackend
+    from sampling.settings.registry import Registry
 
 
 RPC_HELP = (
@@ -185,9 +187,10 @@ def add_steering_flags(group: Any) -> None:
     )
 
 
-def chosen_model_path(explicit: str | os.PathLike[str] | None) -> Path:
+def chosen_model_path(explicit: str | os.PathLike[str] | None, registry: Registry) -> Path:
     """The model a command uses: --model, $SAMPLESCOPE_MODEL, the config's `model`, the
-    bundled SmolLM2 (as the app and `samplescope config --show` decide it).
+    bundled SmolLM2 (as the app and `samplescope config --show` decide it); the config
+    is read with `registry` (the run's).
 
     A broken config file is reported on stderr and ignored.
 
@@ -197,21 +200,23 @@ def chosen_model_path(explicit: str | os.PathLike[str] | None) -> Path:
     from backend.config.config import load_config_or_default, model_with_config
     from backend.config.model_path import resolve_model_path
 
-    config, problem = load_config_or_default()
+    config, problem = load_config_or_default(registry=registry)
     if problem:
         print(f"samplescope: {problem}", file=sys.stderr)
     return resolve_model_path(model_with_config(explicit, config))
 
 
-def chosen_rpc(explicit: str | None) -> tuple[Endpoint, ...]:
-    """The RPC servers a command uses: --rpc, else the config's `rpc` (else none).
+def chosen_rpc(explicit: str | None, registry: Registry) -> tuple[Endpoint, ...]:
+    """The RPC servers a command uses: --rpc, else the config's `rpc` (else none); the
+    config is read with `registry` (the run's).
 
     Raises:
         RpcError: --rpc is malformed.
     """
     from backend.config.config import load_config_or_default, rpc_with_config
 
-    config, _problem = load_config_or_default()  # reported by chosen_model_path
+    # A broken file is reported by chosen_model_path.
+    config, _problem = load_config_or_default(registry=registry)
     return rpc_with_config(explicit, config)
 
 
@@ -223,10 +228,13 @@ def chosen_weights(args: argparse.Namespace, path: Path) -> Weights:
     from backend.llama.repack_probe import Weights, one_sequence_weights
 
     if args.repack is None:
-        config, _problem = load_config_or_default()  # reported by chosen_model_path
+        # A broken file is reported by chosen_model_path.
+        config, _problem = load_config_or_default(registry=registry_of_args(args))
         if config.repack:
             return Weights(True, "the config's repack = true")
-    return one_sequence_weights(path, args.repack, remote=bool(chosen_rpc(args.rpc)))
+    return one_sequence_weights(
+        path, args.repack, remote=bool(chosen_rpc(args.rpc, registry_of_args(args)))
+    )
 
 
 def load_backend(
@@ -248,7 +256,9 @@ def load_backend(
     from backend.session.llama_backend import LlamaBackend
 
     if path is None:
-        path = chosen_model_path(model_or_hf(args.model, getattr(args, "hf", None)))
+        path = chosen_model_path(
+            model_or_hf(args.model, getattr(args, "hf", None)), registry_of_args(args)
+        )
     from backend.llama.control_vector import steering_of
 
     started = time.perf_counter()
@@ -259,7 +269,7 @@ def load_backend(
         n_batch=args.batch,
         n_gpu_layers=args.gpu_layers,
         log_path=args.log,
-        rpc=chosen_rpc(args.rpc),
+        rpc=chosen_rpc(args.rpc, registry_of_args(args)),
         repack=bool(getattr(args, "repack", False)) if repack is None else repack,
         n_seq_max=n_seq_max,
         steering=steering_of(
@@ -271,7 +281,7 @@ def load_backend(
     if contrast is not None:
         try:
             small = LlamaBackend.load(
-                chosen_model_path(contrast),
+                chosen_model_path(contrast, registry_of_args(args)),
                 n_threads=args.threads,
                 n_ctx=args.ctx,
                 n_batch=args.batch,

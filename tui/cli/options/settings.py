@@ -17,10 +17,11 @@ from pathlib import Path
 from backend.config.user_files import UserFileError, read_user_text
 from sampling.errors import SettingsError
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import registry
+from sampling.settings.registry import Registry, registry_of
 from sampling.settings.spec import SettingSpec
 from sampling.settings.text import bias_entries, bias_pairs
 from sampling.thinking_settings import thinking_record
+from tui.cli.options.sampler_registry import registry_of_args
 
 Tokenize = Callable[[str], list[int]]
 """A model's tokenizer: text to token ids, no BOS."""
@@ -30,10 +31,11 @@ Tokenize = Callable[[str], list[int]]
 FILE_FLAGS = {"grammar_file": "grammar", "json_schema_file": "json_schema"}
 
 
-def add_settings_flags(parser: argparse.ArgumentParser) -> None:
-    """Add the sampler settings flags to a command's parser (all default to unset)."""
+def add_settings_flags(parser: argparse.ArgumentParser, registry: Registry) -> None:
+    """Add the sampler settings flags of `registry` to a command's parser (all default
+    to unset)."""
     group = parser.add_argument_group("sampling")
-    for spec in registry().settings:
+    for spec in registry.settings:
         _add_flag(group, spec)
     for field, setting in FILE_FLAGS.items():
         group.add_argument(
@@ -110,7 +112,7 @@ def settings_from_args(
         spec.name: getattr(args, spec.name)
         if spec.is_scalar
         else spec.coerce(getattr(args, spec.name))
-        for spec in registry().settings
+        for spec in registry_of(base).settings
         if getattr(args, spec.name, None) is not None and spec.name != "logit_bias"
     }
     text = getattr(args, "logit_bias", None)
@@ -131,7 +133,9 @@ def settings_from_args(
 def flag_settings(args: argparse.Namespace) -> list[str]:
     """The settings the flags give (a file flag gives its text setting)."""
     named = [
-        spec.name for spec in registry().settings if getattr(args, spec.name, None) is not None
+        spec.name
+        for spec in registry_of_args(args).settings
+        if getattr(args, spec.name, None) is not None
     ]
     named += [
         setting for field, setting in FILE_FLAGS.items() if getattr(args, field, None) is not None
@@ -147,15 +151,16 @@ def settings_with_user_config(base: SamplerSettings) -> SamplerSettings:
     """
     from backend.config.config import load_config_or_default, settings_with_config
 
-    config, _problem = load_config_or_default()
+    config, _problem = load_config_or_default(registry=registry_of(base))
     return settings_with_config(base, config)
 
 
-def user_config_settings() -> list[str]:
-    """The settings the user's config file's [settings] gives (none when it is broken)."""
+def user_config_settings(registry: Registry) -> list[str]:
+    """The settings the user's config file's [settings] gives, read with `registry`
+    (none when it is broken)."""
     from backend.config.config import load_config_or_default
 
-    config, _problem = load_config_or_default()
+    config, _problem = load_config_or_default(registry=registry)
     return list(config.settings_overrides)
 
 

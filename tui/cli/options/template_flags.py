@@ -13,6 +13,7 @@ from backend.chat.template_switches import (
     parse_template_kwargs,
     reasoning_effort_of,
 )
+from tui.cli.options.sampler_registry import registry_of_args
 
 
 def add_template_flags(parser: argparse.ArgumentParser) -> None:
@@ -82,7 +83,7 @@ def template_switches(
     """
     from backend.config.config import load_config_or_default
 
-    config, _problem = load_config_or_default()
+    config, _problem = load_config_or_default(registry=registry_of_args(args))
     return switches_from_args(args, config.template, thinking_tags)
 
 

@@ -9,7 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from sampling.settings.registry import Registry
 from tui.cli.options.model import add_rpc_flag, chosen_model_path
+from tui.cli.options.sampler_registry import registry_of_args
 
 PARTS = (
     "sampler",
@@ -49,7 +51,9 @@ ONE_TABLE_PARTS = {
 GROUP = "setup"
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], registry: Registry
+) -> None:
     """Add `bench` to the command line."""
     parser = subparsers.add_parser(
         "bench",
@@ -94,7 +98,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     """Run the chosen benchmarks and print their tables."""
     parts = args.only or list(PARTS)
-    model_path = chosen_model_path(args.model)
+    model_path = chosen_model_path(args.model, registry_of_args(args))
     # Before any part loads a model: until then llama-cpp-python's own callback prints
     # llama.cpp's warnings (such as the SWA cache notice) to the terminal.
     from backend.llama.log import install_llama_log

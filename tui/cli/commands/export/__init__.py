@@ -20,6 +20,7 @@ from backend.store.store import (
 from backend.store.token_table import TokenRow, chat_token_rows
 from sampling.analysis.reply_score import ReplyScore, reply_score
 from sampling.errors import SamplescopeError
+from sampling.settings.registry import Registry
 from tui.cli.chat_tree import tree_json
 from tui.cli.commands.export.tokens import rows_csv, rows_jsonl, vocabulary_text
 from tui.cli.reply_score_json import reply_score_object
@@ -37,7 +38,9 @@ class ExportError(SamplescopeError):
 GROUP = "chats"
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], registry: Registry
+) -> None:
     """Add `export` to the command line."""
     parser = subparsers.add_parser(
         "export",

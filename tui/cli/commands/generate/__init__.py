@@ -10,6 +10,7 @@ from backend.config.setting_sources import sources_line
 from backend.store.recorded import recorded
 from backend.store.records import StoreError
 from sampling.analysis.reply_score import reply_score
+from sampling.settings.registry import Registry
 from tui.cli.commands.generate.ban_flags import add_ban_flags
 from tui.cli.commands.generate.beams import add_beam_flags, run_beams
 from tui.cli.commands.generate.build import build_run
@@ -36,7 +37,9 @@ from tui.score_label import section_score_line
 GROUP = "sample"
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], registry: Registry
+) -> None:
     """Add `generate` to the command line."""
     parser = subparsers.add_parser(
         "generate",
@@ -78,7 +81,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="store the exchange as a saved chat (its id is printed; `chat_id` with --json)",
     )
     add_db_flag(parser)
-    add_settings_flags(parser)
+    add_settings_flags(parser, registry)
     add_ban_flags(parser)
     add_loop_flags(parser)
     add_beam_flags(parser)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from backend.session.phrase_bans import DEFAULT_TRIES, PhraseBans
+from sampling.settings.registry import Registry
 
 
 def add_ban_flags(parser: argparse.ArgumentParser) -> None:
@@ -70,10 +71,10 @@ def bans_from_args(args: argparse.Namespace, base: PhraseBans) -> PhraseBans:
     )
 
 
-def config_bans() -> PhraseBans:
+def config_bans(registry: Registry) -> PhraseBans:
     """The user's config file's [bans] (none when the file is broken: the commands
     that load a model report that)."""
     from backend.config.config import load_config_or_default
 
-    config, _problem = load_config_or_default()
+    config, _problem = load_config_or_default(registry=registry)
     return config.bans

@@ -17,11 +17,12 @@ from backend.session.phrase_bans import PhraseBans
 from sampling.built_in import DEFAULT_CHAT_SETTINGS, chat_defaults
 from sampling.errors import SettingsError
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import registry
+from sampling.settings.registry import Registry
 from tui.cli.commands.generate.ban_flags import bans_from_args, config_bans
 from tui.cli.commands.generate.loop_flags import config_loops, loops_from_args
 from tui.cli.commands.generate.prompt import conversation
 from tui.cli.options.model import load_backend
+from tui.cli.options.sampler_registry import registry_of_args
 from tui.cli.options.settings import (
     bias_needs_tokenizer,
     flag_settings,
@@ -61,15 +62,16 @@ class GenerateRun:
     sources: SettingSources = NO_SOURCES
 
 
-def preset_settings(name: str) -> SamplerSettings:
-    """A preset's settings with the default seed (as compare seeds its columns).
+def preset_settings(name: str, registry: Registry) -> SamplerSettings:
+    """A preset's settings (made with `registry`) with the default seed (as compare
+    seeds its columns).
 
     Raises:
         SettingsError: No preset has that name (the message lists them).
     """
     from tui.resources import available_presets
 
-    presets = available_presets()
+    presets = available_presets(registry)
     if name not in presets:
         raise SettingsError("preset", name, "one of " + ", ".join(repr(n) for n in presets))
     return presets[name].with_changes(seed=DEFAULT_CHAT_SETTINGS.seed)
@@ -82,16 +84,17 @@ def build_run(args: argparse.Namespace, prompt: str) -> GenerateRun:
     Raises:
         SamplescopeError: A flag is wrong, or the model cannot load.
     """
+    registry = registry_of_args(args)
     if args.preset is None:
-        base = settings_with_user_config(chat_defaults(registry()))
-        sources = SettingSources().given(user_config_settings(), "config")
+        base = settings_with_user_config(chat_defaults(registry))
+        sources = SettingSources().given(user_config_settings(registry), "config")
     else:
-        base = preset_settings(args.preset)
-        sources = SettingSources().given(registry().settings_by_name, "preset")
+        base = preset_settings(args.preset, registry)
+        sources = SettingSources().given(registry.settings_by_name, "preset")
     sources = sources.given(flag_settings(args), "flag")
     switches = template_switches(args)  # checked before the model loads
-    bans = bans_from_args(args, config_bans())
-    loops = loops_from_args(args, config_loops())
+    bans = bans_from_args(args, config_bans(registry))
+    loops = loops_from_args(args, config_loops(registry))
     if bias_needs_tokenizer(args):  # --logit-bias names a token by its text
         backend = load_backend(args)
         try:

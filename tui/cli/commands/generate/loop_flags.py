@@ -14,6 +14,7 @@ import argparse
 from backend.session.loop_watch import LoopGuard
 from sampling.analysis.loops import LoopRule
 from sampling.errors import SamplescopeError
+from sampling.settings.registry import Registry
 
 
 class LoopFlagError(SamplescopeError):
@@ -58,10 +59,10 @@ def loops_from_args(args: argparse.Namespace, base: LoopGuard) -> LoopGuard:
     return LoopGuard("stop", rule)
 
 
-def config_loops() -> LoopGuard:
+def config_loops(registry: Registry) -> LoopGuard:
     """The user's config file's [loops] (the default when the file is broken: the
     commands that load a model report that)."""
     from backend.config.config import load_config_or_default
 
-    config, _problem = load_config_or_default()
+    config, _problem = load_config_or_default(registry=registry)
     return config.loops

@@ -33,6 +33,7 @@ from backend.score.kld_sections import divergence_by_section
 from backend.score.text_sections import text_sections, thinking_tracker
 from sampling.analysis.divergence import DivergenceTotals, summarize
 from sampling.analysis.fork import first_difference
+from sampling.settings.registry import Registry
 from tui.cli.commands.kld.report import (
     CHUNK_HEADER,
     chunk_line,
@@ -48,6 +49,7 @@ from tui.cli.options.model import (
     model_or_hf,
 )
 from tui.cli.options.output import add_json_flag
+from tui.cli.options.sampler_registry import registry_of_args
 from tui.cli.options.thinking_tags import add_thinking_tags_flag
 from tui.cli.text_input import read_text
 from tui.cli.verbose import log
@@ -64,7 +66,9 @@ DEFAULT_BATCH = KLD_BATCH
 GROUP = "model"
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], registry: Registry
+) -> None:
     """Add `kld` to the command line."""
     parser = subparsers.add_parser(
         "kld",
@@ -127,7 +131,7 @@ def _load(path: Path, args: argparse.Namespace, n_ctx: int, weights: Weights) ->
         n_threads=args.threads,
         n_gpu_layers=args.gpu_layers,
         log_path=args.log,
-        rpc=chosen_rpc(args.rpc),
+        rpc=chosen_rpc(args.rpc, registry_of_args(args)),
         repack=weights.repack,
     )
 
@@ -179,8 +183,10 @@ def run(args: argparse.Namespace) -> int:
     text = read_text(args.file)
     if not text:
         raise KldError("the text is empty: there is nothing to score")
-    test_path = chosen_model_path(model_or_hf(args.model, getattr(args, "hf", None)))
-    base_path = None if args.base is None else chosen_model_path(args.base)
+    test_path = chosen_model_path(
+        model_or_hf(args.model, getattr(args, "hf", None)), registry_of_args(args)
+    )
+    base_path = None if args.base is None else chosen_model_path(args.base, registry_of_args(args))
     if args.save_base is not None and base_path is not None:
         inputs = [test_path, base_path]
         if args.file != "-":

@@ -17,7 +17,10 @@ import socket
 import sys
 from collections.abc import Sequence
 
+from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.errors import SamplescopeError
+from sampling.settings.registry import Registry
+from tui.cli.options.sampler_registry import registry_of_args
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -33,7 +36,9 @@ class ServeError(SamplescopeError):
 GROUP = "setup"
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], registry: Registry
+) -> None:
     """Add `serve` to the command line."""
     parser = subparsers.add_parser(
         "serve",
@@ -91,9 +96,10 @@ def app_command(app_args: Sequence[str], python: str = sys.executable) -> str:
     return shlex.join([python, "-P", "-m", "tui.cli.main", SERVED_FLAG, *app_args])
 
 
-def checked_app_args(app_args: Sequence[str]) -> list[str]:
+def checked_app_args(app_args: Sequence[str], registry: Registry = BUILT_IN_REGISTRY) -> list[str]:
     """The app's options as each tab gets them: checked once here (a mistake is told
-    now, not in every tab), and `--hf` fetched once and passed on as `--model PATH`.
+    now, not in every tab; the settings flags are `registry`'s, the run's), and `--hf`
+    fetched once and passed on as `--model PATH`.
 
     Raises:
         ServeError: The options are not the app's.
@@ -105,7 +111,7 @@ def checked_app_args(app_args: Sequence[str]) -> list[str]:
     args = list(app_args)
     if args[:1] == ["--"]:
         args = args[1:]
-    parser = build_app_parser()
+    parser = build_app_parser(registry)
     try:
         parsed, unknown = parser.parse_known_args(args)
     except SystemExit as error:  # argparse has printed why
@@ -168,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
         raise ServeError(f"invalid port {args.port}: expected 1 to 65535")
     if args.max_tabs < 1:
         raise ServeError(f"invalid --max-tabs {args.max_tabs}: expected at least 1")
-    app_args = checked_app_args(args.app_args)
+    app_args = checked_app_args(args.app_args, registry_of_args(args))
     check_listenable(args.host, args.port)
     try:
         from tui.cli.commands.serve.gate import serve_gate

@@ -33,11 +33,14 @@ from backend.session.sweep import (
 from backend.session.sweep_result import SampleRecord, SweepFileError, SweepResult, record_of
 from backend.store.records import StoreError
 from sampling.analysis.sweep_metrics import DEFAULT_TOP_K
+from sampling.built_in import BUILT_IN_REGISTRY
+from sampling.settings.registry import Registry
 from tui.cli.commands.sweep.args import SweepArgumentError, grid_settings, read_prompts
 from tui.cli.commands.sweep.output import csv_text, order_line, print_table
 from tui.cli.options.model import add_model_flags, load_backend
 from tui.cli.options.output import add_json_flag
 from tui.cli.options.prompt import add_mode_flags, add_system_flag
+from tui.cli.options.sampler_registry import registry_of_args
 from tui.cli.options.template_flags import add_template_flags, template_switches
 from tui.cli.store_access import add_db_flag, recorder_for
 from tui.cli.verbose import log
@@ -50,7 +53,9 @@ RESULT_LIMIT = 256 << 20
 GROUP = "sample"
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser], registry: Registry
+) -> None:
     """Add `sweep` to the command line."""
     parser = subparsers.add_parser(
         "sweep",
@@ -175,7 +180,7 @@ def plan_from_args(args: argparse.Namespace) -> SweepPlan:
     if args.top_k_share < 1:
         raise SweepArgumentError(f"invalid --top-k-share {args.top_k_share}: expected ≥ 1")
     prompts = read_prompts(args.prompt, args.prompts)
-    settings = grid_settings(args.sets, args.grid, args.temperature)
+    settings = grid_settings(args.sets, args.grid, args.temperature, registry_of_args(args))
     return SweepPlan(
         prompts=tuple(prompts),
         settings=tuple(settings),
@@ -210,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the sweep and print its figures (or view a saved one); exit code 1 if a
     sample failed, 130 if cancelled."""
     if args.view:
-        return view(args, read_result(Path(args.view)))
+        return view(args, read_result(Path(args.view), registry_of_args(args)))
     plan = plan_from_args(args)
     switches = template_switches(args)
     backend = load_backend(args, n_seq_max=min(args.parallel, plan.per_prompt))
@@ -314,8 +319,8 @@ def keep_result(
     return path
 
 
-def read_result(path: Path) -> SweepResult:
-    """A sweep result saved with `--json`.
+def read_result(path: Path, registry: Registry = BUILT_IN_REGISTRY) -> SweepResult:
+    """A sweep result saved with `--json`, its settings made with `registry` (the run's).
 
     Raises:
         SweepFileError: The file cannot be read or is not one.
@@ -326,7 +331,7 @@ def read_result(path: Path) -> SweepResult:
         raise SweepFileError(str(error)) from None
     if not isinstance(values, dict):
         raise SweepFileError(f"{path}: not a sweep result")
-    return SweepResult.from_json(values)
+    return SweepResult.from_json(values, registry)
 
 
 def view(args: argparse.Namespace, result: SweepResult) -> int:
@@ -338,7 +343,7 @@ def view(args: argparse.Namespace, result: SweepResult) -> int:
     if args.threads is not None:
         argv += ["--threads", str(args.threads)]
     app = build_app(
-        build_app_parser().parse_args(argv),
+        build_app_parser(registry_of_args(args)).parse_args(argv),
         store_path=args.db,
         on_start=lambda app: open_sweep(app, result),
     )

@@ -9,9 +9,10 @@ from typing import Any
 
 from backend.config.user_files import UserFileError, load_json, read_user_text
 from backend.session.sweep import MAX_SETTINGS, SweepSetting
+from sampling.built_in import BUILT_IN_REGISTRY
 from sampling.errors import SamplescopeError, SettingsError
 from sampling.settings.record import SamplerSettings
-from sampling.settings.registry import find_setting, registry
+from sampling.settings.registry import Registry
 from sampling.settings.summary import settings_summary
 from sampling.thinking_settings import SHARED, THINK_PREFIX, with_thinking_change
 from tui.cli.options.setting_sets import parse_set, short_keys
@@ -65,7 +66,7 @@ def _jsonl_prompt(path: Path, number: int, line: str) -> str:
     return value
 
 
-def parse_grid(text: str) -> tuple[str, list[Any]]:
+def parse_grid(text: str, registry: Registry = BUILT_IN_REGISTRY) -> tuple[str, list[Any]]:
     """One `--grid "KEY=V1,V2,..."`: the setting's field name and its values (a key
     after "think." is the thinking's own setting: "think.temperature", its values set
     in `think_set`).
@@ -80,11 +81,11 @@ def parse_grid(text: str) -> tuple[str, list[Any]]:
     if not sep or not values.strip():
         raise SweepArgumentError(f"--grid {text!r}: expected KEY=V1,V2,...")
     thinking = key.startswith(THINK_PREFIX)
-    spec = find_setting(key.removeprefix(THINK_PREFIX))
+    spec = registry.find_setting(key.removeprefix(THINK_PREFIX))
     if spec is None:
         raise SweepArgumentError(
-            f"--grid {text!r}: unknown key {key!r} (use {', '.join(short_keys())} or a field name:"
-            f" {', '.join(sorted(registry().settings_by_name))})"
+            f"--grid {text!r}: unknown key {key!r} (use {', '.join(short_keys(registry))} or a"
+            f" field name: {', '.join(sorted(registry.settings_by_name))})"
         )
     if not spec.per_column:
         raise SweepArgumentError(
@@ -106,7 +107,9 @@ def parse_grid(text: str) -> tuple[str, list[Any]]:
     return (THINK_PREFIX if thinking else "") + spec.name, parsed
 
 
-def grid_settings(sets: list[str], grids: list[str], temperature: str) -> list[SweepSetting]:
+def grid_settings(
+    sets: list[str], grids: list[str], temperature: str, registry: Registry = BUILT_IN_REGISTRY
+) -> list[SweepSetting]:
     """Every setting of the sweep: each `--set` (or the off values and the config's
     [settings] when none) times the product of the `--grid`s, the temperature run
     "first" or "last" in the chain.
@@ -116,10 +119,10 @@ def grid_settings(sets: list[str], grids: list[str], temperature: str) -> list[S
             the grid holds more than `MAX_SETTINGS` (the message gives the product).
         SettingsError: A value is out of range.
     """
-    bases: list[tuple[str, SamplerSettings]] = [(text, parse_set(text)) for text in sets]
+    bases = [(text, parse_set(text, registry)) for text in sets]
     if not bases:
-        bases = [("", settings_with_user_config(SamplerSettings()))]
-    axes = [parse_grid(text) for text in grids]
+        bases = [("", settings_with_user_config(SamplerSettings(registry)))]
+    axes = [parse_grid(text, registry) for text in grids]
     if len({name for name, _ in axes}) != len(axes):
         raise SweepArgumentError("--grid: a key is given twice")
     sizes = [len(bases)] * (len(bases) > 1) + [len(values) for _, values in axes]
