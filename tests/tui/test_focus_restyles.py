@@ -127,3 +127,23 @@ async def test_the_chat_screen_starts_with_the_breakpoints_of_its_size(
         await wait_until(pilot, lambda: any(changed))
         assert app.chat_screen.has_class("-narrow" if width >= FOLD_BELOW else "-wide")
         assert app.chat_screen.has_class("-tall")
+
+
+async def test_the_chat_screen_is_styled_once_as_the_app_starts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its nodes are styled as they mount, not a second time by the screen's first
+    resume."""
+    restyled: list[ChatScreen] = []
+    update_node_styles = ChatScreen.update_node_styles
+
+    def recorded(self: ChatScreen, animate: bool = True) -> None:
+        restyled.append(self)
+        update_node_styles(self, animate=animate)
+
+    monkeypatch.setattr(ChatScreen, "update_node_styles", recorded)
+    app = SamplescopeApp(FakeBackend(), cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: chat_of(app).ready)
+        await pilot.pause()
+        assert restyled == []

@@ -13,7 +13,6 @@ from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import BindingType
-from textual.screen import Screen
 
 from backend.session.sweep_result import SweepResult
 from tui.chat.explore import open_explore
@@ -27,6 +26,7 @@ from tui.compare.command import open_compare
 from tui.history.screen import HistoryChoice, HistoryScreen
 from tui.row_compositor import use_row_compositor
 from tui.score.screen import ScoreScreen
+from tui.styled_once import StyledOnceScreen
 from tui.widgets.steady_footer import SteadyFooter
 
 NEW_SEED_RANGE = 100_000
@@ -36,7 +36,7 @@ FOLD_BELOW = 2 * PANELS_WIDTH
 """Narrower than this, the panels fold: beside them the chat would get less than half."""
 
 
-class ChatScreen(Screen[None]):
+class ChatScreen(StyledOnceScreen[None]):
     """The chat: its view and footer, drawn by a `RowCompositor` (a token redraws its
     rows only), and the chat's keys.
 

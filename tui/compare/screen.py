@@ -20,7 +20,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.dom import DOMNode
-from textual.screen import Screen
 from textual.widgets import Static
 
 from backend.chat.completion import Mode
@@ -46,6 +45,7 @@ from tui.compare.result import CompareResult
 from tui.generate_command import NotOneCommandError, generate_command
 from tui.row_compositor import use_row_compositor
 from tui.runner import GenerationRunner
+from tui.styled_once import StyledOnceScreen
 from tui.widgets.alternatives import Alternative, AlternativesScreen
 from tui.widgets.entry import covered
 from tui.widgets.prob_panel import ProbPanel
@@ -73,7 +73,7 @@ def as_columns(columns: Sequence[SamplerSettings | CompareColumn]) -> list[Compa
 NOT_EXACT_NOTE = "not exact side by side: a column can differ from its reply alone"
 
 
-class CompareScreen(Screen[CompareResult | None]):
+class CompareScreen(StyledOnceScreen[CompareResult | None]):
     """Regenerate the last user turn under several settings with one seed.
 
     Args:

@@ -24,7 +24,6 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import Footer, Static, Tree
 from textual.widgets.tree import TreeNode as TreeWidgetNode
 
@@ -32,6 +31,7 @@ from backend.chat.events import GenerationEvent, NoticeEvent
 from backend.session.explore_tree import Tree as ExploredTree
 from backend.session.explore_tree import TreeNode
 from tui.runner import GenerationRunner, Job
+from tui.styled_once import StyledOnceScreen
 
 Path = tuple[int, ...]
 """Token ids from the explored point down to a node."""
@@ -94,7 +94,7 @@ def _data_at(widget: Tree[Path], line: int) -> Path | None:
     return None if node is None else node.data
 
 
-class ExploreScreen(Screen[Path | None]):
+class ExploreScreen(StyledOnceScreen[Path | None]):
     """The tree at a past token (see the module doc); dismisses with the path chosen
     for a branch, or None.
 

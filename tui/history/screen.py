@@ -26,7 +26,6 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
 from textual.widgets import DataTable, Input, Static
 
 from backend.session.recorded_sweep import kept_sweep
@@ -34,6 +33,7 @@ from backend.session.sweep_result import SweepResult
 from backend.store.store import ChatStore, HistoryEntry, StoreError, SweepSummary
 from sampling.errors import SamplescopeError
 from tui.display import local_time
+from tui.styled_once import StyledOnceScreen
 from tui.widgets.confirm import ConfirmScreen
 from tui.widgets.steady_footer import SteadyFooter
 from tui.widgets.table_fill import fill_table, text_width
@@ -77,7 +77,7 @@ class ChatTable(DataTable[Text]):
     ]
 
 
-class HistoryScreen(Screen[HistoryChoice]):
+class HistoryScreen(StyledOnceScreen[HistoryChoice]):
     """Lists saved chats (date, title, model, replies), newest first; a kept sweep as
     one entry.
 

@@ -21,7 +21,6 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
-from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from backend.chat.events import TokenEvent
@@ -30,6 +29,7 @@ from sampling.analysis.loops import Loop
 from sampling.samplers.dry import DryParams
 from sampling.samplers.penalties import PenaltiesParams
 from tui.loops.climb import LoopCell, climb_text, dry_blind_spot, loop_cells
+from tui.styled_once import StyledOnceScreen
 from tui.widgets.alternatives import candidate_rows
 from tui.widgets.steady_footer import SteadyFooter
 from tui.widgets.table_fill import fill_table
@@ -119,7 +119,7 @@ def cell_detail(column: Sequence[LoopCell], at: LoopCell, dry: str | None) -> Te
     return text
 
 
-class LoopWhyScreen(Screen[WhyChoice | None]):
+class LoopWhyScreen(StyledOnceScreen[WhyChoice | None]):
     """The loop's copies and the climb (see the module doc).
 
     Args:

@@ -25,7 +25,6 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static, TextArea
 
 from backend.chat.compare import ColumnEvent
@@ -37,6 +36,7 @@ from backend.llama.pieces import visible_piece
 from backend.session.backend import SessionBackend
 from tui.score import kld_view
 from tui.score_label import logprob_label
+from tui.styled_once import StyledOnceScreen
 from tui.widgets.phrases import Phrases
 from tui.widgets.table_fill import fill_table
 from tui.widgets.token_look import rank_style
@@ -124,7 +124,7 @@ def llama_pair_scorer(backend: SessionBackend, test: Path, text: str) -> PairSco
     )
 
 
-class ScoreScreen(Screen[None]):
+class ScoreScreen(StyledOnceScreen[None]):
     """Paste, type or open a text; ctrl+s scores it; the table lists every token.
 
     Args:

@@ -15,7 +15,6 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
 from textual.widgets import DataTable, Static
 
 from backend.chat.protocol import ChatMessage
@@ -28,6 +27,7 @@ from backend.session.sweep_result import (
 )
 from sampling.analysis.sweep_metrics import Estimate
 from tui.generate_command import NotOneCommandError, generate_command
+from tui.styled_once import StyledOnceScreen
 from tui.sweep.frontier_plot import AXIS_NAMES, FrontierPlot, mark_of
 from tui.widgets.steady_footer import SteadyFooter
 from tui.widgets.table_fill import fill_table
@@ -67,7 +67,7 @@ def _sample_text(sample: SampleRecord) -> Text:
     return Text.assemble(head, shown, no_wrap=True, overflow="ellipsis")
 
 
-class SweepScreen(Screen[int | None]):
+class SweepScreen(StyledOnceScreen[int | None]):
     """A sweep's frontier and its settings; dismissed with a sample's chat id.
 
     Args:
