@@ -9,6 +9,8 @@ tokens instead of a forged turn.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -16,6 +18,9 @@ from typing import Protocol
 from backend.chat.protocol import ChatMessage
 from backend.chat.template import ChatTemplate, SpecialSplitter
 from sampling.errors import SamplescopeError
+
+RUN_CACHE = 1024
+"""How many tokenized runs of plain text a prompt builder keeps (the latest used)."""
 
 
 class PromptTooLongError(SamplescopeError):
@@ -68,6 +73,8 @@ class PromptBuilder:
         self.template = template
         self._splitter = SpecialSplitter(tokenizer.special_texts())
         self._special_ids: dict[str, list[int]] = {}
+        self._run_ids: OrderedDict[str, tuple[int, ...]] = OrderedDict()
+        self._run_lock = threading.Lock()  # a prompt may be built off the generation's thread
 
     def tokens(self, messages: Sequence[ChatMessage]) -> list[int]:
         """The prompt's token ids, ending with the assistant's generation prompt."""
@@ -76,7 +83,7 @@ class PromptBuilder:
 
         def flush() -> None:
             if run:
-                ids.extend(self.tokenizer.tokenize("".join(run), special=False))
+                ids.extend(self._run_tokens("".join(run)))
                 run.clear()
 
         for segment in self.template.segments(messages, add_generation_prompt=True):
@@ -95,6 +102,22 @@ class PromptBuilder:
                     run.append(piece)
         flush()
         return self._with_bos(ids)
+
+    def _run_tokens(self, text: str) -> tuple[int, ...]:
+        """`text` (a run between special markers) tokenized, from a cache of the last
+        `RUN_CACHE` runs: every turn's prompt holds the earlier turns' runs again, and
+        `fit` tokenizes several candidate prompts of the same messages."""
+        with self._run_lock:
+            cached = self._run_ids.get(text)
+            if cached is not None:
+                self._run_ids.move_to_end(text)
+                return cached
+        tokens = tuple(self.tokenizer.tokenize(text, special=False))
+        with self._run_lock:
+            self._run_ids[text] = tokens
+            if len(self._run_ids) > RUN_CACHE:
+                self._run_ids.popitem(last=False)
+        return tokens
 
     def raw_tokens(self, text: str) -> list[int]:
         """`text` alone, without the chat template (its markers are not parsed)."""

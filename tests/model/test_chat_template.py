@@ -51,3 +51,36 @@ def test_chatml_is_used_when_the_model_has_no_template(llama_backend: LlamaBacke
     ids = builder.tokens([ChatMessage("user", "Hi <|im_start|>")])
     assert ids[0] == IM_START
     assert ids.count(IM_START) == 2  # the user turn and the assistant prompt
+
+
+class CountingTokenizer:
+    """The model's tokenizer, counting the plain-text runs it is asked to tokenize."""
+
+    def __init__(self, runtime: object) -> None:
+        self.runtime = runtime
+        self.plain_calls = 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.runtime, name)
+
+    def tokenize(self, text: str, *, special: bool) -> list[int]:
+        if not special:
+            self.plain_calls += 1
+        result: list[int] = self.runtime.tokenize(text, special=special)  # type: ignore[attr-defined]
+        return result
+
+
+def test_a_long_chat_is_fitted_as_a_fresh_builder_would_and_each_run_tokenized_once(
+    llama_backend: LlamaBackend,
+) -> None:
+    turns: list[ChatMessage] = [ChatMessage("system", "You answer briefly.")]
+    counting = CountingTokenizer(llama_backend.runtime)
+    reused = PromptBuilder(counting, llama_backend.template)  # type: ignore[arg-type]
+    for turn in range(40):
+        turns.append(ChatMessage("user", f"Question {turn}: what is {turn} times {turn + 1}?"))
+        fresh = PromptBuilder(llama_backend.runtime, llama_backend.template)
+        assert reused.fit(turns, 160) == fresh.fit(turns, 160)  # dropping old turns
+        assert reused.tokens(turns) == fresh.tokens(turns)
+        turns.append(ChatMessage("assistant", f"It is {turn * (turn + 1)}."))
+    # Every prompt held the earlier turns again and fit tried several: each run once.
+    assert counting.plain_calls <= len(turns) + 2
