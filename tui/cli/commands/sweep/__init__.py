@@ -254,8 +254,16 @@ def run(args: argparse.Namespace) -> int:
                     if event.finished.reason == "error":
                         log(f"a sample failed: {event.finished.error}")
             cancelled = cancel.is_set()
+        info = backend.info
         result = SweepResult(
-            backend.info.path, plan, tuple(records), args.top_k_share, cancelled=cancelled
+            info.path,
+            plan,
+            tuple(records),
+            args.top_k_share,
+            cancelled=cancelled,
+            contrast_model=info.contrast_model,
+            control_vectors=info.control_vectors,
+            control_layers=info.control_layers,
         )
         if recorder is not None and not recorder.error:
             try:  # the saved chats list it as one entry
