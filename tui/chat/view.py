@@ -207,6 +207,7 @@ class ChatView(Vertical):
             ctx_used=backend.context_used if backend is not None else 0,
             phase="idle",
         )
+        self._sampling.show_steering(bool(info.control_vectors))
 
     def show_load_error(self, error: str) -> None:
         """The model could not be loaded: say why and what to do."""
