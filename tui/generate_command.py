@@ -4,7 +4,8 @@ sweep setting's, a what-if's from a reply's first token.
 Every setting that differs from what `generate` starts from (llama.cpp's defaults
 and the model's own settings, the temperature last) or from the user's config file
 is given as a flag, the seed always, so that the line reproduces the reply here and
-on a machine without the config. The chain's order is one of the flags when it is
+on a machine without the config; so are the model's control vectors and the contrast
+model decoding beside it, which shape every token. The chain's order is one of the flags when it is
 not the default one: a preset that runs the temperature first says so.
 
 A what-if from a later token keeps the reply's tokens before it, which `generate`
@@ -96,6 +97,8 @@ def generate_command(
     mode: Mode = "chat",
     model: str | Path | None = None,
     contrast_model: str | Path | None = None,
+    control_vectors: Sequence[tuple[str, float]] = (),
+    control_layers: tuple[int, int] | None = None,
 ) -> str:
     """The shell line that generates this reply again.
 
@@ -107,6 +110,9 @@ def generate_command(
         mode: The chat's mode ("completion" continues the text as a document).
         model: The model's file (None or the bundled default: no `--model`).
         contrast_model: The contrast model decoding beside it (None or "": none).
+        control_vectors: The control vectors the model applies, each file with its
+            scale (the `control_strength` setting multiplies them, a flag of its own).
+        control_layers: The first and last layer they steer (None: every layer).
 
     Raises:
         NotOneCommandError: The conversation holds more than one user message, or a
@@ -129,8 +135,25 @@ def generate_command(
         words += ["--model", str(model)]
     if contrast_model:
         words += ["--contrast-model", str(contrast_model)]
+    words += control_vector_flags(control_vectors, control_layers)
     words += settings_flags(settings, _own_settings(model))
     return shlex.join(words)
+
+
+def control_vector_flags(
+    vectors: Sequence[tuple[str, float]], layers: tuple[int, int] | None
+) -> list[str]:
+    """`--control-vector FILE:SCALE` for each vector and `--control-vector-layers A,B`
+    (none for no vector), one word per item. The scale's str reads back as the same
+    float, and the last colon splits it from the file (a path may hold colons)."""
+    if not vectors:
+        return []
+    words: list[str] = []
+    for path, scale in vectors:
+        words += ["--control-vector", f"{path}:{scale}"]
+    if layers is not None:
+        words += ["--control-vector-layers", f"{layers[0]},{layers[1]}"]
+    return words
 
 
 def _own_settings(model: str | Path | None) -> ModelSampling:

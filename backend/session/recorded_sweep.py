@@ -1,11 +1,14 @@
 """A sweep's samples saved as chats: each sample one chat (its prompt and its reply,
 with every token's record), so any of them opens in the app as a saved chat does;
 the finished sweep kept with them (`keep_sweep`), so the saved chats list it as one
-entry that opens on its frontier (`kept_sweep`)."""
+entry that opens on its frontier (`kept_sweep`); deleted with them and with the result
+file `sweep` wrote for `--view` when that file is samplescope's own
+(`delete_kept_sweep`)."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from backend.session.sweep import SweepPlan, SweepSample
 from backend.session.sweep_result import SweepFileError, SweepResult
@@ -91,3 +94,49 @@ def kept_sweep(store: ChatStore, sweep_id: int) -> SweepResult:
     if not isinstance(values, dict):
         raise SweepFileError(f"sweep {sweep_id}'s stored result is not a sweep result")
     return SweepResult.from_json(values, store.registry)
+
+
+def result_file(store_path: Path, result: SweepResult) -> Path | None:
+    """Where `sweep` writes a saved sweep's result for `--view`: beside the chat
+    database, `sweeps/sweep-chats-FIRST-LAST.json` after its first and last sample's
+    chat (None: no sample was saved)."""
+    saved = [sample.chat_id for sample in result.samples if sample.chat_id is not None]
+    if not saved:
+        return None
+    return store_path.parent / "sweeps" / f"sweep-chats-{min(saved)}-{max(saved)}.json"
+
+
+def delete_kept_sweep(store: ChatStore, sweep_id: int, data_folder: Path) -> Path | None:
+    """Delete a kept sweep with its samples' chats, and the result file `sweep` wrote for
+    it (`result_file`) when that file is samplescope's own: inside `data_folder`
+    (samplescope's data folder; never a file elsewhere), not a link, and holding this
+    very result. Returns the file deleted (None: none was).
+
+    Raises:
+        StoreError: There is no such sweep, or the database cannot be written.
+    """
+    text = store.sweep_result(sweep_id)
+    try:
+        path = result_file(store.path, kept_sweep(store, sweep_id))
+    except SweepFileError:
+        path = None  # a damaged result names no file
+    store.delete_sweep(sweep_id)
+    if path is None or not _own_result_file(path, text, data_folder):
+        return None
+    try:
+        path.unlink()
+    except OSError:
+        return None
+    return path
+
+
+def _own_result_file(path: Path, stored: str, data_folder: Path) -> bool:
+    """Whether `path` is a result file samplescope wrote for the stored result."""
+    try:
+        if path.is_symlink() or not path.is_file():
+            return False
+        if not path.resolve().is_relative_to(data_folder.resolve()):
+            return False
+        return bool(json.loads(path.read_text(encoding="utf-8")) == json.loads(stored))
+    except (OSError, ValueError):
+        return False

@@ -221,9 +221,10 @@ def explore_step(
 ) -> tuple[Tree, tuple[str, ...]]:
     """The tree of continuations at step `index` of a branch (nothing is stored).
 
-    The step is rebuilt as `recompute` rebuilds it, so a root child's probability is
-    what-if's `after` for that candidate. `path` goes deeper first: the tree starts
-    after those tokens (decoded alone), at step `index + len(path)`.
+    The step is rebuilt as `recompute` rebuilds it (the model at the step's control
+    strength), so a root child's probability is what-if's `after` for that candidate.
+    `path` goes deeper first: the tree starts after those tokens (decoded alone), at
+    step `index + len(path)`.
 
     Returns:
         (the tree; notices about rebuilding the cache).
@@ -231,6 +232,7 @@ def explore_step(
     Raises:
         SamplescopeError: The step cannot be rebuilt or the tree does not fit.
     """
+    backend.prepare_model(reply.settings_at(index))  # its control strength, before the cache
     notices = tuple(prepare_cache(backend, chat, reply))
     tree = explore(
         backend,

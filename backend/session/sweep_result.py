@@ -249,6 +249,10 @@ class SweepResult:
         top_k: The raw top k of `outside_top_k`.
         cancelled: Whether the sweep was stopped before its end (cancelled samples
             are kept in `samples` and left out of the figures).
+        contrast_model: The contrast model decoding beside the model ("": none).
+        control_vectors: The control vectors the model applied, each file with its
+            scale (a sample's `control_strength` multiplies them).
+        control_layers: The first and last layer they steered (None: every layer).
     """
 
     model: str
@@ -256,6 +260,9 @@ class SweepResult:
     samples: tuple[SampleRecord, ...]
     top_k: int = DEFAULT_TOP_K
     cancelled: bool = False
+    contrast_model: str = ""
+    control_vectors: tuple[tuple[str, float], ...] = ()
+    control_layers: tuple[int, int] | None = None
 
     @cached_property
     def metrics(self) -> tuple[SettingMetrics, ...]:
@@ -312,6 +319,11 @@ class SweepResult:
         frontier = set(self.frontier())
         return {
             "model": self.model,
+            "contrast_model": self.contrast_model or None,
+            "control_vectors": [
+                {"path": path, "scale": scale} for path, scale in self.control_vectors
+            ],
+            "control_layers": None if self.control_layers is None else list(self.control_layers),
             "temperature_order": self.temperature_order,
             "prompts": list(plan.prompts),
             "system": plan.system,
@@ -363,14 +375,20 @@ class SweepResult:
                 system=values.get("system"),
             )
             samples = tuple(SampleRecord.from_json(s) for s in values["samples"])
+            layers = values.get("control_layers")
             result = cls(
                 str(values["model"]),
                 plan,
                 samples,
                 int(values["top_k"]),
                 bool(values.get("cancelled", False)),
+                contrast_model=str(values.get("contrast_model") or ""),
+                control_vectors=tuple(
+                    (str(v["path"]), float(v["scale"])) for v in values.get("control_vectors", ())
+                ),
+                control_layers=None if layers is None else (int(layers[0]), int(layers[1])),
             )
-        except (KeyError, TypeError, ValueError, SamplescopeError) as error:
+        except (KeyError, TypeError, ValueError, IndexError, SamplescopeError) as error:
             raise SweepFileError(f"not a sweep result: {type(error).__name__}: {error}") from None
         for sample in samples:
             f = sample.figures

@@ -26,6 +26,10 @@ from sampling.settings.spec import SettingSpec, SliderRange
 if TYPE_CHECKING:
     from sampling.settings.record import SamplerSettings
 
+CONTROL_GROUP = "control"
+"""The settings group of the control vectors' strength (the panel shows it only while
+the model has a control vector: without one the strength does nothing)."""
+
 
 @dataclass(frozen=True, slots=True)
 class ControlStrengthParams:
@@ -41,7 +45,7 @@ class ControlStrengthParams:
             "float",
             default=1.0,
             off=1.0,
-            group="control",
+            group=CONTROL_GROUP,
             label="strength",
             help="multiplies every --control-vector's scale (1: as loaded, 0: none, negative:"
             " the other way); applies from the next reply",
@@ -62,7 +66,7 @@ class ControlStrength(Stateless):
     params: ClassVar[type[ControlStrengthParams]] = ControlStrengthParams
     specs: ClassVar[tuple[SettingSpec, ...]] = specs_of(ControlStrengthParams)
     group_titles: ClassVar[Mapping[str, str]] = {
-        "control": "control vectors (--control-vector; next reply)"
+        CONTROL_GROUP: "control vectors (--control-vector; next reply)"
     }
     label: ClassVar[str] = "control"
     row_label: ClassVar[str] = "cvec"

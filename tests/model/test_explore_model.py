@@ -215,3 +215,24 @@ def test_the_bench_rows_count_the_same_tree_both_ways(default_model_path: Path) 
     assert lockstep.nodes_per_s > 0 and alone.nodes_per_s > 0
     table = format_rows(rows)
     assert "| lockstep | 14 | 6 | 2 |" in table and "as fast as one node at a time" in table
+
+
+def test_a_steered_reply_is_explored_under_its_control_vectors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    vector = Path(__file__).parent.parent / "fixtures" / "control_vector" / "happy.gguf"
+    db = tmp_path / "chats.sqlite3"
+    argv = ["generate", "Tell me about owls.", "--save", "--json", "--max-tokens", "8"]
+    argv += ["--db", str(db), "--seed", "11", "--control-vector", f"{vector}:4", *MODEL_FLAGS]
+    argv += ["--control-vector-layers", "10,25", "--control-strength", "1.5"]
+    result = run_json(capsys, argv)
+    where = [str(result["chat_id"]), "--at", "3", "--db", str(db), "--threads", "1"]
+    step = run_json(capsys, ["whatif", *where, "--json"])  # loads the reply's vectors
+    tree = run_json(capsys, ["explore", *where, "--depth", "1", "--width", "5", "--json"])
+    kept = sorted(
+        (c for c in step["candidates"] if c["after"] > 0),
+        key=lambda c: (-c["after"], c["token_id"]),
+    )
+    assert [(n["token_id"], n["prob"]) for n in tree["children"]] == [
+        (c["token_id"], c["after"]) for c in kept[:5]
+    ]

@@ -160,3 +160,32 @@ def test_config_init_writes_a_valid_template_once(
     assert template == {"settings": {}, "keys": {}, "bans": {}}
     assert main(["config", "--init"]) == 1
     assert "already exists" in capsys.readouterr().err
+
+
+def test_history_lists_a_kept_sweep_as_one_line_with_its_samples(
+    filled: tuple[int, int], capsys: pytest.CaptureFixture[str]
+) -> None:
+    first, second = filled
+    with ChatStore(default_store_path()) as store:
+        samples = [
+            store.new_chat(f"sweep · t=0.7 · seed {seed} · Name a colour.", MODEL)
+            for seed in (42, 43)
+        ]
+        store.keep_sweep(
+            "sweep · 1 setting × 2 samples · Name a colour.", MODEL.path, "{}", samples
+        )
+        own = store.new_chat("After the sweep")
+    assert main(["history"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 + 4  # the header, a chat, the sweep, two chats
+    ids = [line.split()[0] for line in lines[1:]]
+    assert ids == [str(own), f"{samples[0]}-{samples[1]}", str(second), str(first)]
+    row = lines[2]
+    assert "2 samples" in row and "tiny.gguf" in row
+    assert row.endswith("sweep · 1 setting × 2 samples · Name a colour.")
+    assert "seed 42" not in "\n".join(lines)  # not a line per sample
+    # A search that finds one sample finds its sweep, with that sample.
+    assert main(["history", "--search", "seed 43"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines[1:]] == [str(samples[1])]
+    assert "1 sample " in lines[1]

@@ -221,6 +221,7 @@ class Conversation:
         reply.finished = event.reason
         reply.error = event.error or ""
         reply.loop = event.loop
+        reply.context_tokens = event.stats.cached_tokens
         if self.recorder is not None:
             reply.branch_id = self.recorder.reply_id
             for ghost, ghost_id in zip(reply.ghosts, self.recorder.ghost_ids, strict=False):

@@ -34,7 +34,9 @@ def status_changes(
     latest = conversation.replies[-1] if conversation.replies else None
     changes["loop"] = loop_status(latest.loop if latest is not None else None)
     if backend is not None and not conversation.reset_pending:
-        changes["ctx_used"] = backend.context_used
+        changes["ctx_used"], changes["ctx_note"] = context_status(
+            backend.context_used, None if generating or latest is None else latest.context_tokens
+        )
     if generating:
         count = generated
         changes["decode_tokens"] = count
@@ -42,3 +44,23 @@ def status_changes(
         if count > 1 and first is not None and last is not None and last > first:
             changes["decode_tps"] = (count - 1) / (last - first)
     return changes
+
+
+def context_status(held: int, conversation: int | None) -> tuple[int, str]:
+    """The status line's context count and its note.
+
+    A reply decoded beside other sequences (its negative prompt's, for guidance) ran in
+    a lockstep context of its own, freed when it ended: the chat's memory then lacks
+    the conversation's tokens, and the next reply prefills what it lacks. The count is
+    then the conversation's (what the next prompt needs, before its new message), as
+    llama-server counts a slot's tokens, with a note saying so; else what the memory
+    holds.
+
+    Args:
+        held: Tokens the chat's memory holds.
+        conversation: Tokens the last reply's context held when it ended, its prompt
+            included (None: unknown, or a reply runs).
+    """
+    if conversation is not None and conversation > held:
+        return conversation, "prefills again"
+    return held, ""

@@ -46,6 +46,8 @@ class Reply:
         model: The path of the model file that made it ("": not known). Its token
             ids are that model's: another model cannot branch from them.
         loop: The latest repetition loop found in it (None: none, or not watched).
+        context_tokens: The tokens its generation's context held when it ended, its
+            prompt included (None: not known, or it runs).
     """
 
     seed: int
@@ -61,6 +63,7 @@ class Reply:
     ghosts: list[Reply] = field(default_factory=list)
     model: str = ""
     loop: Loop | None = None
+    context_tokens: int | None = None
 
     @property
     def is_ghost(self) -> bool:

@@ -207,6 +207,7 @@ class ChatView(Vertical):
             ctx_used=backend.context_used if backend is not None else 0,
             phase="idle",
         )
+        self._sampling.show_steering(bool(info.control_vectors))
 
     def show_load_error(self, error: str) -> None:
         """The model could not be loaded: say why and what to do."""
@@ -279,7 +280,7 @@ class ChatView(Vertical):
         self._probs_note = ""
         self._transcript.clear()
         self._redraw()  # the panel and the plots: nothing yet
-        self._status.update(ctx_used=0, note="new chat")
+        self._status.update(ctx_used=0, ctx_note="", note="new chat")
 
     def show_chat(self, record: ChatRecord, cursor: tuple[int, int] | None = None) -> None:
         """Make a stored chat the conversation, continued on Enter: its replies with their
@@ -290,7 +291,7 @@ class ChatView(Vertical):
         self._transcript.show_record(record, shown, cursor)
         self._probs_note = STORED_REPLIES_NOTE if len(record.replies) > len(shown) else ""
         self._redraw()
-        self._status.update(ctx_used=0, note=f"chat {record.id}")
+        self._status.update(ctx_used=0, ctx_note="", note=f"chat {record.id}")
         if cursor is None:
             self.focus_input()
 
@@ -468,6 +469,8 @@ class ChatView(Vertical):
         if self.generating:
             reason = error or "the reply ended without finishing"
             self._finish(FinishedEvent("error", GenerationStats(), "", (), error=reason))
+        # The job's context is freed only now: the memory is what the next reply starts from.
+        self._update_status()
 
     def _finish(self, event: FinishedEvent) -> None:
         reply = self.conversation.finish_reply(event)

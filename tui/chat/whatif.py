@@ -293,6 +293,8 @@ class WhatIf:
                     mode=conversation.mode,
                     model=None if backend is None else backend.info.path,
                     contrast_model=None if backend is None else backend.info.contrast_model,
+                    control_vectors=() if backend is None else backend.info.control_vectors,
+                    control_layers=None if backend is None else backend.info.control_layers,
                 )
             except NotOneCommandError:
                 pass  # an earlier exchange: the branch line keeps it

@@ -29,6 +29,7 @@ from tui.cli.options.settings import add_settings_flags, bias_needs_tokenizer, s
 from tui.cli.store_access import add_db_flag
 
 if TYPE_CHECKING:
+    from backend.llama.control_vector import Steering
     from backend.session.llama_backend import LlamaBackend
 
 DEFAULT_N_CTX = 4096  # LlamaBackend.load's defaults, for replies that did not record them
@@ -157,6 +158,16 @@ def recorded_adapters(
     return Adapters(vectors, layers, small)
 
 
+def steering_of_adapters(adapters: Adapters) -> Steering:
+    """The control vectors a saved reply's model applied, as a load takes them."""
+    from backend.llama.control_vector import ControlVector, Steering  # loads llama.cpp
+
+    return Steering(
+        tuple(ControlVector(Path(file), scale) for file, scale in adapters.vectors),
+        adapters.layers,
+    )
+
+
 def load_saved(
     path: Path, reply: ReplyRecord, adapters: Adapters, args: argparse.Namespace
 ) -> LlamaBackend:
@@ -166,14 +177,10 @@ def load_saved(
     sequences as rebuilding it decodes at once (a sweep's sample: its whole lockstep
     batch)."""
     from backend.chat.template_switches import TemplateSwitches
-    from backend.llama.control_vector import ControlVector, Steering  # loads llama.cpp
     from backend.session.llama_backend import LlamaBackend
     from backend.session.replay import sequences_of
 
-    steering = Steering(
-        tuple(ControlVector(Path(file), scale) for file, scale in adapters.vectors),
-        adapters.layers,
-    )
+    steering = steering_of_adapters(adapters)
     tags = reply.settings_at(0).value("thinking_tags")
     assert isinstance(tags, tuple)
     switches = TemplateSwitches.from_json(reply.template_switches, tags)  # before the load

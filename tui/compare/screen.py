@@ -362,6 +362,8 @@ class CompareScreen(StyledOnceScreen[CompareResult | None]):
                 mode=self._mode,
                 model=None if backend is None else backend.info.path,
                 contrast_model=None if backend is None else backend.info.contrast_model,
+                control_vectors=() if backend is None else backend.info.control_vectors,
+                control_layers=None if backend is None else backend.info.control_layers,
             )
         except NotOneCommandError as error:
             self.notify(str(error), severity="warning")

@@ -28,7 +28,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.widgets import DataTable, Input, Static
 
-from backend.session.recorded_sweep import kept_sweep
+from backend.config.paths import data_dir
+from backend.session.recorded_sweep import delete_kept_sweep, kept_sweep
 from backend.session.sweep_result import SweepResult
 from backend.store.store import ChatStore, HistoryEntry, StoreError, SweepSummary
 from sampling.errors import SamplescopeError
@@ -226,15 +227,17 @@ class HistoryScreen(StyledOnceScreen[HistoryChoice]):
         def answered(yes: bool | None) -> None:
             if not yes:
                 return
+            file = None
             try:
                 if isinstance(entry, SweepSummary):
-                    self.store.delete_sweep(entry.id)
+                    file = delete_kept_sweep(self.store, entry.id, data_dir())
                 else:
                     self.store.delete_chat(entry.id)
             except StoreError as error:
                 self.notify(str(error), severity="error", timeout=10)
                 return
             self.refresh_list()
-            self.notify(f"Deleted “{title}”.", markup=False)
+            also = "" if file is None else f" and its result file {file}"
+            self.notify(f"Deleted “{title}”{also}.", markup=False)
 
         self.app.push_screen(ConfirmScreen(question, yes_label="Delete"), answered)

@@ -15,6 +15,7 @@ from textual.widgets import Collapsible
 from backend.session.loop_watch import LoopGuard
 from backend.session.phrase_bans import PhraseBans
 from sampling.errors import SettingsError
+from sampling.samplers.control_strength import CONTROL_GROUP
 from sampling.samplers.temperature import TemperatureParams
 from sampling.settings.record import SamplerSettings
 from sampling.settings.registry import registry_of
@@ -78,7 +79,9 @@ class SamplingPanel(Vertical):
         for group, specs in group_specs(self.registry):
             controls = [control_for(spec, self._initial) for spec in specs]
             title = group_title(group, group_is_on(group, self._initial), self._initial)
-            yield _group(group, title, *controls, collapsed=group != CORE_GROUP)
+            collapsible = _group(group, title, *controls, collapsed=group != CORE_GROUP)
+            collapsible.display = group != CONTROL_GROUP  # until a steered model loads
+            yield collapsible
         yield _group("phrase-bans", "phrase bans", PhraseBanControls(PhraseBans()))
         yield _group("loops", loops_title(LoopGuard()), LoopControls())
         yield _group("beam-search", "beam search", BeamControls())
@@ -106,6 +109,12 @@ class SamplingPanel(Vertical):
         for group, _ in group_specs(self.registry):
             collapsible = self.query_one(f"#group-{group}", Collapsible)
             collapsible.title = group_title(group, group_is_on(group, settings), settings)
+
+    def show_steering(self, steered: bool) -> None:
+        """Show the control vectors' group only while the model has a control vector
+        (`--control-vector`): without one its strength changes nothing."""
+        for group in self.query(f"#group-{CONTROL_GROUP}").results(Collapsible):
+            group.display = steered
 
     def show_bans(self, bans: PhraseBans) -> None:
         """Show the phrase bans in force (the group's title says how many)."""

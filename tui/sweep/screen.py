@@ -260,6 +260,9 @@ class SweepScreen(StyledOnceScreen[int | None]):
                 max_tokens=plan.max_tokens,
                 mode=plan.mode,
                 model=self.result.model,
+                contrast_model=self.result.contrast_model,
+                control_vectors=self.result.control_vectors,
+                control_layers=self.result.control_layers,
             )
         except NotOneCommandError as error:
             self.notify(str(error), severity="warning")

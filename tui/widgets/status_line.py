@@ -44,6 +44,9 @@ class StatusState:
     placement: str = ""
     ctx_used: int = 0
     ctx_total: int = 0
+    ctx_note: str = ""
+    """Why `ctx_used` is not what the memory holds ("prefills again": the last reply's
+    context was freed, the next reply computes the conversation again)."""
     phase: Phase = "loading"
     prefill_done: int = 0
     prefill_total: int = 0
@@ -108,7 +111,8 @@ class StatusLine(Widget):
             if s.contrast:
                 text.append(f" contrast {s.contrast} ", style="reverse")
             where = f" · {s.placement}" if s.placement else ""  # e.g. "2 RPC servers"
-            text.append(f" {s.threads} threads{where} · ctx {s.ctx_used}/{s.ctx_total} ")
+            note = f" ({s.ctx_note})" if s.ctx_note else ""
+            text.append(f" {s.threads} threads{where} · ctx {s.ctx_used}/{s.ctx_total}{note} ")
         text.append("│ ", style="grey50")
         if s.phase == "loading":
             text.append("loading model…", style="bold yellow")

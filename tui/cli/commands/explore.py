@@ -40,6 +40,7 @@ from tui.cli.saved_reply import (
     DEFAULT_N_CTX,
     add_position_flags,
     find_target,
+    steering_of_adapters,
     with_text_bias,
 )
 from tui.cli.store_access import add_db_flag, open_store
@@ -47,6 +48,7 @@ from tui.cli.text_input import read_stdin
 from tui.cli.verbose import log
 
 if TYPE_CHECKING:
+    from backend.llama.control_vector import Steering
     from backend.session.llama_backend import LlamaBackend
 
 
@@ -141,8 +143,16 @@ def tree_lines(nodes: tuple[TreeNode, ...], depth: int = 0) -> list[str]:
     return lines
 
 
-def _load(args: argparse.Namespace, path: str, n_ctx: int, n_batch: int) -> LlamaBackend:
-    from backend.session.explore import EXPLORE_SEQ_MAX  # only now: it loads llama.cpp
+def _load(
+    args: argparse.Namespace,
+    path: str,
+    n_ctx: int,
+    n_batch: int,
+    steering: Steering | None = None,
+) -> LlamaBackend:
+    """The model explored (`steering`: a saved reply's control vectors; None: none)."""
+    from backend.llama.control_vector import NO_STEERING  # only now: it loads llama.cpp
+    from backend.session.explore import EXPLORE_SEQ_MAX
     from backend.session.llama_backend import LlamaBackend
 
     switches = template_switches(args)  # checked before the model loads
@@ -155,6 +165,7 @@ def _load(args: argparse.Namespace, path: str, n_ctx: int, n_batch: int) -> Llam
         log_path=args.log,
         rpc=chosen_rpc(args.rpc, registry_of_args(args)),
         n_seq_max=EXPLORE_SEQ_MAX,
+        steering=NO_STEERING if steering is None else steering,
     )
     backend.template.switches = switches
     return backend
@@ -178,6 +189,7 @@ def _from_reply(args: argparse.Namespace) -> tuple[Tree, dict[str, object], str]
         str(target.model_path),
         reply.n_ctx or DEFAULT_N_CTX,
         reply.n_batch or DEFAULT_N_BATCH,
+        steering_of_adapters(target.adapters),  # the reply's distribution, not the bare model's
     )
     from backend.session.steer import explore_step  # only now: it loads llama.cpp
 

@@ -20,7 +20,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from backend.chat.completion import mode_for_backend
 from backend.config.paths import default_store_path
 from backend.config.user_files import UserFileError, load_json, read_user_text
-from backend.session.recorded_sweep import keep_sweep, save_sample
+from backend.session.recorded_sweep import keep_sweep, result_file, save_sample
 from backend.session.sweep import (
     DEFAULT_PARALLEL,
     MAX_PARALLEL,
@@ -259,8 +259,16 @@ def run(args: argparse.Namespace) -> int:
                     if event.finished.reason == "error":
                         log(f"a sample failed: {event.finished.error}")
             cancelled = cancel.is_set()
+        info = backend.info
         result = SweepResult(
-            backend.info.path, plan, tuple(records), args.top_k_share, cancelled=cancelled
+            info.path,
+            plan,
+            tuple(records),
+            args.top_k_share,
+            cancelled=cancelled,
+            contrast_model=info.contrast_model,
+            control_vectors=info.control_vectors,
+            control_layers=info.control_layers,
         )
         if recorder is not None and not recorder.error:
             try:  # the saved chats list it as one entry
@@ -295,21 +303,21 @@ def emit(args: argparse.Namespace, result: SweepResult) -> None:
             f"samples saved as chats {min(saved)}..{max(saved)}, listed in the app's saved"
             f" chats (ctrl+o) as one sweep; {order_line(result)}"
         )
-        kept = keep_result(args, result, min(saved), max(saved))
+        kept = keep_result(args, result)
         if kept is not None:
             log(f"`samplescope sweep --view {kept}` shows this sweep again without running it")
     else:
         log(order_line(result))
 
 
-def keep_result(
-    args: argparse.Namespace, result: SweepResult, first: int, last: int
-) -> Path | None:
-    """Write a saved sweep's result beside its chat database (`sweeps/`), for `--view`
-    to show it again without running it; the file, or None when it cannot be written
-    (said on stderr)."""
-    folder = Path(getattr(args, "db", None) or default_store_path()).parent / "sweeps"
-    path = folder / f"sweep-chats-{first}-{last}.json"
+def keep_result(args: argparse.Namespace, result: SweepResult) -> Path | None:
+    """Write a saved sweep's result beside its chat database (`sweeps/`, `result_file`),
+    for `--view` to show it again without running it; the file, or None when it cannot
+    be written (said on stderr) or no sample was saved."""
+    path = result_file(Path(getattr(args, "db", None) or default_store_path()), result)
+    if path is None:
+        return None
+    folder = path.parent
     try:
         folder.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(result.to_json(), ensure_ascii=False), encoding="utf-8")
