@@ -20,9 +20,22 @@ from tests.helpers import PINNED_GROUPS, pin_sampling_groups
 RunBefore = Callable[[Pilot[Any]], Awaitable[None] | None]
 
 
+async def settled(pilot: Pilot[Any]) -> None:
+    """Wait until two screenshots in a row agree: on a loaded machine a refresh (a
+    group hidden, a scroll into view) may still be on its way after one pause."""
+    shot = ""
+    for _ in range(50):
+        await pilot.pause()
+        latest = pilot.app.export_screenshot()
+        if latest == shot:
+            return
+        shot = latest
+
+
 @pytest.fixture
 def snap_compare(snap_compare: Callable[..., bool], request: pytest.FixtureRequest) -> Any:
-    """`snap_compare`, with the sampling panel pinned to the groups the test is about."""
+    """`snap_compare`, with the sampling panel pinned to the groups the test is about,
+    taken once the screen has settled."""
     marker = request.node.get_closest_marker("sampling_groups")
     groups = tuple(marker.args) if marker is not None else PINNED_GROUPS
 
@@ -33,6 +46,7 @@ def snap_compare(snap_compare: Callable[..., bool], request: pytest.FixtureReque
                 done = run_before(pilot)
                 if inspect.isawaitable(done):
                     await done
+            await settled(pilot)
 
         return snap_compare(app, *args, run_before=pinned, **kwargs)
 
