@@ -204,11 +204,20 @@ def command_entries(host: PresetHost) -> list[tuple[str, Callable[[], object], s
 
 
 class PresetCommands(Provider):
-    """Command palette entries that import and export presets."""
+    """Command palette entries that import and export presets.
+
+    The entries are made once per opening of the palette (Textual makes a provider for
+    each): every key typed searches them again, and making them reads and parses the
+    presets files and summarises every preset.
+    """
+
+    _made: list[tuple[str, Callable[[], object], str]] | None = None
 
     def _entries(self) -> list[tuple[str, Callable[[], object], str]]:
-        app = self.app
-        return command_entries(app) if isinstance(app, PresetHost) else []
+        if self._made is None:
+            app = self.app
+            self._made = command_entries(app) if isinstance(app, PresetHost) else []
+        return self._made
 
     async def discover(self) -> Hits:
         for title, callback, help_text in self._entries():

@@ -109,3 +109,32 @@ async def test_the_live_settings_are_exported_to_the_clipboard(form: str) -> Non
         assert box.region.bottom <= SIZE[1] and box.region.right <= SIZE[0]
         await pilot.press("escape")
         assert not isinstance(app.screen, TextViewScreen)
+
+
+async def test_the_palette_reads_the_presets_once_however_much_is_typed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import tui.preset_commands
+
+    reads: list[object] = []
+    available = tui.preset_commands.available_presets
+
+    def counted(registry: object) -> object:
+        reads.append(registry)
+        return available(registry)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tui.preset_commands, "available_presets", counted)
+    app = SamplescopeApp(FakeBackend(), cursor_blink=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: chat_of(app).ready)
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"preset: apply")
+        await pilot.pause(0.3)
+        assert len(reads) == 1
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("ctrl+p")  # a new palette: the presets as they are now
+        await pilot.press(*"pre")
+        await pilot.pause(0.3)
+        assert len(reads) == 2
