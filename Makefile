@@ -75,17 +75,19 @@ chromium:
 	fi; \
 	[ -x "$(CHROMIUM)" ] || echo "$(CHROMIUM_HINT)"
 
-# The model-free tests, then the real-model ones (each file on one worker: a file's
-# model fixtures load once). Exit code 5, no test selected (ARGS="-k ..."), is no failure.
+# The model-free tests (as many workers as test-fast: no model thread competes), then
+# the real-model ones (each file on one worker: a file's model fixtures load once). Exit
+# code 5, no test selected (ARGS="-k ..."), is no failure.
 test: setup chromium
-	$(PYTEST) tests/unit tests/tui $(ARGS) || [ $$? -eq 5 ]
+	SAMPLESCOPE_THREADS=1 $(BIN)/python -m pytest -q -n $(FAST_WORKERS) tests/unit tests/tui \
+		$(ARGS) || [ $$? -eq 5 ]
 	$(PYTEST) --dist loadfile tests/model $(ARGS) || [ $$? -eq 5 ]
 
 # The quick loop while working: every test that needs no model, but the fuzz suites
 # and the snapshot tests (both in `make test`). Two workers a core: no model thread
-# competes, and an app test spends most of its time waiting for the app to go idle
-# (4 workers on 2 cores: 187 s against 235 s with 2).
-FAST_WORKERS ?= $(shell echo $$(( $(CORES) * 2 )))
+# competes, and an app test spends much of its time waiting for the app to go idle
+# (4 workers on 2 cores: 187 s against 235 s with 2). TEST_WORKERS=0: one process.
+FAST_WORKERS ?= $(if $(filter 0,$(TEST_WORKERS)),0,$(shell echo $$(( $(CORES) * 2 ))))
 test-fast: setup
 	SAMPLESCOPE_THREADS=1 $(BIN)/python -m pytest -q -n $(FAST_WORKERS) tests/unit tests/tui \
 		-m "not fuzz and not snapshot" $(ARGS)
