@@ -29,24 +29,6 @@ if TYPE_CHECKING:
     from backend.session.llama_backend import LlamaBackend
 
 
-def idle_window(milliseconds: str | None) -> None:
-    """Wait for the app to look idle in windows of `milliseconds` (None: Textual's 20).
-
-    Pilot waits after every key until the process used under a twentieth of a window
-    in CPU time during one window; `make test-fast` sets $SAMPLESCOPE_TEST_IDLE_MS
-    lower, `make test` keeps Textual's window.
-    """
-    import textual._wait
-
-    if milliseconds:
-        window = float(milliseconds) / 1000
-        textual._wait.SLEEP_GRANULARITY = window
-        textual._wait.SLEEP_IDLE = window / 20
-
-
-idle_window(os.environ.get("SAMPLESCOPE_TEST_IDLE_MS"))
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark the fuzz suites' properties `fuzz` and the snapshot tests `snapshot`: both
     belong to `make test`, and `make test-fast` (the quick loop) leaves them out."""
