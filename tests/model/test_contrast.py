@@ -2,8 +2,9 @@
 
 The large model (SmolLM2's Q4_1) and the small one (its Q4_0 copy: same vocabulary,
 other weights) decode the same text in step, each sequence in its own KV stream. The
-reference takes each step's two distributions from separate single-sequence rebuilds
-(`SessionBackend.step_input` on each model) and scores them in numpy:
+reference takes each step's two distributions from separate single-sequence runs of
+each model alone (the prompt prefilled, the reply's tokens forced one at a time, as
+`SessionBackend.step_input` rebuilds a step) and scores them in numpy:
 (1 + beta) * big - beta * small over the tokens whose large-model probability is at
 least alpha times the largest.
 """
@@ -18,7 +19,9 @@ import pytest
 
 from backend.chat.events import FinishedEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
+from backend.session.backend import SessionBackend
 from backend.session.llama_backend import LlamaBackend
+from backend.session.run import Steer
 from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.sampler import Sampler
 from sampling.settings.record import SamplerSettings
@@ -49,25 +52,61 @@ def reply(backend: LlamaBackend, settings: SamplerSettings) -> tuple[int, ...]:
     return finished.token_ids
 
 
-def reference(backend: LlamaBackend, settings: SamplerSettings) -> tuple[int, ...]:
+def forced_steps(
+    backend: SessionBackend, tokens: tuple[int, ...]
+) -> list[tuple[np.ndarray, tuple[int, ...]]]:
+    """The logits and history at each step of a reply to QUESTION by `backend` alone
+    (no contrast model beside it) made of `tokens`, forced one a step (each decoded
+    alone, as `step_input` rebuilds a step), and of the step after them unless the
+    reply ends there."""
+    seen: dict[int, tuple[np.ndarray, tuple[int, ...]]] = {}
+    live = LiveSettings(GREEDY)
+    live.step_sink = lambda i, logits, history: seen.setdefault(
+        i, (np.array(logits), tuple(history))
+    )
+    small, backend.contrast = backend.contrast, None
+    try:
+        backend.reset()
+        first, *then = tokens
+        steer = Steer(force=first, then=tuple(then))
+        for _ in backend.generate(QUESTION, live, max_tokens=MAX_TOKENS, steer=steer):
+            pass
+    finally:
+        backend.contrast = small
+    return [seen[i] for i in range(min(len(seen), len(tokens) + 1))]
+
+
+def reference(
+    backend: LlamaBackend, settings: SamplerSettings, tokens: tuple[int, ...]
+) -> tuple[int, ...]:
+    """The reply whose every step scores the two models' logits of separate
+    single-sequence runs: (1 + beta) * big - beta * small over the large model's
+    plausible tokens, drawn from by a sampler with the other settings (the same random
+    stream).
+
+    Both models decode the contrasted reply's `tokens`: the reference follows them
+    while it draws the same token, and ends at the first it draws otherwise or past
+    their end (after it, its own reply would need other logits), so it equals `tokens`
+    exactly when each of its steps does."""
     small = backend.contrast
     assert small is not None
     beta, alpha = settings.value("contrast_beta"), settings.value("contrast_alpha")
     assert isinstance(beta, float) and isinstance(alpha, float)
     plain = settings.with_changes(contrast_beta=0.0)
     sampler = Sampler(plain, vocab_size=backend.info.n_vocab, vocabulary=backend.model)
-    tokens: list[int] = []
-    while len(tokens) < MAX_TOKENS:
-        big_step = backend.step_input(QUESTION, tokens, max_tokens=MAX_TOKENS)
-        small_step = small.step_input(QUESTION, tokens, max_tokens=MAX_TOKENS)
-        big_logits = big_step.logits.astype(np.float64)
-        scores = (1 + beta) * big_logits - beta * small_step.logits.astype(np.float64)
+    bigs = forced_steps(backend, tokens)
+    smalls = forced_steps(small, tokens)
+    drawn: list[int] = []
+    for (big, history), (small_logits, _) in zip(bigs, smalls, strict=True):
+        big_logits = big.astype(np.float64)
+        scores = (1 + beta) * big_logits - beta * small_logits.astype(np.float64)
         scores[big_logits < big_logits.max() + np.log(alpha)] = -np.inf
-        token = sampler.sample(scores, big_step.history).token_id
-        tokens.append(token)
-        if backend.model.is_eog(token):
+        token = sampler.sample(scores, history).token_id
+        drawn.append(token)
+        at = len(drawn) - 1
+        if at >= len(tokens) or token != tokens[at] or backend.model.is_eog(token):
             break
-    return tuple(tokens)
+    return tuple(drawn)
 
 
 @pytest.mark.parametrize("base", [GREEDY, SEEDED], ids=["greedy", "seeded"])
@@ -77,7 +116,19 @@ def test_a_contrasted_reply_equals_the_reference(
 ) -> None:
     settings = base.with_changes(contrast_beta=beta, contrast_alpha=alpha)
     tokens = reply(pair, settings)
-    assert tokens == reference(pair, settings)
+    assert tokens == reference(pair, settings, tokens)
+
+
+def test_the_reference_rejects_another_reply(pair: LlamaBackend) -> None:
+    """The reference is no echo of the reply it is given: a token changed midway, or
+    the reply cut short, and it draws its own."""
+    settings = GREEDY.with_changes(contrast_beta=0.5, contrast_alpha=0.1)
+    tokens = reply(pair, settings)
+    at = len(tokens) // 2
+    changed = (*tokens[:at], (tokens[at] + 1) % pair.info.n_vocab, *tokens[at + 1 :])
+    assert not pair.model.is_eog(changed[at])
+    assert reference(pair, settings, changed) == tokens[: at + 1]
+    assert reference(pair, settings, tokens[:at]) == tokens[: at + 1]
 
 
 def test_beta_zero_is_the_large_model_alone(pair: LlamaBackend) -> None:
