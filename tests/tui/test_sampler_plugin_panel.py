@@ -51,6 +51,7 @@ async def test_a_plugins_setting_is_a_slider_in_its_own_group(top_h: Registry) -
         await pilot.press("right", "right")
         await pilot.pause()
         assert app.live.current.value("top_h") == pytest.approx(0.02)
+        panel.open_group("order")
         assert "top_h" in panel.query_one(ChainOrder).names
 
 

@@ -50,6 +50,8 @@ async def test_every_field_has_a_control_showing_its_value() -> None:
     live = LiveSettings(DEFAULT_CHAT_SETTINGS)
     async with PanelHost(live).run_test(size=(60, 20)) as pilot:
         panel = pilot.app.query_one(SamplingPanel)
+        for name, _ in group_specs():
+            panel.open_group(name)
         controls = {c.field: c for c in panel.controls()}
         assert sorted(controls) == sorted(spec.name for spec in BUILT_IN_REGISTRY.settings)
         shown = [c.field for c in panel.controls()]
@@ -82,9 +84,46 @@ async def test_groups_follow_the_spec_and_only_the_core_group_starts_open() -> N
         ]
         assert [g.collapsed for g in groups] == [g.id != "group-core" for g in groups]
         for name, specs in group_specs():
+            panel.open_group(name)
             group = panel.query_one(f"#group-{name}", Collapsible)
             inside = [c.field for c in group.query("Slider, Toggle, ChainOrder, TextSetting")]  # type: ignore[attr-defined]
             assert inside == [spec.name for spec in specs]
+
+
+async def test_a_closed_group_builds_its_controls_when_it_opens_with_the_values_in_force() -> None:
+    app = SamplescopeApp(FakeBackend(), cursor_blink=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_until(pilot, lambda: chat_of(app).ready)
+        panel = app.query_one(SamplingPanel)
+        dry = panel.query_one("#group-dry", Collapsible)
+        assert dry.collapsed and not dry.query("Slider, Toggle, ChainOrder, TextSetting")
+        assert "dry_multiplier" not in [c.field for c in panel.controls()]
+        preset = app.live.current.with_changes(dry_multiplier=0.8, dry_sequence_breakers=("##",))
+        app.apply_settings(preset)  # while the group is closed
+        await pilot.pause()
+        assert "●" in str(dry.title)  # the title follows the settings, not the controls
+        assert not dry.query("Slider, Toggle, ChainOrder, TextSetting")
+        dry.query_one("CollapsibleTitle").focus()
+        await pilot.press("enter")  # opens the group as a user would
+        await pilot.pause()
+        assert not dry.collapsed
+        inside = [c.field for c in dry.query("Slider, Toggle, ChainOrder, TextSetting")]  # type: ignore[attr-defined]
+        assert inside == [
+            spec.name for name, specs in group_specs() if name == "dry" for spec in specs
+        ]
+        assert panel.query_one("#slider-dry_multiplier", Slider).value == 0.8
+        assert app.query_one("#input-dry_sequence_breakers", Input).value == '["##"]'
+        panel.query_one("#slider-dry_multiplier", Slider).focus()
+        await pilot.press("right")  # the new controls are live
+        await wait_until(pilot, lambda: app.live.current.dry_multiplier != 0.8)
+        assert (
+            panel.query_one("#slider-dry_multiplier", Slider).value
+            == app.live.current.dry_multiplier
+        )
+        dry.collapsed = True
+        dry.collapsed = False  # opened again: the same controls, not a second set
+        await pilot.pause()
+        assert len(dry.query(Slider)) == 4
 
 
 async def test_the_panel_asks_and_never_writes_the_settings() -> None:
@@ -92,6 +131,8 @@ async def test_the_panel_asks_and_never_writes_the_settings() -> None:
     host = PanelHost(live)
     async with host.run_test(size=(60, 20)) as pilot:
         panel = host.query_one(SamplingPanel)
+        panel.open_group("penalties")
+        await pilot.pause()
         panel.query_one("#slider-frequency_penalty", Slider).focus()
         await pilot.press("right")
         panel.query_one("#toggle-rng", Toggle).focus()
@@ -114,6 +155,9 @@ async def test_the_app_makes_new_controls_live_and_refuses_bad_values() -> None:
     app = SamplescopeApp(FakeBackend(), cursor_blink=False)
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_until(pilot, lambda: chat_of(app).ready)
+        panel = app.query_one(SamplingPanel)
+        panel.open_group("penalties")
+        await pilot.pause()
         app.query_one("#toggle-rng", Toggle).focus()
         await pilot.press("enter")
         # The change travels as a message: wait for the app to handle it.

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 
 from textual import events, on
 from textual.app import ComposeResult
@@ -19,6 +20,7 @@ from sampling.samplers.control_strength import CONTROL_GROUP
 from sampling.samplers.temperature import TemperatureParams
 from sampling.settings.record import SamplerSettings
 from sampling.settings.registry import registry_of
+from sampling.settings.spec import SettingSpec
 from tui.panel.beam_controls import BEAM_FIELDS, BeamControls
 from tui.panel.chain_order import ChainOrder
 from tui.panel.loop_controls import LOOP_FIELDS, LoopControls, loops_title
@@ -31,6 +33,7 @@ from tui.panel.setting_controls import (
     group_title,
     setting_text,
 )
+from tui.panel.setting_group import SettingGroup
 from tui.panel.settings_actions import SettingsActions
 from tui.panel.slider import Slider
 from tui.panel.text_setting import TextSetting
@@ -42,7 +45,9 @@ Control = Slider | Toggle | ChainOrder | TextSetting
 class SamplingPanel(Vertical):
     """Sliders, toggles, text inputs and the chain's order, one collapsible group each.
 
-    The groups come from `SettingSpec.group`; the core group starts open. The panel
+    The groups come from `SettingSpec.group`; the core group starts open, and the
+    others build their controls when they first open (`SettingGroup`), from the
+    settings shown then: code that reaches a control opens its group first. The panel
     never changes the settings itself: a control the user moves posts
     `SettingChanged` up, and whoever owns the settings validates the value and calls
     `show` with what is now in force (the old settings when the value is refused).
@@ -69,7 +74,6 @@ class SamplingPanel(Vertical):
 
     def __init__(self, settings: SamplerSettings, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self._initial = settings
         self._shown = settings
         self.registry = registry_of(settings)
         """The settings it shows and their groups (the app's registry)."""
@@ -77,18 +81,25 @@ class SamplingPanel(Vertical):
 
     def compose(self) -> ComposeResult:
         for group, specs in group_specs(self.registry):
-            controls = [control_for(spec, self._initial) for spec in specs]
-            title = group_title(group, group_is_on(group, self._initial), self._initial)
-            collapsible = _group(group, title, *controls, collapsed=group != CORE_GROUP)
-            collapsible.display = group != CONTROL_GROUP  # until a steered model loads
-            yield collapsible
+            title = group_title(group, group_is_on(group, self._shown), self._shown)
+            setting_group = SettingGroup(
+                group, title, partial(self._controls_for, specs), collapsed=group != CORE_GROUP
+            )
+            setting_group.display = group != CONTROL_GROUP  # until a steered model loads
+            yield setting_group
         yield _group("phrase-bans", "phrase bans", PhraseBanControls(PhraseBans()))
         yield _group("loops", loops_title(LoopGuard()), LoopControls())
         yield _group("beam-search", "beam search", BeamControls())
         yield _group("settings-actions", "reset · presets", SettingsActions())
 
+    def _controls_for(self, specs: list[SettingSpec]) -> list[Widget]:
+        """The controls of one group's settings, showing the settings shown now (a
+        group builds them as it first opens)."""
+        return [control_for(spec, self._shown) for spec in specs]
+
     def controls(self) -> Iterator[Control]:
-        """Every setting's control, group by group."""
+        """Every setting's control built so far (the open groups' and those opened
+        before), group by group."""
         for widget in self.query("Slider, Toggle, ChainOrder, TextSetting"):
             if not isinstance(widget, Slider | Toggle | ChainOrder | TextSetting):
                 continue
@@ -196,16 +207,15 @@ class SamplingPanel(Vertical):
         self.set_class(self.has_focus_within, "-focus-within")
 
 
-def _group(group: str, title: str, *controls: Widget, collapsed: bool = True) -> Collapsible:
-    """One group of the panel (`#group-NAME`), collapsed unless told.
+def _group(group: str, title: str, *controls: Widget) -> Collapsible:
+    """One group of the panel other than the settings' (`#group-NAME`), collapsed, its
+    controls built at once.
 
-    A collapsed group carries Collapsible's `-collapsed` class from the start: set on
-    mount instead, it would restyle every control inside a second time.
+    It carries Collapsible's `-collapsed` class from the start: set on mount instead,
+    it would restyle every control inside a second time.
     """
-    classes = "setting-group -collapsed" if collapsed else "setting-group"
-    return Collapsible(
-        *controls, title=title, collapsed=collapsed, id=f"group-{group}", classes=classes
-    )
+    classes = "setting-group -collapsed"
+    return Collapsible(*controls, title=title, collapsed=True, id=f"group-{group}", classes=classes)
 
 
 def _temperature_last_for(order: tuple[str, ...]) -> bool | None:
