@@ -24,6 +24,7 @@ from backend.bench.paired import paired_speeds
 from backend.chat.protocol import ChatMessage
 from backend.llama.context import LocalContext, load_model
 from backend.session.llama_backend import LlamaBackend
+from backend.session.model import BatchEntry
 from sampling.settings.record import SamplerSettings
 
 PROMPT = [ChatMessage("user", "Write a long story about a lighthouse keeper and a storm.")]
@@ -81,15 +82,6 @@ def run_guidance_bench(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    """One token of a decode batch (`backend.llama.context.BatchToken`)."""
-
-    token: int
-    pos: int
-    seq_id: int
-
-
 def decode_floor(
     model_path: Path, *, n_threads: int, steps: int = FLOOR_STEPS
 ) -> tuple[float, float]:
@@ -105,7 +97,7 @@ def decode_floor(
         for _ in range(steps):
             for batch, times in (((0,), one), ((0, 1), two)):
                 entries = [
-                    _Entry(token, first_pos if seq == 0 else second_pos, seq) for seq in batch
+                    BatchEntry(token, first_pos if seq == 0 else second_pos, seq) for seq in batch
                 ]
                 started = time.perf_counter()
                 if context.decode_batch(entries) != 0:
