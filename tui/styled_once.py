@@ -25,7 +25,7 @@ class StyledOnceScreen(Screen[ResultT]):
 
     def post_message(self, message: Message) -> bool:
         """Post `message`; the screen's first `ScreenResume` without its restyle."""
-        if isinstance(message, events.ScreenResume) and not self._resumed:
+        if not self._resumed and isinstance(message, events.ScreenResume):
             self._resumed = True
             message.refresh_styles = False
         return super().post_message(message)
