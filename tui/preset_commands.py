@@ -15,7 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.command import DiscoveryHit, Hit, Hits
 
 from backend.chat.protocol import LiveSettings
 from backend.config.paths import user_file, user_presets_path
@@ -27,6 +27,7 @@ from backend.errors import FileAccessError
 from sampling.settings.record import SamplerSettings
 from sampling.settings.registry import registry_of
 from sampling.settings.summary import settings_summary
+from tui.palette_entries import OncePerPalette
 from tui.resources import available_presets
 from tui.widgets.entry import ValueEntryScreen
 from tui.widgets.text_view import TextViewScreen
@@ -203,29 +204,21 @@ def command_entries(host: PresetHost) -> list[tuple[str, Callable[[], object], s
     return entries
 
 
-class PresetCommands(Provider):
-    """Command palette entries that import and export presets.
+class PresetCommands(OncePerPalette[tuple[str, Callable[[], object], str]]):
+    """Command palette entries that import and export presets."""
 
-    The entries are made once per opening of the palette (Textual makes a provider for
-    each): every key typed searches them again, and making them reads and parses the
-    presets files and summarises every preset.
-    """
-
-    _made: list[tuple[str, Callable[[], object], str]] | None = None
-
-    def _entries(self) -> list[tuple[str, Callable[[], object], str]]:
-        if self._made is None:
-            app = self.app
-            self._made = command_entries(app) if isinstance(app, PresetHost) else []
-        return self._made
+    def make_entries(self) -> list[tuple[str, Callable[[], object], str]]:
+        """The preset commands (the presets files read and each preset summarised)."""
+        app = self.app
+        return command_entries(app) if isinstance(app, PresetHost) else []
 
     async def discover(self) -> Hits:
-        for title, callback, help_text in self._entries():
+        for title, callback, help_text in self.entries():
             yield DiscoveryHit(title, callback, help=help_text)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
-        for title, callback, help_text in self._entries():
+        for title, callback, help_text in self.entries():
             score = matcher.match(title)
             if score > 0:
                 yield Hit(score, matcher.highlight(title), callback, text=title, help=help_text)

@@ -20,7 +20,7 @@ from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
 from textual.app import App
-from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.command import DiscoveryHit, Hit, Hits
 
 from backend.chat.completion import Mode
 from backend.chat.protocol import ChatMessage
@@ -40,6 +40,7 @@ from tui.compare.columns import (
 )
 from tui.compare.result import CompareResult
 from tui.compare.screen import DEFAULT_MAX_TOKENS, CompareScreen
+from tui.palette_entries import OncePerPalette
 from tui.runner import GenerationRunner
 from tui.widgets.token_text import TokenPieces
 
@@ -208,16 +209,20 @@ def command_entries(registry: Registry = BUILT_IN_REGISTRY) -> list[tuple[str, s
     return entries
 
 
-class CompareCommands(Provider):
+class CompareCommands(OncePerPalette[tuple[str, str, str]]):
     """Command palette entries that open the compare view."""
 
+    def make_entries(self) -> list[tuple[str, str, str]]:
+        """The compare commands of the app's registry."""
+        return command_entries(app_registry(self.app))
+
     async def discover(self) -> Hits:
-        for title, source, help_text in command_entries(app_registry(self.app)):
+        for title, source, help_text in self.entries():
             yield DiscoveryHit(title, partial(open_compare, self.app, source), help=help_text)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
-        for title, source, help_text in command_entries(app_registry(self.app)):
+        for title, source, help_text in self.entries():
             score = matcher.match(title)
             if score > 0:
                 yield Hit(
