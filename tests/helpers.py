@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from textual.app import App
 from textual.pilot import Pilot
 from textual.render import measure
@@ -92,6 +93,20 @@ class DateClock:
     def __call__(self) -> datetime:
         self.now += self.step
         return self.now
+
+
+def served_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Open files as a served app does (only in samplescope's folders), with the data
+    folder `tmp_path/data` (made) and the config folder `tmp_path/config`; the data
+    folder."""
+    from backend.config import paths
+
+    own = tmp_path / "data"
+    own.mkdir(exist_ok=True)
+    monkeypatch.setenv("SAMPLESCOPE_DATA_DIR", str(own))
+    monkeypatch.setenv("SAMPLESCOPE_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setattr(paths, "_OWN_FOLDERS_ONLY", True)
+    return own
 
 
 async def press_at_once(pilot: Pilot[Any], *keys: str) -> None:

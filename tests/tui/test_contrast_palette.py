@@ -16,11 +16,10 @@ from textual.message import Message
 from textual.pilot import Pilot
 from textual.widgets import Input
 
-from backend.config import paths
 from backend.session.backend import SessionBackend
 from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import FakeBackend
-from tests.helpers import chat_of, send_message, wait_until
+from tests.helpers import chat_of, send_message, served_folders, wait_until
 from tests.tiny_models import spm_vocab, write_tiny_llama
 from tui.app import SamplescopeApp
 from tui.models.contrast import PICKER_TITLE, ContrastDropped, ContrastFailed, ContrastLoaded
@@ -222,11 +221,7 @@ async def test_a_contrast_model_given_at_the_start_follows_the_model_picked(
 async def test_served_the_contrast_pickers_box_opens_nothing_outside_its_folders(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    own = tmp_path / "data"
-    own.mkdir()
-    monkeypatch.setenv("SAMPLESCOPE_DATA_DIR", str(own))
-    monkeypatch.setenv("SAMPLESCOPE_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.setattr(paths, "_OWN_FOLDERS_ONLY", True)
+    served_folders(tmp_path, monkeypatch)
     outside = write_tiny_llama(tmp_path / "outside.gguf", spm_vocab(400), seed=1)
     opened: list[Path] = []
     app = SamplescopeApp(

@@ -16,7 +16,7 @@ from textual.widgets import DataTable, Static, TextArea
 from backend.score.text_score import Alternative, TextScore, TokenScore
 from backend.session.backend import SessionBackend
 from tests.fake_backend import FakeBackend
-from tests.helpers import chat_of, table_measured, wait_until
+from tests.helpers import chat_of, served_folders, table_measured, wait_until
 from tui.app import SamplescopeApp
 from tui.score.screen import ScoreScreen
 from tui.score_label import logprob_label
@@ -135,13 +135,7 @@ def test_snapshot_a_scored_text(snap_compare: object) -> None:
 async def test_served_the_screen_opens_files_only_in_samplescopes_folders(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from backend.config import paths
-
-    monkeypatch.setenv("SAMPLESCOPE_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("SAMPLESCOPE_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.setattr(paths, "_OWN_FOLDERS_ONLY", True)
-    own = tmp_path / "data" / "t.txt"
-    own.parent.mkdir()
+    own = served_folders(tmp_path, monkeypatch) / "t.txt"
     own.write_text("Once upon a time\n", encoding="utf-8")
     app = SamplescopeApp(FakeBackend(), cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:

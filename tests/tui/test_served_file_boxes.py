@@ -25,7 +25,7 @@ from textual.widgets import Input, TextArea
 from backend.config import paths
 from sampling.built_in import BUILT_IN_REGISTRY
 from tests.fake_backend import FakeBackend
-from tests.helpers import chat_of, wait_until
+from tests.helpers import chat_of, served_folders, wait_until
 from tui.app import SamplescopeApp
 from tui.models.picker import ModelPickerScreen
 from tui.panel.sampling_panel import SamplingPanel
@@ -216,11 +216,7 @@ def test_every_box_naming_a_file_has_a_driver() -> None:
 async def test_the_served_app_opens_nothing_outside_its_folders_and_tells_nothing(
     box: Box, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    own = tmp_path / "data"
-    own.mkdir()
-    monkeypatch.setenv("SAMPLESCOPE_DATA_DIR", str(own))
-    monkeypatch.setenv("SAMPLESCOPE_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.setattr(paths, "_OWN_FOLDERS_ONLY", True)
+    own = served_folders(tmp_path, monkeypatch)
     secret = tmp_path / "secret.gguf"
     secret.write_bytes(b"TOPS secret: hunter2\n")
     missing = tmp_path / "missing.gguf"
