@@ -19,6 +19,7 @@ from textual.render import measure
 from textual.widgets import Collapsible, DataTable, Input
 
 from backend.chat.events import FinishedEvent
+from backend.session.sweep_result import SweepResult
 from tui.app import SamplescopeApp
 from tui.chat.view import ChatView
 from tui.compare.result import CompareResult
@@ -93,6 +94,24 @@ class DateClock:
     def __call__(self) -> datetime:
         self.now += self.step
         return self.now
+
+
+async def copied_in_sweep_screen(result: SweepResult, *keys: str) -> list[str]:
+    """What pressing `keys` copies in a sweep screen showing `result` (alone in an app)."""
+    from tui.sweep.screen import SweepScreen
+
+    copied: list[str] = []
+
+    class Viewer(App[None]):
+        def on_mount(self) -> None:
+            self.push_screen(SweepScreen(result))
+
+    app = Viewer()
+    app.copy_to_clipboard = copied.append  # type: ignore[method-assign]
+    async with app.run_test(size=(110, 34)) as pilot:
+        await pilot.press(*keys)
+        await pilot.pause()
+    return copied
 
 
 def served_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

@@ -12,18 +12,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.app import App
 
 from backend.chat.protocol import ChatMessage
 from backend.config.paths import CONFIG_DIR_ENV
 from backend.llama.control_vector import ControlVector, Steering
 from backend.session.llama_backend import LlamaBackend
-from tests.helpers import HostApp, wait_done
+from tests.helpers import HostApp, copied_in_sweep_screen, wait_done
 from tui.cli.commands import sweep as sweep_cli
 from tui.cli.main import main
 from tui.compare.columns import CompareColumn
 from tui.compare.screen import CompareScreen
-from tui.sweep.screen import SweepScreen
 
 VECTOR = Path(__file__).parent.parent / "fixtures" / "control_vector" / "happy.gguf"
 SIZE = (140, 40)
@@ -142,18 +140,7 @@ async def test_a_sweep_samples_command_names_the_contrast_model_and_control_vect
     result = sweep_cli.read_result(path)  # as a kept sweep reads back
     assert result.contrast_model == str(q4_0_model_path.resolve())
     assert result.control_vectors == ((str(VECTOR.resolve()), 3.0),)
-    copied: list[str] = []
-
-    class Viewer(App[None]):
-        def on_mount(self) -> None:
-            self.push_screen(SweepScreen(result))
-
-    app = Viewer()
-    app.copy_to_clipboard = copied.append  # type: ignore[method-assign]
-    async with app.run_test(size=(110, 34)) as pilot:
-        await pilot.press("down", "enter", "y")  # t=1.5, its sample
-        await pilot.pause()
-    [line] = copied
+    [line] = await copied_in_sweep_screen(result, "down", "enter", "y")  # t=1.5, its sample
     words = shlex.split(line)
     assert words[words.index("--contrast-model") + 1] == str(q4_0_model_path.resolve())
     assert words[words.index("--control-vector") + 1] == f"{VECTOR.resolve()}:3.0"

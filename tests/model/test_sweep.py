@@ -179,27 +179,15 @@ async def test_a_samples_copied_command_gives_its_tokens(
 ) -> None:
     import shlex
 
-    from textual.app import App
-
-    from tui.sweep.screen import SweepScreen
+    from tests.helpers import copied_in_sweep_screen
 
     path = tmp_path / "sweep.json"
     code, out = run_cli(capsys, *SWEEP, "--json", "--no-save")
     assert code == 0
     path.write_text(out, encoding="utf-8")
     result = sweep_cli.read_result(path)
-    copied: list[str] = []
-
-    class Viewer(App[None]):
-        def on_mount(self) -> None:
-            self.push_screen(SweepScreen(result))
-
-    app = Viewer()
-    app.copy_to_clipboard = copied.append  # type: ignore[method-assign]
-    async with app.run_test(size=(110, 34)) as pilot:
-        await pilot.press("down", "enter", "down", "y")  # t=1.5, its second sample
-        await pilot.pause()
-    [line] = copied
+    # t=1.5, its second sample
+    [line] = await copied_in_sweep_screen(result, "down", "enter", "down", "y")
     sample = next(s for s in result.samples if (s.figures.setting, s.seed) == (1, 43))
     assert main([*shlex.split(line)[1:], "--json", *MODEL_FLAGS]) == 0
     assert tuple(json.loads(capsys.readouterr().out)["token_ids"]) == sample.token_ids
