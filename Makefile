@@ -16,12 +16,21 @@ TEST_WORKERS ?= $(CORES)
 TEST_THREADS = $(shell w=$(TEST_WORKERS); if [ "$$w" -gt 0 ] 2>/dev/null; then t=$$(( $(CORES) / w )); else t=$(CORES); fi; [ "$$t" -ge 1 ] && echo $$t || echo 1)
 PYTEST := SAMPLESCOPE_THREADS=$(TEST_THREADS) $(BIN)/python -m pytest -q -n $(TEST_WORKERS)
 
+# Each test worker imports every module and pytest rewrites every test file's asserts:
+# both are cached as bytecode in __pycache__ (ignored by git) for the next run, even
+# where the environment asks Python not to write any (PYTHONDONTWRITEBYTECODE): a
+# worker then starts in about half the time (3.7 s of CPU against 7.8 s).
+export PYTHONDONTWRITEBYTECODE :=
+
 # llama.cpp's RPC backend (`samplescope rpc-server`, `--rpc`) is a build option of
-# llama-cpp-python; its multimodal library (LLAVA_BUILD, about a fifth of the compile)
-# is never loaded by samplescope and is left out. Extra CMAKE_ARGS (e.g.
+# llama-cpp-python. Two libraries it builds are never loaded by samplescope and are
+# left out: the multimodal one (LLAVA_BUILD) and llama.cpp's common library, half of
+# what is left (tools/llama-cpp-library-only.cmake). Extra CMAKE_ARGS (e.g.
 # -DGGML_CUDA=on) are kept, and come last so that they win.
 LLAMA_PIN := $(shell grep -o 'llama-cpp-python==[0-9.]*' pyproject.toml)
-LLAMA_CMAKE_ARGS := -DGGML_RPC=ON -DLLAVA_BUILD=OFF $(CMAKE_ARGS)
+LLAMA_LIBRARY_ONLY := $(CURDIR)/tools/llama-cpp-library-only.cmake
+LLAMA_CMAKE_ARGS := -DGGML_RPC=ON -DLLAVA_BUILD=OFF \
+	'-DCMAKE_PROJECT_llama.cpp_INCLUDE=$(LLAMA_LIBRARY_ONLY)' $(CMAKE_ARGS)
 RPC_CHECK := import sys, llama_cpp; sys.exit(0 if llama_cpp.llama_supports_rpc() else 1)
 
 .PHONY: run test test-fast test-fuzz check bench lint format typecheck setup clean chromium
@@ -84,13 +93,15 @@ test: setup chromium
 	$(PYTEST) --dist loadfile tests/model $(ARGS) || [ $$? -eq 5 ]
 
 # The quick loop while working: every test that needs no model, but the fuzz suites
-# and the snapshot tests (both in `make test`). Two workers a core: no model thread
-# competes, and an app test spends much of its time waiting for the app to go idle
-# (4 workers on 2 cores: 187 s against 235 s with 2). TEST_WORKERS=0: one process.
+# and the snapshot tests (both in `make test`), and each property with a quarter of
+# make test's examples (tests/hypothesis_profiles.py). Two workers a core: no model
+# thread competes, and an app test spends much of its time waiting for the app to go
+# idle (4 workers on 2 cores: 187 s against 235 s with 2). TEST_WORKERS=0: one process.
 FAST_WORKERS ?= $(if $(filter 0,$(TEST_WORKERS)),0,$(shell echo $$(( $(CORES) * 2 ))))
+FAST_PROFILE ?= quick
 test-fast: setup
-	SAMPLESCOPE_THREADS=1 $(BIN)/python -m pytest -q -n $(FAST_WORKERS) tests/unit tests/tui \
-		-m "not fuzz and not snapshot" $(ARGS)
+	HYPOTHESIS_PROFILE=$(FAST_PROFILE) SAMPLESCOPE_THREADS=1 $(BIN)/python -m pytest -q \
+		-n $(FAST_WORKERS) tests/unit tests/tui -m "not fuzz and not snapshot" $(ARGS)
 
 # The fuzz suites for longer: 3,000 examples a property instead of make test's 100.
 test-fuzz: setup

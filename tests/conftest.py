@@ -2,28 +2,31 @@
 
 from __future__ import annotations
 
-import os
+import gc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from hypothesis import settings as hypothesis_settings
 
 from backend.config.model_path import resolve_model_path
 from backend.llama.reference import load_plain_by_default
 from backend.store.store import ChatStore
+from tests.hypothesis_profiles import load_profile as load_hypothesis_profile
 
 # llama-cpp-python's `Llama` (the tests' independent references) loads the weights as
 # samplescope does: without llama.cpp's extra buffer types (backend/llama/reference.py).
 load_plain_by_default()
 
-# The fuzz suites (tests/unit/test_fuzz_*.py) run under this profile: few enough
-# examples that `make test` stays quick, no deadline (the machine is shared, and a
-# timing is no property). HYPOTHESIS_PROFILE=fuzz-long runs them for longer.
-hypothesis_settings.register_profile("samplescope", max_examples=100, deadline=None)
-hypothesis_settings.register_profile("fuzz-long", max_examples=3000, deadline=None)
-hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "samplescope"))
+# Hypothesis's profile for this run: the full example counts by default, fewer in
+# `make test-fast`, more for the fuzz suites in `make test-fuzz`.
+load_hypothesis_profile()
+
+# An app test allocates a great many short-lived objects (Textual's strips, segments
+# and messages): the cyclic collector runs less often (a first generation of 50,000
+# allocations, not 700), and leaves out of its scans what is imported by now.
+gc.freeze()
+gc.set_threshold(50_000, 20, 100)
 
 if TYPE_CHECKING:
     from backend.session.llama_backend import LlamaBackend

@@ -152,6 +152,27 @@ async def press_at_once(pilot: Pilot[Any], *keys: str) -> None:
     await pilot.pause()
 
 
+async def run_command(pilot: Pilot[Any], app: App[Any], title: str) -> None:
+    """Type `title` into the command palette and run the command it lists first, once
+    that command is the one named (case aside)."""
+    from textual.command import CommandList, CommandPalette
+
+    await pilot.press("ctrl+p")
+    await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette))
+    await press_at_once(pilot, *title)
+
+    def found() -> bool:
+        results = app.screen.query_one(CommandList)
+        return (
+            results.option_count > 0
+            and title.lower() in str(results.get_option_at_index(0).prompt).lower()
+        )
+
+    await wait_until(pilot, found)
+    await pilot.press("enter")
+    await wait_until(pilot, lambda: not isinstance(app.screen, CommandPalette))
+
+
 async def type_message(pilot: Pilot[Any], app: SamplescopeApp, text: str) -> None:
     """Type `text` into the message box key by key and send it (do not wait for the reply).
 

@@ -7,7 +7,7 @@ from textual.widgets import Input
 
 from backend.chat.events import PrefillProgress
 from tests.fake_backend import FakeBackend
-from tests.helpers import chat_of, nth_reply_finished, type_message, wait_until
+from tests.helpers import chat_of, nth_reply_finished, press_at_once, type_message, wait_until
 from tui.app import SamplescopeApp
 from tui.chat.reply_view import ReplyView
 from tui.panel.slider import Slider
@@ -33,13 +33,13 @@ async def test_slider_keys_typed_entry_and_toggle() -> None:
         assert app.live.current.top_k == 0
         await pilot.press("tab", "enter")  # top-p: type a value
         await pilot.pause()
-        await pilot.press(*"0.5", "enter")
+        await press_at_once(pilot, *"0.5", "enter")
         await pilot.pause()
         assert app.live.current.top_p == pytest.approx(0.5)
         assert app.query_one("#slider-top_p", Slider).value == pytest.approx(0.5)
         await pilot.press("enter")
         await pilot.pause()
-        await pilot.press(*"1.5", "enter")  # out of range: refused, kept
+        await press_at_once(pilot, *"1.5", "enter")  # out of range: refused, kept
         await pilot.pause()
         assert app.live.current.top_p == pytest.approx(0.5)
         app.query_one("#toggle-top_p_scope").focus()

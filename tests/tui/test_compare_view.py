@@ -21,7 +21,7 @@ from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.errors import SettingsError
 from sampling.settings.record import SamplerSettings
 from tests.fake_backend import FakeBackend
-from tests.helpers import HostApp, chat_of, token_ids_of, wait_done, wait_until
+from tests.helpers import HostApp, chat_of, press_at_once, token_ids_of, wait_done, wait_until
 from tui.compare.column_text import ColumnText
 from tui.compare.columns import (
     CompareColumn,
@@ -315,7 +315,7 @@ async def test_the_chat_app_opens_compare_and_takes_the_promoted_reply() -> None
         await pilot.pause()
         assert not isinstance(app.screen, CompareScreen)
         await pilot.click("#prompt")
-        await pilot.press(*"the cat sat", "enter")
+        await press_at_once(pilot, *"the cat sat", "enter")
         while chat_of(app).generating or not chat_of(app).conversation.finished:
             await pilot.pause(0.02)
         await pilot.press("ctrl+d")
@@ -343,7 +343,7 @@ async def test_the_chat_app_opens_compare_and_takes_the_promoted_reply() -> None
         # The command palette: "vary top-k" opens the view on the current sliders.
         await pilot.press("ctrl+p")
         await pilot.pause()
-        await pilot.press(*"vary top-k")
+        await press_at_once(pilot, *"vary top-k")
         for _ in range(100):
             await pilot.pause(0.02)
             await pilot.press("enter")
@@ -412,7 +412,7 @@ async def test_an_alternative_chosen_in_a_column_branches_the_chat_from_there() 
         while not chat_of(app).ready:
             await pilot.pause(0.02)
         await pilot.click("#prompt")
-        await pilot.press(*"the cat sat", "enter")
+        await press_at_once(pilot, *"the cat sat", "enter")
         while chat_of(app).generating or not chat_of(app).conversation.finished:
             await pilot.pause(0.02)
         await pilot.press("ctrl+d")

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.command import CommandList, CommandPalette
 from textual.message import Message
 from textual.pilot import Pilot
 from textual.widgets import Input
@@ -19,7 +18,7 @@ from textual.widgets import Input
 from backend.session.backend import SessionBackend
 from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import FakeBackend
-from tests.helpers import chat_of, send_message, served_folders, wait_until
+from tests.helpers import chat_of, run_command, send_message, served_folders, wait_until
 from tests.tiny_models import spm_vocab, write_tiny_llama
 from tui.app import SamplescopeApp
 from tui.models.contrast import PICKER_TITLE, ContrastDropped, ContrastFailed, ContrastLoaded
@@ -52,21 +51,6 @@ class Recorder:
 
 def palette_titles(app: SamplescopeApp) -> list[str]:
     return [command.title for command in app.get_system_commands(app.screen)]
-
-
-async def run_command(pilot: Pilot[Any], app: SamplescopeApp, title: str) -> None:
-    """Type `title` into the palette and run the command it finds first."""
-    await pilot.press("ctrl+p")
-    await wait_until(pilot, lambda: isinstance(app.screen, CommandPalette))
-    await pilot.press(*title)
-
-    def found() -> bool:
-        results = app.screen.query_one(CommandList)
-        return results.option_count > 0 and title in str(results.get_option_at_index(0).prompt)
-
-    await wait_until(pilot, found)
-    await pilot.press("enter")
-    await wait_until(pilot, lambda: not isinstance(app.screen, CommandPalette))
 
 
 async def pick_file(pilot: Pilot[Any], app: SamplescopeApp, path: Path) -> None:

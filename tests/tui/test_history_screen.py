@@ -18,7 +18,7 @@ from textual.widgets import DataTable
 
 from backend.store.store import ChatStore, ModelRef
 from sampling.built_in import DEFAULT_CHAT_SETTINGS
-from tests.helpers import DateClock, columns_fit, table_measured, wait_until
+from tests.helpers import DateClock, columns_fit, press_at_once, table_measured, wait_until
 from tui.history.screen import HistoryScreen
 from tui.widgets.confirm import ConfirmScreen
 
@@ -110,7 +110,7 @@ async def test_search_filters_and_escape_returns_none(store: ChatStore) -> None:
         await pilot.pause()
         assert [c.title for c in screen.entries] == ["A poem about [bold]markup[/bold]"]
         assert screen.query_one(DataTable).row_count == 1
-        await pilot.press(*"zzz")
+        await press_at_once(pilot, *"zzz")
         await pilot.pause()
         assert screen.entries == []
         assert "No saved chat matches" in str(screen.query_one("#history-empty").render())

@@ -20,7 +20,14 @@ from backend.errors import ModelFileError
 from backend.session.backend import SessionBackend
 from backend.store.store import ChatStore
 from tests.fake_backend import FakeBackend
-from tests.helpers import chat_of, nth_reply_finished, send_message, type_message, wait_until
+from tests.helpers import (
+    chat_of,
+    nth_reply_finished,
+    press_at_once,
+    send_message,
+    type_message,
+    wait_until,
+)
 from tui.app import SamplescopeApp
 from tui.models.picker import ModelPickerScreen
 from tui.models.switch import carried_bias
@@ -181,7 +188,7 @@ async def test_escape_keeps_the_model_and_the_palette_offers_the_picker(tmp_path
         assert app.runner.backend is first and opened == []
         await pilot.press("ctrl+p")
         await pilot.pause()
-        await pilot.press(*"Open a model")
+        await press_at_once(pilot, *"Open a model")
         await pilot.pause(0.3)
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, ModelPickerScreen))
@@ -257,7 +264,7 @@ async def test_while_a_model_loads_every_key_that_would_start_a_job_says_so(
             assert not chat_of(app).whatif.active
             await pilot.press("escape")
             prompt = app.query_one("#prompt", Input)
-            await pilot.press(*"more")
+            await press_at_once(pilot, *"more")
             await prompt.action_submit()
             await pilot.pause()
             said = [n.message for n in app._notifications]

@@ -11,7 +11,7 @@ import pytest
 from textual.widgets import Input, OptionList
 
 from backend.config.model_catalog import LocalModel
-from tests.helpers import chat_of, wait_until
+from tests.helpers import chat_of, press_at_once, wait_until
 from tests.tui.test_model_picker import SIZE, NamedFake, listed, make_app, open_picker
 from tests.unit.test_model_catalog import tiny_gguf, vocab_gguf
 from tui.app import SamplescopeApp
@@ -26,7 +26,7 @@ async def test_typing_filters_the_list_and_enter_opens_the_one_left(tmp_path: Pa
         await wait_until(pilot, lambda: chat_of(app).ready)
         picker = await open_picker(pilot, app)
         options = picker.query_one(OptionList)
-        await pilot.press(*"llama3")
+        await press_at_once(pilot, *"llama3")
         await pilot.pause()
         shown = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
         assert len(shown) == 2 and shown[0].startswith("llama3.2:1b")

@@ -15,6 +15,7 @@ from textual.widgets import Input
 
 from tests.fake_backend import FakeBackend
 from tests.helpers import chat_of, wait_until
+from tests.hypothesis_profiles import examples
 from tui.app import SamplescopeApp
 from tui.paste_driver import PasteSafeLinuxDriver, PasteSafeParser
 
@@ -56,7 +57,7 @@ WHOLE = f"x\x1b[200~{PASTED}\nline 2\x1b[201~y\x1b[Az"
 SPLITS = [i for i in range(1, len(WHOLE)) if i not in (2, 3)]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(cuts=st.lists(st.sampled_from(SPLITS), unique=True, max_size=8))
 def test_samplescopes_parser_keeps_the_paste_whole_however_the_reads_split_it(
     cuts: list[int],

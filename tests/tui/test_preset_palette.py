@@ -14,7 +14,7 @@ from backend.config.llama_server_format import completion_body, flags_text, serv
 from backend.config.paths import CONFIG_DIR_ENV
 from backend.config.presets import load_presets
 from tests.fake_backend import FakeBackend
-from tests.helpers import chat_of, wait_until
+from tests.helpers import chat_of, press_at_once, run_command, wait_until
 from tui.app import SamplescopeApp
 from tui.widgets.entry import ValueEntryScreen
 from tui.widgets.text_view import TextViewScreen
@@ -23,15 +23,6 @@ pytestmark = pytest.mark.anyio
 
 SIZE = (120, 36)
 PRESET = {"temp": 0.6, "top_k": 25, "top_p": 0.8, "min_p": 0.02, "rep_pen_slope": 1}
-
-
-async def run_command(pilot: object, title: str) -> None:
-    await pilot.press("ctrl+p")  # type: ignore[attr-defined]
-    await pilot.pause()  # type: ignore[attr-defined]
-    await pilot.press(*title)  # type: ignore[attr-defined]
-    await pilot.pause(0.3)  # type: ignore[attr-defined]
-    await pilot.press("enter")  # type: ignore[attr-defined]
-    await pilot.pause()  # type: ignore[attr-defined]
 
 
 async def test_a_sillytavern_file_is_imported_saved_and_applied(
@@ -43,9 +34,9 @@ async def test_a_sillytavern_file_is_imported_saved_and_applied(
     app = SamplescopeApp(FakeBackend(), cursor_blink=False)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: chat_of(app).ready)
-        await run_command(pilot, "import a file")
+        await run_command(pilot, app, "import a file")
         assert isinstance(app.screen, ValueEntryScreen)
-        await pilot.press(*str(preset), "enter")
+        await press_at_once(pilot, *str(preset), "enter")
         await pilot.pause()
         live = app.live.current
         assert (live.temperature, live.top_k, live.top_p, live.min_p) == (0.6, 25, 0.8, 0.02)
@@ -56,8 +47,8 @@ async def test_a_sillytavern_file_is_imported_saved_and_applied(
         assert "No counterpart, not imported: rep_pen_slope = 1" in message
 
         # again: applied, but a second preset of that name is not saved
-        await run_command(pilot, "import a file")
-        await pilot.press(*str(preset), "enter")
+        await run_command(pilot, app, "import a file")
+        await press_at_once(pilot, *str(preset), "enter")
         await pilot.pause()
         assert "(not saved: " in [n.message for n in app._notifications][-1]
         text = (tmp_path / "config" / "presets.toml").read_text()
@@ -76,8 +67,8 @@ async def test_a_file_that_is_no_preset_is_reported_and_changes_nothing(
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: chat_of(app).ready)
         before = app.live.current
-        await run_command(pilot, "import a file")
-        await pilot.press(*str(bad), "enter")
+        await run_command(pilot, app, "import a file")
+        await press_at_once(pilot, *str(bad), "enter")
         await pilot.pause()
         assert app.live.current == before
         [note] = list(app._notifications)
@@ -91,7 +82,7 @@ async def test_the_live_settings_are_exported_to_the_clipboard(form: str) -> Non
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: chat_of(app).ready)
         app.apply_settings(app.live.current.with_changes(temperature=0.55, top_k=7))
-        await run_command(pilot, f"export as {form}")
+        await run_command(pilot, app, f"export as {form}")
         copied = app.clipboard
         if form == "llama-server":
             assert copied == flags_text(server_flags(app.live.current)[0])
@@ -129,12 +120,12 @@ async def test_the_palette_reads_the_presets_once_however_much_is_typed(
         await wait_until(pilot, lambda: chat_of(app).ready)
         await pilot.press("ctrl+p")
         await pilot.pause()
-        await pilot.press(*"preset: apply")
+        await press_at_once(pilot, *"preset: apply")
         await pilot.pause(0.3)
         assert len(reads) == 1
         await pilot.press("escape")
         await pilot.pause()
         await pilot.press("ctrl+p")  # a new palette: the presets as they are now
-        await pilot.press(*"pre")
+        await press_at_once(pilot, *"pre")
         await pilot.pause(0.3)
         assert len(reads) == 2

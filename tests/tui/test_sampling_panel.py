@@ -12,7 +12,7 @@ from textual.widgets import Collapsible, Input
 from backend.chat.protocol import LiveSettings
 from sampling.built_in import BUILT_IN_REGISTRY, DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import FAKE_VOCAB, FakeBackend
-from tests.helpers import chat_of, wait_until
+from tests.helpers import chat_of, press_at_once, wait_until
 from tui.app import SamplescopeApp
 from tui.panel.sampling_panel import SamplingPanel
 from tui.panel.setting_controls import group_specs
@@ -232,18 +232,18 @@ async def test_text_settings_are_read_by_the_app_with_the_models_tokenizer() -> 
         await pilot.pause()
         bias = app.query_one("#input-logit_bias", Input)
         bias.focus()
-        await pilot.press(*" cat=-inf; 42=+2", "enter")
+        await press_at_once(pilot, *" cat=-inf; 42=+2", "enter")
         await pilot.pause()
         assert app.live.current.logit_bias == ((FAKE_VOCAB.index(" cat"), -math.inf), (42, 2.0))
         assert bias.value == "3=-inf;42=+2"
         bias.value = ""
-        await pilot.press(*"no such words=-1", "enter")  # not one token: refused, kept
+        await press_at_once(pilot, *"no such words=-1", "enter")  # not one token: refused, kept
         await pilot.pause()
         assert app.live.current.logit_bias == ((3, -math.inf), (42, 2.0))
         assert bias.value == "3=-inf;42=+2"
         breakers = app.query_one("#input-dry_sequence_breakers", Input)
         breakers.focus()
         breakers.value = ""
-        await pilot.press(*'["\\n", "##"]', "enter")
+        await press_at_once(pilot, *'["\\n", "##"]', "enter")
         await pilot.pause()
         assert app.live.current.dry_sequence_breakers == ("\n", "##")

@@ -14,8 +14,7 @@ from backend.config.paths import CONFIG_DIR_ENV
 from backend.config.presets import load_presets
 from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import FakeBackend
-from tests.helpers import chat_of, wait_until
-from tests.tui.test_preset_palette import run_command
+from tests.helpers import chat_of, press_at_once, run_command, wait_until
 from tui.app import SamplescopeApp
 from tui.resources import shipped_presets
 from tui.widgets.entry import ValueEntryScreen
@@ -57,7 +56,7 @@ async def test_a_new_chat_keeps_the_sliders_and_reset_restores_the_start() -> No
         await press_panel_button(pilot, app, "reset")
         assert app.live.current == START
         app.apply_setting("temperature", 0.3)
-        await run_command(pilot, "Settings: reset")
+        await run_command(pilot, app, "Settings: reset")
         assert app.live.current == START
         slider_values = {c.field: c.value for c in chat_of(app).query("Slider")}  # type: ignore[attr-defined]
         assert slider_values["temperature"] == 0.8 and slider_values["top_k"] == 20
@@ -77,7 +76,7 @@ async def test_a_preset_goes_on_the_sliders_from_the_panel_and_the_palette() -> 
         await pilot.press("enter")
         await pilot.pause()
         assert app.live.current == preset.with_changes(seed=99)  # the chat's seed stays
-        await run_command(pilot, "Preset: apply ArgMax")
+        await run_command(pilot, app, "Preset: apply ArgMax")
         assert app.live.current == shipped_presets()["ArgMax"].with_changes(seed=99)
 
 
@@ -88,18 +87,18 @@ async def test_the_sliders_are_saved_as_a_preset(config_folder: Path) -> None:
         app.apply_setting("temperature", 1.1)
         await press_panel_button(pilot, app, "save-preset")
         assert isinstance(app.screen, ValueEntryScreen)
-        await pilot.press(*"warm", "enter")
+        await press_at_once(pilot, *"warm", "enter")
         await pilot.pause()
         saved = load_presets(config_folder / "presets.toml")["warm"]
         assert saved.temperature == 1.1 and saved.top_k == 20
         assert saved.order == START.order
-        await run_command(pilot, "Preset: save the sliders as")
-        await pilot.press(*"warm", "enter")
+        await run_command(pilot, app, "Preset: save the sliders as")
+        await press_at_once(pilot, *"warm", "enter")
         await pilot.pause()
         errors = [n.message for n in app._notifications if n.severity == "error"]
         assert errors and "already holds a preset named 'warm'" in errors[-1]
         # The saved preset is offered at once.
-        await run_command(pilot, "Preset: apply warm")
+        await run_command(pilot, app, "Preset: apply warm")
         assert app.live.current.temperature == 1.1
 
 

@@ -24,7 +24,7 @@ from backend.store.store import ChatStore
 from sampling.analysis.sweep_metrics import SampleFigures
 from sampling.settings.record import SamplerSettings
 from tests.fake_backend import FakeBackend
-from tests.helpers import StepClock, chat_of, columns_fit, table_measured, wait_until
+from tests.helpers import StepClock, chat_of, columns_fit, press_at_once, table_measured, wait_until
 from tests.tui.test_tui_snapshots import fake_backend, make_app, send
 from tui.app import SamplescopeApp
 from tui.cli.main import main
@@ -197,7 +197,7 @@ async def test_in_the_app_the_sample_chosen_becomes_the_chat(tmp_path: Path) -> 
             # The palette goes back to the list the sample was chosen from.
             await pilot.press("ctrl+p")
             await pilot.pause()
-            await pilot.press(*"back to the frontier")
+            await press_at_once(pilot, *"back to the frontier")
             await pilot.pause(0.3)
             await pilot.press("enter")
             await wait_until(pilot, lambda: isinstance(app.screen, SweepScreen))

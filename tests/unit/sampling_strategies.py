@@ -8,9 +8,10 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from sampling import SamplerSettings
+from tests.hypothesis_profiles import examples
 
 PROPERTY_SETTINGS = settings(
-    max_examples=150,
+    max_examples=examples(150),
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

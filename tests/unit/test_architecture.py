@@ -24,6 +24,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import sys
 import warnings
@@ -39,6 +40,13 @@ LAYER = {"sampling": 0, "backend": 1, "tui": 2}
 WARN_LINES = 400
 MAX_LINES = 600
 DOTTED = re.compile(r"(sampling|backend|tui|tests)(\.\w+)+")
+
+
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once a run (several rules walk every module;
+    none changes a tree)."""
+    return ast.parse(path.read_text(encoding="utf-8"))
 
 
 def modules(root: Path = ROOT) -> dict[str, Path]:
@@ -72,7 +80,7 @@ def imports_of(path: Path, package_of: str, *, typing_too: bool = False) -> set[
     """The absolute module names a file imports at run time (relative ones resolved),
     and with `typing_too` also those under `if TYPE_CHECKING:`."""
     names: set[str] = set()
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed(path)
     for node in ast.walk(tree) if typing_too else _runtime_nodes(tree):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
@@ -278,7 +286,7 @@ def test_reading_the_config_loads_neither_llama_cpp_nor_the_generation_loop() ->
 
 def strings_naming_packages(path: Path) -> set[str]:
     """Dotted module paths in a file's string constants (docstrings excepted)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed(path)
     docstrings = {
         id(node.body[0].value)
         for node in ast.walk(tree)
@@ -351,7 +359,7 @@ def registry_reads_at_import(path: Path) -> list[int]:
                 found.append(child.lineno)
             visit(child)
 
-    visit(ast.parse(path.read_text(encoding="utf-8")))
+    visit(parsed(path))
     return found
 
 
@@ -382,7 +390,7 @@ def calls_named(path: Path, function: str) -> list[int]:
     """The lines where a module calls `function` (by its bare name or as an attribute)."""
     return [
         node.lineno
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        for node in ast.walk(parsed(path))
         if isinstance(node, ast.Call)
         and (
             (isinstance(node.func, ast.Name) and node.func.id == function)

@@ -31,6 +31,7 @@ from sampling.analysis.diversity import (
     ngram_diversity_score,
     self_repetition_score,
 )
+from tests.hypothesis_profiles import examples
 
 # ---- the package's definitions, as published ------------------------------------
 
@@ -157,7 +158,7 @@ TEXT = st.lists(WORDS, max_size=30).map(" ".join) | st.text(
 TEXTS = st.lists(TEXT, min_size=1, max_size=6)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(TEXTS)
 def test_equal_to_the_package_on_any_texts(texts: list[str]) -> None:
     with pinned_clock():
@@ -168,7 +169,7 @@ def test_equal_to_the_package_on_any_texts(texts: list[str]) -> None:
         assert score == package_ngram_diversity_score(texts)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(TEXTS, st.integers(1, 4))
 def test_ranges(texts: list[str], n: int) -> None:
     score = ngram_diversity_score(texts, num_n=n)
@@ -180,7 +181,7 @@ def test_ranges(texts: list[str], n: int) -> None:
     assert compression_ratio(texts) >= 0.0
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(st.lists(WORDS, min_size=4, max_size=30).map(" ".join), st.integers(2, 5))
 def test_copies_are_less_diverse(text: str, copies: int) -> None:
     texts = [text] * copies

@@ -15,6 +15,7 @@ from backend.session.phrase_bans import PhraseBanError, PhraseBans, token_at
 from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from sampling.settings.record import SamplerSettings
 from tests.fake_backend import FakeBackend
+from tests.hypothesis_profiles import examples
 
 QUESTION = [ChatMessage("user", "tell me about the cat")]
 GREEDY = SamplerSettings(temperature=0.0)
@@ -156,7 +157,7 @@ def _found_from_the_start(pattern: str, text: str, after: int) -> tuple[int, int
     return None
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     pattern=st.sampled_from(
         [r"a+b", r"ab?c", r"(?<=x)ab", r"a(?=bc)", r"\bab", r"ba$", r"(a|bb){1,3}c", r"a.*c"]

@@ -25,6 +25,7 @@ from sampling.samplers.mirostat import Mirostat, MirostatState
 from sampling.samplers.unit import StepContext
 from sampling.samplers.xtc import Xtc
 from sampling.workspace import Workspace
+from tests.hypothesis_profiles import examples
 
 
 def next_mu(sampler: Sampler) -> float | None:
@@ -195,7 +196,7 @@ def both_views(logits: np.ndarray) -> tuple[Candidates, Candidates]:
     return whole, listed
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(
     VECTORS,
     st.sampled_from(

@@ -26,6 +26,7 @@ from sampling.samplers.penalties import (
 )
 from sampling.weights import weights_of
 from sampling.workspace import Workspace
+from tests.hypothesis_profiles import examples
 
 pytestmark = pytest.mark.filterwarnings("error")
 
@@ -36,7 +37,7 @@ def logits_from(seed: int, scale: float = 3.0) -> np.ndarray:
     return (np.random.default_rng(seed).standard_normal(VOCAB) * scale).astype(np.float32)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
     repeat=st.floats(0.5, 2.0),
@@ -161,7 +162,7 @@ def test_chained_filters_give_the_distribution_computed_from_scratch(
     assert math.isclose(float(probs.sum()), 1.0, rel_tol=1e-12)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
     kind=st.sampled_from(["normal", "ties", "signed zeros and -inf", "huge", "flat"]),
@@ -189,7 +190,7 @@ def test_the_keyed_sort_orders_like_a_stable_argsort(seed: int, kind: str) -> No
     np.testing.assert_array_equal(ordered, expected)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), rounded=st.booleans(), size=st.sampled_from([50, 5000]))
 def test_stable_argsort_is_numpys_stable_argsort(seed: int, rounded: bool, size: int) -> None:
     values = np.random.default_rng(seed).standard_normal(size)
@@ -213,7 +214,7 @@ def _typical_reference(logits: np.ndarray, p: float, temperature: float) -> np.n
     return np.sort(order[by_typicality[:keep]])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
     scale=st.sampled_from([0.5, 3.0, 12.0]),

@@ -22,6 +22,7 @@ from sampling.samplers.mirostat import Mirostat
 from sampling.settings import text as setting_text
 from sampling.settings.text import parse_bias, parse_texts
 from tests.golden import LOGITS, TOL, renormalised, softmax
+from tests.hypothesis_profiles import examples
 
 
 def next_mu(sampler: Sampler) -> float | None:
@@ -186,7 +187,7 @@ NEWER = st.fixed_dictionaries(
 VECTORS = arrays(np.float32, st.integers(2, 60), elements=st.floats(-20, 20, width=32))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(VECTORS, NEWER, st.lists(st.integers(0, 1), max_size=12))
 def test_any_newer_chain_sums_to_one_keeps_one_and_never_mutates(
     logits: np.ndarray, changes: dict[str, object], history: list[int]
@@ -205,7 +206,7 @@ def test_any_newer_chain_sums_to_one_keeps_one_and_never_mutates(
     assert np.array_equal(logits, before)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(VECTORS, st.sampled_from([1, 2]), st.floats(1.0, 6.0), st.floats(0.01, 0.5))
 def test_mirostat_mu_follows_its_update_rule(
     logits: np.ndarray, version: int, tau: float, eta: float

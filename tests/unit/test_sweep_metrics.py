@@ -22,6 +22,7 @@ from sampling.analysis.sweep_metrics import (
 )
 from sampling.sampler import Sampler
 from sampling.settings.record import SamplerSettings
+from tests.hypothesis_profiles import examples
 
 
 def figures(
@@ -131,7 +132,7 @@ def test_frontier_golden() -> None:
     assert pareto_frontier([]) == []
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 6), st.integers(0, 6)), max_size=12))
 def test_frontier_is_the_set_of_undominated_points(raw: list[tuple[int, int]]) -> None:
     points = [(float(x), float(y)) for x, y in raw]

@@ -12,6 +12,7 @@ from hypothesis.extra.numpy import arrays
 
 from sampling.analysis.token_scores import perplexity, score_rows, token_rank, top_tokens
 from sampling.errors import LogitsError, SamplescopeError
+from tests.hypothesis_profiles import examples
 
 
 def test_golden_table() -> None:
@@ -52,7 +53,7 @@ def test_perplexity() -> None:
     assert perplexity(2 * math.log(0.25), 2) == pytest.approx(4.0)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     arrays(
         np.float32,
