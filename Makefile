@@ -92,16 +92,17 @@ test: setup chromium
 		$(ARGS) || [ $$? -eq 5 ]
 	$(PYTEST) --dist loadfile tests/model $(ARGS) || [ $$? -eq 5 ]
 
-# The quick loop while working: every test that needs no model, but the fuzz suites
-# and the snapshot tests (both in `make test`), and each property with a quarter of
-# make test's examples (tests/hypothesis_profiles.py). Two workers a core: no model
-# thread competes, and an app test spends much of its time waiting for the app to go
-# idle (4 workers on 2 cores: 187 s against 235 s with 2). TEST_WORKERS=0: one process.
+# The quick loop while working: every test that needs no model, but the fuzz suites,
+# the snapshot tests and the six marked slow (each over 2 s of CPU), all in `make
+# test`; each property with a quarter of make test's examples
+# (tests/hypothesis_profiles.py). Two workers a core: no model thread competes, and an
+# app test spends much of its time waiting for the app to go idle. TEST_WORKERS=0: one
+# process.
 FAST_WORKERS ?= $(if $(filter 0,$(TEST_WORKERS)),0,$(shell echo $$(( $(CORES) * 2 ))))
 FAST_PROFILE ?= quick
 test-fast: setup
 	HYPOTHESIS_PROFILE=$(FAST_PROFILE) SAMPLESCOPE_THREADS=1 $(BIN)/python -m pytest -q \
-		-n $(FAST_WORKERS) tests/unit tests/tui -m "not fuzz and not snapshot" $(ARGS)
+		-n $(FAST_WORKERS) tests/unit tests/tui -m "not fuzz and not snapshot and not slow" $(ARGS)
 
 # The fuzz suites for longer: 3,000 examples a property instead of make test's 100.
 test-fuzz: setup

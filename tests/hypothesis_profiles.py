@@ -29,4 +29,4 @@ def load_profile() -> None:
 def examples(full: int) -> int:
     """The examples for a property that runs `full` of them in `make test`, in
     proportion under the profile loaded (never fewer than 10)."""
-    return max(10, full * settings.default.max_examples // FULL_EXAMPLES)
+    return max(10, full * settings().max_examples // FULL_EXAMPLES)

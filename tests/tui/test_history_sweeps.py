@@ -44,6 +44,7 @@ def history(app: SamplescopeApp) -> HistoryScreen:
     return screen
 
 
+@pytest.mark.slow
 async def test_a_kept_sweep_is_one_entry_that_opens_its_frontier(tmp_path: Path) -> None:
     with ChatStore(tmp_path / "chats.sqlite3") as store:
         fake = fake_backend()

@@ -82,6 +82,7 @@ def per_token(samples: list[tuple[int, int, int]], window: tuple[int, int], at: 
     return (last[at] - first[at]) / (last[0] - first[0])
 
 
+@pytest.mark.slow
 async def test_work_per_token_does_not_grow_with_the_reply(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -61,6 +61,7 @@ async def test_a_finished_reply_ends_with_its_score() -> None:
         assert view.plain_text().count("logp") == 1
 
 
+@pytest.mark.slow
 async def test_the_score_is_never_broken_across_lines() -> None:
     app = SamplescopeApp(FakeBackend(), max_tokens=24, cursor_blink=False)
     async with app.run_test(size=(120, 36)) as pilot:

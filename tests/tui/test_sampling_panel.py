@@ -184,6 +184,7 @@ def _shown_in(panel: SamplingPanel, focused: Widget | None) -> bool:
     return panel.content_region.contains_region(focused.region)
 
 
+@pytest.mark.slow
 async def test_at_80x24_the_panel_scrolls_and_each_focused_control_is_visible() -> None:
     app = SamplescopeApp(FakeBackend(), cursor_blink=False)
     async with app.run_test(size=(80, 24)) as pilot:

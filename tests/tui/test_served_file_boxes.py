@@ -212,7 +212,17 @@ def test_every_box_naming_a_file_has_a_driver() -> None:
     assert DRIVERS.keys() == FILE_BOXES.keys()
 
 
-@pytest.mark.parametrize("box", list(FILE_BOXES), ids=list(FILE_BOXES.values()))
+TEXT_SETTINGS_BOX: Box = ("tui/panel/setting_controls.py", "TextSetting", "spec.name")
+"""The box of every typed setting: its driver types into each (make test runs it)."""
+
+
+@pytest.mark.parametrize(
+    "box",
+    [
+        pytest.param(box, id=title, marks=[pytest.mark.slow] if box == TEXT_SETTINGS_BOX else [])
+        for box, title in FILE_BOXES.items()
+    ],
+)
 async def test_the_served_app_opens_nothing_outside_its_folders_and_tells_nothing(
     box: Box, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

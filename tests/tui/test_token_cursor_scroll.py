@@ -32,6 +32,7 @@ def token_in_view(app: SamplescopeApp) -> bool:
     return top <= y < top + transcript.scrollable_content_region.height
 
 
+@pytest.mark.slow
 async def test_the_selected_token_is_always_in_view() -> None:
     app = make_app(fake_backend(), max_tokens=900, settings=LONG)
     async with app.run_test(size=SIZE) as pilot:

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from backend import user_regex
 from backend.chat.events import FinishedEvent
 from backend.chat.protocol import ChatMessage, LiveSettings
 from backend.llama.triggers import TriggerWatch
@@ -20,6 +21,8 @@ from tests.fake_backend import FakeBackend
 from tests.unit.test_trigger_window import PATTERNS
 
 CATASTROPHIC = "(?:.|..)+[0-9]"
+SHORTER_LIMIT = 0.2
+"""Seconds of CPU a search may take where a test needs a stop but not the full second."""
 """Backtracks without end on a text without digits (each start tries every way of
 cutting the rest into ones and twos): the `regex` package too."""
 
@@ -88,7 +91,9 @@ def test_random_patterns_match_as_re_does(pattern: str, text: str, ignore_case: 
         )
 
 
-def test_a_search_that_never_ends_stops_in_one_line_naming_the_pattern() -> None:
+def test_a_search_that_never_ends_stops_in_one_line_naming_the_pattern(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # re takes minutes on (a+)+$ against 40 a's and a b: the regex package sees at
     # once that it cannot match.
     assert UserRegex("(a+)+$", "banned phrase").search("a" * 40 + "b") is None
@@ -97,12 +102,16 @@ def test_a_search_that_never_ends_stops_in_one_line_naming_the_pattern() -> None
     message = str(caught.value)
     assert "\n" not in message
     assert message.startswith(f"the banned phrase {CATASTROPHIC!r} took over 1 s of CPU")
+    monkeypatch.setattr(user_regex, "SECONDS", SHORTER_LIMIT)  # the same stop, sooner
     watch = TriggerWatch(None, (CATASTROPHIC,))
     with pytest.raises(RegexTimeout, match=r"^the trigger pattern '\(\?:\.\|\.\.\)\+\[0-9\]'"):
         watch.matched(b"the cat sat on the mat " * 3)
 
 
-def test_a_banned_regex_that_never_ends_ends_the_reply_with_its_error() -> None:
+def test_a_banned_regex_that_never_ends_ends_the_reply_with_its_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(user_regex, "SECONDS", SHORTER_LIMIT)
     backend = FakeBackend(min_reply_tokens=60)
     bans = PhraseBans((CATASTROPHIC,), regex=True)
     events = list(
