@@ -103,6 +103,15 @@ def default_model_path() -> Path:
     return resolve_model_path(None)
 
 
+@pytest.fixture
+def fresh_probe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model loaded in the test runs the load's batch-invariance probe, whatever this
+    process loaded before (its answers are remembered per file and layout)."""
+    from backend.llama import contexts
+
+    monkeypatch.setattr(contexts, "_PROBE_ANSWERS", {})
+
+
 @pytest.fixture(scope="session")
 def llama_backend(
     default_model_path: Path, tmp_path_factory: pytest.TempPathFactory

@@ -19,6 +19,7 @@ repacked weights crash a batch, `backend.llama.repack_probe`, the plain ones).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,47 @@ STREAM_CELLS_STEP = 256
 PROBE_SEQS = 4
 PROBE_STEPS = 3
 PROBE_TEXT = "The quick brown fox jumps over the lazy dog, and then"
+
+
+ProbeKey = tuple[str, int, int, int, bool, bool, int, int, tuple[int, ...]]
+"""What the probe's answer depends on: the weights (the file's path, size and change
+time), the layers offloaded, repacked or not, flash attention, the batch, the probe's
+cells and tokens."""
+
+_PROBE_ANSWERS: dict[ProbeKey, bool] = {}
+"""The probe's answers in this process: the same weights decoded the same way give the
+same answer, so a model loaded again (another chat's model, the picker, a command run
+in-process) is not probed again. A model with control vectors is probed every time."""
+
+
+def _probe_key(
+    path: Path,
+    gpu_layers: int,
+    repack: bool,
+    flash_attn: bool,
+    n_batch: int,
+    n_ctx: int,
+    probe: Sequence[int],
+) -> ProbeKey | None:
+    """The key of the probe's answer for these weights and this layout (None: the
+    file cannot be read, so nothing is remembered)."""
+    try:
+        resolved = path.resolve()
+        stat = os.stat(resolved)
+    except OSError:
+        return None
+    cells = min(stream_cells(len(probe)), n_ctx)
+    return (
+        str(resolved),
+        stat.st_size,
+        stat.st_mtime_ns,
+        gpu_layers,
+        repack,
+        flash_attn,
+        n_batch,
+        cells,
+        tuple(probe),
+    )
 
 
 def stream_cells(cells: int) -> int:
@@ -60,6 +102,7 @@ class Contexts:
         flash_attn: Flash attention as llama.cpp decides it (else off), in every context.
         probe: A short text's tokens to check batch invariance with (see
             `batch_invariant`); empty: no check.
+        gpu_layers: The layers `model` has on other devices than the CPU.
         control: Control vectors every context of the model applies (None: none).
 
     Attributes:
@@ -82,6 +125,7 @@ class Contexts:
         *,
         flash_attn: bool = False,
         probe: Sequence[int] = (),
+        gpu_layers: int = 0,
         control: ControlBuffer | None = None,
     ) -> None:
         self._model = model
@@ -92,17 +136,23 @@ class Contexts:
         self._flash_attn = flash_attn
         self.n_batch = n_batch
         self.n_seq_max = n_seq_max
+        key = None
+        if probe and control is None:
+            key = _probe_key(path, gpu_layers, repack, flash_attn, n_batch, n_ctx, probe)
+        known = _PROBE_ANSWERS.get(key) if key is not None else None
         # The probe's lockstep half runs before the chat's context exists: their KV
         # caches never coexist, so the load's peak memory is the chat's alone.
-        beside = self._decode_beside(probe, n_ctx) if probe else None
+        beside = self._decode_beside(probe, n_ctx) if probe and known is None else None
         self.chat = LocalContext(
             model, n_ctx, n_batch, n_threads, 1, flash_attn=flash_attn, control=control
         )
         self.n_ctx = self.chat.n_ctx
         self.n_vocab = self.chat.n_vocab
-        self.batch_invariant: bool | None = None
-        if probe:
+        self.batch_invariant: bool | None = known
+        if probe and known is None:
             self.batch_invariant = beside is not None and self._matches_alone(probe, beside)
+            if key is not None:
+                _PROBE_ANSWERS[key] = self.batch_invariant
         self.placement = ""
         self.lost = False
         self._active: LocalContext = self.chat

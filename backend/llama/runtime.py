@@ -212,6 +212,7 @@ class LlamaRuntime:
                         options.n_seq_max,
                         flash_attn=options.flash_attn,
                         probe=self._probe_tokens() if options.n_seq_max > 1 else (),
+                        gpu_layers=n_gpu_layers,
                         control=control,
                     )
                 except LlamaError as error:

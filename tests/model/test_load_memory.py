@@ -19,7 +19,7 @@ from backend.session.llama_backend import LlamaBackend
 
 
 def test_the_probe_context_is_freed_before_the_chat_context_is_made(
-    default_model_path: Path, monkeypatch: pytest.MonkeyPatch
+    default_model_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_probe: None
 ) -> None:
     live: list[int] = []  # n_seq_max of each context alive now
     made: list[tuple[int, int]] = []  # (n_seq_max, contexts alive with it) per context made

@@ -17,7 +17,7 @@ from backend.session.llama_backend import LlamaBackend
 
 
 def test_the_probe_runs_on_one_thread_and_restores_the_count(
-    default_model_path: Path, monkeypatch: pytest.MonkeyPatch
+    default_model_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_probe: None
 ) -> None:
     counts: list[int] = []
     decode = LocalContext.decode
