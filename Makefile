@@ -51,7 +51,7 @@ $(STAMP): pyproject.toml | $(BIN)/python
 # from source, bypassing the cache, when it is missing.
 $(RPC_STAMP): $(STAMP)
 	$(BIN)/python -c "$(RPC_CHECK)" || { \
-	  echo "llama-cpp-python lacks llama.cpp's RPC backend: rebuilding it (about 6 minutes on 2 cores)"; \
+	  echo "llama-cpp-python lacks llama.cpp's RPC backend: rebuilding it (about 2 minutes on 2 cores)"; \
 	  CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install --quiet --no-cache-dir \
 	    --force-reinstall --no-binary llama-cpp-python --no-deps '$(LLAMA_PIN)'; }
 	$(BIN)/python -c "$(RPC_CHECK)" || { echo "llama-cpp-python still has no RPC backend"; exit 1; }
