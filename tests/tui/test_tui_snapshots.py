@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from textual.pilot import Pilot
 from textual.widgets import OptionList
+from textual.widgets._footer import FooterKey
 
 from sampling.built_in import DEFAULT_CHAT_SETTINGS
 from tests.fake_backend import FakeBackend
@@ -132,6 +133,9 @@ def test_help_screen(snap_compare: object) -> None:
 
     async def help_screen(pilot: Pilot[object]) -> None:
         await wait_until(pilot, lambda: chat_of(app).ready)
+        # The chat's footer rebuilds its keys once the chat is ready; a screen pushed
+        # meanwhile leaves it empty beneath the help until the chat is shown again.
+        await wait_until(pilot, lambda: bool(app.chat_screen.query(FooterKey)))
         await pilot.press("f1")
         await pilot.pause()
 
