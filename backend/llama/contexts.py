@@ -68,7 +68,6 @@ def _probe_key(
         stat = os.stat(resolved)
     except OSError:
         return None
-    cells = min(stream_cells(len(probe)), n_ctx)
     return (
         str(resolved),
         stat.st_size,
@@ -77,7 +76,7 @@ def _probe_key(
         repack,
         flash_attn,
         n_batch,
-        cells,
+        probe_cells(len(probe), n_ctx),
         tuple(probe),
     )
 
@@ -86,6 +85,11 @@ def stream_cells(cells: int) -> int:
     """`cells` rounded up as llama.cpp rounds a stream's size."""
     step = STREAM_CELLS_STEP
     return max(step, -(-cells // step) * step)
+
+
+def probe_cells(n_tokens: int, n_ctx: int) -> int:
+    """The cells each of the probe's streams has for a probe of `n_tokens`."""
+    return min(stream_cells(n_tokens), n_ctx)
 
 
 class Contexts:
@@ -256,7 +260,7 @@ class Contexts:
         if seqs < 2:
             return []
         prompt = list(tokens[:-steps])
-        cells = min(stream_cells(len(tokens)), n_ctx)
+        cells = probe_cells(len(tokens), n_ctx)
         try:
             context = LocalContext(
                 self._model, cells * seqs, self.n_batch, 1, seqs, flash_attn=self._flash_attn

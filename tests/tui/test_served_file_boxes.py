@@ -42,12 +42,14 @@ BOX_CALLS = ("Input", "ValueEntryScreen", "TextSetting")
 Box = tuple[str, str, str]
 """(module, the call, its id or first argument as written)."""
 
+TEXT_SETTINGS_BOX: Box = ("tui/panel/setting_controls.py", "TextSetting", "spec.name")
+"""The box of every typed setting: its driver types into each (make test runs it)."""
+
+
 FILE_BOXES: dict[Box, str] = {
     ("tui/score/screen.py", "Input", "'score-path'"): "score: a text file to open (ctrl+o)",
     ("tui/score/screen.py", "Input", "'score-base'"): "score: a second model (ctrl+b)",
-    ("tui/panel/setting_controls.py", "TextSetting", "spec.name"): (
-        "a several-valued setting: a grammar or a JSON schema may be @PATH"
-    ),
+    TEXT_SETTINGS_BOX: "a several-valued setting: a grammar or a JSON schema may be @PATH",
     ("tui/preset_commands.py", "ValueEntryScreen", "'the preset file to import'"): (
         "Preset: import a file"
     ),
@@ -202,7 +204,7 @@ async def model_path(pilot: Pilot[None], app: SamplescopeApp, path: str) -> None
 DRIVERS: dict[Box, Driver] = {
     ("tui/score/screen.py", "Input", "'score-path'"): score_path,
     ("tui/score/screen.py", "Input", "'score-base'"): score_base,
-    ("tui/panel/setting_controls.py", "TextSetting", "spec.name"): text_settings,
+    TEXT_SETTINGS_BOX: text_settings,
     ("tui/preset_commands.py", "ValueEntryScreen", "'the preset file to import'"): preset_file,
     ("tui/models/picker.py", "Input", "'model-filter'"): model_path,
 }
@@ -210,10 +212,6 @@ DRIVERS: dict[Box, Driver] = {
 
 def test_every_box_naming_a_file_has_a_driver() -> None:
     assert DRIVERS.keys() == FILE_BOXES.keys()
-
-
-TEXT_SETTINGS_BOX: Box = ("tui/panel/setting_controls.py", "TextSetting", "spec.name")
-"""The box of every typed setting: its driver types into each (make test runs it)."""
 
 
 @pytest.mark.parametrize(
